@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from uac_kernel.events import parse_objects, plan_batch
+from uac_kernel.fold import State
+from uac_kernel.store import Store
+
+
+def fact(ts: str, op: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
+    ev: dict[str, Any] = {"kind": "fact", "ts": ts, "op": op, "type": type_, "key": key}
+    if op != "retract":
+        ev["fields"] = fields
+    elif fields:
+        ev.update(fields)
+    return ev
+
+
+def append(store: Store, state: State, events: Iterable[dict[str, Any]]) -> None:
+    """Validate, append and fold a batch, as the workbench does."""
+    state.apply_all(store.append(plan_batch(state, parse_objects(events))))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "user.duckdb"

@@ -1,0 +1,174 @@
+"""Versioned checkpoints: the generated code of a user's state, stored in DuckDB, and diffs.
+
+A checkpoint stores only the code segments that changed since the previous version, so taking one
+after k new events costs work proportional to k; the code of version N is, per segment, the newest
+text at a version <= N.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from uac_kernel.codegen import join_segments, render_segments
+from uac_kernel.errors import CheckpointNotFound
+from uac_kernel.fold import State
+from uac_kernel.records import Record
+from uac_kernel.rules.engine import Rule
+from uac_kernel.store import Store
+
+__all__ = ["Checkpoint", "CheckpointDiff", "Checkpoints", "RecordChange", "diff_states"]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One stored checkpoint. ``code`` is read from the store on first use."""
+
+    store: Store = field(repr=False, compare=False)
+    user: str
+    version: int
+    seq: int
+    created_at: datetime
+    records: int
+    segments: int
+
+    @property
+    def code(self) -> str:
+        return Checkpoints(self.store, self.user).code(self.version)
+
+
+class Checkpoints:
+    """The checkpoints of one user in one store."""
+
+    def __init__(self, store: Store, user: str):
+        self.store = store
+        self.user = user
+
+    def latest(self) -> Checkpoint | None:
+        rows = self._rows("ORDER BY version DESC LIMIT 1")
+        return rows[0] if rows else None
+
+    def get(self, version: int | None = None) -> Checkpoint:
+        if version is None:
+            found = self.latest()
+            if found is None:
+                raise CheckpointNotFound(
+                    f"user {self.user!r} has no checkpoint yet; run `uac checkpoint` first"
+                )
+            return found
+        rows = self._rows("AND version = ?", [version])
+        if not rows:
+            known = [c.version for c in self.list()]
+            raise CheckpointNotFound(
+                f"user {self.user!r} has no checkpoint {version}; "
+                f"existing versions: {', '.join(map(str, known)) or 'none'}"
+            )
+        return rows[0]
+
+    def list(self) -> list[Checkpoint]:
+        return self._rows("ORDER BY version")
+
+    def _rows(self, tail: str, params: list[Any] | None = None) -> list[Checkpoint]:
+        rows = self.store.con.execute(
+            "SELECT version, seq, created_at, records, segments FROM checkpoints "
+            f"WHERE user_id = ? {tail}",
+            [self.user, *(params or [])],
+        ).fetchall()
+        return [Checkpoint(self.store, self.user, *row) for row in rows]
+
+    def code(self, version: int) -> str:
+        self.get(version)
+        rows = self.store.con.execute(
+            "SELECT segment, arg_max(text, version) FROM checkpoint_segments "
+            "WHERE user_id = ? AND version <= ? GROUP BY segment",
+            [self.user, version],
+        ).fetchall()
+        return join_segments(dict(rows))
+
+    def take(
+        self, state: State, dirty: Iterable[tuple[str, str, int]] | None, rules: Iterable[Rule]
+    ) -> Checkpoint:
+        """Store a new checkpoint of ``state``; render only ``dirty`` segments (None: all)."""
+        previous = self.latest()
+        if previous is None:
+            dirty = None  # the first checkpoint renders everything
+        segments = render_segments(state, dirty, rules)
+        version = (previous.version if previous else 0) + 1
+        now = datetime.now(UTC).replace(tzinfo=None)
+        records = sum(state.counts().values())
+        con = self.store.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            appender = con.appender("checkpoint_segments")
+            appender.append_rows([(self.user, version, k, v) for k, v in sorted(segments.items())])
+            appender.flush()
+            con.execute(
+                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?)",
+                [self.user, version, state.seq, now, records, len(segments)],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return Checkpoint(self.store, self.user, version, state.seq, now, records, len(segments))
+
+
+@dataclass(frozen=True)
+class RecordChange:
+    type: str
+    key: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    @property
+    def changed_fields(self) -> list[str]:
+        before, after = self.before or {}, self.after or {}
+        return sorted(f for f in before.keys() | after.keys() if before.get(f) != after.get(f))
+
+
+@dataclass(frozen=True)
+class CheckpointDiff:
+    """What changed between two states: records added, changed, retracted; schema growth."""
+
+    a: int
+    b: int
+    added: list[RecordChange]
+    changed: list[RecordChange]
+    retracted: list[RecordChange]
+    new_types: list[str]
+    new_fields: dict[str, list[str]]
+
+    def summary(self) -> str:
+        return (
+            f"checkpoint {self.a} → {self.b}: {len(self.added)} added, {len(self.changed)} changed, "
+            f"{len(self.retracted)} retracted; {len(self.new_types)} new types, "
+            f"{sum(len(v) for v in self.new_fields.values())} new fields"
+        )
+
+
+def _fields(rec: Record) -> dict[str, Any]:
+    return {k: v for k, v in rec.fields().items() if v is not None}
+
+
+def diff_states(old: State, new: State, a: int = 0, b: int = 0) -> CheckpointDiff:
+    added, changed, retracted = [], [], []
+    for name, ts in new.types.items():
+        before = old.types[name].current if name in old.types else {}
+        for key, rec in ts.current.items():
+            prev = before.get(key)
+            if prev is None:
+                added.append(RecordChange(name, key, None, _fields(rec)))
+            elif _fields(prev) != _fields(rec):
+                changed.append(RecordChange(name, key, _fields(prev), _fields(rec)))
+        for key, prev in before.items():
+            if key not in ts.current:
+                retracted.append(RecordChange(name, key, _fields(prev), None))
+    new_types = [t for t in new.schema.types if t not in old.schema.types]
+    new_fields = {
+        t: [f for f in fields if f not in old.schema.types[t]]
+        for t, fields in new.schema.types.items()
+        if t in old.schema.types and any(f not in old.schema.types[t] for f in fields)
+    }
+    return CheckpointDiff(a, b, added, changed, retracted, new_types, new_fields)

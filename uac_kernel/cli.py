@@ -1,0 +1,198 @@
+"""The ``uac`` command: a thin face over ``Workbench``. Every error is one line and exit code 1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from uac_kernel.errors import UacError
+from uac_kernel.workbench import Workbench
+
+__all__ = ["main"]
+
+DEFAULT_DB = "uac.duckdb"
+DEFAULT_USER = "me"
+
+
+def to_json(value: Any) -> str:
+    def default(v: Any) -> Any:
+        if isinstance(v, (date, datetime)):
+            return v.isoformat()
+        if isinstance(v, timedelta):
+            return v.total_seconds()
+        if isinstance(v, (set, frozenset, tuple)):
+            return list(v)
+        return str(v)
+
+    return json.dumps(value, ensure_ascii=False, default=default, indent=None)
+
+
+def _open(args: argparse.Namespace, *, read_only: bool = False) -> Workbench:
+    return Workbench(args.db, user=args.user, read_only=read_only)
+
+
+def cmd_ingest(args: argparse.Namespace) -> None:
+    with _open(args) as wb:
+        report = wb.ingest(args.file)
+        print(report.summary())
+        for alert in report.raised:
+            print(f"  raised [{alert.severity}] {alert.message}")
+        for alert in report.cleared:
+            print(f"  cleared {alert.message}")
+
+
+def cmd_checkpoint(args: argparse.Namespace) -> None:
+    with _open(args) as wb:
+        cp = wb.checkpoint()
+        print(
+            f"checkpoint {cp.version}: {cp.records} records, covers the log up to seq {cp.seq} "
+            f"({cp.segments} code segments written); show it with `uac code --version {cp.version}`"
+        )
+
+
+def cmd_checkpoints(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        for cp in wb.checkpoints.list():
+            print(f"{cp.version}\tseq {cp.seq}\t{cp.records} records\t{cp.created_at:%Y-%m-%d %H:%M:%S}")
+
+
+def cmd_code(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        sys.stdout.write(wb.code(args.version))
+
+
+def cmd_diff(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        d = wb.diff(args.a, args.b)
+        print(d.summary())
+        for t in d.new_types:
+            print(f"  + type {t}")
+        for t, fields in d.new_fields.items():
+            print(f"  + fields of {t}: {', '.join(fields)}")
+        for c in d.added:
+            print(f"  + {c.type} {c.key}: {to_json(c.after)}")
+        for c in d.changed:
+            changes = {f: [(c.before or {}).get(f), (c.after or {}).get(f)] for f in c.changed_fields}
+            print(f"  ~ {c.type} {c.key}: {to_json(changes)}")
+        for c in d.retracted:
+            print(f"  - {c.type} {c.key}")
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        print(to_json(wb.eval(args.expr)))
+
+
+def cmd_sql(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        result = wb.sql(args.query)
+        if args.json:
+            print(to_json(result.records()))
+            return
+        print("\t".join(result.columns))
+        for row in result.rows:
+            print("\t".join("" if v is None else str(v) for v in row))
+
+
+def cmd_alerts(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        alerts = wb.alerts()
+        if args.json:
+            print(to_json([a.model_dump(mode="json") for a in alerts]))
+            return
+        if not alerts:
+            print("no alerts")
+        for a in alerts:
+            evidence = ", ".join(f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence)
+            print(f"[{a.severity}] {a.rule}: {a.message}")
+            if evidence:
+                print(f"    evidence: {evidence}")
+
+
+def cmd_log(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        kinds = [args.kind] if args.kind else None
+        for ev in wb.log(kinds=kinds, after_seq=args.after, limit=args.limit):
+            source = f" {ev.source}" if ev.source else ""
+            print(f"{ev.seq}\t{ev.ts.isoformat()}\t{ev.kind}{source}\t{to_json(ev.payload)}")
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        report = wb.verify()
+    if not report.ok:
+        raise UacError(f"{args.db}: hash chain broken at event {report.first_bad_seq}: {report.problem}")
+    print(f"{args.db}: {report.events} events, hash chain intact")
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    from uac_kernel.demo_run import run_demo
+
+    run_demo(Path(args.db) if args.db_given else Path("uac-demo.duckdb"), out=print)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        help=f"store file (env UAC_DB; default {DEFAULT_DB}, or uac-demo.duckdb for `demo`)",
+    )
+    common.add_argument("--user", default=argparse.SUPPRESS, help=f"user id (env UAC_USER; default {DEFAULT_USER})")
+    parser = argparse.ArgumentParser(
+        prog="uac", parents=[common], description="User as Code: executable user memory."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], None], help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help, description=help)
+        p.set_defaults(func=fn)
+        return p
+
+    add("ingest", cmd_ingest, "append an Event JSONL file to the log").add_argument("file")
+    add("checkpoint", cmd_checkpoint, "store the current state as a new version of typed code")
+    add("checkpoints", cmd_checkpoints, "list the checkpoints")
+    add("code", cmd_code, "print a checkpoint's code").add_argument("--version", type=int, default=None)
+    p = add("diff", cmd_diff, "what changed between two checkpoints")
+    p.add_argument("a", type=int)
+    p.add_argument("b", type=int)
+    add("eval", cmd_eval, "evaluate a sandboxed Python expression; prints JSON").add_argument("expr")
+    p = add("sql", cmd_sql, "run SQL over one table per record type")
+    p.add_argument("query")
+    p.add_argument("--json", action="store_true")
+    add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
+    p = add("log", cmd_log, "print events of the log")
+    p.add_argument("--kind", default=None)
+    p.add_argument("--after", type=int, default=0, help="only events after this seq")
+    p.add_argument("--limit", type=int, default=50)
+    add("verify", cmd_verify, "re-compute the hash chain; fails if any event was changed")
+    add("demo", cmd_demo, "build the offline demo user and show what uac does")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.db_given = hasattr(args, "db") or "UAC_DB" in os.environ
+    if not hasattr(args, "db"):
+        args.db = os.environ.get("UAC_DB", DEFAULT_DB)
+    if not hasattr(args, "user"):
+        args.user = os.environ.get("UAC_USER", DEFAULT_USER)
+    try:
+        args.func(args)
+    except UacError as exc:
+        print(f"uac: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

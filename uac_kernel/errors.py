@@ -1,0 +1,78 @@
+"""Every exception uac raises. Each message is one line that says what went wrong and what to do."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CheckpointNotFound",
+    "CodeError",
+    "EventError",
+    "FoldError",
+    "QueryError",
+    "RuleError",
+    "SandboxFailed",
+    "SandboxLimit",
+    "SandboxRefused",
+    "StoreError",
+    "StoreLocked",
+    "UacError",
+]
+
+
+class UacError(Exception):
+    """Base of every error uac raises; its message says what to do."""
+
+
+class StoreError(UacError):
+    """The DuckDB store cannot be opened or written."""
+
+
+class StoreLocked(StoreError):
+    """Another process holds the store file read-write."""
+
+
+class EventError(UacError):
+    """An event is malformed or contradicts the log. Names the origin, line and field."""
+
+    def __init__(self, message: str, *, origin: str = "", line: int | None = None, field: str = ""):
+        where = origin or "<events>"
+        if line is not None:
+            where += f":{line}"
+        if field:
+            where += f": field '{field}'"
+        super().__init__(f"{where}: {message}")
+        self.origin = origin
+        self.line = line
+        self.field = field
+        self.reason = message
+
+
+class FoldError(UacError):
+    """The log cannot be folded into state (only possible if it was written by other tools)."""
+
+
+class CheckpointNotFound(UacError):
+    """The asked-for checkpoint version does not exist."""
+
+
+class CodeError(UacError):
+    """Generated or edited code cannot be read back into records (it is read, never run)."""
+
+
+class QueryError(UacError):
+    """A SQL query or a query over the state failed."""
+
+
+class RuleError(UacError):
+    """A rule is declared wrongly (bad name, unknown severity)."""
+
+
+class SandboxRefused(UacError):
+    """An expression was refused before running; the message says which construct and why."""
+
+
+class SandboxLimit(UacError):
+    """An expression exceeded its CPU time, memory or wall-clock budget."""
+
+
+class SandboxFailed(UacError):
+    """An expression raised an exception while it ran."""

@@ -1,0 +1,59 @@
+"""Typed records: the pydantic base class and the record classes a schema describes."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+__all__ = ["Record", "python_type", "record_class"]
+
+
+class Record(BaseModel):
+    """One version of a typed record. Every record type of a user's schema subclasses it.
+
+    ``key`` names the record; ``valid_from``/``valid_to`` bound this version in time (``ts`` of the
+    events that made and ended it); ``sources`` are the log seqs behind it; ``retracted`` marks
+    the final version of a retracted record.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    sources: tuple[int, ...] = ()
+    retracted: bool = False
+
+    def fields(self) -> dict[str, Any]:
+        """The record's own fields (not key, time bounds or sources), unset ones as None."""
+        return {name: getattr(self, name) for name in type(self).own_fields()}
+
+    @classmethod
+    def own_fields(cls) -> list[str]:
+        return [n for n in cls.model_fields if n not in Record.model_fields]
+
+
+_SCALAR_TYPES: dict[str, type] = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "date": date,
+    "datetime": datetime,
+}
+
+
+def python_type(ftype: str) -> Any:
+    """The Python annotation of a field type name, e.g. ``list[date]`` → ``list[date]``."""
+    if ftype.startswith("list["):
+        return list[_SCALAR_TYPES[ftype[5:-1]]]  # type: ignore[misc]
+    return _SCALAR_TYPES[ftype]
+
+
+def record_class(name: str, fields: dict[str, str]) -> type[Record]:
+    """A pydantic class for record type ``name`` with the given ``{field: ftype}``, all optional."""
+    spec: dict[str, Any] = {f: (python_type(t) | None, None) for f, t in fields.items()}
+    cls: type[Record] = create_model(name, __base__=Record, __module__="uac.user", **spec)
+    return cls

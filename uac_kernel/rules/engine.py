@@ -1,0 +1,213 @@
+"""Rules over the typed state, and the alerts they raise.
+
+A rule is an ordinary function of the ``user`` view that yields ``Finding``s. It declares the
+record types it reads (``watch``), so after a state change only the rules that read a changed
+type run again; ``clock=True`` rules also run when the log's clock moves (deadlines). An alert's
+id is stable (rule name + what it is about), so the engine can tell a new alert from one that is
+still standing, and log when each is raised and when it clears.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, overload
+
+from pydantic import BaseModel, ConfigDict
+
+from uac_kernel.errors import RuleError
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+
+__all__ = ["Alert", "Evidence", "Finding", "Rule", "RuleRunner", "Severity", "rule"]
+
+Severity = Literal["critical", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("critical", "warning", "info")
+
+
+class Evidence(BaseModel):
+    """A record an alert rests on, and the log events behind it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    key: str
+    sources: tuple[int, ...]
+
+
+class Alert(BaseModel):
+    """An alert raised by a rule."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    rule: str
+    severity: Severity
+    category: str
+    message: str
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule yields: a message and the records it is about.
+
+    ``about`` distinguishes two findings of one rule over the same records (rarely needed);
+    ``severity`` overrides the rule's default.
+    """
+
+    message: str
+    evidence: Sequence[Record] = ()
+    severity: Severity | None = None
+    about: str = ""
+
+
+RuleFunc = Callable[[UserView], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named rule with the types it reads, its default severity, category and cited source."""
+
+    name: str
+    func: RuleFunc = field(compare=False)
+    watch: frozenset[str] | None
+    severity: Severity = "warning"
+    category: str = ""
+    source: str = ""
+    clock: bool = False
+    doc: str = ""
+
+    def __call__(self, user: UserView) -> Iterable[Finding]:
+        return self.func(user)
+
+    def alerts(self, user: UserView) -> dict[str, Alert]:
+        found: dict[str, Alert] = {}
+        for f in self.func(user):
+            evidence = tuple(Evidence(type=type(r).__name__, key=r.key, sources=r.sources) for r in f.evidence)
+            ident = "|".join([f.about, *sorted(f"{e.type}/{e.key}" for e in evidence)])
+            alert_id = f"{self.name}:{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
+            found[alert_id] = Alert(
+                id=alert_id,
+                rule=self.name,
+                severity=f.severity or self.severity,
+                category=self.category,
+                message=f.message,
+                evidence=evidence,
+            )
+        return found
+
+
+@overload
+def rule(func: RuleFunc, /) -> Rule: ...
+@overload
+def rule(
+    *,
+    watch: Iterable[str] | None = None,
+    severity: Severity = "warning",
+    category: str = "",
+    source: str = "",
+    clock: bool = False,
+    name: str | None = None,
+) -> Callable[[RuleFunc], Rule]: ...
+def rule(
+    func: RuleFunc | None = None,
+    /,
+    *,
+    watch: Iterable[str] | None = None,
+    severity: Severity = "warning",
+    category: str = "",
+    source: str = "",
+    clock: bool = False,
+    name: str | None = None,
+) -> Rule | Callable[[RuleFunc], Rule]:
+    """Declare a rule: ``@rule`` or ``@rule(watch=["Medication", "Allergy"], severity="critical")``.
+
+    Without ``watch`` the rule runs after every change of any type.
+    """
+    if severity not in SEVERITIES:
+        raise RuleError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+
+    def wrap(fn: RuleFunc) -> Rule:
+        rule_name = name or fn.__name__
+        if not rule_name.isidentifier() or rule_name.startswith("_"):
+            raise RuleError(f"rule name {rule_name!r} must be a public Python identifier")
+        return Rule(
+            name=rule_name,
+            func=fn,
+            watch=None if watch is None else frozenset(watch),
+            severity=severity,
+            category=category,
+            source=source,
+            clock=clock,
+            doc=(fn.__doc__ or "").strip(),
+        )
+
+    return wrap(func) if func is not None else wrap
+
+
+@dataclass
+class AlertChange:
+    raised: list[Alert] = field(default_factory=list)
+    cleared: list[Alert] = field(default_factory=list)
+
+
+class RuleRunner:
+    """Runs rules after state changes and keeps the set of standing alerts."""
+
+    def __init__(self, rules: Iterable[Rule] = ()):
+        self.rules: dict[str, Rule] = {}
+        self.active: dict[str, dict[str, Alert]] = {}
+        for r in rules:
+            self.add(r)
+
+    def add(self, r: Rule) -> None:
+        self.rules[r.name] = r
+        self.active.setdefault(r.name, {})
+
+    def standing(self) -> list[Alert]:
+        order = {s: i for i, s in enumerate(SEVERITIES)}
+        alerts = [a for per_rule in self.active.values() for a in per_rule.values()]
+        return sorted(alerts, key=lambda a: (order[a.severity], a.rule, a.id))
+
+    def run(
+        self,
+        user: UserView,
+        changed_types: set[str] | None,
+        clock_moved: bool = False,
+        only: Iterable[str] | None = None,
+    ) -> AlertChange:
+        """Re-run the rules affected by a change (``changed_types=None``: all of them)."""
+        change = AlertChange()
+        selected = set(only) if only is not None else None
+        for r in self.rules.values():
+            if selected is not None and r.name not in selected:
+                continue
+            affected = (
+                changed_types is None
+                or r.watch is None
+                or bool(r.watch & changed_types)
+                or (r.clock and clock_moved)
+            )
+            if not affected:
+                continue
+            now = self._evaluate(r, user)
+            before = self.active[r.name]
+            change.raised.extend(a for i, a in now.items() if i not in before)
+            change.cleared.extend(a for i, a in before.items() if i not in now)
+            self.active[r.name] = now
+        return change
+
+    @staticmethod
+    def _evaluate(r: Rule, user: UserView) -> dict[str, Alert]:
+        try:
+            return r.alerts(user)
+        except Exception as exc:  # a broken rule must not stop ingest; it becomes an alert
+            alert_id = f"{r.name}:error"
+            message = f"rule {r.name} failed: {type(exc).__name__}: {exc}; fix the rule and re-run"
+            return {
+                alert_id: Alert(
+                    id=alert_id, rule=r.name, severity="warning", category="rule_error", message=message
+                )
+            }

@@ -1,0 +1,209 @@
+"""Field types of typed records: inference from JSON values, coercion, and the growing schema.
+
+A type or field seen for the first time extends the schema; the extension is itself an event
+(kind ``schema``), so the schema is as much a function of the log as the records are.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+__all__ = [
+    "FIELD_TYPES",
+    "RESERVED_FIELDS",
+    "RESERVED_TYPES",
+    "Schema",
+    "check_field_name",
+    "check_type_name",
+    "coerce",
+    "infer",
+    "to_json_value",
+]
+
+SCALARS = ("bool", "int", "float", "str", "date", "datetime")
+FIELD_TYPES = SCALARS + tuple(f"list[{s}]" for s in SCALARS)
+
+# Names every record has (DESIGN.md "Query namespace"), so facts cannot use them as fields.
+RESERVED_FIELDS = frozenset({"key", "valid_from", "valid_to", "sources", "retracted"})
+# Names bound in the query namespace and in generated code.
+RESERVED_TYPES = frozenset(
+    {"Record", "Counter", "Alert", "Severity", "State", "User", "True", "False", "None"}
+)
+
+_TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]{0,63}\Z")
+_FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?\Z")
+
+
+def check_type_name(name: object) -> str | None:
+    """Why ``name`` cannot be a record type name, or None when it can."""
+    if not isinstance(name, str) or not _TYPE_NAME.match(name):
+        return (
+            f"type name {name!r} must start with a capital letter and use only letters, "
+            "digits and '_' (at most 64), e.g. 'Trip'"
+        )
+    if name in RESERVED_TYPES or keyword.iskeyword(name):
+        return f"type name {name!r} is reserved; choose another name"
+    return None
+
+
+def check_field_name(name: object) -> str | None:
+    """Why ``name`` cannot be a field name, or None when it can."""
+    if not isinstance(name, str) or not _FIELD_NAME.match(name):
+        return (
+            f"field name {name!r} must be lower_snake_case: start with a lowercase letter, "
+            "then letters, digits or '_' (at most 64)"
+        )
+    if name in RESERVED_FIELDS or keyword.iskeyword(name) or name.startswith("model_"):
+        return f"field name {name!r} is reserved; choose another name"
+    return None
+
+
+def _scalar_type(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        if _DATE.match(value) and _parse_date(value) is not None:
+            return "date"
+        if _DATETIME.match(value) and _parse_datetime(value) is not None:
+            return "datetime"
+        return "str"
+    return None
+
+
+def infer(value: Any) -> str | None:
+    """The field type a first value implies, or None if it implies none (null, empty list, object)."""
+    if isinstance(value, list):
+        inner = {_scalar_type(v) for v in value}
+        if len(inner) == 1 and None not in inner:
+            return f"list[{inner.pop()}]"
+        if inner == {"int", "float"}:
+            return "list[float]"
+        if inner and inner <= {"str", "date", "datetime"}:
+            return "list[str]"
+        return None
+    return _scalar_type(value)
+
+
+def _parse_date(text: str) -> date | None:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _parse_datetime(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def coerce(ftype: str, value: Any) -> Any:
+    """The JSON ``value`` as a Python value of ``ftype``; raises ValueError saying what is wrong.
+
+    ``None`` clears a field and is valid for every type.
+    """
+    if value is None:
+        return None
+    if ftype.startswith("list["):
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list ({ftype}), got {_json_kind(value)}")
+        inner = ftype[5:-1]
+        return [coerce(inner, v) for v in value]
+    if ftype == "bool":
+        if isinstance(value, bool):
+            return value
+    elif ftype == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif ftype == "float":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ValueError("expected a finite number, got NaN or infinity")
+            return float(value)
+    elif ftype == "str":
+        if isinstance(value, str):
+            return value
+    elif ftype == "date":
+        if isinstance(value, str) and _DATE.match(value):
+            parsed = _parse_date(value)
+            if parsed is not None:
+                return parsed
+    elif ftype == "datetime":
+        if isinstance(value, str):
+            if _DATE.match(value) and (d := _parse_date(value)) is not None:
+                return datetime(d.year, d.month, d.day)
+            if _DATETIME.match(value) and (dt := _parse_datetime(value)) is not None:
+                return dt
+    else:
+        raise ValueError(f"unknown field type {ftype!r}")
+    raise ValueError(f"expected {_describe(ftype)}, got {_json_kind(value)} {_short(value)}")
+
+
+def to_json_value(value: Any) -> Any:
+    """A Python field value back as its JSON form (dates as ISO strings)."""
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [to_json_value(v) for v in value]
+    return value
+
+
+def _describe(ftype: str) -> str:
+    return {
+        "date": "an ISO date like '2025-03-01' (date)",
+        "datetime": "an ISO date-time like '2025-03-01T09:30:00' (datetime)",
+        "bool": "true or false (bool)",
+        "int": "a whole number (int)",
+        "float": "a number (float)",
+        "str": "a string (str)",
+    }.get(ftype, ftype)
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@dataclass
+class Schema:
+    """Record types and their typed fields, in the order they first appeared in the log."""
+
+    types: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def copy(self) -> Schema:
+        return Schema({t: dict(f) for t, f in self.types.items()})
+
+    def field_type(self, type_name: str, field_name: str) -> str | None:
+        return self.types.get(type_name, {}).get(field_name)
+
+    def apply(self, payload: dict[str, Any]) -> None:
+        """Apply a ``schema`` event's payload: a new type, or a new field of a type."""
+        fields = self.types.setdefault(payload["type"], {})
+        if payload.get("field"):
+            fields[payload["field"]] = payload["ftype"]

@@ -1,0 +1,237 @@
+"""``Workbench``: one user of one store — the engine's public API that every face calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
+from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
+from uac_kernel.fold import State, fold
+from uac_kernel.query import UserView, namespace
+from uac_kernel.rules.engine import Alert, AlertChange, Rule, RuleRunner
+from uac_kernel.rules.library import LIBRARY
+from uac_kernel.sandbox import evaluate
+from uac_kernel.sqlview import SqlResult, SqlView
+from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
+
+__all__ = ["IngestReport", "Workbench"]
+
+
+@dataclass
+class IngestReport:
+    """What an ingest appended, skipped as already logged, and which alerts it raised or cleared."""
+
+    appended: int = 0
+    skipped: int = 0
+    schema_changes: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    raised: list[Alert] = field(default_factory=list)
+    cleared: list[Alert] = field(default_factory=list)
+
+    def summary(self) -> str:
+        text = f"{self.appended} events appended, {self.skipped} already in the log"
+        if self.schema_changes:
+            text += f", {self.schema_changes} schema changes"
+        if self.raised or self.cleared:
+            text += f"; alerts: {len(self.raised)} raised, {len(self.cleared)} cleared"
+        return text
+
+
+class Workbench:
+    """The event log, typed state, checkpoints, rules and queries of one user.
+
+    >>> wb = Workbench("memory.duckdb", user="maya")   # doctest: +SKIP
+    >>> wb.ingest("events.jsonl"); wb.checkpoint(); wb.eval("len(user.all(Trip))")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        user: str = "me",
+        *,
+        read_only: bool = False,
+        rules: Iterable[Rule] = LIBRARY,
+    ):
+        self.store = Store(path, read_only=read_only)
+        self.user = user
+        self.checkpoints = Checkpoints(self.store, user)
+        self.runner = RuleRunner(rules)
+        self._sources: set[str] | None = None
+        self._sql: SqlView | None = None
+        self.state = State(user)
+        latest = self.checkpoints.latest()
+        if latest is not None:
+            # Only what changed after the last checkpoint needs re-rendering at the next one.
+            self.state.apply_all(self.store.events(user, upto_seq=latest.seq))
+            self.state.take_dirty()
+            self.state.apply_all(self.store.events(user, after_seq=latest.seq))
+        else:
+            self.state.apply_all(self.store.events(user))
+        self.state.take_changed_types()
+        self.runner.run(self.view, None)
+        self._reconcile_alerts()
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Workbench:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def view(self) -> UserView:
+        return UserView(self.state)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def ingest(self, events: str | Path | Iterable[dict[str, Any]], *, origin: str = "<events>") -> IngestReport:
+        """Append Event JSONL (a file path) or event objects, atomically; then re-run rules.
+
+        Events whose ``source`` is already logged for this user are skipped, so re-ingesting a
+        file appends nothing. Any invalid event rejects the whole batch with an ``EventError``.
+        """
+        parsed: Iterable[InputEvent]
+        if isinstance(events, (str, Path)):
+            parsed = parse_jsonl(events)
+        else:
+            parsed = parse_objects(events, origin)
+        return self.append_parsed(list(parsed))
+
+    def append_parsed(self, parsed: Sequence[InputEvent]) -> IngestReport:
+        known = self._known_sources()
+        fresh: list[InputEvent] = []
+        seen: set[str] = set()
+        for ev in parsed:
+            if ev.source is not None and (ev.source in known or ev.source in seen):
+                continue
+            if ev.source is not None:
+                seen.add(ev.source)
+            fresh.append(ev)
+        report = IngestReport(skipped=len(parsed) - len(fresh))
+        if not fresh:
+            return report
+        planned = plan_batch(self.state, fresh)
+        logged = self.store.append(planned)
+        report.appended = len(fresh)
+        report.schema_changes = sum(1 for e in logged if e.kind == "schema")
+        report.first_seq, report.last_seq = logged[0].seq, logged[-1].seq
+        known.update(seen)
+        change = self._apply(logged)
+        report.raised, report.cleared = change.raised, change.cleared
+        return report
+
+    def _apply(self, logged: list[LoggedEvent]) -> AlertChange:
+        before = self.state.now
+        self.state.apply_all(logged)
+        changed = self.state.take_changed_types()
+        clock_moved = self.state.now != before
+        if not changed and not clock_moved:
+            return AlertChange()
+        change = self.runner.run(self.view, changed, clock_moved)
+        self._log_alerts(change)
+        return change
+
+    def _known_sources(self) -> set[str]:
+        if self._sources is None:
+            self._sources = self.store.sources(self.user)
+        return self._sources
+
+    def add_rule(self, r: Rule) -> AlertChange:
+        """Put a rule in force and run it on the current state."""
+        self.runner.add(r)
+        change = self.runner.run(self.view, None, only=[r.name])
+        self._log_alerts(change)
+        return change
+
+    def _log_alerts(self, change: AlertChange) -> None:
+        if self.store.read_only or not (change.raised or change.cleared):
+            return
+        ts = self.state.now or datetime(1970, 1, 1)
+        events = [
+            NewEvent(ts, "alert", self.user, {"state": state, **alert.model_dump(mode="json")})
+            for state, alerts in (("raised", change.raised), ("cleared", change.cleared))
+            for alert in alerts
+        ]
+        self.state.apply_all(self.store.append(events))
+
+    def _reconcile_alerts(self) -> None:
+        """On open: log what differs between the standing alerts and those the log says stand."""
+        logged: dict[str, dict[str, Any]] = {}
+        for ev in self.store.events(self.user, kinds=["alert"]):
+            if ev.payload["state"] == "raised":
+                logged[ev.payload["id"]] = ev.payload
+            else:
+                logged.pop(ev.payload["id"], None)
+        standing = {a.id: a for a in self.runner.standing()}
+        change = AlertChange(
+            raised=[a for i, a in standing.items() if i not in logged],
+            cleared=[Alert.model_validate({k: v for k, v in p.items() if k != "state"})
+                     for i, p in logged.items() if i not in standing],
+        )
+        self._log_alerts(change)
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint:
+        """Store the state as a new version of typed code; only changed segments are rendered."""
+        return self.checkpoints.take(self.state, self.state.take_dirty(), self.runner.rules.values())
+
+    def code(self, version: int | None = None) -> str:
+        return self.checkpoints.get(version).code
+
+    def diff(self, a: int, b: int) -> CheckpointDiff:
+        """Records added, changed and retracted, and schema growth, from checkpoint a to b."""
+        old, new = self.checkpoints.get(a), self.checkpoints.get(b)
+        return diff_states(self.state_at_seq(old.seq), self.state_at_seq(new.seq), a, b)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def state_at_seq(self, seq: int) -> State:
+        if seq == self.state.seq:
+            return self.state
+        return fold(self.user, self.store.events(self.user, upto_seq=seq))
+
+    def as_of(self, ts: datetime | str) -> State:
+        """The state as it was at ``ts``: the fold of every event dated at or before it."""
+        when = datetime.fromisoformat(ts) if isinstance(ts, str) else ts
+        return fold(self.user, self.store.events(self.user, until_ts=when))
+
+    def eval(self, expr: str, *, cpu_seconds: float = 5.0, memory_mb: int = 1024) -> Any:
+        """Evaluate a Python expression over the state in the sandbox; returns plain data."""
+        return evaluate(expr, namespace(self.state), cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+
+    def sql(self, query: str) -> SqlResult:
+        """Run SQL over one table per record type (``Trip``, ``Trip_history``)."""
+        if self._sql is None:
+            self._sql = SqlView()
+        return self._sql.query(self.state, query)
+
+    def alerts(self) -> list[Alert]:
+        """The alerts standing now, most severe first."""
+        return self.runner.standing()
+
+    def alert_history(self) -> list[LoggedEvent]:
+        """Every time an alert was raised or cleared, in log order."""
+        return list(self.store.events(self.user, kinds=["alert"]))
+
+    def log(
+        self,
+        *,
+        kinds: Sequence[str] | None = None,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[LoggedEvent]:
+        """Events of this user in log order."""
+        return list(self.store.events(self.user, after_seq=after_seq, kinds=kinds, limit=limit))
+
+    def verify(self) -> VerifyReport:
+        return self.store.verify()
