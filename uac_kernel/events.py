@@ -14,6 +14,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from uac_kernel.errors import EventError
 from uac_kernel.fold import State
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
@@ -22,6 +24,7 @@ from uac_kernel.store import NewEvent, dump_payload
 __all__ = ["InputEvent", "parse_jsonl", "parse_objects", "plan_batch"]
 
 KINDS = ("utterance", "fact")
+_EXACT_JSON: dict[str, type] = {"str": str, "int": int, "bool": bool}
 OPS = ("add", "update", "retract")
 _ALLOWED = {
     "utterance": {"kind", "ts", "source", "speaker", "text", "meta"},
@@ -53,14 +56,15 @@ def parse_jsonl(path: str | Path) -> Iterator[InputEvent]:
             if not text.strip():
                 continue
             try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
+                obj = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
                 raise EventError(
                     f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object",
                     origin=str(p),
                     line=n,
                 ) from exc
-            yield parse_event(obj, str(p), n)
+            # orjson refuses lone surrogates while parsing, so the text needs no second check.
+            yield parse_event(obj, str(p), n, check_unicode=False)
 
 
 def parse_objects(objects: Iterable[dict[str, Any]], origin: str = "<events>") -> Iterator[InputEvent]:
@@ -69,7 +73,16 @@ def parse_objects(objects: Iterable[dict[str, Any]], origin: str = "<events>") -
         yield parse_event(obj, origin, n)
 
 
-def parse_event(obj: Any, origin: str, line: int) -> InputEvent:
+def _dump(payload: dict[str, Any], fail: Any) -> str:
+    try:
+        return dump_payload(payload)
+    except orjson.JSONEncodeError as exc:
+        if "surrogates" in str(exc):
+            raise fail("a string holds an unpaired surrogate (\\ud800-\\udfff); send valid Unicode") from None
+        raise fail(f"cannot be stored as JSON: {exc}") from None
+
+
+def parse_event(obj: Any, origin: str, line: int, check_unicode: bool = True) -> InputEvent:
     def fail(message: str, field: str = "") -> EventError:
         return EventError(message, origin=origin, line=line, field=field)
 
@@ -95,14 +108,12 @@ def parse_event(obj: Any, origin: str, line: int) -> InputEvent:
             raise fail("meta must be a JSON object", "meta")
     else:
         _check_fact_shape(payload, fail)
-    try:
-        text = dump_payload(payload).encode()
-    except UnicodeEncodeError:
-        raise fail("a string holds an unpaired surrogate (\\ud800-\\udfff); send valid Unicode") from None
     if source is None:
         # A content hash stands in for a missing source, so re-ingesting a file is idempotent.
-        digest = hashlib.sha256(f"{kind}|{ts.isoformat()}|".encode() + text)
-        source = f"sha256:{digest.hexdigest()[:32]}"
+        text = f"{kind}|{ts.isoformat()}|{_dump(payload, fail)}"
+        source = f"sha256:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+    elif check_unicode:
+        _dump(payload, fail)
     return InputEvent(origin, line, ts, kind, source, payload)
 
 
@@ -223,6 +234,9 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
                 out.append(
                     NewEvent(ev.ts, "schema", user, {"type": name, "field": fname, "ftype": ftype}, None)
                 )
+            if type(value) is _EXACT_JSON.get(ftype):  # already canonical: the common case
+                canonical[fname] = value
+                continue
             try:
                 canonical[fname] = to_json_value(coerce(ftype, value))
             except ValueError as exc:

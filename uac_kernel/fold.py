@@ -7,14 +7,14 @@ changed (``changed_types``), so checkpoints and rules do work proportional to th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from uac_kernel.errors import FoldError
-from uac_kernel.records import Record, record_class
-from uac_kernel.schema import Schema, coerce
+from uac_kernel.records import Record, new_record, record_class
+from uac_kernel.schema import Schema, reader
 from uac_kernel.store import LoggedEvent
 
 __all__ = ["BLOCK", "State", "TypeState", "fold"]
@@ -29,6 +29,8 @@ class TypeState:
 
     name: str
     cls: type[Record]
+    # Per field, the converter from stored JSON to Python values; its keys give field order.
+    readers: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     current: dict[str, Record] = field(default_factory=dict)
     history: list[Record] = field(default_factory=list)
     # Keys in the order their records were (re)created; a key's current life sits at position[key].
@@ -110,11 +112,12 @@ class State:
         fields = self.schema.types[name]
         ts = self.types.get(name)
         cls = record_class(name, fields)
+        readers = {f: reader(t) for f, t in fields.items()}
         if ts is None:
-            self.types[name] = TypeState(name, cls)
+            self.types[name] = TypeState(name, cls, readers)
         else:
             # A new field: rebuild this type's records on the new class (new field unset).
-            ts.cls = cls
+            ts.cls, ts.readers = cls, readers
             ts.current = {k: _rebuild(cls, r) for k, r in ts.current.items()}
             ts.history = [_rebuild(cls, r) for r in ts.history]
             self.dirty.update((name, s, b) for s, b in _all_blocks(ts))
@@ -128,41 +131,41 @@ class State:
         ts = self.types.get(name)
         if ts is None:
             raise FoldError(f"event {ev.seq}: type {name!r} has no schema event before it")
-        ftypes = self.schema.types[name]
+        given = p.get("fields") or {}
         if op == "add":
             if key in ts.current:
                 raise FoldError(f"event {ev.seq}: {name} {key!r} already exists")
-            values = {f: coerce(ftypes[f], v) for f, v in p.get("fields", {}).items()}
-            ts.current[key] = ts.cls.model_construct(
-                key=key, valid_from=ev.ts, sources=(ev.seq,), **values
-            )
+            values: dict[str, Any] = {"key": key, "valid_from": ev.ts, "valid_to": None,
+                                      "sources": (ev.seq,), "retracted": False}
+            for f, read in ts.readers.items():
+                values[f] = read(given.get(f))
+            ts.current[key] = new_record(ts.cls, values)
             ts.position[key] = len(ts.order)
             ts.order.append(key)
         else:
             old = ts.current.get(key)
             if old is None:
                 raise FoldError(f"event {ev.seq}: {name} {key!r} is not a current record")
-            ended: dict[str, Any] = {"valid_to": ev.ts}
+            ended = dict(old.__dict__, valid_to=ev.ts)
             if op == "update":
-                changes = {f: coerce(ftypes[f], v) for f, v in p.get("fields", {}).items()}
-                values = {**old.fields(), **changes}
-                ts.current[key] = ts.cls.model_construct(
-                    key=key, valid_from=ev.ts, sources=(*old.sources, ev.seq), **values
-                )
+                values = dict(old.__dict__, valid_from=ev.ts, sources=(*old.sources, ev.seq))
+                for f, v in given.items():
+                    values[f] = ts.readers[f](v)
+                ts.current[key] = new_record(ts.cls, values)
             elif op == "retract":
                 del ts.current[key]
                 ended.update(retracted=True, sources=(*old.sources, ev.seq))
             else:
                 raise FoldError(f"event {ev.seq}: unknown op {op!r}")
             self.dirty.add((name, "history", len(ts.history) // BLOCK))
-            ts.history.append(old.model_copy(update=ended))
+            ts.history.append(new_record(ts.cls, ended))
         self.dirty.add((name, "current", ts.position[key] // BLOCK))
         self.changed_types.add(name)
         self.type_seq[name] = ev.seq
 
 
 def _rebuild(cls: type[Record], rec: Record) -> Record:
-    return cls.model_construct(**dict(rec))
+    return new_record(cls, {**dict.fromkeys(cls.model_fields), **rec.__dict__})
 
 
 def _all_blocks(ts: TypeState) -> Iterable[tuple[str, int]]:

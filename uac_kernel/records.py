@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-__all__ = ["Record", "python_type", "record_class"]
+__all__ = ["Record", "new_record", "python_type", "record_class"]
 
 
 class Record(BaseModel):
@@ -57,3 +57,20 @@ def record_class(name: str, fields: dict[str, str]) -> type[Record]:
     spec: dict[str, Any] = {f: (python_type(t) | None, None) for f, t in fields.items()}
     cls: type[Record] = create_model(name, __base__=Record, __module__="uac.user", **spec)
     return cls
+
+
+_set = object.__setattr__
+
+
+def new_record(cls: type[Record], values: dict[str, Any]) -> Record:
+    """A record from values already validated by the log, without re-validating them.
+
+    Does what ``model_construct`` does for our plain models, at a fraction of its cost (the fold
+    builds one record per fact event, so this is its hot path). ``values`` must hold every field.
+    """
+    rec = cls.__new__(cls)
+    _set(rec, "__dict__", values)
+    _set(rec, "__pydantic_fields_set__", {k for k, v in values.items() if v is not None})
+    _set(rec, "__pydantic_extra__", None)
+    _set(rec, "__pydantic_private__", None)
+    return rec

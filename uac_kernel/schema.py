@@ -6,9 +6,11 @@ A type or field seen for the first time extends the schema; the extension is its
 
 from __future__ import annotations
 
+import functools
 import keyword
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -22,6 +24,7 @@ __all__ = [
     "check_type_name",
     "coerce",
     "infer",
+    "reader",
     "to_json_value",
 ]
 
@@ -43,7 +46,12 @@ _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?\Z
 
 def check_type_name(name: object) -> str | None:
     """Why ``name`` cannot be a record type name, or None when it can."""
-    if not isinstance(name, str) or not _TYPE_NAME.match(name):
+    return _check_type_name(name) if isinstance(name, str) else _check_type_name(repr(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_type_name(name: str) -> str | None:
+    if not _TYPE_NAME.match(name):
         return (
             f"type name {name!r} must start with a capital letter and use only letters, "
             "digits and '_' (at most 64), e.g. 'Trip'"
@@ -55,7 +63,12 @@ def check_type_name(name: object) -> str | None:
 
 def check_field_name(name: object) -> str | None:
     """Why ``name`` cannot be a field name, or None when it can."""
-    if not isinstance(name, str) or not _FIELD_NAME.match(name):
+    return _check_field_name(name) if isinstance(name, str) else _check_field_name(repr(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_field_name(name: str) -> str | None:
+    if not _FIELD_NAME.match(name):
         return (
             f"field name {name!r} must be lower_snake_case: start with a lowercase letter, "
             "then letters, digits or '_' (at most 64)"
@@ -109,6 +122,9 @@ def _parse_datetime(text: str) -> datetime | None:
         return None
 
 
+_EXACT: dict[str, type] = {"str": str, "int": int, "bool": bool, "float": float}
+
+
 def coerce(ftype: str, value: Any) -> Any:
     """The JSON ``value`` as a Python value of ``ftype``; raises ValueError saying what is wrong.
 
@@ -116,6 +132,8 @@ def coerce(ftype: str, value: Any) -> Any:
     """
     if value is None:
         return None
+    if type(value) is _EXACT.get(ftype):  # the common case: nothing to convert
+        return value
     if ftype.startswith("list["):
         if not isinstance(value, list):
             raise ValueError(f"expected a list ({ftype}), got {_json_kind(value)}")
@@ -149,6 +167,38 @@ def coerce(ftype: str, value: Any) -> Any:
     else:
         raise ValueError(f"unknown field type {ftype!r}")
     raise ValueError(f"expected {_describe(ftype)}, got {_json_kind(value)} {_short(value)}")
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _float(value: Any) -> Any:
+    return None if value is None else float(value)
+
+
+def _date(value: Any) -> Any:
+    return None if value is None else date.fromisoformat(value)
+
+
+def _datetime(value: Any) -> Any:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {"float": _float, "date": _date, "datetime": _datetime}
+
+
+def reader(ftype: str) -> Callable[[Any], Any]:
+    """A converter from the canonical JSON value the log stores to the Python value.
+
+    The log holds only values ``coerce`` accepted, so this trusts them (the fold's hot path).
+    """
+    if ftype.startswith("list["):
+        inner = _READERS.get(ftype[5:-1])
+        if inner is None:
+            return _identity
+        return lambda v: None if v is None else [inner(x) for x in v]
+    return _READERS.get(ftype, _identity)
 
 
 def to_json_value(value: Any) -> Any:

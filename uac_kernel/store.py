@@ -8,7 +8,6 @@ so ``verify`` detects any change to any past event.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import orjson
 
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import StoreError, StoreLocked
@@ -63,8 +63,8 @@ class VerifyReport:
 
 
 def dump_payload(payload: dict[str, Any]) -> str:
-    """The canonical JSON text of a payload (what is stored and hashed)."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    """The canonical JSON text of a payload (what is stored and hashed): compact, sorted keys."""
+    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def event_hash(
@@ -124,7 +124,7 @@ class Store:
             try:
                 text = dump_payload(ev.payload)
                 prev = event_hash(prev, seq, now, ev.ts, ev.kind, ev.user, ev.source, text)
-            except (TypeError, ValueError, AttributeError) as exc:  # UnicodeEncodeError included
+            except (TypeError, ValueError, orjson.JSONEncodeError) as exc:
                 raise StoreError(
                     f"event {n} of the batch cannot be stored ({exc}); nothing was written"
                 ) from exc
@@ -182,7 +182,7 @@ class Store:
             + ("" if limit is None else f" LIMIT {int(limit)}"),
             params,
         )
-        loads = json.loads
+        loads = orjson.loads
         while chunk := cur.fetchmany(_FETCH):
             for s, rec, ts, kind, u, src, payload, h in chunk:
                 yield LoggedEvent(s, rec, ts, kind, u, src, loads(payload), h)
