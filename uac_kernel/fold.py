@@ -116,11 +116,11 @@ class State:
         if ts is None:
             self.types[name] = TypeState(name, cls, readers)
         else:
-            # A new field: rebuild this type's records on the new class (new field unset).
+            # A new field: rebuild this type's records on the new class (new field unset). Their
+            # code does not change (unset fields are not rendered), so no block becomes dirty.
             ts.cls, ts.readers = cls, readers
             ts.current = {k: _rebuild(cls, r) for k, r in ts.current.items()}
             ts.history = [_rebuild(cls, r) for r in ts.history]
-            self.dirty.update((name, s, b) for s, b in _all_blocks(ts))
         self.dirty.add((name, "schema", 0))
         self.changed_types.add(name)
         self.type_seq[name] = self.seq
@@ -166,13 +166,6 @@ class State:
 
 def _rebuild(cls: type[Record], rec: Record) -> Record:
     return new_record(cls, {**dict.fromkeys(cls.model_fields), **rec.__dict__})
-
-
-def _all_blocks(ts: TypeState) -> Iterable[tuple[str, int]]:
-    for b in range((len(ts.order) + BLOCK - 1) // BLOCK):
-        yield "current", b
-    for b in range((len(ts.history) + BLOCK - 1) // BLOCK):
-        yield "history", b
 
 
 def fold(user: str, events: Iterable[LoggedEvent]) -> State:

@@ -1,0 +1,205 @@
+"""The Workbench API end to end on real DuckDB files: ingest, checkpoints, queries, rules."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+
+import pytest
+from conftest import fact
+
+from uac_kernel import Finding, Workbench, rule
+from uac_kernel.codegen import parse_module, render_module
+from uac_kernel.errors import CheckpointNotFound, EventError, QueryError
+from uac_kernel.query import UserView
+from uac_kernel.store import Store
+
+
+def write(path: Path, events: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+TRIPS = [
+    {"kind": "utterance", "ts": "2025-03-02T10:15:00", "speaker": "user", "text": "Back from Tokyo!", "source": "chat-42#3"},
+    fact("2025-03-02T10:15:00", "add", "Trip", "tokyo-2025", destination="Tokyo", country="Japan", start="2025-02-20", international=True),
+    fact("2025-04-01T09:00:00", "update", "Trip", "tokyo-2025", end="2025-03-01"),
+    fact("2025-04-02T09:00:00", "add", "Trip", "york-2025", destination="York", country="UK", start="2025-04-10", international=False),
+]
+
+
+def test_reingesting_a_file_is_idempotent(tmp_path: Path) -> None:
+    events = write(tmp_path / "e.jsonl", TRIPS)
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    first = wb.ingest(events)
+    assert first.appended == 4 and first.skipped == 0 and first.schema_changes == 6
+    again = wb.ingest(events)
+    assert again.appended == 0 and again.skipped == 4
+    wb.close()
+    reopened = Workbench(tmp_path / "u.duckdb", user="maya")
+    assert reopened.ingest(events).appended == 0
+    assert len(reopened.log(kinds=["fact"])) == 3
+
+
+def test_a_failed_batch_leaves_log_and_state_as_they_were(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest(write(tmp_path / "a.jsonl", TRIPS))
+    before = [(e.seq, e.hash) for e in wb.store.events()]
+    code_before = render_module(wb.state)
+    bad = write(tmp_path / "b.jsonl", [
+        fact("2025-05-01", "add", "Trip", "paris", destination="Paris"),
+        fact("2025-05-01", "update", "Trip", "nowhere", destination="?"),
+    ])
+    with pytest.raises(EventError, match=r"b\.jsonl:2: field 'key'"):
+        wb.ingest(bad)
+    assert [(e.seq, e.hash) for e in wb.store.events()] == before
+    assert render_module(wb.state) == code_before
+    assert wb.verify().ok
+
+
+def test_incremental_checkpoint_matches_a_full_render(tmp_path: Path) -> None:
+    db = tmp_path / "u.duckdb"
+    wb = Workbench(db, user="maya")
+    wb.ingest([fact("2025-01-01", "add", "Meal", f"m{i}", kcal=300 + i) for i in range(1000)])
+    cp1 = wb.checkpoint()
+    wb.ingest([fact("2025-01-02", "update", "Meal", "m7", kcal=1), fact("2025-01-02", "retract", "Meal", "m200"),
+               fact("2025-01-02", "add", "Meal", "m5000", kcal=5, dish="soup")])
+    cp2 = wb.checkpoint()
+    assert cp2.version == cp1.version + 1 and cp2.seq > cp1.seq
+    # only the touched blocks were written: far fewer segments than the first time
+    assert cp2.segments < cp1.segments / 2
+    assert cp2.code == render_module(wb.state, wb.runner.rules.values())
+    assert wb.code(1) == cp1.code and cp1.code != cp2.code
+    wb.close()
+    # a new session picks up where the last checkpoint left off
+    wb = Workbench(db, user="maya")
+    wb.ingest([fact("2025-01-03", "add", "Meal", "m1000", kcal=7)])
+    cp3 = wb.checkpoint()
+    assert cp3.code == render_module(wb.state, wb.runner.rules.values())
+
+
+def test_checkpoint_code_reads_back_to_the_same_state(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest(TRIPS)
+    wb.ingest([fact("2025-05-01", "retract", "Trip", "york-2025", reason="cancelled")])
+    state = parse_module(wb.checkpoint().code)
+    assert [r.model_dump() for r in state.all("Trip")] == [r.model_dump() for r in wb.state.all("Trip")]
+    assert [r.model_dump() for r in state.history("Trip")] == [r.model_dump() for r in wb.state.history("Trip")]
+
+
+def test_same_log_same_code_across_stores_and_checkpoint_timing(tmp_path: Path) -> None:
+    a = Workbench(tmp_path / "a.duckdb", user="maya")
+    b = Workbench(tmp_path / "b.duckdb", user="maya")
+    a.ingest(TRIPS)
+    a.checkpoint()
+    for ev in TRIPS:  # the same log, appended one event at a time, checkpointed each time
+        b.ingest([ev])
+        b.checkpoint()
+    assert a.checkpoint().code == b.checkpoint().code
+
+
+def test_diff_between_checkpoints(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest(TRIPS[:2])
+    wb.checkpoint()
+    wb.ingest(TRIPS[2:] + [fact("2025-05-01", "add", "Book", "dune", title="Dune")])
+    wb.ingest([fact("2025-05-02", "retract", "Trip", "york-2025")])
+    wb.checkpoint()
+    d = wb.diff(1, 2)
+    assert [(c.type, c.key) for c in d.added] == [("Book", "dune")]
+    assert [(c.key, c.changed_fields) for c in d.changed] == [("tokyo-2025", ["end"])]
+    assert d.retracted == [] and d.new_types == ["Book"] and d.new_fields == {"Trip": ["end"]}
+    with pytest.raises(CheckpointNotFound, match="existing versions: 1, 2"):
+        wb.diff(1, 3)
+
+
+def test_as_of_gives_the_past(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest(TRIPS)
+    past = wb.as_of("2025-03-15")
+    assert [t.key for t in past.all("Trip")] == ["tokyo-2025"]
+    assert "end" not in past.schema.types["Trip"]  # the field was first seen later
+    assert wb.state.get("Trip", "tokyo-2025").end == date(2025, 3, 1)  # type: ignore[union-attr]
+
+
+def test_eval_over_typed_state(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest(TRIPS)
+    assert wb.eval("len([t for t in user.all(Trip) if t.international])") == 1
+    assert wb.eval("sorted(t.destination for t in user.all('Trip'))") == ["Tokyo", "York"]
+    assert wb.eval("user.get(Trip, 'tokyo-2025').end") == date(2025, 3, 1)
+    assert wb.eval("[t.sources for t in user.history(Trip) if t.key == 'tokyo-2025']")[0] == [7]
+
+
+def test_sql_tables_per_type_and_no_file_access(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest(TRIPS)
+    result = wb.sql("SELECT key, destination, start, international FROM trip ORDER BY key")
+    assert result.rows == [("tokyo-2025", "Tokyo", date(2025, 2, 20), True), ("york-2025", "York", date(2025, 4, 10), False)]
+    assert wb.sql("SELECT count(*) FROM Trip_history").rows == [(3,)]
+    wb.ingest([fact("2025-06-01", "retract", "Trip", "york-2025")])
+    assert wb.sql("SELECT count(*) FROM Trip").rows == [(1,)]  # refreshed after the change
+    for attack in ("SELECT * FROM read_csv('/etc/passwd')", f"ATTACH '{tmp_path / 'u.duckdb'}' AS log",
+                   f"COPY Trip TO '{tmp_path / 'leak.csv'}'", "SET enable_external_access = true"):
+        with pytest.raises(QueryError, match="SQL failed"):
+            wb.sql(attack)
+    assert not (tmp_path / "leak.csv").exists()
+
+
+def test_alerts_are_logged_when_raised_and_cleared(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest([fact("2024-02-09", "add", "Allergy", "pen", substance="penicillin", severity="severe")])
+    report = wb.ingest([fact("2024-11-18", "add", "Medication", "amox", name="amoxicillin", active=True)])
+    (alert,) = report.raised
+    assert alert.severity == "critical" and alert.category == "drug_interactions_health_safety"
+    assert {(e.type, e.key) for e in alert.evidence} == {("Allergy", "pen"), ("Medication", "amox")}
+    assert [a.id for a in wb.alerts()] == [alert.id]
+    cleared = wb.ingest([fact("2024-11-19", "retract", "Medication", "amox", reason="switched to azithromycin")])
+    assert [a.id for a in cleared.cleared] == [alert.id] and wb.alerts() == []
+    history = [(e.payload["state"], e.payload["id"]) for e in wb.alert_history()]
+    assert history == [("raised", alert.id), ("cleared", alert.id)]
+    wb.close()
+    # reopening recomputes the same standing alerts and logs nothing new
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    assert wb.alerts() == [] and len(wb.alert_history()) == 2
+
+
+def test_user_rules_run_on_every_change_and_broken_rules_become_alerts(tmp_path: Path) -> None:
+    @rule(watch=["Trip"], severity="info", category="travel")
+    def too_many_trips(user: UserView) -> Iterator[Finding]:
+        trips = user.all("Trip")
+        if len(trips) > 1:
+            yield Finding(f"{len(trips)} trips planned", trips)
+
+    @rule(watch=["Trip"])
+    def broken(user: UserView) -> Iterator[Finding]:
+        raise ZeroDivisionError("oops")
+        yield
+
+    wb = Workbench(tmp_path / "u.duckdb", user="maya", rules=[])
+    wb.add_rule(too_many_trips)
+    wb.add_rule(broken)
+    wb.ingest(TRIPS)
+    messages = sorted(a.message for a in wb.alerts())
+    assert messages[0] == "2 trips planned"
+    assert messages[1].startswith("rule broken failed: ZeroDivisionError: oops")
+
+
+def test_users_are_separate(tmp_path: Path) -> None:
+    db = tmp_path / "u.duckdb"
+    a = Workbench(db, user="a")
+    a.ingest(TRIPS)
+    a.close()
+    b = Workbench(db, user="b")
+    assert b.state.counts() == {} and b.ingest(TRIPS).appended == 4  # sources are per user
+    assert Store(db, read_only=True).users() == ["a", "b"] if b.close() is None else False
+
+
+def test_log_pages(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest([{"kind": "utterance", "ts": f"2025-01-01T00:00:{i:02d}", "speaker": "user", "text": str(i)} for i in range(30)])
+    page = wb.log(limit=10, after_seq=10)
+    assert [e.seq for e in page] == list(range(11, 21))
+    assert isinstance(page[0].ts, datetime)
