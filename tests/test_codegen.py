@@ -18,12 +18,12 @@ from uac_kernel.fold import State, fold
 from uac_kernel.store import Store
 
 HOSTILE = [
-    "It's \"quoted\"",
+    'It\'s "quoted"',
     "back\\slash \\n not a newline",
     "line one\nline two\r\n\ttab",
     "Zürich 東京 🚀 \u2028 \x00 \x1b[31m",
     "'); import os; os.system('rm -rf /') #",
-    '"""triple""" \'\'\'quotes\'\'\'',
+    "\"\"\"triple\"\"\" '''quotes'''",
     "__import__('os').system('echo pwned')",
     "{0.__class__}",
 ]
@@ -33,13 +33,22 @@ def same_state(a: State, b: State) -> None:
     assert a.schema.types == b.schema.types
     for name in a.types:
         assert [r.model_dump() for r in a.all(name)] == [r.model_dump() for r in b.all(name)]
-        assert [r.model_dump() for r in a.types[name].history] == [r.model_dump() for r in b.types[name].history]
+        assert [r.model_dump() for r in a.types[name].history] == [
+            r.model_dump() for r in b.types[name].history
+        ]
     assert a.seq == b.seq and a.now == b.now and a.user == b.user
 
 
 def test_hostile_strings_are_literals_and_round_trip(db: Path) -> None:
-    store, state = Store(db), State("o'neil\n\"x\"")
-    append(store, state, [fact("2025-01-01", "add", "Note", f"k{i}'\"\\", text=s, tags=[s, s[::-1]]) for i, s in enumerate(HOSTILE)])
+    store, state = Store(db), State('o\'neil\n"x"')
+    append(
+        store,
+        state,
+        [
+            fact("2025-01-01", "add", "Note", f"k{i}'\"\\", text=s, tags=[s, s[::-1]])
+            for i, s in enumerate(HOSTILE)
+        ],
+    )
     append(store, state, [fact("2025-01-02", "update", "Note", "k0'\"\\", text=HOSTILE[4])])
     code = render_module(state)
     tree = ast.parse(code)  # valid Python
@@ -51,7 +60,10 @@ def test_hostile_strings_are_literals_and_round_trip(db: Path) -> None:
 
 
 def test_same_log_gives_byte_identical_code(tmp_path: Path) -> None:
-    events = [fact(f"2025-01-{d:02d}", "add", "Meal", f"m{d}", kcal=400 + d, dish=f"dish {d}") for d in range(1, 29)]
+    events = [
+        fact(f"2025-01-{d:02d}", "add", "Meal", f"m{d}", kcal=400 + d, dish=f"dish {d}")
+        for d in range(1, 29)
+    ]
     codes = []
     for name in ("a", "b"):
         store, state = Store(tmp_path / f"{name}.duckdb"), State("u")
@@ -65,11 +77,30 @@ def test_same_log_gives_byte_identical_code(tmp_path: Path) -> None:
 
 def test_code_reads_like_hand_written_python(db: Path) -> None:
     store, state = Store(db), State("maya")
-    append(store, state, [fact("2025-03-02T10:15:00", "add", "Trip", "tokyo-2025", destination="Tokyo",
-                               start="2025-02-20", international=True)])
+    append(
+        store,
+        state,
+        [
+            fact(
+                "2025-03-02T10:15:00",
+                "add",
+                "Trip",
+                "tokyo-2025",
+                destination="Tokyo",
+                start="2025-02-20",
+                international=True,
+            )
+        ],
+    )
     code = render_module(state)
-    assert "class Trip(Record):\n    destination: str | None = None\n    start: date | None = None\n" in code
-    assert "Trip(key='tokyo-2025', destination='Tokyo', start=date(2025, 2, 20), international=True, " in code
+    assert (
+        "class Trip(Record):\n    destination: str | None = None\n    start: date | None = None\n"
+        in code
+    )
+    assert (
+        "Trip(key='tokyo-2025', destination='Tokyo', start=date(2025, 2, 20), international=True, "
+        in code
+    )
     assert "USER = 'maya'" in code
 
 
@@ -86,7 +117,9 @@ def test_code_reads_like_hand_written_python(db: Path) -> None:
     ],
 )
 def test_reading_back_refuses_anything_but_literals(bad: str) -> None:
-    header = "class Trip(Record):\n    destination: str | None = None\n    start: date | None = None\n"
+    header = (
+        "class Trip(Record):\n    destination: str | None = None\n    start: date | None = None\n"
+    )
     with pytest.raises(CodeError, match="line"):
         parse_module(header + bad)
 
@@ -104,12 +137,32 @@ values = st.one_of(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(texts.filter(bool), st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), values, min_size=1, max_size=4)), min_size=1, max_size=8))
-def test_any_strings_and_values_survive_codegen_and_parse(records: list[tuple[str, dict[str, Any]]]) -> None:
+@given(
+    st.lists(
+        st.tuples(
+            texts.filter(bool),
+            st.dictionaries(
+                st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),
+                values,
+                min_size=1,
+                max_size=4,
+            ),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_any_strings_and_values_survive_codegen_and_parse(
+    records: list[tuple[str, dict[str, Any]]],
+) -> None:
     store, state = Store(":memory:"), State("u")
     seen: set[str] = set()
     for key, fields in records:
-        fields = {f: v for f, v in fields.items() if f not in {"key", "sources", "retracted"} and not f.startswith("model_")}
+        fields = {
+            f: v
+            for f, v in fields.items()
+            if f not in {"key", "sources", "retracted"} and not f.startswith("model_")
+        }
         if key in seen or not fields:
             continue
         seen.add(key)

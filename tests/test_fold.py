@@ -17,28 +17,74 @@ from uac_kernel.store import Store
 
 def test_add_update_retract_keep_history(db: Path) -> None:
     store, st = Store(db), State("u")
-    append(store, st, [
-        fact("2025-03-02T10:15:00", "add", "Trip", "tokyo", destination="Tokyo", start="2025-02-20", international=True),
-        fact("2025-04-01T09:00:00", "update", "Trip", "tokyo", end="2025-03-01"),
-    ])
+    append(
+        store,
+        st,
+        [
+            fact(
+                "2025-03-02T10:15:00",
+                "add",
+                "Trip",
+                "tokyo",
+                destination="Tokyo",
+                start="2025-02-20",
+                international=True,
+            ),
+            fact("2025-04-01T09:00:00", "update", "Trip", "tokyo", end="2025-03-01"),
+        ],
+    )
     (trip,) = st.all("Trip")
-    assert trip.destination == "Tokyo" and trip.end == date(2025, 3, 1) and trip.start == date(2025, 2, 20)
+    assert (
+        trip.destination == "Tokyo"
+        and trip.end == date(2025, 3, 1)
+        and trip.start == date(2025, 2, 20)
+    )
     assert trip.valid_from == datetime(2025, 4, 1, 9) and trip.valid_to is None
     first, second = st.versions("Trip", "tokyo")
     assert first.valid_to == datetime(2025, 4, 1, 9) and first.end is None
     assert second.sources == (first.sources[0], second.sources[-1]) and len(second.sources) == 2
-    append(store, st, [fact("2025-05-01T09:00:00", "retract", "Trip", "tokyo", reason="never happened")])
+    append(
+        store,
+        st,
+        [fact("2025-05-01T09:00:00", "retract", "Trip", "tokyo", reason="never happened")],
+    )
     assert st.all("Trip") == []
     history = st.history("Trip")
-    assert len(history) == 2 and history[-1].retracted and history[-1].valid_to == datetime(2025, 5, 1, 9)
+    assert (
+        len(history) == 2
+        and history[-1].retracted
+        and history[-1].valid_to == datetime(2025, 5, 1, 9)
+    )
 
 
 def test_schema_grows_and_is_logged(db: Path) -> None:
     store, st = Store(db), State("u")
-    append(store, st, [fact("2025-01-01", "add", "Book", "b1", title="Dune", pages=412, rating=4.5,
-                            finished="2025-01-05T21:00:00", tags=["sf"], owned=True)])
-    assert st.schema.types["Book"] == {"title": "str", "pages": "int", "rating": "float",
-                                       "finished": "datetime", "tags": "list[str]", "owned": "bool"}
+    append(
+        store,
+        st,
+        [
+            fact(
+                "2025-01-01",
+                "add",
+                "Book",
+                "b1",
+                title="Dune",
+                pages=412,
+                rating=4.5,
+                finished="2025-01-05T21:00:00",
+                tags=["sf"],
+                owned=True,
+            )
+        ],
+    )
+    assert st.schema.types["Book"] == {
+        "title": "str",
+        "pages": "int",
+        "rating": "float",
+        "finished": "datetime",
+        "tags": "list[str]",
+        "owned": "bool",
+    }
     kinds = [e.kind for e in store.events("u")]
     assert kinds == ["schema"] * 7 + ["fact"]
     append(store, st, [fact("2025-02-01", "update", "Book", "b1", lent_to="Ann")])
@@ -47,7 +93,11 @@ def test_schema_grows_and_is_logged(db: Path) -> None:
 
 def test_fold_is_deterministic_and_as_of_is_a_prefix(db: Path) -> None:
     store, st = Store(db), State("u")
-    append(store, st, [fact(f"2025-01-{d:02d}", "add", "Meal", f"m{d}", kcal=500 + d) for d in range(1, 11)])
+    append(
+        store,
+        st,
+        [fact(f"2025-01-{d:02d}", "add", "Meal", f"m{d}", kcal=500 + d) for d in range(1, 11)],
+    )
     again = fold("u", store.events("u"))
     assert [r.model_dump() for r in again.all("Meal")] == [r.model_dump() for r in st.all("Meal")]
     past = fold("u", store.events("u", until_ts=datetime(2025, 1, 5)))
@@ -60,17 +110,31 @@ BAD = [
     (json.dumps(fact("2025-01-01", "upsert", "Trip", "t")), "unknown op", "op"),
     (json.dumps(fact("2025-01-01", "update", "Trip", "nope", a=1)), "not a current record", "key"),
     (json.dumps(fact("2025-01-01", "add", "trip", "t", a=1)), "capital letter", "type"),
-    (json.dumps(fact("2025-01-01", "add", "Trip", "t", **{"__class__": 1})), "lower_snake_case", "fields.__class__"),
-    (json.dumps(fact("2025-01-01", "add", "Trip", "t", key2=1, sources=[1])), "reserved", "fields.sources"),
+    (
+        json.dumps(fact("2025-01-01", "add", "Trip", "t", **{"__class__": 1})),
+        "lower_snake_case",
+        "fields.__class__",
+    ),
+    (
+        json.dumps(fact("2025-01-01", "add", "Trip", "t", key2=1, sources=[1])),
+        "reserved",
+        "fields.sources",
+    ),
     (json.dumps(fact("2025-01-01", "add", "Trip", "t2", start="yesterday")), "", None),
     (json.dumps({"kind": "fact", "op": "add", "type": "Trip", "key": "t"}), "ts is required", "ts"),
-    (json.dumps(fact("2025-01-01", "add", "Trip", "t3", nothing=None)), "cannot infer", "fields.nothing"),
+    (
+        json.dumps(fact("2025-01-01", "add", "Trip", "t3", nothing=None)),
+        "cannot infer",
+        "fields.nothing",
+    ),
     (json.dumps(fact("2025-01-01", "add", "Trip", "t4", price=float("nan"))), "invalid JSON", None),
 ]
 
 
 @pytest.mark.parametrize(("line", "message", "field"), BAD)
-def test_bad_input_names_file_line_field_and_appends_nothing(tmp_path: Path, line: str, message: str, field: str | None) -> None:
+def test_bad_input_names_file_line_field_and_appends_nothing(
+    tmp_path: Path, line: str, message: str, field: str | None
+) -> None:
     good = json.dumps(fact("2025-01-01", "add", "Trip", "t", start="2025-01-02", cost=10))
     path = tmp_path / "events.jsonl"
     path.write_text(good + "\n\n" + line + "\n")
@@ -92,9 +156,18 @@ def test_bad_input_names_file_line_field_and_appends_nothing(tmp_path: Path, lin
 def test_value_contradicting_a_field_type_is_rejected_with_the_line(db: Path) -> None:
     store, st = Store(db), State("u")
     append(store, st, [fact("2025-01-01", "add", "Trip", "t", start="2025-01-02", nights=3)])
-    with pytest.raises(EventError, match=r"<events>:2: field 'fields.nights': expected a whole number"):
-        plan_batch(st, parse_objects([fact("2025-01-02", "add", "Trip", "u", nights=1),
-                                      fact("2025-01-02", "add", "Trip", "v", nights=2.5)]))
+    with pytest.raises(
+        EventError, match=r"<events>:2: field 'fields.nights': expected a whole number"
+    ):
+        plan_batch(
+            st,
+            parse_objects(
+                [
+                    fact("2025-01-02", "add", "Trip", "u", nights=1),
+                    fact("2025-01-02", "add", "Trip", "v", nights=2.5),
+                ]
+            ),
+        )
     with pytest.raises(EventError, match=r"field 'fields.start': expected an ISO date"):
         plan_batch(st, parse_objects([fact("2025-01-02", "update", "Trip", "t", start="soon")]))
 
@@ -108,24 +181,41 @@ def test_update_dated_before_the_current_version_is_rejected(db: Path) -> None:
 
 def test_batch_sees_its_own_earlier_events(db: Path) -> None:
     store, st = Store(db), State("u")
-    append(store, st, [
-        fact("2025-01-01", "add", "Trip", "t", nights=3),
-        fact("2025-01-02", "update", "Trip", "t", nights=4),
-        fact("2025-01-03", "retract", "Trip", "t"),
-        fact("2025-01-04", "add", "Trip", "t", nights=5),
-    ])
+    append(
+        store,
+        st,
+        [
+            fact("2025-01-01", "add", "Trip", "t", nights=3),
+            fact("2025-01-02", "update", "Trip", "t", nights=4),
+            fact("2025-01-03", "retract", "Trip", "t"),
+            fact("2025-01-04", "add", "Trip", "t", nights=5),
+        ],
+    )
     assert [r.nights for r in st.all("Trip")] == [5]  # type: ignore[attr-defined]
-    with pytest.raises(EventError, match="<events>:3: field 'key'.*already exists"):
-        plan_batch(st, parse_objects([fact("2025-02-01", "retract", "Trip", "t"),
-                                      fact("2025-02-01", "add", "Trip", "t", nights=1),
-                                      fact("2025-02-01", "add", "Trip", "t", nights=1)]))
+    with pytest.raises(EventError, match=r"<events>:3: field 'key'.*already exists"):
+        plan_batch(
+            st,
+            parse_objects(
+                [
+                    fact("2025-02-01", "retract", "Trip", "t"),
+                    fact("2025-02-01", "add", "Trip", "t", nights=1),
+                    fact("2025-02-01", "add", "Trip", "t", nights=1),
+                ]
+            ),
+        )
 
 
 def test_unpaired_surrogate_is_rejected(db: Path) -> None:
     with pytest.raises(EventError, match="surrogate"):
-        list(parse_objects([{"kind": "utterance", "ts": "2025-01-01", "speaker": "u", "text": "\ud800"}]))
+        list(
+            parse_objects(
+                [{"kind": "utterance", "ts": "2025-01-01", "speaker": "u", "text": "\ud800"}]
+            )
+        )
 
 
 def test_timezones_are_normalised_to_utc(db: Path) -> None:
-    (ev,) = parse_objects([{"kind": "utterance", "ts": "2025-01-01T10:00:00+02:00", "speaker": "u", "text": "hi"}])
+    (ev,) = parse_objects(
+        [{"kind": "utterance", "ts": "2025-01-01T10:00:00+02:00", "speaker": "u", "text": "hi"}]
+    )
     assert ev.ts == datetime(2025, 1, 1, 8)

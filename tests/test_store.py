@@ -15,7 +15,13 @@ from uac_kernel.store import NewEvent, Store
 
 
 def ev(i: int, user: str = "u") -> NewEvent:
-    return NewEvent(datetime(2025, 1, 1, 0, i % 60), "utterance", user, {"speaker": "user", "text": f"t{i}"}, f"s{i}")
+    return NewEvent(
+        datetime(2025, 1, 1, 0, i % 60),
+        "utterance",
+        user,
+        {"speaker": "user", "text": f"t{i}"},
+        f"s{i}",
+    )
 
 
 def test_append_assigns_seq_and_chains_hashes(db: Path) -> None:
@@ -43,7 +49,9 @@ def test_verify_detects_a_changed_payload(db: Path) -> None:
     store.append([ev(i) for i in range(1, 6)])
     store.close()
     con = duckdb.connect(str(db))  # an outside tool tampering with the file
-    con.execute("""UPDATE events SET payload = '{"speaker":"user","text":"forged"}' WHERE seq = 3""")
+    con.execute(
+        """UPDATE events SET payload = '{"speaker":"user","text":"forged"}' WHERE seq = 3"""
+    )
     con.close()
     report = Store(db).verify()
     assert not report.ok and report.first_bad_seq == 3
@@ -74,13 +82,19 @@ def test_failed_append_leaves_the_log_as_it_was(db: Path) -> None:
 def test_second_writer_gets_a_clear_lock_error(db: Path) -> None:
     Store(db).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb,time; c=duckdb.connect({str(db)!r}); print('ok', flush=True); time.sleep(30)"],
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,time; c=duckdb.connect({str(db)!r}); print('ok', flush=True); time.sleep(30)",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
-        with pytest.raises(StoreLocked, match=rf"open read-write in process {holder.pid}.*read-only"):
+        with pytest.raises(
+            StoreLocked, match=rf"open read-write in process {holder.pid}.*read-only"
+        ):
             Store(db)
     finally:
         holder.kill()

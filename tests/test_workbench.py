@@ -23,10 +23,34 @@ def write(path: Path, events: list[dict]) -> Path:
 
 
 TRIPS = [
-    {"kind": "utterance", "ts": "2025-03-02T10:15:00", "speaker": "user", "text": "Back from Tokyo!", "source": "chat-42#3"},
-    fact("2025-03-02T10:15:00", "add", "Trip", "tokyo-2025", destination="Tokyo", country="Japan", start="2025-02-20", international=True),
+    {
+        "kind": "utterance",
+        "ts": "2025-03-02T10:15:00",
+        "speaker": "user",
+        "text": "Back from Tokyo!",
+        "source": "chat-42#3",
+    },
+    fact(
+        "2025-03-02T10:15:00",
+        "add",
+        "Trip",
+        "tokyo-2025",
+        destination="Tokyo",
+        country="Japan",
+        start="2025-02-20",
+        international=True,
+    ),
     fact("2025-04-01T09:00:00", "update", "Trip", "tokyo-2025", end="2025-03-01"),
-    fact("2025-04-02T09:00:00", "add", "Trip", "york-2025", destination="York", country="UK", start="2025-04-10", international=False),
+    fact(
+        "2025-04-02T09:00:00",
+        "add",
+        "Trip",
+        "york-2025",
+        destination="York",
+        country="UK",
+        start="2025-04-10",
+        international=False,
+    ),
 ]
 
 
@@ -48,10 +72,13 @@ def test_a_failed_batch_leaves_log_and_state_as_they_were(tmp_path: Path) -> Non
     wb.ingest(write(tmp_path / "a.jsonl", TRIPS))
     before = [(e.seq, e.hash) for e in wb.store.events()]
     code_before = render_module(wb.state)
-    bad = write(tmp_path / "b.jsonl", [
-        fact("2025-05-01", "add", "Trip", "paris", destination="Paris"),
-        fact("2025-05-01", "update", "Trip", "nowhere", destination="?"),
-    ])
+    bad = write(
+        tmp_path / "b.jsonl",
+        [
+            fact("2025-05-01", "add", "Trip", "paris", destination="Paris"),
+            fact("2025-05-01", "update", "Trip", "nowhere", destination="?"),
+        ],
+    )
     with pytest.raises(EventError, match=r"b\.jsonl:2: field 'key'"):
         wb.ingest(bad)
     assert [(e.seq, e.hash) for e in wb.store.events()] == before
@@ -64,8 +91,13 @@ def test_incremental_checkpoint_matches_a_full_render(tmp_path: Path) -> None:
     wb = Workbench(db, user="maya")
     wb.ingest([fact("2025-01-01", "add", "Meal", f"m{i}", kcal=300 + i) for i in range(1000)])
     cp1 = wb.checkpoint()
-    wb.ingest([fact("2025-01-02", "update", "Meal", "m7", kcal=1), fact("2025-01-02", "retract", "Meal", "m200"),
-               fact("2025-01-02", "add", "Meal", "m5000", kcal=5, dish="soup")])
+    wb.ingest(
+        [
+            fact("2025-01-02", "update", "Meal", "m7", kcal=1),
+            fact("2025-01-02", "retract", "Meal", "m200"),
+            fact("2025-01-02", "add", "Meal", "m5000", kcal=5, dish="soup"),
+        ]
+    )
     cp2 = wb.checkpoint()
     assert cp2.version == cp1.version + 1 and cp2.seq > cp1.seq
     # only the touched blocks were written: far fewer segments than the first time
@@ -85,8 +117,12 @@ def test_checkpoint_code_reads_back_to_the_same_state(tmp_path: Path) -> None:
     wb.ingest(TRIPS)
     wb.ingest([fact("2025-05-01", "retract", "Trip", "york-2025", reason="cancelled")])
     state = parse_module(wb.checkpoint().code)
-    assert [r.model_dump() for r in state.all("Trip")] == [r.model_dump() for r in wb.state.all("Trip")]
-    assert [r.model_dump() for r in state.history("Trip")] == [r.model_dump() for r in wb.state.history("Trip")]
+    assert [r.model_dump() for r in state.all("Trip")] == [
+        r.model_dump() for r in wb.state.all("Trip")
+    ]
+    assert [r.model_dump() for r in state.history("Trip")] == [
+        r.model_dump() for r in wb.state.history("Trip")
+    ]
 
 
 def test_same_log_same_code_across_stores_and_checkpoint_timing(tmp_path: Path) -> None:
@@ -104,7 +140,7 @@ def test_diff_between_checkpoints(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="maya")
     wb.ingest(TRIPS[:2])
     wb.checkpoint()
-    wb.ingest(TRIPS[2:] + [fact("2025-05-01", "add", "Book", "dune", title="Dune")])
+    wb.ingest([*TRIPS[2:], fact("2025-05-01", "add", "Book", "dune", title="Dune")])
     wb.ingest([fact("2025-05-02", "retract", "Trip", "york-2025")])
     wb.checkpoint()
     d = wb.diff(1, 2)
@@ -137,12 +173,19 @@ def test_sql_tables_per_type_and_no_file_access(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="maya")
     wb.ingest(TRIPS)
     result = wb.sql("SELECT key, destination, start, international FROM trip ORDER BY key")
-    assert result.rows == [("tokyo-2025", "Tokyo", date(2025, 2, 20), True), ("york-2025", "York", date(2025, 4, 10), False)]
+    assert result.rows == [
+        ("tokyo-2025", "Tokyo", date(2025, 2, 20), True),
+        ("york-2025", "York", date(2025, 4, 10), False),
+    ]
     assert wb.sql("SELECT count(*) FROM Trip_history").rows == [(3,)]
     wb.ingest([fact("2025-06-01", "retract", "Trip", "york-2025")])
     assert wb.sql("SELECT count(*) FROM Trip").rows == [(1,)]  # refreshed after the change
-    for attack in ("SELECT * FROM read_csv('/etc/passwd')", f"ATTACH '{tmp_path / 'u.duckdb'}' AS log",
-                   f"COPY Trip TO '{tmp_path / 'leak.csv'}'", "SET enable_external_access = true"):
+    for attack in (
+        "SELECT * FROM read_csv('/etc/passwd')",
+        f"ATTACH '{tmp_path / 'u.duckdb'}' AS log",
+        f"COPY Trip TO '{tmp_path / 'leak.csv'}'",
+        "SET enable_external_access = true",
+    ):
         with pytest.raises(QueryError, match="SQL failed"):
             wb.sql(attack)
     assert not (tmp_path / "leak.csv").exists()
@@ -150,13 +193,19 @@ def test_sql_tables_per_type_and_no_file_access(tmp_path: Path) -> None:
 
 def test_alerts_are_logged_when_raised_and_cleared(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="maya")
-    wb.ingest([fact("2024-02-09", "add", "Allergy", "pen", substance="penicillin", severity="severe")])
-    report = wb.ingest([fact("2024-11-18", "add", "Medication", "amox", name="amoxicillin", active=True)])
+    wb.ingest(
+        [fact("2024-02-09", "add", "Allergy", "pen", substance="penicillin", severity="severe")]
+    )
+    report = wb.ingest(
+        [fact("2024-11-18", "add", "Medication", "amox", name="amoxicillin", active=True)]
+    )
     (alert,) = report.raised
     assert alert.severity == "critical" and alert.category == "drug_interactions_health_safety"
     assert {(e.type, e.key) for e in alert.evidence} == {("Allergy", "pen"), ("Medication", "amox")}
     assert [a.id for a in wb.alerts()] == [alert.id]
-    cleared = wb.ingest([fact("2024-11-19", "retract", "Medication", "amox", reason="switched to azithromycin")])
+    cleared = wb.ingest(
+        [fact("2024-11-19", "retract", "Medication", "amox", reason="switched to azithromycin")]
+    )
     assert [a.id for a in cleared.cleared] == [alert.id] and wb.alerts() == []
     history = [(e.payload["state"], e.payload["id"]) for e in wb.alert_history()]
     assert history == [("raised", alert.id), ("cleared", alert.id)]
@@ -199,7 +248,17 @@ def test_users_are_separate(tmp_path: Path) -> None:
 
 def test_log_pages(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="maya")
-    wb.ingest([{"kind": "utterance", "ts": f"2025-01-01T00:00:{i:02d}", "speaker": "user", "text": str(i)} for i in range(30)])
+    wb.ingest(
+        [
+            {
+                "kind": "utterance",
+                "ts": f"2025-01-01T00:00:{i:02d}",
+                "speaker": "user",
+                "text": str(i),
+            }
+            for i in range(30)
+        ]
+    )
     page = wb.log(limit=10, after_seq=10)
     assert [e.seq for e in page] == list(range(11, 21))
     assert isinstance(page[0].ts, datetime)

@@ -27,7 +27,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def open(path: str = ":memory:", user: str = "me", *, read_only: bool = False) -> Workbench:  # noqa: A001
+def open(path: str = ":memory:", user: str = "me", *, read_only: bool = False) -> Workbench:
     """Open (or create) a store and work on one of its users: ``uac.open("memory.duckdb", user="maya")``."""
     from uac_kernel.workbench import Workbench
 

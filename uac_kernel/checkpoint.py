@@ -60,14 +60,14 @@ class Checkpoints:
             return found
         rows = self._rows("AND version = ?", [version])
         if not rows:
-            known = [c.version for c in self.list()]
+            known = [c.version for c in self.all()]
             raise CheckpointNotFound(
                 f"user {self.user!r} has no checkpoint {version}; "
                 f"existing versions: {', '.join(map(str, known)) or 'none'}"
             )
         return rows[0]
 
-    def list(self) -> list[Checkpoint]:
+    def all(self) -> list[Checkpoint]:
         return self._rows("ORDER BY version")
 
     def _rows(self, tail: str, params: list[Any] | None = None) -> list[Checkpoint]:

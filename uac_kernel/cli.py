@@ -58,8 +58,10 @@ def cmd_checkpoint(args: argparse.Namespace) -> None:
 
 def cmd_checkpoints(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        for cp in wb.checkpoints.list():
-            print(f"{cp.version}\tseq {cp.seq}\t{cp.records} records\t{cp.created_at:%Y-%m-%d %H:%M:%S}")
+        for cp in wb.checkpoints.all():
+            print(
+                f"{cp.version}\tseq {cp.seq}\t{cp.records} records\t{cp.created_at:%Y-%m-%d %H:%M:%S}"
+            )
 
 
 def cmd_code(args: argparse.Namespace) -> None:
@@ -78,7 +80,9 @@ def cmd_diff(args: argparse.Namespace) -> None:
         for c in d.added:
             print(f"  + {c.type} {c.key}: {to_json(c.after)}")
         for c in d.changed:
-            changes = {f: [(c.before or {}).get(f), (c.after or {}).get(f)] for f in c.changed_fields}
+            changes = {
+                f: [(c.before or {}).get(f), (c.after or {}).get(f)] for f in c.changed_fields
+            }
             print(f"  ~ {c.type} {c.key}: {to_json(changes)}")
         for c in d.retracted:
             print(f"  - {c.type} {c.key}")
@@ -109,7 +113,9 @@ def cmd_alerts(args: argparse.Namespace) -> None:
         if not alerts:
             print("no alerts")
         for a in alerts:
-            evidence = ", ".join(f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence)
+            evidence = ", ".join(
+                f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
+            )
             print(f"[{a.severity}] {a.rule}: {a.message}")
             if evidence:
                 print(f"    evidence: {evidence}")
@@ -127,7 +133,9 @@ def cmd_verify(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
         report = wb.verify()
     if not report.ok:
-        raise UacError(f"{args.db}: hash chain broken at event {report.first_bad_seq}: {report.problem}")
+        raise UacError(
+            f"{args.db}: hash chain broken at event {report.first_bad_seq}: {report.problem}"
+        )
     print(f"{args.db}: {report.events} events, hash chain intact")
 
 
@@ -144,13 +152,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"store file (env UAC_DB; default {DEFAULT_DB}, or uac-demo.duckdb for `demo`)",
     )
-    common.add_argument("--user", default=argparse.SUPPRESS, help=f"user id (env UAC_USER; default {DEFAULT_USER})")
+    common.add_argument(
+        "--user", default=argparse.SUPPRESS, help=f"user id (env UAC_USER; default {DEFAULT_USER})"
+    )
     parser = argparse.ArgumentParser(
         prog="uac", parents=[common], description="User as Code: executable user memory."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, fn: Callable[[argparse.Namespace], None], help: str) -> argparse.ArgumentParser:
+    def add(
+        name: str, fn: Callable[[argparse.Namespace], None], help: str
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help, description=help)
         p.set_defaults(func=fn)
         return p
@@ -158,11 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     add("ingest", cmd_ingest, "append an Event JSONL file to the log").add_argument("file")
     add("checkpoint", cmd_checkpoint, "store the current state as a new version of typed code")
     add("checkpoints", cmd_checkpoints, "list the checkpoints")
-    add("code", cmd_code, "print a checkpoint's code").add_argument("--version", type=int, default=None)
+    add("code", cmd_code, "print a checkpoint's code").add_argument(
+        "--version", type=int, default=None
+    )
     p = add("diff", cmd_diff, "what changed between two checkpoints")
     p.add_argument("a", type=int)
     p.add_argument("b", type=int)
-    add("eval", cmd_eval, "evaluate a sandboxed Python expression; prints JSON").add_argument("expr")
+    add("eval", cmd_eval, "evaluate a sandboxed Python expression; prints JSON").add_argument(
+        "expr"
+    )
     p = add("sql", cmd_sql, "run SQL over one table per record type")
     p.add_argument("query")
     p.add_argument("--json", action="store_true")

@@ -143,7 +143,9 @@ def render_segments(
         if section == "schema":
             out[f"1:{t}"] = schema_class(name, state.schema.types[name])
             out[f"2:{t}:a"] = f"\n\n# {name}: current records\n{name}_records = [\n"
-            out[f"2:{t}:c"] = f"]\n\n# {name}: superseded and retracted versions\n{name}_history = [\n"
+            out[f"2:{t}:c"] = (
+                f"]\n\n# {name}: superseded and retracted versions\n{name}_history = [\n"
+            )
             out[f"2:{t}:e"] = "]\n"
         else:
             sub = "b" if section == "current" else "d"
@@ -187,7 +189,9 @@ def read_literal(node: ast.expr) -> Any:
         try:
             return date(*args) if node.func.id == "date" else datetime(*args)
         except (TypeError, ValueError) as exc:
-            raise CodeError(f"line {node.lineno}: {node.func.id}{tuple(args)} is not valid: {exc}") from None
+            raise CodeError(
+                f"line {node.lineno}: {node.func.id}{tuple(args)} is not valid: {exc}"
+            ) from None
     raise CodeError(
         f"line {getattr(node, 'lineno', '?')}: only literal values can be read back "
         f"(strings, numbers, True/False/None, lists, tuples, date(...), datetime(...)); "
@@ -197,9 +201,13 @@ def read_literal(node: ast.expr) -> Any:
 
 def _read_annotation(node: ast.expr, where: str) -> str:
     # `T | None`, where T is a scalar name or list[scalar]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        if isinstance(node.right, ast.Constant) and node.right.value is None:
-            node = node.left
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.BitOr)
+        and isinstance(node.right, ast.Constant)
+        and node.right.value is None
+    ):
+        node = node.left
     text = ast.unparse(node)
     if text not in FIELD_TYPES:
         raise CodeError(f"{where}: field type {text!r} is not one of {', '.join(FIELD_TYPES)}")
@@ -284,7 +292,9 @@ def parse_module(code: str) -> State:
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        raise CodeError(f"line {exc.lineno}: {exc.msg}; fix the syntax and run the cell again") from None
+        raise CodeError(
+            f"line {exc.lineno}: {exc.msg}; fix the syntax and run the cell again"
+        ) from None
     header = read_header(tree)
     state = State(str(header.get("USER", "")))
     state.seq = int(header.get("SEQ", 0))

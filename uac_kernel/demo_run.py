@@ -56,7 +56,9 @@ def _fresh_path(path: Path) -> None:
     finally:
         store.close()
     if users not in ([], [DEMO_USER_ID]):
-        raise StoreError(f"{path} holds other users' data, not the demo; pass another --db for the demo")
+        raise StoreError(
+            f"{path} holds other users' data, not the demo; pass another --db for the demo"
+        )
     path.unlink()
     Path(f"{path}.wal").unlink(missing_ok=True)
 
@@ -70,7 +72,7 @@ def run_demo(path: Path, out: Callable[[str], None] = print) -> Workbench:
     # Replay the history day by day, as an assistant would have lived it, so the rules run after
     # every day's changes and the alert history shows when each alert was raised and cleared.
     days: dict[str, list[dict[str, Any]]] = {}
-    for n, text in enumerate(events_file.read_text(encoding="utf-8").splitlines(), 1):
+    for text in events_file.read_text(encoding="utf-8").splitlines():
         event = json.loads(text)
         days.setdefault(event["ts"][:10], []).append(event)
     report = IngestReport()
@@ -115,7 +117,9 @@ def run_demo(path: Path, out: Callable[[str], None] = print) -> Workbench:
         f"covering the log up to event {checkpoint.seq}."
     )
     out(f"  code: {code_file}   (or: uac code --db {path})")
-    out(f"Try:  uac eval --db {path} --user {DEMO_USER_ID} \"len(user.all(Trip))\"")
-    out(f"      uac sql --db {path} --user {DEMO_USER_ID} \"SELECT category, count(*) FROM Transaction GROUP BY ALL\"")
+    out(f'Try:  uac eval --db {path} --user {DEMO_USER_ID} "len(user.all(Trip))"')
+    out(
+        f'      uac sql --db {path} --user {DEMO_USER_ID} "SELECT category, count(*) FROM Transaction GROUP BY ALL"'
+    )
     out(f"      uac verify --db {path}")
     return wb

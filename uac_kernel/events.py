@@ -28,7 +28,18 @@ _EXACT_JSON: dict[str, type] = {"str": str, "int": int, "bool": bool}
 OPS = ("add", "update", "retract")
 _ALLOWED = {
     "utterance": {"kind", "ts", "source", "speaker", "text", "meta"},
-    "fact": {"kind", "ts", "source", "op", "type", "key", "fields", "reason", "author", "derived_from"},
+    "fact": {
+        "kind",
+        "ts",
+        "source",
+        "op",
+        "type",
+        "key",
+        "fields",
+        "reason",
+        "author",
+        "derived_from",
+    },
 }
 
 
@@ -50,7 +61,9 @@ def parse_jsonl(path: str | Path) -> Iterator[InputEvent]:
     try:
         handle = p.open(encoding="utf-8")
     except OSError as exc:
-        raise EventError(f"cannot read the file: {exc.strerror}; check the path", origin=str(p)) from exc
+        raise EventError(
+            f"cannot read the file: {exc.strerror}; check the path", origin=str(p)
+        ) from exc
     with handle:
         for n, text in enumerate(handle, 1):
             if not text.strip():
@@ -67,7 +80,9 @@ def parse_jsonl(path: str | Path) -> Iterator[InputEvent]:
             yield parse_event(obj, str(p), n, check_unicode=False)
 
 
-def parse_objects(objects: Iterable[dict[str, Any]], origin: str = "<events>") -> Iterator[InputEvent]:
+def parse_objects(
+    objects: Iterable[dict[str, Any]], origin: str = "<events>"
+) -> Iterator[InputEvent]:
     """Parse already-decoded event objects (line numbers count from 1)."""
     for n, obj in enumerate(objects, 1):
         yield parse_event(obj, origin, n)
@@ -78,7 +93,9 @@ def _dump(payload: dict[str, Any], fail: Any) -> str:
         return dump_payload(payload)
     except orjson.JSONEncodeError as exc:
         if "surrogates" in str(exc):
-            raise fail("a string holds an unpaired surrogate (\\ud800-\\udfff); send valid Unicode") from None
+            raise fail(
+                "a string holds an unpaired surrogate (\\ud800-\\udfff); send valid Unicode"
+            ) from None
         raise fail(f"cannot be stored as JSON: {exc}") from None
 
 
@@ -87,7 +104,7 @@ def parse_event(obj: Any, origin: str, line: int, check_unicode: bool = True) ->
         return EventError(message, origin=origin, line=line, field=field)
 
     if not isinstance(obj, dict):
-        raise fail("each line must be a JSON object like {\"kind\": \"fact\", ...}")
+        raise fail('each line must be a JSON object like {"kind": "fact", ...}')
     kind = obj.get("kind")
     if kind not in KINDS:
         raise fail(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}", "kind")
@@ -211,7 +228,10 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
             raise fail(f"{name} {key!r} already exists; use op 'update' to change it", "key")
         if op != "add":
             if not current:
-                raise fail(f"{name} {key!r} is not a current record, so it cannot be {op}d; add it first", "key")
+                raise fail(
+                    f"{name} {key!r} is not a current record, so it cannot be {op}d; add it first",
+                    "key",
+                )
             if since is not None and ev.ts < since:
                 raise fail(
                     f"ts is before the current version of {name} {key!r} ({since.isoformat()}); "
@@ -232,7 +252,9 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
                     )
                 overlay.fields.setdefault(name, {})[fname] = ftype
                 out.append(
-                    NewEvent(ev.ts, "schema", user, {"type": name, "field": fname, "ftype": ftype}, None)
+                    NewEvent(
+                        ev.ts, "schema", user, {"type": name, "field": fname, "ftype": ftype}, None
+                    )
                 )
             if type(value) is _EXACT_JSON.get(ftype):  # already canonical: the common case
                 canonical[fname] = value

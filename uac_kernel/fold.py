@@ -135,8 +135,13 @@ class State:
         if op == "add":
             if key in ts.current:
                 raise FoldError(f"event {ev.seq}: {name} {key!r} already exists")
-            values: dict[str, Any] = {"key": key, "valid_from": ev.ts, "valid_to": None,
-                                      "sources": (ev.seq,), "retracted": False}
+            values: dict[str, Any] = {
+                "key": key,
+                "valid_from": ev.ts,
+                "valid_to": None,
+                "sources": (ev.seq,),
+                "retracted": False,
+            }
             for f, read in ts.readers.items():
                 values[f] = read(given.get(f))
             ts.current[key] = new_record(ts.cls, values)

@@ -12,10 +12,7 @@ from uac_kernel.records import Record
 
 __all__ = ["UserView", "namespace"]
 
-SAFE_BUILTIN_NAMES = (
-    "len sum min max sorted any all set list dict tuple range enumerate zip round abs "
-    "str int float bool"
-).split()
+SAFE_BUILTIN_NAMES = ["len", "sum", "min", "max", "sorted", "any", "all", "set", "list", "dict", "tuple", "range", "enumerate", "zip", "round", "abs", "str", "int", "float", "bool"]
 
 
 class UserView:
@@ -58,7 +55,9 @@ class UserView:
     def _name(self, T: type[Record] | str) -> str:
         name = T if isinstance(T, str) else getattr(T, "__name__", None)
         if not isinstance(name, str):
-            raise QueryError(f"{T!r} is not a record type; pass a class like Trip or a name like 'Trip'")
+            raise QueryError(
+                f"{T!r} is not a record type; pass a class like Trip or a name like 'Trip'"
+            )
         return name
 
     def __repr__(self) -> str:

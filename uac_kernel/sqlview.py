@@ -18,7 +18,7 @@ from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.records import Record
 
-__all__ = ["SqlView", "SqlResult"]
+__all__ = ["SqlResult", "SqlView"]
 
 _SQL_TYPES = {
     "bool": "BOOLEAN",
@@ -67,7 +67,9 @@ class SqlView:
             self._load(f"{name}_history", fields, state.history(name), history=True)
             self._built[name] = seq
 
-    def _load(self, table: str, fields: dict[str, str], records: list[Record], history: bool) -> None:
+    def _load(
+        self, table: str, fields: dict[str, str], records: list[Record], history: bool
+    ) -> None:
         cols = [("key", "VARCHAR")] + [(f, sql_type(t)) for f, t in fields.items()]
         cols += [("valid_from", "TIMESTAMP"), ("valid_to", "TIMESTAMP"), ("sources", "BIGINT[]")]
         if history:
@@ -76,7 +78,13 @@ class SqlView:
         names = list(fields)
         rows = []
         for r in records:
-            row = [r.key, *(getattr(r, f, None) for f in names), r.valid_from, r.valid_to, list(r.sources)]
+            row = [
+                r.key,
+                *(getattr(r, f, None) for f in names),
+                r.valid_from,
+                r.valid_to,
+                list(r.sources),
+            ]
             if history:
                 row.append(r.retracted)
             rows.append(tuple(row))
@@ -98,4 +106,6 @@ class SqlView:
             return SqlResult(columns, cur.fetchall() if columns else [])
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0]
-            raise QueryError(f"SQL failed: {first}; tables are named after record types, e.g. Trip and Trip_history") from None
+            raise QueryError(
+                f"SQL failed: {first}; tables are named after record types, e.g. Trip and Trip_history"
+            ) from None

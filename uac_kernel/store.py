@@ -90,17 +90,18 @@ class Store:
         self.path = str(path)
         self.read_only = read_only
         if read_only and self.path != ":memory:" and not Path(self.path).exists():
-            raise StoreError(f"no store at {self.path}; create one with `uac ingest FILE` or `uac demo`")
+            raise StoreError(
+                f"no store at {self.path}; create one with `uac ingest FILE` or `uac demo`"
+            )
         try:
             self.con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.IOException as exc:
             raise _open_error(self.path, exc) from exc
         if not read_only:
             migrate(self.con)
-        row = self.con.execute(
-            "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        self._last_seq, self._last_hash = (row[0], row[1]) if row else (0, GENESIS)
+        row = self.con.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        self._last_seq: int = row[0] if row else 0
+        self._last_hash: str = row[1] if row else GENESIS
 
     def close(self) -> None:
         self.con.close()
@@ -195,9 +196,12 @@ class Store:
         return {r[0] for r in rows}
 
     def users(self) -> list[str]:
-        return [r[0] for r in self.con.execute(
-            "SELECT DISTINCT user_id FROM events ORDER BY user_id"
-        ).fetchall()]
+        return [
+            r[0]
+            for r in self.con.execute(
+                "SELECT DISTINCT user_id FROM events ORDER BY user_id"
+            ).fetchall()
+        ]
 
     def verify(self) -> VerifyReport:
         """Re-compute the whole hash chain; report the first event that does not match."""
@@ -211,7 +215,9 @@ class Store:
             for s, rec, ts, kind, user, src, payload, h in chunk:
                 count += 1
                 if s != expected_seq:
-                    return VerifyReport(False, count, s, f"seq {expected_seq} is missing or repeated")
+                    return VerifyReport(
+                        False, count, s, f"seq {expected_seq} is missing or repeated"
+                    )
                 if event_hash(prev, s, rec, ts, kind, user, src, payload) != h:
                     return VerifyReport(
                         False, count, s, f"event {s} was changed after it was written"

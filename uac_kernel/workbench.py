@@ -93,7 +93,9 @@ class Workbench:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def ingest(self, events: str | Path | Iterable[dict[str, Any]], *, origin: str = "<events>") -> IngestReport:
+    def ingest(
+        self, events: str | Path | Iterable[dict[str, Any]], *, origin: str = "<events>"
+    ) -> IngestReport:
         """Append Event JSONL (a file path) or event objects, atomically; then re-run rules.
 
         Events whose ``source`` is already logged for this user are skipped, so re-ingesting a
@@ -174,8 +176,11 @@ class Workbench:
         standing = {a.id: a for a in self.runner.standing()}
         change = AlertChange(
             raised=[a for i, a in standing.items() if i not in logged],
-            cleared=[Alert.model_validate({k: v for k, v in p.items() if k != "state"})
-                     for i, p in logged.items() if i not in standing],
+            cleared=[
+                Alert.model_validate({k: v for k, v in p.items() if k != "state"})
+                for i, p in logged.items()
+                if i not in standing
+            ],
         )
         self._log_alerts(change)
 
@@ -183,7 +188,9 @@ class Workbench:
 
     def checkpoint(self) -> Checkpoint:
         """Store the state as a new version of typed code; only changed segments are rendered."""
-        return self.checkpoints.take(self.state, self.state.take_dirty(), self.runner.rules.values())
+        return self.checkpoints.take(
+            self.state, self.state.take_dirty(), self.runner.rules.values()
+        )
 
     def code(self, version: int | None = None) -> str:
         return self.checkpoints.get(version).code

@@ -85,7 +85,9 @@ class Rule:
     def alerts(self, user: UserView) -> dict[str, Alert]:
         found: dict[str, Alert] = {}
         for f in self.func(user):
-            evidence = tuple(Evidence(type=type(r).__name__, key=r.key, sources=r.sources) for r in f.evidence)
+            evidence = tuple(
+                Evidence(type=type(r).__name__, key=r.key, sources=r.sources) for r in f.evidence
+            )
             ident = "|".join([f.about, *sorted(f"{e.type}/{e.key}" for e in evidence)])
             alert_id = f"{self.name}:{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
             found[alert_id] = Alert(
@@ -208,6 +210,10 @@ class RuleRunner:
             message = f"rule {r.name} failed: {type(exc).__name__}: {exc}; fix the rule and re-run"
             return {
                 alert_id: Alert(
-                    id=alert_id, rule=r.name, severity="warning", category="rule_error", message=message
+                    id=alert_id,
+                    rule=r.name,
+                    severity="warning",
+                    category="rule_error",
+                    message=message,
                 )
             }

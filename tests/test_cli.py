@@ -1,0 +1,194 @@
+"""The `uac` command, run as a real subprocess against real store files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def uac(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "uac_kernel.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Path:
+    lines = [
+        {
+            "kind": "utterance",
+            "ts": "2025-03-02T10:15:00",
+            "speaker": "user",
+            "text": "Back from Tokyo!",
+            "source": "chat-42#3",
+        },
+        {
+            "kind": "fact",
+            "ts": "2025-03-02T10:15:00",
+            "op": "add",
+            "type": "Trip",
+            "key": "tokyo-2025",
+            "fields": {
+                "destination": "Tokyo",
+                "country": "Japan",
+                "start": "2025-02-20",
+                "international": True,
+            },
+        },
+        {
+            "kind": "fact",
+            "ts": "2025-04-01T09:00:00",
+            "op": "update",
+            "type": "Trip",
+            "key": "tokyo-2025",
+            "fields": {"end": "2025-03-01"},
+        },
+        {
+            "kind": "fact",
+            "ts": "2025-04-02T09:00:00",
+            "op": "add",
+            "type": "Allergy",
+            "key": "pen",
+            "fields": {"substance": "penicillin", "severity": "severe"},
+        },
+        {
+            "kind": "fact",
+            "ts": "2025-04-03T09:00:00",
+            "op": "add",
+            "type": "Medication",
+            "key": "amox",
+            "fields": {"name": "Amoxicillin 500 mg", "active": True},
+        },
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_full_cli_round_trip(tmp_path: Path, events: Path) -> None:
+    env = {"UAC_DB": str(tmp_path / "store.duckdb"), "UAC_USER": "maya"}
+    out = uac("ingest", str(events), cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "5 events appended" in out.stdout and "raised [critical]" in out.stdout
+    assert (
+        "0 events appended, 5 already in the log"
+        in uac("ingest", str(events), cwd=tmp_path, env=env).stdout
+    )
+    assert "checkpoint 1: 3 records" in uac("checkpoint", cwd=tmp_path, env=env).stdout
+    code = uac("code", cwd=tmp_path, env=env).stdout
+    assert "class Trip(Record):" in code and "Trip(key='tokyo-2025'" in code
+    result = uac(
+        "eval", "[t.destination for t in user.all(Trip) if t.international]", cwd=tmp_path, env=env
+    )
+    assert json.loads(result.stdout) == ["Tokyo"]
+    assert (
+        json.loads(uac("eval", "user.get(Trip, 'tokyo-2025').end", cwd=tmp_path, env=env).stdout)
+        == "2025-03-01"
+    )
+    sql = uac("sql", "SELECT destination FROM trip", "--json", cwd=tmp_path, env=env)
+    assert json.loads(sql.stdout) == [{"destination": "Tokyo"}]
+    alerts = json.loads(uac("alerts", "--json", cwd=tmp_path, env=env).stdout)
+    assert [a["rule"] for a in alerts] == ["drug_allergy_cross_reactivity"]
+    log = uac("log", "--kind", "fact", cwd=tmp_path, env=env).stdout.splitlines()
+    assert len(log) == 4 and "\tfact" in log[0]
+    assert "hash chain intact" in uac("verify", cwd=tmp_path, env=env).stdout
+    # --db and --user on the command line win over the environment
+    other = uac(
+        "eval",
+        "len(user.types())",
+        "--db",
+        str(tmp_path / "store.duckdb"),
+        "--user",
+        "nobody",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert other.stdout.strip() == "0"
+
+
+def test_diff_via_cli(tmp_path: Path, events: Path) -> None:
+    env = {"UAC_DB": str(tmp_path / "s.duckdb")}
+    lines = events.read_text().splitlines()
+    first = tmp_path / "a.jsonl"
+    first.write_text("\n".join(lines[:2]) + "\n")
+    uac("ingest", str(first), cwd=tmp_path, env=env)
+    uac("checkpoint", cwd=tmp_path, env=env)
+    uac("ingest", str(events), cwd=tmp_path, env=env)
+    uac("checkpoint", cwd=tmp_path, env=env)
+    out = uac("diff", "1", "2", cwd=tmp_path, env=env).stdout
+    assert "2 added, 1 changed, 0 retracted" in out and "~ Trip tokyo-2025" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("ingest", "missing.jsonl"), "missing.jsonl: cannot read the file"),
+        (("eval", "__import__('os')"), "not allowed"),
+        (("eval", "open('/etc/passwd').read()"), "open"),
+        (("code", "--version", "9"), "has no checkpoint 9"),
+        (("sql", "SELECT * FROM nowhere"), "SQL failed"),
+    ],
+)
+def test_errors_are_one_line_and_exit_non_zero(
+    tmp_path: Path, events: Path, args: tuple[str, ...], message: str
+) -> None:
+    env = {"UAC_DB": str(tmp_path / "s.duckdb")}
+    uac("ingest", str(events), cwd=tmp_path, env=env)
+    out = uac(*args, cwd=tmp_path, env=env)
+    assert out.returncode == 1
+    assert (
+        out.stderr.count("\n") == 1
+        and out.stderr.startswith("uac: error: ")
+        and message in out.stderr
+    ), out.stderr
+
+
+def test_bad_line_names_file_line_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"kind": "fact", "ts": "2025-01-01", "op": "add", "type": "Trip", "key": "t", "fields": {"nights": 2}}\n'
+        '{"kind": "fact", "ts": "2025-01-02", "op": "add", "type": "Trip", "key": "u", "fields": {"nights": "two"}}\n'
+    )
+    out = uac("ingest", str(bad), "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path)
+    assert out.returncode == 1
+    assert f"{bad}:2: field 'fields.nights': expected a whole number" in out.stderr
+    assert (
+        "no store" in uac("log", "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path).stderr
+        or uac("log", "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path).stdout == ""
+    )
+
+
+def test_verify_fails_on_tampering(tmp_path: Path, events: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "s.duckdb"
+    uac("ingest", str(events), "--db", str(db), cwd=tmp_path)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE events SET ts = ts + INTERVAL 1 DAY WHERE seq = 2")
+    con.close()
+    out = uac("verify", "--db", str(db), cwd=tmp_path)
+    assert out.returncode == 1 and "hash chain broken at event 2" in out.stderr
+
+
+def test_demo_runs_offline(tmp_path: Path) -> None:
+    out = uac("demo", cwd=tmp_path, env={"OPENAI_API_KEY": "", "NO_NETWORK": "1"})
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "1023 events" in text and "Transaction" in text
+    assert "answer: " in text and "penicillin" in text and "Alerts standing" in text
+    code = (tmp_path / "uac-demo.py").read_text()
+    assert code == uac("code", "--db", "uac-demo.duckdb", "--user", "maya", cwd=tmp_path).stdout
+    again = uac("demo", cwd=tmp_path)  # a second run rebuilds the demo store from scratch
+    assert again.returncode == 0 and "1023 events appended" in again.stdout
