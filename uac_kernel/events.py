@@ -6,6 +6,7 @@ A batch is validated whole before anything is appended: the first problem raises
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
@@ -108,15 +109,17 @@ def parse_event(obj: Any, origin: str, line: int, check_unicode: bool = True) ->
     kind = obj.get("kind")
     if kind not in KINDS:
         raise fail(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}", "kind")
-    unknown = sorted(set(obj) - _ALLOWED[kind])
-    if unknown:
+    if not obj.keys() <= _ALLOWED[kind]:
+        unknown = sorted(set(obj) - _ALLOWED[kind])
         allowed = ", ".join(sorted(_ALLOWED[kind]))
         raise fail(f"unknown field for a {kind} event; allowed: {allowed}", unknown[0])
     ts = _parse_ts(obj.get("ts"), fail)
     source = obj.get("source")
     if source is not None and (not isinstance(source, str) or not source):
         raise fail("source must be a non-empty string", "source")
-    payload = {k: v for k, v in obj.items() if k not in ("kind", "ts", "source")}
+    payload = dict(obj)
+    del payload["kind"], payload["ts"]
+    payload.pop("source", None)
     if kind == "utterance":
         for name in ("speaker", "text"):
             if not isinstance(payload.get(name), str):
@@ -202,6 +205,10 @@ class _Overlay:
         return rec is not None, rec.valid_from if rec else None
 
 
+def _fail(ev: InputEvent, message: str, field: str = "") -> EventError:
+    return EventError(message, origin=ev.origin, line=ev.line, field=field)
+
+
 def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
     """Validate ``batch`` against ``state``; return the events to append, schema events included.
 
@@ -216,9 +223,7 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
             continue
         p = ev.payload
         name, key, op = p["type"], p["key"], p["op"]
-
-        def fail(message: str, field: str = "", ev: InputEvent = ev) -> EventError:
-            return EventError(message, origin=ev.origin, line=ev.line, field=field)
+        fail = functools.partial(_fail, ev)
 
         if not overlay.has_type(name):
             overlay.fields[name] = {}

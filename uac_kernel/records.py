@@ -70,7 +70,7 @@ def new_record(cls: type[Record], values: dict[str, Any]) -> Record:
     """
     rec = cls.__new__(cls)
     _set(rec, "__dict__", values)
-    _set(rec, "__pydantic_fields_set__", {k for k, v in values.items() if v is not None})
+    _set(rec, "__pydantic_fields_set__", set(values))
     _set(rec, "__pydantic_extra__", None)
     _set(rec, "__pydantic_private__", None)
     return rec

@@ -77,9 +77,13 @@ def event_hash(
     source: str | None,
     payload: str,
 ) -> str:
-    parts = (prev, str(seq), recorded_at.isoformat(), ts.isoformat(), kind, user, source or "")
-    # A length prefix per part keeps the encoding unambiguous whatever the strings hold.
-    blob = "".join(f"{len(p)}:{p}" for p in (*parts, payload))
+    src = source or ""
+    # Length prefixes on the free-text parts keep the encoding unambiguous whatever they hold;
+    # the payload comes last, so it needs none.
+    blob = (
+        f"{prev}|{seq}|{recorded_at.isoformat()}|{ts.isoformat()}|{len(kind)}:{kind}|"
+        f"{len(user)}:{user}|{len(src)}:{src}|{payload}"
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
