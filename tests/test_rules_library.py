@@ -1,0 +1,1265 @@
+"""The shipped rule library, on states folded from a real DuckDB event log."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import fact
+
+from uac_kernel.events import parse_objects, plan_batch
+from uac_kernel.fold import State
+from uac_kernel.query import UserView
+from uac_kernel.rules import library as lib
+from uac_kernel.rules.engine import Alert, Rule, RuleRunner
+from uac_kernel.store import Store
+
+CATEGORIES = {
+    "travel_document_validity",
+    "drug_interactions_health_safety",
+    "financial_authorization_conflicts",
+    "scheduling_conflicts",
+    "warranty_deadline_expiration",
+    "contradiction",
+}
+
+
+def build(tmp_path: Path, events: list[dict[str, Any]]) -> UserView:
+    store = Store(tmp_path / "u.duckdb")
+    st = State("u")
+    st.apply_all(store.append(plan_batch(st, parse_objects(events))))
+    store.close()
+    return UserView(st)
+
+
+def add(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
+    return fact(ts, "add", type_, key, **fields)
+
+
+def clock(ts: str) -> dict[str, Any]:
+    """An utterance that only moves the log clock (``user.today``) to ``ts``."""
+    return {"kind": "utterance", "ts": ts, "speaker": "user", "text": "hello"}
+
+
+def fire(r: Rule, view: UserView) -> list[Alert]:
+    """The rule's alerts; a rule that raises fails the test (the runner would hide it)."""
+    return sorted(r.alerts(view).values(), key=lambda a: a.id)
+
+
+def keys(alert: Alert) -> set[str]:
+    return {f"{e.type}/{e.key}" for e in alert.evidence}
+
+
+def one(r: Rule, view: UserView) -> Alert:
+    alerts = fire(r, view)
+    assert len(alerts) == 1, [a.message for a in alerts]
+    (alert,) = alerts
+    assert alert.category == r.category and alert.rule == r.name
+    return alert
+
+
+# -- the library as a whole -------------------------------------------------------------------
+
+
+def test_library_is_complete_and_cited() -> None:
+    names = [r.name for r in lib.LIBRARY]
+    assert len(set(names)) == len(names) >= 16
+    assert sorted([*names, "LIBRARY"]) == sorted(lib.__all__)
+    for r in lib.LIBRARY:
+        assert r.category in CATEGORIES, r.name
+        assert r.source and r.doc.startswith("Reads"), r.name
+        assert getattr(lib, r.name) is r
+    assert lib.deadline_approaching.clock and lib.overlapping_commitments.watch is None
+
+
+def test_empty_state_raises_nothing(tmp_path: Path) -> None:
+    view = UserView(State("u"))
+    runner = RuleRunner(lib.LIBRARY)
+    change = runner.run(view, None)
+    assert change.raised == [] and runner.standing() == []
+    view = build(tmp_path, [clock("2025-01-01")])
+    assert runner.run(view, None, clock_moved=True).raised == []
+
+
+def test_missing_and_mistyped_fields_raise_nothing(tmp_path: Path) -> None:
+    types = sorted({t for r in lib.LIBRARY if r.watch for t in r.watch} | {"Event", "Appointment"})
+    # Every field a rule compares or computes with: as strings, then as extreme values.
+    names = ["start", "end", "expires", "starts", "until", "since", "deadline", "date"]
+    names += ["notice_days", "amount"]
+    texts = ["name", "substance", "country", "international", "holder", "account"]
+    junk = dict.fromkeys([*names, *texts], "??")
+    far = {
+        **dict.fromkeys(names, "9999-12-31"),
+        "notice_days": 10**9,
+        "amount": 1e308,
+        "renews_on": "2025-01-05",
+    }
+    for n, fields in enumerate((junk, far)):
+        events: list[dict[str, Any]] = [clock("2025-01-01")]
+        for t in types:
+            events += [add("2025-01-01", t, "empty"), add("2025-01-01", t, "odd", **fields)]
+        (tmp_path / str(n)).mkdir()
+        view = build(tmp_path / str(n), events)
+        for r in lib.LIBRARY:
+            fire(r, view)  # raises on a broken rule
+        runner = RuleRunner(lib.LIBRARY)
+        runner.run(view, None)
+        assert not [a for a in runner.standing() if a.category == "rule_error"]
+
+
+# -- health -----------------------------------------------------------------------------------
+
+
+def test_penicillin_allergy_flags_amoxicillin(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-05-20", "Allergy", "pen", substance="penicillin", reaction="hives"),
+            add("2025-01-08", "Medication", "amox", name="Amoxicillin 500 mg", start="2025-01-08"),
+            add("2025-01-08", "Medication", "azi", name="azithromycin (Z-Pak)"),
+        ],
+    )
+    alert = one(lib.drug_allergy_cross_reactivity, view)
+    assert alert.severity == "critical" and keys(alert) == {"Allergy/pen", "Medication/amox"}
+    assert "Amoxicillin" in alert.message and "penicillin class" in alert.message
+
+
+@pytest.mark.parametrize(
+    ("allergy", "drug"),
+    [("Penicillins", "Augmentin"), ("sulfa drugs", "Bactrim DS"), ("ibuprofen", "Ibuprofen 200mg")],
+)
+def test_drug_allergy_classes_brands_and_same_substance(
+    tmp_path: Path, allergy: str, drug: str
+) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Allergy", "a", substance=allergy),
+            add("2025-01-02", "Medication", "m", name=drug),
+        ],
+    )
+    assert one(lib.drug_allergy_cross_reactivity, view).severity == "critical"
+
+
+def test_drug_allergy_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Allergy", "pen", substance="penicillin", severity="mild"),
+            add("2024-01-01", "Allergy", "old", substance="sulfa", resolved=True),
+            add("2024-01-02", "Medication", "azi", name="azithromycin"),
+            add("2024-01-02", "Medication", "amox", name="amoxicillin"),
+            fact("2024-01-03", "retract", "Medication", "amox", reason="never filled"),
+            add("2024-01-02", "Medication", "ampi", name="ampicillin", end="2024-01-10"),
+            add("2024-01-02", "Medication", "bac", name="Bactrim"),
+            add("2024-01-02", "Medication", "kef", name="cephalexin"),
+            clock("2024-02-01"),
+        ],
+    )
+    assert fire(lib.drug_allergy_cross_reactivity, view) == []
+
+
+def test_cephalosporin_with_severe_penicillin_allergy_is_a_warning(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Allergy", "pen", substance="penicillin", severity="anaphylaxis"),
+            add("2025-01-02", "Medication", "kef", name="Keflex"),
+        ],
+    )
+    alert = one(lib.drug_allergy_cross_reactivity, view)
+    assert alert.severity == "warning" and "cephalosporin" in alert.message
+
+
+def test_severe_shellfish_allergy_flags_crab_restaurant(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-06-05",
+                "Allergy",
+                "shellfish",
+                substance="shellfish",
+                severity="severe (anaphylaxis)",
+            ),
+            add(
+                "2024-10-22",
+                "Reservation",
+                "crab",
+                name="The Crab Shack",
+                cuisine="seafood",
+                start="2024-10-29T19:00:00",
+            ),
+            add(
+                "2024-10-22",
+                "Reservation",
+                "chez",
+                name="Chez Laurent",
+                cuisine="French",
+                start="2024-11-15T19:00:00",
+            ),
+            add(
+                "2024-10-01", "Reservation", "past", name="Red Lobster", start="2024-10-05T19:00:00"
+            ),
+        ],
+    )
+    alert = one(lib.food_allergy_exposure, view)
+    assert alert.severity == "critical" and keys(alert) == {"Allergy/shellfish", "Reservation/crab"}
+    assert "crab" in alert.message and "shellfish" in alert.message
+
+
+def test_mild_food_allergy_is_a_warning_and_avoided_food_is_silent(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-06-05", "Allergy", "peanut", substance="peanuts", severity="mild"),
+            add("2024-06-06", "Meal", "m1", items=["chicken satay", "rice"], date="2024-06-07"),
+            add("2024-06-06", "FoodHabit", "f1", item="peanut butter", avoid=True),
+        ],
+    )
+    alert = one(lib.food_allergy_exposure, view)
+    assert alert.severity == "warning" and keys(alert) == {"Allergy/peanut", "Meal/m1"}
+
+
+def test_ssri_with_maoi_is_critical(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-08-15", "Medication", "nardil", name="phenelzine"),
+            add("2025-02-10", "Medication", "zoloft", name="sertraline (Zoloft)"),
+            add("2025-02-10", "Medication", "ibu", name="ibuprofen"),
+        ],
+    )
+    alert = one(lib.drug_drug_interaction, view)
+    assert alert.severity == "critical" and keys(alert) == {
+        "Medication/nardil",
+        "Medication/zoloft",
+    }
+    assert "serotonin syndrome" in alert.message and "14 days" in alert.message
+
+
+def test_warfarin_pairs(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-07-30", "Medication", "w", name="Warfarin 5mg"),
+            add("2024-11-12", "Medication", "ibu", name="Advil"),
+            add("2024-11-12", "Supplement", "k2", name="Vitamin K2 (200mcg)"),
+            add("2024-11-12", "Supplement", "d3", name="vitamin D3"),
+        ],
+    )
+    alerts = {a.severity: a for a in fire(lib.drug_drug_interaction, view)}
+    assert set(alerts) == {"critical", "warning"}
+    assert keys(alerts["critical"]) == {"Medication/w", "Supplement/k2"}
+    assert keys(alerts["warning"]) == {"Medication/w", "Medication/ibu"}
+    assert "bleeding" in alerts["warning"].message and "INR" in alerts["critical"].message
+
+
+def test_statin_with_cyp3a4_inhibitor(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Medication", "simva", name="simvastatin 40mg"),
+            add("2025-01-01", "Medication", "atorva", name="Lipitor"),
+            add("2025-01-02", "Medication", "clari", name="clarithromycin"),
+        ],
+    )
+    by_key = {frozenset(keys(a)): a.severity for a in fire(lib.drug_drug_interaction, view)}
+    assert by_key == {
+        frozenset({"Medication/simva", "Medication/clari"}): "critical",
+        frozenset({"Medication/atorva", "Medication/clari"}): "warning",
+    }
+
+
+def test_drug_pairs_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Medication", "nardil", name="phenelzine", active=False),
+            add("2024-01-01", "Medication", "zoloft", name="sertraline"),
+            add("2024-01-01", "Medication", "ibu", name="ibuprofen"),
+            add("2024-01-01", "Medication", "rosu", name="rosuvastatin"),
+            add("2024-01-01", "Medication", "azi", name="azithromycin"),
+        ],
+    )
+    assert fire(lib.drug_drug_interaction, view) == []
+
+
+def test_grapefruit_with_simvastatin(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-07-12", "Medication", "simva", name="simvastatin", dose_mg=40.0),
+            add("2025-03-01", "FoodHabit", "gj", item="fresh grapefruit juice every morning"),
+            add("2025-03-01", "FoodHabit", "oj", item="orange juice"),
+        ],
+    )
+    alert = one(lib.food_drug_interaction, view)
+    assert alert.severity == "warning" and keys(alert) == {"Medication/simva", "FoodHabit/gj"}
+    assert "grapefruit" in alert.message and "simvastatin" in alert.message
+
+
+def test_tyramine_and_vitamin_k_foods(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Medication", "parnate", name="tranylcypromine"),
+            add("2025-01-01", "Medication", "w", name="warfarin"),
+            add(
+                "2025-01-02",
+                "Meal",
+                "board",
+                name="charcuterie board",
+                items=["aged cheddar", "salami"],
+            ),
+            add("2025-01-02", "FoodHabit", "kale", item="kale smoothies"),
+        ],
+    )
+    sev = {frozenset(keys(a)): a.severity for a in fire(lib.food_drug_interaction, view)}
+    assert sev == {
+        frozenset({"Medication/parnate", "Meal/board"}): "warning",
+        frozenset({"Medication/w", "FoodHabit/kale"}): "info",
+    }
+
+
+def test_grapefruit_near_miss(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Medication", "rosu", name="rosuvastatin (Crestor)"),
+            add("2025-01-01", "Medication", "simva", name="simvastatin", end="2025-01-15"),
+            add("2025-03-01", "FoodHabit", "gj", item="grapefruit"),
+        ],
+    )
+    assert fire(lib.food_drug_interaction, view) == []
+
+
+def test_pregnancy_with_isotretinoin(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-06-15",
+                "Medication",
+                "acc",
+                name="isotretinoin (Accutane)",
+                dose_mg=40.0,
+                start="2024-06-15",
+                end="2024-11-15",
+            ),
+            add("2024-06-15", "Medication", "lip", name="atorvastatin"),
+            add("2024-06-15", "Medication", "amox", name="amoxicillin"),
+            add("2024-09-20", "Condition", "preg", name="Pregnant"),
+        ],
+    )
+    alerts = {a.severity: a for a in fire(lib.pregnancy_teratogenic_medication, view)}
+    assert set(alerts) == {"critical", "warning"}
+    crit = alerts["critical"]
+    assert keys(crit) == {"Condition/preg", "Medication/acc"} and "2024-06-15" in crit.message
+    assert keys(alerts["warning"]) == {"Condition/preg", "Medication/lip"}
+
+
+def test_pregnancy_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2023-01-01", "Condition", "preg", name="pregnancy", resolved=True),
+            add("2023-01-01", "Condition", "asthma", name="asthma"),
+            add("2024-06-15", "Medication", "mtx", name="methotrexate"),
+        ],
+    )
+    assert fire(lib.pregnancy_teratogenic_medication, view) == []
+
+
+# -- travel -----------------------------------------------------------------------------------
+
+
+def test_passport_expiring_within_six_months_of_return(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-15", "Passport", "p", expires="2025-03-05"),
+            add(
+                "2025-01-10",
+                "Trip",
+                "tokyo",
+                destination="Tokyo",
+                country="Japan",
+                start="2025-02-20",
+                end="2025-03-01",
+                international=True,
+            ),
+        ],
+    )
+    alert = one(lib.passport_validity, view)
+    assert alert.severity == "critical" and keys(alert) == {"Passport/p", "Trip/tokyo"}
+    for needle in ("2025-03-05", "4 days after", "13 days after departure", "2025-08-31", "Japan"):
+        assert needle in alert.message
+
+
+def test_passport_warning_and_before_departure(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Passport", "p", expires="2025-07-01"),
+            add(
+                "2025-01-02",
+                "Trip",
+                "rome",
+                destination="Rome",
+                country="Italy",
+                start="2025-02-20",
+                end="2025-03-01",
+            ),
+            add(
+                "2025-01-02",
+                "Trip",
+                "oslo",
+                destination="Oslo",
+                country="Norway",
+                start="2025-08-01",
+                end="2025-08-05",
+            ),
+        ],
+    )
+    by_trip = {
+        next(k for k in keys(a) if k.startswith("Trip")): a
+        for a in fire(lib.passport_validity, view)
+    }
+    assert (
+        by_trip["Trip/rome"].severity == "warning"
+        and "122 days after" in by_trip["Trip/rome"].message
+    )
+    assert (
+        by_trip["Trip/oslo"].severity == "critical"
+        and "31 days before you leave" in by_trip["Trip/oslo"].message
+    )
+
+
+def test_passport_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Residence", "home", city="Boston", country="USA"),
+            add("2024-01-01", "Passport", "old", holder="Ann Lee", expires="2025-03-05"),
+            add("2024-06-01", "Passport", "new", holder="Ann Lee", expires="2034-06-01"),
+            add("2024-01-01", "Passport", "p2", holder="Bo Lee", expires="2025-04-01"),
+            # Ann's renewed passport is the one checked; Bo is not travelling
+            add(
+                "2025-01-10",
+                "Trip",
+                "tokyo",
+                country="Japan",
+                start="2025-02-20",
+                end="2025-03-01",
+                travellers=["Ann Lee"],
+            ),
+            add(
+                "2025-01-10",
+                "Trip",
+                "ny",
+                destination="New York",
+                country="USA",
+                start="2025-02-01",
+            ),
+            add(
+                "2025-01-10",
+                "Trip",
+                "cabo",
+                country="Mexico",
+                international=False,
+                start="2025-02-01",
+            ),
+            add(
+                "2024-05-01", "Trip", "past", country="France", start="2024-05-01", end="2024-05-10"
+            ),
+        ],
+    )
+    assert fire(lib.passport_validity, view) == []
+
+
+def test_passport_seven_months_after_return_is_fine(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-15", "Passport", "p", expires="2025-10-01"),
+            add(
+                "2025-01-10", "Trip", "tokyo", country="Japan", start="2025-02-20", end="2025-03-01"
+            ),
+        ],
+    )
+    assert fire(lib.passport_validity, view) == []
+
+
+def test_passport_of_named_traveller(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-08-10", "Passport", "lily", holder="Lily Chen", expires="2025-04-01"),
+            add("2024-08-10", "Passport", "sarah", holder="Sarah Anderson", expires="2033-01-01"),
+            add(
+                "2025-01-20",
+                "Trip",
+                "mx",
+                country="Mexico",
+                start="2025-03-10",
+                end="2025-03-17",
+                travellers=["Sarah Anderson", "Lily Chen"],
+            ),
+        ],
+    )
+    alert = one(lib.passport_validity, view)
+    assert keys(alert) == {"Passport/lily", "Trip/mx"} and "Lily Chen" in alert.message
+
+
+def test_visa_not_yet_valid_on_arrival(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-10-30",
+                "Visa",
+                "au",
+                country="Australia",
+                starts="2024-12-01",
+                expires="2025-05-31",
+            ),
+            add("2024-10-30", "Passport", "p", expires="2030-01-01"),
+            add(
+                "2024-11-18",
+                "Trip",
+                "syd",
+                destination="Sydney",
+                country="Australia",
+                start="2024-11-25",
+                end="2024-12-10",
+                international=True,
+            ),
+            add(
+                "2024-11-18",
+                "Trip",
+                "mel",
+                destination="Melbourne",
+                country="Australia",
+                start="2025-01-10",
+                end="2025-01-20",
+                international=True,
+            ),
+        ],
+    )
+    alert = one(lib.visa_validity, view)
+    assert alert.severity == "critical" and keys(alert) == {"Visa/au", "Trip/syd"}
+    assert "2024-12-01" in alert.message and "6 days after" in alert.message
+
+
+def test_single_entry_schengen_visa_already_used(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-09-20",
+                "Visa",
+                "sch",
+                country="Schengen",
+                entries="single",
+                starts="2024-10-01",
+                expires="2024-12-31",
+            ),
+            add(
+                "2024-11-05",
+                "Trip",
+                "paris",
+                destination="Paris",
+                country="France",
+                start="2024-10-29",
+                end="2024-11-05",
+            ),
+            add(
+                "2024-12-01",
+                "Trip",
+                "berlin",
+                destination="Berlin",
+                country="Germany",
+                start="2024-12-28",
+                end="2025-01-02",
+            ),
+        ],
+    )
+    found = {a.message.split(":")[0]: a for a in fire(lib.visa_validity, view)}
+    used = next(a for m, a in found.items() if "already used" in m)
+    assert used.severity == "critical" and keys(used) == {"Visa/sch", "Trip/berlin", "Trip/paris"}
+    expired = next(a for m, a in found.items() if "expires" in m)
+    assert "2024-12-31" in expired.message and "2 days before" in expired.message
+    assert len(found) == 2
+
+
+def test_visa_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-09-20",
+                "Visa",
+                "in",
+                country="India",
+                entries="multiple",
+                starts="2024-10-01",
+                expires="2025-10-01",
+            ),
+            add(
+                "2024-10-05", "Trip", "delhi", country="India", start="2024-10-05", end="2024-10-12"
+            ),
+            add("2024-10-05", "Trip", "goa", country="India", start="2024-12-05", end="2024-12-12"),
+            add(
+                "2024-10-05", "Trip", "rome", country="Italy", start="2024-12-05", end="2024-12-12"
+            ),
+        ],
+    )
+    assert fire(lib.visa_validity, view) == []
+
+
+def test_schengen_90_in_180_days(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-06-01",
+                "Trip",
+                "t1",
+                countries=["France", "Italy", "Spain"],
+                start="2024-04-15",
+                end="2024-05-29",
+            ),
+            add(
+                "2024-07-20",
+                "Trip",
+                "t2",
+                countries=["Germany", "Netherlands"],
+                start="2024-07-01",
+                end="2024-07-30",
+            ),
+            add(
+                "2024-08-25", "Trip", "t3", country="Portugal", start="2024-09-05", end="2024-09-25"
+            ),
+            add(
+                "2024-08-25",
+                "Trip",
+                "uk",
+                country="United Kingdom",
+                start="2024-10-01",
+                end="2024-10-30",
+            ),
+        ],
+    )
+    alert = one(lib.schengen_90_180, view)
+    assert alert.severity == "critical" and keys(alert) == {"Trip/t3"}
+    # 45 + 30 days already used, 21 planned
+    for needle in ("96 days", "75 days are already used", "at most 15 days remain", "21 days"):
+        assert needle in alert.message
+
+
+def test_schengen_near_miss(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Trip", "t1", country="France", start="2024-01-01", end="2024-02-29"),
+            add("2024-08-25", "Trip", "t2", country="Spain", start="2024-09-05", end="2024-09-25"),
+        ],
+    )
+    assert fire(lib.schengen_90_180, view) == []
+
+
+def test_passport_blank_pages_and_name_mismatch(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-07-22",
+                "Passport",
+                "mine",
+                holder="Sarah Anderson",
+                expires="2030-01-01",
+                blank_pages=1,
+            ),
+            add("2024-08-10", "Passport", "lily", holder="Lily Chen", expires="2030-01-01"),
+            add(
+                "2025-01-20",
+                "Trip",
+                "mx",
+                country="Mexico",
+                start="2025-03-10",
+                end="2025-03-17",
+                travellers=["Sarah Anderson", "Tom Anderson", "Lily Anderson"],
+            ),
+        ],
+    )
+    alerts = fire(lib.passport_validity, view)
+    assert {a.severity for a in alerts} == {"critical"} and len(alerts) == 2
+    pages = next(a for a in alerts if "blank page" in a.message)
+    assert keys(pages) == {"Passport/mine", "Trip/mx"} and "1 blank page left" in pages.message
+    name = next(a for a in alerts if "name" in a.message)
+    assert keys(name) == {"Passport/lily", "Trip/mx"}
+    assert "'Lily Anderson'" in name.message and "'Lily Chen'" in name.message
+
+
+def test_document_expiring_before_trip(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-07-18", "DriverLicense", "dl", expires="2024-12-15"),
+            add("2024-07-18", "Insurance", "ins", name="health insurance", expires="2025-12-31"),
+            add(
+                "2024-12-01",
+                "Trip",
+                "vegas",
+                destination="Las Vegas",
+                start="2024-12-20",
+                end="2024-12-22",
+            ),
+        ],
+    )
+    alert = one(lib.document_expires_before_trip, view)
+    assert alert.severity == "critical" and keys(alert) == {"DriverLicense/dl", "Trip/vegas"}
+    assert "2024-12-15" in alert.message and "5 days before" in alert.message
+
+
+def test_replaced_document_and_certificate(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-06-10",
+                "HealthCertificate",
+                "covid",
+                name="EU Digital COVID Certificate",
+                expires="2025-03-07",
+            ),
+            add("2020-01-01", "DriverLicense", "old", expires="2024-12-15"),
+            add("2024-12-10", "DriverLicense", "new", expires="2032-12-15"),
+            add(
+                "2025-02-28",
+                "Trip",
+                "t",
+                destination="Vienna",
+                start="2025-03-15",
+                end="2025-03-20",
+            ),
+        ],
+    )
+    alert = one(lib.document_expires_before_trip, view)
+    assert alert.severity == "warning" and keys(alert) == {"HealthCertificate/covid", "Trip/t"}
+    assert "8 days before" in alert.message
+
+
+# -- scheduling -------------------------------------------------------------------------------
+
+
+def test_double_booked_dinners(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-10-28",
+                "Reservation",
+                "chez",
+                name="Chez Laurent",
+                start="2024-11-15T19:00:00",
+                end="2024-11-15T21:00:00",
+            ),
+            add(
+                "2024-11-10",
+                "Reservation",
+                "steak",
+                name="Steakhouse 55",
+                start="2024-11-15T19:30:00",
+                end="2024-11-15T21:30:00",
+            ),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert alert.severity == "warning" and keys(alert) == {"Reservation/chez", "Reservation/steak"}
+    assert "2024-11-15 19:30–21:00" in alert.message
+
+
+def test_trip_over_an_important_event_is_critical(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-09-15",
+                "Event",
+                "play",
+                title="Emma's school play",
+                start="2024-12-12T18:00:00",
+                important=True,
+            ),
+            add(
+                "2024-11-25",
+                "Trip",
+                "ny",
+                destination="New York",
+                start="2024-12-11",
+                end="2024-12-13",
+            ),
+            add(
+                "2024-11-25",
+                "Flight",
+                "out",
+                start="2024-12-11T08:00:00",
+                end="2024-12-11T11:00:00",
+            ),
+            add(
+                "2024-11-25",
+                "Hotel",
+                "h",
+                name="Midtown hotel",
+                start="2024-12-11",
+                end="2024-12-13",
+            ),
+            add(
+                "2024-11-25",
+                "Meeting",
+                "client",
+                title="client meeting",
+                location="New York",
+                start="2024-12-12T10:00:00",
+                end="2024-12-12T12:00:00",
+            ),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert alert.severity == "critical" and keys(alert) == {"Event/play", "Trip/ny"}
+    assert "2024-12-12 18:00" in alert.message and "2024-12-11 – 2024-12-13" in alert.message
+
+
+def test_contractor_visit_during_vacation_and_flight_during_meeting(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-10-10",
+                "Trip",
+                "cr",
+                destination="Costa Rica",
+                start="2024-12-20",
+                end="2025-01-03",
+            ),
+            add(
+                "2024-11-28",
+                "Appointment",
+                "plumber",
+                title="plumber",
+                location="home",
+                start="2024-12-27T10:00:00",
+                end="2024-12-27T14:00:00",
+            ),
+            add(
+                "2024-11-28",
+                "Meeting",
+                "board",
+                title="board meeting",
+                start="2025-01-21T14:00:00",
+                end="2025-01-21T16:00:00",
+            ),
+            add("2024-11-28", "Flight", "chi", name="to Chicago", start="2025-01-21T14:30:00"),
+        ],
+    )
+    pairs = {frozenset(keys(a)) for a in fire(lib.overlapping_commitments, view)}
+    assert pairs == {
+        frozenset({"Trip/cr", "Appointment/plumber"}),
+        frozenset({"Meeting/board", "Flight/chi"}),
+    }
+
+
+def test_overlap_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2025-01-01", "Meeting", "a", start="2025-02-01T09:00:00", end="2025-02-01T10:00:00"
+            ),
+            add(
+                "2025-01-01", "Meeting", "b", start="2025-02-01T10:00:00", end="2025-02-01T11:00:00"
+            ),
+            add(
+                "2025-01-01",
+                "Meeting",
+                "c",
+                start="2025-02-01T10:30:00",
+                end="2025-02-01T11:30:00",
+                cancelled=True,
+            ),
+            add(
+                "2025-01-01",
+                "Meeting",
+                "old1",
+                start="2024-12-01T09:00:00",
+                end="2024-12-01T10:00:00",
+            ),
+            add(
+                "2025-01-01",
+                "Meeting",
+                "old2",
+                start="2024-12-01T09:30:00",
+                end="2024-12-01T10:30:00",
+            ),
+            add(
+                "2025-01-01",
+                "Medication",
+                "m",
+                name="amoxicillin",
+                start="2025-02-01",
+                end="2025-02-10",
+            ),
+            add(
+                "2025-01-01", "Subscription", "s", name="gym", start="2025-01-01", end="2025-12-31"
+            ),
+            add("2025-01-01", "Lease", "l", start="2025-01-01", end="2025-12-31"),
+            add("2025-01-01", "Project", "p", name="thesis", start="2025-01-01", end="2025-06-30"),
+        ],
+    )
+    assert fire(lib.overlapping_commitments, view) == []
+
+
+def test_overlap_sweep_is_fast(tmp_path: Path) -> None:
+    events = [clock("2025-01-01")]
+    for i in range(3000):
+        day, hour = divmod(i, 8)
+        s = datetime(2025, 1, 1, 9 + hour) + timedelta(days=day)
+        e = s + timedelta(hours=1)
+        events.append(add("2025-01-01", "Meeting", f"m{i}", start=s.isoformat(), end=e.isoformat()))
+    events.append(
+        add(
+            "2025-01-01", "Meeting", "clash", start="2025-01-02T09:30:00", end="2025-01-02T09:45:00"
+        )
+    )
+    view = build(tmp_path, events)
+    t0 = time.perf_counter()
+    alert = one(lib.overlapping_commitments, view)
+    assert time.perf_counter() - t0 < 1.0
+    assert keys(alert) == {"Meeting/m8", "Meeting/clash"}
+
+
+# -- deadlines --------------------------------------------------------------------------------
+
+
+def test_deadline_severity_by_days_left(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-06-15",
+                "Warranty",
+                "fridge",
+                name="LG refrigerator",
+                warranty_until="2025-01-10",
+            ),
+            add(
+                "2024-06-15",
+                "Purchase",
+                "espresso",
+                name="espresso machine",
+                return_by="2025-01-06",
+            ),
+            add("2024-06-15", "Task", "taxes", title="file taxes", deadline="2025-01-02"),
+            add("2024-06-15", "Task", "far", title="far away", deadline="2025-01-16"),
+            add("2024-06-15", "Task", "done", title="done", deadline="2025-01-02", done=True),
+            add("2024-06-15", "Task", "past", title="missed", deadline="2024-12-30"),
+            add("2024-06-15", "Passport", "p", expires="2025-01-05"),
+            clock("2025-01-01"),
+        ],
+    )
+    alerts = {next(iter(keys(a))): a for a in fire(lib.deadline_approaching, view)}
+    assert set(alerts) == {"Warranty/fridge", "Purchase/espresso", "Task/taxes"}
+    assert (
+        alerts["Warranty/fridge"].severity == "info"
+        and "in 9 days" in alerts["Warranty/fridge"].message
+    )
+    assert (
+        alerts["Purchase/espresso"].severity == "warning"
+        and "in 5 days" in alerts["Purchase/espresso"].message
+    )
+    assert (
+        alerts["Task/taxes"].severity == "critical" and "tomorrow" in alerts["Task/taxes"].message
+    )
+    assert all(a.category == "warranty_deadline_expiration" for a in alerts.values())
+
+
+def test_notice_deadline_before_renewal(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-09-10",
+                "Subscription",
+                "gym",
+                name="gym membership",
+                renews_on="2024-11-01",
+                notice_days=30,
+                price=600.0,
+            ),
+            clock("2024-09-28"),
+        ],
+    )
+    alert = one(lib.deadline_approaching, view)
+    assert (
+        alert.severity == "warning"
+        and "2024-10-02" in alert.message
+        and "in 4 days" in alert.message
+    )
+
+
+def test_deadline_rule_reruns_when_the_clock_moves(tmp_path: Path) -> None:
+    store, st = Store(tmp_path / "u.duckdb"), State("u")
+
+    def append(events: list[dict[str, Any]]) -> None:
+        st.apply_all(store.append(plan_batch(st, parse_objects(events))))
+
+    append([add("2024-10-08", "Purchase", "esp", name="espresso machine", return_by="2024-11-01")])
+    view, runner = UserView(st), RuleRunner(lib.LIBRARY)
+    assert runner.run(view, None).raised == []  # 24 days left
+    append([clock("2024-10-29")])
+    raised = runner.run(view, set(), clock_moved=True).raised
+    assert [(a.rule, a.severity) for a in raised] == [("deadline_approaching", "warning")]
+    assert "in 3 days" in raised[0].message
+
+
+# -- contradictions ---------------------------------------------------------------------------
+
+
+def test_two_current_residences(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2020-01-01", "Residence", "boston", city="Boston", since="2020-01-01"),
+            add("2024-05-01", "Residence", "denver", city="Denver", since="2024-05-01"),
+        ],
+    )
+    alert = one(lib.conflicting_records, view)
+    assert alert.severity == "warning" and keys(alert) == {"Residence/boston", "Residence/denver"}
+    assert "2 current Residence" in alert.message and "until" in alert.message
+
+
+def test_moved_residence_with_until_is_not_a_contradiction(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2020-01-01", "Residence", "boston", city="Boston", since="2020-01-01"),
+            add("2024-05-01", "Residence", "denver", city="Denver", since="2024-05-01"),
+            fact("2024-05-01", "update", "Residence", "boston", until="2024-04-30"),
+            add("2024-05-01", "Residence", "next", city="Austin", since="2025-06-01"),
+        ],
+    )
+    assert fire(lib.conflicting_records, view) == []
+
+
+def test_same_identity_different_values(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Passport", "p1", number="X123", expires="2030-01-01"),
+            add("2024-02-01", "Passport", "p2", number="x123", expires="2031-01-01"),
+            add("2024-01-01", "Person", "mom", name="Ana Silva", birthday="1960-04-02"),
+            add("2024-01-01", "Contact", "ana", name="ana silva", birthday="1960-02-04"),
+            add("2024-01-01", "Person", "dad", name="Rui Silva", birthday="1958-01-01"),
+            add("2024-01-01", "Contact", "rui", name="Rui Silva", birthday="1958-01-01"),
+            add("2024-01-01", "Allergy", "a1", substance="Latex"),
+            add("2024-01-01", "Allergy", "a2", substance="latex", resolved=True),
+        ],
+    )
+    found = {frozenset(keys(a)) for a in fire(lib.conflicting_records, view)}
+    assert found == {
+        frozenset({"Passport/p1", "Passport/p2"}),
+        frozenset({"Person/mom", "Contact/ana"}),
+        frozenset({"Allergy/a1", "Allergy/a2"}),
+    }
+
+
+# -- money ------------------------------------------------------------------------------------
+
+
+def test_transfer_while_account_is_frozen(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-09-05",
+                "Instruction",
+                "mom",
+                action="wire",
+                account="family trust account",
+                amount=5000,
+                to="contractor, Chase account ending 4477",
+            ),
+            add(
+                "2024-09-06",
+                "Instruction",
+                "dad",
+                action="freeze all outflows",
+                account="family trust",
+                until="2024-09-30",
+            ),
+        ],
+    )
+    alert = one(lib.transfer_during_freeze, view)
+    assert alert.severity == "critical" and keys(alert) == {"Instruction/mom", "Instruction/dad"}
+    assert "5,000.00" in alert.message and "2024-09-30" in alert.message
+
+
+def test_transfer_freeze_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-09-05", "Transfer", "t1", account="joint checking", amount=100.0),
+            add(
+                "2024-09-05",
+                "Transfer",
+                "t2",
+                account="family trust",
+                amount=100.0,
+                date="2024-10-15",
+            ),
+            add("2024-09-05", "Transfer", "t3", account="family trust", amount=100.0, done=True),
+            add("2024-09-06", "Freeze", "f", account="family trust", until="2024-09-30"),
+            add("2024-08-01", "Freeze", "old", account="joint checking", until="2024-08-31"),
+        ],
+    )
+    assert fire(lib.transfer_during_freeze, view) == []
+
+
+def test_charge_after_cancelled_subscription(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-08-22",
+                "Subscription",
+                "adobe",
+                name="Adobe Creative Cloud",
+                cancelled=True,
+                cancel_effective="2024-09-15",
+            ),
+            add("2024-08-22", "Subscription", "netflix", name="Netflix"),
+            add(
+                "2025-01-20", "Transaction", "t1", merchant="Adobe", amount=59.99, date="2025-01-15"
+            ),
+            add(
+                "2025-01-20", "Transaction", "t2", merchant="Adobe", amount=59.99, date="2024-09-01"
+            ),
+            add(
+                "2025-01-20",
+                "Transaction",
+                "t3",
+                merchant="Netflix",
+                amount=15.49,
+                date="2025-01-03",
+            ),
+            add(
+                "2025-01-20", "Transaction", "t4", merchant="Apple", amount=0.99, date="2025-01-03"
+            ),
+        ],
+    )
+    alert = one(lib.charge_after_cancellation, view)
+    assert alert.severity == "warning" and keys(alert) == {"Subscription/adobe", "Transaction/t1"}
+    assert (
+        "59.99" in alert.message
+        and "122 days after" in alert.message
+        and "2024-09-15" in alert.message
+    )
+
+
+def test_payment_from_closed_account(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-09-18",
+                "Account",
+                "wf",
+                name="Wells Fargo checking",
+                closing=True,
+                closes_on="2024-09-25",
+            ),
+            add("2024-09-18", "Account", "schwab", name="Schwab checking"),
+            add(
+                "2024-10-02",
+                "Payment",
+                "rent",
+                name="rent",
+                amount=1500,
+                account="Wells Fargo",
+                recurring=True,
+                due="2024-11-01",
+            ),
+            add("2024-10-02", "Payment", "phone", name="phone bill", amount=80, account="Schwab"),
+        ],
+    )
+    alert = one(lib.payment_from_closed_account, view)
+    assert alert.severity == "critical" and keys(alert) == {"Account/wf", "Payment/rent"}
+    assert "1,500.00" in alert.message and "closed on 2024-09-25" in alert.message
+
+
+def test_transaction_over_limit(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-07-10",
+                "Limit",
+                "corp",
+                name="corporate card limit",
+                card="corporate card",
+                amount=3000,
+                per="transaction",
+            ),
+            add("2024-07-10", "Limit", "monthly", card="corporate card", amount=1000, per="month"),
+            add(
+                "2025-01-15",
+                "Transaction",
+                "venue",
+                name="team offsite venue",
+                amount=4200,
+                card="corporate card",
+            ),
+            add(
+                "2025-01-15",
+                "Transaction",
+                "small",
+                name="lunch",
+                amount=2500,
+                card="corporate card",
+            ),
+            add(
+                "2025-01-15",
+                "Transaction",
+                "personal",
+                name="tv",
+                amount=4200,
+                card="personal Visa",
+            ),
+            add(
+                "2025-01-15",
+                "Transaction",
+                "ok",
+                name="hotel",
+                amount=5200,
+                card="corporate card",
+                approved=True,
+            ),
+            add(
+                "2024-07-01",
+                "Transaction",
+                "before",
+                name="old",
+                amount=5200,
+                card="corporate card",
+                date="2024-07-01",
+            ),
+        ],
+    )
+    alert = one(lib.transaction_over_limit, view)
+    assert alert.severity == "warning" and keys(alert) == {"Limit/corp", "Transaction/venue"}
+    assert "4,200.00" in alert.message and "1,200.00 over" in alert.message
