@@ -25,7 +25,9 @@ def test_readme_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             continue  # the sample of generated code is checked below
         exec(compile(code, "README.md", "exec"), namespace)
     wb = namespace["wb"]
-    assert wb.eval("len([t for t in user.all(Trip) if t.international and t.start.year == 2025])") == 1  # type: ignore[attr-defined]
+    assert (
+        wb.eval("len([t for t in user.all(Trip) if t.international and t.start.year == 2025])") == 1
+    )  # type: ignore[attr-defined]
     generated = wb.checkpoint().code  # type: ignore[attr-defined]
     sample = next(b for b in blocks("python") if b.lstrip().startswith("class Trip(Record)"))
     for line in sample.strip().splitlines():

@@ -262,3 +262,20 @@ def test_log_pages(tmp_path: Path) -> None:
     page = wb.log(limit=10, after_seq=10)
     assert [e.seq for e in page] == list(range(11, 21))
     assert isinstance(page[0].ts, datetime)
+
+
+def test_a_nearing_deadline_is_logged_when_its_severity_changes(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest([fact("2025-06-01", "add", "Purchase", "bike", item="bike", return_by="2025-06-14")])
+    for day in ("2025-06-02", "2025-06-03", "2025-06-09", "2025-06-13", "2025-06-15"):
+        wb.ingest([{"kind": "utterance", "ts": day, "speaker": "user", "text": "hello"}])
+    states = [
+        (e.ts.date().isoformat(), e.payload["state"], e.payload["severity"])
+        for e in wb.alert_history()
+    ]
+    assert states == [
+        ("2025-06-01", "raised", "info"),
+        ("2025-06-09", "updated", "warning"),
+        ("2025-06-13", "updated", "critical"),
+        ("2025-06-15", "cleared", "critical"),
+    ]

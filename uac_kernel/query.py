@@ -12,7 +12,28 @@ from uac_kernel.records import Record
 
 __all__ = ["UserView", "namespace"]
 
-SAFE_BUILTIN_NAMES = ["len", "sum", "min", "max", "sorted", "any", "all", "set", "list", "dict", "tuple", "range", "enumerate", "zip", "round", "abs", "str", "int", "float", "bool"]
+SAFE_BUILTIN_NAMES = [
+    "len",
+    "sum",
+    "min",
+    "max",
+    "sorted",
+    "any",
+    "all",
+    "set",
+    "list",
+    "dict",
+    "tuple",
+    "range",
+    "enumerate",
+    "zip",
+    "round",
+    "abs",
+    "str",
+    "int",
+    "float",
+    "bool",
+]
 
 
 class UserView:
@@ -43,6 +64,10 @@ class UserView:
     def history(self, T: type[Record] | str) -> list[Record]:
         """Every version of type ``T``: superseded and retracted ones, then the current ones."""
         return self._state.history(self._name(T))
+
+    def fields(self, T: type[Record] | str) -> list[str]:
+        """The field names of type ``T`` (without key, time bounds and sources)."""
+        return list(self._state.schema.types.get(self._name(T), {}))
 
     def get(self, T: type[Record] | str, key: str) -> Record | None:
         """The current record of type ``T`` under ``key``, or None."""

@@ -32,6 +32,7 @@ class IngestReport:
     last_seq: int | None = None
     raised: list[Alert] = field(default_factory=list)
     cleared: list[Alert] = field(default_factory=list)
+    updated: list[Alert] = field(default_factory=list)
 
     def summary(self) -> str:
         text = f"{self.appended} events appended, {self.skipped} already in the log"
@@ -128,7 +129,11 @@ class Workbench:
         report.first_seq, report.last_seq = logged[0].seq, logged[-1].seq
         known.update(seen)
         change = self._apply(logged)
-        report.raised, report.cleared = change.raised, change.cleared
+        report.raised, report.cleared, report.updated = (
+            change.raised,
+            change.cleared,
+            change.updated,
+        )
         return report
 
     def _apply(self, logged: list[LoggedEvent]) -> AlertChange:
@@ -155,12 +160,16 @@ class Workbench:
         return change
 
     def _log_alerts(self, change: AlertChange) -> None:
-        if self.store.read_only or not (change.raised or change.cleared):
+        if self.store.read_only or not (change.raised or change.cleared or change.updated):
             return
         ts = self.state.now or datetime(1970, 1, 1)
         events = [
             NewEvent(ts, "alert", self.user, {"state": state, **alert.model_dump(mode="json")})
-            for state, alerts in (("raised", change.raised), ("cleared", change.cleared))
+            for state, alerts in (
+                ("raised", change.raised),
+                ("updated", change.updated),
+                ("cleared", change.cleared),
+            )
             for alert in alerts
         ]
         self.state.apply_all(self.store.append(events))
@@ -169,13 +178,18 @@ class Workbench:
         """On open: log what differs between the standing alerts and those the log says stand."""
         logged: dict[str, dict[str, Any]] = {}
         for ev in self.store.events(self.user, kinds=["alert"]):
-            if ev.payload["state"] == "raised":
+            if ev.payload["state"] in ("raised", "updated"):
                 logged[ev.payload["id"]] = ev.payload
             else:
                 logged.pop(ev.payload["id"], None)
         standing = {a.id: a for a in self.runner.standing()}
         change = AlertChange(
             raised=[a for i, a in standing.items() if i not in logged],
+            updated=[
+                a
+                for i, a in standing.items()
+                if i in logged and logged[i]["severity"] != a.severity
+            ],
             cleared=[
                 Alert.model_validate({k: v for k, v in p.items() if k != "state"})
                 for i, p in logged.items()

@@ -151,8 +151,11 @@ def rule(
 
 @dataclass
 class AlertChange:
+    """Alerts a change raised, cleared, or moved to another severity (e.g. a nearing deadline)."""
+
     raised: list[Alert] = field(default_factory=list)
     cleared: list[Alert] = field(default_factory=list)
+    updated: list[Alert] = field(default_factory=list)
 
 
 class RuleRunner:
@@ -198,6 +201,9 @@ class RuleRunner:
             before = self.active[r.name]
             change.raised.extend(a for i, a in now.items() if i not in before)
             change.cleared.extend(a for i, a in before.items() if i not in now)
+            change.updated.extend(
+                a for i, a in now.items() if i in before and before[i].severity != a.severity
+            )
             self.active[r.name] = now
         return change
 
