@@ -234,6 +234,9 @@ def test_user_rules_run_on_every_change_and_broken_rules_become_alerts(tmp_path:
     messages = sorted(a.message for a in wb.alerts())
     assert messages[0] == "2 trips planned"
     assert messages[1].startswith("rule broken failed: ZeroDivisionError: oops")
+    code = wb.checkpoint().code  # the user's rules are in force, so their source is in the code
+    assert "def too_many_trips(user: UserView)" in code and "    too_many_trips,\n" in code
+    assert "from uac.rules import" not in code  # no shipped rule was in force here
 
 
 def test_users_are_separate(tmp_path: Path) -> None:

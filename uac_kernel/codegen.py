@@ -14,6 +14,8 @@ touched.
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
@@ -22,6 +24,7 @@ from uac_kernel.errors import CodeError
 from uac_kernel.fold import BLOCK, State, TypeState
 from uac_kernel.records import Record, record_class
 from uac_kernel.rules.engine import Rule
+from uac_kernel.rules.library import LIBRARY
 from uac_kernel.schema import FIELD_TYPES, Schema
 
 __all__ = ["HEADER", "RULES", "parse_module", "read_literal", "render_module", "render_segments"]
@@ -96,14 +99,32 @@ def _header(state: State) -> str:
     )
 
 
+def _rule_source(r: Rule) -> str | None:
+    try:
+        return textwrap.dedent(inspect.getsource(r.func))
+    except (OSError, TypeError):  # defined where no source is kept (e.g. a bare REPL)
+        return None
+
+
 def _rules(rules: Iterable[Rule]) -> str:
-    rules = list(rules)
-    if not rules:
-        return "\n\nRULES: list[object] = []\n"
-    names = sorted(r.name for r in rules)
-    imports = "".join(f"    {n},\n" for n in names)
-    listed = "".join(f"    {n},\n" for n in names)
-    return f"\n\n# Rules in force\nfrom uac.rules import (  # noqa: E402\n{imports})\n\nRULES = [\n{listed}]\n"
+    """The rules in force: shipped ones imported by name, the user's own with their source."""
+    shipped = {r.name for r in LIBRARY}
+    ordered = sorted(rules, key=lambda r: r.name)
+    text = "\n\n# Rules in force\n"
+    listed = [r.name for r in ordered if r.name in shipped]
+    if listed:
+        imports = "".join(f"    {n},\n" for n in listed)
+        text += f"from uac.rules import (  # noqa: E402\n{imports})\n"
+    for r in ordered:
+        if r.name in shipped:
+            continue
+        source = _rule_source(r)
+        if source is None:
+            text += f"\n# {r.name}: in force, but its source was not kept by the session that defined it\n"
+        else:
+            text += "\n\n" + source
+            listed.append(r.name)
+    return text + "\nRULES = [\n" + "".join(f"    {n},\n" for n in listed) + "]\n"
 
 
 def _block_lines(ts: TypeState, section: str, block: int) -> str:
