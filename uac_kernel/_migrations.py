@@ -66,6 +66,32 @@ def m002_checkpoints(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+@migration
+def m003_model_calls(con: duckdb.DuckDBPyConnection) -> None:
+    # Every model call, appended once: the cost ledger and the record that replays runs offline.
+    con.execute(
+        """
+        CREATE TABLE model_calls (
+            call_id BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            user_id VARCHAR NOT NULL,
+            purpose VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            base_url VARCHAR NOT NULL,
+            request_key VARCHAR NOT NULL,
+            request VARCHAR NOT NULL,
+            response VARCHAR NOT NULL,
+            content VARCHAR NOT NULL,
+            tokens_in INTEGER NOT NULL,
+            tokens_out INTEGER NOT NULL,
+            latency_ms DOUBLE NOT NULL,
+            outcome VARCHAR NOT NULL,
+            error VARCHAR NOT NULL
+        )
+        """
+    )
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply the migrations this database has not seen; return their names."""
     con.execute(

@@ -7,6 +7,9 @@ __all__ = [
     "CodeError",
     "EventError",
     "FoldError",
+    "ModelError",
+    "ModelOffline",
+    "ModelOutputInvalid",
     "QueryError",
     "RuleError",
     "SandboxFailed",
@@ -56,6 +59,22 @@ class CheckpointNotFound(UacError):
 
 class CodeError(UacError):
     """Generated or edited code cannot be read back into records (it is read, never run)."""
+
+
+class ModelError(UacError):
+    """A model call failed, or no model is configured."""
+
+
+class ModelOffline(ModelError):
+    """Offline mode, and the request was never recorded."""
+
+
+class ModelOutputInvalid(ModelError):
+    """The model's answer does not fit the asked-for schema; ``detail`` says how."""
+
+    def __init__(self, message: str, *, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
 
 
 class QueryError(UacError):

@@ -1,0 +1,286 @@
+"""Model access through the ``openai`` client, with every call recorded in the store.
+
+Any OpenAI-compatible endpoint works (``base_url``): hosted, vLLM, llama.cpp, Ollama. Answers are
+structured outputs constrained by a pydantic model's JSON schema. Every call — request, response,
+model, tokens in and out, latency, outcome — is appended to ``model_calls``; an identical request
+is answered from that record, so runs replay offline, and offline mode never touches the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import openai
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
+from uac_kernel.store import Store
+
+__all__ = ["CallSummary", "ModelClient", "ModelReply", "ModelSettings", "call_totals", "list_calls"]
+
+T = TypeVar("T", bound=BaseModel)
+
+PLACEHOLDER_KEY = "not-needed"  # local servers (vLLM, llama.cpp, Ollama) accept any key
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where and how to call the model. Arguments win over the environment."""
+
+    model: str
+    base_url: str | None = None
+    api_key: str = PLACEHOLDER_KEY
+    timeout: float = 60.0
+    max_retries: int = 3
+    offline: bool = False
+
+    @classmethod
+    def resolve(
+        cls,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        offline: bool | None = None,
+    ) -> ModelSettings:
+        """Arguments, then ``UAC_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``UAC_OFFLINE``."""
+        off = offline if offline is not None else os.environ.get("UAC_OFFLINE", "") in ("1", "true")
+        name = model or os.environ.get("UAC_MODEL") or ""
+        if not name and not off:
+            raise ModelError(
+                "no model configured: pass model=... or set UAC_MODEL (and OPENAI_BASE_URL for a "
+                "local server); or set UAC_OFFLINE=1 to answer only from recorded calls"
+            )
+        return cls(
+            model=name,
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY,
+            timeout=timeout if timeout is not None else 60.0,
+            max_retries=max_retries if max_retries is not None else 3,
+            offline=off,
+        )
+
+
+@dataclass(frozen=True)
+class ModelReply(Generic[T]):
+    """A structured answer, and where it came from."""
+
+    value: T
+    call_id: int
+    cached: bool
+    tokens_in: int
+    tokens_out: int
+
+
+def request_key(model: str, messages: Sequence[dict[str, Any]], schema: type[BaseModel]) -> str:
+    """Identifies a request: the same model, messages and answer schema give the same key."""
+    body = {"model": model, "messages": list(messages), "schema": schema.model_json_schema()}
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+class ModelClient:
+    """Structured calls to one model, recorded in (and replayed from) one store."""
+
+    def __init__(self, store: Store, settings: ModelSettings):
+        self.store = store
+        self.settings = settings
+        self._client: openai.OpenAI | None = None
+
+    @property
+    def client(self) -> openai.OpenAI:
+        if self._client is None:
+            # The client retries 429s, 5xx, timeouts and dropped connections with backoff.
+            self._client = openai.OpenAI(
+                api_key=self.settings.api_key,
+                base_url=self.settings.base_url,
+                timeout=self.settings.timeout,
+                max_retries=self.settings.max_retries,
+            )
+        return self._client
+
+    def structured(
+        self,
+        purpose: str,
+        messages: Sequence[dict[str, Any]],
+        schema: type[T],
+        *,
+        user: str = "",
+    ) -> ModelReply[T]:
+        """Ask for an answer of type ``schema``; served from the record when asked before."""
+        key = request_key(self.settings.model, messages, schema)
+        recorded = self._recorded(key)
+        if recorded is not None:
+            call_id, content, tokens_in, tokens_out = recorded
+            return ModelReply(
+                schema.model_validate_json(content), call_id, True, tokens_in, tokens_out
+            )
+        if self.settings.offline:
+            raise ModelOffline(
+                f"offline, and no recorded answer for this {purpose} request to model "
+                f"{self.settings.model or '(none)'}; unset UAC_OFFLINE and configure an endpoint "
+                "to make the call"
+            )
+        return self._call(purpose, key, list(messages), schema, user)
+
+    def _call(
+        self, purpose: str, key: str, messages: list[dict[str, Any]], schema: type[T], user: str
+    ) -> ModelReply[T]:
+        started = time.perf_counter()
+        request = {"model": self.settings.model, "messages": messages, "schema": schema.__name__}
+        try:
+            raw = self.client.chat.completions.with_raw_response.parse(
+                model=self.settings.model,
+                messages=messages,  # type: ignore[arg-type]
+                response_format=schema,
+            )
+        except openai.APIError as exc:
+            latency = time.perf_counter() - started
+            outcome = f"error: {type(exc).__name__}"
+            self._record(user, purpose, key, request, None, 0, 0, latency, outcome, str(exc))
+            where = self.settings.base_url or "the OpenAI API"
+            raise ModelError(
+                f"{purpose} call to {self.settings.model} at {where} failed "
+                f"({type(exc).__name__}: {_one_line(exc)}) after {self.settings.max_retries} retries; "
+                "check the endpoint and try again"
+            ) from exc
+        latency = time.perf_counter() - started
+        body = _json_body(raw)
+        usage = body.get("usage") or {}
+        tokens_in, tokens_out = (
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
+        try:
+            completion = raw.parse()
+            parsed = completion.choices[0].message.parsed
+            if parsed is None:
+                raise ValueError("the answer was empty or refused")
+        except (ValidationError, ValueError, IndexError) as exc:
+            detail = _validation_detail(exc)
+            self._record(
+                user, purpose, key, request, body, tokens_in, tokens_out, latency, "invalid", detail
+            )
+            raise ModelOutputInvalid(
+                f"{purpose}: the model's answer does not fit {schema.__name__}: {detail}",
+                detail=detail,
+            ) from exc
+        call_id = self._record(
+            user, purpose, key, request, body, tokens_in, tokens_out, latency, "ok", ""
+        )
+        return ModelReply(parsed, call_id, False, tokens_in, tokens_out)
+
+    def _recorded(self, key: str) -> tuple[int, str, int, int] | None:
+        row = self.store.con.execute(
+            "SELECT call_id, content, tokens_in, tokens_out FROM model_calls "
+            "WHERE request_key = ? AND outcome = 'ok' ORDER BY call_id DESC LIMIT 1",
+            [key],
+        ).fetchone()
+        return (int(row[0]), str(row[1]), int(row[2]), int(row[3])) if row else None
+
+    def _record(
+        self,
+        user: str,
+        purpose: str,
+        key: str,
+        request: dict[str, Any],
+        body: dict[str, Any] | None,
+        tokens_in: int,
+        tokens_out: int,
+        latency: float,
+        outcome: str,
+        error: str,
+    ) -> int:
+        content = ""
+        if body:
+            choices = body.get("choices") or [{}]
+            content = str(((choices[0] or {}).get("message") or {}).get("content") or "")
+        row = self.store.con.execute(
+            "SELECT coalesce(max(call_id), 0) + 1 FROM model_calls"
+        ).fetchone()
+        call_id = int(row[0]) if row else 1
+        self.store.con.execute(
+            "INSERT INTO model_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                call_id,
+                datetime.now(UTC).replace(tzinfo=None),
+                user,
+                purpose,
+                self.settings.model,
+                self.settings.base_url or "",
+                key,
+                orjson.dumps(request).decode(),
+                orjson.dumps(body).decode() if body is not None else "",
+                content,
+                tokens_in,
+                tokens_out,
+                round(latency * 1000, 1),
+                outcome,
+                error[:2000],
+            ],
+        )
+        return call_id
+
+
+def _json_body(raw: Any) -> dict[str, Any]:
+    try:
+        body = orjson.loads(raw.http_response.content)
+    except orjson.JSONDecodeError:
+        return {"choices": [{"message": {"content": raw.http_response.text}}]}
+    return body if isinstance(body, dict) else {}
+
+
+def _validation_detail(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()[:3]
+        parts = [f"{'.'.join(map(str, e['loc'])) or '(answer)'}: {e['msg']}" for e in errors]
+        return "; ".join(parts)
+    return _one_line(exc)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class CallSummary:
+    call_id: int
+    created_at: datetime
+    user: str
+    purpose: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+    outcome: str
+
+
+def list_calls(store: Store, user: str | None = None, limit: int = 50) -> list[CallSummary]:
+    """The most recent calls, newest last."""
+    where, params = ("WHERE user_id = ?", [user]) if user else ("", [])
+    rows = store.con.execute(
+        "SELECT call_id, created_at, user_id, purpose, model, tokens_in, tokens_out, latency_ms, "
+        f"outcome FROM model_calls {where} ORDER BY call_id DESC LIMIT {int(limit)}",
+        params,
+    ).fetchall()
+    return [CallSummary(*r) for r in reversed(rows)]
+
+
+def call_totals(store: Store, user: str | None = None) -> list[tuple[str, int, int, int, int]]:
+    """Per purpose: calls made, calls that failed, tokens in, tokens out — the cost ledger."""
+    where, params = ("WHERE user_id = ?", [user]) if user else ("", [])
+    rows = store.con.execute(
+        "SELECT purpose, count(*), count(*) FILTER (WHERE outcome <> 'ok'), "
+        f"sum(tokens_in), sum(tokens_out) FROM model_calls {where} GROUP BY purpose ORDER BY purpose",
+        params,
+    ).fetchall()
+    return [(str(p), int(n), int(f), int(i or 0), int(o or 0)) for p, n, f, i, o in rows]
