@@ -79,6 +79,8 @@ class ModelReply(Generic[T]):
     cached: bool
     tokens_in: int
     tokens_out: int
+    key: str = ""
+    purpose: str = ""
 
 
 def request_key(model: str, messages: Sequence[dict[str, Any]], schema: type[BaseModel]) -> str:
@@ -118,11 +120,12 @@ class ModelClient:
         """Ask for an answer of type ``schema``; served from the record when asked before."""
         key = request_key(self.settings.model, messages, schema)
         recorded = self._recorded(key)
-        if recorded is not None:
-            call_id, content, tokens_in, tokens_out = recorded
-            return ModelReply(
-                schema.model_validate_json(content), call_id, True, tokens_in, tokens_out
-            )
+        # A rejected answer is asked for again when online; offline it is replayed, so the run
+        # repeats exactly what happened when it was recorded (rejection, retry and all).
+        if recorded is not None and (recorded[4] == "ok" or self.settings.offline):
+            call_id, content, tokens_in, tokens_out, _ = recorded
+            value = schema.model_validate_json(content)
+            return ModelReply(value, call_id, True, tokens_in, tokens_out, key, purpose)
         if self.settings.offline:
             raise ModelOffline(
                 f"offline, and no recorded answer for this {purpose} request to model "
@@ -176,15 +179,26 @@ class ModelClient:
         call_id = self._record(
             user, purpose, key, request, body, tokens_in, tokens_out, latency, "ok", ""
         )
-        return ModelReply(parsed, call_id, False, tokens_in, tokens_out)
+        return ModelReply(parsed, call_id, False, tokens_in, tokens_out, key, purpose)
 
-    def _recorded(self, key: str) -> tuple[int, str, int, int] | None:
+    def reject(self, reply: ModelReply[Any], reason: str, *, user: str = "") -> None:
+        """Record that a well-formed answer failed uac's own checks, so it is not reused online."""
+        if self.settings.offline:
+            return
+        request = {"rejects_call": reply.call_id}
+        body = {"choices": [{"message": {"content": reply.value.model_dump_json()}}]}
+        self._record(user, reply.purpose, reply.key, request, body, 0, 0, 0.0, "rejected", reason)
+
+    def _recorded(self, key: str) -> tuple[int, str, int, int, str] | None:
         row = self.store.con.execute(
-            "SELECT call_id, content, tokens_in, tokens_out FROM model_calls "
-            "WHERE request_key = ? AND outcome = 'ok' ORDER BY call_id DESC LIMIT 1",
+            "SELECT call_id, content, tokens_in, tokens_out, outcome FROM model_calls "
+            "WHERE request_key = ? AND outcome IN ('ok', 'rejected') "
+            "ORDER BY call_id DESC LIMIT 1",
             [key],
         ).fetchone()
-        return (int(row[0]), str(row[1]), int(row[2]), int(row[3])) if row else None
+        if row is None:
+            return None
+        return int(row[0]), str(row[1]), int(row[2]), int(row[3]), str(row[4])
 
     def _record(
         self,
@@ -276,10 +290,14 @@ def list_calls(store: Store, user: str | None = None, limit: int = 50) -> list[C
 
 
 def call_totals(store: Store, user: str | None = None) -> list[tuple[str, int, int, int, int]]:
-    """Per purpose: calls made, calls that failed, tokens in, tokens out — the cost ledger."""
+    """Per purpose: calls made, calls that failed, tokens in, tokens out — the cost ledger.
+
+    An answer uac rejected counts once, as the call that was made (it is not a failed call).
+    """
     where, params = ("WHERE user_id = ?", [user]) if user else ("", [])
     rows = store.con.execute(
-        "SELECT purpose, count(*), count(*) FILTER (WHERE outcome <> 'ok'), "
+        "SELECT purpose, count(*) FILTER (WHERE outcome <> 'rejected'), "
+        "count(*) FILTER (WHERE outcome NOT IN ('ok', 'rejected')), "
         f"sum(tokens_in), sum(tokens_out) FROM model_calls {where} GROUP BY purpose ORDER BY purpose",
         params,
     ).fetchall()

@@ -67,7 +67,7 @@ import signal
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Collection, Iterable, Iterator, Mapping, MappingView
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MappingView
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from types import CodeType, MappingProxyType
@@ -88,9 +88,13 @@ __all__ = [
     "MAX_RESULT_BYTES",
     "check",
     "evaluate",
+    "evaluate_traced",
     "safe_builtins",
     "to_plain",
 ]
+
+# Called in the child after the expression ran, to return side information (trusted code).
+Collect = Callable[[], object]
 
 MAX_EXPRESSION_CHARS: Final = 10_000
 """Longer expressions are refused before parsing."""
@@ -668,12 +672,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _child(code: CodeType, namespace: Mapping[str, object]) -> bytes:
+def _child(code: CodeType, namespace: Mapping[str, object], collect: Collect | None) -> bytes:
     """Evaluate in the jailed child and return the pickled (kind, payload) message."""
     try:
         scope = dict(namespace)
         scope["__builtins__"] = _runtime_builtins()
         value = eval(code, scope)
+        if collect is not None:
+            value = (value, collect())
         message = pickle.dumps((_KIND_OK, to_plain(value)), protocol=5)
         if len(message) > MAX_RESULT_BYTES:
             message = pickle.dumps((_KIND_TOO_BIG, len(message)), protocol=5)
@@ -687,7 +693,11 @@ def _child(code: CodeType, namespace: Mapping[str, object]) -> bytes:
 
 
 def _child_main(
-    code: CodeType, namespace: Mapping[str, object], budget: _Budget, result_fd: int
+    code: CodeType,
+    namespace: Mapping[str, object],
+    budget: _Budget,
+    result_fd: int,
+    collect: Collect | None,
 ) -> int:
     try:
         _move_result_fd(result_fd)
@@ -701,7 +711,7 @@ def _child_main(
             _write_all(_RESULT_FD, message)
         return _EXIT_NO_RESULT
     try:
-        message = _child(code, namespace)
+        message = _child(code, namespace, collect)
     except MemoryError:
         message = _MEMORY_PAYLOAD
     try:
@@ -839,7 +849,12 @@ def _too_big(size: int | None) -> SandboxLimit:
     )
 
 
-def _run_forked(code: CodeType, namespace: Mapping[str, object], budget: _Budget) -> object:
+def _run_forked(
+    code: CodeType,
+    namespace: Mapping[str, object],
+    budget: _Budget,
+    collect: Collect | None = None,
+) -> object:
     read_fd, write_fd = os.pipe()
     try:
         pid = os.fork()
@@ -853,7 +868,7 @@ def _run_forked(code: CodeType, namespace: Mapping[str, object], budget: _Budget
         exit_code = _EXIT_NO_RESULT
         try:
             os.close(read_fd)
-            exit_code = _child_main(code, namespace, budget, write_fd)
+            exit_code = _child_main(code, namespace, budget, write_fd, collect)
         finally:
             os._exit(exit_code)
     os.close(write_fd)
@@ -930,3 +945,22 @@ def evaluate(
     compiled = _compile(_as_expression(expr))
     _check_names(compiled.free_names, namespace.keys())
     return _run_forked(compiled.code, namespace, budget)
+
+
+def evaluate_traced(
+    expr: str,
+    namespace: Mapping[str, object],
+    collect: Collect,
+    *,
+    cpu_seconds: float = 5.0,
+    memory_mb: int = 1024,
+    wall_seconds: float | None = None,
+) -> tuple[object, object]:
+    """Like :func:`evaluate`, and also return ``collect()`` as called in the child after the
+    expression ran — e.g. which records a tracing namespace handed to it (trusted code only)."""
+    _require_fork()
+    budget = _budget(cpu_seconds, memory_mb, wall_seconds)
+    compiled = _compile(_as_expression(expr))
+    _check_names(compiled.free_names, namespace.keys())
+    pair = cast(list[object], _run_forked(compiled.code, namespace, budget, collect))
+    return pair[0], pair[1]

@@ -8,13 +8,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
+from uac_kernel.extract import ExtractionReport, batches, pending_utterances, propose_batch
 from uac_kernel.fold import State, fold
+from uac_kernel.model import ModelClient, ModelSettings
 from uac_kernel.query import UserView, namespace
 from uac_kernel.rules.engine import Alert, AlertChange, Rule, RuleRunner
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.sandbox import evaluate
+from uac_kernel.search import LogSearch
 from uac_kernel.sqlview import SqlResult, SqlView
 from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
 
@@ -57,6 +63,7 @@ class Workbench:
         *,
         read_only: bool = False,
         rules: Iterable[Rule] = LIBRARY,
+        model: ModelSettings | None = None,
     ):
         self.store = Store(path, read_only=read_only)
         self.user = user
@@ -64,6 +71,9 @@ class Workbench:
         self.runner = RuleRunner(rules)
         self._sources: set[str] | None = None
         self._sql: SqlView | None = None
+        self._search: LogSearch | None = None
+        self._model_settings = model
+        self._model: ModelClient | None = None
         self.state = State(user)
         latest = self.checkpoints.latest()
         if latest is not None:
@@ -139,6 +149,12 @@ class Workbench:
     def _apply(self, logged: list[LoggedEvent]) -> AlertChange:
         before = self.state.now
         self.state.apply_all(logged)
+        if self._search is not None:
+            for ev in logged:
+                if ev.kind == "utterance":
+                    self._search.add(
+                        ev.seq, ev.ts, ev.payload["speaker"], ev.payload["text"], ev.source
+                    )
         changed = self.state.take_changed_types()
         clock_moved = self.state.now != before
         if not changed and not clock_moved:
@@ -228,7 +244,63 @@ class Workbench:
 
     def eval(self, expr: str, *, cpu_seconds: float = 5.0, memory_mb: int = 1024) -> Any:
         """Evaluate a Python expression over the state in the sandbox; returns plain data."""
-        return evaluate(expr, namespace(self.state), cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+        ns = namespace(self.state)
+        ns["search"] = search_function(self.search_index, [])
+        return evaluate(expr, ns, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+
+    @property
+    def search_index(self) -> LogSearch:
+        """BM25 over this user's utterances; built on first use, then grown by each ingest."""
+        if self._search is None:
+            index = LogSearch()
+            for ev in self.store.events(self.user, kinds=["utterance"]):
+                index.add(ev.seq, ev.ts, ev.payload["speaker"], ev.payload["text"], ev.source)
+            self._search = index
+        return self._search
+
+    # -- the model ------------------------------------------------------------------------
+
+    @property
+    def model(self) -> ModelClient:
+        """The model client (settings from the constructor, else the environment)."""
+        if self._model is None:
+            settings = self._model_settings or ModelSettings.resolve()
+            self._model = ModelClient(self.store, settings)
+        return self._model
+
+    def extract(
+        self, *, batch_size: int = 10, max_chars: int = 6000, progress: bool | None = None
+    ) -> ExtractionReport:
+        """Turn pending utterances into typed facts with the model, then checkpoint.
+
+        A batch whose answer stays invalid after one retry stays pending; nothing is lost.
+        """
+        pending = pending_utterances(self.store, self.user)
+        report = ExtractionReport(utterances=len(pending))
+        groups = list(batches(pending, batch_size, max_chars))
+        for batch in tqdm(
+            groups,
+            desc="extracting",
+            unit="batch",
+            disable=None if progress is None else not progress,
+        ):
+            report.batches += 1
+            events, error = propose_batch(self.state, batch, self.model)
+            if events is None:
+                report.pending += 1
+                report.errors.append(error)
+                continue
+            ingest = self.append_parsed(events)
+            report.applied += 1
+            report.operations += len(events) - 1
+            report.raised.extend(ingest.raised)
+        if report.applied:
+            self.checkpoint()
+        return report
+
+    def ask(self, question: str) -> Answer:
+        """Answer a question by code the model writes over the schema; runs in the sandbox."""
+        return answer_question(question, self.state, self.search_index, self.store, self.model)
 
     def sql(self, query: str) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``)."""

@@ -1,0 +1,238 @@
+"""Questions answered by code: the model writes one expression, the sandbox runs it.
+
+The model sees the schema summary (types, fields, counts, a few example values) and the
+question — never the records — so the prompt stays the same size however long the history.
+The answer comes with the code and a certificate: the records the expression was handed and
+the utterances behind them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, Field
+
+from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused
+from uac_kernel.fold import State
+from uac_kernel.model import ModelClient
+from uac_kernel.query import UserView, namespace
+from uac_kernel.records import Record
+from uac_kernel.sandbox import evaluate_traced
+from uac_kernel.search import LogSearch
+from uac_kernel.store import Store
+
+__all__ = [
+    "Answer",
+    "Certificate",
+    "CodeAnswer",
+    "answer_question",
+    "schema_summary",
+    "search_function",
+]
+
+MAX_TYPES = 60
+EXAMPLES = 3
+TRACE_LIMIT = 200
+
+SYSTEM = """You answer questions about one user by writing ONE Python expression over their typed records.
+
+The expression runs in a sandbox that provides only:
+- user.all(T): current records of type T (the class, e.g. Trip, or its name "Trip");
+  user.history(T): every version, superseded and retracted ones too; user.get(T, key);
+  user.count(T); user.today (a date) and user.now (a datetime) -- the time of the latest event.
+- Each record has its fields as attributes (None when unknown) plus key, valid_from, valid_to,
+  sources, retracted.
+- search(text, k): the k utterances of the conversation log that best match text (BM25), as
+  dicts with seq, ts, speaker, text, score -- for open questions the typed records do not cover.
+- len sum min max sorted any all set list dict tuple range enumerate zip round abs str int float
+  bool, date datetime timedelta Counter. Nothing else: no imports, no names starting with "_",
+  no statements.
+
+Compute the answer exactly (count, sum, filter, group) from the records; use search only when no
+record type holds the information. Return JSON with "expression" and a one-sentence "explanation"."""
+
+
+class CodeAnswer(BaseModel):
+    """The model's answer to a question: code, not prose."""
+
+    expression: str = Field(description="one Python expression over the query namespace")
+    explanation: str = Field(description="one sentence saying what the expression computes")
+
+
+@dataclass
+class Certificate:
+    """What an answer rests on: records handed to the expression and the utterances behind them."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    records_total: int = 0
+    utterances: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Answer:
+    question: str
+    value: Any = None
+    expression: str = ""
+    explanation: str = ""
+    certificate: Certificate = field(default_factory=Certificate)
+    ok: bool = False
+    error: str = ""
+    attempts: int = 0
+    call_ids: list[int] = field(default_factory=list)
+    prompt_chars: int = 0
+
+
+def _example(value: Any) -> str:
+    text = repr(value) if not hasattr(value, "isoformat") else value.isoformat()
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def schema_summary(state: State) -> str:
+    """Types, their fields with types, counts and a few example values — bounded in size."""
+    lines = []
+    types = sorted(state.types.values(), key=lambda ts: (-len(ts.current), ts.name))[:MAX_TYPES]
+    for ts in types:
+        versions = len(ts.current) + len(ts.history)
+        lines.append(f"{ts.name} ({len(ts.current)} current, {versions} versions):")
+        sample = [r for _, r in zip(range(EXAMPLES), ts.current.values(), strict=False)]
+        for fname, ftype in state.schema.types[ts.name].items():
+            seen = []
+            for r in sample:
+                v = getattr(r, fname, None)
+                if v is not None and _example(v) not in seen:
+                    seen.append(_example(v))
+            examples = f" e.g. {', '.join(seen)}" if seen else ""
+            lines.append(f"  {fname}: {ftype}{examples}")
+    if len(state.types) > MAX_TYPES:
+        lines.append(f"... and {len(state.types) - MAX_TYPES} more types with fewer records")
+    return "\n".join(lines) or "(no typed records yet)"
+
+
+class _TracingView(UserView):
+    """A ``user`` view that notes every record it hands to the expression (runs in the child)."""
+
+    def __init__(self, state: State):
+        super().__init__(state)
+        self.seen: list[Record] = []
+        self.total = 0
+
+    def _note(self, records: list[Record]) -> list[Record]:
+        self.total += len(records)
+        room = TRACE_LIMIT - len(self.seen)
+        if room > 0:
+            self.seen.extend(records[:room])
+        return records
+
+    def all(self, T: type[Record] | str) -> list[Record]:
+        return self._note(super().all(T))
+
+    def history(self, T: type[Record] | str) -> list[Record]:
+        return self._note(super().history(T))
+
+    def get(self, T: type[Record] | str, key: str) -> Record | None:
+        rec = super().get(T, key)
+        if rec is not None:
+            self._note([rec])
+        return rec
+
+
+def search_function(index: LogSearch, hits: list[int]) -> Any:
+    """``search(text, k)`` for the query namespace; notes the seqs it returns in ``hits``."""
+
+    def search(text: str, k: int = 5) -> list[dict[str, Any]]:
+        found = index.search(str(text), int(k))
+        hits.extend(h.seq for h in found)
+        return [
+            {"seq": h.seq, "ts": h.ts, "speaker": h.speaker, "text": h.text, "score": h.score}
+            for h in found
+        ]
+
+    return search
+
+
+def run_traced(state: State, index: LogSearch, expression: str) -> tuple[Any, dict[str, Any]]:
+    """Evaluate ``expression`` in the sandbox; also return what it touched."""
+    view = _TracingView(state)
+    hits: list[int] = []
+    ns = namespace(state)
+    ns["user"] = view
+    ns["search"] = search_function(index, hits)
+
+    def collect() -> dict[str, Any]:
+        records = [
+            {"type": type(r).__name__, "key": r.key, "sources": list(r.sources)} for r in view.seen
+        ]
+        return {"records": records, "total": view.total, "hits": hits[:TRACE_LIMIT]}
+
+    value, touched = evaluate_traced(expression, ns, collect)
+    return value, touched  # type: ignore[return-value]
+
+
+def certificate(store: Store, user: str, touched: dict[str, Any]) -> Certificate:
+    """Resolve touched records to the utterances their fact events were extracted from."""
+    records = touched["records"]
+    fact_seqs = sorted({s for r in records for s in r["sources"]})
+    derived: list[str] = []
+    if fact_seqs:
+        rows = store.con.execute(
+            "SELECT payload FROM events WHERE seq IN (SELECT unnest(?)) ORDER BY seq", [fact_seqs]
+        ).fetchall()
+        for (payload,) in rows:
+            derived.extend(orjson.loads(payload).get("derived_from", []))
+    utterances: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    if derived or touched["hits"]:
+        rows = store.con.execute(
+            "SELECT seq, ts, source, payload FROM events WHERE user_id = ? AND kind = 'utterance' "
+            "AND (source IN (SELECT unnest(?)) OR seq IN (SELECT unnest(?))) ORDER BY seq LIMIT ?",
+            [user, sorted(set(derived)), touched["hits"], TRACE_LIMIT],
+        ).fetchall()
+        for seq, ts, source, payload in rows:
+            if seq in seen:
+                continue
+            seen.add(seq)
+            p = orjson.loads(payload)
+            utterances.append(
+                {"seq": seq, "ts": ts, "source": source, "speaker": p["speaker"], "text": p["text"]}
+            )
+    return Certificate(records=records, records_total=touched["total"], utterances=utterances)
+
+
+def answer_question(
+    question: str, state: State, index: LogSearch, store: Store, client: ModelClient
+) -> Answer:
+    """Ask the model for code, run it; on failure show the model its error once, then report."""
+    today = state.now.date().isoformat() if state.now else "unknown"
+    prompt = (
+        f"Typed records of this user (today is {today}):\n{schema_summary(state)}\n\n"
+        f"Question: {question}"
+    )
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": prompt},
+    ]
+    answer = Answer(question=question, prompt_chars=len(SYSTEM) + len(prompt))
+    for attempt in (1, 2):
+        reply = client.structured("questions", messages, CodeAnswer, user=state.user)
+        answer.attempts = attempt
+        answer.call_ids.append(reply.call_id)
+        answer.expression, answer.explanation = reply.value.expression, reply.value.explanation
+        try:
+            value, touched = run_traced(state, index, reply.value.expression)
+        except (SandboxRefused, SandboxFailed, SandboxLimit) as exc:
+            answer.error = str(exc)
+            client.reject(reply, answer.error, user=state.user)
+            messages += [
+                {"role": "assistant", "content": reply.value.model_dump_json()},
+                {
+                    "role": "user",
+                    "content": f"That expression failed: {exc}\nReply with a corrected expression.",
+                },
+            ]
+            continue
+        answer.value, answer.ok, answer.error = value, True, ""
+        answer.certificate = certificate(store, state.user, touched)
+        return answer
+    return answer
