@@ -192,3 +192,35 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     assert code == uac("code", "--db", "uac-demo.duckdb", "--user", "maya", cwd=tmp_path).stdout
     again = uac("demo", cwd=tmp_path)  # a second run rebuilds the demo store from scratch
     assert again.returncode == 0 and "1023 events appended" in again.stdout
+
+
+def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:
+    from test_pipeline import TURNS, fake_model
+
+    from uac_kernel.testing import ChatServer
+
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text("".join(json.dumps(t) + "\n" for t in TURNS))
+    with ChatServer(fake_model) as server:
+        env = {
+            "UAC_DB": str(tmp_path / "s.duckdb"),
+            "UAC_USER": "maya",
+            "UAC_MODEL": "stand-in",
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "",
+        }
+        assert uac("ingest", str(turns), cwd=tmp_path, env=env).returncode == 0
+        out = uac("extract", cwd=tmp_path, env=env)
+        assert out.returncode == 0, out.stderr
+        assert "3 fact operations" in out.stdout and "raised [critical]" in out.stdout
+        ask = uac("ask", "How many trips did I book?", cwd=tmp_path, env=env)
+        assert ask.returncode == 0, ask.stderr
+        assert ask.stdout.splitlines()[0] == "1" and "code: len(user.all(Trip))" in ask.stdout
+        assert "[chat-2#1] user: Booked Lisbon" in ask.stdout
+        calls = uac("calls", cwd=tmp_path, env=env).stdout
+        assert "extraction\t1\t0\t" in calls and "questions\t1\t0\t" in calls
+    # the server is gone: offline, the same question is answered from the record
+    offline = uac("ask", "How many trips did I book?", "--offline", cwd=tmp_path, env=env)
+    assert offline.returncode == 0 and offline.stdout.splitlines()[0] == "1"
+    missing = uac("ask", "Never asked before?", "--offline", cwd=tmp_path, env=env)
+    assert missing.returncode == 1 and "no recorded answer" in missing.stderr

@@ -14,16 +14,66 @@ from uac_kernel.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench
 
 TURNS = [
-    {"kind": "utterance", "ts": "2025-03-04T09:00:00", "speaker": "user", "text": "I'm allergic to penicillin, it gives me hives.", "source": "chat-1#1"},
-    {"kind": "utterance", "ts": "2025-03-04T09:00:30", "speaker": "assistant", "text": "Noted.", "source": "chat-1#2"},
-    {"kind": "utterance", "ts": "2025-03-11T18:00:00", "speaker": "user", "text": "Booked Lisbon for next Friday to Sunday!", "source": "chat-2#1"},
-    {"kind": "utterance", "ts": "2025-11-18T10:00:00", "speaker": "user", "text": "The walk-in clinic gave me amoxicillin for my ear.", "source": "chat-3#1"},
+    {
+        "kind": "utterance",
+        "ts": "2025-03-04T09:00:00",
+        "speaker": "user",
+        "text": "I'm allergic to penicillin, it gives me hives.",
+        "source": "chat-1#1",
+    },
+    {
+        "kind": "utterance",
+        "ts": "2025-03-04T09:00:30",
+        "speaker": "assistant",
+        "text": "Noted.",
+        "source": "chat-1#2",
+    },
+    {
+        "kind": "utterance",
+        "ts": "2025-03-11T18:00:00",
+        "speaker": "user",
+        "text": "Booked Lisbon for next Friday to Sunday!",
+        "source": "chat-2#1",
+    },
+    {
+        "kind": "utterance",
+        "ts": "2025-11-18T10:00:00",
+        "speaker": "user",
+        "text": "The walk-in clinic gave me amoxicillin for my ear.",
+        "source": "chat-3#1",
+    },
 ]
 
 OPS = {
-    "chat-1#1": {"op": "add", "type": "Allergy", "key": "allergy-penicillin", "fields": [{"name": "substance", "value": "penicillin"}, {"name": "reaction", "value": "hives"}], "utterances": ["chat-1#1"]},
-    "chat-2#1": {"op": "add", "type": "Trip", "key": "trip-2025-03-lisbon", "fields": [{"name": "destination", "value": "Lisbon"}, {"name": "start", "value": "2025-03-14"}, {"name": "end", "value": "2025-03-16"}, {"name": "international", "value": True}], "utterances": ["chat-2#1"]},
-    "chat-3#1": {"op": "add", "type": "Medication", "key": "med-amoxicillin", "fields": [{"name": "name", "value": "amoxicillin"}, {"name": "active", "value": True}], "utterances": ["chat-3#1"]},
+    "chat-1#1": {
+        "op": "add",
+        "type": "Allergy",
+        "key": "allergy-penicillin",
+        "fields": [
+            {"name": "substance", "value": "penicillin"},
+            {"name": "reaction", "value": "hives"},
+        ],
+        "utterances": ["chat-1#1"],
+    },
+    "chat-2#1": {
+        "op": "add",
+        "type": "Trip",
+        "key": "trip-2025-03-lisbon",
+        "fields": [
+            {"name": "destination", "value": "Lisbon"},
+            {"name": "start", "value": "2025-03-14"},
+            {"name": "end", "value": "2025-03-16"},
+            {"name": "international", "value": True},
+        ],
+        "utterances": ["chat-2#1"],
+    },
+    "chat-3#1": {
+        "op": "add",
+        "type": "Medication",
+        "key": "med-amoxicillin",
+        "fields": [{"name": "name", "value": "amoxicillin"}, {"name": "active", "value": True}],
+        "utterances": ["chat-3#1"],
+    },
 }
 
 
@@ -36,7 +86,9 @@ def fake_model(body: dict[str, Any]) -> str:
         return json.dumps({"operations": ops})
     if "how many trips" in prompt.lower():
         return json.dumps({"expression": "len(user.all(Trip))", "explanation": "counts the trips"})
-    return json.dumps({"expression": "[h['text'] for h in search('ear clinic', 1)]", "explanation": "looks it up"})
+    return json.dumps(
+        {"expression": "[h['text'] for h in search('ear clinic', 1)]", "explanation": "looks it up"}
+    )
 
 
 @pytest.fixture
@@ -46,7 +98,12 @@ def server() -> ChatServer:
 
 
 def workbench(tmp_path: Path, server: ChatServer, **kw: Any) -> Workbench:
-    settings = ModelSettings(model="stand-in", base_url=server.base_url, timeout=kw.pop("timeout", 5.0), max_retries=kw.pop("max_retries", 2))
+    settings = ModelSettings(
+        model="stand-in",
+        base_url=server.base_url,
+        timeout=kw.pop("timeout", 5.0),
+        max_retries=kw.pop("max_retries", 2),
+    )
     wb = Workbench(tmp_path / "u.duckdb", user="maya", model=settings)
     wb.ingest(TURNS)
     return wb
@@ -61,7 +118,10 @@ def test_extract_checkpoint_ask_round_trip(tmp_path: Path, server: ChatServer) -
     med = wb.state.get("Medication", "med-amoxicillin")
     assert med is not None
     (fact,) = [e for e in wb.log(kinds=["fact"]) if e.seq in med.sources]
-    assert fact.payload["derived_from"] == ["chat-3#1"] and fact.ts.isoformat() == "2025-11-18T10:00:00"
+    assert (
+        fact.payload["derived_from"] == ["chat-3#1"]
+        and fact.ts.isoformat() == "2025-11-18T10:00:00"
+    )
     assert wb.checkpoints.latest() is not None and "Medication(key='med-amoxicillin'" in wb.code()
     # nothing is pending any more: a second run calls nothing
     calls = len(server.requests)
@@ -81,7 +141,11 @@ def test_replay_offline_from_the_record(tmp_path: Path, server: ChatServer) -> N
     wb.extract(progress=False)
     first = wb.ask("How many trips did I book?")
     wb.close()
-    offline = Workbench(tmp_path / "u.duckdb", user="maya", model=ModelSettings.resolve(model="stand-in", offline=True))
+    offline = Workbench(
+        tmp_path / "u.duckdb",
+        user="maya",
+        model=ModelSettings.resolve(model="stand-in", offline=True),
+    )
     calls = len(server.requests)
     assert offline.ask("How many trips did I book?").value == first.value
     assert len(server.requests) == calls
@@ -95,7 +159,9 @@ def test_429_then_success(tmp_path: Path, server: ChatServer) -> None:
     assert wb.extract(batch_size=10, progress=False).applied == 1
 
 
-def test_500s_until_retries_run_out_leave_the_batch_pending(tmp_path: Path, server: ChatServer) -> None:
+def test_500s_until_retries_run_out_leave_the_batch_pending(
+    tmp_path: Path, server: ChatServer
+) -> None:
     wb = workbench(tmp_path, server)
     before = [(e.seq, e.hash) for e in wb.store.events()]
     server.enqueue(*[Reply(status=500)] * 3)
@@ -118,13 +184,41 @@ def test_timeout_leaves_the_batch_pending(tmp_path: Path, server: ChatServer) ->
     "bad",
     [
         "{not json",
-        json.dumps({"operations": [{"op": "add", "type": "trip", "key": "x", "utterances": ["chat-1#1"]}]}),  # bad type name
-        json.dumps({"operations": [{"op": "update", "type": "Trip", "key": "nope", "fields": [{"name": "a", "value": 1}], "utterances": ["chat-1#1"]}]}),
-        json.dumps({"operations": [{"op": "add", "type": "Trip", "key": "x", "fields": [], "utterances": ["not-a-source"]}]}),
+        json.dumps(
+            {"operations": [{"op": "add", "type": "trip", "key": "x", "utterances": ["chat-1#1"]}]}
+        ),  # bad type name
+        json.dumps(
+            {
+                "operations": [
+                    {
+                        "op": "update",
+                        "type": "Trip",
+                        "key": "nope",
+                        "fields": [{"name": "a", "value": 1}],
+                        "utterances": ["chat-1#1"],
+                    }
+                ]
+            }
+        ),
+        json.dumps(
+            {
+                "operations": [
+                    {
+                        "op": "add",
+                        "type": "Trip",
+                        "key": "x",
+                        "fields": [],
+                        "utterances": ["not-a-source"],
+                    }
+                ]
+            }
+        ),
         json.dumps({"operations": [{"kind": "fact"}]}),  # schema-invalid
     ],
 )
-def test_invalid_answer_is_retried_once_then_left_pending(tmp_path: Path, server: ChatServer, bad: str) -> None:
+def test_invalid_answer_is_retried_once_then_left_pending(
+    tmp_path: Path, server: ChatServer, bad: str
+) -> None:
     wb = workbench(tmp_path, server)
     before = [(e.seq, e.hash) for e in wb.store.events()]
     server.enqueue(bad, bad)
@@ -139,11 +233,15 @@ def test_invalid_answer_is_retried_once_then_left_pending(tmp_path: Path, server
     assert len(wb.state.all("Allergy")) == 1
 
 
-def test_a_failing_expression_is_shown_to_the_model_once(tmp_path: Path, server: ChatServer) -> None:
+def test_a_failing_expression_is_shown_to_the_model_once(
+    tmp_path: Path, server: ChatServer
+) -> None:
     wb = workbench(tmp_path, server)
     wb.extract(progress=False)
-    server.enqueue(json.dumps({"expression": "open('/etc/passwd')", "explanation": "x"}),
-                   json.dumps({"expression": "len(user.all(Trip))", "explanation": "y"}))
+    server.enqueue(
+        json.dumps({"expression": "open('/etc/passwd')", "explanation": "x"}),
+        json.dumps({"expression": "len(user.all(Trip))", "explanation": "y"}),
+    )
     answer = wb.ask("anything")
     assert answer.ok and answer.attempts == 2 and answer.value == 1
     assert "open" in server.requests[-1]["messages"][-1]["content"]
@@ -155,9 +253,27 @@ def test_a_failing_expression_is_shown_to_the_model_once(tmp_path: Path, server:
 def test_ask_prompt_does_not_grow_with_the_history(tmp_path: Path, server: ChatServer) -> None:
     sizes = []
     for n in (100, 100_000):
-        wb = Workbench(tmp_path / f"{n}.duckdb", user="u", rules=[], model=ModelSettings(model="stand-in", base_url=server.base_url))
-        wb.ingest({"kind": "fact", "ts": "2025-01-01", "op": "add", "type": "Trip", "key": f"t{i}",
-                   "fields": {"destination": f"City {i % 50}", "start": "2025-02-01", "international": i % 3 == 0}} for i in range(n))
+        wb = Workbench(
+            tmp_path / f"{n}.duckdb",
+            user="u",
+            rules=[],
+            model=ModelSettings(model="stand-in", base_url=server.base_url),
+        )
+        wb.ingest(
+            {
+                "kind": "fact",
+                "ts": "2025-01-01",
+                "op": "add",
+                "type": "Trip",
+                "key": f"t{i}",
+                "fields": {
+                    "destination": f"City {i % 50}",
+                    "start": "2025-02-01",
+                    "international": i % 3 == 0,
+                },
+            }
+            for i in range(n)
+        )
         answer = wb.ask("How many trips did I book?")
         assert answer.value == n
         sizes.append(answer.prompt_chars)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from uac_kernel.errors import UacError
+from uac_kernel.model import ModelSettings, call_totals, list_calls
 from uac_kernel.workbench import Workbench
 
 __all__ = ["main"]
@@ -34,7 +35,12 @@ def to_json(value: Any) -> str:
 
 
 def _open(args: argparse.Namespace, *, read_only: bool = False) -> Workbench:
-    return Workbench(args.db, user=args.user, read_only=read_only)
+    model = None
+    if hasattr(args, "model"):
+        model = ModelSettings.resolve(
+            model=args.model, base_url=args.base_url, offline=True if args.offline else None
+        )
+    return Workbench(args.db, user=args.user, read_only=read_only, model=model)
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
@@ -129,6 +135,66 @@ def cmd_log(args: argparse.Namespace) -> None:
             print(f"{ev.seq}\t{ev.ts.isoformat()}\t{ev.kind}{source}\t{to_json(ev.payload)}")
 
 
+def cmd_extract(args: argparse.Namespace) -> None:
+    with _open(args) as wb:
+        report = wb.extract(batch_size=args.batch_size)
+        print(report.summary())
+        for alert in report.raised:
+            print(f"  raised [{alert.severity}] {alert.message}")
+        if report.applied:
+            print(f"checkpoint {wb.checkpoints.get().version} written; see it with `uac code`")
+
+
+def cmd_ask(args: argparse.Namespace) -> None:
+    with _open(args) as wb:
+        answer = wb.ask(args.question)
+    if args.json:
+        print(
+            to_json(
+                {
+                    "question": answer.question,
+                    "ok": answer.ok,
+                    "value": answer.value,
+                    "expression": answer.expression,
+                    "explanation": answer.explanation,
+                    "error": answer.error,
+                    "records": answer.certificate.records,
+                    "records_total": answer.certificate.records_total,
+                    "utterances": answer.certificate.utterances,
+                }
+            )
+        )
+        if not answer.ok:
+            raise UacError(f"no answer: {answer.error}")
+        return
+    if not answer.ok:
+        raise UacError(
+            f"no answer after {answer.attempts} attempts: {answer.error} (last code: {answer.expression})"
+        )
+    print(to_json(answer.value))
+    print(f"  code: {answer.expression}")
+    print(f"  why:  {answer.explanation}")
+    cert = answer.certificate
+    keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
+    more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
+    print(f"  records ({cert.records_total}): {keys}{more}")
+    for u in cert.utterances[:5]:
+        print(f"  said {u['ts']:%Y-%m-%d} [{u['source']}] {u['speaker']}: {u['text']}")
+
+
+def cmd_calls(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        user = None if args.all_users else args.user
+        for c in list_calls(wb.store, user, limit=args.limit):
+            print(
+                f"{c.call_id}\t{c.created_at:%Y-%m-%d %H:%M:%S}\t{c.purpose}\t{c.model}\t"
+                f"{c.tokens_in}+{c.tokens_out} tokens\t{c.latency_ms:.0f} ms\t{c.outcome}"
+            )
+        print("purpose\tcalls\tfailed\ttokens in\ttokens out")
+        for purpose, n, failed, tin, tout in call_totals(wb.store, user):
+            print(f"{purpose}\t{n}\t{failed}\t{tin}\t{tout}")
+
+
 def cmd_verify(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
         report = wb.verify()
@@ -188,6 +254,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--after", type=int, default=0, help="only events after this seq")
     p.add_argument("--limit", type=int, default=50)
     add("verify", cmd_verify, "re-compute the hash chain; fails if any event was changed")
+
+    def model_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--model", default=None, help="model name (env UAC_MODEL)")
+        p.add_argument(
+            "--base-url", default=None, help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)"
+        )
+        p.add_argument(
+            "--offline",
+            action="store_true",
+            help="answer only from recorded calls (env UAC_OFFLINE=1)",
+        )
+        return p
+
+    p = model_options(
+        add("extract", cmd_extract, "turn pending utterances into typed facts with the model")
+    )
+    p.add_argument("--batch-size", type=int, default=10)
+    p = model_options(
+        add("ask", cmd_ask, "answer a question with code the model writes; runs sandboxed")
+    )
+    p.add_argument("question")
+    p.add_argument("--json", action="store_true")
+    p = add("calls", cmd_calls, "model calls and tokens per purpose (the cost ledger)")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--all-users", action="store_true")
     add("demo", cmd_demo, "build the offline demo user and show what uac does")
     return parser
 
