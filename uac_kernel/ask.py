@@ -116,13 +116,19 @@ class _TracingView(UserView):
     def __init__(self, state: State):
         super().__init__(state)
         self.seen: list[Record] = []
-        self.total = 0
+        self.ids: set[tuple[str, str, int]] = set()
+
+    @property
+    def total(self) -> int:
+        return len(self.ids)
 
     def _note(self, records: list[Record]) -> list[Record]:
-        self.total += len(records)
-        room = TRACE_LIMIT - len(self.seen)
-        if room > 0:
-            self.seen.extend(records[:room])
+        for r in records:
+            ident = (type(r).__name__, r.key, r.sources[-1] if r.sources else 0)
+            if ident not in self.ids:
+                self.ids.add(ident)
+                if len(self.seen) < TRACE_LIMIT:
+                    self.seen.append(r)
         return records
 
     def all(self, T: type[Record] | str) -> list[Record]:

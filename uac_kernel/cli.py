@@ -11,9 +11,10 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from uac_kernel.adapters import FORMATS, read_histories
 from uac_kernel.errors import UacError
 from uac_kernel.model import ModelSettings, call_totals, list_calls
-from uac_kernel.workbench import Workbench
+from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = ["main"]
 
@@ -43,14 +44,24 @@ def _open(args: argparse.Namespace, *, read_only: bool = False) -> Workbench:
     return Workbench(args.db, user=args.user, read_only=read_only, model=model)
 
 
+def _print_report(report: IngestReport, prefix: str = "") -> None:
+    print(prefix + report.summary())
+    for alert in report.raised:
+        print(f"  raised [{alert.severity}] {alert.message}")
+    for alert in report.cleared:
+        print(f"  cleared {alert.message}")
+
+
 def cmd_ingest(args: argparse.Namespace) -> None:
+    if args.per_history:
+        # One user per conversation of the file; one workbench at a time (one writer per store).
+        fmt = None if args.format == "auto" else args.format
+        for key, batch in read_histories(args.file, fmt):
+            with Workbench(args.db, user=key or args.user) as wb:
+                _print_report(wb.append_parsed(batch), f"{key or args.user}: ")
+        return
     with _open(args) as wb:
-        report = wb.ingest(args.file)
-        print(report.summary())
-        for alert in report.raised:
-            print(f"  raised [{alert.severity}] {alert.message}")
-        for alert in report.cleared:
-            print(f"  cleared {alert.message}")
+        _print_report(wb.ingest(args.file, format=args.format, history=args.history))
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> None:
@@ -233,7 +244,21 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=fn)
         return p
 
-    add("ingest", cmd_ingest, "append an Event JSONL file to the log").add_argument("file")
+    p = add("ingest", cmd_ingest, "append a file of events or conversations to the log")
+    p.add_argument("file")
+    p.add_argument(
+        "--format",
+        choices=["auto", *FORMATS],
+        default="auto",
+        help="Event JSONL, a LoCoMo or LongMemEval file, or OpenAI-style chat messages",
+    )
+    history = p.add_mutually_exclusive_group()
+    history.add_argument(
+        "--history", help="the one conversation of a LoCoMo/LongMemEval file to ingest"
+    )
+    history.add_argument(
+        "--per-history", action="store_true", help="ingest each conversation as its own user"
+    )
     add("checkpoint", cmd_checkpoint, "store the current state as a new version of typed code")
     add("checkpoints", cmd_checkpoints, "list the checkpoints")
     add("code", cmd_code, "print a checkpoint's code").add_argument(

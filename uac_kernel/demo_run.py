@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from uac_kernel.ask import Answer
 from uac_kernel.demo import DEMO_USER, write_demo_jsonl
+from uac_kernel.demo_chat import (
+    CALLS_FILE,
+    DEMO_MODEL,
+    DEMO_QUESTIONS_ASKED,
+    conversations,
+    export_calls,
+    import_calls,
+    reference_model,
+)
 from uac_kernel.errors import StoreError
+from uac_kernel.events import InputEvent
+from uac_kernel.extract import ExtractionReport
+from uac_kernel.model import ModelSettings
 from uac_kernel.store import Store
+from uac_kernel.testing import ChatServer
 from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = ["DEMO_QUESTIONS", "DEMO_USER_ID", "run_demo"]
@@ -63,30 +79,74 @@ def _fresh_path(path: Path) -> None:
     Path(f"{path}.wal").unlink(missing_ok=True)
 
 
-def run_demo(path: Path, out: Callable[[str], None] = print) -> Workbench:
-    """Build the demo store at ``path`` (replacing an earlier demo) and report on it."""
+def build_history(path: Path, model: ModelSettings | None = None) -> tuple[Workbench, int]:
+    """A fresh demo store with the two typed years, replayed day by day so the rules run after
+    every day's changes and the alert history shows when each alert was raised and cleared."""
     _fresh_path(path)
     events_file = path.with_suffix(".jsonl")
     lines = write_demo_jsonl(events_file)
-    wb = Workbench(path, user=DEMO_USER_ID)
-    # Replay the history day by day, as an assistant would have lived it, so the rules run after
-    # every day's changes and the alert history shows when each alert was raised and cleared.
+    wb = Workbench(path, user=DEMO_USER_ID, model=model)
     days: dict[str, list[dict[str, Any]]] = {}
     for text in events_file.read_text(encoding="utf-8").splitlines():
         event = json.loads(text)
         days.setdefault(event["ts"][:10], []).append(event)
-    report = IngestReport()
     for day in tqdm(days.values(), desc="replaying the demo history", unit="day", disable=None):
-        r = wb.ingest(day, origin=str(events_file))
-        report.appended += r.appended
-        report.schema_changes += r.schema_changes
-    checkpoint = wb.checkpoint()
+        wb.ingest(day, origin=str(events_file))
+    # The history's utterances came with their facts already typed: nothing to extract there.
+    said = [ev.source for ev in wb.log(kinds=["utterance"]) if ev.source]
+    last = wb.state.now or datetime(2024, 1, 1)
+    marker = {"utterances": said, "operations": 0, "note": "facts were given as typed events"}
+    wb.append_parsed([InputEvent("demo", 0, last, "extraction", "extraction:demo-history", marker)])
+    wb.checkpoint()
+    return wb, lines
+
+
+def run_conversations(wb: Workbench) -> tuple[IngestReport, ExtractionReport, list[Answer]]:
+    """January 2026 arrives as plain chat: extract it, then ask questions answered by code."""
+    ingest = wb.ingest(conversations(), origin="demo conversations")
+    extraction = wb.extract(progress=False)
+    answers = [wb.ask(question) for question, _, _ in DEMO_QUESTIONS_ASKED]
+    return ingest, extraction, answers
+
+
+def record_demo_calls(target: Path) -> int:
+    """Re-make the bundled call record with the scripted stand-in model (see demo_chat)."""
+    with tempfile.TemporaryDirectory() as tmp, ChatServer(reference_model) as server:
+        settings = ModelSettings(model=DEMO_MODEL, base_url=server.base_url)
+        wb, _ = build_history(Path(tmp) / "demo.duckdb", settings)
+        run_conversations(wb)
+        count = export_calls(wb.store, target)
+        wb.close()
+    return count
+
+
+def _short(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = False) -> Workbench:
+    """Build the demo store at ``path`` (replacing an earlier demo) and report on it.
+
+    Offline (the default) the model's part is served from the bundled call record; ``live``
+    calls the configured endpoint instead (UAC_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY).
+    """
+    model = ModelSettings.resolve() if live else ModelSettings(model=DEMO_MODEL, offline=True)
+    wb, lines = build_history(path, model)
+    typed_records = sum(wb.state.counts().values())
+    history_alerts = wb.alert_history()
+    if not live:
+        import_calls(wb.store, DEMO_USER_ID)
+    ingest, extraction, answers = run_conversations(wb)
+    checkpoint = wb.checkpoints.get()
+    learned = (
+        wb.diff(checkpoint.version - 1, checkpoint.version) if checkpoint.version > 1 else None
+    )
     code_file = path.with_suffix(".py")
     code_file.write_text(checkpoint.code, encoding="utf-8")
 
-    out(f"uac demo — the synthetic user {DEMO_USER!r}, two years of life in {lines} events")
-    out(f"store: {path}   (events: {events_file})")
-    out(f"ingest: {report.summary()}")
+    out(f"uac demo — the synthetic user {DEMO_USER!r}: two years of life in {lines} events")
+    out(f"store: {path}   (events: {path.with_suffix('.jsonl')})")
+    out(f"ingest: {lines} events appended, day by day; {typed_records} typed records")
     out("")
     out("Typed records now (current / all versions):")
     for name, count in sorted(wb.state.counts().items(), key=lambda kv: -kv[1]):
@@ -99,14 +159,39 @@ def run_demo(path: Path, out: Callable[[str], None] = print) -> Workbench:
         out(f"     code:   {expr}")
         out(f"     answer: {json.dumps(answer, ensure_ascii=False, default=str)}")
     out("")
-    out("Alert history (rules ran after every day's changes):")
-    for ev in wb.alert_history():
+    out("Alert history of the two years (rules ran after every day's changes):")
+    for ev in history_alerts:
         p = ev.payload
-        message = p["message"] if len(p["message"]) <= 100 else p["message"][:97] + "..."
-        out(f"  {ev.ts:%Y-%m-%d} {p['state']:<7} [{p['severity']}] {message}")
+        out(f"  {ev.ts:%Y-%m-%d} {p['state']:<7} [{p['severity']}] {_short(p['message'])}")
+    out("")
+    source = "live model" if live else f"bundled call record of {DEMO_MODEL!r}, offline"
+    out(f"January 2026 arrives as conversation ({ingest.appended} turns); extraction ({source}):")
+    out(f"  {extraction.summary()}")
+    for ev in wb.log(kinds=["fact"], after_seq=ingest.last_seq or 0):
+        p = ev.payload
+        fields = json.dumps(p.get("fields", {}), ensure_ascii=False)
+        out(
+            f"  {p['op']:<7} {p['type']} {p['key']} {_short(fields, 70)}  <- {', '.join(p.get('derived_from', []))}"
+        )
+    if learned is not None:
+        out(f"  {learned.summary()}   (uac diff {learned.a} {learned.b})")
+    for alert in extraction.raised:
+        out(f"  raised [{alert.severity}] {_short(alert.message, 150)}")
+    out("")
+    out("Questions answered by code the model wrote (run in the sandbox):")
+    for a in answers:
+        out(f"  Q: {a.question}")
+        if not a.ok:
+            out(f"     no answer: {a.error}")
+            continue
+        out(f"     code:   {a.expression}")
+        out(f"     answer: {json.dumps(a.value, ensure_ascii=False, default=str)}")
+        cert = a.certificate
+        said = "; ".join(f"[{u['source']}] {_short(u['text'], 60)}" for u in cert.utterances[:2])
+        out(f"     rests on {cert.records_total} records{', said: ' + said if said else ''}")
     out("")
     alerts = wb.alerts()
-    out(f"Alerts standing at the end of the history ({len(alerts)}):")
+    out(f"Alerts standing now ({len(alerts)}):")
     for alert in alerts:
         evidence = ", ".join(f"{e.type} {e.key}" for e in alert.evidence)
         out(f"  [{alert.severity}] {alert.message}")
@@ -116,10 +201,25 @@ def run_demo(path: Path, out: Callable[[str], None] = print) -> Workbench:
         f"Checkpoint {checkpoint.version}: {checkpoint.records} records as typed Python code, "
         f"covering the log up to event {checkpoint.seq}."
     )
-    out(f"  code: {code_file}   (or: uac code --db {path})")
+    out(f"  code: {code_file}   (or: uac code --db {path} --user {DEMO_USER_ID})")
     out(f'Try:  uac eval --db {path} --user {DEMO_USER_ID} "len(user.all(Trip))"')
     out(
         f'      uac sql --db {path} --user {DEMO_USER_ID} "SELECT category, count(*) FROM Transaction GROUP BY ALL"'
     )
+    out(f"      uac calls --db {path} --user {DEMO_USER_ID}     # the model calls and their tokens")
     out(f"      uac verify --db {path}")
     return wb
+
+
+def main() -> None:
+    """``python -m uac_kernel.demo_run --record``: re-make the bundled demo call record."""
+    import sys
+
+    if sys.argv[1:] != ["--record"]:
+        raise SystemExit("usage: python -m uac_kernel.demo_run --record")
+    target = Path(__file__).parent / "data" / CALLS_FILE
+    print(f"{record_demo_calls(target)} calls written to {target}")
+
+
+if __name__ == "__main__":
+    main()

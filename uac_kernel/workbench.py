@@ -10,6 +10,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
@@ -105,16 +106,27 @@ class Workbench:
     # -- writing ---------------------------------------------------------------------------
 
     def ingest(
-        self, events: str | Path | Iterable[dict[str, Any]], *, origin: str = "<events>"
+        self,
+        events: str | Path | Iterable[dict[str, Any]],
+        *,
+        origin: str = "<events>",
+        format: str = "jsonl",
+        history: str | None = None,
     ) -> IngestReport:
-        """Append Event JSONL (a file path) or event objects, atomically; then re-run rules.
+        """Append a file or event objects, atomically; then re-run the rules.
 
-        Events whose ``source`` is already logged for this user are skipped, so re-ingesting a
-        file appends nothing. Any invalid event rejects the whole batch with an ``EventError``.
+        A file is Event JSONL unless ``format`` says otherwise (``auto``, ``locomo``,
+        ``longmemeval``, ``chat``); ``history`` picks one conversation of a LoCoMo or
+        LongMemEval file (its sample or question id). Events whose ``source`` is already logged
+        for this user are skipped, so re-ingesting a file appends nothing. Any invalid event
+        rejects the whole batch with an ``EventError``.
         """
         parsed: Iterable[InputEvent]
         if isinstance(events, (str, Path)):
-            parsed = parse_jsonl(events)
+            if format == "jsonl" and history is None:
+                parsed = parse_jsonl(events)
+            else:
+                parsed = read_events(events, None if format == "auto" else format, user=history)
         else:
             parsed = parse_objects(events, origin)
         return self.append_parsed(list(parsed))

@@ -627,7 +627,9 @@ def _same_person(a: str, b: str) -> bool:
 
 
 def _travellers(trip: Record) -> list[str]:
-    fields = ("traveller", "travellers", "traveler", "travelers", "companions")
+    # Companions travel *with* the user, so naming them never narrows whose passport counts;
+    # only an explicit traveller field does.
+    fields = ("traveller", "travellers", "traveler", "travelers")
     return [n for f in fields for n in _names(_get(trip, f))]
 
 
