@@ -219,7 +219,8 @@ def cmd_verify(args: argparse.Namespace) -> None:
 def cmd_demo(args: argparse.Namespace) -> None:
     from uac_kernel.demo_run import run_demo
 
-    run_demo(Path(args.db) if args.db_given else Path("uac-demo.duckdb"), out=print)
+    path = Path(args.db) if args.db_given else Path("uac-demo.duckdb")
+    run_demo(path, out=print, live=args.live).close()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -304,7 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("calls", cmd_calls, "model calls and tokens per purpose (the cost ledger)")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--all-users", action="store_true")
-    add("demo", cmd_demo, "build the offline demo user and show what uac does")
+    p = add("demo", cmd_demo, "build the demo user and show what uac does (offline by default)")
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="call the configured model instead of the bundled record",
+    )
     return parser
 
 
