@@ -106,6 +106,11 @@ def _rule_source(r: Rule) -> str | None:
         return None
 
 
+def rules_code(rules: Iterable[Rule]) -> str:
+    """The rules section of the module (see ``_rules``)."""
+    return _rules(rules)
+
+
 def _rules(rules: Iterable[Rule]) -> str:
     """The rules in force: shipped ones imported by name, the user's own with their source."""
     shipped = {r.name for r in LIBRARY}

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "CheckpointNotFound",
     "CodeError",
+    "EditConflict",
     "EventError",
     "FoldError",
     "ModelError",
@@ -75,6 +76,10 @@ class ModelOutputInvalid(ModelError):
     def __init__(self, message: str, *, detail: str = ""):
         super().__init__(message)
         self.detail = detail
+
+
+class EditConflict(UacError):
+    """An edited cell overlaps changes made to the log after the version it came from."""
 
 
 class QueryError(UacError):

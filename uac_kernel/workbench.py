@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,6 +14,8 @@ from tqdm.auto import tqdm
 from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
+from uac_kernel.codegen import rules_code
+from uac_kernel.edits import EditPlan, part_names, plan_edit, render_part
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
 from uac_kernel.extract import ExtractionReport, batches, pending_utterances, propose_batch
 from uac_kernel.fold import State, fold
@@ -241,6 +244,51 @@ class Workbench:
         """Records added, changed and retracted, and schema growth, from checkpoint a to b."""
         old, new = self.checkpoints.get(a), self.checkpoints.get(b)
         return diff_states(self.state_at_seq(old.seq), self.state_at_seq(new.seq), a, b)
+
+    # -- the model as editable code ----------------------------------------------------------
+
+    def parts(self, version: int | None = None) -> list[str]:
+        """The parts a checkpoint is shown in: ``schema``, one per record type, ``rules``."""
+        return part_names(self.state_at_seq(self.checkpoints.get(version).seq))
+
+    def cell(self, part: str, version: int | None = None) -> str:
+        """The code of one part of a checkpoint, to edit and hand back to ``apply_edit``."""
+        state = self.state_at_seq(self.checkpoints.get(version).seq)
+        return render_part(state, part, rules_code(self.runner.rules.values()))
+
+    def apply_edit(self, code: str, *, version: int, part: str) -> tuple[EditPlan, IngestReport]:
+        """Append what an edited part changes, as correction facts authored by the notebook.
+
+        The cell is read by literals only. Edits against an older version are merged when they
+        do not overlap later changes, refused with ``EditConflict`` when they do. Rules the cell
+        defines are returned in the plan, not run: the caller decides to trust them.
+        """
+        base = self.state_at_seq(self.checkpoints.get(version).seq)
+        plan = plan_edit(base, self.state, code, part, f"{self.user}|{version}|{part}|{code}")
+        report = self.ingest(plan.facts, origin=f"cell {part} (checkpoint {version})")
+        return plan, report
+
+    def define_rule(self, r: Rule, source: str) -> AlertChange:
+        """Put a rule written in a notebook in force, and log its source as a ``rule`` event."""
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        event = InputEvent(
+            "notebook",
+            1,
+            self.state.now or datetime(1970, 1, 1),
+            "rule",
+            f"rule:{r.name}:{digest}",
+            {"name": r.name, "source": source},
+        )
+        self.append_parsed([event])
+        return self.add_rule(r)
+
+    def stored_rules(self) -> list[dict[str, Any]]:
+        """Rules defined in notebooks, as logged (name and source). They are not run on open:
+        their code is shown so you can re-run the cell that defines them if you trust it."""
+        latest: dict[str, dict[str, Any]] = {}
+        for ev in self.store.events(self.user, kinds=["rule"]):
+            latest[ev.payload["name"]] = ev.payload
+        return list(latest.values())
 
     # -- reading ----------------------------------------------------------------------------
 
