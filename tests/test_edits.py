@@ -42,7 +42,7 @@ def test_edited_record_clears_an_alert(wb: Workbench) -> None:
     (ev,) = wb.log(kinds=["fact"])[-1:]
     assert ev.payload["author"] == "notebook" and ev.payload["fields"] == {"name": "azithromycin"}
     # running the same cell again appends nothing
-    again, rerun = wb.apply_edit(
+    _, rerun = wb.apply_edit(
         edit(cell, "name='amoxicillin'", "name='azithromycin'"), version=1, part="Medication"
     )
     assert rerun.appended == 0

@@ -139,9 +139,9 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
                     continue
                 if (why := check_field_name(kw.arg)) is not None:
                     raise CodeError(f"line {node.lineno}: {why}")
-                ftype = infer(to_json_value(read_literal(kw.value)))
-                if ftype is not None:
-                    fields[kw.arg] = ftype
+                inferred = infer(to_json_value(read_literal(kw.value)))
+                if inferred is not None:
+                    fields[kw.arg] = inferred
     cls = record_class(part, fields)
     records: dict[str, Record] | None = None
     for node in tree.body:
