@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import date, datetime
 from typing import Any
 
@@ -62,6 +63,11 @@ def record_class(name: str, fields: dict[str, str]) -> type[Record]:
 _set = object.__setattr__
 
 
+@functools.lru_cache(maxsize=None)
+def _fields_set(cls: type[Record]) -> frozenset[str]:
+    return frozenset(cls.model_fields)
+
+
 def new_record(cls: type[Record], values: dict[str, Any]) -> Record:
     """A record from values already validated by the log, without re-validating them.
 
@@ -70,7 +76,9 @@ def new_record(cls: type[Record], values: dict[str, Any]) -> Record:
     """
     rec = cls.__new__(cls)
     _set(rec, "__dict__", values)
-    _set(rec, "__pydantic_fields_set__", set(values))
+    # One shared, immutable fields-set per class instead of a new set per record: a set of ten
+    # names costs ~700 bytes, which is a third of a record at a million records.
+    _set(rec, "__pydantic_fields_set__", _fields_set(cls))
     _set(rec, "__pydantic_extra__", None)
     _set(rec, "__pydantic_private__", None)
     return rec

@@ -177,10 +177,14 @@ def _float(value: Any) -> Any:
     return None if value is None else float(value)
 
 
+# Dates repeat across records (one per day of a history); sharing the immutable objects saves
+# memory and parsing in a large fold.
+@functools.lru_cache(maxsize=1 << 16)
 def _date(value: Any) -> Any:
     return None if value is None else date.fromisoformat(value)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _datetime(value: Any) -> Any:
     return None if value is None else datetime.fromisoformat(value)
 
