@@ -167,7 +167,8 @@ def test_any_strings_and_values_survive_codegen_and_parse(
             continue
         seen.add(key)
         try:
-            append(store, state, [fact("2025-01-01", "add", "Thing", key, **fields)])
+            thing = {"kind": "fact", "ts": "2025-01-01", "op": "add", "type": "Thing", "key": key}
+            append(store, state, [{**thing, "fields": fields}])
         except EventError as exc:  # a later value of another type for an existing field
             assert "expected" in str(exc) or "reserved" in str(exc)
     code = render_module(state)
