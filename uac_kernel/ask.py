@@ -51,7 +51,9 @@ The expression runs in a sandbox that provides only:
   no statements.
 
 Compute the answer exactly (count, sum, filter, group) from the records; use search only when no
-record type holds the information. Return JSON with "expression" and a one-sentence "explanation"."""
+record type holds the information. If neither the records nor the conversation can say, answer
+with the expression None rather than a guess. Return JSON with "expression" and a one-sentence
+"explanation"."""
 
 
 class CodeAnswer(BaseModel):

@@ -206,6 +206,31 @@ def cmd_calls(args: argparse.Namespace) -> None:
             print(f"{purpose}\t{n}\t{failed}\t{tin}\t{tout}")
 
 
+def cmd_bench_locomo(args: argparse.Namespace) -> None:
+    from uac_kernel.bench import locomo
+
+    model = locomo.resolve_settings(
+        args.model, args.base_url, offline=True if args.offline else None
+    )
+    judge = None
+    if args.judge_model:
+        judge = locomo.resolve_settings(
+            args.judge_model, args.base_url, offline=True if args.offline else None
+        )
+    db = Path(args.db) if args.db_given else Path("locomo.duckdb")
+    result = locomo.run(
+        args.path,
+        model=model,
+        db=db,
+        samples=args.samples or None,
+        limit=args.limit,
+        out=args.out,
+        judge=judge,
+    )
+    print(result.table())
+    print(f"results: {result.json_path}   progress (resumable): {result.progress_path}")
+
+
 def cmd_verify(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
         report = wb.verify()
@@ -302,6 +327,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("question")
     p.add_argument("--json", action="store_true")
+    bench = sub.add_parser(
+        "bench", help="benchmarks: aggregate, alerts, locomo", description="benchmarks"
+    )
+    bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
+
+    def add_bench(
+        name: str, fn: Callable[[argparse.Namespace], None], help: str
+    ) -> argparse.ArgumentParser:
+        p = bench_sub.add_parser(name, parents=[common], help=help, description=help)
+        p.set_defaults(func=fn)
+        return p
+
+    p = model_options(
+        add_bench(
+            "locomo", cmd_bench_locomo, "LoCoMo through uac: extract, ask, score (needs a model)"
+        )
+    )
+    p.add_argument("path", help="the LoCoMo JSON file (e.g. locomo10.json)")
+    p.add_argument("--samples", nargs="*", help="only these sample ids")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument(
+        "--out", default=None, help="where results and the progress file go (default: beside --db)"
+    )
+    p.add_argument("--judge-model", default=None, help="the judge's model (default: --model)")
+
     p = add("calls", cmd_calls, "model calls and tokens per purpose (the cost ledger)")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--all-users", action="store_true")

@@ -1,0 +1,1 @@
+"""Benchmarks that ship with the engine, run by ``uac bench ...`` (e.g. ``uac_kernel.bench.alerts``)."""
