@@ -1,0 +1,536 @@
+"""Altair charts of a user's log, state and alerts, and of aggregate query results.
+
+A thin face: every chart's data comes from the engine — SQL over the store's event log,
+aggregated in DuckDB so a chart of a million events embeds a few hundred rows — or from a value
+a query returned. Functions return ``altair`` charts and never display them.
+
+Offline display (nothing here reaches a CDN):
+
+- JupyterLab / Notebook: call :func:`enable_offline` once; it switches Altair to the ``jupyter``
+  renderer with the Vega JavaScript bundled by vl-convert. (Altair's default renderer loads Vega
+  from a CDN, and the ``mimetype`` renderer emits Vega-Lite 6, which JupyterLab 4.6 cannot draw.)
+- marimo: wrap a chart as ``mo.ui.altair_chart(chart)``; no renderer is needed.
+- Files: :func:`save_chart` writes ``.svg``/``.png`` through vl-convert and ``.html`` with the
+  JavaScript inlined.
+
+>>> wb = uac.open("memory.duckdb", user="maya")          # doctest: +SKIP
+>>> events_over_time(wb, freq="month")                  # doctest: +SKIP
+>>> result_chart(wb.eval("Counter(t.country for t in user.all(Trip))"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import altair as alt
+
+from uac_kernel.errors import QueryError
+from uac_kernel.sqlview import SqlResult
+
+if TYPE_CHECKING:
+    from uac_kernel.workbench import Workbench
+
+__all__ = [
+    "FREQUENCIES",
+    "SEVERITY_COLORS",
+    "alerts_timeline",
+    "enable_offline",
+    "events_over_time",
+    "records_over_time",
+    "result_chart",
+    "save_chart",
+]
+
+# freq -> the interval one period spans (DuckDB's date_trunc names the period).
+FREQUENCIES: dict[str, str] = {
+    "day": "1 day",
+    "week": "7 days",
+    "month": "1 month",
+    "quarter": "3 months",
+    "year": "1 year",
+}
+SEVERITY_COLORS: dict[str, str] = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
+
+_WIDTH = 600
+_HEIGHT = 300
+# The log's timestamps are naive UTC; a UTC scale keeps axes from shifting by the viewer's zone.
+_UTC = alt.Scale(type="utc")
+_SHAPES = (
+    "a dict of label → number (bars), a list of (label, number) pairs such as "
+    "Counter.most_common() (bars), a dict of date/year/month → number (a line), "
+    "a list of numbers (a histogram), a dict of group → {x: number} (grouped bars or lines), "
+    "or a two-column SQL result"
+)
+
+
+def _data(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    # A plain dict, not ``alt.Data``: Altair validates ``alt.Data`` row by row against the JSON
+    # schema (seconds for a few thousand rows); a dict goes to the spec's top-level ``datasets``.
+    return {"values": rows}
+
+
+def _severity_scale() -> alt.Scale:
+    return alt.Scale(domain=list(SEVERITY_COLORS), range=list(SEVERITY_COLORS.values()))
+
+
+def _period(freq: str) -> str:
+    if freq not in FREQUENCIES:
+        raise QueryError(f"freq {freq!r} is not one of {', '.join(FREQUENCIES)}")
+    return freq
+
+
+def _rows(wb: Workbench, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    cur = wb.store.con.cursor()
+    try:
+        cur.execute(sql, params)
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    finally:
+        cur.close()
+
+
+def _title(text: str, subtitle: str = "") -> alt.TitleParams | str:
+    return alt.TitleParams(text, subtitle=subtitle) if subtitle else text
+
+
+# -- the log ---------------------------------------------------------------------------------
+
+
+def events_over_time(
+    wb: Workbench, freq: str = "week", *, kinds: Sequence[str] | None = None
+) -> alt.Chart:
+    """Stacked bars: the user's events per period (``day`` … ``year``), one colour per kind.
+
+    Counted and stacked in DuckDB, so the chart holds one row per (period, kind): each bar
+    spans its period (``start`` to ``end``; weeks start on Monday) and its kind's slice of the
+    stack (``bottom`` to ``top``; kinds stacked alphabetically). ``kinds`` keeps only those
+    kinds (``utterance``, ``fact``, ``schema``, ``alert``, ...).
+    """
+    part = _period(freq)
+    where = "user_id = ?"
+    params: list[Any] = [part, wb.user]
+    if kinds is not None:
+        where += " AND kind IN (SELECT unnest(?))"
+        params.append(list(kinds))
+    rows = _rows(
+        wb,
+        f"""
+        SELECT strftime(period, '%Y-%m-%d') AS start,
+               strftime(period + CAST(? AS INTERVAL), '%Y-%m-%d') AS "end",
+               kind, events,
+               CAST(sum(events) OVER (PARTITION BY period ORDER BY kind) - events AS BIGINT)
+                   AS bottom,
+               CAST(sum(events) OVER (PARTITION BY period ORDER BY kind) AS BIGINT) AS top
+        FROM (
+            SELECT date_trunc(?, ts) AS period, kind, count(*) AS events
+            FROM events WHERE {where}
+            GROUP BY ALL
+        )
+        ORDER BY period, kind
+        """,
+        [FREQUENCIES[part], *params],
+    )
+    return (
+        alt.Chart(_data(rows), title=_title(f"Events of {wb.user} per {part}"))
+        .mark_bar(stroke="white", strokeWidth=0.5)
+        .encode(
+            # Ranged in both directions: a period wide, its kind's slice high, gaps kept.
+            x=alt.X("start:T", title=part.capitalize(), scale=_UTC),
+            x2="end:T",
+            y=alt.Y("bottom:Q", title="Events"),
+            y2="top:Q",
+            color=alt.Color("kind:N", title="Kind"),
+            tooltip=[
+                alt.Tooltip("start:T", title=f"{part} from", formatType="utc"),
+                alt.Tooltip("kind:N", title="kind"),
+                alt.Tooltip("events:Q", title="events"),
+            ],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+def records_over_time(
+    wb: Workbench, freq: str = "month", *, types: Sequence[str] | None = None
+) -> alt.Chart:
+    """Lines: current records of each type at the end of each period.
+
+    Derived from the fact events in DuckDB (``add`` +1, ``retract`` −1, summed per period and
+    accumulated per type), so it never folds the log. A line holds its value until the type
+    next changes and runs on to the log's last period. ``types`` keeps only those types.
+    """
+    part = _period(freq)
+    only, chosen = (
+        ("type IN (SELECT unnest(?))", [list(types)]) if types is not None else ("true", [])
+    )
+    rows = _rows(
+        wb,
+        f"""
+        WITH deltas AS (
+            SELECT type, period, sum(CASE op WHEN 'add' THEN 1 ELSE -1 END) AS delta
+            FROM (
+                -- one JSON parse per event for both paths
+                SELECT date_trunc(?, ts) AS period, payload ->> ['$.type', '$.op'] AS j,
+                       j[1] AS type, j[2] AS op
+                FROM events WHERE user_id = ? AND kind = 'fact'
+            )
+            WHERE op IN ('add', 'retract') AND {only}
+            GROUP BY ALL
+        ),
+        counts AS MATERIALIZED (
+            SELECT type, period, sum(delta) OVER (PARTITION BY type ORDER BY period) AS records
+            FROM deltas
+        ),
+        clock AS (SELECT date_trunc(?, max(ts)) AS period FROM events WHERE user_id = ?),
+        tails AS (
+            SELECT c.type, clock.period, arg_max(c.records, c.period) AS records
+            FROM counts c, clock
+            GROUP BY c.type, clock.period
+            HAVING max(c.period) < clock.period
+        )
+        SELECT type, strftime(period, '%Y-%m-%d') AS period, CAST(records AS BIGINT) AS records
+        FROM (SELECT * FROM counts UNION ALL SELECT * FROM tails)
+        ORDER BY type, period
+        """,
+        [part, wb.user, *chosen, part, wb.user],
+    )
+    return (
+        alt.Chart(_data(rows), title=_title(f"Current records of {wb.user} by type"))
+        .mark_line(interpolate="step-after", point=True)
+        .encode(
+            x=alt.X("period:T", title=part.capitalize(), scale=_UTC),
+            y=alt.Y("records:Q", title="Current records"),
+            color=alt.Color("type:N", title="Type"),
+            tooltip=[
+                alt.Tooltip("type:N", title="type"),
+                alt.Tooltip("period:T", title=f"{part} from", formatType="utc"),
+                alt.Tooltip("records:Q", title="records"),
+            ],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+def alerts_timeline(wb: Workbench) -> alt.LayerChart:
+    """A row per alert: a bar from raised to cleared (or to the log's clock while it stands),
+    coloured by severity, with a point where its severity was updated; the tooltip has the
+    message.
+
+    One bar segment per ``raised`` or ``updated`` event of the alert log, ending at the alert's
+    next event, so a severity change shows as a change of colour along the bar.
+    """
+    clock = wb.state.now
+    rows = _rows(
+        wb,
+        """
+        WITH a AS (
+            SELECT seq, ts, payload ->> '$.id' AS id, payload ->> '$.state' AS state,
+                   payload ->> '$.rule' AS rule, payload ->> '$.severity' AS severity,
+                   payload ->> '$.category' AS category, payload ->> '$.message' AS message
+            FROM events WHERE user_id = ? AND kind = 'alert'
+        ),
+        spans AS (
+            SELECT *, lead(ts) OVER (PARTITION BY id ORDER BY seq) AS until FROM a
+        )
+        SELECT id, rule, severity, category, message, state,
+               strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS start,
+               strftime(coalesce(until, greatest(?, ts)), '%Y-%m-%dT%H:%M:%SZ') AS "end",
+               until IS NULL AS standing
+        FROM spans
+        WHERE state IN ('raised', 'updated')
+        ORDER BY seq
+        """,
+        [wb.user, clock],
+    )
+    base = alt.Chart(
+        _data(rows), title=_title(f"Alerts of {wb.user}", "bars: raised → cleared")
+    ).encode(
+        y=alt.Y("id:N", title="Alert", sort=None, axis=alt.Axis(labelLimit=260)),
+        color=alt.Color("severity:N", title="Severity", scale=_severity_scale()),
+        tooltip=[
+            alt.Tooltip("message:N", title="message"),
+            alt.Tooltip("rule:N", title="rule"),
+            alt.Tooltip("severity:N", title="severity"),
+            alt.Tooltip("state:N", title="since"),
+            alt.Tooltip("start:T", title="from", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("end:T", title="until", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("standing:N", title="standing"),
+        ],
+    )
+    bars = base.mark_bar(height={"band": 0.6}).encode(
+        x=alt.X("start:T", title="Time", scale=_UTC), x2="end:T"
+    )
+    updates = (
+        base.mark_point(filled=True, size=70, shape="diamond", stroke="black", strokeWidth=0.5)
+        .encode(x=alt.X("start:T", scale=_UTC))
+        .transform_filter(alt.datum.state == "updated")
+    )
+    return alt.LayerChart(layer=[bars, updates], width=_WIDTH, height=alt.Step(22))
+
+
+# -- query results ---------------------------------------------------------------------------
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+Z?)?")
+_ISO_MONTH = re.compile(r"\d{4}-\d{2}")
+_ISO_YEAR = re.compile(r"\d{4}")
+
+
+def _is_number(v: object) -> bool:
+    # Decimal: DuckDB's type for literals such as 1.5 and for sums of them.
+    return isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)
+
+
+def _plain_number(v: Any) -> Any:
+    return float(v) if isinstance(v, Decimal) else v
+
+
+def _as_time(key: object) -> tuple[str, str] | None:
+    """(ISO text Vega parses as UTC, finest unit) for a date-like key; None if it is not one."""
+    if isinstance(key, datetime):
+        return key.replace(tzinfo=None).isoformat() + "Z", "time"
+    if isinstance(key, date):
+        return key.isoformat(), "date"
+    if isinstance(key, int) and not isinstance(key, bool) and 1000 <= key <= 9999:
+        return f"{key:04d}-01-01", "year"
+    if isinstance(key, tuple) and 2 <= len(key) <= 3 and all(_is_number(k) for k in key):
+        try:
+            when = date(*(int(k) for k in key), *((1,) if len(key) == 2 else ()))
+        except ValueError:
+            return None
+        return when.isoformat(), "month" if len(key) == 2 else "date"
+    if isinstance(key, str):
+        if _ISO_YEAR.fullmatch(key):
+            return f"{key}-01-01", "year"
+        if _ISO_MONTH.fullmatch(key) and 1 <= int(key[5:]) <= 12:
+            return f"{key}-01", "month"
+        if _ISO_DAY.fullmatch(key):
+            try:
+                when = datetime.fromisoformat(key.removesuffix("Z"))
+            except ValueError:
+                return None
+            return (when.date().isoformat(), "date") if len(key) == 10 else _as_time(when)
+    return None
+
+
+def _label(key: object) -> str:
+    if isinstance(key, tuple):
+        return " / ".join(_label(k) for k in key)
+    return str(key)
+
+
+_TIME_FORMAT = {"year": "%Y", "month": "%b %Y", "date": "%Y-%m-%d", "time": "%Y-%m-%d %H:%M"}
+# Ticks on whole years or months, or a few years would repeat "2024" under every quarter.
+_TICKS: dict[str, Literal["year", "month"]] = {"%Y": "year", "%b %Y": "month"}
+
+
+def _time_x(field: str, fmt: str) -> alt.X:
+    ticks = _TICKS.get(fmt)
+    axis = alt.Axis(format=fmt) if ticks is None else alt.Axis(format=fmt, tickCount=ticks)
+    return alt.X(f"{field}:T", title=field, scale=_UTC, axis=axis)
+
+
+def _time_axis(keys: Sequence[object]) -> tuple[list[str], str] | None:
+    """ISO texts for keys that are all date-like, and the axis format; else None."""
+    found = [_as_time(k) for k in keys]
+    if not found or any(f is None for f in found):
+        return None
+    units = {f[1] for f in found if f is not None}
+    finest = next(u for u in ("time", "date", "month", "year") if u in units)
+    return [f[0] for f in found if f is not None], _TIME_FORMAT[finest]
+
+
+def _pairs(value: object) -> list[tuple[object, float]] | None:
+    """``value`` as (label, number) pairs in display order, or None if it is not that shape."""
+    if isinstance(value, Counter):
+        value = value.most_common()
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value
+    ):
+        items = [(p[0], p[1]) for p in value]
+    else:
+        return None
+    if not items or not all(_is_number(v) for _, v in items):
+        return None
+    return [(k, _plain_number(v)) for k, v in items]
+
+
+def _chart(rows: list[dict[str, Any]], title: str) -> alt.Chart:
+    return alt.Chart(_data(rows), title=title or alt.Undefined)
+
+
+def _series_chart(
+    items: list[tuple[object, float]], title: str, label: str = "label", value: str = "value"
+) -> alt.Chart:
+    time = _time_axis([k for k, _ in items])
+    if time is not None:
+        texts, fmt = time
+        rows = sorted(
+            ({label: t, value: v} for t, (_, v) in zip(texts, items, strict=True)),
+            key=lambda r: str(r[label]),
+        )
+        return (
+            _chart(rows, title)
+            .mark_line(point=True)
+            .encode(
+                x=_time_x(label, fmt),
+                y=alt.Y(f"{value}:Q", title=value),
+                tooltip=[
+                    alt.Tooltip(f"{label}:T", format=fmt, formatType="utc"),
+                    alt.Tooltip(f"{value}:Q"),
+                ],
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+    rows = [{label: _label(k), value: v} for k, v in items]
+    return (
+        _chart(rows, title)
+        .mark_bar()
+        .encode(
+            y=alt.Y(f"{label}:N", title=label, sort=None, axis=alt.Axis(labelLimit=260)),
+            x=alt.X(f"{value}:Q", title=value),
+            tooltip=[alt.Tooltip(f"{label}:N"), alt.Tooltip(f"{value}:Q")],
+        )
+        .properties(width=_WIDTH, height=alt.Step(20))
+    )
+
+
+def _histogram(numbers: Sequence[float], title: str) -> alt.Chart:
+    rows = [{"value": _plain_number(v)} for v in numbers]
+    return (
+        _chart(rows, title)
+        .mark_bar()
+        .encode(
+            x=alt.X("value:Q", bin=alt.Bin(maxbins=30), title="value"),
+            y=alt.Y("count():Q", title="count"),
+            tooltip=[
+                alt.Tooltip("value:Q", bin=alt.Bin(maxbins=30), title="value"),
+                alt.Tooltip("count():Q", title="count"),
+            ],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str) -> alt.Chart:
+    inner = [k for items in groups.values() for k, _ in items]
+    time = _time_axis(inner)
+    if time is not None:
+        texts, fmt = time
+        it = iter(texts)
+        rows = sorted(
+            (
+                {"group": _label(g), "x": next(it), "value": v}
+                for g, items in groups.items()
+                for _, v in items
+            ),
+            key=lambda r: (r["group"], r["x"]),
+        )
+        return (
+            _chart(rows, title)
+            .mark_line(point=True)
+            .encode(
+                x=_time_x("x", fmt),
+                y=alt.Y("value:Q", title="value"),
+                color=alt.Color("group:N", title="group", sort=None),
+                tooltip=[
+                    alt.Tooltip("group:N"),
+                    alt.Tooltip("x:T", format=fmt, formatType="utc"),
+                    alt.Tooltip("value:Q"),
+                ],
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+    rows = [
+        {"group": _label(g), "x": _label(k), "value": v}
+        for g, items in groups.items()
+        for k, v in items
+    ]
+    return (
+        _chart(rows, title)
+        .mark_bar()
+        .encode(
+            x=alt.X("x:N", title="x", sort=None),
+            xOffset=alt.XOffset("group:N", sort=None),
+            y=alt.Y("value:Q", title="value"),
+            color=alt.Color("group:N", title="group", sort=None),
+            tooltip=[alt.Tooltip("group:N"), alt.Tooltip("x:N"), alt.Tooltip("value:Q")],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+def result_chart(value: object, title: str = "") -> alt.Chart:
+    """Draw an aggregate result, as ``wb.eval`` or ``wb.sql`` returned it.
+
+    - dict of label → number, or (label, number) pairs (``Counter.most_common()``): bars, in
+      the given order (a ``Counter`` most common first);
+    - the same with date, datetime, year (``2025``, ``"2025"``), month (``"2025-03"``,
+      ``(2025, 3)``) or day keys: a line, sorted by time;
+    - list of numbers: a histogram;
+    - dict of group → {x: number}: grouped bars, or one line per group when x is a time;
+    - a ``SqlResult`` of two columns (label, number): as the pairs above, axes named by the
+      columns.
+
+    Anything else raises ``QueryError`` naming the shapes that can be charted.
+    """
+    if isinstance(value, SqlResult):
+        if len(value.columns) == 2:
+            items = _pairs(value.rows)
+            if items is not None:
+                return _series_chart(items, title, *value.columns)
+        raise QueryError(f"cannot chart a SQL result with columns {value.columns}: chart {_SHAPES}")
+    items = _pairs(value)
+    if items is not None:
+        return _series_chart(items, title)
+    if isinstance(value, (list, tuple)) and value and all(_is_number(v) for v in value):
+        return _histogram(list(value), title)
+    if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
+        groups = {g: _pairs(inner) for g, inner in value.items()}
+        if all(items is not None for items in groups.values()):
+            return _grouped_chart({g: i for g, i in groups.items() if i is not None}, title)
+    name = type(value).__name__
+    what = (
+        "an empty value"
+        if isinstance(value, (Mapping, list, tuple)) and not value
+        else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    )
+    raise QueryError(f"cannot chart {what}: chart {_SHAPES}")
+
+
+# -- display and files -----------------------------------------------------------------------
+
+
+def enable_offline() -> str:
+    """Draw Altair charts in Jupyter without network access; returns the previous renderer name.
+
+    Switches to the ``jupyter`` renderer with the Vega JavaScript bundled by vl-convert (the
+    default renderer fetches Vega from a CDN). Restore with ``alt.renderers.enable(previous)``.
+    In marimo, call nothing: wrap a chart as ``mo.ui.altair_chart(chart)``.
+    """
+    previous = alt.renderers.active
+    alt.renderers.enable("jupyter", offline=True)
+    return previous
+
+
+def save_chart(chart: alt.TopLevelMixin, path: str | Path) -> Path:
+    """Write ``chart`` to ``.svg``/``.png`` (rendered by vl-convert, no browser) or ``.html``
+    (Vega's JavaScript inlined, so the file opens offline); returns the path."""
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix == ".svg":
+        chart.save(str(target), format="svg")
+    elif suffix == ".png":
+        chart.save(str(target), format="png")
+    elif suffix == ".html":
+        chart.save(str(target), format="html", inline=True)
+    else:
+        raise QueryError(f"cannot save a chart as {target.name!r}: use .svg, .png or .html")
+    return target
