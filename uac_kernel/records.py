@@ -63,7 +63,7 @@ def record_class(name: str, fields: dict[str, str]) -> type[Record]:
 _set = object.__setattr__
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fields_set(cls: type[Record]) -> frozenset[str]:
     return frozenset(cls.model_fields)
 
