@@ -1,0 +1,1240 @@
+"""The engine at scale: ingest, fold, checkpoints, sandboxed queries, rules and memory.
+
+For histories of 10k, 100k and 1M fact events (a seeded synthetic user, see ``History``) this
+measures, each size in its own subprocess:
+
+1. ingest rate of ``Workbench.ingest(file)`` in 10k-event batch files on a fresh DuckDB file,
+   against DuckDB's own bulk insert (``appender.append_rows`` in a transaction) of exactly the
+   rows the ingest wrote, batch by batch, interleaved with the ingest so both see the same load;
+   and ``INSERT INTO events SELECT * FROM read_json(...)`` of the same rows;
+2. full fold: opening a ``Workbench`` on that file;
+3. checkpoints: the first (full) ``checkpoint()``, then 100 new fact events, then the next
+   (incremental) one;
+4. sandboxed aggregate queries (``Workbench.eval``) over 100k Transaction records against the
+   same expressions run by plain ``eval``;
+5. rules after one new fact, for a high-volume type (Transaction) and a low-volume one
+   (Medication);
+6. peak memory (``ru_maxrss``) of the process after the fold.
+
+Run ``python bench/scale.py`` (see ``bench/README.md``); ``--sizes 2000`` is a quick smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import gc
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+from tqdm import tqdm
+
+from uac_kernel.query import namespace
+from uac_kernel.workbench import Workbench
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE / "results" / "scale.json"
+DEFAULT_WORKDIR = HERE / "out"
+BATCH = 10_000
+SEED = 20261129
+USER = "me"
+
+# Targets from the issue: ingest ≥ 0.5× DuckDB bulk, incremental checkpoint ≤ 1% of a full one
+# at 1M, sandboxed query ≤ 2× plain Python, 1M events fold in under 2 GB.
+TARGETS = {
+    "ingest_vs_bulk": 0.5,
+    "checkpoint_incremental_vs_full": 0.01,
+    "eval_sandbox_vs_plain": 2.0,
+    "fold_peak_mb": 2048,
+}
+
+# -- the synthetic user ------------------------------------------------------------------------
+
+START = datetime(2023, 1, 1)
+SPAN_SECONDS = 3 * 365 * 86_400
+TYPE_WEIGHTS = {
+    "Transaction": 60.0,
+    "Meal": 10.0,
+    "Workout": 8.0,
+    "SleepLog": 8.0,
+    "Meeting": 5.0,
+    "Purchase": 5.0,
+    "Trip": 3.5,
+    "Medication": 0.5,
+}
+TYPES = list(TYPE_WEIGHTS)
+P_ADD, P_UPDATE = 0.85, 0.12  # the rest (3%) retracts a live key
+
+CATEGORIES = (
+    "groceries",
+    "dining",
+    "transport",
+    "rent",
+    "utilities",
+    "entertainment",
+    "health",
+    "travel",
+    "shopping",
+    "subscriptions",
+    "education",
+    "gifts",
+)
+MERCHANTS = (
+    "Trader Joe's",
+    "Whole Foods",
+    "Uber",
+    "Lyft",
+    "Shell",
+    "Netflix",
+    "Spotify",
+    "Amazon",
+    "Target",
+    "Costco",
+    "CVS",
+    "Walgreens",
+    "Starbucks",
+    "Chipotle",
+    "IKEA",
+    "Apple",
+    "Delta",
+    "Airbnb",
+    "Comcast",
+    "PG&E",
+)
+ACCOUNTS = ("checking", "visa-4421", "amex-1007", "savings")
+FOODS = (
+    "oatmeal with berries",
+    "chicken salad",
+    "salmon and rice",
+    "pasta bolognese",
+    "veggie burrito",
+    "greek yogurt",
+    "ramen",
+    "grilled cheese",
+    "kale smoothie",
+    "orange",
+    "sushi",
+    "pad thai",
+    "lentil soup",
+    "steak and fries",
+    "avocado toast",
+    "pepperoni pizza",
+    "tofu stir fry",
+    "caesar salad",
+    "omelette",
+    "fruit bowl",
+)
+ACTIVITIES = ("run", "cycling", "swim", "yoga", "strength", "hike", "rowing", "climbing")
+MEETING_TITLES = (
+    "1:1 with manager",
+    "team standup",
+    "design review",
+    "dentist",
+    "lunch with Sam",
+    "sprint planning",
+    "customer call",
+    "book club",
+    "parent-teacher meeting",
+    "doctor's appointment",
+    "interview loop",
+    "all hands",
+)
+PLACES = ("office", "zoom", "cafe downtown", "clinic", "home", "conference room B")
+ITEMS = (
+    "headphones",
+    "running shoes",
+    "desk lamp",
+    "blender",
+    "winter jacket",
+    "backpack",
+    "coffee grinder",
+    "monitor",
+    "rain boots",
+    "board game",
+    "yoga mat",
+    "phone case",
+)
+DESTINATIONS = (
+    ("Tokyo", "Japan", True),
+    ("Lisbon", "Portugal", True),
+    ("Chicago", "USA", False),
+    ("Denver", "USA", False),
+    ("Mexico City", "Mexico", True),
+    ("Seattle", "USA", False),
+    ("Paris", "France", True),
+    ("Austin", "USA", False),
+)
+MEDICATIONS = (
+    ("metformin", 500.0),
+    ("lisinopril", 10.0),
+    ("atorvastatin", 20.0),
+    ("ibuprofen", 400.0),
+    ("vitamin d", 25.0),
+    ("sertraline", 50.0),
+    ("levothyroxine", 0.05),
+    ("omeprazole", 20.0),
+)
+
+
+def _iso(d: date | datetime) -> str:
+    return d.isoformat()
+
+
+def add_fields(rng: random.Random, t: str, ts: datetime, per_day: float = 1.0) -> dict[str, Any]:
+    """The fields of a new record of type ``t`` recorded at ``ts``.
+
+    ``per_day`` is how many records of this type the history adds per day. Things dated in the
+    future (planned meetings and trips, return windows) come at a fixed rate per day whatever
+    the history's density, so a denser history holds more records, not an impossible calendar.
+    """
+    day = ts.date()
+    if t == "Transaction":
+        return {
+            "amount": round(rng.lognormvariate(3.2, 1.0), 2),
+            "category": rng.choice(CATEGORIES),
+            "merchant": rng.choice(MERCHANTS),
+            "account": rng.choice(ACCOUNTS),
+            "date": _iso(day),
+        }
+    if t == "Meal":
+        return {"item": rng.choice(FOODS), "calories": rng.randint(150, 1200), "date": _iso(day)}
+    if t == "Workout":
+        return {
+            "activity": rng.choice(ACTIVITIES),
+            "minutes": rng.randint(15, 120),
+            "date": _iso(day),
+        }
+    if t == "SleepLog":
+        return {
+            "date": _iso(day),
+            "hours": round(rng.uniform(4.5, 9.5), 1),
+            "quality": rng.randint(1, 5),
+        }
+    if t == "Meeting":
+        minutes = rng.choice((30, 30, 45, 60, 90))
+        if rng.random() < min(0.5, 1.0 / per_day):  # about one meeting a day planned ahead
+            start = datetime.combine(day + timedelta(days=rng.randint(1, 3)), datetime.min.time())
+            start += timedelta(hours=rng.randint(8, 17), minutes=rng.choice((0, 30)))
+        else:  # logged after it happened
+            start = (ts - timedelta(minutes=minutes + rng.randint(10, 3 * 24 * 60))).replace(
+                second=0, microsecond=0
+            )
+        return {
+            "title": rng.choice(MEETING_TITLES),
+            "start": _iso(start),
+            "end": _iso(start + timedelta(minutes=minutes)),
+            "location": rng.choice(PLACES),
+        }
+    if t == "Purchase":
+        fields = {
+            "item": rng.choice(ITEMS),
+            "price": round(rng.uniform(8, 400), 2),
+            "date": _iso(day),
+        }
+        if rng.random() < min(1.0, 0.5 / per_day):  # about one return window every two days
+            fields["return_by"] = _iso(day + timedelta(days=30))
+        return fields
+    if t == "Trip":
+        city, country, intl = rng.choice(DESTINATIONS)
+        if rng.random() < min(0.5, (1 / 30) / per_day):  # about one trip a month planned ahead
+            start = day + timedelta(days=rng.randint(7, 60))
+        else:  # logged after coming back
+            start = day - timedelta(days=rng.randint(16, 60))
+        end = start + timedelta(days=rng.randint(2, 14))
+        return {
+            "destination": city,
+            "country": country,
+            "international": intl,
+            "start": _iso(start),
+            "end": _iso(end),
+        }
+    if t == "Medication":
+        name, dose = rng.choice(MEDICATIONS)
+        return {"name": name, "dose_mg": dose, "start": _iso(day), "active": True}
+    raise ValueError(t)
+
+
+def update_fields(rng: random.Random, t: str, ts: datetime) -> dict[str, Any]:
+    """A realistic correction of a record of type ``t`` at ``ts``: one or two fields."""
+    if t == "Transaction":
+        return rng.choice(
+            (
+                {"amount": round(rng.lognormvariate(3.2, 1.0), 2)},
+                {"category": rng.choice(CATEGORIES)},
+            )
+        )
+    if t == "Meal":
+        return {"calories": rng.randint(150, 1200)}
+    if t == "Workout":
+        return {"minutes": rng.randint(15, 120)}
+    if t == "SleepLog":
+        return {"hours": round(rng.uniform(4.5, 9.5), 1)}
+    if t == "Meeting":
+        return rng.choice(({"location": rng.choice(PLACES)}, {"cancelled": True}))
+    if t == "Purchase":
+        return rng.choice(({"returned": True}, {"price": round(rng.uniform(8, 400), 2)}))
+    if t == "Trip":
+        return {"rating": rng.randint(1, 5)}
+    if t == "Medication":
+        return {"dose_mg": rng.choice((5.0, 10.0, 20.0, 40.0))}
+    raise ValueError(t)
+
+
+class History:
+    """A seeded synthetic history of fact events: ~85% adds, ~12% updates, ~3% retracts of live
+    keys, types weighted by ``TYPE_WEIGHTS``, ``ts`` strictly increasing over three years.
+
+    Medication is the exception that keeps it small: one key per drug name (at most
+    ``len(MEDICATIONS)`` current), so most Medication events update a dose.
+    """
+
+    def __init__(self, size: int, seed: int = SEED):
+        self.rng = random.Random(seed)
+        self.size = size
+        self.step = SPAN_SECONDS / max(size, 1)
+        per_day = size / (SPAN_SECONDS / 86_400)
+        self.per_day = {
+            t: per_day * P_ADD * w / sum(TYPE_WEIGHTS.values()) for t, w in TYPE_WEIGHTS.items()
+        }
+        self.i = 0
+        self.made = dict.fromkeys(TYPES, 0)
+        # Live keys per type, as a list plus positions, so picking and removing are O(1).
+        self.live: dict[str, list[str]] = {t: [] for t in TYPES}
+        self.pos: dict[str, dict[str, int]] = {t: {} for t in TYPES}
+        self.ops = Counter[str]()
+
+    def _pick_type(self, live_only: bool) -> str | None:
+        choices = [t for t in TYPES if self.live[t]] if live_only else TYPES
+        if not choices:
+            return None
+        return self.rng.choices(choices, weights=[TYPE_WEIGHTS[t] for t in choices])[0]
+
+    def _forget(self, t: str, key: str) -> None:
+        keys, pos = self.live[t], self.pos[t]
+        i = pos.pop(key)
+        last = keys.pop()
+        if last != key:
+            keys[i] = last
+            pos[last] = i
+
+    def next(self) -> dict[str, Any]:
+        rng = self.rng
+        ts = START + timedelta(seconds=int(self.i * self.step) + 1)
+        self.i += 1
+        r = rng.random()
+        op = "add" if r < P_ADD else "update" if r < P_ADD + P_UPDATE else "retract"
+        t = self._pick_type(live_only=op != "add")
+        if t is None:
+            op, t = "add", self._pick_type(live_only=False)
+        assert t is not None
+        ev: dict[str, Any] = {"kind": "fact", "ts": _iso(ts), "op": op, "type": t}
+        if op == "add":
+            fields = add_fields(rng, t, ts, self.per_day[t])
+            if t == "Medication":
+                key = f"med-{fields['name'].replace(' ', '-')}"
+                if key in self.pos[t]:  # already taking it: a dose change instead
+                    op = ev["op"] = "update"
+                    ev["key"] = key
+                    ev["fields"] = update_fields(rng, t, ts)
+                    self.ops[op] += 1
+                    return ev
+            else:
+                self.made[t] += 1
+                key = f"{t.lower()}-{self.made[t]:07d}"
+            self.pos[t][key] = len(self.live[t])
+            self.live[t].append(key)
+            ev["key"] = key
+            ev["fields"] = fields
+        else:
+            key = rng.choice(self.live[t])
+            ev["key"] = key
+            if op == "update":
+                ev["fields"] = update_fields(rng, t, ts)
+            else:
+                self._forget(t, key)
+                ev["reason"] = rng.choice(("entered by mistake", "duplicate", "user asked"))
+        self.ops[op] += 1
+        return ev
+
+    def write_batches(self, directory: Path, progress: bool = True) -> list[Path]:
+        """Write the whole history as Event JSONL files of ``BATCH`` lines each."""
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = []
+        with tqdm(
+            total=self.size,
+            desc=f"generate {self.size:,}",
+            unit="ev",
+            file=sys.stderr,
+            disable=not progress,
+            leave=False,
+        ) as bar:
+            for b, lo in enumerate(range(0, self.size, BATCH)):
+                n = min(BATCH, self.size - lo)
+                path = directory / f"batch-{b:05d}.jsonl"
+                with path.open("wb") as f:
+                    f.write(b"".join(orjson.dumps(self.next()) + b"\n" for _ in range(n)))
+                paths.append(path)
+                bar.update(n)
+        return paths
+
+
+def transaction_batches(directory: Path, n: int) -> list[Path]:
+    """``n`` Transaction adds (the state the query benchmark runs over), in ``BATCH`` files."""
+    rng = random.Random(SEED + 1)
+    directory.mkdir(parents=True, exist_ok=True)
+    step = SPAN_SECONDS / max(n, 1)
+    paths = []
+    for b, lo in enumerate(range(0, n, BATCH)):
+        lines = []
+        for i in range(lo, min(n, lo + BATCH)):
+            ts = START + timedelta(seconds=int(i * step) + 1)
+            lines.append(
+                orjson.dumps(
+                    {
+                        "kind": "fact",
+                        "ts": _iso(ts),
+                        "op": "add",
+                        "type": "Transaction",
+                        "key": f"tx-{i:07d}",
+                        "fields": add_fields(rng, "Transaction", ts),
+                    }
+                )
+                + b"\n"
+            )
+        path = directory / f"tx-{b:05d}.jsonl"
+        path.write_bytes(b"".join(lines))
+        paths.append(path)
+    return paths
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def maxrss_mb() -> float:
+    """Peak resident set size of this process so far (Linux reports KB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb() -> float:
+    """Current resident set size of this process."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def timed_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall and CPU seconds (all threads of this process): CPU time shows what the work costs
+    when other jobs share the machine."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - w0, time.process_time() - c0, out
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+JSON_COLUMNS = (
+    "{seq: 'BIGINT', recorded_at: 'TIMESTAMP', ts: 'TIMESTAMP', kind: 'VARCHAR', "
+    "user_id: 'VARCHAR', source: 'VARCHAR', payload: 'VARCHAR', hash: 'VARCHAR'}"
+)
+
+
+def _fresh_events_table(path: Path, ddl: str) -> duckdb.DuckDBPyConnection:
+    path.unlink(missing_ok=True)
+    con = duckdb.connect(str(path))
+    con.execute(ddl)
+    return con
+
+
+# -- stage 1: ingest vs DuckDB bulk (its own process, so the fold's peak memory is its own) -----
+
+
+def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
+    history = History(size)
+    t_gen, files = timed(lambda: history.write_batches(workdir / "history", progress))
+    db = workdir / "ingest.duckdb"
+    db.unlink(missing_ok=True)
+    wb = Workbench(db, user=USER)
+    ddl = wb.store.con.execute(
+        "SELECT sql FROM duckdb_tables() WHERE table_name = 'events'"
+    ).fetchone()[0]
+    bulk = _fresh_events_table(workdir / "bulk.duckdb", ddl)
+    viajson = _fresh_events_table(workdir / "json.duckdb", ddl)
+    rows_file = workdir / "rows.jsonl"
+
+    t_ingest = t_bulk = t_json = cpu_ingest = cpu_bulk = 0.0
+    per_batch: list[dict[str, float]] = []
+    last_seq = wb.store.last_seq
+    facts = rows_written = 0
+    for path in tqdm(
+        files,
+        desc=f"ingest {size:,}",
+        unit="batch",
+        file=sys.stderr,
+        disable=not progress,
+        leave=False,
+    ):
+        dt_i, cpu_i, report = timed_cpu(lambda path=path: wb.ingest(path))
+        facts += report.appended
+        # The rows this ingest wrote (facts, schema changes, alerts), as DuckDB returns them.
+        rows = wb.store.con.execute(
+            "SELECT * FROM events WHERE seq > ? ORDER BY seq", [last_seq]
+        ).fetchall()
+        lo, hi = rows[0][0], rows[-1][0]
+        last_seq = hi
+        rows_written += len(rows)
+
+        def append_bulk(rows: list[tuple[Any, ...]] = rows) -> None:
+            bulk.execute("BEGIN TRANSACTION")
+            appender = bulk.appender("events")
+            appender.append_rows(rows)
+            appender.flush()
+            bulk.execute("COMMIT")
+
+        dt_b, cpu_b, _ = timed_cpu(append_bulk)
+        bulk.execute(
+            f"COPY (SELECT * FROM events WHERE seq BETWEEN {lo} AND {hi} ORDER BY seq) "
+            f"TO '{rows_file}' (FORMAT json)"
+        )
+        dt_j, _ = timed(
+            lambda: viajson.execute(
+                f"INSERT INTO events SELECT * FROM read_json('{rows_file}', "
+                f"format = 'newline_delimited', columns = {JSON_COLUMNS})"
+            )
+        )
+        t_ingest, t_bulk, t_json = t_ingest + dt_i, t_bulk + dt_b, t_json + dt_j
+        cpu_ingest, cpu_bulk = cpu_ingest + cpu_i, cpu_bulk + cpu_b
+        per_batch.append(
+            {
+                "events": report.appended,
+                "rows": len(rows),
+                "ingest_s": dt_i,
+                "bulk_s": dt_b,
+                "read_json_s": dt_j,
+            }
+        )
+    kinds = dict(wb.store.con.execute("SELECT kind, count(*) FROM events GROUP BY kind").fetchall())
+    wb.close()
+    n_bulk = bulk.execute("SELECT count(*) FROM events").fetchone()[0]
+    n_json = viajson.execute("SELECT count(*) FROM events").fetchone()[0]
+    bulk.close()
+    viajson.close()
+    if not n_bulk == n_json == rows_written:
+        raise RuntimeError(
+            f"row counts differ: ingest {rows_written}, bulk {n_bulk}, json {n_json}"
+        )
+    for p in ("bulk.duckdb", "json.duckdb", "rows.jsonl"):
+        (workdir / p).unlink(missing_ok=True)
+    return {
+        "generate_s": t_gen,
+        "history_ops": dict(history.ops),
+        "batches": len(files),
+        "fact_events": facts,
+        "rows_written": rows_written,
+        "rows_by_kind": kinds,
+        "ingest_s": t_ingest,
+        "ingest_events_per_s": facts / t_ingest,
+        "ingest_rows_per_s": rows_written / t_ingest,
+        "bulk_appender_s": t_bulk,
+        "bulk_appender_rows_per_s": rows_written / t_bulk,
+        "bulk_read_json_s": t_json,
+        "bulk_read_json_rows_per_s": rows_written / t_json,
+        # Same rows written both ways: the time ratio is the throughput ratio.
+        "ingest_vs_bulk_appender": t_bulk / t_ingest,
+        "ingest_vs_bulk_read_json": t_json / t_ingest,
+        # CPU seconds of this process (DuckDB's threads included) for the same two jobs, and
+        # the median batch rate of the appender (robust to a stall of the shared machine).
+        "ingest_cpu_s": cpu_ingest,
+        "bulk_appender_cpu_s": cpu_bulk,
+        "ingest_vs_bulk_appender_cpu": cpu_bulk / cpu_ingest,
+        "bulk_appender_median_batch_rows_per_s": median(
+            [b["rows"] / b["bulk_s"] for b in per_batch]
+        ),
+        "ingest_last_batch_events_per_s": per_batch[-1]["events"] / per_batch[-1]["ingest_s"],
+        "ingest_first_batch_events_per_s": per_batch[0]["events"] / per_batch[0]["ingest_s"],
+        "ingest_stage_maxrss_mb": maxrss_mb(),
+        "per_batch": per_batch,
+        "db_size_mb": db.stat().st_size / 2**20,
+    }
+
+
+# -- stage 2: fold, checkpoints, rules, queries ----------------------------------------------
+
+
+def per_day(size: int, t: str) -> float:
+    """How many records of type ``t`` a history of ``size`` events adds per day."""
+    return History(size).per_day[t]
+
+
+def _sample_current(wb: Workbench, rng: random.Random, t: str, k: int) -> list[str]:
+    keys = sorted(wb.state.types[t].current) if t in wb.state.types else []
+    return rng.sample(keys, min(k, len(keys)))
+
+
+def _ts_after(wb: Workbench, seconds: int) -> datetime:
+    assert wb.state.now is not None
+    return wb.state.now + timedelta(seconds=seconds)
+
+
+def new_fact_mix(
+    wb: Workbench, rng: random.Random, size: int, n: int = 100
+) -> list[dict[str, Any]]:
+    """``n`` new fact events: mostly updates of random existing keys, some adds, two retracts."""
+    n_retract, n_add = 2, max(1, n * 13 // 100)
+    n_update = n - n_add - n_retract
+    present = [t for t in TYPES if wb.state.types.get(t) and wb.state.types[t].current]
+    weights = [TYPE_WEIGHTS[t] for t in present]
+    picks = Counter(rng.choices(present, weights=weights, k=n_update + n_retract))
+    chosen: list[tuple[str, str]] = []
+    for t, k in sorted(picks.items()):
+        chosen += [(t, key) for key in _sample_current(wb, rng, t, k)]
+    rng.shuffle(chosen)
+    ops = ["retract"] * n_retract + ["update"] * (len(chosen) - n_retract)
+    events: list[dict[str, Any]] = []
+    for i, ((t, key), op) in enumerate(zip(chosen, ops, strict=True)):
+        ts = _ts_after(wb, 60 * (i + 1))
+        ev: dict[str, Any] = {"kind": "fact", "ts": _iso(ts), "op": op, "type": t, "key": key}
+        if op == "update":
+            ev["fields"] = update_fields(rng, t, ts)
+        else:
+            ev["reason"] = "entered by mistake"
+        events.append(ev)
+    for j, t in enumerate(rng.choices(TYPES, weights=list(TYPE_WEIGHTS.values()), k=n_add)):
+        ts = _ts_after(wb, 60 * (len(events) + 1))
+        events.append(
+            {
+                "kind": "fact",
+                "ts": _iso(ts),
+                "op": "add",
+                "type": t,
+                "key": f"{t.lower()}-new-{j}",
+                "fields": add_fields(rng, t, ts, per_day(size, t)),
+            }
+        )
+    return events
+
+
+def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    return path
+
+
+def bench_checkpoints(wb: Workbench, workdir: Path, size: int) -> dict[str, Any]:
+    rng = random.Random(SEED + 2)
+    t_full, cpu_full, full = timed_cpu(wb.checkpoint)
+    mix = new_fact_mix(wb, rng, size)
+    path = write_jsonl(workdir / "mix.jsonl", mix)
+    # The first ingest after opening a store also loads every logged source (the dedup set),
+    # and the rules of every type it touches run over the whole state.
+    t_ing, report = timed(lambda: wb.ingest(path))
+    t_incr, cpu_incr, incr = timed_cpu(wb.checkpoint)
+    ops = Counter(e["op"] for e in mix)
+    return {
+        "full_s": t_full,
+        "full_cpu_s": cpu_full,
+        "full_segments": full.segments,
+        "records": full.records,
+        "new_events": report.appended,
+        "new_events_ops": dict(ops),
+        "first_ingest_after_open_s": t_ing,
+        "incremental_s": t_incr,
+        "incremental_cpu_s": cpu_incr,
+        "incremental_segments": incr.segments,
+        "incremental_vs_full": t_incr / t_full,
+        "incremental_vs_full_cpu": cpu_incr / cpu_full,
+    }
+
+
+def bench_rules(wb: Workbench, size: int, reps: int) -> dict[str, Any]:
+    """One new fact of a high-volume type and of a low-volume type: ingest total and rules."""
+    rng = random.Random(SEED + 3)
+    out: dict[str, Any] = {}
+    for t in ("Transaction", "Medication"):
+        totals, rules_only = [], []
+        for i in range(reps):
+            ts = _ts_after(wb, 60)
+            ev = {
+                "kind": "fact",
+                "ts": _iso(ts),
+                "op": "add",
+                "type": t,
+                "key": f"{t.lower()}-one-{i}",
+                "fields": add_fields(rng, t, ts, per_day(size, t)),
+            }
+            dt, _ = timed(lambda ev=ev: wb.ingest([ev]))
+            totals.append(dt)
+            dt, _ = timed(lambda t=t: wb.runner.run(wb.view, {t}, False))
+            rules_only.append(dt)
+        # Which rules that change runs, and what each costs (one run each).
+        view = wb.view
+        per_rule = {
+            r.name: timed(lambda r=r, view=view: r.alerts(view))[0]
+            for r in wb.runner.rules.values()
+            if r.watch is None or t in r.watch
+        }
+        out[t] = {
+            "current_records": len(wb.state.types[t].current),
+            "ingest_one_median_s": median(totals),
+            "rules_median_s": median(rules_only),
+            "rules_run": sorted(per_rule),
+            "per_rule_s": dict(sorted(per_rule.items(), key=lambda kv: -kv[1])),
+        }
+    return out
+
+
+EXPRESSIONS = {
+    "count_if": "sum(1 for t in user.all(Transaction) if t.amount > 100 and t.category != 'rent')",
+    "sum_by_category": (
+        "{c: round(sum(t.amount for t in txs if t.category == c), 2) "
+        "for txs in [user.all(Transaction)] for c in sorted({t.category for t in txs})}"
+    ),
+    "top5_by_amount": (
+        "[(t.key, t.amount, t.merchant) "
+        "for t in sorted(user.all(Transaction), key=lambda t: t.amount, reverse=True)[:5]]"
+    ),
+    "sum_since_date": "round(sum(t.amount for t in user.all(Transaction) if t.date >= date(2025, 1, 1)), 2)",
+    # Nearly no work: what the sandbox itself costs (check, fork, pickle) at this process size.
+    "constant": "1",
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    norm = lambda v: json.loads(json.dumps(v, default=str))  # noqa: E731 - tuples vs lists
+    return norm(a) == norm(b)
+
+
+def bench_eval(workdir: Path, n_records: int, reps: int, progress: bool) -> dict[str, Any]:
+    files = transaction_batches(workdir / "transactions", n_records)
+    wb = Workbench(":memory:", user=USER, rules=())
+    for path in tqdm(
+        files,
+        desc=f"eval state {n_records:,}",
+        unit="batch",
+        file=sys.stderr,
+        disable=not progress,
+        leave=False,
+    ):
+        wb.ingest(path)
+    assert len(wb.state.types["Transaction"].current) == n_records
+    results: dict[str, Any] = {"records": n_records, "process_rss_mb": rss_mb(), "expressions": {}}
+    for name, expr in EXPRESSIONS.items():
+        sandboxed, plain = [], []
+        answer = wb.eval(expr)  # warm-up: first compile, first fork
+        for _ in range(reps):
+            # Side by side, so both see the same machine load. Plain: exactly what the sandbox
+            # sees (the query namespace), compiled and evaluated in this process.
+            dt, got = timed(lambda expr=expr: wb.eval(expr))
+            sandboxed.append(dt)
+            ns = {"__builtins__": builtins, **namespace(wb.state)}
+            dt, direct = timed(lambda expr=expr, ns=ns: eval(compile(expr, "<query>", "eval"), ns))
+            plain.append(dt)
+        if not (_same(got, direct) and _same(answer, direct)):
+            raise RuntimeError(f"{name}: sandbox answered {got!r}, plain eval {direct!r}")
+        s, p = median(sandboxed), median(plain)
+        results["expressions"][name] = {
+            "expr": expr,
+            "sandbox_median_s": s,
+            "plain_median_s": p,
+            "sandbox_vs_plain": s / p,
+        }
+    wb.close()
+    return results
+
+
+def run_one(
+    size: int, workdir: Path, eval_records: int, reps: int, rule_reps: int, progress: bool
+) -> dict[str, Any]:
+    t_start = time.perf_counter()
+    workdir.mkdir(parents=True, exist_ok=True)
+    stage_out = workdir / "ingest.json"
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--stage-ingest",
+        str(size),
+        "--workdir",
+        str(workdir),
+        "--out",
+        str(stage_out),
+    ]
+    if not progress:
+        cmd.append("--quiet")
+    subprocess.run(cmd, check=True)
+    ingest = json.loads(stage_out.read_text())
+
+    gc.collect()
+    rss_before = rss_mb()
+    t_fold, cpu_fold, wb = timed_cpu(lambda: Workbench(workdir / "ingest.duckdb", user=USER))
+    log_rows = wb.store.last_seq
+    memory = {
+        "maxrss_after_fold_mb": maxrss_mb(),
+        "rss_after_fold_mb": rss_mb(),
+        "rss_before_fold_mb": rss_before,
+    }
+    fold = {
+        "open_s": t_fold,
+        "open_cpu_s": cpu_fold,
+        "log_rows": log_rows,
+        "rows_per_s": log_rows / t_fold,
+        "fact_events_per_s": ingest["fact_events"] / t_fold,
+        "current_records": sum(wb.state.counts().values()),
+        "standing_alerts": len(wb.alerts()),
+    }
+
+    if progress:
+        print(f"[{size:,}] checkpoints", file=sys.stderr)
+    checkpoints = bench_checkpoints(wb, workdir, size)
+    if progress:
+        print(f"[{size:,}] rules after one fact", file=sys.stderr)
+    rules = bench_rules(wb, size, rule_reps)
+    queries = bench_eval(workdir, eval_records, reps, progress)
+    wb.close()
+    memory["maxrss_end_mb"] = maxrss_mb()
+    return {
+        "size": size,
+        "ingest": ingest,
+        "fold": fold,
+        "checkpoint": checkpoints,
+        "rules": rules,
+        "eval": queries,
+        "memory": memory,
+        "wall_s": time.perf_counter() - t_start,
+        "load_average_at_end": os.getloadavg(),
+        "engine_commit": _git("rev-parse", "--short", "HEAD"),
+    }
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def _rate(x: float) -> str:
+    return f"{x:,.0f}/s"
+
+
+def _secs(x: float) -> str:
+    if x < 1e-3:
+        return f"{x * 1e6:.0f} µs"
+    if x < 1:
+        return f"{x * 1e3:.1f} ms"
+    return f"{x:.2f} s"
+
+
+def table(results: dict[str, Any]) -> str:
+    runs = [results["sizes"][k] for k in sorted(results["sizes"], key=int)]
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(label: str, fn: Callable[[dict[str, Any]], str]) -> None:
+        rows.append((label, [fn(r) for r in runs]))
+
+    row("fact events", lambda r: f"{r['ingest']['fact_events']:,}")
+    row("log rows written (facts+schema+alerts)", lambda r: f"{r['ingest']['rows_written']:,}")
+    row(
+        "1  ingest (fact events/s, 10k batches)",
+        lambda r: _rate(r["ingest"]["ingest_events_per_s"]),
+    )
+    row("   ingest (rows/s)", lambda r: _rate(r["ingest"]["ingest_rows_per_s"]))
+    row(
+        "   DuckDB appender, same rows (rows/s)",
+        lambda r: _rate(r["ingest"]["bulk_appender_rows_per_s"]),
+    )
+    row(
+        "   ratio ingest / appender (≥ 0.5)",
+        lambda r: f"{r['ingest']['ingest_vs_bulk_appender']:.2f}×",
+    )
+    row(
+        "   DuckDB read_json, same rows (rows/s)",
+        lambda r: _rate(r["ingest"]["bulk_read_json_rows_per_s"]),
+    )
+    row("   ratio ingest / read_json", lambda r: f"{r['ingest']['ingest_vs_bulk_read_json']:.2f}×")
+    row(
+        "   ratio ingest / appender, CPU time",
+        lambda r: f"{r['ingest']['ingest_vs_bulk_appender_cpu']:.2f}×",
+    )
+    row(
+        "   appender, median batch (rows/s)",
+        lambda r: _rate(r["ingest"]["bulk_appender_median_batch_rows_per_s"]),
+    )
+    row(
+        "   ingest: first → last batch (events/s)",
+        lambda r: (
+            f"{r['ingest']['ingest_first_batch_events_per_s']:,.0f} → "
+            f"{r['ingest']['ingest_last_batch_events_per_s']:,.0f}"
+        ),
+    )
+    row(
+        "2  full fold: open Workbench (wall / CPU)",
+        lambda r: f"{_secs(r['fold']['open_s'])} / {_secs(r['fold']['open_cpu_s'])}",
+    )
+    row("   fold (log rows/s)", lambda r: _rate(r["fold"]["rows_per_s"]))
+    row("   current records", lambda r: f"{r['fold']['current_records']:,}")
+    row("3  checkpoint: full", lambda r: _secs(r["checkpoint"]["full_s"]))
+    row(
+        "   checkpoint: incremental after 100 events",
+        lambda r: _secs(r["checkpoint"]["incremental_s"]),
+    )
+    row(
+        "   ratio incremental / full (≤ 1% at 1M)",
+        lambda r: f"{100 * r['checkpoint']['incremental_vs_full']:.2f}%",
+    )
+    row(
+        "   segments full → incremental",
+        lambda r: (
+            f"{r['checkpoint']['full_segments']:,} → {r['checkpoint']['incremental_segments']:,}"
+        ),
+    )
+    row(
+        "   ratio by CPU time",
+        lambda r: f"{100 * r['checkpoint']['incremental_vs_full_cpu']:.2f}%",
+    )
+    row(
+        "   ingest of those 100 events (first after open)",
+        lambda r: _secs(r["checkpoint"]["first_ingest_after_open_s"]),
+    )
+    for name in EXPRESSIONS:
+        row(
+            f"4  eval {name}: sandbox / plain",
+            lambda r, n=name: (
+                f"{_secs(r['eval']['expressions'][n]['sandbox_median_s'])} / "
+                f"{_secs(r['eval']['expressions'][n]['plain_median_s'])}"
+            ),
+        )
+        row(
+            "   ratio (≤ 2×)",
+            lambda r, n=name: f"{r['eval']['expressions'][n]['sandbox_vs_plain']:.2f}×",
+        )
+    row("   process RSS when forking", lambda r: f"{r['eval']['process_rss_mb']:,.0f} MB")
+    for t in ("Transaction", "Medication"):
+        row(
+            f"5  one new {t}: ingest total",
+            lambda r, t=t: _secs(r["rules"][t]["ingest_one_median_s"]),
+        )
+        row("   of which rules (runner.run)", lambda r, t=t: _secs(r["rules"][t]["rules_median_s"]))
+        row(
+            "   slowest rule",
+            lambda r, t=t: "{} {}".format(
+                *next((k, _secs(v)) for k, v in r["rules"][t]["per_rule_s"].items())
+            ),
+        )
+    row(
+        "6  peak RSS after fold (< 2 GB at 1M)",
+        lambda r: f"{r['memory']['maxrss_after_fold_mb']:,.0f} MB",
+    )
+    row(
+        "   RSS: before → after fold",
+        lambda r: (
+            f"{r['memory']['rss_before_fold_mb']:,.0f} → {r['memory']['rss_after_fold_mb']:,.0f} MB"
+        ),
+    )
+    row(
+        "   peak RSS of the ingest process",
+        lambda r: f"{r['ingest']['ingest_stage_maxrss_mb']:,.0f} MB",
+    )
+    row("   store file size", lambda r: f"{r['ingest']['db_size_mb']:,.0f} MB")
+    row("wall time of this size", lambda r: f"{r['wall_s']:.0f} s")
+    row(
+        "load average (1 min) at end",
+        lambda r: f"{r['load_average_at_end'][0]:.1f} on {results['machine']['cpu_count']} CPUs",
+    )
+
+    header = ["", *(f"{r['size']:,}" for r in runs)]
+    widths = [max(len(header[0]), *(len(label) for label, _ in rows))]
+    widths += [max(len(header[i + 1]), *(len(v[i]) for _, v in rows)) for i in range(len(runs))]
+    lines = [
+        "  ".join(
+            h.ljust(w) if i == 0 else h.rjust(w)
+            for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    ]
+    lines.append("  ".join("-" * w for w in widths))
+    for label, values in rows:
+        cells = [
+            label.ljust(widths[0]),
+            *(v.rjust(w) for v, w in zip(values, widths[1:], strict=True)),
+        ]
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Rates, checkpoint and rule times by size; ratios against their targets; per-batch ingest."""
+    import altair as alt
+
+    runs = [results["sizes"][k] for k in sorted(results["sizes"], key=int)]
+    sizes = [r["size"] for r in runs]
+    x = alt.X(
+        "size:Q",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(values=sizes, format="~s"),
+        title="fact events in the history",
+    )
+
+    def lines(values: list[dict[str, Any]], title: str, y_title: str, log: bool = True) -> Any:
+        y = alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log") if log else alt.Undefined)
+        return (
+            alt.Chart(alt.Data(values=values))
+            .mark_line(point=True)
+            .encode(x, y, alt.Color("series:N", title=None), tooltip=["series:N", "value:Q"])
+            .properties(title=title, width=260, height=200)
+        )
+
+    def ratio(values: list[dict[str, Any]], title: str, target: float, log: bool = False) -> Any:
+        top = max([target, *(v["value"] for v in values)])
+        low = min([target, *(v["value"] for v in values)])
+        y = alt.Y(
+            "value:Q",
+            title=None,
+            scale=alt.Scale(type="log", domain=[low / 1.5, top * 1.5])
+            if log
+            else alt.Scale(domain=[0, top * 1.15]),
+        )
+        data = lines(values, title, "").encode(y).properties(width=200, height=160)
+        goal = (
+            alt.Chart(alt.Data(values=[{"target": target}]))
+            .mark_rule(color="red", strokeDash=[5, 3])
+            .encode(y=alt.Y("target:Q"))
+        )
+        return alt.layer(data, goal).resolve_scale(color="independent")
+
+    rates, checkpoints, rules, batches = [], [], [], []
+    ingest_ratio, cp_ratio, eval_ratio, memory = [], [], [], []
+    for r in runs:
+        n, ing = r["size"], r["ingest"]
+        rates += [
+            {"size": n, "series": "ingest", "value": ing["ingest_rows_per_s"]},
+            {"size": n, "series": "DuckDB appender", "value": ing["bulk_appender_rows_per_s"]},
+            {"size": n, "series": "DuckDB read_json", "value": ing["bulk_read_json_rows_per_s"]},
+            {"size": n, "series": "full fold (open)", "value": r["fold"]["rows_per_s"]},
+        ]
+        checkpoints += [
+            {"size": n, "series": "full", "value": r["checkpoint"]["full_s"]},
+            {"size": n, "series": "after 100 events", "value": r["checkpoint"]["incremental_s"]},
+        ]
+        for t, v in r["rules"].items():
+            rules.append({"size": n, "series": f"{t}: ingest", "value": v["ingest_one_median_s"]})
+            rules.append({"size": n, "series": f"{t}: rules", "value": v["rules_median_s"]})
+        done = 0
+        for b in ing["per_batch"]:
+            done += b["events"]
+            batches.append(
+                {"events": done, "series": f"{n:,}", "value": b["events"] / b["ingest_s"]}
+            )
+        ingest_ratio.append(
+            {"size": n, "series": "ingest / appender", "value": ing["ingest_vs_bulk_appender"]}
+        )
+        cp_ratio.append(
+            {
+                "size": n,
+                "series": "incremental / full",
+                "value": r["checkpoint"]["incremental_vs_full"],
+            }
+        )
+        eval_ratio += [
+            {"size": n, "series": name, "value": e["sandbox_vs_plain"]}
+            for name, e in r["eval"]["expressions"].items()
+            if name != "constant"
+        ]
+        memory.append(
+            {
+                "size": n,
+                "series": "peak RSS after fold",
+                "value": r["memory"]["maxrss_after_fold_mb"],
+            }
+        )
+    per_batch = (
+        alt.Chart(alt.Data(values=batches))
+        .mark_line(point=alt.OverlayMarkDef(size=12))
+        .encode(
+            alt.X(
+                "events:Q",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~s"),
+                title="fact events in the log after the batch",
+            ),
+            alt.Y("value:Q", scale=alt.Scale(type="log"), title="events/s"),
+            alt.Color("series:N", title="history"),
+        )
+        .properties(title="Ingest rate of each 10k batch as the log grows", width=560, height=180)
+    )
+    top = alt.hconcat(
+        lines(rates, "Write and fold rates", "rows per second"),
+        lines(checkpoints, "Checkpoint time", "seconds"),
+        lines(rules, "One new fact: ingest and rules", "seconds"),
+    ).resolve_scale(color="independent")
+    bottom = alt.hconcat(
+        ratio(ingest_ratio, "ingest / DuckDB appender (≥ 0.5)", TARGETS["ingest_vs_bulk"]),
+        ratio(
+            cp_ratio,
+            "incremental / full checkpoint (≤ 1%)",
+            TARGETS["checkpoint_incremental_vs_full"],
+            log=True,
+        ),
+        ratio(eval_ratio, "sandbox / plain eval (≤ 2×)", TARGETS["eval_sandbox_vs_plain"]),
+        ratio(memory, "peak RSS after fold, MB (< 2 GB)", TARGETS["fold_peak_mb"]),
+    ).resolve_scale(color="independent")
+    title = f"uac engine at scale — {results['date']}, {results['machine']['platform']}"
+    alt.vconcat(top, bottom, per_batch, title=title).resolve_scale(color="independent").save(
+        str(path)
+    )
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(HERE.parent), *args], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def machine() -> dict[str, Any]:
+    import pydantic
+
+    status = _git("status", "--porcelain", "--", "uac_kernel")
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "pydantic": pydantic.VERSION,
+        "orjson": orjson.__version__,
+        "engine_commit": _git("rev-parse", "--short", "HEAD"),
+        "engine_modified_files": status.splitlines() if status else [],
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="JSON results (chart: .svg beside it)"
+    )
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where histories and stores go (default: a temp dir under bench/out/)",
+    )
+    ap.add_argument("--eval-records", type=int, default=100_000)
+    ap.add_argument("--reps", type=int, default=7, help="repetitions of each query (medians)")
+    ap.add_argument(
+        "--rule-reps",
+        type=int,
+        default=3,
+        help="new facts per type in the rules measurement (medians)",
+    )
+    ap.add_argument("--no-chart", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the generated files and stores")
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--stage-ingest", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    progress = not args.quiet
+
+    if args.stage_ingest is not None:
+        out = stage_ingest(args.stage_ingest, args.workdir, progress)
+        args.out.write_text(json.dumps(out, indent=2))
+        return 0
+    if args.one is not None:
+        out = run_one(
+            args.one, args.workdir, args.eval_records, args.reps, args.rule_reps, progress
+        )
+        args.out.write_text(json.dumps(out, indent=2))
+        return 0
+
+    t0 = time.perf_counter()
+    started = datetime.now().isoformat(timespec="seconds")
+    DEFAULT_WORKDIR.mkdir(parents=True, exist_ok=True)
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="scale-", dir=DEFAULT_WORKDIR))
+    results: dict[str, Any] = {
+        "date": started,
+        "machine": machine(),
+        "targets": TARGETS,
+        "batch": BATCH,
+        "seed": SEED,
+        "sizes": {},
+    }
+    try:
+        for size in args.sizes:
+            workdir = root / f"size-{size}"
+            out = workdir / "result.json"
+            workdir.mkdir(parents=True, exist_ok=True)
+            print(f"== {size:,} fact events", file=sys.stderr)
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--one",
+                str(size),
+                "--workdir",
+                str(workdir),
+                "--out",
+                str(out),
+                "--eval-records",
+                str(args.eval_records),
+                "--reps",
+                str(args.reps),
+                "--rule-reps",
+                str(args.rule_reps),
+            ]
+            if not progress:
+                cmd.append("--quiet")
+            subprocess.run(cmd, check=True)
+            results["sizes"][str(size)] = json.loads(out.read_text())
+            if not args.keep:
+                shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    results["total_wall_s"] = time.perf_counter() - t0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print(table(results))
+    print(f"\ntotal wall time {results['total_wall_s']:.0f} s; results in {args.out}")
+    if not args.no_chart:
+        svg = args.out.with_suffix(".svg")
+        try:
+            chart(results, svg)
+            print(f"chart in {svg}")
+        except ImportError as exc:
+            print(
+                f"no chart ({exc}); install the dev extras: pip install -e '.[dev]'",
+                file=sys.stderr,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
