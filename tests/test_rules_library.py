@@ -1263,3 +1263,480 @@ def test_transaction_over_limit(tmp_path: Path) -> None:
     alert = one(lib.transaction_over_limit, view)
     assert alert.severity == "warning" and keys(alert) == {"Limit/corp", "Transaction/venue"}
     assert "4,200.00" in alert.message and "1,200.00 over" in alert.message
+
+
+# -- behaviour added for the alert bench (uac bench alerts) ------------------------------------
+
+
+def test_meal_bookings_without_an_end_hold_the_table(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-10-28",
+                "Reservation",
+                "chez",
+                name="Chez Laurent",
+                start="2024-11-15T19:00:00",
+            ),
+            add(
+                "2024-11-10",
+                "Reservation",
+                "steak",
+                name="Steakhouse 55",
+                start="2024-11-15T19:30:00",
+            ),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert keys(alert) == {"Reservation/chez", "Reservation/steak"}
+    assert (
+        "19:00 (about 90 min)" in alert.message
+        and "overlap: from 2024-11-15 19:30" in alert.message
+    )
+
+
+def test_meal_and_instant_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            # two hours apart: the first dinner is over
+            add("2024-10-28", "Reservation", "early", name="bistro", start="2024-11-15T18:00:00"),
+            add("2024-10-28", "Reservation", "late", name="bar", start="2024-11-15T20:00:00"),
+            # instants of other types stay instants
+            add("2024-10-28", "Meeting", "a", title="call", start="2024-11-16T09:00:00"),
+            add("2024-10-28", "Meeting", "b", title="call", start="2024-11-16T09:30:00"),
+        ],
+    )
+    assert fire(lib.overlapping_commitments, view) == []
+
+
+def test_flight_before_hotel_checkout(tmp_path: Path) -> None:
+    events = [
+        add("2024-11-01", "Flight", "home", origin="Miami", start="2025-03-15T07:00:00"),
+        add(
+            "2024-12-15",
+            "Hotel",
+            "h",
+            name="Fontainebleau",
+            start="2025-03-12",
+            end="2025-03-15T12:00:00",
+        ),
+    ]
+    alert = one(lib.overlapping_commitments, build(tmp_path, events))
+    assert keys(alert) == {"Flight/home", "Hotel/h"} and alert.severity == "warning"
+    assert "2025-03-12 – 2025-03-15 12:00" in alert.message
+
+
+def test_hotel_checkout_near_misses_and_a_double_stay(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-12-15",
+                "Hotel",
+                "h",
+                name="Fontainebleau",
+                start="2025-03-12",
+                end="2025-03-15T12:00:00",
+            ),
+            # arriving on the first day of the stay, leaving after the checkout
+            add("2024-12-15", "Flight", "in", destination="Miami", start="2025-03-12T10:00:00"),
+            add("2024-12-15", "Flight", "out", origin="Miami", start="2025-03-15T15:00:00"),
+            # a second stay from the same first day is a double booking, not an arrival
+            add(
+                "2024-12-15",
+                "Hotel",
+                "h3",
+                name="Motel",
+                start="2025-03-12",
+                end="2025-03-13T10:00:00",
+            ),
+            # hotel nights as dates (no checkout time) are not compared with flight times
+            add("2024-12-15", "Hotel", "h2", name="Inn", start="2025-04-01", end="2025-04-03"),
+            add("2024-12-15", "Flight", "mid", start="2025-04-02T08:00:00"),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert keys(alert) == {"Hotel/h", "Hotel/h3"}
+
+
+def test_flight_during_a_weekly_meeting(tmp_path: Path) -> None:
+    board = add(
+        "2024-09-10",
+        "Meeting",
+        "board",
+        title="board meeting",
+        weekday="Tuesday",
+        start_time="2 PM",
+        end_time="16:00",
+        mandatory=True,
+    )
+    flight = add("2025-01-14", "Flight", "chi", destination="Chicago", start="2025-01-21T14:30:00")
+    alert = one(lib.overlapping_commitments, build(tmp_path, [board, flight]))
+    assert alert.severity == "critical" and keys(alert) == {"Meeting/board", "Flight/chi"}
+    assert "every Tuesday 14:00–16:00" in alert.message and "2025-01-21" in alert.message
+
+
+def test_weekly_from_a_dated_first_occurrence(tmp_path: Path) -> None:
+    yoga = add(
+        "2025-01-01",
+        "Class",
+        "yoga",
+        title="yoga",
+        start="2025-01-06T18:00:00",
+        end="2025-01-06T19:00:00",
+        recurrence="weekly",
+    )
+    dentist = add("2025-01-01", "Appointment", "d", title="dentist", start="2025-02-03T18:30:00")
+    alert = one(lib.overlapping_commitments, build(tmp_path, [yoga, dentist]))
+    assert alert.severity == "warning" and "(the one on 2025-02-03)" in alert.message
+
+
+def test_weekly_near_misses(tmp_path: Path) -> None:
+    def meeting(key: str, **fields: Any) -> dict[str, Any]:
+        base = {"title": key, "weekday": "Tuesday", "start_time": "14:00", "end_time": "16:00"}
+        return add("2024-09-10", "Meeting", key, **{**base, **fields})
+
+    view = build(
+        tmp_path,
+        [
+            meeting("board", skip_dates=["2025-01-21"]),
+            meeting("later", since="2025-02-01"),
+            meeting("monthly", recurrence="monthly"),
+            meeting("fortnightly", recurrence="every other week"),
+            add("2025-01-14", "Flight", "chi", start="2025-01-21T14:30:00"),  # skipped that day
+            add("2025-01-14", "Flight", "wed", start="2025-01-22T14:30:00"),  # a Wednesday
+            add("2025-01-14", "Flight", "eve", start="2025-01-28T16:00:00"),  # as it ends
+            # a trip over a Tuesday is not set against a weekly meeting that is not important
+            add(
+                "2025-01-14",
+                "Trip",
+                "t",
+                destination="Lisbon",
+                start="2025-02-10",
+                end="2025-02-14",
+            ),
+        ],
+    )
+    assert fire(lib.overlapping_commitments, view) == []
+    (tmp_path / "important").mkdir()
+    view = build(
+        tmp_path / "important",
+        [
+            meeting("board", important=True),
+            add("2025-01-14", "Trip", "t", start="2025-02-10", end="2025-02-14"),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert alert.severity == "critical" and "(the one on 2025-02-11)" in alert.message
+
+
+def test_clock_times() -> None:
+    t = lib.time
+    for text, want in [("14:00", t(14)), ("2 PM", t(14)), ("2:30pm", t(14, 30)), ("12 a.m.", t(0))]:
+        assert lib._clock_time(text) == want
+    assert lib._clock_time("noon") == t(12) and lib._clock_time("9:05:00") == t(9, 5)
+    for bad in ("25:00", "13 PM", "soon", "", 14):
+        assert lib._clock_time(bad) is None
+
+
+def test_warranty_end_is_flagged_a_month_ahead(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-06-15",
+                "Purchase",
+                "fridge",
+                item="LG refrigerator",
+                warranty_until="2025-01-10",
+            ),
+            add("2024-06-15", "Purchase", "tv", item="TV", warranty_until="2025-01-20"),  # 31 days
+            add("2024-06-15", "Purchase", "lamp", item="lamp", return_by="2025-01-10"),  # 21 days
+            clock("2024-12-20"),
+        ],
+    )
+    alert = one(lib.deadline_approaching, view)
+    assert keys(alert) == {"Purchase/fridge"} and alert.severity == "info"
+    assert "in 21 days" in alert.message
+
+
+def test_us_tax_return_due_date() -> None:
+    assert lib._us_filing_due(2024, False) == lib.date(2025, 4, 15)
+    assert lib._us_filing_due(2022, False) == lib.date(
+        2023, 4, 18
+    )  # weekend, then Emancipation Day
+    assert lib._us_filing_due(2021, False) == lib.date(2022, 4, 18)  # Emancipation Day on Friday
+    assert lib._us_filing_due(2024, True) == lib.date(2025, 10, 15)
+    assert lib._us_filing_due(2025, True) == lib.date(2026, 10, 15)
+
+
+def test_unfiled_tax_return_before_the_deadline(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-11-05", "TaxReturn", "t2024", tax_year=2024, income=["W-2 job", "freelancing"]
+            ),
+            clock("2025-04-01"),
+        ],
+    )
+    alert = one(lib.tax_filing_deadline, view)
+    assert alert.severity == "info" and "due 2025-04-15, in 14 days" in alert.message
+    assert "Form 4868" in alert.message and alert.category == "warranty_deadline_expiration"
+
+
+def test_tax_return_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-11-05", "TaxReturn", "filed", tax_year=2024, filed=True),
+            add("2024-11-05", "TaxReturn", "ca", tax_year=2024, country="Canada"),
+            add("2024-11-05", "TaxReturn", "own", tax_year=2024, due="2025-04-30"),
+            add("2024-11-05", "TaxReturn", "ext", tax_year=2024, extension=True),
+            add("2024-11-05", "TaxReturn", "old", tax_year=2023),
+            add("2024-11-05", "TaxReturn", "odd", tax_year=10**9, year="2024"),
+            clock("2025-04-01"),
+        ],
+    )
+    assert fire(lib.tax_filing_deadline, view) == []
+    (tmp_path / "early").mkdir()
+    early = build(
+        tmp_path / "early",
+        [add("2024-11-05", "TaxReturn", "t", tax_year=2024), clock("2025-03-15")],
+    )
+    assert fire(lib.tax_filing_deadline, early) == []  # 31 days ahead
+
+
+def test_scuba_course_with_asthma(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-08-20", "Condition", "asthma", name="asthma", status="acting up"),
+            add(
+                "2025-01-05",
+                "Course",
+                "padi",
+                name="PADI scuba diving certification course",
+                location="Cozumel",
+            ),
+        ],
+    )
+    alert = one(lib.activity_medical_clearance, view)
+    assert alert.severity == "critical" and keys(alert) == {"Condition/asthma", "Course/padi"}
+    assert "physician's written approval" in alert.message
+
+
+def test_activity_clearance_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-08-20", "Condition", "asthma", name="asthma", resolved=True),
+            add("2024-08-20", "Condition", "knee", name="sore knee"),
+            add("2025-01-05", "Course", "padi", name="PADI open water diver course"),
+            add("2025-01-05", "Activity", "hike", name="hiking", start="2025-02-01"),
+        ],
+    )
+    assert fire(lib.activity_medical_clearance, view) == []
+    (tmp_path / "b").mkdir()
+    view = build(
+        tmp_path / "b",
+        [
+            add("2024-08-20", "Condition", "asthma", name="asthma"),
+            add("2025-01-05", "Course", "cleared", name="scuba course", cleared=True),
+            add(
+                "2025-01-05",
+                "Trip",
+                "past",
+                activity="scuba diving",
+                start="2024-12-01",
+                end="2024-12-05",
+            ),
+            add("2025-01-05", "Activity", "sky", name="skydiving"),
+        ],
+    )
+    assert fire(lib.activity_medical_clearance, view) == []
+
+
+def test_wash_sale_across_accounts(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2024-11-20",
+                "Trade",
+                "buy",
+                action="buy",
+                symbol="VTI",
+                shares=100,
+                account="Roth IRA",
+                date="2024-11-20",
+            ),
+            add(
+                "2024-12-10",
+                "Trade",
+                "sell",
+                action="sell",
+                symbol="VTI",
+                account="taxable",
+                purpose="tax-loss harvesting",
+                status="planned",
+            ),
+        ],
+    )
+    alert = one(lib.wash_sale, view)
+    assert keys(alert) == {"Trade/buy", "Trade/sell"} and alert.severity == "warning"
+    assert "20 days after" in alert.message and "for good" in alert.message
+    assert "sell on or after 2024-12-21" in alert.message
+
+
+def test_wash_sale_buy_after_the_sale(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-12-01", "Sale", "s", ticker="ABC", loss=1200.0, date="2024-12-01"),
+            add("2024-12-01", "Buy", "b", ticker="abc", date="2024-12-20"),
+        ],
+    )
+    alert = one(lib.wash_sale, view)
+    assert "19 days before" in alert.message and "buy no earlier than 2025-01-01" in alert.message
+    assert "for good" not in alert.message
+
+
+def test_wash_sale_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-01", "Trade", "old", action="buy", symbol="VTI", date="2024-10-01"),
+            add(
+                "2024-12-10",
+                "Trade",
+                "sell",
+                action="sell",
+                symbol="VTI",
+                loss=3000,
+                date="2024-12-10",
+            ),  # 70 days on
+            add("2024-12-01", "Trade", "b2", action="buy", symbol="VXUS", date="2024-12-01"),
+            add(
+                "2024-12-05",
+                "Trade",
+                "gain",
+                action="sell",
+                symbol="VXUS",
+                gain=500,
+                date="2024-12-05",
+            ),
+            add(
+                "2024-12-01",
+                "Trade",
+                "b3",
+                action="buy",
+                symbol="BND",
+                date="2024-12-01",
+                cancelled=True,
+            ),
+            add(
+                "2024-12-05",
+                "Trade",
+                "s3",
+                action="sell",
+                symbol="BND",
+                loss=100,
+                date="2024-12-05",
+            ),
+        ],
+    )
+    assert fire(lib.wash_sale, view) == []
+
+
+def test_speculative_buy_against_conservative_stance(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-08-10", "InvestmentPreference", "p", risk_tolerance="conservative"),
+            add(
+                "2024-11-05",
+                "Trade",
+                "biotech",
+                action="buy",
+                security="small-cap biotech",
+                amount=15000,
+                volatility="very high",
+            ),
+        ],
+    )
+    alert = one(lib.investment_against_risk_tolerance, view)
+    assert (
+        keys(alert) == {"InvestmentPreference/p", "Trade/biotech"} and alert.severity == "warning"
+    )
+    assert "15,000.00 is very high risk" in alert.message and "conservative" in alert.message
+
+
+def test_risk_tolerance_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-08-10", "InvestmentPreference", "p", risk_tolerance="conservative"),
+            add("2024-11-05", "Trade", "bond", action="buy", security="treasury fund", risk="low"),
+            add(
+                "2024-11-05",
+                "Trade",
+                "done",
+                action="buy",
+                security="crypto",
+                risk="high",
+                executed=True,
+            ),
+            add(
+                "2024-11-05",
+                "Trade",
+                "past",
+                action="buy",
+                security="options",
+                risk="high",
+                date="2024-10-01",
+            ),
+        ],
+    )
+    assert fire(lib.investment_against_risk_tolerance, view) == []
+    (tmp_path / "b").mkdir()
+    bold = build(
+        tmp_path / "b",
+        [
+            add("2024-08-10", "Profile", "p", risk_tolerance="aggressive"),
+            add("2024-11-05", "Trade", "x", action="buy", risk="high"),
+        ],
+    )
+    assert fire(lib.investment_against_risk_tolerance, bold) == []
+
+
+def test_new_rules_survive_odd_values(tmp_path: Path) -> None:
+    odd: dict[str, Any] = {
+        "weekday": "Tuesday",
+        "start_time": "25:99",
+        "end_time": "??",
+        "skip_dates": ["not a date"],
+        "recurrence": "weekly",
+        "tax_year": True,
+        "year": 10**12,
+        "symbol": "",
+        "action": "sell",
+        "loss": "??",
+        "risk_tolerance": "??",
+        "volatility": "??",
+        "name": "scuba",
+    }
+    types = ["Meeting", "TaxReturn", "Trade", "Course", "Profile", "Condition"]
+    view = build(
+        tmp_path, [clock("2025-01-01"), *(add("2025-01-01", t, "odd", **odd) for t in types)]
+    )
+    runner = RuleRunner(lib.LIBRARY)
+    runner.run(view, None)
+    assert not [a for a in runner.standing() if a.category == "rule_error"]
+
+
+def test_tax_year_written_as_text(tmp_path: Path) -> None:
+    view = build(tmp_path, [add("2024-11-05", "Taxes", "t", tax_year="2024"), clock("2025-04-13")])
+    assert one(lib.tax_filing_deadline, view).severity == "critical"  # in 2 days

@@ -206,6 +206,16 @@ def cmd_calls(args: argparse.Namespace) -> None:
             print(f"{purpose}\t{n}\t{failed}\t{tin}\t{tout}")
 
 
+def cmd_bench_alerts(args: argparse.Namespace) -> None:
+    from uac_kernel.bench import alerts
+
+    model = None
+    if args.model or args.base_url:
+        model = ModelSettings.resolve(model=args.model, base_url=args.base_url)
+    result = alerts.run(model=model, out_dir=Path(args.out) if args.out else None)
+    print(result.report())
+
+
 def cmd_bench_locomo(args: argparse.Namespace) -> None:
     from uac_kernel.bench import locomo
 
@@ -339,6 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=fn)
         return p
 
+    p = model_options(
+        add_bench(
+            "alerts", cmd_bench_alerts, "the 40 active-service scenarios: alerts raised in time?"
+        )
+    )
+    p.add_argument("--out", default=None, help="directory for the JSON and text results")
     p = model_options(
         add_bench(
             "locomo", cmd_bench_locomo, "LoCoMo through uac: extract, ask, score (needs a model)"

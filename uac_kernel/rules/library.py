@@ -27,6 +27,7 @@ from uac_kernel.rules.engine import Finding, Rule, Severity, rule
 
 __all__ = [
     "LIBRARY",
+    "activity_medical_clearance",
     "charge_after_cancellation",
     "conflicting_records",
     "deadline_approaching",
@@ -35,14 +36,17 @@ __all__ = [
     "drug_drug_interaction",
     "food_allergy_exposure",
     "food_drug_interaction",
+    "investment_against_risk_tolerance",
     "overlapping_commitments",
     "passport_validity",
     "payment_from_closed_account",
     "pregnancy_teratogenic_medication",
     "schengen_90_180",
+    "tax_filing_deadline",
     "transaction_over_limit",
     "transfer_during_freeze",
     "visa_validity",
+    "wash_sale",
 ]
 
 SCENARIOS = (
@@ -258,6 +262,9 @@ SETTLED = _split("done resolved cancelled returned filed completed paid renewed 
 DEADLINE_FIELDS = _split(
     "deadline due return_by warranty_until warranty_expires renews_on expires ends promo_ends"
 )
+# Days ahead a deadline is flagged: 14, or 30 for a warranty's end (a claim needs a diagnosis and a
+# repair visit, which take weeks to arrange: common sense).
+DEADLINE_LEAD_DAYS = {"warranty_until": 30, "warranty_expires": 30}
 NOTICE_FIELDS = ("renews_on", "expires", "ends")  # with ``notice_days``: act by date minus notice
 DEADLINE_EXCLUDED = {("Passport", "expires")}  # passport_validity covers passports
 DEADLINE_ACTIONS = {
@@ -597,6 +604,95 @@ def pregnancy_teratogenic_medication(user: UserView) -> Iterator[Finding]:
                 break
 
 
+# Activities that need a physician's clearance with some conditions: (activity terms, condition
+# terms, what can happen). Scuba: the WRSTC/UHMS "Diver Medical | Participant Questionnaire"
+# (2020), which dive schools use, requires a physician's written evaluation before diving for
+# asthma or wheezing, chronic lung disease, a past pneumothorax, seizures, heart disease and
+# diabetes, among others.
+ACTIVITY_CLEARANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
+    "scuba diving": (
+        _terms(
+            "scuba, padi, naui, open water diver, dive course, diving course, dive certification,",
+            "diving certification, freediving, free diving",
+        ),
+        _terms(
+            "asthma, wheezing, copd, emphysema, chronic lung disease, pneumothorax, collapsed lung,",
+            "epilepsy, seizure, heart disease, heart failure, arrhythmia, diabetes",
+        ),
+        "breathing compressed gas under changing pressure risks lung barotrauma, and losing "
+        "consciousness or breath underwater can be fatal",
+    ),
+}
+ACTIVITY_TYPES = _split(
+    "Activity Course Class Lesson Event Trip Vacation Booking Reservation Excursion Tour Hobby Plan"
+)
+ACTIVITY_TEXT = _split("name title activity activities description kind course purpose")
+
+
+def _current_conditions(user: UserView) -> list[tuple[Record, str]]:
+    """Current ``Condition`` records (not resolved/absent, ``active`` not false, ``end`` not
+    past) and their normalised names."""
+    today, out = user.today, []
+    for c in user.all("Condition"):
+        end = _day(_get(c, "end"))
+        if (
+            _flag(c, "resolved", "absent")
+            or _get(c, "active") is False
+            or (end is not None and today is not None and end < today)
+        ):
+            continue
+        if (name := _norm(_text(c, ("name", "condition", "diagnosis")))).strip():
+            out.append((c, name))
+    return out
+
+
+@rule(
+    watch=["Condition", *ACTIVITY_TYPES],
+    severity="critical",
+    category="drug_interactions_health_safety",
+    source="WRSTC/UHMS Diver Medical | Participant Questionnaire (2020): conditions that need a "
+    f"physician's written approval before diving; {SCENARIOS}: health_06",
+)
+def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
+    """Reads current ``Condition.name`` (skips ``resolved``/``absent`` true, ``active`` false or
+    ``end`` past) and the text (name, title, activity, activities, description, kind, course,
+    purpose) of current ``Activity``, ``Course``, ``Class``, ``Lesson``, ``Event``, ``Trip``,
+    ``Vacation``, ``Booking``, ``Reservation``, ``Excursion``, ``Tour``, ``Hobby`` and ``Plan``
+    records (skips ``cancelled`` true, ``cleared``/``medical_clearance`` true, and those whose
+    ``end``/``start``/``date`` is past).
+
+    Flags a planned activity of ``ACTIVITY_CLEARANCE`` (scuba diving) with a condition the diver
+    medical questionnaire lists (asthma, chronic lung disease, pneumothorax, seizures, heart
+    disease, diabetes): critical — no diving without a physician's written approval.
+    """
+    conditions = _current_conditions(user)
+    if not conditions:
+        return
+    today = user.today
+    for t in ACTIVITY_TYPES:
+        for rec in user.all(t):
+            if _flag(rec, "cancelled", "cleared", "medical_clearance"):
+                continue
+            when = _first_day(rec, ("end", "start", "date"))
+            if when is not None and today is not None and when < today:
+                continue
+            text = _norm(_text(rec, ACTIVITY_TEXT))
+            for activity, (terms, risky, why) in ACTIVITY_CLEARANCE.items():
+                if _first_term(text, terms) is None:
+                    continue
+                for cond, name in conditions:
+                    if (hit := _first_term(name, risky)) is not None:
+                        yield Finding(
+                            f"{_label(rec)} is {activity}, and {_label(cond)} records {hit}: "
+                            f"{why}. Dive schools require a physician's written approval for "
+                            f"{hit} (diver medical questionnaire): see a doctor, ideally one "
+                            "trained in dive medicine, before committing; do not dive without "
+                            "the clearance.",
+                            [cond, rec],
+                            about=activity,
+                        )
+
+
 # -- travel ----------------------------------------------------------------------------------
 def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date]]:
     """Current, not cancelled trips that have not ended: (trip, start, end or start)."""
@@ -927,12 +1023,21 @@ def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
 
 
 # -- scheduling ------------------------------------------------------------------------------
+# A meal booked for a time, with no end given, still holds the table for a while: restaurants
+# commonly seat a party for 90 minutes to two hours (common sense), so two dinner bookings half an
+# hour apart conflict although neither names an end. Other instants stay instants.
+MEAL_TYPES = frozenset(_split("Reservation Dinner Lunch Breakfast Brunch Meal"))
+MEAL_LENGTH = timedelta(minutes=90)
+
+
 @dataclass(frozen=True, slots=True)
 class _Span:
     start: datetime
     end: datetime
     all_day: bool
     rec: Record
+    assumed_end: bool = False  # a meal without an end: MEAL_LENGTH assumed
+    open_start: bool = False  # a date start (time unknown) with a timed end, e.g. a checkout
 
     @property
     def type(self) -> str:
@@ -943,9 +1048,13 @@ class _Span:
             last = (self.end - timedelta(days=1)).date()
             first = self.start.date()
             return str(first) if last == first else f"{first} – {last}"
+        if self.open_start:
+            return f"{self.start.date()} – {self.end.strftime('%Y-%m-%d %H:%M')}"
         s = self.start.strftime("%Y-%m-%d %H:%M")
         if self.end == self.start:
             return s
+        if self.assumed_end:
+            return f"{s} (about {int(MEAL_LENGTH.total_seconds() // 60)} min)"
         same = self.end.date() == self.start.date()
         return f"{s}–{self.end.strftime('%H:%M' if same else '%Y-%m-%d %H:%M')}"
 
@@ -960,15 +1069,23 @@ def _span(rec: Record) -> _Span | None:
             end = e
         elif isinstance(e, date):
             end = datetime.combine(e + timedelta(days=1), time())
+        elif type(rec).__name__ in MEAL_TYPES:
+            return _Span(s, s + MEAL_LENGTH, False, rec, assumed_end=True)
         else:
             end = s  # no end: an instant
         return _Span(s, end, False, rec) if end >= s else None
     if isinstance(s, date):
+        start = datetime.combine(s, time())
+        long_ok = type(rec).__name__ in TRIP_TYPES
+        # A first day and a known end time (a checkout at noon). An end at midnight is taken as
+        # a date: a date stored in a field that other records filled with date-times.
+        if isinstance(e, datetime) and e.time() != time():
+            if e <= start or (e - start > MAX_ALL_DAY_COMMITMENT and not long_ok):
+                return None
+            return _Span(start, e, False, rec, open_start=True)
         last = _day(e) or s
-        start, end = datetime.combine(s, time()), datetime.combine(last + timedelta(days=1), time())
-        if end <= start or (
-            end - start > MAX_ALL_DAY_COMMITMENT and type(rec).__name__ not in TRIP_TYPES
-        ):
+        end = datetime.combine(last + timedelta(days=1), time())
+        if end <= start or (end - start > MAX_ALL_DAY_COMMITMENT and not long_ok):
             return None
         return _Span(start, end, True, rec)
     return None
@@ -983,7 +1100,17 @@ def _part_of(a: _Span, b: _Span) -> bool:
     if a.type in TRIP_TYPES and b.type in TRIP_TYPES:
         return False
     if a.type in TRAVEL_PARTS and b.type in TRAVEL_PARTS:
-        return a.all_day or b.all_day  # hotel nights vs a flight time: not comparable
+        if a.all_day or b.all_day:
+            return True  # hotel nights vs a flight time: not comparable
+        # A stay whose check-in time is unknown starts at midnight: travel on its first day is
+        # the arrival, not a clash (travel after check-in and before checkout is one).
+        return any(
+            x.type in STAYS
+            and y.type not in STAYS
+            and x.open_start
+            and y.start.date() == x.start.date()
+            for x, y in ((a, b), (b, a))
+        )
     if a.type in STAYS or b.type in STAYS:
         return True
     for trip, other in ((a, b), (b, a)):
@@ -1000,33 +1127,185 @@ def _part_of(a: _Span, b: _Span) -> bool:
     return False
 
 
+# Weekly commitments ("a board meeting every Tuesday, 2-4 PM"): the weekday(s) and clock times,
+# or a dated first occurrence that repeats weekly.
+DAY_NAMES = _split("Monday Tuesday Wednesday Thursday Friday Saturday Sunday")
+WEEKDAYS = {
+    **{d.lower(): i for i, d in enumerate(DAY_NAMES)},
+    **{d.lower()[:3]: i for i, d in enumerate(DAY_NAMES)},
+    "tues": 1,
+    "thur": 3,
+    "thurs": 3,
+}
+WEEKDAY_FIELDS = ("weekday", "weekdays", "day_of_week", "days")
+RECURRENCE_FIELDS = ("recurrence", "frequency", "repeats", "every")
+IMPORTANT = ("important", "critical", "mandatory")
+# Recurrences that are not weekly (every other week, monthly, ...) are not expanded.
+NOT_WEEKLY = _terms(
+    "other, second, third, fourth, alternate, biweekly, fortnight, fortnightly, two week,",
+    "2 week, three week, 3 week, month, monthly, quarter, quarterly, year, yearly, annual, annually",
+)
+_CLOCK = re.compile(r"^\s*(\d{1,2})(?:[:.](\d{2}))?(?::\d{2})?\s*(?:([ap])\.?\s*m\.?)?\s*$", re.I)
+
+
+def _clock_time(v: Any) -> time | None:
+    """A time of day from "14:00", "14:00:00", "2 PM", "2:30pm" or "noon"; None otherwise."""
+    if not isinstance(v, str):
+        return None
+    if v.strip().lower() in ("noon", "midday"):
+        return time(12)
+    m = _CLOCK.match(v)
+    if not m:
+        return None
+    hour, minute = int(m.group(1)), int(m.group(2) or 0)
+    if m.group(3):
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if m.group(3).lower() == "p" else 0)
+    return time(hour, minute) if hour < 24 and minute < 60 else None
+
+
+def _weekdays(text: str) -> frozenset[int]:
+    words = _norm(text).split()
+    days = {WEEKDAYS[w] for w in words if w in WEEKDAYS}
+    if "weekday" in words:
+        days |= set(range(5))
+    if "weekend" in words:
+        days |= {5, 6}
+    return frozenset(days)
+
+
+@dataclass(frozen=True, slots=True)
+class _Weekly:
+    rec: Record
+    days: frozenset[int]
+    start: time
+    end: time  # == start: an instant
+    first: date | None
+    last: date | None
+    skip: frozenset[date]
+
+    def when(self) -> str:
+        names = "/".join(DAY_NAMES[i] for i in sorted(self.days))
+        times = self.start.strftime("%H:%M")
+        if self.end != self.start:
+            times += f"–{self.end.strftime('%H:%M')}"
+        return f"every {names} {times}"
+
+    def occurrence(self, day: date) -> tuple[datetime, datetime] | None:
+        if day.weekday() not in self.days or day in self.skip:
+            return None
+        if (self.first and day < self.first) or (self.last and day > self.last):
+            return None
+        start = datetime.combine(day, self.start)
+        end = datetime.combine(day + timedelta(days=1) if self.end < self.start else day, self.end)
+        return start, end
+
+
+def _weekly(rec: Record) -> _Weekly | None:
+    """A weekly (or daily) commitment: ``weekday``/``weekdays``/``day_of_week``/``days`` with
+    ``start_time`` (and ``end_time``), or a datetime ``start`` whose ``recurrence``/``frequency``/
+    ``repeats``/``every`` says weekly, daily or names weekdays; bounded by ``since``/``until``,
+    minus the dates in ``skip_dates``. Every other week, monthly and the like are left out."""
+    if _flag(rec, "cancelled", "declined"):
+        return None
+    rule_text = _norm(_text(rec, RECURRENCE_FIELDS))
+    if _first_term(rule_text, NOT_WEEKLY):
+        return None
+    days = _weekdays(_text(rec, (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)))
+    if " daily " in rule_text or " every day " in rule_text:
+        days = frozenset(range(7))
+    skip = frozenset(d for v in _listed(_get(rec, "skip_dates")) if (d := _as_day(v)) is not None)
+    first, last = _first_day(rec, ("since", "start_date")), _first_day(rec, ("until", "end_date"))
+    s, e = _get(rec, "start"), _get(rec, "end")
+    if isinstance(s, datetime) and (days or _first_term(rule_text, _terms("week, weekly"))):
+        end = e.time() if isinstance(e, datetime) and e.date() == s.date() else s.time()
+        return _Weekly(rec, days or frozenset({s.weekday()}), s.time(), end, s.date(), last, skip)
+    t1, t2 = _clock_time(_get(rec, "start_time")), _clock_time(_get(rec, "end_time"))
+    if days and t1 is not None:
+        return _Weekly(rec, days, t1, t2 or t1, first, last, skip)
+    return None
+
+
+def _listed(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else [v]
+
+
+def _as_day(v: Any) -> date | None:
+    """A date, datetime or ISO date string as a date (see ``_day``)."""
+    if isinstance(v, str):
+        try:
+            v = date.fromisoformat(v.strip()[:10])
+        except ValueError:
+            return None
+    return _day(v)
+
+
+def _meets(a0: datetime, a1: datetime, b0: datetime, b1: datetime) -> bool:
+    """Whether two ranges overlap (an instant has start == end; touching ends do not)."""
+    if a0 == a1 and b0 == b1:
+        return a0 == b0
+    if a0 == a1:
+        return b0 <= a0 < b1
+    if b0 == b1:
+        return a0 <= b0 < a1
+    return a0 < b1 and b0 < a1
+
+
+def _weekly_clash(w: _Weekly, sp: _Span) -> date | None:
+    """The first day an occurrence of ``w`` overlaps ``sp`` (a week of days covers every
+    weekday, so 8 days are looked at, and a week more per skipped date)."""
+    day = max(sp.start.date(), w.first) if w.first else sp.start.date()
+    last = (sp.end - timedelta(microseconds=1)).date() if sp.end > sp.start else sp.end.date()
+    for _ in range(8 + 7 * len(w.skip)):
+        if day > last:
+            break
+        occ = w.occurrence(day)
+        if occ is not None and _meets(occ[0], occ[1], sp.start, sp.end):
+            return day
+        day += timedelta(days=1)
+    return None
+
+
 @rule(
     watch=None,
     severity="warning",
     category="scheduling_conflicts",
-    source=f"{SCENARIOS}: schedule_01 – schedule_03, schedule_05, schedule_06, schedule_08",
+    source=f"{SCENARIOS}: schedule_01 – schedule_08",
 )
 def overlapping_commitments(user: UserView) -> Iterator[Finding]:
     """Reads ``start``/``end`` of current records of any type that has a ``start`` field, plus
     ``cancelled``/``declined``/``important``/``critical``/``mandatory`` and place fields (location,
-    city, destination, country, address, venue, place).
+    city, destination, country, address, venue, place); and weekly commitments: ``weekday``/
+    ``weekdays``/``day_of_week``/``days`` with ``start_time``/``end_time`` ("14:00", "2 PM"), or
+    a datetime ``start`` whose ``recurrence``/``frequency``/``repeats``/``every`` says weekly (or
+    daily, or names weekdays), bounded by ``since``/``until`` and minus ``skip_dates``.
 
-    A datetime ``start`` with a datetime ``end`` is a time range; without an end it is an instant;
-    a date ``start``/``end`` covers whole days (ranges over 31 days count only for Trip/Vacation/
-    Travel). Skipped: state-like types (Medication, Subscription, Residence, ...), cancelled or
-    declined records, ranges that ended before the log clock, a trip vs its own Flight/Hotel/
-    Lodging or a record at the trip's destination, a Hotel/Lodging stay vs anything but another
-    timed stay or flight, hotel nights (dates) vs flight times. Flags every other
-    pair that overlaps (touching ends do not), found by a sort-and-sweep: warning, critical when
-    either record is marked ``important``, ``critical`` or ``mandatory``.
+    A datetime ``start`` with a datetime ``end`` is a time range; without an end it is an instant,
+    except a meal (Reservation, Dinner, Lunch, Breakfast, Brunch, Meal), which holds the table
+    for about 90 minutes; a date ``start``/``end`` covers whole days (ranges over 31 days count
+    only for Trip/Vacation/Travel); a date ``start`` with a datetime ``end`` (a checkout at noon)
+    runs from that day's midnight to the end. Skipped: state-like types (Medication,
+    Subscription, Residence, ...), cancelled or declined records, ranges that ended before the
+    log clock, a trip vs its own Flight/Hotel/Lodging or a record at the trip's destination, a
+    Hotel/Lodging stay vs anything but another timed stay or travel, hotel nights (dates) vs
+    flight times, travel on the first day of a stay whose check-in time is unknown (the
+    arrival). Flags every other pair that overlaps (touching ends do not), found by a
+    sort-and-sweep, and every timed commitment that falls on an occurrence of a weekly one
+    (whole days only when the weekly one is marked important; two weekly ones are not compared):
+    warning, critical when either record is marked ``important``, ``critical`` or ``mandatory``.
     """
     now = user.now
     spans: list[_Span] = []
+    weekly: list[_Weekly] = []
     for t in user.types():
         if t in NOT_COMMITMENTS:
             continue
         recs = user.all(t)
-        if not recs or "start" not in type(recs[0]).model_fields:
+        fields = type(recs[0]).model_fields if recs else {}
+        if any(f in fields for f in (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)):
+            weekly += [w for rec in recs if (w := _weekly(rec)) is not None]
+        if "start" not in fields:
             continue
         for rec in recs:
             if _flag(rec, "cancelled", "declined"):
@@ -1034,6 +1313,21 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
             sp = _span(rec)
             if sp is not None and (now is None or sp.end > now or sp.start >= now):
                 spans.append(sp)
+    for w in weekly:
+        w_important = _flag(w.rec, *IMPORTANT)
+        for sp in spans:
+            # Whole days (a trip) are set against a weekly slot only when missing it matters.
+            if sp.rec is w.rec or (sp.all_day and not w_important):
+                continue
+            day = _weekly_clash(w, sp)
+            if day is not None:
+                yield Finding(
+                    f"{_label(sp.rec)} on {sp.when()} falls on {_label(w.rec)}, {w.when()} "
+                    f"(the one on {day}): reschedule one of them, or add {day} to the weekly "
+                    "one's skip_dates if you will miss it.",
+                    [w.rec, sp.rec],
+                    severity="critical" if w_important or _flag(sp.rec, *IMPORTANT) else None,
+                )
     spans.sort(key=lambda s: (s.start, s.end, s.type, s.rec.key))
     active: list[_Span] = []
     for sp in spans:
@@ -1044,12 +1338,13 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
             overlap = _Span(
                 max(a.start, sp.start), min(a.end, sp.end), a.all_day and sp.all_day, a.rec
             )
-            important = _flag(a.rec, "important", "critical", "mandatory") or _flag(
-                sp.rec, "important", "critical", "mandatory"
-            )
+            shared = overlap.when()
+            if (a.assumed_end and a.end <= sp.end) or (sp.assumed_end and sp.end <= a.end):
+                shared = f"from {overlap.start.strftime('%Y-%m-%d %H:%M')}"  # the end is a guess
+            important = _flag(a.rec, *IMPORTANT) or _flag(sp.rec, *IMPORTANT)
             yield Finding(
                 f"{_label(a.rec)} on {a.when()} overlaps {_label(sp.rec)} on {sp.when()} "
-                f"(overlap: {overlap.when()}): reschedule one of them, or mark the one you will "
+                f"(overlap: {shared}): reschedule one of them, or mark the one you will "
                 "skip as cancelled.",
                 [a.rec, sp.rec],
                 severity="critical" if important else None,
@@ -1072,9 +1367,10 @@ def deadline_approaching(user: UserView) -> Iterator[Finding]:
     ``renews_on``/``expires``/``ends``), and the flags ``done``, ``resolved``, ``cancelled``,
     ``returned``, ``filed``, ``completed``, ``paid``, ``renewed``, ``submitted``.
 
-    Flags a date (or notice deadline) within the next 14 days of the log clock on a record with
-    none of those flags true: info 8–14 days ahead, warning 3–7, critical 0–2. Re-runs as the
-    clock moves.
+    Flags a date (or notice deadline) within the next 14 days of the log clock — 30 days for a
+    warranty's end, since a claim needs a diagnosis and a repair visit before that date — on a
+    record with none of those flags true: info 8 or more days ahead, warning 3–7, critical 0–2.
+    Re-runs as the clock moves.
     """
     today = user.today
     if today is None:
@@ -1105,7 +1401,7 @@ def deadline_approaching(user: UserView) -> Iterator[Finding]:
                     due.append((by, f"{f} notice", what, "give notice"))
                 for when, about, what, action in due:
                     left = (when - today).days
-                    if not 0 <= left <= 14:
+                    if not 0 <= left <= DEADLINE_LEAD_DAYS.get(about, 14):
                         continue
                     in_ = "today" if left == 0 else "tomorrow" if left == 1 else f"in {left} days"
                     yield Finding(
@@ -1115,6 +1411,83 @@ def deadline_approaching(user: UserView) -> Iterator[Finding]:
                         about=about,
                         severity="critical" if left <= 2 else "warning" if left <= 7 else "info",
                     )
+
+
+TAX_TYPES = ("TaxReturn", "TaxFiling", "Taxes", "Tax")
+US = _terms("us, usa, u s, united states, america, federal, irs")
+TAX_LEAD_DAYS = 30  # a return takes time to prepare, and an extension must be filed by the date
+
+
+def _us_filing_due(tax_year: int, extended: bool) -> date:
+    """The US federal due date for individual returns of ``tax_year``: April 15 of the next year
+    (October 15 with an extension), moved to the next business day past a weekend or the
+    District of Columbia's Emancipation Day (April 16; observed on Friday the 15th or Monday the
+    17th when it falls on a weekend)."""
+    year = tax_year + 1
+    emancipation = date(year, 4, 16)
+    if emancipation.weekday() == 5:
+        emancipation -= timedelta(days=1)
+    elif emancipation.weekday() == 6:
+        emancipation += timedelta(days=1)
+    due = date(year, 10 if extended else 4, 15)
+    while due.weekday() >= 5 or due == emancipation:
+        due += timedelta(days=1)
+    return due
+
+
+@rule(
+    watch=list(TAX_TYPES),
+    clock=True,
+    severity="warning",
+    category="warranty_deadline_expiration",
+    source="IRS, Instructions for Form 1040 and Publication 17 (individual returns are due April "
+    "15 of the following year, or the next business day; Form 4868 extends filing to October "
+    f"15); {SCENARIOS}: deadline_02",
+)
+def tax_filing_deadline(user: UserView) -> Iterator[Finding]:
+    """Reads ``TaxReturn``/``TaxFiling``/``Taxes``/``Tax`` records with a whole-number
+    ``tax_year`` (or ``year``); ``country``/``jurisdiction`` (US, or unset); ``extension``/
+    ``extended`` true; and the settled flags (``filed``, ``submitted``, ``done``, ...). A record
+    with its own ``due``/``deadline`` is left to ``deadline_approaching``.
+
+    Flags an unfiled US federal return whose due date (April 15 after the tax year, or October 15
+    with an extension, moved past weekends and Emancipation Day) is 0–30 days after the log
+    clock: info 8 or more days ahead, warning 3–7, critical 0–2, as for other deadlines.
+    Re-runs as the clock moves.
+    """
+    today = user.today
+    if today is None:
+        return
+    for t in TAX_TYPES:
+        for rec in user.all(t):
+            year = _get(rec, "tax_year")
+            year = year if year is not None else _get(rec, "year")
+            year = int(year) if isinstance(year, str) and year.strip().isdigit() else year
+            if not isinstance(year, int) or isinstance(year, bool) or not 1900 < year < 9000:
+                continue
+            where = _norm(_text(rec, ("country", "jurisdiction")))
+            if _flag(rec, *SETTLED) or (where.strip() and not any(u in where for u in US)):
+                continue
+            if _day(_get(rec, "due")) or _day(_get(rec, "deadline")):
+                continue
+            extended = _flag(rec, "extension", "extended")
+            due = _us_filing_due(year, extended)
+            left = (due - today).days
+            if not 0 <= left <= TAX_LEAD_DAYS:
+                continue
+            in_ = "today" if left == 0 else "tomorrow" if left == 1 else f"in {left} days"
+            act = (
+                "file by then"
+                if extended
+                else "file by then, or file for an automatic extension (Form 4868) by that day; "
+                "an extension to file is not an extension to pay, so pay the estimated tax too"
+            )
+            yield Finding(
+                f"{_label(rec)}: the {year} US federal return is due {due}, {in_} (today is "
+                f"{today}), and it is not marked filed: {act}. Then mark it filed.",
+                [rec],
+                severity="critical" if left <= 2 else "warning" if left <= 7 else "info",
+            )
 
 
 # -- contradictions --------------------------------------------------------------------------
@@ -1440,6 +1813,166 @@ def transaction_over_limit(user: UserView) -> Iterator[Finding]:
                 )
 
 
+TRADE_TYPES = ("Trade", "Order", "Sale", "Sell", "Buy", "StockPurchase", "StockSale", "Investment")
+_SELL_TYPES = frozenset({"Sale", "Sell", "StockSale"})
+_BUY_TYPES = frozenset({"Buy", "StockPurchase"})
+_SELL_WORDS = _terms("sell, sold, sale")
+_BUY_WORDS = _terms("buy, bought, purchase, purchased, reinvest, reinvested")
+_HARVEST_WORDS = _terms("tax loss, loss harvest, loss harvesting, harvest loss, harvest")
+WASH_WINDOW = 30  # days before and after the sale (IRS Publication 550, Wash Sales)
+
+
+def _trade(rec: Record, today: date | None) -> tuple[str, str, date] | None:
+    """(side, normalised symbol, date) of a trade that is not cancelled; a trade with no date is
+    planned for the log clock's day, an executed one without a date is dated when recorded."""
+    if _flag(rec, "cancelled"):
+        return None
+    t = type(rec).__name__
+    action = _norm(_text(rec, ("action", "side", "kind", "type")))
+    if t in _SELL_TYPES or (t not in _BUY_TYPES and _first_term(action, _SELL_WORDS)):
+        side = "sell"
+    elif t in _BUY_TYPES or _first_term(action, _BUY_WORDS):
+        side = "buy"
+    else:
+        return None
+    symbol = _norm(_text(rec, ("symbol", "ticker", "security", "fund", "stock"))).strip()
+    when = _first_day(rec, ("date", "trade_date", "executed_on", "on"))
+    if when is None:
+        recorded = rec.valid_from.date() if rec.valid_from else None
+        when = today if _flag(rec, "planned") or _get(rec, "status") == "planned" else recorded
+        when = when or today
+    return (side, symbol, when) if symbol and when else None
+
+
+def _at_a_loss(rec: Record) -> bool:
+    loss, gain = _number(_get(rec, "loss")), _number(_get(rec, "gain"))
+    why = _norm(_text(rec, ("purpose", "reason", "strategy", "note")))
+    return bool(
+        (loss is not None and loss > 0)
+        or (gain is not None and gain < 0)
+        or _first_term(why, _HARVEST_WORDS)
+    )
+
+
+@rule(
+    watch=list(TRADE_TYPES),
+    severity="warning",
+    category="financial_authorization_conflicts",
+    source="IRS Publication 550, Wash Sales (a loss is disallowed when substantially identical "
+    "stock is bought within 30 days before or after the sale); Revenue Ruling 2008-5 (a purchase "
+    f"in the seller's IRA counts); {SCENARIOS}: finance_07",
+)
+def wash_sale(user: UserView) -> Iterator[Finding]:
+    """Reads ``Trade``/``Order``/``Sale``/``Sell``/``Buy``/``StockPurchase``/``StockSale``/
+    ``Investment`` records: side from the type or ``action``/``side``/``kind`` (buy/bought/
+    purchase vs sell/sold), ``symbol``/``ticker``/``security``/``fund``/``stock``, ``date``/
+    ``trade_date`` (a planned trade without one: the log clock's day), ``account``, and a loss
+    (``loss`` > 0, ``gain`` < 0, or a ``purpose``/``reason``/``strategy``/``note`` of tax-loss
+    harvesting); skips ``cancelled`` true.
+
+    Flags a sale at a loss with a purchase of the same symbol, in any account, 30 days or less
+    before or after it: warning, naming the date from which a sale (or to which a purchase) would
+    be clear, and noting that a purchase in an IRA loses the deduction for good. Linear in the
+    trades, by symbol.
+    """
+    today = user.today
+    buys: dict[str, list[tuple[Record, date]]] = defaultdict(list)
+    sales: list[tuple[Record, str, date]] = []
+    for t in TRADE_TYPES:
+        for rec in user.all(t):
+            trade = _trade(rec, today)
+            if trade is None:
+                continue
+            side, symbol, when = trade
+            if side == "buy":
+                buys[symbol].append((rec, when))
+            elif _at_a_loss(rec):
+                sales.append((rec, symbol, when))
+    for sale, symbol, sold in sales:
+        for buy, bought in buys.get(symbol, ()):
+            gap = (sold - bought).days
+            if abs(gap) > WASH_WINDOW:
+                continue
+            ira = " ira " in _norm(_text(buy, ("account",)))
+            where = _text(buy, ("account",))
+            timing = (
+                f"{_days(gap)} after {_label(buy)} bought it"
+                if gap >= 0
+                else f"{_days(-gap)} before {_label(buy)} buys it"
+            )
+            fix = (
+                f"sell on or after {bought + timedelta(days=WASH_WINDOW + 1)}"
+                if gap >= 0
+                else f"buy no earlier than {sold + timedelta(days=WASH_WINDOW + 1)}"
+            )
+            yield Finding(
+                f"{_label(sale)} sells {symbol.upper()} at a loss on {sold}, {timing}"
+                + (f" in '{where}'" if where else "")
+                + f": a purchase within {WASH_WINDOW} days of a loss sale makes it a wash sale "
+                "and the loss is disallowed"
+                + (" for good, since the shares were bought in an IRA" if ira else "")
+                + f". To keep the deduction, {fix}, or harvest a fund that is not substantially "
+                "identical.",
+                [sale, buy],
+            )
+
+
+# Most specific first: the first term found names the level in the message.
+CAUTIOUS_WORDS = _terms(
+    "very low, low risk, no risk, risk averse, capital preservation, conservative, cautious,",
+    "minimal, low",
+)
+RISKY_WORDS = _terms("very high, high risk, speculative, aggressive, volatile, high")
+RISK_FIELDS = ("risk", "risk_level", "volatility")
+
+
+@rule(
+    watch=None,
+    severity="warning",
+    category="financial_authorization_conflicts",
+    source="FINRA Rule 2111 (Suitability): a recommendation must fit the customer's investment "
+    f"profile, risk tolerance included; {SCENARIOS}: finance_06",
+)
+def investment_against_risk_tolerance(user: UserView) -> Iterator[Finding]:
+    """Reads ``risk_tolerance`` on current records of any type (conservative, cautious, low, ...)
+    and ``risk``/``risk_level``/``volatility`` on current records of any other type (high,
+    speculative, aggressive, volatile), with ``amount`` and ``date``; skips settled or cancelled
+    records and those dated before today.
+
+    Flags a pending high-risk investment while the user's stated risk tolerance is cautious:
+    warning — the user's own rule, stated earlier, says no; confirm before acting. Looks only at
+    types that have those fields.
+    """
+    today = user.today
+    tolerances: list[tuple[Record, str]] = []
+    risky: list[tuple[Record, str]] = []
+    for t in user.types():
+        recs = user.all(t)
+        fields = type(recs[0]).model_fields if recs else {}
+        if "risk_tolerance" in fields:
+            for r in recs:
+                text = _norm(_text(r, ("risk_tolerance",)))
+                if (hit := _first_term(text, CAUTIOUS_WORDS)) and not _flag(r, "cancelled"):
+                    tolerances.append((r, hit))
+        elif any(f in fields for f in RISK_FIELDS):
+            for r in recs:
+                if not _pending(r, today, ("date", "on")):
+                    continue
+                if hit := _first_term(_norm(_text(r, RISK_FIELDS)), RISKY_WORDS):
+                    risky.append((r, hit))
+    for inv, level in risky:
+        amount = _number(_get(inv, "amount"))
+        size = f" of {_money(amount, inv)}" if amount is not None else ""
+        for pref, tolerance in tolerances:
+            since = f" (since {pref.valid_from.date()})" if pref.valid_from else ""
+            yield Finding(
+                f"{_label(inv)}{size} is {level} risk, but {_label(pref)} records a {tolerance} "
+                f"risk tolerance{since}: confirm the user has changed that stance before acting, "
+                "or suggest a position that fits it.",
+                [pref, inv],
+            )
+
+
 LIBRARY: tuple[Rule, ...] = (
     drug_allergy_cross_reactivity,
     food_allergy_exposure,
@@ -1457,4 +1990,8 @@ LIBRARY: tuple[Rule, ...] = (
     charge_after_cancellation,
     payment_from_closed_account,
     transaction_over_limit,
+    activity_medical_clearance,
+    tax_filing_deadline,
+    wash_sale,
+    investment_against_risk_tolerance,
 )
