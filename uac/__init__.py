@@ -1,5 +1,7 @@
 """``import uac``: the short public face of the User as Code workbench (engine: ``uac_kernel``)."""
 
+from typing import Any
+
 from uac_kernel import (
     Alert,
     Finding,
@@ -22,6 +24,22 @@ __all__ = [
     "UacError",
     "Workbench",
     "__version__",
+    "load_ipython_extension",
     "open",
     "rule",
+    "unload_ipython_extension",
 ]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext uac``: the ``%uac`` / ``%%uac`` magics; settings under ``%config UacMagics``."""
+    from uac_kernel.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext uac``: close the open workbench and remove the magics."""
+    from uac_kernel.magics import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -1,0 +1,175 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    return (mo,)
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    # A tour of uac in marimo
+
+    uac keeps what an assistant knows about its user as a small software project: an
+    **append-only event log**, folded into **typed records**, checkpointed as **readable Python
+    code**, with **rules** that raise alerts and **one-line queries** that compute answers.
+
+    marimo does not run IPython magics, so this notebook uses plain Python: the workbench
+    (`uac.open`) and the helpers of `uac.marimo`, which wrap the same widgets and charts as the
+    `%uac` magics of the Jupyter tour (`tour.ipynb`):
+    `um.state_explorer(wb)`, `um.alert_inspector(wb)`, `um.log_browser(wb)`,
+    `um.diff_view(wb, a, b)` and `um.chart(wb, kind)`.
+
+    **The user** is Maya Okafor, synthetic: two years of her life (2024–2025) as 1,023 events —
+    trips, money, workouts, medication, a move from Manchester to Zürich. Everything runs
+    offline; the store is in memory, so nothing is written to disk.
+    Open it with `marimo edit notebooks/marimo_tour.py`, or run it headless with
+    `python notebooks/marimo_tour.py`.
+    """)
+    return
+
+
+@app.cell
+def _():
+    import uac
+    import uac.marimo as um
+    from uac_kernel.demo import demo_events
+
+    wb = uac.open(":memory:", user="maya")
+    report = wb.ingest(demo_events())
+    checkpoint = wb.checkpoint()
+    return checkpoint, report, um, wb
+
+
+@app.cell
+def _(checkpoint, mo, report, wb):
+    _counts = wb.state.counts()
+    mo.md(f"""
+    ## The store
+
+    {report.summary()}. The typed state holds **{sum(_counts.values())} current records** in
+    {len(_counts)} types; checkpoint {checkpoint.version} renders it as Python code
+    ({checkpoint.records} records). Explore the types, their records and every version of one:
+    """)
+    return
+
+
+@app.cell
+def _(um, wb):
+    um.state_explorer(wb)
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Alerts
+
+    The shipped rules ran when the history arrived. Two alerts stand at its end; select one to
+    see its evidence — the records it rests on and the log events behind them.
+    """)
+    return
+
+
+@app.cell
+def _(um, wb):
+    um.alert_inspector(wb)
+    return
+
+
+@app.cell
+def _(mo):
+    expression = mo.ui.text_area(
+        value="len([t for t in user.all(Trip) if t.international and t.start.year == 2025])",
+        label="An expression over `user`",
+        full_width=True,
+    )
+    mo.vstack(
+        [
+            mo.md(r"""
+    ## Aggregate questions are code
+
+    An aggregate question is one Python expression over the typed state, evaluated by
+    `wb.eval` in a sandbox (no imports, no files, bounded time and memory). Edit the
+    expression and the answer below follows.
+    """),
+            expression,
+        ]
+    )
+    return (expression,)
+
+
+@app.cell
+def _(expression, mo, wb):
+    answer = wb.eval(expression.value)
+    mo.md(f"`{expression.value}` → **{answer}**")
+    return (answer,)
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    The same state as SQL, one table per record type:
+    """)
+    return
+
+
+@app.cell
+def _(mo, wb):
+    spending = wb.sql(
+        "SELECT currency, category, count(*) AS payments, round(sum(amount), 2) AS total "
+        "FROM Transaction WHERE currency IN ('GBP', 'CHF') "
+        "GROUP BY ALL ORDER BY currency, total DESC LIMIT 10"
+    )
+    mo.ui.table(spending.records(), selection=None)
+    return (spending,)
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## Charts
+
+    `um.chart` returns a `mo.ui.altair_chart`: events over time, records over time, the alerts
+    timeline, or a query result drawn by its shape (here a `Counter`: bars).
+    """)
+    return
+
+
+@app.cell
+def _(um, wb):
+    um.chart(wb, "result", "Counter(t.country for t in user.all(Trip) if t.international)")
+    return
+
+
+@app.cell
+def _(um, wb):
+    um.chart(wb, "events", freq="month")
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## The log
+
+    Every fact, utterance, schema change and alert is an event in the log; nothing is updated
+    or deleted. The log browser pages through it (here: facts only).
+    """)
+    return
+
+
+@app.cell
+def _(um, wb):
+    um.log_browser(wb, kind="fact")
+    return
+
+
+if __name__ == "__main__":
+    app.run()

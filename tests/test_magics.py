@@ -1,0 +1,559 @@
+"""``%load_ext uac``: the magics on a real IPython kernel shell, over a real DuckDB file.
+
+The shell is ipykernel's in-process kernel shell — the ``ZMQInteractiveShell`` a notebook
+talks to — so ``set_next_input`` writes the payload a front-end reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+pytest.importorskip("ipykernel")
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import ExecutionResult
+from IPython.utils.capture import capture_output
+
+from uac_kernel.ask import Answer
+from uac_kernel.magics import Table, UacMagics
+from uac_kernel.rules.engine import Rule
+from uac_kernel.sqlview import SqlResult
+from uac_kernel.workbench import Workbench
+
+EVENTS = [
+    {
+        "kind": "fact",
+        "ts": "2024-02-09",
+        "op": "add",
+        "type": "Allergy",
+        "key": "pen",
+        "fields": {"substance": "penicillin", "severity": "severe"},
+    },
+    {
+        "kind": "fact",
+        "ts": "2024-11-18",
+        "op": "add",
+        "type": "Medication",
+        "key": "amox",
+        "fields": {"name": "amoxicillin", "active": True},
+    },
+    {
+        "kind": "fact",
+        "ts": "2024-11-18",
+        "op": "add",
+        "type": "Medication",
+        "key": "ibu",
+        "fields": {"name": "ibuprofen", "dose_mg": 200.0},
+    },
+]
+HOSTILE = (
+    "a \"quote\" 'apostrophe' back\\slash\nnew line \"); import os; os.system('touch CANARY') #"
+)
+
+
+@pytest.fixture(scope="module")
+def kernel_shell() -> Iterator[Any]:
+    from ipykernel.inprocess.manager import InProcessKernelManager
+
+    km = InProcessKernelManager()
+    km.start_kernel()
+    kernel = km.kernel
+    yield kernel.shell
+    km.shutdown_kernel()
+    # The shell and kernel are process-wide singletons: leave none behind for other test
+    # modules. Their objects are kept until the process ends, as they would be without the
+    # clearing: collected earlier, ipykernel 7.4 reports its IOPub task as destroyed pending.
+    type(kernel.shell).clear_instance()
+    type(kernel).clear_instance()
+    _RETIRED.append(kernel)
+
+
+_RETIRED: list[Any] = []
+
+
+@pytest.fixture
+def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The shell with ``%load_ext uac`` and a store in ``tmp_path`` (also the working dir)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS))
+    ip = kernel_shell
+    ip.reset(new_session=False)
+    ip.payload_manager.clear_payload()
+    ip.config.pop("UacMagics", None)  # %config persists in the shell's config across tests
+    run(ip, "%load_ext uac")
+    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
+    run(ip, "%config UacMagics.user = 'maya'")
+    yield ip
+    run(ip, "%unload_ext uac")
+
+
+def run(ip: Any, source: str) -> Any:
+    """Run a cell; fail on any error; return its result value."""
+    result: ExecutionResult = ip.run_cell(source)
+    result.raise_error()
+    return result.result
+
+
+def run_out(ip: Any, source: str) -> str:
+    with capture_output() as cap:
+        run(ip, source)
+    return cap.stdout
+
+
+def usage_error(ip: Any, source: str) -> str:
+    """Run a cell that must fail with a one-line UsageError shown without a traceback."""
+    with capture_output() as cap:
+        result = ip.run_cell(source)
+    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    message = str(result.error_in_exec)
+    assert "\n" not in message
+    assert "Traceback" not in cap.stderr and "UsageError: " + message in cap.stderr
+    return message
+
+
+def wb_of(ip: Any) -> Workbench:
+    wb = ip.user_ns["wb"]
+    assert isinstance(wb, Workbench)
+    return wb
+
+
+@pytest.fixture
+def loaded(ip: Any) -> Any:
+    """The demo medications ingested and checkpoint 1 taken."""
+    run(ip, "%uac open")
+    run(ip, "%uac ingest events.jsonl")
+    run(ip, "%uac checkpoint")
+    return ip
+
+
+def edit_cell(ip: Any, command: str) -> str:
+    """Run ``%uac edit ...`` and return the cell text it put in the set_next_input payload."""
+    ip.payload_manager.clear_payload()
+    run_out(ip, command)
+    (payload,) = [p for p in ip.payload_manager.read_payload() if p["source"] == "set_next_input"]
+    assert payload["replace"] is True
+    ip.payload_manager.clear_payload()
+    text: str = payload["text"]
+    return text
+
+
+def change(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new)
+
+
+# -- open, ingest, checkpoint, queries --------------------------------------------------------
+
+
+def test_open_ingest_checkpoint_eval(ip: Any, tmp_path: Path) -> None:
+    out = run_out(ip, "%uac open")
+    assert "user 'maya' of" in out and "maya.duckdb" in out and "bound to `wb`" in out
+    assert wb_of(ip).store.path == str(tmp_path / "maya.duckdb")
+    out = run_out(ip, "%uac ingest events.jsonl --format jsonl")
+    assert "3 events appended" in out and "raised [critical] drug_allergy_cross_reactivity" in out
+    out = run_out(ip, "%uac checkpoint")
+    assert out.startswith("checkpoint 1: 3 records")
+    for part in ("schema", "Allergy", "Medication", "rules"):
+        assert f"  %uac edit {part}\n" in out
+    run(ip, "n = %uac eval len(user.all(Medication))")
+    assert ip.user_ns["n"] == 2
+    assert run(ip, "%%uac eval\nsorted({m.name for m in user.all(Medication)})") == [
+        "amoxicillin",
+        "ibuprofen",
+    ]
+    out = run_out(ip, "%uac open --read-only")
+    assert "(read-only)" in out and "3 records in 2 types, 1 checkpoints (latest 1)" in out
+    assert "1 standing alerts (1 critical)" in out
+
+
+def test_subcommands_open_the_configured_store_on_first_use(ip: Any, tmp_path: Path) -> None:
+    out = run_out(ip, "%uac ingest events.jsonl")
+    assert "user 'maya'" in out and "3 events appended" in out
+    assert wb_of(ip).user == "maya" and (tmp_path / "maya.duckdb").exists()
+
+
+def test_sql_cell_returns_the_result_shown_as_an_escaped_table(loaded: Any) -> None:
+    ip = loaded
+    wb_of(ip).ingest(
+        [
+            {
+                "kind": "fact",
+                "ts": "2024-12-01",
+                "op": "add",
+                "type": "Medication",
+                "key": "x",
+                "fields": {"name": "<script>alert(1)</script>"},
+            }
+        ]
+    )
+    result = run(ip, "%%uac sql\nSELECT key, name FROM Medication ORDER BY key")
+    assert isinstance(result, SqlResult) and [r[0] for r in result.rows] == ["amox", "ibu", "x"]
+    run(ip, "%config UacMagics.displaylimit = 2")
+    data, _ = ip.display_formatter.format(result)
+    assert "&lt;script&gt;" not in data["text/html"]  # cut by displaylimit
+    assert "1 more rows" in data["text/html"] and "1 more rows" in data["text/plain"]
+    run(ip, "%config UacMagics.displaylimit = 20")
+    data, _ = ip.display_formatter.format(result)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in data["text/html"]
+    assert "<script>" not in data["text/html"]
+    assert data["text/plain"].splitlines()[0].split() == ["key", "name"]
+    line = run(ip, "%uac sql SELECT count(*) AS n FROM Medication_history")
+    assert line.records() == [{"n": 3}]
+
+
+def test_history_shows_every_version(loaded: Any) -> None:
+    ip = loaded
+    wb_of(ip).ingest(
+        [
+            {
+                "kind": "fact",
+                "ts": "2024-12-01",
+                "op": "update",
+                "type": "Medication",
+                "key": "ibu",
+                "fields": {"dose_mg": 400.0},
+            }
+        ]
+    )
+    table = run(ip, "%uac history Medication ibu")
+    assert isinstance(table, Table)
+    assert table.columns == ["valid_from", "valid_to", "retracted", "fields", "sources"]
+    assert [r[3] for r in table.rows] == [
+        "name='ibuprofen', dose_mg=200.0",
+        "name='ibuprofen', dose_mg=400.0",
+    ]
+    assert table.rows[0][1] is not None and table.rows[1][1] is None
+    assert "Medication 'ibu': 2 versions" in table.text()
+    assert "Did you mean 'ibu'?" in usage_error(ip, "%uac history Medication ibuu")
+    assert "Did you mean 'Medication'?" in usage_error(ip, "%uac history medication ibu")
+
+
+def test_verify_calls_code_close(loaded: Any) -> None:
+    ip = loaded
+    out = run_out(ip, "%uac verify")
+    assert out.endswith("events, hash chain intact\n")
+    with capture_output() as cap:
+        run(ip, "%uac calls")
+    assert [o.data["text/plain"].splitlines()[0] for o in cap.outputs] == [
+        "the last 0 model calls",
+        "per purpose",
+    ]
+    assert "Medication_records = [" in run_out(ip, "%uac code --version 1")
+    assert "closed" in run_out(ip, "%uac close") and "wb" not in ip.user_ns
+
+
+def test_ask_through_a_local_chat_server(loaded: Any) -> None:
+    from uac_kernel.testing import ChatServer
+
+    ip = loaded
+    expr = {"expression": "len(user.all(Medication))", "explanation": "counts medications"}
+    with ChatServer(lambda body: json.dumps(expr)) as server:
+        run(ip, "%config UacMagics.model = 'local-model'")
+        run(ip, f"%config UacMagics.base_url = {server.base_url!r}")
+        run(ip, "%uac open")
+        # a line ending in `?` is IPython's help syntax: quote the question, or use %%uac ask
+        answer = run(ip, '%uac ask "How many medications do I take?"')
+        assert run(ip, "%%uac ask\nHow many medications do I take?").value == 2
+    assert isinstance(answer, Answer) and answer.ok and answer.value == 2
+    data, _ = ip.display_formatter.format(answer)
+    assert data["text/plain"].splitlines()[:2] == ["2", "  code: len(user.all(Medication))"]
+    assert "<code>len(user.all(Medication))</code>" in data["text/html"]
+    out = run_out(ip, "%uac calls")
+    assert out == ""  # tables are displayed, not printed
+    # offline: the same question is answered from the record, a new one is refused
+    run(ip, "%config UacMagics.offline = True")
+    run(ip, "%uac open")
+    assert run(ip, "%uac ask 'How many medications do I take?'").value == 2
+    assert "offline" in usage_error(ip, "%uac ask 'Something never asked?'").lower()
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def test_errors_are_one_line_usage_errors(loaded: Any) -> None:
+    ip = loaded
+    assert "__import__" in usage_error(ip, "%uac eval __import__('os')")
+    message = usage_error(ip, "%uac chekpoint")
+    assert "Did you mean 'checkpoint'?" in message
+    assert "cannot read the file" in usage_error(ip, "%uac ingest missing.jsonl")
+    assert "invalid choice" in usage_error(ip, "%uac ingest events.jsonl --format csv")
+    assert "Did you mean 'Medication'?" in usage_error(ip, "%uac edit Medicaton")
+    assert "no checkpoint 9" in usage_error(ip, "%uac diff 1 9")
+    assert "cell magic" in usage_error(ip, "%uac cell --version 1 --part Medication")
+    assert "SQL failed" in usage_error(ip, "%%uac sql\nSELECT * FROM Nope")
+    assert "takes no cell body" in usage_error(ip, "%%uac checkpoint\nbody")
+    run(ip, "%config UacMagics.cpu_seconds = 0.5")
+    assert "CPU" in usage_error(ip, "%uac eval sum(range(10**12))")
+
+
+def test_help(ip: Any) -> None:
+    out = run_out(ip, "%uac")
+    assert "%uac edit [--version VERSION] [--all] [part]" in out
+    out = run_out(ip, "%uac edit --help")
+    assert "JupyterLab inserts only one per execution" in out
+    assert "%uac open [--user USER] [--read-only] [path]" in run_out(ip, "%uac help open")
+
+
+# -- the model as editable cells -----------------------------------------------------------------
+
+
+def test_edit_replaces_its_own_cell(loaded: Any) -> None:
+    ip = loaded
+    ip.payload_manager.clear_payload()
+    out = run_out(ip, "%uac edit Medication")
+    (payload,) = ip.payload_manager.read_payload()
+    assert payload["source"] == "set_next_input" and payload["replace"] is True
+    text = payload["text"]
+    assert text.startswith("%%uac cell --version 1 --part Medication\nclass Medication(Record):")
+    assert (
+        text
+        == "%%uac cell --version 1 --part Medication\n"
+        + wb_of(ip).cell("Medication", 1).rstrip()
+        + "\n"
+    )
+    assert text in out  # also shown, for front-ends that ignore the payload
+    # re-running it yields the same single replacement, not another cell
+    assert edit_cell(ip, "%uac edit Medication") == text
+    out = run_out(ip, "%uac edit --all")
+    assert "%uac edit Allergy --version 1" in out and not ip.payload_manager.read_payload()
+
+
+def test_edit_round_trip_change_delete_add(loaded: Any) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    assert [a.rule for a in wb.alerts()] == ["drug_allergy_cross_reactivity"]
+    text = edit_cell(ip, "%uac edit Medication")
+    # (2) one record changed: the allergy alert clears, and the output says so
+    changed = change(text, "name='amoxicillin'", "name='azithromycin'")
+    out = run_out(ip, changed)
+    assert "Medication, edited from checkpoint 1: changed amox" in out
+    assert "cleared [critical] drug_allergy_cross_reactivity" in out
+    assert "checkpoint 2 taken" in out and "`%uac edit Medication --version 2`" in out
+    assert wb.alerts() == [] and wb.state.get("Medication", "amox").name == "azithromycin"  # type: ignore[union-attr]
+    # running the same cell again changes nothing and takes no checkpoint
+    out = run_out(ip, changed)
+    assert "no change" in out and "checkpoint" not in out.split(":", 1)[1]
+    assert wb.checkpoints.latest().version == 2  # type: ignore[union-attr]
+    # (3) a deleted record and (4) a new one, from the new version
+    text = edit_cell(ip, "%uac edit Medication --version 2")
+    lines = [ln for ln in text.splitlines() if "key='ibu'" not in ln]
+    lines.insert(-1, "    Medication(key='vitd', name='vitamin D', dose_mg=25.0, active=True),")
+    out = run_out(ip, "\n".join(lines))
+    assert "added vitd; retracted ibu" in out and "checkpoint 3 taken" in out
+    assert sorted(m.key for m in wb.state.all("Medication")) == ["amox", "vitd"]
+    assert wb.state.versions("Medication", "ibu")[-1].retracted
+    authors = {e.payload.get("author") for e in wb.log(kinds=["fact"])[-3:]}
+    assert authors == {"notebook"}
+
+
+def test_rule_written_in_a_cell(loaded: Any, tmp_path: Path) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    text = edit_cell(ip, "%uac edit rules")
+    assert text.startswith("%%uac cell --version 1 --part rules\n")
+    rule_code = (
+        "\n\n@rule(watch=['Medication'], severity='info', category='pharmacy')\n"
+        "def unnamed_dose(user):\n"
+        '    """A medication without a dose."""\n'
+        "    for m in user.all('Medication'):\n"
+        "        if m.dose_mg is None:\n"
+        "            yield Finding(f'{m.name}: no dose recorded', [m])\n"
+        "\n\nopen('CANARY', 'w').write('other code in the cell never runs')\n"
+    )
+    out = run_out(ip, text + rule_code)
+    assert "rule unnamed_dose: in force, 1 alerts standing" in out
+    assert "raised [info] unnamed_dose: amoxicillin: no dose recorded" in out
+    assert "checkpoint 2 taken" in out
+    assert isinstance(wb.runner.rules["unnamed_dose"], Rule)
+    assert [a.rule for a in wb.alerts()] == ["drug_allergy_cross_reactivity", "unnamed_dose"]
+    (stored,) = wb.stored_rules()
+    assert stored["name"] == "unnamed_dose"
+    assert stored["source"].startswith("@rule(watch=['Medication'], severity='info'")
+    assert "yield Finding" in stored["source"] and "CANARY" not in stored["source"]
+    assert not (tmp_path / "CANARY").exists()
+    # the checkpoint's code shows the rule as written
+    assert "def unnamed_dose(user):" in wb.code(2)
+    # the rule reacts to later changes
+    wb.ingest(
+        [
+            {
+                "kind": "fact",
+                "ts": "2024-12-01",
+                "op": "update",
+                "type": "Medication",
+                "key": "amox",
+                "fields": {"dose_mg": 500.0},
+            }
+        ]
+    )
+    assert "unnamed_dose" not in [a.rule for a in wb.alerts()]
+    # a new session: the rule is logged but not in force until its cell runs again
+    out = run_out(ip, "%uac open")
+    assert "notebook rules logged but not in force: unnamed_dose" in out
+    text = edit_cell(ip, "%uac edit rules")
+    assert "def unnamed_dose(user):" in text and "not in force in this session" in text
+    out = run_out(ip, text)
+    assert "rule unnamed_dose: in force" in out and "unnamed_dose" in wb_of(ip).runner.rules
+
+
+def test_stale_edit_is_merged_and_a_conflict_refused(loaded: Any) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    text = edit_cell(ip, "%uac edit Medication")
+    # (6) another change arrives between the edit command and running the cell
+    wb.ingest(
+        [
+            {
+                "kind": "fact",
+                "ts": "2024-12-01",
+                "op": "update",
+                "type": "Medication",
+                "key": "ibu",
+                "fields": {"dose_mg": 400.0},
+            }
+        ]
+    )
+    out = run_out(ip, change(text, "name='amoxicillin'", "name='azithromycin'"))
+    assert "changed amox (merged with later changes)" in out
+    assert wb.state.get("Medication", "ibu").dose_mg == 400.0  # type: ignore[union-attr]
+    # (7) an edit of the field that changed since is refused, naming the record
+    message = usage_error(ip, change(text, "dose_mg=200.0", "dose_mg=300.0"))
+    assert "'ibu' field 'dose_mg' was changed to 400.0 since" in message
+    assert "%uac edit Medication" in message
+    assert wb.state.get("Medication", "ibu").dose_mg == 400.0  # type: ignore[union-attr]
+
+
+def test_hostile_strings_stay_data(loaded: Any, tmp_path: Path) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    wb.ingest(
+        [
+            {
+                "kind": "fact",
+                "ts": "2024-12-02",
+                "op": "add",
+                "type": "Note",
+                "key": "n1",
+                "fields": {"text": HOSTILE, "mood": "ok"},
+            }
+        ]
+    )
+    text = edit_cell(ip, "%uac edit Note")
+    assert text.startswith("%%uac cell --version 2 --part Note\n")
+    assert len(text.splitlines()) == 9  # the newline in the data stays an escape in one line
+    # (8) an edit of another field: the hostile value survives byte for byte
+    out = run_out(ip, change(text, "mood='ok'", "mood='calm \\\\ \"still\"'"))
+    assert "changed n1" in out
+    note = wb.state.get("Note", "n1")
+    assert note is not None and note.text == HOSTILE and note.mood == 'calm \\ "still"'
+    assert not (tmp_path / "CANARY").exists()
+    # and the next version renders it again unchanged
+    again = edit_cell(ip, "%uac edit Note")
+    assert "no change" in run_out(ip, again) and wb.state.get("Note", "n1").text == HOSTILE  # type: ignore[union-attr]
+    # data in a cell never runs: a value that is code is refused as not a literal
+    message = usage_error(ip, change(again, "mood=", "mood=open('CANARY', 'w'), x="))
+    assert "only literal values" in message
+    # statements around the records are not part of the data and are never run
+    out = run_out(
+        ip,
+        change(again, "Note_records = [", "import os\nos.system('touch CANARY')\nNote_records = ["),
+    )
+    assert "no change" in out and not (tmp_path / "CANARY").exists()
+    assert wb.state.get("Note", "n1").text == HOSTILE  # type: ignore[union-attr]
+
+
+# -- widgets and charts ----------------------------------------------------------------------------
+
+
+def widget_outputs(ip: Any, source: str) -> list[tuple[Any, str]]:
+    """The widgets a cell displayed, with the text/plain shown where widgets are not."""
+    from ipywidgets.widgets.widget import _instances
+
+    with capture_output() as cap:
+        run(ip, source)
+    found = []
+    for output in cap.outputs:
+        view = output.data.get("application/vnd.jupyter.widget-view+json")
+        if view is not None:
+            found.append((_instances[view["model_id"]], output.data["text/plain"]))
+    return found
+
+
+def test_widgets_with_text_fallbacks(loaded: Any) -> None:
+    widgets = pytest.importorskip("uac_kernel.widgets")
+    ip = loaded
+    ((inspector, text),) = widget_outputs(ip, "%uac alerts")
+    assert isinstance(inspector, widgets.AlertInspector)
+    assert text.startswith("[critical] drug_allergy_cross_reactivity:")
+    assert "evidence: " in text
+    ((browser, text),) = widget_outputs(ip, "%uac log --kind fact")
+    assert isinstance(browser, widgets.LogBrowser) and browser.query.get("kind") == "fact"
+    assert text.splitlines()[0].split() == ["seq", "ts", "kind", "source", "payload"]
+    assert {ln.split()[2] for ln in text.splitlines()[2:]} == {"fact"}
+    run(ip, "%config UacMagics.displaylimit = 2")
+    ((_, text),) = widget_outputs(ip, "%uac log --kind fact")
+    first, *rows = text.splitlines()
+    assert first.startswith("the first 2 events after seq 0; the next with `%uac log --kind fact")
+    assert len(rows) == 4  # header, rule, 2 events
+    run(ip, "%config UacMagics.displaylimit = 20")
+    ((explorer, text),) = widget_outputs(ip, "%uac state")
+    assert isinstance(explorer, widgets.StateExplorer)
+    assert "Medication  2" in text
+    run(ip, "%uac eval 1")
+    wb_of(ip).ingest(
+        [
+            {
+                "kind": "fact",
+                "ts": "2024-12-01",
+                "op": "add",
+                "type": "Trip",
+                "key": "t1",
+                "fields": {"destination": "Lisbon"},
+            }
+        ]
+    )
+    run(ip, "%uac checkpoint")
+    ((view, text),) = widget_outputs(ip, "%uac diff 1 2")
+    assert isinstance(view, widgets.DiffView)
+    assert text.splitlines()[0].startswith("checkpoint 1 → 2: 1 added")
+    assert "  + Trip t1" in text and "  + type Trip" in text
+
+
+def test_charts(loaded: Any) -> None:
+    charts = pytest.importorskip("uac_kernel.charts")
+    import altair as alt
+
+    ip = loaded
+    previous = alt.renderers.active
+    try:
+        events = run(ip, "%uac chart events --freq month")
+        assert isinstance(events, alt.TopLevelMixin) and alt.renderers.active == "jupyter"
+        assert isinstance(run(ip, "%uac chart records"), alt.TopLevelMixin)
+        assert isinstance(run(ip, "%uac chart alerts"), alt.TopLevelMixin)
+        result = run(ip, "%uac chart result Counter(m.name for m in user.all('Medication'))")
+        assert isinstance(result, alt.Chart)
+        assert result.to_dict()["title"] == "Counter(m.name for m in user.all('Medication'))"
+        assert "cannot chart" in usage_error(ip, "%uac chart result 'a string'")
+        assert "invalid choice" in usage_error(ip, "%uac chart evnts")
+        assert charts.enable_offline  # the module the magic draws with
+    finally:
+        alt.renderers.enable(previous)
+
+
+def test_unload_closes_the_store(ip: Any) -> None:
+    run(ip, "%uac open")
+    magics = ip.magics_manager.registry["UacMagics"]
+    assert isinstance(magics, UacMagics)
+    wb = wb_of(ip)
+    run(ip, "%unload_ext uac")
+    assert "uac" not in ip.magics_manager.magics["line"] and "wb" not in ip.user_ns
+    with pytest.raises(Exception, match="closed"):
+        wb.store.con.execute("SELECT 1")
+    run(ip, "%load_ext uac")

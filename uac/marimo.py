@@ -1,0 +1,22 @@
+"""``import uac.marimo as um``: the workbench's widgets and charts for marimo (no magics).
+
+The same functions as :mod:`uac_kernel.marimo`; see there.
+"""
+
+from uac_kernel.marimo import (
+    CHART_KINDS,
+    alert_inspector,
+    chart,
+    diff_view,
+    log_browser,
+    state_explorer,
+)
+
+__all__ = [
+    "CHART_KINDS",
+    "alert_inspector",
+    "chart",
+    "diff_view",
+    "log_browser",
+    "state_explorer",
+]

@@ -1,0 +1,997 @@
+"""The IPython face of uac: ``%load_ext uac``, then ``%uac SUBCOMMAND ...`` and ``%%uac``.
+
+Parsing, display and error translation only: every action is one ``Workbench`` call. Settings
+are traitlets of ``UacMagics`` (``%config UacMagics.db = "maya.duckdb"``); every ``UacError`` and
+every argument error reaches the notebook as a one-line ``UsageError``.
+
+The model as editable cells: ``%uac edit Medication`` turns its own cell into the ``Medication``
+part of the latest checkpoint, headed by ``%%uac cell --version N --part Medication``. Edit the
+records (or write ``@rule`` functions in the ``rules`` part) and run the cell: the body is read
+by literals, never run, and becomes correction events; only the ``@rule`` functions you wrote
+are compiled and run, to define the rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import html
+import json
+import linecache
+import os
+import re
+from collections.abc import Callable, Sequence
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+from traitlets import Bool, Float, Int, Unicode, default, observe
+
+from uac_kernel.ask import Answer
+from uac_kernel.errors import ModelError, UacError
+from uac_kernel.rules.engine import Alert, Finding, Rule, rule
+from uac_kernel.sqlview import SqlResult
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.lib.pretty import RepresentationPrinter
+
+    from uac_kernel.model import ModelSettings
+    from uac_kernel.workbench import IngestReport, Workbench
+
+__all__ = ["Table", "UacMagics", "load_ipython_extension", "unload_ipython_extension"]
+
+# What a @rule function written in a cell can use besides the user namespace.
+RULE_HELPERS: dict[str, Any] = {
+    "rule": rule,
+    "Finding": Finding,
+    "date": date,
+    "datetime": datetime,
+    "timedelta": timedelta,
+}
+
+_CELL_WIDTH = 60  # characters of one table cell in the text view
+
+
+# -- display helpers ----------------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s*\n\s*", " ", str(text)).strip()
+
+
+def _suggest(word: str, choices: Sequence[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest choice (case-insensitive first), else ``""``."""
+    for c in choices:
+        if c.lower() == word.lower():
+            return f" Did you mean {c!r}?"
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in choices}
+        found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+        close = [lowered[f] for f in found]
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _doc(fn: Callable[..., Any]) -> str:
+    """A subcommand's help: usage line first (magic_arguments wrote it into the docstring)."""
+    return (fn.__doc__ or "").removeprefix("::").strip("\n")
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell_text(v) for v in value)
+    return str(value)
+
+
+class Table:
+    """Rows shown as an HTML table (every cell escaped) with an aligned text/plain fallback.
+
+    Only the first ``limit`` rows are shown (``limit <= 0``: all); ``columns`` and ``rows`` hold
+    everything.
+    """
+
+    def __init__(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        limit: int = 20,
+        caption: str = "",
+    ):
+        self.columns = list(columns)
+        self.rows = [tuple(r) for r in rows]
+        self.limit = limit
+        self.caption = caption
+
+    def _shown(self) -> list[tuple[Any, ...]]:
+        return self.rows if self.limit <= 0 else self.rows[: self.limit]
+
+    def _more(self) -> str:
+        hidden = len(self.rows) - len(self._shown())
+        if not hidden:
+            return ""
+        return f"… {hidden} more rows (showing {self.limit}; %config UacMagics.displaylimit)"
+
+    def text(self) -> str:
+        shown = [[self._clip(_cell_text(v)) for v in row] for row in self._shown()]
+        header = [self._clip(c) for c in self.columns]
+        widths = [len(h) for h in header]
+        for row in shown:
+            widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+        out = [self.caption] if self.caption else []
+        out += [line(header), line(["-" * w for w in widths])]
+        out += [line(r) for r in shown]
+        if not self.rows:
+            out.append("(no rows)")
+        if more := self._more():
+            out.append(more)
+        return "\n".join(out)
+
+    @staticmethod
+    def _clip(text: str) -> str:
+        text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+        return text if len(text) <= _CELL_WIDTH else text[: _CELL_WIDTH - 1] + "…"
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{esc(_cell_text(v))}</td>" for v in row) + "</tr>"
+            for row in self._shown()
+        )
+        caption = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
+        more = f"<p><em>{esc(self._more())}</em></p>" if self._more() else ""
+        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+    def _repr_pretty_(self, p: RepresentationPrinter, cycle: bool) -> None:
+        p.text(self.text())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def answer_text(answer: Answer) -> str:
+    """An answer, the code that computed it, and what it rests on."""
+    value = json.dumps(answer.value, ensure_ascii=False, default=_cell_text)
+    lines = [value, f"  code: {answer.expression}", f"  why:  {answer.explanation}"]
+    cert = answer.certificate
+    keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
+    more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
+    lines.append(f"  records ({cert.records_total}): {keys}{more}")
+    for u in cert.utterances[:5]:
+        lines.append(
+            f"  said {_cell_text(u['ts'])[:10]} [{u['source']}] {u['speaker']}: {u['text']}"
+        )
+    return "\n".join(lines)
+
+
+def _answer_html(answer: Answer) -> str:
+    esc = html.escape
+    value = json.dumps(answer.value, ensure_ascii=False, default=_cell_text)
+    cert = answer.certificate
+    records = "".join(f"<li>{esc(r['type'])} {esc(str(r['key']))}</li>" for r in cert.records[:8])
+    if cert.records_total > 8:
+        records += f"<li>… and {cert.records_total - 8} more</li>"
+    said = "".join(
+        f"<li>{esc(_cell_text(u['ts'])[:10])} [{esc(str(u['source']))}] "
+        f"{esc(str(u['speaker']))}: {esc(str(u['text']))}</li>"
+        for u in cert.utterances[:5]
+    )
+    return (
+        f"<div><p><strong>{esc(value)}</strong></p>"
+        f"<pre><code>{esc(answer.expression)}</code></pre><p>{esc(answer.explanation)}</p>"
+        f"<details><summary>rests on {cert.records_total} records"
+        f"{f' and {len(cert.utterances)} utterances' if cert.utterances else ''}</summary>"
+        f"<ul>{records}</ul><ul>{said}</ul></details></div>"
+    )
+
+
+def _alert_line(verb: str, alert: Alert) -> str:
+    return f"  {verb} [{alert.severity}] {alert.rule}: {alert.message}"
+
+
+def alerts_text(alerts: Sequence[Alert]) -> str:
+    if not alerts:
+        return "no alerts"
+    lines = []
+    for a in alerts:
+        lines.append(f"[{a.severity}] {a.rule}: {a.message}")
+        evidence = ", ".join(
+            f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
+        )
+        if evidence:
+            lines.append(f"    evidence: {evidence}")
+    return "\n".join(lines)
+
+
+# -- the magics ---------------------------------------------------------------------------------
+
+_SUBCOMMAND = "_uac_subcommand"
+
+
+def subcommand(name: str, *, cell: bool = False) -> Callable[[Any], Any]:
+    """Mark a method as ``%uac NAME`` (``cell=True``: it also takes a ``%%uac NAME`` body)."""
+
+    def mark(fn: Any) -> Any:
+        setattr(fn, _SUBCOMMAND, (name, cell))
+        return fn
+
+    return mark
+
+
+@magics_class
+class UacMagics(Magics):
+    """``%uac SUBCOMMAND ...`` and ``%%uac SUBCOMMAND``: the workbench in a notebook.
+
+    Settings: ``%config UacMagics`` lists them; ``%uac help`` lists the subcommands.
+    """
+
+    db = Unicode(help="the store opened by `%uac open` without a path (env UAC_DB)").tag(
+        config=True
+    )
+    user = Unicode(help="the user opened by `%uac open` without --user (env UAC_USER)").tag(
+        config=True
+    )
+    variable = Unicode(
+        "wb", help="the name the open Workbench is bound to in the user namespace ('' for none)"
+    ).tag(config=True)
+    displaylimit = Int(20, help="rows shown of a SQL result, a history or the log (0: all)").tag(
+        config=True
+    )
+    cpu_seconds = Float(5.0, help="CPU seconds an `eval` expression may use").tag(config=True)
+    memory_mb = Int(1024, help="memory (MB) an `eval` expression may use").tag(config=True)
+    model = Unicode("", help="model for extract/ask ('' : env UAC_MODEL)").tag(config=True)
+    base_url = Unicode("", help="OpenAI-compatible endpoint ('' : env OPENAI_BASE_URL)").tag(
+        config=True
+    )
+    offline = Bool(
+        False, help="answer model calls only from the store's record (else env UAC_OFFLINE)"
+    ).tag(config=True)
+
+    @default("db")
+    def _default_db(self) -> str:
+        return os.environ.get("UAC_DB", "uac.duckdb")
+
+    @default("user")
+    def _default_user(self) -> str:
+        return os.environ.get("UAC_USER", "me")
+
+    def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any):
+        self.workbench: Workbench | None = None  # before the config observers can run
+        self._charts_ready = False
+        super().__init__(shell, **kwargs)
+        self.commands: dict[str, tuple[Callable[[str, str | None], Any], bool]] = {}
+        for attr in dir(type(self)):
+            mark = getattr(getattr(type(self), attr), _SUBCOMMAND, None)
+            if mark is not None:
+                name, takes_cell = mark
+                self.commands[name] = (getattr(self, attr), takes_cell)
+
+    @observe("db", "user", "model", "base_url", "offline")
+    def _settings_changed(self, change: dict[str, Any]) -> None:
+        if self.workbench is not None:
+            print(f"uac: {change['name']} applies from the next `%uac open`")
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    @no_var_expand
+    @line_cell_magic
+    def uac(self, line: str, cell: str | None = None) -> Any:
+        """``%uac SUBCOMMAND [ARGS]``; ``%uac help`` lists the subcommands, ``%uac help SUB``
+        (or ``%uac SUB --help``) explains one. Lines are taken verbatim: no ``{var}`` or
+        ``$var`` expansion, so Python sets, dicts and strings in expressions stay intact."""
+        name, rest = [*line.strip().split(None, 1), "", ""][:2]
+        if not name or name in ("help", "-h", "--help"):
+            self._help(rest.strip())
+            return None
+        found = self.commands.get(name)
+        if found is None:
+            raise UsageError(
+                f"%uac has no subcommand {name!r}.{_suggest(name, list(self.commands))} "
+                f"Subcommands: {', '.join(sorted(self.commands))}"
+            )
+        fn, takes_cell = found
+        if rest.strip() in ("-h", "--help"):
+            print(_doc(fn))
+            return None
+        if cell is not None and not takes_cell:
+            raise UsageError(f"`%%uac {name}` takes no cell body; use the line magic `%uac {name}`")
+        try:
+            return fn(rest, cell)
+        except UacError as exc:
+            raise UsageError(_one_line(str(exc))) from None
+
+    def _help(self, name: str) -> None:
+        if name:
+            found = self.commands.get(name)
+            if found is None:
+                raise UsageError(
+                    f"%uac has no subcommand {name!r}.{_suggest(name, list(self.commands))}"
+                )
+            print(_doc(found[0]))
+            return
+        print("%uac SUBCOMMAND [ARGS] — the User as Code workbench (settings: %config UacMagics)")
+        for _name, (fn, _) in sorted(self.commands.items()):
+            usage = next((ln.strip() for ln in _doc(fn).splitlines() if ln.strip()), "")
+            print(f"  {usage}")
+        print("%uac help SUBCOMMAND (or %uac SUBCOMMAND --help) explains one.")
+
+    # -- the workbench ------------------------------------------------------------------------
+
+    def _model_settings(self) -> ModelSettings | None:
+        """Configured model settings; ``None`` leaves them to the environment at first use."""
+        from uac_kernel.model import ModelSettings
+
+        if not (self.model or self.base_url or self.offline):
+            return None
+        try:
+            return ModelSettings.resolve(
+                model=self.model or None,
+                base_url=self.base_url or None,
+                offline=True if self.offline else None,
+            )
+        except ModelError:
+            return None  # no model named anywhere: the engine says so when one is needed
+
+    def _open(self, path: str, user: str, read_only: bool = False) -> Workbench:
+        from uac_kernel.workbench import Workbench
+
+        self._close()
+        wb = Workbench(path, user=user, read_only=read_only, model=self._model_settings())
+        self.workbench = wb
+        if self.variable and self.shell is not None:
+            self.shell.push({self.variable: wb})
+        print(self._summary(wb))
+        return wb
+
+    def _close(self) -> None:
+        wb, self.workbench = self.workbench, None
+        if wb is None:
+            return
+        wb.close()
+        if self.shell is not None and self.variable and self.shell.user_ns.get(self.variable) is wb:
+            del self.shell.user_ns[self.variable]
+
+    def _wb(self) -> Workbench:
+        """The open workbench; opens the configured store and user if none is."""
+        if self.workbench is None:
+            return self._open(self.db, self.user)
+        return self.workbench
+
+    def _summary(self, wb: Workbench) -> str:
+        counts = wb.state.counts()
+        checkpoints = wb.checkpoints.all()
+        alerts = wb.alerts()
+        critical = sum(1 for a in alerts if a.severity == "critical")
+        cps = (
+            f"{len(checkpoints)} checkpoints (latest {checkpoints[-1].version})"
+            if checkpoints
+            else "no checkpoint yet"
+        )
+        text = (
+            f"uac: user {wb.user!r} of {wb.store.path}{' (read-only)' if wb.store.read_only else ''}"
+            f": {sum(counts.values())} records in {len(counts)} types, {cps}, "
+            f"{len(alerts)} standing alerts{f' ({critical} critical)' if critical else ''}"
+        )
+        if self.variable:
+            text += f"; bound to `{self.variable}`"
+        idle = [r["name"] for r in wb.stored_rules() if r["name"] not in wb.runner.rules]
+        if idle:
+            text += (
+                f"\n     notebook rules logged but not in force: {', '.join(idle)} — "
+                "`%uac edit rules` shows their code; run that cell to put them in force"
+            )
+        return text
+
+    # -- subcommands ----------------------------------------------------------------------------
+
+    @subcommand("open")
+    @magic_arguments(name="uac open")
+    @argument("path", nargs="?", help="the store file (default: UacMagics.db)")
+    @argument("--user", default=None, help="the user id (default: UacMagics.user)")
+    @argument("--read-only", action="store_true", help="open without taking the write lock")
+    def cmd_open(self, rest: str, cell: str | None) -> None:
+        """Open a store for one user (closing the workbench open before) and bind it."""
+        args = parse_argstring(self.cmd_open, rest)
+        path = os.path.expanduser(_unquote(args.path)) if args.path else self.db
+        self._open(path, _unquote(args.user) if args.user else self.user, args.read_only)
+
+    @subcommand("close")
+    @magic_arguments(name="uac close")
+    def cmd_close(self, rest: str, cell: str | None) -> None:
+        """Close the open workbench, releasing the store's lock for other processes."""
+        parse_argstring(self.cmd_close, rest)
+        if self.workbench is None:
+            print("uac: no workbench is open")
+            return
+        path = self.workbench.store.path
+        self._close()
+        print(f"uac: closed {path}")
+
+    @subcommand("ingest")
+    @magic_arguments(name="uac ingest")
+    @argument("file", help="Event JSONL, a LoCoMo or LongMemEval file, or chat messages")
+    @argument(
+        "--format",
+        default="auto",
+        choices=["auto", "jsonl", "locomo", "longmemeval", "chat"],
+        help="the file's format (default: detected)",
+    )
+    @argument("--history", default=None, help="the one conversation of a LoCoMo/LongMemEval file")
+    def cmd_ingest(self, rest: str, cell: str | None) -> None:
+        """Append a file to the log, atomically; prints what it appended and the alerts."""
+        args = parse_argstring(self.cmd_ingest, rest)
+        path = Path(os.path.expanduser(_unquote(args.file)))
+        history = _unquote(args.history) if args.history else None
+        report = self._wb().ingest(path, format=args.format, history=history)
+        self._print_report(report)
+
+    @staticmethod
+    def _print_report(report: IngestReport) -> None:
+        print(report.summary())
+        for alert in report.raised:
+            print(_alert_line("raised", alert))
+        for alert in report.updated:
+            print(_alert_line("updated", alert))
+        for alert in report.cleared:
+            print(_alert_line("cleared", alert))
+
+    @subcommand("extract")
+    @magic_arguments(name="uac extract")
+    @argument("--batch-size", type=int, default=10, help="utterances per model call")
+    def cmd_extract(self, rest: str, cell: str | None) -> None:
+        """Turn pending utterances into typed facts with the model, then checkpoint."""
+        args = parse_argstring(self.cmd_extract, rest)
+        wb = self._wb()
+        report = wb.extract(batch_size=args.batch_size)
+        print(report.summary())
+        for alert in report.raised:
+            print(_alert_line("raised", alert))
+        if report.applied:
+            self._print_parts(wb, wb.checkpoints.get().version, "checkpoint written")
+
+    @subcommand("checkpoint")
+    @magic_arguments(name="uac checkpoint")
+    def cmd_checkpoint(self, rest: str, cell: str | None) -> None:
+        """Store the state as a new version of typed code; lists its parts with a ready
+        ``%uac edit PART`` command for each (run each in a cell of its own)."""
+        parse_argstring(self.cmd_checkpoint, rest)
+        wb = self._wb()
+        cp = wb.checkpoint()
+        print(
+            f"checkpoint {cp.version}: {cp.records} records, covers the log up to seq {cp.seq} "
+            f"({cp.segments} code segments written)"
+        )
+        self._print_parts(wb, cp.version)
+
+    @staticmethod
+    def _print_parts(wb: Workbench, version: int, title: str = "", *, pinned: bool = False) -> None:
+        if title:
+            print(f"checkpoint {version}: {title}")
+        print("edit a part in a cell of its own (the command turns its cell into the code):")
+        suffix = f" --version {version}" if pinned else ""
+        for part in wb.parts(version):
+            print(f"  %uac edit {part}{suffix}")
+
+    @subcommand("code")
+    @magic_arguments(name="uac code")
+    @argument("--version", type=int, default=None, help="the checkpoint (default: the latest)")
+    def cmd_code(self, rest: str, cell: str | None) -> None:
+        """Print a checkpoint's whole code."""
+        args = parse_argstring(self.cmd_code, rest)
+        print(self._wb().code(args.version), end="")
+
+    @subcommand("eval", cell=True)
+    @magic_arguments(name="uac eval")
+    @argument("expr", nargs="+", help="a Python expression over `user` (the rest of the line)")
+    def cmd_eval(self, rest: str, cell: str | None) -> Any:
+        """Evaluate a Python expression over the state in the sandbox and return its value:
+        ``n = %uac eval len(user.all(Trip))``. ``%%uac eval`` takes the expression as the body."""
+        expr = (cell if cell is not None else rest).strip()
+        if not expr:
+            raise UsageError("usage: %uac eval EXPR — e.g. %uac eval len(user.all(Trip))")
+        return self._wb().eval(expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb)
+
+    @subcommand("sql", cell=True)
+    @magic_arguments(name="uac sql")
+    @argument("query", nargs="+", help="SQL over one table per record type (or the cell body)")
+    def cmd_sql(self, rest: str, cell: str | None) -> SqlResult:
+        """Run SQL over one table per record type (``Trip``, ``Trip_history``); returns the
+        ``SqlResult``, shown as a table of ``displaylimit`` rows. ``%%uac sql`` takes the body."""
+        query = (cell if cell is not None else rest).strip()
+        if not query:
+            raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
+        return self._wb().sql(query)
+
+    @subcommand("ask", cell=True)
+    @magic_arguments(name="uac ask")
+    @argument("question", nargs="+", help="a question about the user (the rest of the line)")
+    def cmd_ask(self, rest: str, cell: str | None) -> Answer:
+        """Answer a question with code the model writes (run in the sandbox); shows the answer,
+        the code and what it rests on, and returns the ``Answer``.
+
+        A line ending in ``?`` is IPython's help syntax: quote the question
+        (``%uac ask "How many trips did I take?"``) or put it in the body of ``%%uac ask``."""
+        question = _unquote(cell if cell is not None else rest)
+        if not question:
+            raise UsageError("usage: %uac ask QUESTION")
+        answer = self._wb().ask(question)
+        if not answer.ok:
+            raise UsageError(
+                _one_line(
+                    f"no answer after {answer.attempts} attempts: {answer.error} "
+                    f"(last code: {answer.expression})"
+                )
+            )
+        return answer
+
+    @subcommand("alerts")
+    @magic_arguments(name="uac alerts")
+    def cmd_alerts(self, rest: str, cell: str | None) -> None:
+        """The alerts standing now, most severe first, with their evidence (an inspector
+        widget; the text where widgets are not shown)."""
+        parse_argstring(self.cmd_alerts, rest)
+        wb = self._wb()
+
+        def make() -> Any:
+            from uac_kernel.widgets import AlertInspector
+
+            return AlertInspector(wb)
+
+        self._show(make, alerts_text(wb.alerts()))
+
+    @subcommand("log")
+    @magic_arguments(name="uac log")
+    @argument("--kind", default=None, help="only events of this kind (utterance, fact, alert, ...)")
+    @argument("--after", type=int, default=0, help="only events after this seq (text view)")
+    def cmd_log(self, rest: str, cell: str | None) -> None:
+        """Browse the user's events (a paging widget; the first ``displaylimit`` as text)."""
+        args = parse_argstring(self.cmd_log, rest)
+        wb = self._wb()
+        limit = self.displaylimit if self.displaylimit > 0 else None
+        kinds = [args.kind] if args.kind else None
+        events = wb.log(
+            kinds=kinds, after_seq=args.after, limit=None if limit is None else limit + 1
+        )
+        caption = ""
+        if limit is not None and len(events) > limit:
+            events = events[:limit]
+            caption = (
+                f"the first {limit} events after seq {args.after}; "
+                f"the next with `%uac log{f' --kind {args.kind}' if args.kind else ''} "
+                f"--after {events[-1].seq}`"
+            )
+        table = Table(
+            ["seq", "ts", "kind", "source", "payload"],
+            [
+                (e.seq, e.ts, e.kind, e.source, json.dumps(e.payload, ensure_ascii=False))
+                for e in events
+            ],
+            0,
+            caption,
+        )
+
+        def make() -> Any:
+            from uac_kernel.widgets import LogBrowser
+
+            page_size = self.displaylimit if self.displaylimit > 0 else 50
+            return LogBrowser(wb, page_size=page_size, **({"kind": args.kind} if args.kind else {}))
+
+        self._show(make, table.text(), table._repr_html_())
+
+    @subcommand("state")
+    @magic_arguments(name="uac state")
+    def cmd_state(self, rest: str, cell: str | None) -> None:
+        """Explore the typed state (a widget; record counts per type as text)."""
+        parse_argstring(self.cmd_state, rest)
+        wb = self._wb()
+        counts = wb.state.counts()
+        table = Table(
+            ["type", "current", "versions"],
+            [(t, n, len(wb.state.history(t))) for t, n in sorted(counts.items())],
+            0,
+        )
+
+        def make() -> Any:
+            from uac_kernel.widgets import StateExplorer
+
+            return StateExplorer(wb)
+
+        self._show(make, table.text(), table._repr_html_())
+
+    @subcommand("diff")
+    @magic_arguments(name="uac diff")
+    @argument("a", type=int, help="the older checkpoint")
+    @argument("b", type=int, help="the newer checkpoint")
+    def cmd_diff(self, rest: str, cell: str | None) -> None:
+        """What changed from checkpoint A to B (a widget, and the summary as text)."""
+        args = parse_argstring(self.cmd_diff, rest)
+        wb = self._wb()
+        d = wb.diff(args.a, args.b)
+        lines = [d.summary()]
+        lines += [f"  + type {t}" for t in d.new_types]
+        lines += [f"  + fields of {t}: {', '.join(f)}" for t, f in d.new_fields.items()]
+        lines += [f"  + {c.type} {c.key}" for c in d.added]
+        lines += [f"  ~ {c.type} {c.key}: {', '.join(c.changed_fields)}" for c in d.changed]
+        lines += [f"  - {c.type} {c.key}" for c in d.retracted]
+
+        def make() -> Any:
+            from uac_kernel.widgets import DiffView
+
+            return DiffView(wb, args.a, args.b)
+
+        self._show(make, "\n".join(lines))
+
+    @subcommand("history")
+    @magic_arguments(name="uac history")
+    @argument("type", help="a record type, e.g. Trip")
+    @argument("key", help="the record's key")
+    def cmd_history(self, rest: str, cell: str | None) -> Table:
+        """Every version of one record: when it held, whether it was retracted, its fields and
+        the log events behind it."""
+        args = parse_argstring(self.cmd_history, rest)
+        wb = self._wb()
+        type_name, key = _unquote(args.type), _unquote(args.key)
+        if type_name not in wb.state.types:
+            types = list(wb.state.types)
+            raise UsageError(
+                f"no record type {type_name!r}.{_suggest(type_name, types)} "
+                f"Types: {', '.join(sorted(types)) or 'none yet'}"
+            )
+        versions = wb.state.versions(type_name, key)
+        if not versions:
+            keys = sorted({r.key for r in wb.state.history(type_name)})
+            raise UsageError(f"no {type_name} with key {key!r}.{_suggest(key, keys)}")
+        rows = [
+            (
+                r.valid_from,
+                r.valid_to,
+                r.retracted,
+                ", ".join(f"{k}={v!r}" for k, v in r.fields().items() if v is not None),
+                r.sources,
+            )
+            for r in versions
+        ]
+        return Table(
+            ["valid_from", "valid_to", "retracted", "fields", "sources"],
+            rows,
+            self.displaylimit,
+            caption=f"{type_name} {key!r}: {len(versions)} versions",
+        )
+
+    @subcommand("chart")
+    @magic_arguments(name="uac chart")
+    @argument("kind", choices=["events", "records", "alerts", "result"], help="what to draw")
+    @argument(
+        "--freq",
+        default=None,
+        choices=["day", "week", "month", "quarter", "year"],
+        help="the period of events/records charts",
+    )
+    @argument("expr", nargs="*", help="for `result`: an expression (the rest of the line)")
+    def cmd_chart(self, rest: str, cell: str | None) -> Any:
+        """An Altair chart: ``events`` or ``records`` over time, the ``alerts`` timeline, or a
+        ``result``: ``%uac chart result Counter(t.country for t in user.all(Trip))``. Returns
+        the chart; charts draw offline (the Vega JavaScript is bundled)."""
+        kind, _, tail = rest.strip().partition(" ")
+        if kind == "result":
+            expr = tail.strip()  # verbatim: shell-style splitting would mangle Python quotes
+            if not expr:
+                raise UsageError("usage: %uac chart result EXPR")
+        else:
+            args = parse_argstring(self.cmd_chart, rest)
+            if args.expr:
+                raise UsageError(f"`%uac chart {kind}` takes no expression; `result` does")
+        try:
+            from uac_kernel import charts
+        except ImportError as exc:
+            raise UsageError(
+                f"charts need altair and vl-convert ({exc}); pip install altair vl-convert-python"
+            ) from None
+        wb = self._wb()
+        chart: Any
+        if kind == "result":
+            value = wb.eval(expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb)
+            chart = charts.result_chart(value, title=expr if len(expr) <= 80 else expr[:79] + "…")
+        elif kind == "events":
+            chart = charts.events_over_time(wb, **({"freq": args.freq} if args.freq else {}))
+        elif kind == "records":
+            chart = charts.records_over_time(wb, **({"freq": args.freq} if args.freq else {}))
+        else:
+            chart = charts.alerts_timeline(wb)
+        if not self._charts_ready:
+            charts.enable_offline()
+            self._charts_ready = True
+        return chart
+
+    @subcommand("verify")
+    @magic_arguments(name="uac verify")
+    def cmd_verify(self, rest: str, cell: str | None) -> None:
+        """Re-compute the log's hash chain; an error if any past event was changed."""
+        parse_argstring(self.cmd_verify, rest)
+        wb = self._wb()
+        report = wb.verify()
+        if not report.ok:
+            raise UsageError(
+                _one_line(
+                    f"{wb.store.path}: hash chain broken at event {report.first_bad_seq}: "
+                    f"{report.problem}"
+                )
+            )
+        print(f"{wb.store.path}: {report.events} events, hash chain intact")
+
+    @subcommand("calls")
+    @magic_arguments(name="uac calls")
+    @argument("--all-users", action="store_true", help="the calls of every user of the store")
+    def cmd_calls(self, rest: str, cell: str | None) -> None:
+        """The recent model calls and the tokens spent per purpose: the cost ledger."""
+        from uac_kernel.model import call_totals, list_calls
+
+        args = parse_argstring(self.cmd_calls, rest)
+        wb = self._wb()
+        user = None if args.all_users else wb.user
+        limit = self.displaylimit if self.displaylimit > 0 else 1_000_000
+        calls = list_calls(wb.store, user, limit=limit)
+        display(
+            Table(
+                ["call", "at", "purpose", "model", "tokens in", "tokens out", "ms", "outcome"],
+                [
+                    (
+                        c.call_id,
+                        c.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                        c.purpose,
+                        c.model,
+                        c.tokens_in,
+                        c.tokens_out,
+                        f"{c.latency_ms:.0f}",
+                        c.outcome,
+                    )
+                    for c in calls
+                ],
+                0,
+                caption=f"the last {len(calls)} model calls",
+            ),
+            Table(
+                ["purpose", "calls", "failed", "tokens in", "tokens out"],
+                call_totals(wb.store, user),
+                0,
+                caption="per purpose",
+            ),
+        )
+
+    # -- the model as editable cells ------------------------------------------------------------
+
+    @subcommand("edit")
+    @magic_arguments(name="uac edit")
+    @argument("part", nargs="?", help="schema, a record type (e.g. Trip) or rules")
+    @argument("--version", type=int, default=None, help="the checkpoint (default: the latest)")
+    @argument("--all", action="store_true", help="list a command for every part")
+    def cmd_edit(self, rest: str, cell: str | None) -> None:
+        """Turn this cell into one part of a checkpoint, as code to edit and run.
+
+        The cell is replaced by ``%%uac cell --version N --part PART`` and the part's code
+        (running ``%uac edit`` again is harmless: it replaces the same cell); the code is also
+        printed, for front-ends that ignore the replacement. Without ``--version`` the latest
+        checkpoint is used, taken anew first if the log moved past it.
+
+        ``--all`` lists a ready ``%uac edit`` command for every part, one cell each: a cell
+        can create at most one cell (JupyterLab inserts only one per execution).
+        """
+        args = parse_argstring(self.cmd_edit, rest)
+        wb = self._wb()
+        version = args.version
+        if version is None:
+            latest = wb.checkpoints.latest()
+            if latest is None or latest.seq != wb.state.seq:
+                cp = wb.checkpoint()
+                why = (
+                    "no checkpoint yet"
+                    if latest is None
+                    else f"the log moved past checkpoint {latest.version}"
+                )
+                print(f"uac: {why}; took checkpoint {cp.version}")
+                version = cp.version
+            else:
+                version = latest.version
+        parts = wb.parts(version)
+        if args.all:
+            if args.part:
+                raise UsageError("`%uac edit --all` takes no part")
+            self._print_parts(wb, version, pinned=True)
+            return
+        if not args.part:
+            raise UsageError(
+                f"usage: %uac edit PART; parts of checkpoint {version}: {', '.join(parts)}"
+            )
+        part = _unquote(args.part)
+        if part not in parts:
+            raise UsageError(
+                f"checkpoint {version} has no part {part!r}.{_suggest(part, parts)} "
+                f"Parts: {', '.join(parts)}"
+            )
+        code = wb.cell(part, version)
+        if part == "rules":
+            code += self._idle_rules(wb)
+        text = f"%%uac cell --version {version} --part {part}\n{code.rstrip()}\n"
+        if self.shell is not None:
+            self.shell.set_next_input(text, replace=True)
+        print(f"# {part} of checkpoint {version}: edit it in this cell and run it")
+        print(text, end="")
+
+    @staticmethod
+    def _idle_rules(wb: Workbench) -> str:
+        """Notebook rules the log holds but this session has not put in force, as code."""
+        idle = [r for r in wb.stored_rules() if r["name"] not in wb.runner.rules]
+        if not idle:
+            return ""
+        text = (
+            "\n\n# Written in a notebook and logged, but not in force in this session.\n"
+            "# Running this cell puts them in force; delete any you do not trust.\n"
+        )
+        return text + "".join(f"\n\n{r['source'].strip()}\n" for r in idle)
+
+    @subcommand("cell", cell=True)
+    @magic_arguments(name="uac cell")
+    @argument("--version", type=int, required=True, help="the checkpoint the cell came from")
+    @argument("--part", required=True, help="the part the cell holds")
+    def cmd_cell(self, rest: str, cell: str | None) -> None:
+        """``%%uac cell --version N --part PART``: apply an edited part (made by ``%uac edit``).
+
+        The records are read as literals, never run, and what changed becomes correction
+        events; if the log moved on since version N, edits to records nobody else touched are
+        merged and overlapping ones refused. ``@rule`` functions in the cell — and only they —
+        are compiled and run in the user namespace (with ``rule``, ``Finding``, ``date``,
+        ``datetime``, ``timedelta``), then put in force with their source logged. A rule must
+        be self-contained: other code in the cell is not run. Then a checkpoint is taken.
+        """
+        if cell is None:
+            raise UsageError(
+                "`%%uac cell` is a cell magic; make one with `%uac edit PART` (e.g. %uac edit rules)"
+            )
+        args = parse_argstring(self.cmd_cell, rest)
+        wb = self._wb()
+        part = _unquote(args.part)
+        rules = self._compile_rules(cell, f"%%uac cell {rest.strip()}")
+        before = wb.state.seq
+        plan, report = wb.apply_edit(cell, version=args.version, part=part)
+        lines = [f"{part}, edited from checkpoint {args.version}: {plan.summary()}"]
+        if report.appended:
+            lines[0] += f" ({report.appended} correction events appended)"
+        lines += [_alert_line("raised", a) for a in report.raised]
+        lines += [_alert_line("updated", a) for a in report.updated]
+        lines += [_alert_line("cleared", a) for a in report.cleared]
+        for r, source in rules:
+            change = wb.define_rule(r, source)
+            standing = sum(1 for a in wb.alerts() if a.rule == r.name)
+            lines.append(f"rule {r.name}: in force, {standing} alerts standing")
+            lines += [_alert_line("raised", a) for a in change.raised]
+            lines += [_alert_line("updated", a) for a in change.updated]
+            lines += [_alert_line("cleared", a) for a in change.cleared]
+        if wb.state.seq != before:
+            cp = wb.checkpoint()
+            lines.append(
+                f"checkpoint {cp.version} taken; run this cell again after more edits, or "
+                f"continue from the new version with `%uac edit {part} --version {cp.version}`"
+            )
+        print("\n".join(lines))
+
+    def _compile_rules(self, body: str, header: str) -> list[tuple[Rule, str]]:
+        """Define the ``@rule`` functions of a cell in the user namespace (not yet in force).
+
+        Only those FunctionDef nodes are compiled — never the data of the cell. Their text is
+        kept in ``linecache`` under the cell's line numbers, so tracebacks and the checkpoint's
+        code (which reads a rule's source) show what was written.
+        """
+        from uac_kernel.edits import rule_sources
+
+        wanted = {s.name for s in rule_sources(body)}  # CodeError on a syntax error
+        if not wanted:
+            return []
+        tree = ast.parse(body)
+        lines = body.splitlines(keepends=True)
+        digest = hashlib.sha256(body.encode()).hexdigest()[:12]
+        filename = f"<uac cell {digest}>"
+        cached = [header + "\n", *(ln if ln.endswith("\n") else ln + "\n" for ln in lines)]
+        linecache.cache[filename] = (sum(map(len, cached)), None, cached, filename)
+        ns = self.shell.user_ns if self.shell is not None else {}
+        for name, helper in RULE_HELPERS.items():
+            ns.setdefault(name, helper)
+        defined: dict[str, tuple[Rule, str]] = {}
+        for node in tree.body:
+            if not (
+                isinstance(node, ast.FunctionDef) and node.name in wanted and node.decorator_list
+            ):
+                continue
+            first = min(d.lineno for d in node.decorator_list)
+            source = "".join(lines[first - 1 : node.end_lineno])
+            ast.increment_lineno(node, 1)  # the header line above the body
+            code = compile(ast.Module(body=[node], type_ignores=[]), filename, "exec")
+            exec(code, ns)
+            obj = ns.get(node.name)
+            if not isinstance(obj, Rule):
+                raise UsageError(
+                    f"{node.name} is not a rule after its definition ran: is `rule` in your "
+                    "namespace uac's decorator? (from uac import rule)"
+                )
+            defined[obj.name] = (obj, source.rstrip() + "\n")
+        return list(defined.values())
+
+    # -- widgets --------------------------------------------------------------------------------
+
+    def _show(self, make: Callable[[], Any], text: str, html_text: str | None = None) -> None:
+        """Display a widget with ``text`` as its text/plain fallback; only the text when the
+        widget cannot be made (anywidget not installed)."""
+        try:
+            widget = make()
+        except ImportError as exc:
+            bundle = {"text/plain": text}
+            if html_text is not None:
+                bundle["text/html"] = html_text
+            display(bundle, raw=True)
+            print(f"(the interactive view needs anywidget: {exc})")
+            return
+        formatter = self.shell.display_formatter if self.shell is not None else None
+        if formatter is None:
+            display(widget)
+            return
+        data, metadata = formatter.format(widget)
+        data["text/plain"] = text
+        display(data, metadata=metadata, raw=True)
+
+
+def _register_formatters(ip: InteractiveShell, magics: UacMagics) -> None:
+    """Engine results returned by a magic (or a plain cell) draw as tables and answers."""
+    if ip.display_formatter is None:
+        return
+    formatters = ip.display_formatter.formatters
+
+    def sql_table(result: SqlResult) -> Table:
+        return Table(result.columns, result.rows, magics.displaylimit)
+
+    formatters["text/html"].for_type(SqlResult, lambda r: sql_table(r)._repr_html_())
+    formatters["text/plain"].for_type(SqlResult, lambda r, p, cycle: p.text(sql_table(r).text()))
+    formatters["text/html"].for_type(Answer, _answer_html)
+    formatters["text/plain"].for_type(Answer, lambda a, p, cycle: p.text(answer_text(a)))
+
+
+def load_ipython_extension(ip: InteractiveShell) -> None:
+    """``%load_ext uac``: register ``%uac`` / ``%%uac`` and the display of engine results."""
+    magics = UacMagics(shell=ip)
+    ip.register_magics(magics)
+    _register_formatters(ip, magics)
+
+
+def unload_ipython_extension(ip: InteractiveShell) -> None:
+    """Close the open workbench and remove the magics and the result displays."""
+    registry = ip.magics_manager.registry
+    magics = registry.pop(UacMagics.__name__, None)
+    if isinstance(magics, UacMagics):
+        magics._close()
+        if magics in ip.configurables:
+            ip.configurables.remove(magics)  # type: ignore[arg-type]
+    for kind in ("line", "cell"):
+        ip.magics_manager.magics[kind].pop("uac", None)
+    if ip.display_formatter is not None:
+        for mime in ("text/html", "text/plain"):
+            for typ in (SqlResult, Answer):
+                ip.display_formatter.formatters[mime].pop(typ, None)

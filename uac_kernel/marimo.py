@@ -1,0 +1,133 @@
+"""marimo helpers: the workbench's widgets and charts as marimo UI elements, without magics.
+
+marimo rejects IPython's ``%`` magics, so a marimo notebook calls the same things the magics
+show, as functions of an open ``Workbench``:
+
+=================================  ==================================================
+``%uac log``                       ``log_browser(wb)``
+``%uac alerts``                    ``alert_inspector(wb)``
+``%uac state``                     ``state_explorer(wb)``
+``%uac diff A B``                  ``diff_view(wb, a, b)``
+``%uac chart KIND [EXPR]``         ``chart(wb, kind, expr)``
+``%uac eval EXPR`` / ``%uac sql``  ``wb.eval(expr)`` / ``wb.sql(query)`` (plain engine calls)
+=================================  ==================================================
+
+Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
+last expression of a cell draws them; nothing is fetched from the network. marimo is imported
+only when a helper is called.
+
+>>> import uac, uac.marimo as um                                        # doctest: +SKIP
+>>> wb = uac.open("memory.duckdb", user="maya")                         # doctest: +SKIP
+>>> um.alert_inspector(wb)                                              # doctest: +SKIP
+>>> um.chart(wb, "result", "Counter(t.country for t in user.all(Trip))")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from uac_kernel.errors import QueryError
+
+if TYPE_CHECKING:
+    import altair as alt
+
+    from uac_kernel.workbench import Workbench
+
+__all__ = [
+    "CHART_KINDS",
+    "alert_inspector",
+    "chart",
+    "diff_view",
+    "log_browser",
+    "state_explorer",
+]
+
+CHART_KINDS = ("events", "records", "alerts", "result")
+"""What :func:`chart` draws, as ``%uac chart KIND`` does."""
+
+ChartKind = Literal["events", "records", "alerts", "result"]
+
+
+def _marimo() -> Any:
+    """marimo itself, or an ``ImportError`` that says how to install it."""
+    try:
+        import marimo
+    except ImportError as exc:
+        raise ImportError(
+            f"uac.marimo needs marimo ({exc}); install it with: pip install marimo"
+        ) from exc
+    return marimo
+
+
+def log_browser(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
+    """The log browser (``%uac log``) as ``mo.ui.anywidget``: the user's events, a page at a
+    time, filtered by ``query`` (``kind="fact"``, ``text="tokyo"``, ...)."""
+    from uac_kernel.widgets import LogBrowser
+
+    mo = _marimo()
+    return mo.ui.anywidget(LogBrowser(wb, page_size=page_size, **query))
+
+
+def alert_inspector(wb: Workbench) -> Any:
+    """The alert inspector (``%uac alerts``) as ``mo.ui.anywidget``: the standing alerts, most
+    severe first, each with its evidence and the log events behind it."""
+    from uac_kernel.widgets import AlertInspector
+
+    mo = _marimo()
+    return mo.ui.anywidget(AlertInspector(wb))
+
+
+def state_explorer(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
+    """The state explorer (``%uac state``) as ``mo.ui.anywidget``: record types, their
+    records, every version of one and its sources."""
+    from uac_kernel.widgets import StateExplorer
+
+    mo = _marimo()
+    return mo.ui.anywidget(StateExplorer(wb, page_size=page_size, **query))
+
+
+def diff_view(wb: Workbench, a: int, b: int) -> Any:
+    """What changed from checkpoint ``a`` to ``b`` (``%uac diff A B``) as ``mo.ui.anywidget``."""
+    from uac_kernel.widgets import DiffView
+
+    mo = _marimo()
+    return mo.ui.anywidget(DiffView(wb, a, b))
+
+
+def chart(
+    wb: Workbench, kind: ChartKind, expr: str | None = None, *, freq: str | None = None
+) -> Any:
+    """An Altair chart (``%uac chart KIND``) as ``mo.ui.altair_chart``.
+
+    ``kind`` is ``events`` or ``records`` over time (``freq``: ``day`` … ``year``), the
+    ``alerts`` timeline, or ``result``: the value of ``expr``, evaluated in the sandbox by
+    ``wb.eval`` and drawn by its shape (``Counter``/dict: bars; numbers: a histogram; ...).
+    """
+    from uac_kernel import charts
+
+    if kind not in CHART_KINDS:
+        raise QueryError(f"chart kind {kind!r} is not one of {', '.join(CHART_KINDS)}")
+    if kind == "result":
+        if not expr or not expr.strip():
+            raise QueryError(
+                "chart(wb, 'result', EXPR) needs an expression, e.g. "
+                "'Counter(t.country for t in user.all(Trip))'"
+            )
+    elif expr is not None:
+        raise QueryError(f"chart(wb, {kind!r}) takes no expression; only 'result' does")
+    if freq is not None and kind not in ("events", "records"):
+        raise QueryError(f"freq applies to 'events' and 'records' charts, not {kind!r}")
+    mo = _marimo()
+    periods = {"freq": freq} if freq is not None else {}
+    drawn: alt.TopLevelMixin
+    if kind == "result":
+        text = (expr or "").strip()
+        title = text if len(text) <= 80 else text[:79] + "…"
+        drawn = charts.result_chart(wb.eval(text), title=title)
+    elif kind == "events":
+        drawn = charts.events_over_time(wb, **periods)
+    elif kind == "records":
+        drawn = charts.records_over_time(wb, **periods)
+    else:
+        drawn = charts.alerts_timeline(wb)
+    return mo.ui.altair_chart(drawn)

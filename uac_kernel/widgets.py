@@ -1,0 +1,772 @@
+"""Notebook widgets over a ``Workbench``: the log, alerts and their evidence, state, diffs, progress.
+
+The widgets are a thin face. Each reads through the engine (the workbench, and one-page reads
+of the store in ``_paging``), shapes what it found into plain JSON traitlets, and leaves the
+drawing to a small hand-written ES module from ``widgets/`` (shipped in the package as
+``uac_kernel/_widgets``). Every string from the log is data: the front end puts it on the page
+as text, never as markup.
+
+They run wherever anywidget does — JupyterLab, Notebook 7, VS Code — and in marimo through
+``mo.ui.anywidget(LogBrowser(wb))``. Nothing is fetched from the network.
+
+>>> LogBrowser(wb).query = {"kind": "fact", "text": "tokyo"}   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, date, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
+
+import anywidget
+import duckdb
+import orjson
+import traitlets
+
+from uac_kernel._paging import LogFilter, LogPager, events_by_seq, utterances_by_source
+from uac_kernel.errors import UacError
+from uac_kernel.records import Record
+from uac_kernel.store import LoggedEvent
+
+if TYPE_CHECKING:
+    from uac_kernel.workbench import Workbench
+
+__all__ = [
+    "AlertInspector",
+    "DiffView",
+    "LogBrowser",
+    "Progress",
+    "StateExplorer",
+    "progress",
+]
+
+T = TypeVar("T")
+
+SUMMARY_WIDTH = 160
+PAYLOAD_CHARS = 4000
+# What a widget shows instead of a traceback: bad input, and the store's own errors.
+_SHOWN_ERRORS = (ValueError, UacError, duckdb.Error)
+
+
+# -- front-end assets ------------------------------------------------------------------------
+
+
+def asset(name: str) -> str:
+    """The text of a front-end file: shipped in the package, else from a source checkout.
+
+    A wheel carries ``widgets/`` as ``uac_kernel/_widgets``; an editable install imports the
+    package from the checkout, where the files sit in ``widgets/`` beside it.
+    """
+    shipped = resources.files("uac_kernel").joinpath("_widgets", name)
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    checkout = Path(__file__).resolve().parent.parent / "widgets" / name
+    if not checkout.is_file():
+        raise FileNotFoundError(
+            f"widget asset {name!r} is missing from this installation of uac-kernel; reinstall it"
+        )
+    return checkout.read_text(encoding="utf-8")
+
+
+def _module(name: str) -> str:
+    # Modules are loaded from a string, so they cannot import each other: the shared helpers
+    # are put in front of each widget's own module.
+    return asset("_common.js") + "\n" + asset(name)
+
+
+# -- shaping values for the front end -------------------------------------------------------
+
+
+def _value(v: Any) -> Any:
+    """A field value as JSON: dates as ISO text, tuples as lists."""
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, date):
+        return v.isoformat()
+    if isinstance(v, (list, tuple)):
+        return [_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _value(x) for k, x in v.items()}
+    return v
+
+
+def _ts(v: datetime | None) -> str:
+    return "" if v is None else v.isoformat(sep=" ", timespec="seconds")
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _fields(rec: Record) -> dict[str, Any]:
+    return {k: _value(v) for k, v in rec.fields().items() if v is not None}
+
+
+def summarize(ev: LoggedEvent, width: int = SUMMARY_WIDTH) -> str:
+    """One line saying what an event is: ``user: Back from Tokyo!``, ``add Trip tokyo …``."""
+    p = ev.payload
+    if ev.kind == "utterance":
+        text = f"{p.get('speaker', '?')}: {p.get('text', '')}"
+    elif ev.kind == "fact":
+        text = f"{p.get('op', '?')} {p.get('type', '?')} {p.get('key', '?')}"
+        fields = p.get("fields") or {}
+        if isinstance(fields, dict) and fields:
+            text += " " + ", ".join(f"{k}={_short(v)}" for k, v in fields.items())
+        if p.get("reason"):
+            text += f" (reason: {p['reason']})"
+    elif ev.kind == "schema":
+        if "field" in p:
+            text = f"{p.get('type', '?')}.{p['field']}: {p.get('ftype', '?')}"
+        else:
+            text = f"new type {p.get('type', '?')}"
+    elif ev.kind == "alert":
+        text = (
+            f"{p.get('state', '?')} {p.get('severity', '?')} {p.get('rule', '?')}: "
+            f"{p.get('message', '')}"
+        )
+    else:
+        text = orjson.dumps(p, option=orjson.OPT_SORT_KEYS).decode()
+    return _clip(text, width)
+
+
+def _short(v: Any) -> str:
+    return v if isinstance(v, str) else orjson.dumps(v).decode()
+
+
+class LogRow(TypedDict):
+    """One row of the log browser."""
+
+    seq: int
+    ts: str
+    kind: str
+    source: str
+    summary: str
+    payload: str
+
+
+class Utterance(TypedDict):
+    seq: int
+    ts: str
+    speaker: str
+    text: str
+    source: str
+
+
+class EventInfo(TypedDict):
+    """A log event behind a record, with the utterances a fact was derived from."""
+
+    seq: int
+    ts: str
+    kind: str
+    source: str
+    summary: str
+    derived_from: list[str]
+    utterances: list[Utterance]
+
+
+def _row(ev: LoggedEvent) -> LogRow:
+    payload = orjson.dumps(ev.payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    if len(payload) > PAYLOAD_CHARS:
+        payload = payload[:PAYLOAD_CHARS] + f"\n… ({len(payload) - PAYLOAD_CHARS} more characters)"
+    return {
+        "seq": ev.seq,
+        "ts": _ts(ev.ts),
+        "kind": ev.kind,
+        "source": ev.source or "",
+        "summary": summarize(ev),
+        "payload": payload,
+    }
+
+
+def provenance(wb: Workbench, seqs: Iterable[int]) -> list[EventInfo]:
+    """The log events with these seqs, each fact with the utterances it was derived from."""
+    events = events_by_seq(wb.store, wb.user, seqs)
+    derived = {
+        s
+        for ev in events.values()
+        if isinstance(ev.payload.get("derived_from"), list)
+        for s in ev.payload["derived_from"]
+    }
+    said = utterances_by_source(wb.store, wb.user, derived)
+    out: list[EventInfo] = []
+    for ev in events.values():
+        names = [str(s) for s in ev.payload.get("derived_from") or []]
+        out.append(
+            {
+                "seq": ev.seq,
+                "ts": _ts(ev.ts),
+                "kind": ev.kind,
+                "source": ev.source or "",
+                "summary": summarize(ev),
+                "derived_from": names,
+                "utterances": [_utterance(said[s]) for s in names if s in said],
+            }
+        )
+    return out
+
+
+def _utterance(ev: LoggedEvent) -> Utterance:
+    return {
+        "seq": ev.seq,
+        "ts": _ts(ev.ts),
+        "speaker": str(ev.payload.get("speaker", "")),
+        "text": str(ev.payload.get("text", "")),
+        "source": ev.source or "",
+    }
+
+
+def _bound(text: str, end: bool) -> datetime | None:
+    """A time bound from ISO text; an end bound covers the whole day (minute, second) it names."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        if len(text) == 10:
+            day = datetime.combine(date.fromisoformat(text), datetime.min.time())
+            return day + timedelta(days=1) if end else day
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not an ISO date or date-time like 2025-03-02 or 2025-03-02T10:15"
+        ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)  # as the log stores times
+    if not end:
+        return when
+    clock = re.split(r"[+\-Z]", text[11:])[0]  # the time of day, without its offset
+    step = (
+        timedelta(minutes=1)
+        if clock.count(":") == 1
+        else timedelta(seconds=1)
+        if "." not in clock
+        else timedelta(microseconds=1)
+    )
+    return when + step
+
+
+class _Widget(anywidget.AnyWidget):
+    """What every uac widget has: the shared styles, an error line, and an answer counter."""
+
+    _css = asset("uac.css")
+    error = traitlets.Unicode("").tag(sync=True)
+    # Bumped by every answer, so the front end can tell "done" even when nothing changed.
+    served = traitlets.Int(0).tag(sync=True)
+
+    def _answer(self, work: Callable[[], None]) -> None:
+        try:
+            with self.hold_sync():
+                work()
+                self.error = ""
+        except _SHOWN_ERRORS as exc:
+            self.error = str(exc)
+        self.served += 1
+
+
+# -- the log ----------------------------------------------------------------------------------
+
+
+class LogQuery(TypedDict, total=False):
+    """What the log browser shows: filters, and the page (from 0)."""
+
+    kind: str
+    type: str
+    text: str
+    start: str
+    end: str
+    page: int
+
+
+class LogBrowser(_Widget):
+    """The user's events, a page at a time, filtered by kind, record type, text and time.
+
+    Set ``query`` (or use the controls) to filter and page: ``{"kind": "fact", "type": "Trip",
+    "text": "tokyo", "start": "2025-01-01", "end": "2025-03-31", "page": 0}``; ``end`` includes
+    the day it names. Only the page shown crosses to the browser.
+    """
+
+    _esm = _module("log_browser.js")
+    query = traitlets.Dict().tag(sync=True)
+    page_size = traitlets.Int(50).tag(sync=True)
+    rows: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    total = traitlets.Int(0).tag(sync=True)
+    page = traitlets.Int(0).tag(sync=True)
+    pages = traitlets.Int(1).tag(sync=True)
+    kinds: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    types: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    elapsed_ms = traitlets.Float(0.0).tag(sync=True)
+
+    def __init__(self, wb: Workbench, page_size: int = 50, **query: Any):
+        self._wb = wb
+        self._pager = LogPager(wb.store, wb.user, page_size)
+        self._ready = False
+        super().__init__(page_size=page_size, query={"page": 0, **query})
+        self._ready = True
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Show what the log holds now, keeping filters and page."""
+        self._options()
+        self._serve()
+
+    def next_page(self) -> None:
+        self.query = {**self.query, "page": self.page + 1}
+
+    def prev_page(self) -> None:
+        self.query = {**self.query, "page": max(0, self.page - 1)}
+
+    def _options(self) -> None:
+        self.kinds = [{"name": k, "count": n} for k, n in self._pager.kinds().items()]
+        self.types = sorted(self._wb.state.types)
+
+    @traitlets.observe("query", "page_size")
+    def _on_query(self, change: dict[str, Any]) -> None:
+        if self._ready:
+            self._serve()
+
+    def _filter(self) -> tuple[LogFilter, int]:
+        q = cast(LogQuery, self.query)
+        page = q.get("page", 0)
+        if not isinstance(page, int) or isinstance(page, bool):
+            raise ValueError(f"page must be a whole number, not {page!r}")
+        f = LogFilter(
+            kind=str(q.get("kind") or ""),
+            type=str(q.get("type") or ""),
+            text=str(q.get("text") or ""),
+            ts_from=_bound(str(q.get("start") or ""), end=False),
+            ts_to=_bound(str(q.get("end") or ""), end=True),
+        )
+        return f, page
+
+    def _serve(self) -> None:
+        def work() -> None:
+            started = time.perf_counter()
+            f, page = self._filter()
+            self._pager.page_size = max(1, self.page_size)
+            self._pager.set_filter(f)
+            self.page, events = self._pager.page(page)
+            self.rows = [_row(ev) for ev in events]
+            self.total = self._pager.total()
+            self.pages = self._pager.pages()
+            self.elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+
+        self._answer(work)
+
+
+# -- alerts ------------------------------------------------------------------------------------
+
+
+class AlertInspector(_Widget):
+    """The standing alerts, most severe first, each with its evidence and its history.
+
+    Evidence is the records an alert rests on (current field values, or their last version if
+    they have since changed) and the log events behind them, facts with the utterances they were
+    derived from. ``past`` holds alerts that no longer stand, newest first.
+    """
+
+    _esm = _module("alert_inspector.js")
+    alerts: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    past: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    counts = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, wb: Workbench, past_limit: int = 50):
+        self._wb = wb
+        self._past_limit = past_limit
+        super().__init__()
+        self.refresh()
+
+    def refresh(self) -> None:
+        self._answer(self._build)
+
+    def _build(self) -> None:
+        wb = self._wb
+        history: dict[str, list[dict[str, Any]]] = {}
+        last: dict[str, dict[str, Any]] = {}
+        for ev in wb.alert_history():
+            p = ev.payload
+            history.setdefault(str(p.get("id")), []).append(
+                {
+                    "seq": ev.seq,
+                    "ts": _ts(ev.ts),
+                    "recorded_at": _ts(ev.recorded_at),
+                    "state": p.get("state", ""),
+                    "severity": p.get("severity", ""),
+                    "message": p.get("message", ""),
+                }
+            )
+            last[str(p.get("id"))] = p
+        standing = wb.alerts()
+        seqs = {s for a in standing for e in a.evidence for s in e.sources}
+        events = {e["seq"]: e for e in provenance(wb, seqs)}
+        alerts = []
+        for a in standing:
+            evidence = []
+            for e in a.evidence:
+                evidence.append(
+                    {
+                        "type": e.type,
+                        "key": e.key,
+                        **_record_now(wb, e.type, e.key),
+                        "events": [events[s] for s in e.sources if s in events],
+                    }
+                )
+            alerts.append(
+                {
+                    "id": a.id,
+                    "rule": a.rule,
+                    "severity": a.severity,
+                    "category": a.category,
+                    "message": a.message,
+                    "evidence": evidence,
+                    "history": history.get(a.id, []),
+                }
+            )
+        now = {a.id for a in standing}
+        gone = [i for i in last if i not in now]
+        gone.sort(key=lambda i: history[i][-1]["seq"], reverse=True)
+        self.past = [
+            {
+                "id": i,
+                "rule": last[i].get("rule", ""),
+                "severity": last[i].get("severity", ""),
+                "category": last[i].get("category", ""),
+                "message": last[i].get("message", ""),
+                "history": history[i],
+            }
+            for i in gone[: self._past_limit]
+        ]
+        self.alerts = alerts
+        self.counts = {
+            s: sum(a.severity == s for a in standing) for s in ("critical", "warning", "info")
+        }
+
+
+def _record_now(wb: Workbench, type_name: str, key: str) -> dict[str, Any]:
+    """A record's current fields, or its last version and why it is no longer current."""
+    rec = wb.state.get(type_name, key)
+    status = "current"
+    if rec is None:
+        versions = wb.state.versions(type_name, key)
+        if not versions:
+            return {"status": "missing", "valid_from": "", "valid_to": "", "fields": {}}
+        rec = versions[-1]
+        status = "retracted" if rec.retracted else "ended"
+    return {
+        "status": status,
+        "valid_from": _ts(rec.valid_from),
+        "valid_to": _ts(rec.valid_to),
+        "fields": _fields(rec),
+    }
+
+
+# -- state ------------------------------------------------------------------------------------
+
+
+class StateQuery(TypedDict, total=False):
+    """What the state explorer shows: a type, its records filtered and paged, one record."""
+
+    type: str
+    text: str
+    scope: str  # "current" or "all" (retracted records too)
+    page: int
+    key: str
+
+
+class StateExplorer(_Widget):
+    """Record types with their counts → the records of one type → one record's versions.
+
+    Records are paged here in the kernel (``page_size`` a page) and filtered by ``text``
+    (case-insensitive, in the key or any field value). A record's versions come with their
+    provenance: the log events behind them and the utterances facts were derived from.
+    """
+
+    _esm = _module("state_explorer.js")
+    query = traitlets.Dict().tag(sync=True)
+    page_size = traitlets.Int(50).tag(sync=True)
+    types: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    columns: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    records: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    total = traitlets.Int(0).tag(sync=True)
+    page = traitlets.Int(0).tag(sync=True)
+    pages = traitlets.Int(1).tag(sync=True)
+    record = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, wb: Workbench, page_size: int = 50, **query: Any):
+        self._wb = wb
+        self._ready = False
+        first = min(wb.state.types, default="")
+        super().__init__(page_size=page_size, query={"type": first, "page": 0, **query})
+        self._ready = True
+        self.refresh()
+
+    def refresh(self) -> None:
+        self._answer(self._build)
+
+    @traitlets.observe("query", "page_size")
+    def _on_query(self, change: dict[str, Any]) -> None:
+        if self._ready:
+            self.refresh()
+
+    def _build(self) -> None:
+        state = self._wb.state
+        self.types = [
+            {
+                "name": name,
+                "count": len(ts.current),
+                "versions": len(ts.history) + len(ts.current),
+                "fields": [{"name": f, "ftype": t} for f, t in state.schema.types[name].items()],
+            }
+            for name, ts in sorted(state.types.items())
+        ]
+        q = cast(StateQuery, self.query)
+        name = str(q.get("type") or "")
+        ts = state.types.get(name)
+        if ts is None:
+            if name:
+                raise ValueError(
+                    f"no record type {name!r}; the types are {', '.join(sorted(state.types))}"
+                )
+            self.columns, self.records, self.total, self.page, self.pages = [], [], 0, 0, 1
+            self.record = {}
+            return
+        records = list(ts.current.values())
+        if q.get("scope") == "all":
+            ended: dict[str, Record] = {}
+            for rec in ts.history:
+                if rec.key not in ts.current:
+                    ended[rec.key] = rec
+            records += ended.values()
+        needle = str(q.get("text") or "").casefold()
+        if needle:
+            records = [r for r in records if needle in _haystack(r)]
+        size = max(1, self.page_size)
+        pages = max(1, -(-len(records) // size))
+        page = q.get("page", 0)
+        page = max(0, min(page if isinstance(page, int) else 0, pages - 1))
+        self.columns = list(ts.readers)
+        self.records = [
+            {
+                "key": r.key,
+                "valid_from": _ts(r.valid_from),
+                "retracted": r.retracted,
+                "fields": _fields(r),
+            }
+            for r in records[page * size : (page + 1) * size]
+        ]
+        self.total, self.page, self.pages = len(records), page, pages
+        key = q.get("key")
+        self.record = self._record(name, str(key)) if key else {}
+
+    def _record(self, type_name: str, key: str) -> dict[str, Any]:
+        versions = self._wb.state.versions(type_name, key)
+        if not versions:
+            raise ValueError(f"{type_name} has no record {key!r}")
+        seqs = {s for v in versions for s in v.sources}
+        return {
+            "type": type_name,
+            "key": key,
+            "current": self._wb.state.get(type_name, key) is not None,
+            "versions": [
+                {
+                    "valid_from": _ts(v.valid_from),
+                    "valid_to": _ts(v.valid_to),
+                    "retracted": v.retracted,
+                    "fields": _fields(v),
+                    "sources": list(v.sources),
+                }
+                for v in versions
+            ],
+            "events": provenance(self._wb, seqs),
+        }
+
+
+def _haystack(rec: Record) -> str:
+    values = [str(_value(v)) for v in rec.fields().values() if v is not None]
+    return " ".join([rec.key, *values]).casefold()
+
+
+# -- checkpoint diffs -------------------------------------------------------------------------
+
+
+class DiffView(_Widget):
+    """What changed from checkpoint ``a`` to ``b``: records added, changed field by field,
+    retracted; new types and fields. Each list shows at most ``limit`` records (``totals``
+    has the full counts). Change ``a``/``b`` (or the selects) to compare other versions.
+    """
+
+    _esm = _module("diff_view.js")
+    a = traitlets.Int(0).tag(sync=True)
+    b = traitlets.Int(0).tag(sync=True)
+    versions: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    diff = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, wb: Workbench, a: int, b: int, limit: int = 500):
+        self._wb = wb
+        self._limit = limit
+        self._ready = False
+        super().__init__(a=a, b=b)
+        self._ready = True
+        self.refresh()
+
+    def refresh(self) -> None:
+        self._answer(self._build)
+
+    @traitlets.observe("a", "b")
+    def _on_versions(self, change: dict[str, Any]) -> None:
+        if self._ready:
+            self.refresh()
+
+    def _build(self) -> None:
+        self.versions = [
+            {
+                "version": c.version,
+                "seq": c.seq,
+                "created_at": _ts(c.created_at),
+                "records": c.records,
+            }
+            for c in self._wb.checkpoints.all()
+        ]
+        d = self._wb.diff(self.a, self.b)
+        n = self._limit
+        self.diff = {
+            "a": d.a,
+            "b": d.b,
+            "summary": d.summary(),
+            "totals": {
+                "added": len(d.added),
+                "changed": len(d.changed),
+                "retracted": len(d.retracted),
+            },
+            "added": [
+                {"type": c.type, "key": c.key, "fields": _value(c.after or {})} for c in d.added[:n]
+            ],
+            "changed": [
+                {
+                    "type": c.type,
+                    "key": c.key,
+                    "changes": [
+                        {
+                            "field": f,
+                            "before": _value((c.before or {}).get(f)),
+                            "after": _value((c.after or {}).get(f)),
+                        }
+                        for f in c.changed_fields
+                    ],
+                }
+                for c in d.changed[:n]
+            ],
+            "retracted": [
+                {"type": c.type, "key": c.key, "fields": _value(c.before or {})}
+                for c in d.retracted[:n]
+            ],
+            "new_types": list(d.new_types),
+            "new_fields": {t: list(fs) for t, fs in d.new_fields.items()},
+        }
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+
+class Progress(_Widget):
+    """A progress bar for long work: ``with Progress(n, "ingest") as bar: ... bar.update(k)``.
+
+    Entering the ``with`` block shows the bar in a notebook. Updates reach the browser at most
+    ten times a second, however often ``update`` is called. ``total=None`` counts up without
+    an end.
+    """
+
+    _esm = _module("progress.js")
+    value = traitlets.Int(0).tag(sync=True)
+    total = traitlets.Int(None, allow_none=True).tag(sync=True)
+    description = traitlets.Unicode("").tag(sync=True)
+    elapsed = traitlets.Float(0.0).tag(sync=True)
+    status = traitlets.Unicode("running").tag(sync=True)  # running, done, failed, stopped
+
+    interval = 0.1
+
+    def __init__(self, total: int | None = None, description: str = ""):
+        super().__init__(total=total, description=description)
+        self._n = 0
+        self._started = time.monotonic()
+        self._synced = 0.0
+        self._shown = False
+
+    @property
+    def n(self) -> int:
+        """How much is done (``value`` lags it by at most ``interval`` seconds)."""
+        return self._n
+
+    def update(self, n: int = 1) -> None:
+        self._n += n
+        now = time.monotonic()
+        if now - self._synced >= self.interval or (
+            self.total is not None and self._n >= self.total
+        ):
+            self._sync(now)
+
+    def finish(self, status: str = "done") -> None:
+        """Show the final count and how it ended (``done``, ``failed`` or ``stopped``)."""
+        self._sync(time.monotonic())
+        self.status = status
+
+    def _sync(self, now: float) -> None:
+        self._synced = now
+        with self.hold_sync():
+            self.value = self._n
+            self.elapsed = round(now - self._started, 3)
+
+    def show(self) -> None:
+        """Display the bar in a notebook (once); elsewhere do nothing."""
+        if not self._shown and in_notebook():
+            from IPython.display import display
+
+            display(self)
+            self._shown = True
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        self._shown = True
+        return super()._repr_mimebundle_(**kwargs)
+
+    def __enter__(self) -> Progress:
+        self.show()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is None:
+            self.finish("done")
+        elif issubclass(exc_type, (KeyboardInterrupt, GeneratorExit)):
+            self.finish("stopped")
+        else:
+            self.finish("failed")
+
+
+def in_notebook() -> bool:
+    """Whether this runs in a notebook kernel (Jupyter, VS Code), not in a terminal."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def progress(iterable: Iterable[T], total: int | None = None, desc: str = "") -> Iterator[T]:
+    """Iterate with a progress bar: the ``Progress`` widget in a notebook, ``tqdm`` elsewhere."""
+    if total is None:
+        try:
+            total = len(iterable)  # type: ignore[arg-type]
+        except TypeError:
+            total = None
+    if not in_notebook():
+        from tqdm import tqdm
+
+        yield from tqdm(iterable, total=total, desc=desc)
+        return
+    with Progress(total, desc) as bar:
+        for item in iterable:
+            yield item
+            bar.update(1)
