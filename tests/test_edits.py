@@ -97,3 +97,9 @@ def test_cell_rules_are_found_not_run(wb: Workbench) -> None:
     assert [r.name for r in plan.rules] == ["too_many"] and "raise SystemExit" in plan.rules[
         0
     ].source
+
+
+def test_a_rule_source_starts_at_its_decorator(wb: Workbench) -> None:
+    code = "@rule(watch=['Medication'])\ndef too_many(user):\n    return []\n"
+    plan, _ = wb.apply_edit(code, version=1, part="rules")
+    assert plan.rules[0].source == code

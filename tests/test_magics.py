@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-pytest.importorskip("ipykernel")
+pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionResult
@@ -487,7 +487,8 @@ def widget_outputs(ip: Any, source: str) -> list[tuple[Any, str]]:
 
 
 def test_widgets_with_text_fallbacks(loaded: Any) -> None:
-    widgets = pytest.importorskip("uac_kernel.widgets")
+    from uac_kernel import widgets
+
     ip = loaded
     ((inspector, text),) = widget_outputs(ip, "%uac alerts")
     assert isinstance(inspector, widgets.AlertInspector)
@@ -527,8 +528,9 @@ def test_widgets_with_text_fallbacks(loaded: Any) -> None:
 
 
 def test_charts(loaded: Any) -> None:
-    charts = pytest.importorskip("uac_kernel.charts")
     import altair as alt
+
+    from uac_kernel import charts
 
     ip = loaded
     previous = alt.renderers.active

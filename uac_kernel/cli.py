@@ -206,6 +206,23 @@ def cmd_calls(args: argparse.Namespace) -> None:
             print(f"{purpose}\t{n}\t{failed}\t{tin}\t{tout}")
 
 
+def cmd_bench_aggregate(args: argparse.Namespace) -> None:
+    from uac_kernel.bench import aggregate
+
+    model = None
+    if args.model or args.base_url:
+        model = ModelSettings.resolve(model=args.model, base_url=args.base_url)
+    result = aggregate.run(
+        sizes=args.sizes,
+        seed=args.seed,
+        k=args.k,
+        model=model,
+        out_dir=Path(args.out) if args.out else None,
+        embeddings=not args.no_embeddings,
+    )
+    print(result.table())
+
+
 def cmd_bench_alerts(args: argparse.Namespace) -> None:
     from uac_kernel.bench import alerts
 
@@ -349,6 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=fn)
         return p
 
+    p = model_options(
+        add_bench("aggregate", cmd_bench_aggregate, "aggregate questions: typed state vs retrieval")
+    )
+    p.add_argument("--sizes", type=int, nargs="+", default=[20, 50, 100, 200, 500])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--k", type=int, default=10, help="top-k of the retrieval systems")
+    p.add_argument("--out", default=None, help="directory for the JSON, cases and chart")
+    p.add_argument("--no-embeddings", action="store_true", help="skip the embedding system")
     p = model_options(
         add_bench(
             "alerts", cmd_bench_alerts, "the 40 active-service scenarios: alerts raised in time?"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -68,9 +69,11 @@ def rule_sources(code: str) -> list[RuleSource]:
     found = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and any(_is_rule(d) for d in node.decorator_list):
-            found.append(
-                RuleSource(node.name, ast.get_source_segment(code, node, padded=False) or "")
-            )
+            # The function's own span starts at `def`; the rule starts at its first decorator.
+            first = min(d.lineno for d in node.decorator_list)
+            end = node.end_lineno or node.lineno
+            source = "\n".join(code.splitlines()[first - 1 : end]) + "\n"
+            found.append(RuleSource(node.name, textwrap.dedent(source)))
     return found
 
 
