@@ -1213,6 +1213,9 @@ def main(argv: list[str] | None = None) -> int:
                 cmd.append("--quiet")
             subprocess.run(cmd, check=True)
             results["sizes"][str(size)] = json.loads(out.read_text())
+            # Sizes finished so far survive a later failure or interruption.
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps({**results, "partial": True}, indent=2))
             if not args.keep:
                 shutil.rmtree(workdir, ignore_errors=True)
     finally:
