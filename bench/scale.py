@@ -1078,7 +1078,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
                 title="fact events in the log after the batch",
             ),
             alt.Y("value:Q", scale=alt.Scale(type="log"), title="events/s"),
-            alt.Color("series:N", title="history"),
+            alt.Color("series:N", title="history", sort=[f"{n:,}" for n in sizes]),
         )
         .properties(title="Ingest rate of each 10k batch as the log grows", width=560, height=180)
     )
