@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import append, fact
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from uac_kernel.errors import EventError
+from uac_kernel.errors import EventError, QueryError
 from uac_kernel.events import parse_jsonl, parse_objects, plan_batch
-from uac_kernel.fold import State, fold
+from uac_kernel.fold import State, fold, order_value
+from uac_kernel.query import UserView
 from uac_kernel.store import Store
 
 
@@ -219,3 +223,88 @@ def test_timezones_are_normalised_to_utc(db: Path) -> None:
         [{"kind": "utterance", "ts": "2025-01-01T10:00:00+02:00", "speaker": "u", "text": "hi"}]
     )
     assert ev.ts == datetime(2025, 1, 1, 8)
+
+
+def _brute_where(state: State, field: str, lo: Any, hi: Any) -> list[tuple[Any, str]]:
+    """What ``State.where`` must return, by scanning every current record."""
+    found = []
+    for rec in state.all("Task"):
+        v = order_value(getattr(rec, field))
+        if v is not None and (lo is None or v >= lo) and (hi is None or v < hi):
+            found.append((v, rec.key))
+    return sorted(found)
+
+
+_task_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "update", "retract"]),
+        st.integers(0, 6),  # which key
+        st.one_of(st.none(), st.dates(date(2024, 1, 1), date(2024, 12, 31))),
+        st.one_of(st.none(), st.floats(-5, 5, allow_nan=False)),
+        st.booleans(),  # build the indexes before this event
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=_task_ops, lo=st.dates(date(2024, 1, 1), date(2024, 12, 31)), width=st.integers(0, 200))
+def test_field_index_follows_adds_updates_and_retracts(
+    ops: list[tuple[str, int, date | None, float | None, bool]], lo: date, width: int
+) -> None:
+    store, state = Store(":memory:"), State("u")
+    append(
+        store,
+        state,
+        [fact("2024-01-01T00:00:00", "add", "Task", "seed", due="2024-06-01", cost=1.5)],
+    )
+    live = {"seed"}
+    clock = datetime(2024, 1, 2)
+    for op, k, due, cost, build in ops:
+        key = f"t{k}"
+        if build:
+            state.where("Task", "due")
+            state.where("Task", "cost")
+        fields = {"due": due.isoformat() if due else None, "cost": cost}
+        if op == "add" and key not in live:
+            ev, live = fact(clock.isoformat(), "add", "Task", key, **fields), live | {key}
+        elif op == "update" and key in live:
+            ev = fact(clock.isoformat(), "update", "Task", key, **fields)
+        elif op == "retract" and key in live:
+            ev, live = fact(clock.isoformat(), "retract", "Task", key), live - {key}
+        else:
+            continue
+        append(store, state, [ev])
+        clock += timedelta(hours=1)
+    since, before = order_value(lo), order_value(lo + timedelta(days=width))
+    got = state.where("Task", "due", lo, lo + timedelta(days=width))
+    assert [(order_value(r.due), r.key) for r in got] == _brute_where(state, "due", since, before)
+    assert [r.key for r in state.where("Task", "cost", -1.0)] == [
+        k for _, k in _brute_where(state, "cost", -1.0, None)
+    ]
+    assert sorted(r.key for r in state.unset("Task", "due")) == sorted(
+        r.key for r in state.all("Task") if r.due is None
+    )
+
+
+def test_where_orders_dates_and_datetimes_and_refuses_text_fields(db: Path) -> None:
+    store, state = Store(db), State("u")
+    append(
+        store,
+        state,
+        [
+            fact("2025-01-01T09:00:00", "add", "Event", "a", at="2025-03-01T10:00:00", title="x"),
+            fact("2025-01-01T09:01:00", "add", "Event", "b", at="2025-02-01T10:00:00"),
+            fact("2025-01-01T09:02:00", "add", "Event", "c", title="no time"),
+        ],
+    )
+    user = UserView(state)
+    assert [r.key for r in user.where("Event", "at", since=date(2025, 1, 1))] == ["b", "a"]
+    assert [r.key for r in user.where("Event", "at", before=datetime(2025, 3, 1, 10))] == ["b"]
+    assert [r.key for r in user.unset("Event", "at")] == ["c"]
+    with pytest.raises(QueryError, match=r"where\(\) orders by a date, datetime or number"):
+        user.where("Event", "title")
+    with pytest.raises(QueryError, match="Event has no field 'when'"):
+        user.where("Event", "when")
+    with pytest.raises(QueryError, match="needs a date or datetime"):
+        user.where("Event", "at", since=3)

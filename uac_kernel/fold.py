@@ -7,9 +7,10 @@ changed (``changed_types``), so checkpoints and rules do work proportional to th
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 from uac_kernel.errors import FoldError
@@ -17,10 +18,56 @@ from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.schema import Schema, reader
 from uac_kernel.store import LoggedEvent
 
-__all__ = ["BLOCK", "State", "TypeState", "fold"]
+__all__ = ["BLOCK", "FieldIndex", "State", "TypeState", "fold", "order_value"]
 
 # Records per block of generated code: a change re-renders one block, never the whole type.
 BLOCK = 50
+
+
+def order_value(v: Any) -> float | datetime | None:
+    """A field value as a key that orders it against the others of its field: dates as midnight,
+    aware date-times as naive UTC, numbers as floats; None for anything else (unset, text, bool)."""
+    if isinstance(v, datetime):
+        return v.astimezone(UTC).replace(tzinfo=None) if v.tzinfo is not None else v
+    if isinstance(v, date):
+        return datetime.combine(v, time())
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return None
+
+
+@dataclass(slots=True)
+class FieldIndex:
+    """Current records of one type ordered by one field, kept up to date by the fold.
+
+    Built on first use (``State.where``), so a rule that asks for "records dated from today"
+    reads those records, not the type's whole history, on every later run.
+    """
+
+    entries: list[tuple[Any, str]] = field(default_factory=list)  # sorted (order value, key)
+    unset: set[str] = field(default_factory=set)  # keys whose value has no order (mostly None)
+
+    def add(self, key: str, value: Any) -> None:
+        v = order_value(value)
+        if v is None:
+            self.unset.add(key)
+        else:
+            insort(self.entries, (v, key))
+
+    def remove(self, key: str, value: Any) -> None:
+        v = order_value(value)
+        if v is None:
+            self.unset.discard(key)
+            return
+        i = bisect_left(self.entries, (v, key))
+        if i < len(self.entries) and self.entries[i] == (v, key):
+            del self.entries[i]
+
+    def between(self, lo: Any, hi: Any) -> list[str]:
+        """Keys with ``lo <= value < hi`` (either bound may be None), in value order."""
+        start = 0 if lo is None else bisect_left(self.entries, (lo, ""))
+        stop = len(self.entries) if hi is None else bisect_left(self.entries, (hi, ""))
+        return [key for _, key in self.entries[start:stop]]
 
 
 @dataclass(slots=True)
@@ -36,6 +83,34 @@ class TypeState:
     # Keys in the order their records were (re)created; a key's current life sits at position[key].
     order: list[str] = field(default_factory=list)
     position: dict[str, int] = field(default_factory=dict)
+    # Field indexes built so far (by ``State.where``), maintained on every change after that.
+    indexes: dict[str, FieldIndex] = field(default_factory=dict)
+
+    def index(self, name: str) -> FieldIndex:
+        idx = self.indexes.get(name)
+        if idx is None:
+            idx = self.indexes[name] = FieldIndex()
+            unset = idx.unset
+            entries = idx.entries
+            for key, rec in self.current.items():
+                v = order_value(rec.__dict__.get(name))
+                if v is None:
+                    unset.add(key)
+                else:
+                    entries.append((v, key))
+            entries.sort()
+        return idx
+
+    def reindex(self, key: str, old: Record | None, new: Record | None) -> None:
+        for name, idx in self.indexes.items():
+            before = old.__dict__.get(name) if old is not None else None
+            after = new.__dict__.get(name) if new is not None else None
+            if old is not None and new is not None and before == after:
+                continue
+            if old is not None:
+                idx.remove(key, before)
+            if new is not None:
+                idx.add(key, after)
 
 
 class State:
@@ -66,6 +141,30 @@ class State:
     def get(self, type_name: str, key: str) -> Record | None:
         ts = self.types.get(type_name)
         return ts.current.get(key) if ts else None
+
+    def where(
+        self, type_name: str, field_name: str, lo: Any = None, hi: Any = None
+    ) -> list[Record]:
+        """Current records of the type whose field lies in ``[lo, hi)``, in field order.
+
+        Dates, date-times and numbers order the records (see ``order_value``); records where the
+        field is unset are in ``unset``. The first call builds the index; later calls cost the
+        records returned plus a binary search.
+        """
+        ts = self.types.get(type_name)
+        if ts is None:
+            return []
+        keys = ts.index(field_name).between(order_value(lo), order_value(hi))
+        current = ts.current
+        return [current[k] for k in keys]
+
+    def unset(self, type_name: str, field_name: str) -> list[Record]:
+        """Current records of the type where the field is unset (or holds no orderable value)."""
+        ts = self.types.get(type_name)
+        if ts is None:
+            return []
+        keys = ts.index(field_name).unset
+        return [r for k, r in ts.current.items() if k in keys] if keys else []
 
     def versions(self, type_name: str, key: str) -> list[Record]:
         """Every version of one record, oldest first."""
@@ -144,7 +243,9 @@ class State:
             }
             for f, read in ts.readers.items():
                 values[f] = read(given.get(f))
-            ts.current[key] = new_record(ts.cls, values)
+            rec = ts.current[key] = new_record(ts.cls, values)
+            if ts.indexes:
+                ts.reindex(key, None, rec)
             ts.position[key] = len(ts.order)
             ts.order.append(key)
         else:
@@ -156,9 +257,13 @@ class State:
                 values = dict(old.__dict__, valid_from=ev.ts, sources=(*old.sources, ev.seq))
                 for f, v in given.items():
                     values[f] = ts.readers[f](v)
-                ts.current[key] = new_record(ts.cls, values)
+                rec = ts.current[key] = new_record(ts.cls, values)
+                if ts.indexes:
+                    ts.reindex(key, old, rec)
             elif op == "retract":
                 del ts.current[key]
+                if ts.indexes:
+                    ts.reindex(key, old, None)
                 ended.update(retracted=True, sources=(*old.sources, ev.seq))
             else:
                 raise FoldError(f"event {ev.seq}: unknown op {op!r}")

@@ -69,6 +69,51 @@ class UserView:
         """The field names of type ``T`` (without key, time bounds and sources)."""
         return list(self._state.schema.types.get(self._name(T), {}))
 
+    def where(
+        self,
+        T: type[Record] | str,
+        field: str,
+        since: date | datetime | float | None = None,
+        before: date | datetime | float | None = None,
+    ) -> list[Record]:
+        """Current records of type ``T`` whose date, date-time or number ``field`` is at least
+        ``since`` and earlier than ``before`` (either may be left out), ordered by that field:
+        ``user.where(Trip, "start", since=user.today)``. Records without the field are left out
+        (see ``unset``). Cheap on a long history: it reads only the records it returns."""
+        name = self._name(T)
+        kind = self._orderable(name, field)
+        for bound, label in ((since, "since"), (before, "before")):
+            if bound is None:
+                continue
+            numeric = isinstance(bound, (int, float)) and not isinstance(bound, bool)
+            if numeric != (kind == "number") or not (numeric or isinstance(bound, date)):
+                want = "a number" if kind == "number" else "a date or datetime"
+                raise QueryError(f"{label}={bound!r}: {name}.{field} needs {want} here")
+        return self._state.where(name, field, since, before)
+
+    def unset(self, T: type[Record] | str, field: str) -> list[Record]:
+        """Current records of type ``T`` where ``field`` is not set: what ``where`` leaves out."""
+        name = self._name(T)
+        self._orderable(name, field)
+        return self._state.unset(name, field)
+
+    def _orderable(self, name: str, field: str) -> str:
+        ftype = self._state.schema.types.get(name, {}).get(field)
+        if ftype is None:
+            known = ", ".join(self._state.schema.types.get(name, {})) or "none"
+            raise QueryError(f"{name} has no field {field!r} (its fields: {known})")
+        if ftype in ("date", "datetime"):
+            return "time"
+        if ftype in ("int", "float"):
+            return "number"
+        raise QueryError(
+            f"{name}.{field} holds {ftype}; where() orders by a date, datetime or number field"
+        )
+
+    def field_types(self, T: type[Record] | str) -> dict[str, str]:
+        """The fields of type ``T`` and their types: ``{"start": "date", "cost": "float"}``."""
+        return dict(self._state.schema.types.get(self._name(T), {}))
+
     def get(self, T: type[Record] | str, key: str) -> Record | None:
         """The current record of type ``T`` under ``key``, or None."""
         return self._state.get(self._name(T), key)
