@@ -6,7 +6,7 @@ Personalized Agents". Its five categories are the categories here (plus ``contra
 each rule is written to fire on the typed facts those stories produce, not on their wording.
 
 Every rule reads only the record types in its ``watch`` list (or, with ``watch=None``, only the
-types that carry the fields it needs), reads fields with ``getattr(rec, field, None)``, skips a
+types that carry the fields it needs), reads fields with ``_get(rec, field)``, skips a
 record that lacks what it needs, measures time with ``user.today`` (the log clock) and never with
 the wall clock. The drug and food tables below are short lists written for this module from the
 public sources named beside them; nothing is copied from a label or a database.
@@ -299,22 +299,62 @@ MIN_BLANK_PAGES = 2  # a visa sticker takes a full page, entry and exit stamps a
 
 # -- record helpers --------------------------------------------------------------------------
 def _get(rec: Record, name: str) -> Any:
-    return getattr(rec, name, None)
+    # A record's __dict__ holds every field of its type; a miss (a field the type lacks) through
+    # getattr goes down pydantic's slow path, ~40x slower, and rules probe many absent fields.
+    return rec.__dict__.get(name)
 
 
 def _flag(rec: Record, *names: str) -> bool:
-    return any(getattr(rec, n, None) is True for n in names)
+    values = rec.__dict__
+    return any(values.get(n) is True for n in names)
 
 
 def _text(rec: Record, names: Iterable[str]) -> str:
     parts: list[str] = []
+    values = rec.__dict__
     for n in names:
-        v = getattr(rec, n, None)
+        v = values.get(n)
         if isinstance(v, str):
             parts.append(v)
         elif isinstance(v, list):
             parts.extend(x for x in v if isinstance(x, str))
     return " ; ".join(parts)
+
+
+DATE_TYPES = frozenset({"date", "datetime"})
+
+
+def _date_fields(user: UserView, t: str, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` that type ``t`` has as date or date-time fields, in ``names`` order."""
+    ftypes = user.field_types(t)
+    return [n for n in names if ftypes.get(n) in DATE_TYPES]
+
+
+def _dated_from(
+    user: UserView, t: str, fields: Sequence[str], since: date | datetime
+) -> list[Record]:
+    """Current records of ``t`` with a value from ``since`` on in any of the date ``fields``.
+
+    Read through the fold's field indexes, so a rule about what lies ahead reads the records
+    ahead, not the type's whole past (a superset of what ``_first_day(rec, fields) >= since``
+    keeps; the rule applies its own test)."""
+    found: dict[str, Record] = {}
+    for f in fields:
+        for rec in user.where(t, f, since=since):
+            found.setdefault(rec.key, rec)
+    return list(found.values())
+
+
+def _not_past(user: UserView, t: str, today: date | None, fields: Sequence[str]) -> list[Record]:
+    """Current records of ``t`` not dated before ``today`` by their first date ``fields``, and
+    those with none of the fields set; every record when there is no clock or no date field."""
+    dated = _date_fields(user, t, fields)
+    if today is None or not dated:
+        return user.all(t)
+    recs = _dated_from(user, t, dated, today)
+    undated = set.intersection(*({r.key for r in user.unset(t, f)} for f in dated))
+    recs += [r for r in user.unset(t, dated[0]) if r.key in undated]
+    return [r for r in recs if (d := _first_day(r, dated)) is None or d >= today]
 
 
 def _day(v: Any) -> date | None:
@@ -325,8 +365,9 @@ def _day(v: Any) -> date | None:
 
 
 def _first_day(rec: Record, names: Iterable[str]) -> date | None:
+    values = rec.__dict__
     for n in names:
-        if (d := _day(getattr(rec, n, None))) is not None:
+        if (d := _day(values.get(n))) is not None:
             return d
     return None
 
@@ -445,7 +486,7 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
     """Reads ``Allergy.substance``/``severity``/``reaction`` and the text fields (name, title, item,
     items, dish, dishes, cuisine, venue, restaurant, description) of current ``Reservation``,
     ``Meal``, ``FoodHabit`` and ``Restaurant`` records (skips ``cancelled``/``avoid`` true and
-    reservations or meals whose ``start``/``date`` is past).
+    reservations or meals whose ``start``/``date`` is past: those were eaten).
 
     Flags a record whose text names a food of the allergen's group (shellfish allergy ↔ "The Crab
     Shack", seafood) or the allergen itself: critical when the allergy is severe/anaphylactic,
@@ -456,11 +497,9 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
         return
     today = user.today
     for t in FOOD_TYPES:
-        for rec in user.all(t):
+        recs = _not_past(user, t, today, ("start", "date")) if t in MEAL_TYPES else user.all(t)
+        for rec in recs:
             if _flag(rec, "cancelled", "avoid", "avoids"):
-                continue
-            when = _first_day(rec, ("start", "date"))
-            if when is not None and today is not None and when < today:
                 continue
             text = _norm(_text(rec, FOOD_TEXT))
             for allergy, substance, severe, groups in allergies:
@@ -524,7 +563,8 @@ def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
 )
 def food_drug_interaction(user: UserView) -> Iterator[Finding]:
     """Reads current ``Medication`` names and the ``item``/``name``/``items``/``dish`` of current
-    ``FoodHabit``, ``Meal`` and ``Supplement`` records (skips ``avoid`` true).
+    ``FoodHabit``, ``Meal`` and ``Supplement`` records (skips ``avoid`` true, and meals dated
+    before today: a meal already eaten is no standing interaction, a habit is).
 
     Flags statin + grapefruit (warning), MAOI + tyramine-rich food such as aged cheese or cured
     meat (warning), warfarin + vitamin K-rich food such as kale or spinach (info: keep it steady).
@@ -535,8 +575,10 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
             by_class[cls].append(rec)
     if not by_class:
         return
+    today = user.today
     for t in ("FoodHabit", "Meal", "Supplement"):
-        for food in user.all(t):
+        foods = _not_past(user, t, today, ("start", "date")) if t in MEAL_TYPES else user.all(t)
+        for food in foods:
             if _flag(food, "avoid", "avoids", "stopped", "cancelled"):
                 continue
             found = _classes(_norm(_text(food, ("item", "name", "items", "dish"))), FOOD_CLASSES)
@@ -1267,6 +1309,17 @@ def _weekly_clash(w: _Weekly, sp: _Span) -> date | None:
     return None
 
 
+def _maybe_running(user: UserView, t: str, now: datetime | None) -> list[Record]:
+    """Records of ``t`` whose span may not have ended at ``now``: a start or an end from a day
+    and a meal's length before it on (a date covers its whole day; a meal without an end holds
+    its table for MEAL_LENGTH). A superset of the spans with ``end > now or start >= now``."""
+    if now is None:
+        return user.all(t)
+    return _dated_from(
+        user, t, _date_fields(user, t, ("start", "end")), now - timedelta(days=1) - MEAL_LENGTH
+    )
+
+
 @rule(
     watch=None,
     severity="warning",
@@ -1301,13 +1354,12 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
     for t in user.types():
         if t in NOT_COMMITMENTS:
             continue
-        recs = user.all(t)
-        fields = type(recs[0]).model_fields if recs else {}
+        fields = user.field_types(t)
         if any(f in fields for f in (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)):
-            weekly += [w for rec in recs if (w := _weekly(rec)) is not None]
-        if "start" not in fields:
-            continue
-        for rec in recs:
+            weekly += [w for rec in user.all(t) if (w := _weekly(rec)) is not None]
+        if fields.get("start") not in DATE_TYPES:
+            continue  # no date start: no span (see _span)
+        for rec in _maybe_running(user, t, now):
             if _flag(rec, "cancelled", "declined"):
                 continue
             sp = _span(rec)
@@ -1376,17 +1428,14 @@ def deadline_approaching(user: UserView) -> Iterator[Finding]:
     if today is None:
         return
     for t in user.types():
-        recs = user.all(t)
-        if not recs:
-            continue
         fields = [
-            f
-            for f in DEADLINE_FIELDS
-            if f in type(recs[0]).model_fields and (t, f) not in DEADLINE_EXCLUDED
+            f for f in _date_fields(user, t, DEADLINE_FIELDS) if (t, f) not in DEADLINE_EXCLUDED
         ]
         if not fields:
             continue
-        for rec in recs:
+        # A date before today is past, and a notice deadline lies before its date, so only
+        # records with a deadline from today on can be due: the index reads just those.
+        for rec in _dated_from(user, t, fields, today):
             if _flag(rec, *SETTLED):
                 continue
             notice = int(_number(_get(rec, "notice_days")) or 0)
@@ -1947,15 +1996,14 @@ def investment_against_risk_tolerance(user: UserView) -> Iterator[Finding]:
     tolerances: list[tuple[Record, str]] = []
     risky: list[tuple[Record, str]] = []
     for t in user.types():
-        recs = user.all(t)
-        fields = type(recs[0]).model_fields if recs else {}
+        fields = user.field_types(t)
         if "risk_tolerance" in fields:
-            for r in recs:
+            for r in user.all(t):
                 text = _norm(_text(r, ("risk_tolerance",)))
                 if (hit := _first_term(text, CAUTIOUS_WORDS)) and not _flag(r, "cancelled"):
                     tolerances.append((r, hit))
         elif any(f in fields for f in RISK_FIELDS):
-            for r in recs:
+            for r in user.all(t):
                 if not _pending(r, today, ("date", "on")):
                     continue
                 if hit := _first_term(_norm(_text(r, RISK_FIELDS)), RISKY_WORDS):
