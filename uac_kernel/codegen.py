@@ -60,8 +60,9 @@ def literal(value: Any) -> str:
 def record_line(rec: Record) -> str:
     """One record as one line of code: ``Trip(key='...', field=..., valid_from=..., sources=(...))``."""
     parts = [f"key={rec.key!r}"]
+    values = rec.__dict__
     for name in type(rec).own_fields():
-        value = getattr(rec, name)
+        value = values[name]
         if value is not None:
             parts.append(f"{name}={literal(value)}")
     if rec.valid_from is not None:

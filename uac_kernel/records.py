@@ -32,8 +32,8 @@ class Record(BaseModel):
         return {name: getattr(self, name) for name in type(self).own_fields()}
 
     @classmethod
-    def own_fields(cls) -> list[str]:
-        return [n for n in cls.model_fields if n not in Record.model_fields]
+    def own_fields(cls) -> tuple[str, ...]:
+        return _own_fields(cls)
 
 
 _SCALAR_TYPES: dict[str, type] = {
@@ -58,6 +58,13 @@ def record_class(name: str, fields: dict[str, str]) -> type[Record]:
     spec: dict[str, Any] = {f: (python_type(t) | None, None) for f, t in fields.items()}
     cls: type[Record] = create_model(name, __base__=Record, __module__="uac.user", **spec)
     return cls
+
+
+@functools.cache
+def _own_fields(cls: type[Record]) -> tuple[str, ...]:
+    # Per class, once: codegen asks for every record it renders. A class never changes its
+    # fields (a new field makes a new class), so the cache cannot go stale.
+    return tuple(n for n in cls.model_fields if n not in Record.model_fields)
 
 
 _set = object.__setattr__
