@@ -1737,3 +1737,61 @@ def test_new_rules_survive_odd_values(tmp_path: Path) -> None:
 def test_tax_year_written_as_text(tmp_path: Path) -> None:
     view = build(tmp_path, [add("2024-11-05", "Taxes", "t", tax_year="2024"), clock("2025-04-13")])
     assert one(lib.tax_filing_deadline, view).severity == "critical"  # in 2 days
+
+
+def test_indexed_rules_follow_updates_retracts_and_reopening(tmp_path: Path) -> None:
+    """Rules that read through the fold's field indexes see every later change of a record."""
+    from uac_kernel.workbench import Workbench
+
+    def upd(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
+        return fact(ts, "update", type_, key, **fields)
+
+    def rules_of(wb: Workbench) -> list[str]:
+        return sorted(a.rule for a in wb.alerts())
+
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="u")
+    wb.ingest(
+        [
+            add("2025-03-01T09:00", "Purchase", "lamp", item="lamp", return_by="2025-02-20"),
+            add("2025-03-01T09:01", "Limit", "card", amount=100.0, card="visa"),
+            add(
+                "2025-03-01T09:02", "Transaction", "t1", amount=50.0, card="visa", date="2025-03-01"
+            ),
+            add("2025-03-01T09:03", "Medication", "simva", name="simvastatin"),
+            add("2025-03-01T09:04", "Meal", "m1", item="grapefruit juice", date="2025-02-28"),
+        ]
+    )
+    assert rules_of(wb) == []  # a closed return window, a small charge, a meal already eaten
+    report = wb.ingest([upd("2025-03-02T09:00", "Purchase", "lamp", return_by="2025-03-06")])
+    assert [a.rule for a in report.raised] == ["deadline_approaching"]
+    wb.ingest(
+        [add("2025-03-02T09:01", "Transaction", "t2", amount=150.0, card="visa", date="2025-03-02")]
+    )
+    wb.ingest([add("2025-03-02T09:02", "Meal", "m2", item="grapefruit", date="2025-03-02")])
+    assert rules_of(wb) == [
+        "deadline_approaching",
+        "food_drug_interaction",
+        "transaction_over_limit",
+    ]
+    wb.close()
+    wb = Workbench(path, user="u")  # indexes rebuilt from the log give the same alerts
+    assert rules_of(wb) == [
+        "deadline_approaching",
+        "food_drug_interaction",
+        "transaction_over_limit",
+    ]
+    report = wb.ingest(
+        [
+            upd("2025-03-03T09:00", "Purchase", "lamp", returned=True),
+            upd("2025-03-03T09:01", "Transaction", "t2", amount=80.0),
+            fact("2025-03-03T09:02", "retract", "Meal", "m2"),
+        ]
+    )
+    assert sorted(a.rule for a in report.cleared) == [
+        "deadline_approaching",
+        "food_drug_interaction",
+        "transaction_over_limit",
+    ]
+    assert rules_of(wb) == []
+    wb.close()

@@ -345,16 +345,34 @@ def _dated_from(
     return list(found.values())
 
 
+def _from_day(user: UserView, t: str, since: date | None, fields: Sequence[str]) -> list[Record]:
+    """Current records of ``t`` with a date from ``since`` on in any of ``fields``, and those
+    with none of them set (the rule decides about those); every record when ``since`` is None
+    or ``t`` has none of the fields as dates. A superset of ``_first_day(rec, fields) >= since``
+    read through the field indexes, so its cost follows the records returned."""
+    dated = _date_fields(user, t, fields)
+    if since is None or not dated:
+        return user.all(t)
+    recs = _dated_from(user, t, dated, since)
+    undated = set.intersection(*({r.key for r in user.unset(t, f)} for f in dated))
+    return recs + [r for r in user.unset(t, dated[0]) if r.key in undated]
+
+
 def _not_past(user: UserView, t: str, today: date | None, fields: Sequence[str]) -> list[Record]:
     """Current records of ``t`` not dated before ``today`` by their first date ``fields``, and
     those with none of the fields set; every record when there is no clock or no date field."""
-    dated = _date_fields(user, t, fields)
-    if today is None or not dated:
+    recs = _from_day(user, t, today, fields)
+    if today is None:
+        return recs
+    return [r for r in recs if (d := _first_day(r, fields)) is None or d >= today]
+
+
+def _at_least(user: UserView, t: str, field: str, low: float) -> list[Record]:
+    """Current records of ``t`` whose number ``field`` is ``low`` or more, through its index;
+    every record when the field is not a number field (the rule checks each value)."""
+    if user.field_types(t).get(field) not in ("int", "float"):
         return user.all(t)
-    recs = _dated_from(user, t, dated, today)
-    undated = set.intersection(*({r.key for r in user.unset(t, f)} for f in dated))
-    recs += [r for r in user.unset(t, dated[0]) if r.key in undated]
-    return [r for r in recs if (d := _first_day(r, dated)) is None or d >= today]
+    return user.where(t, field, since=low)
 
 
 def _day(v: Any) -> date | None:
@@ -1713,7 +1731,8 @@ def charge_after_cancellation(user: UserView) -> Iterator[Finding]:
     ``service``/``vendor``/``name``, ``amount``, ``date``/``charged_on``/``paid_on``).
 
     Flags a charge to a cancelled service dated after the cancellation took effect (merchant and
-    service names match as word sets): warning. Linear in the charges.
+    service names match as word sets): warning. Reads only the charges dated after the earliest
+    cancellation (and undated ones).
     """
     index: dict[str, list[tuple[Record, frozenset[str], date]]] = defaultdict(list)
     for s in user.all("Subscription"):
@@ -1727,8 +1746,10 @@ def charge_after_cancellation(user: UserView) -> Iterator[Finding]:
                 index[w].append((s, words, eff))
     if not index:
         return
+    # Only charges after the earliest cancellation can be late: the index hands over those.
+    first = min(eff for subs in index.values() for _, _, eff in subs) + timedelta(days=1)
     for t in CHARGE_TYPES:
-        for c in user.all(t):
+        for c in _from_day(user, t, first, ("date", "charged_on", "paid_on")):
             amount = _number(_get(c, "amount"))
             if amount is not None and amount <= 0:
                 continue
@@ -1822,8 +1843,8 @@ def transaction_over_limit(user: UserView) -> Iterator[Finding]:
     true).
 
     Flags a transaction above a limit that covers its instrument (a limit naming no instrument
-    covers all), dated on or after the day the limit was recorded: warning. Linear in the
-    transactions for a handful of limits.
+    covers all), dated on or after the day the limit was recorded: warning. Reads only the
+    transactions above the lowest limit.
     """
     limits = []
     for t in LIMIT_TYPES:
@@ -1840,8 +1861,10 @@ def transaction_over_limit(user: UserView) -> Iterator[Finding]:
             limits.append((lim, cap, _words(_text(lim, _INSTRUMENT), _ACCOUNT_STOP), since))
     if not limits:
         return
+    lowest = min(cap for _, cap, _, _ in limits)
     for t in CHARGE_TYPES:
-        for tx in user.all(t):
+        # Only amounts above the lowest cap can break a limit: the index reads just those.
+        for tx in _at_least(user, t, "amount", lowest):
             amount = _number(_get(tx, "amount"))
             if amount is None or _flag(tx, "approved", "authorized", "cancelled"):
                 continue
