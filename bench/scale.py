@@ -14,9 +14,14 @@ measures, each size in its own subprocess:
    same expressions run by plain ``eval``;
 5. rules after one new fact, for a high-volume type (Transaction) and a low-volume one
    (Medication);
-6. peak memory (``ru_maxrss``) of the process after the fold.
+6. peak memory (``ru_maxrss``) of the process after the fold;
+7. prompt tokens per question of ``ask`` (typed code: the schema summary, never the records)
+   against a reader given the whole history as text (full context) or BM25's top 10 and top 50
+   lines — see ``bench/prompt_scale.py``.
 
-Run ``python bench/scale.py`` (see ``bench/README.md``); ``--sizes 2000`` is a quick smoke run.
+Run ``python bench/scale.py`` (see ``bench/README.md``); ``--sizes 2000`` is a quick smoke run;
+``--only prompts`` measures just the prompt tokens (minutes for all three sizes, not a quarter
+of an hour); ``--replot FILE ...`` redraws the chart from saved results.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import Any
 
 import duckdb
 import orjson
+import prompt_scale  # bench/prompt_scale.py, beside this script
 from tqdm import tqdm
 
 from uac_kernel.query import namespace
@@ -50,6 +56,7 @@ from uac_kernel.workbench import Workbench
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "scale.json"
+DEFAULT_PROMPTS_OUT = HERE / "results" / "scale_prompts.json"
 DEFAULT_WORKDIR = HERE / "out"
 BATCH = 10_000
 SEED = 20261129
@@ -768,6 +775,66 @@ def bench_eval(workdir: Path, n_records: int, reps: int, progress: bool) -> dict
     return results
 
 
+# -- stage 3: prompt tokens (its own process: a BM25 index of 1M lines takes ~1 GB) ----------
+
+
+def stage_prompts(workdir: Path) -> dict[str, Any]:
+    """Prompt tokens of the history in ``workdir/history``, with the ``ask`` messages that
+    ``run_one`` took from its fold (``workdir/ask.json``)."""
+    asks = json.loads((workdir / "ask.json").read_text())
+    t_read, lines = timed(
+        lambda: prompt_scale.read_lines(sorted((workdir / "history").glob("batch-*.jsonl")))
+    )
+    out = prompt_scale.measure(asks, lines)
+    out["read_s"] = t_read
+    out["maxrss_mb"] = maxrss_mb()
+    return out
+
+
+def prompts_only(size: int, progress: bool) -> dict[str, Any]:
+    """The prompt figures alone for a history of ``size`` events, counted as in the full run.
+
+    The history is generated in memory and folded without rules: rules raise alerts, never
+    records, so the schema summary ``ask`` sends is the same as in the full run (the smoke test
+    checks it), and a 1M fold takes minutes instead of the full run's ingest of 9.
+    """
+    t_start = time.perf_counter()
+    history = History(size)
+    lines: list[Any] = []
+    wb = Workbench(":memory:", user=USER, rules=())
+    with tqdm(
+        total=size,
+        desc=f"fold {size:,}",
+        unit="ev",
+        file=sys.stderr,
+        disable=not progress,
+        leave=False,
+    ) as bar:
+        for lo in range(0, size, BATCH):
+            events = [history.next() for _ in range(min(BATCH, size - lo))]
+            lines += [prompt_scale.fact_line(e) for e in events]
+            wb.ingest(events)
+            bar.update(len(events))
+    t_fold = time.perf_counter() - t_start
+    asks = prompt_scale.ask_messages(wb)
+    current = sum(wb.state.counts().values())
+    wb.close()
+    del wb
+    gc.collect()
+    prompts = prompt_scale.measure(asks, lines)
+    prompts["fold_s"] = t_fold
+    prompts["current_records"] = current
+    prompts["maxrss_mb"] = maxrss_mb()
+    return {
+        "size": size,
+        "prompt_tokens": prompt_scale.summary(prompts),
+        "prompts": prompts,
+        "wall_s": time.perf_counter() - t_start,
+        "load_average_at_end": os.getloadavg(),
+        "engine_commit": _git("rev-parse", "--short", "HEAD"),
+    }
+
+
 def run_one(
     size: int, workdir: Path, eval_records: int, reps: int, rule_reps: int, progress: bool
 ) -> dict[str, Any]:
@@ -807,6 +874,8 @@ def run_one(
         "current_records": sum(wb.state.counts().values()),
         "standing_alerts": len(wb.alerts()),
     }
+    # What ``ask`` would send about this history, before the benches below add facts to it.
+    (workdir / "ask.json").write_text(json.dumps(prompt_scale.ask_messages(wb)))
 
     if progress:
         print(f"[{size:,}] checkpoints", file=sys.stderr)
@@ -817,6 +886,24 @@ def run_one(
     queries = bench_eval(workdir, eval_records, reps, progress)
     wb.close()
     memory["maxrss_end_mb"] = maxrss_mb()
+
+    if progress:
+        print(f"[{size:,}] prompt tokens", file=sys.stderr)
+    prompts_out = workdir / "prompts.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--stage-prompts",
+            str(size),
+            "--workdir",
+            str(workdir),
+            "--out",
+            str(prompts_out),
+        ],
+        check=True,
+    )
+    prompts = json.loads(prompts_out.read_text())
     return {
         "size": size,
         "ingest": ingest,
@@ -825,6 +912,8 @@ def run_one(
         "rules": rules,
         "eval": queries,
         "memory": memory,
+        "prompt_tokens": prompt_scale.summary(prompts),
+        "prompts": prompts,
         "wall_s": time.perf_counter() - t_start,
         "load_average_at_end": os.getloadavg(),
         "engine_commit": _git("rev-parse", "--short", "HEAD"),
@@ -853,110 +942,133 @@ def table(results: dict[str, Any]) -> str:
     def row(label: str, fn: Callable[[dict[str, Any]], str]) -> None:
         rows.append((label, [fn(r) for r in runs]))
 
-    row("fact events", lambda r: f"{r['ingest']['fact_events']:,}")
-    row("log rows written (facts+schema+alerts)", lambda r: f"{r['ingest']['rows_written']:,}")
-    row(
-        "1  ingest (fact events/s, 10k batches)",
-        lambda r: _rate(r["ingest"]["ingest_events_per_s"]),
-    )
-    row("   ingest (rows/s)", lambda r: _rate(r["ingest"]["ingest_rows_per_s"]))
-    row(
-        "   DuckDB appender, same rows (rows/s)",
-        lambda r: _rate(r["ingest"]["bulk_appender_rows_per_s"]),
-    )
-    row(
-        "   ratio ingest / appender (≥ 0.5)",
-        lambda r: f"{r['ingest']['ingest_vs_bulk_appender']:.2f}×",
-    )
-    row(
-        "   DuckDB read_json, same rows (rows/s)",
-        lambda r: _rate(r["ingest"]["bulk_read_json_rows_per_s"]),
-    )
-    row("   ratio ingest / read_json", lambda r: f"{r['ingest']['ingest_vs_bulk_read_json']:.2f}×")
-    row(
-        "   ratio ingest / appender, CPU time",
-        lambda r: f"{r['ingest']['ingest_vs_bulk_appender_cpu']:.2f}×",
-    )
-    row(
-        "   appender, median batch (rows/s)",
-        lambda r: _rate(r["ingest"]["bulk_appender_median_batch_rows_per_s"]),
-    )
-    row(
-        "   ingest: first → last batch (events/s)",
-        lambda r: (
-            f"{r['ingest']['ingest_first_batch_events_per_s']:,.0f} → "
-            f"{r['ingest']['ingest_last_batch_events_per_s']:,.0f}"
-        ),
-    )
-    row(
-        "2  full fold: open Workbench (wall / CPU)",
-        lambda r: f"{_secs(r['fold']['open_s'])} / {_secs(r['fold']['open_cpu_s'])}",
-    )
-    row("   fold (log rows/s)", lambda r: _rate(r["fold"]["rows_per_s"]))
-    row("   current records", lambda r: f"{r['fold']['current_records']:,}")
-    row("3  checkpoint: full", lambda r: _secs(r["checkpoint"]["full_s"]))
-    row(
-        "   checkpoint: incremental after 100 events",
-        lambda r: _secs(r["checkpoint"]["incremental_s"]),
-    )
-    row(
-        "   ratio incremental / full (≤ 1% at 1M)",
-        lambda r: f"{100 * r['checkpoint']['incremental_vs_full']:.2f}%",
-    )
-    row(
-        "   segments full → incremental",
-        lambda r: (
-            f"{r['checkpoint']['full_segments']:,} → {r['checkpoint']['incremental_segments']:,}"
-        ),
-    )
-    row(
-        "   ratio by CPU time",
-        lambda r: f"{100 * r['checkpoint']['incremental_vs_full_cpu']:.2f}%",
-    )
-    row(
-        "   ingest of those 100 events (first after open)",
-        lambda r: _secs(r["checkpoint"]["first_ingest_after_open_s"]),
-    )
-    for name in EXPRESSIONS:
+    if all("ingest" in r for r in runs):  # not in --only prompts results
+        row("fact events", lambda r: f"{r['ingest']['fact_events']:,}")
+        row("log rows written (facts+schema+alerts)", lambda r: f"{r['ingest']['rows_written']:,}")
         row(
-            f"4  eval {name}: sandbox / plain",
-            lambda r, n=name: (
-                f"{_secs(r['eval']['expressions'][n]['sandbox_median_s'])} / "
-                f"{_secs(r['eval']['expressions'][n]['plain_median_s'])}"
+            "1  ingest (fact events/s, 10k batches)",
+            lambda r: _rate(r["ingest"]["ingest_events_per_s"]),
+        )
+        row("   ingest (rows/s)", lambda r: _rate(r["ingest"]["ingest_rows_per_s"]))
+        row(
+            "   DuckDB appender, same rows (rows/s)",
+            lambda r: _rate(r["ingest"]["bulk_appender_rows_per_s"]),
+        )
+        row(
+            "   ratio ingest / appender (≥ 0.5)",
+            lambda r: f"{r['ingest']['ingest_vs_bulk_appender']:.2f}×",
+        )
+        row(
+            "   DuckDB read_json, same rows (rows/s)",
+            lambda r: _rate(r["ingest"]["bulk_read_json_rows_per_s"]),
+        )
+        row(
+            "   ratio ingest / read_json",
+            lambda r: f"{r['ingest']['ingest_vs_bulk_read_json']:.2f}×",
+        )
+        row(
+            "   ratio ingest / appender, CPU time",
+            lambda r: f"{r['ingest']['ingest_vs_bulk_appender_cpu']:.2f}×",
+        )
+        row(
+            "   appender, median batch (rows/s)",
+            lambda r: _rate(r["ingest"]["bulk_appender_median_batch_rows_per_s"]),
+        )
+        row(
+            "   ingest: first → last batch (events/s)",
+            lambda r: (
+                f"{r['ingest']['ingest_first_batch_events_per_s']:,.0f} → "
+                f"{r['ingest']['ingest_last_batch_events_per_s']:,.0f}"
             ),
         )
         row(
-            "   ratio (≤ 2×)",
-            lambda r, n=name: f"{r['eval']['expressions'][n]['sandbox_vs_plain']:.2f}×",
+            "2  full fold: open Workbench (wall / CPU)",
+            lambda r: f"{_secs(r['fold']['open_s'])} / {_secs(r['fold']['open_cpu_s'])}",
         )
-    row("   process RSS when forking", lambda r: f"{r['eval']['process_rss_mb']:,.0f} MB")
-    for t in ("Transaction", "Medication"):
+        row("   fold (log rows/s)", lambda r: _rate(r["fold"]["rows_per_s"]))
+        row("   current records", lambda r: f"{r['fold']['current_records']:,}")
+        row("3  checkpoint: full", lambda r: _secs(r["checkpoint"]["full_s"]))
         row(
-            f"5  one new {t}: ingest total",
-            lambda r, t=t: _secs(r["rules"][t]["ingest_one_median_s"]),
+            "   checkpoint: incremental after 100 events",
+            lambda r: _secs(r["checkpoint"]["incremental_s"]),
         )
-        row("   of which rules (runner.run)", lambda r, t=t: _secs(r["rules"][t]["rules_median_s"]))
         row(
-            "   slowest rule",
-            lambda r, t=t: "{} {}".format(
-                *next((k, _secs(v)) for k, v in r["rules"][t]["per_rule_s"].items())
+            "   ratio incremental / full (≤ 1% at 1M)",
+            lambda r: f"{100 * r['checkpoint']['incremental_vs_full']:.2f}%",
+        )
+        row(
+            "   segments full → incremental",
+            lambda r: (
+                f"{r['checkpoint']['full_segments']:,} → {r['checkpoint']['incremental_segments']:,}"
             ),
         )
-    row(
-        "6  peak RSS after fold (< 2 GB at 1M)",
-        lambda r: f"{r['memory']['maxrss_after_fold_mb']:,.0f} MB",
-    )
-    row(
-        "   RSS: before → after fold",
-        lambda r: (
-            f"{r['memory']['rss_before_fold_mb']:,.0f} → {r['memory']['rss_after_fold_mb']:,.0f} MB"
-        ),
-    )
-    row(
-        "   peak RSS of the ingest process",
-        lambda r: f"{r['ingest']['ingest_stage_maxrss_mb']:,.0f} MB",
-    )
-    row("   store file size", lambda r: f"{r['ingest']['db_size_mb']:,.0f} MB")
+        row(
+            "   ratio by CPU time",
+            lambda r: f"{100 * r['checkpoint']['incremental_vs_full_cpu']:.2f}%",
+        )
+        row(
+            "   ingest of those 100 events (first after open)",
+            lambda r: _secs(r["checkpoint"]["first_ingest_after_open_s"]),
+        )
+        for name in EXPRESSIONS:
+            row(
+                f"4  eval {name}: sandbox / plain",
+                lambda r, n=name: (
+                    f"{_secs(r['eval']['expressions'][n]['sandbox_median_s'])} / "
+                    f"{_secs(r['eval']['expressions'][n]['plain_median_s'])}"
+                ),
+            )
+            row(
+                "   ratio (≤ 2×)",
+                lambda r, n=name: f"{r['eval']['expressions'][n]['sandbox_vs_plain']:.2f}×",
+            )
+        row("   process RSS when forking", lambda r: f"{r['eval']['process_rss_mb']:,.0f} MB")
+        for t in ("Transaction", "Medication"):
+            row(
+                f"5  one new {t}: ingest total",
+                lambda r, t=t: _secs(r["rules"][t]["ingest_one_median_s"]),
+            )
+            row(
+                "   of which rules (runner.run)",
+                lambda r, t=t: _secs(r["rules"][t]["rules_median_s"]),
+            )
+            row(
+                "   slowest rule",
+                lambda r, t=t: "{} {}".format(
+                    *next((k, _secs(v)) for k, v in r["rules"][t]["per_rule_s"].items())
+                ),
+            )
+        row(
+            "6  peak RSS after fold (< 2 GB at 1M)",
+            lambda r: f"{r['memory']['maxrss_after_fold_mb']:,.0f} MB",
+        )
+        row(
+            "   RSS: before → after fold",
+            lambda r: (
+                f"{r['memory']['rss_before_fold_mb']:,.0f} → {r['memory']['rss_after_fold_mb']:,.0f} MB"
+            ),
+        )
+        row(
+            "   peak RSS of the ingest process",
+            lambda r: f"{r['ingest']['ingest_stage_maxrss_mb']:,.0f} MB",
+        )
+        row("   store file size", lambda r: f"{r['ingest']['db_size_mb']:,.0f} MB")
+    if all("prompt_tokens" in r for r in runs):
+        row(
+            f"7  prompt tokens per question ({runs[0]['prompts']['encoding'].split()[0]}, "
+            f"mean of {len(runs[0]['prompts']['questions'])})",
+            lambda r: "",
+        )
+        for system in prompt_scale.SYSTEMS:
+            row(
+                f"   {prompt_scale.LABELS[system]}",
+                lambda r, s=system: f"{r['prompt_tokens'][s]:,}",
+            )
+        row("   lines of full context (one per fact event)", lambda r: f"{r['prompts']['lines']:,}")
+        row(
+            "   full context / ask",
+            lambda r: f"{r['prompt_tokens']['full_context'] / r['prompt_tokens']['ask']:,.0f}×",
+        )
     row("wall time of this size", lambda r: f"{r['wall_s']:.0f} s")
     row(
         "load average (1 min) at end",
@@ -982,18 +1094,83 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def chart(results: dict[str, Any], path: Path) -> None:
-    """Rates, checkpoint and rule times by size; ratios against their targets; per-batch ingest."""
+def _size_axis(sizes: list[int], pad: float = 1.0) -> Any:
     import altair as alt
 
-    runs = [results["sizes"][k] for k in sorted(results["sizes"], key=int)]
-    sizes = [r["size"] for r in runs]
-    x = alt.X(
+    domain = [min(sizes) / pad, max(sizes) * pad] if pad > 1 and sizes else alt.Undefined
+    return alt.X(
         "size:Q",
-        scale=alt.Scale(type="log"),
+        scale=alt.Scale(type="log", domain=domain),
         axis=alt.Axis(values=sizes, format="~s"),
         title="fact events in the history",
     )
+
+
+def prompt_panel(
+    runs: list[dict[str, Any]], width: int = 360, height: int = 180, title: str = ""
+) -> Any:
+    """Prompt tokens per question by history size, one line per system (log scales)."""
+    import altair as alt
+
+    runs = [r for r in runs if "prompt_tokens" in r]
+    labels = [prompt_scale.LABELS[s] for s in prompt_scale.SYSTEMS]
+    values = [
+        {"size": r["size"], "series": prompt_scale.LABELS[s], "value": r["prompt_tokens"][s]}
+        for r in runs
+        for s in prompt_scale.SYSTEMS
+    ]
+    base = alt.Chart(alt.Data(values=values)).encode(
+        _size_axis([r["size"] for r in runs], pad=1.6),
+        alt.Y("value:Q", scale=alt.Scale(type="log"), title="tokens (cl100k_base)"),
+        alt.Color("series:N", title=None, sort=labels, legend=alt.Legend(labelLimit=300)),
+    )
+    line = base.mark_line(point=True).encode(
+        tooltip=["series:N", "size:Q", alt.Tooltip("value:Q", format=",.0f")]
+    )
+
+    full = (
+        base.transform_filter(alt.datum.series == prompt_scale.LABELS["full_context"])
+        .mark_text(dy=-9, fontSize=9)
+        .encode(text=alt.Text("value:Q", format=",.3~s"))
+    )
+    questions = len(runs[0]["prompts"]["questions"]) if runs else 0
+    subtitle = (
+        "at {:,}: ask {:,}, top-10 {:,}, top-50 {:,}, full context {:,}".format(
+            runs[-1]["size"], *(runs[-1]["prompt_tokens"][s] for s in prompt_scale.SYSTEMS)
+        )
+        if runs
+        else ""
+    )
+    return alt.layer(line, full).properties(
+        title=alt.TitleParams(
+            title or f"Prompt tokens per question (mean of {questions} aggregate questions)",
+            subtitle=subtitle,
+        ),
+        width=width,
+        height=height,
+    )
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Every scale figure: rates, checkpoint and rule times by size; ratios against their
+    targets; per-batch ingest; prompt tokens by history size. Results of ``--only prompts``
+    get the prompt panel alone."""
+    import altair as alt
+
+    runs = [results["sizes"][k] for k in sorted(results["sizes"], key=int)]
+    title = f"uac engine at scale — {results['date']}, {results['machine']['platform']}"
+    if results.get("prompts_date"):  # prompt figures merged in from another run (--replot)
+        title += f"; prompt tokens {results['prompts_date']}"
+    if not all("ingest" in r for r in runs):
+        prompt_panel(
+            runs,
+            width=420,
+            height=260,
+            title=f"uac prompt tokens per question by history size — {results['date']}",
+        ).save(str(path))
+        return
+    sizes = [r["size"] for r in runs]
+    x = _size_axis(sizes)
 
     def lines(values: list[dict[str, Any]], title: str, y_title: str, log: bool = True) -> Any:
         y = alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log") if log else alt.Undefined)
@@ -1080,7 +1257,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
             alt.Y("value:Q", scale=alt.Scale(type="log"), title="events/s"),
             alt.Color("series:N", title="history", sort=[f"{n:,}" for n in sizes]),
         )
-        .properties(title="Ingest rate of each 10k batch as the log grows", width=560, height=180)
+        .properties(title="Ingest rate of each 10k batch as the log grows", width=400, height=180)
     )
     top = alt.hconcat(
         lines(rates, "Write and fold rates", "rows per second"),
@@ -1098,10 +1275,12 @@ def chart(results: dict[str, Any], path: Path) -> None:
         ratio(eval_ratio, "sandbox / plain eval (≤ 2×)", TARGETS["eval_sandbox_vs_plain"]),
         ratio(memory, "peak RSS after fold, MB (< 2 GB)", TARGETS["fold_peak_mb"]),
     ).resolve_scale(color="independent")
-    title = f"uac engine at scale — {results['date']}, {results['machine']['platform']}"
-    alt.vconcat(top, bottom, per_batch, title=title).resolve_scale(color="independent").save(
-        str(path)
+    last = (
+        alt.hconcat(per_batch, prompt_panel(runs)).resolve_scale(color="independent")
+        if any("prompt_tokens" in r for r in runs)
+        else per_batch
     )
+    alt.vconcat(top, bottom, last, title=title).resolve_scale(color="independent").save(str(path))
 
 
 def _git(*args: str) -> str | None:
@@ -1136,11 +1315,44 @@ def machine() -> dict[str, Any]:
 # -- command line ----------------------------------------------------------------------------------
 
 
+def replot(paths: list[Path], svg: Path) -> int:
+    """Draw the chart of saved results; later files add their prompt figures to the first's sizes."""
+    results = json.loads(paths[0].read_text())
+    for path in paths[1:]:
+        other = json.loads(path.read_text())
+        for key, run in other["sizes"].items():
+            if key in results["sizes"] and "prompt_tokens" in run:
+                results["sizes"][key]["prompt_tokens"] = run["prompt_tokens"]
+                results["sizes"][key]["prompts"] = run["prompts"]
+                results["prompts_date"] = other["date"]
+    svg.parent.mkdir(parents=True, exist_ok=True)
+    chart(results, svg)
+    print(f"chart in {svg}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="JSON results (chart: .svg beside it)"
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON results, chart as .svg beside it (default: bench/results/scale.json, or "
+        "scale_prompts.json with --only prompts)",
+    )
+    ap.add_argument(
+        "--only",
+        choices=["prompts"],
+        help="measure only the prompt tokens (history generated and folded in memory)",
+    )
+    ap.add_argument(
+        "--replot",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="draw the chart (--out with .svg) from saved results; the prompt figures of later "
+        "files (e.g. scale_prompts.json) join the sizes of the first",
     )
     ap.add_argument(
         "--workdir",
@@ -1161,9 +1373,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--stage-ingest", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--stage-prompts", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--stage-prompts-only", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     progress = not args.quiet
+    if args.out is None:
+        args.out = DEFAULT_PROMPTS_OUT if args.only == "prompts" else DEFAULT_OUT
 
+    if args.replot:
+        return replot(args.replot, args.out.with_suffix(".svg"))
+    if args.stage_prompts is not None:
+        args.out.write_text(json.dumps(stage_prompts(args.workdir), indent=2))
+        return 0
+    if args.stage_prompts_only is not None:
+        out = prompts_only(args.stage_prompts_only, progress)
+        args.out.write_text(json.dumps(out, indent=2))
+        return 0
     if args.stage_ingest is not None:
         out = stage_ingest(args.stage_ingest, args.workdir, progress)
         args.out.write_text(json.dumps(out, indent=2))
@@ -1185,6 +1410,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": TARGETS,
         "batch": BATCH,
         "seed": SEED,
+        **({"only": args.only} if args.only else {}),
         "sizes": {},
     }
     try:
@@ -1193,22 +1419,22 @@ def main(argv: list[str] | None = None) -> int:
             out = workdir / "result.json"
             workdir.mkdir(parents=True, exist_ok=True)
             print(f"== {size:,} fact events", file=sys.stderr)
-            cmd = [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--one",
-                str(size),
-                "--workdir",
-                str(workdir),
-                "--out",
-                str(out),
-                "--eval-records",
-                str(args.eval_records),
-                "--reps",
-                str(args.reps),
-                "--rule-reps",
-                str(args.rule_reps),
-            ]
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--out", str(out)]
+            if args.only == "prompts":
+                cmd += ["--stage-prompts-only", str(size)]
+            else:
+                cmd += [
+                    "--one",
+                    str(size),
+                    "--workdir",
+                    str(workdir),
+                    "--eval-records",
+                    str(args.eval_records),
+                    "--reps",
+                    str(args.reps),
+                    "--rule-reps",
+                    str(args.rule_reps),
+                ]
             if not progress:
                 cmd.append("--quiet")
             subprocess.run(cmd, check=True)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "scale.py"
+PROMPT_SYSTEMS = ("ask", "top_10", "top_50", "full_context")
 
 EXPRESSIONS = ("count_if", "sum_by_category", "top5_by_amount", "sum_since_date", "constant")
 FIGURES = {
@@ -44,6 +52,21 @@ def positive(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
+def check_prompt_tokens(run: dict[str, Any], size: int) -> dict[str, int]:
+    """The prompt figures of one size are there, whole numbers, in the expected order."""
+    tokens, prompts = run["prompt_tokens"], run["prompts"]
+    assert sorted(tokens) == sorted(PROMPT_SYSTEMS)
+    assert all(isinstance(tokens[s], int) and tokens[s] > 0 for s in PROMPT_SYSTEMS)
+    assert prompts["lines"] == size  # one line per fact event
+    assert prompts["encoding"].startswith("cl100k_base")
+    assert len(prompts["per_question"]) == len(prompts["questions"]) == 3
+    # A schema summary, not records: a few hundred tokens plus the system message.
+    assert 500 < tokens["ask"] < 3000
+    assert tokens["top_10"] < tokens["top_50"] < tokens["full_context"]
+    assert tokens["full_context"] > 20 * size  # every line, ~40 tokens each
+    return tokens
+
+
 def test_scale_bench_smoke(tmp_path: Path) -> None:
     out = tmp_path / "scale.json"
     cmd = [
@@ -67,6 +90,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ratio ingest / appender" in done.stdout
+    assert "prompt tokens per question" in done.stdout
 
     results = json.loads(out.read_text())
     for key in ("date", "machine", "targets", "sizes", "total_wall_s"):
@@ -92,3 +116,63 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
         assert positive(r["ingest_one_median_s"]) and positive(r["rules_median_s"])
         assert r["rules_run"], f"no rule reads {t}"
         assert all(positive(v) for v in r["per_rule_s"].values())
+    check_prompt_tokens(run, 2000)
+
+
+def test_scale_prompts_only(tmp_path: Path) -> None:
+    """--only prompts: ask stays flat while the full context grows with the history."""
+    out = tmp_path / "prompts.json"
+    cmd = [sys.executable, str(SCRIPT), "--only", "prompts", "--sizes", "2000", "8000"]
+    cmd += ["--out", str(out), "--quiet"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "full context / ask" in done.stdout
+    assert out.with_suffix(".svg").read_text().startswith("<svg")
+    results = json.loads(out.read_text())
+    assert results["only"] == "prompts"
+    small = check_prompt_tokens(results["sizes"]["2000"], 2000)
+    large = check_prompt_tokens(results["sizes"]["8000"], 8000)
+    assert abs(large["ask"] - small["ask"]) < 0.05 * small["ask"]
+    assert large["top_10"] < 2 * small["top_10"] and large["top_50"] < 2 * small["top_50"]
+    assert 3.5 < large["full_context"] / small["full_context"] < 4.5
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, ModuleType]:
+    """bench/scale.py and bench/prompt_scale.py as modules."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    return importlib.import_module("scale"), importlib.import_module("prompt_scale")
+
+
+def test_prompt_counts_are_exact(bench: tuple[ModuleType, ModuleType]) -> None:
+    """Counting the full context piece by piece gives the count of the whole prompt."""
+    from uac_kernel.bench.aggregate import READER_SYSTEM, _Tokens, reader_parts
+
+    scale, prompt_scale = bench
+    history = scale.History(1500)
+    events = [history.next() for _ in range(1500)]
+    lines = [prompt_scale.fact_line(e) for e in events]
+    assert {text.split()[0] for _, text in lines} == {"add", "update", "retract"}
+    with Workbench(":memory:", rules=()) as wb:
+        wb.ingest(events)
+        asks = prompt_scale.ask_messages(wb)
+    got = prompt_scale.measure(asks, lines)
+    encoding = _Tokens().encoding
+    for q, row in got["per_question"].items():
+        whole = READER_SYSTEM, "".join(reader_parts(q, lines))
+        assert row["full_context"] == sum(len(encoding.encode_ordinary(t)) for t in whole)
+    text = "".join(reader_parts(got["questions"][0], lines))
+    assert prompt_scale.count_pieces(encoding, text, piece_chars=500) == len(
+        encoding.encode_ordinary(text)
+    )
+
+
+def test_ask_prompt_does_not_depend_on_rules(bench: tuple[ModuleType, ModuleType]) -> None:
+    """--only prompts folds without rules; the schema summary ask sends is the same."""
+    scale, prompt_scale = bench
+    history = scale.History(1500)
+    events = [history.next() for _ in range(1500)]
+    with Workbench(":memory:") as with_rules, Workbench(":memory:", rules=()) as without:
+        with_rules.ingest(events)
+        without.ingest(events)
+        assert prompt_scale.ask_messages(with_rules) == prompt_scale.ask_messages(without)
