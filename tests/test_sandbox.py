@@ -16,7 +16,7 @@ import textwrap
 import threading
 import types
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from uac_kernel import sandbox
 from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused, UacError
 from uac_kernel.records import record_class
-from uac_kernel.sandbox import check, evaluate, safe_builtins, to_plain
+from uac_kernel.sandbox import WarmSandbox, check, evaluate, safe_builtins, to_plain
 
 FAST: dict[str, Any] = {"cpu_seconds": 1.0, "memory_mb": 256}
 
@@ -62,8 +62,7 @@ MEDS = [
 ]
 
 
-@pytest.fixture
-def ns() -> dict[str, object]:
+def _namespace() -> dict[str, object]:
     return {
         "user": UserStub(MEDS),
         "Medication": Medication,
@@ -73,6 +72,30 @@ def ns() -> dict[str, object]:
         "y": [1, 2],
         "_secret": "s3cret",
     }
+
+
+@pytest.fixture
+def ns() -> dict[str, object]:
+    return _namespace()
+
+
+@pytest.fixture(scope="module")
+def warm() -> Iterator[WarmSandbox]:
+    """One warm sandbox for the whole corpus: each attack meets the worker the previous attacks
+    left (or the fresh one that replaced it after a limit)."""
+    with WarmSandbox(_namespace()) as box:
+        yield box
+
+
+Run = Callable[..., object]
+
+
+@pytest.fixture(params=["one-shot", "warm"])
+def run(request: pytest.FixtureRequest, ns: dict[str, object], warm: WarmSandbox) -> Run:
+    """``evaluate`` over ``ns`` in a one-shot child, or the same through the warm worker."""
+    if request.param == "one-shot":
+        return lambda expr, **kwargs: evaluate(expr, ns, **kwargs)
+    return warm.evaluate
 
 
 # --- escape attempts ------------------------------------------------------------------------
@@ -220,10 +243,10 @@ LIMITS_AT_IMPORT = _limits()
 
 
 @pytest.mark.parametrize(("expr",), [pytest.param(e, id=i) for i, e in REFUSED])
-def test_attack_is_refused(expr: str, ns: dict[str, object], canary: Path) -> None:
+def test_attack_is_refused(expr: str, run: Run, canary: Path) -> None:
     before = _limits()
     with pytest.raises(SandboxRefused) as info:
-        evaluate(expr.replace("PATH", repr(str(canary))), ns, **FAST)
+        run(expr.replace("PATH", repr(str(canary))), **FAST)
     message = str(info.value)
     assert message and "\n" not in message
     assert _limits() == before
@@ -233,15 +256,16 @@ def test_attack_is_refused(expr: str, ns: dict[str, object], canary: Path) -> No
     ("expr", "expected", "reason"), [pytest.param(e, x, r, id=i) for i, e, x, r in STOPPED]
 )
 def test_attack_is_stopped(
-    expr: str, expected: Expected, reason: str, ns: dict[str, object], canary: Path
+    expr: str, expected: Expected, reason: str, ns: dict[str, object], run: Run, canary: Path
 ) -> None:
     before = _limits()
     expr = expr.replace("PATH", repr(str(canary)))
     check(expr, ns)  # these pass the static check: the runtime has to stop them
     with pytest.raises(expected, match=reason) as info:
-        evaluate(expr, ns, **FAST)
+        run(expr, **FAST)
     assert "\n" not in str(info.value)
     assert _limits() == before
+    assert run("len(meds)", **FAST) == 3  # and the next query still works
 
 
 def test_corpus_is_large_and_distinct() -> None:
@@ -249,24 +273,24 @@ def test_corpus_is_large_and_distinct() -> None:
     assert len(ids) == len(set(ids)) >= 40
 
 
-def test_cpu_limit_message_names_the_limit(ns: dict[str, object]) -> None:
+def test_cpu_limit_message_names_the_limit(run: Run) -> None:
     with pytest.raises(SandboxLimit, match=r"CPU time limit of 1\.0 s.*narrow"):
-        evaluate("sum(range(10**12))", ns, **FAST)
+        run("sum(range(10**12))", **FAST)
 
 
-def test_memory_limit_message_names_the_limit(ns: dict[str, object]) -> None:
+def test_memory_limit_message_names_the_limit(run: Run) -> None:
     with pytest.raises(SandboxLimit, match=r"memory limit of 256 MB.*narrow"):
-        evaluate("[0]*10**9", ns, **FAST)
+        run("[0]*10**9", **FAST)
 
 
-def test_wall_clock_limit(ns: dict[str, object]) -> None:
+def test_wall_clock_limit(run: Run) -> None:
     with pytest.raises(SandboxLimit, match=r"wall-clock time limit of 0\.5 s"):
-        evaluate("sum(range(10**12))", ns, cpu_seconds=30, memory_mb=256, wall_seconds=0.5)
+        run("sum(range(10**12))", cpu_seconds=30, memory_mb=256, wall_seconds=0.5)
 
 
-def test_result_size_limit_message(ns: dict[str, object]) -> None:
+def test_result_size_limit_message(run: Run) -> None:
     with pytest.raises(SandboxLimit, match=r"over the limit of 64 MB"):
-        evaluate("'a' * (70 * 2**20)", ns, **FAST)
+        run("'a' * (70 * 2**20)", **FAST)
 
 
 def test_static_messages_name_the_construct() -> None:
@@ -445,29 +469,29 @@ def test_unpickler_refuses_anything_but_plain_data(tmp_path: Path) -> None:
 # --- what queries are for -----------------------------------------------------------------
 
 
-def test_comprehension_over_records(ns: dict[str, object]) -> None:
-    assert evaluate("[m.name for m in meds if m.active]", ns) == ["ibuprofen", "warfarin"]
-    assert evaluate("sum(m.dose_mg for m in user.all(Medication))", ns) == 605.0
-    assert evaluate("len(user.all('Medication'))", ns) == 3
+def test_comprehension_over_records(run: Run) -> None:
+    assert run("[m.name for m in meds if m.active]") == ["ibuprofen", "warfarin"]
+    assert run("sum(m.dose_mg for m in user.all(Medication))") == 605.0
+    assert run("len(user.all('Medication'))") == 3
 
 
-def test_counter_and_sorting_with_lambdas(ns: dict[str, object]) -> None:
-    assert evaluate("Counter(m.name for m in meds).most_common(1)", ns) == [["ibuprofen", 2]]
-    assert evaluate("Counter(m.name for m in meds)", ns) == {"ibuprofen": 2, "warfarin": 1}
+def test_counter_and_sorting_with_lambdas(run: Run) -> None:
+    assert run("Counter(m.name for m in meds).most_common(1)") == [["ibuprofen", 2]]
+    assert run("Counter(m.name for m in meds)") == {"ibuprofen": 2, "warfarin": 1}
     by_dose = "[m.key for m in sorted(meds, key=lambda m: (m.dose_mg, m.name), reverse=True)]"
-    assert evaluate(by_dose, ns) == ["m1", "m3", "m2"]
-    assert evaluate("max(meds, key=lambda m: m.start).name", ns) == "warfarin"
+    assert run(by_dose) == ["m1", "m3", "m2"]
+    assert run("max(meds, key=lambda m: m.start).name") == "warfarin"
 
 
-def test_date_arithmetic(ns: dict[str, object]) -> None:
-    assert evaluate("(date(2025, 3, 1) - date(2025, 2, 1)).days", ns) == 28
-    assert evaluate("max(m.start for m in meds) + timedelta(days=7)", ns) == date(2025, 2, 8)
-    assert evaluate("datetime(2025, 1, 1, 12) - datetime(2025, 1, 1)", ns) == timedelta(hours=12)
-    assert evaluate("datetime.strptime('2025-01-02', '%Y-%m-%d').date()", ns) == date(2025, 1, 2)
+def test_date_arithmetic(run: Run) -> None:
+    assert run("(date(2025, 3, 1) - date(2025, 2, 1)).days") == 28
+    assert run("max(m.start for m in meds) + timedelta(days=7)") == date(2025, 2, 8)
+    assert run("datetime(2025, 1, 1, 12) - datetime(2025, 1, 1)") == timedelta(hours=12)
+    assert run("datetime.strptime('2025-01-02', '%Y-%m-%d').date()") == date(2025, 1, 2)
 
 
-def test_records_become_dicts_with_their_type(ns: dict[str, object]) -> None:
-    assert evaluate("meds[0]", ns) == {
+def test_records_become_dicts_with_their_type(run: Run) -> None:
+    assert run("meds[0]") == {
         "type": "Medication",
         "key": "m1",
         "name": "ibuprofen",
@@ -475,19 +499,19 @@ def test_records_become_dicts_with_their_type(ns: dict[str, object]) -> None:
         "start": date(2025, 1, 10),
         "active": True,
     }
-    by_key = evaluate("{m.key: m for m in meds}", ns)
+    by_key = run("{m.key: m for m in meds}")
     assert isinstance(by_key, dict) and by_key["m2"]["type"] == "Medication"
 
 
-def test_everyday_syntax(ns: dict[str, object]) -> None:
-    assert evaluate("(n := len(meds), n * 2)", ns) == [3, 6]
-    assert evaluate("[0 for _ in range(3)]", ns) == [0, 0, 0]
-    assert evaluate('f"{rec.name!r:>12}|{rec.dose_mg:.1f}"', ns) == " 'ibuprofen'|400.0"
-    assert evaluate("'%s takes %d mg' % (rec.name, rec.dose_mg)", ns) == "ibuprofen takes 400 mg"
-    assert evaluate("[*y, *(v for v in d.values())]", ns) == [1, 2, 1]
-    assert evaluate("{**d, 'z': y[-1:]}", ns) == {"k": 1, "z": [2]}
-    assert evaluate("'x' if any(m.active for m in meds) else 'y'", ns) == "x"
-    assert evaluate("round(abs(-2.567), 1), int('7'), float('1.5'), bool(0)", ns) == [
+def test_everyday_syntax(run: Run) -> None:
+    assert run("(n := len(meds), n * 2)") == [3, 6]
+    assert run("[0 for _ in range(3)]") == [0, 0, 0]
+    assert run('f"{rec.name!r:>12}|{rec.dose_mg:.1f}"') == " 'ibuprofen'|400.0"
+    assert run("'%s takes %d mg' % (rec.name, rec.dose_mg)") == "ibuprofen takes 400 mg"
+    assert run("[*y, *(v for v in d.values())]") == [1, 2, 1]
+    assert run("{**d, 'z': y[-1:]}") == {"k": 1, "z": [2]}
+    assert run("'x' if any(m.active for m in meds) else 'y'") == "x"
+    assert run("round(abs(-2.567), 1), int('7'), float('1.5'), bool(0)") == [
         2.6,
         7,
         1.5,
@@ -495,29 +519,29 @@ def test_everyday_syntax(ns: dict[str, object]) -> None:
     ]
 
 
-def test_results_are_plain_data(ns: dict[str, object]) -> None:
-    assert evaluate("{3, 1, 2}", ns) == [1, 2, 3]
-    assert evaluate("(x for x in range(3))", ns) == [0, 1, 2]
-    assert evaluate("range(3)", ns) == [0, 1, 2]
-    assert evaluate("zip('ab', range(2))", ns) == [["a", 0], ["b", 1]]
-    assert evaluate("enumerate('ab')", ns) == [[0, "a"], [1, "b"]]
-    assert evaluate("d.items()", ns) == [["k", 1]]
-    assert evaluate("{(1, 'a'): 1}", ns) == {(1, "a"): 1}
-    assert str(evaluate("lambda: 0", ns)).startswith("<function <lambda>")
-    assert evaluate("b'abc'", ns) == "b'abc'"
+def test_results_are_plain_data(run: Run) -> None:
+    assert run("{3, 1, 2}") == [1, 2, 3]
+    assert run("(x for x in range(3))") == [0, 1, 2]
+    assert run("range(3)") == [0, 1, 2]
+    assert run("zip('ab', range(2))") == [["a", 0], ["b", 1]]
+    assert run("enumerate('ab')") == [[0, "a"], [1, "b"]]
+    assert run("d.items()") == [["k", 1]]
+    assert run("{(1, 'a'): 1}") == {(1, "a"): 1}
+    assert str(run("lambda: 0")).startswith("<function <lambda>")
+    assert run("b'abc'") == "b'abc'"
 
 
-def test_errors_surface_as_one_line(ns: dict[str, object]) -> None:
+def test_errors_surface_as_one_line(run: Run) -> None:
     with pytest.raises(SandboxFailed, match=r"^ZeroDivisionError: division by zero$"):
-        evaluate("1/0", ns)
+        run("1/0")
     with pytest.raises(SandboxFailed, match=r"^AttributeError: 'Medication' object has no attr"):
-        evaluate("rec.nope", ns)
+        run("rec.nope")
     with pytest.raises(SandboxFailed, match=r"^KeyError: 'missing'$"):
-        evaluate("d['missing']", ns)
+        run("d['missing']")
     with pytest.raises(SandboxFailed, match=r"^NameError: name 'later' is not defined"):
-        evaluate("(later, (later := 1))", ns)
+        run("(later, (later := 1))")
     with pytest.raises(SandboxFailed, match=r"^ValidationError: \d+ validation errors? for Med"):
-        evaluate("Medication(key='k', name='n', dose_mg='lots', start='2025-01-01')", ns)
+        run("Medication(key='k', name='n', dose_mg='lots', start='2025-01-01')")
 
 
 def test_to_plain_normalises_subclasses_and_timezones() -> None:

@@ -18,6 +18,13 @@ safe builtins). Code a model writes is untrusted, so it meets two independent wa
    unpickler that only knows the ``datetime`` classes — even a subverted child cannot make the
    parent run code.
 
+:class:`WarmSandbox` (what ``Workbench.eval`` uses) keeps the runtime wall warm: the same jail
+in a worker forked once per state version, which answers query after query over a pipe, each
+under its own CPU and wall-clock limits, so only the first query pays for the fork. Expressions
+that name a mutating method (``append``, ``update``, ``sort``...) still run in a one-shot child,
+and the worker is discarded after any error: the comment above :class:`WarmSandbox` says why no
+query can change what a later one sees.
+
 What the attribute rules were checked against (``tests/test_sandbox.py`` crawls these objects'
 public attributes and asserts that no module, frame, code object, traceback, file, builtins
 dict or unexpected class is reachable):
@@ -38,7 +45,8 @@ dict or unexpected class is reachable):
 - pydantic models (class and instance): every ``model_*`` name and the v1-style methods
   (``parse_file`` reads a file, ``parse_raw``, ``construct``, ``copy``, ``json``, ``dict``...)
   are refused; what remains is the fields, ``register`` (ABC registration, harmless in a
-  throw-away child), and the methods the record classes themselves define.
+  throw-away child, and always run in one), and the methods the record classes themselves
+  define.
 
 - ``list[int]`` (``GenericAlias``), ``int | str``, slices, dict views (``.mapping`` is a
   read-only proxy of the same dict): nothing new is reachable.
@@ -64,8 +72,11 @@ import os
 import pickle
 import select
 import signal
+import struct
 import sys
+import threading
 import time
+import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MappingView
 from dataclasses import dataclass
@@ -86,6 +97,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_EXPRESSION_CHARS",
     "MAX_RESULT_BYTES",
+    "WarmSandbox",
     "check",
     "evaluate",
     "evaluate_traced",
@@ -231,6 +243,24 @@ _PYDANTIC_ATTRS: Final = frozenset(
         "schema_json",
         "update_forward_refs",
         "validate",
+    }
+)
+
+
+# Methods that change the object they are called on, on every mutable type a query can reach
+# (lists, dicts, sets, Counters; deque and bytearray for good measure), ``register`` (ABC
+# registration changes a record class's registry; pydantic ignores it in isinstance today, but
+# that is not ours to rely on) and the generator methods. An expression naming one of them may change objects that outlive it, so it
+# never runs in a warm worker (see WarmSandbox): only in a throw-away child.
+_MUTATING_ATTRS: Final = frozenset(
+    {
+        *("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"),
+        *("update", "setdefault", "popitem", "subtract"),
+        *("add", "discard", "difference_update", "intersection_update"),
+        "symmetric_difference_update",
+        *("appendleft", "extendleft", "popleft", "rotate"),
+        "register",
+        *("send", "throw", "close"),
     }
 )
 
@@ -393,6 +423,7 @@ def _parse(expr: str) -> ast.Expression:
 class _Compiled:
     code: CodeType
     free_names: frozenset[str]
+    mutating: bool  # names a method that changes its object (see _MUTATING_ATTRS)
 
 
 @functools.lru_cache(maxsize=512)
@@ -421,7 +452,10 @@ def _compile(expr: str) -> _Compiled:
         raise SandboxRefused(
             f"the expression cannot be compiled ({type(exc).__name__}); simplify it"
         ) from exc
-    return _Compiled(code, frozenset(free))
+    mutating = any(
+        isinstance(n, ast.Attribute) and n.attr in _MUTATING_ATTRS for n in ast.walk(tree)
+    )
+    return _Compiled(code, frozenset(free), mutating)
 
 
 def _as_expression(expr: object) -> str:
@@ -630,8 +664,9 @@ def _move_result_fd(result_fd: int) -> None:
         os.close(result_fd)
 
 
-def _enter_jail(budget: _Budget) -> None:
-    """In the child: isolate it from the parent's descriptors and signals and set its limits."""
+def _isolate(last_fd: int) -> None:
+    """In a child: detach it from the parent's signals and descriptors (all but 0 to ``last_fd``)
+    and forbid core files, file growth and new processes."""
     # Ctrl-C reaches the whole process group; the parent handles it and kills the child.
     for signum, handler in (
         (signal.SIGINT, signal.SIG_IGN),
@@ -643,24 +678,35 @@ def _enter_jail(budget: _Budget) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPROF, signal.SIGXCPU})
 
     # Drop every inherited descriptor (store files, sockets, other evaluations' pipes) but
-    # stdin/stdout/stderr and the result pipe, fd 3.
+    # stdin/stdout/stderr and the child's own pipes (fd 3, and fd 4 for a worker).
     max_fd = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if max_fd == resource.RLIM_INFINITY or max_fd < 1024:
         max_fd = 1 << 20
-    os.closerange(_RESULT_FD + 1, max_fd)
+    os.closerange(last_fd + 1, max_fd)
 
     _lower_limit(resource.RLIMIT_CORE, 0, 0)
     _lower_limit(resource.RLIMIT_FSIZE, 0, 0)
     if hasattr(resource, "RLIMIT_NPROC"):
         _lower_limit(resource.RLIMIT_NPROC, 0, 0)
+
+
+def _limit_address_space(memory_mb: int) -> int | None:
+    """Allow ``memory_mb`` of address space beyond what the child maps now; return that size."""
+    size = _address_space_bytes()
+    if size is not None:
+        limit = size + memory_mb * 2**20
+        _lower_limit(resource.RLIMIT_AS, limit, limit)
+    return size
+
+
+def _enter_jail(budget: _Budget) -> None:
+    """In the one-shot child: isolate it and set its limits for one evaluation."""
+    _isolate(_RESULT_FD)
     # The CPU budget is enforced precisely by the profiling timer (SIGPROF kills: its default
     # action); RLIMIT_CPU is the backstop should SIGPROF be ignored (SIGXCPU, then SIGKILL).
     cpu_backstop = math.ceil(budget.cpu_seconds) + 1
     _lower_limit(resource.RLIMIT_CPU, cpu_backstop, cpu_backstop + 1)
-    size = _address_space_bytes()
-    if size is not None:
-        limit = size + budget.memory_mb * 2**20
-        _lower_limit(resource.RLIMIT_AS, limit, limit)
+    _limit_address_space(budget.memory_mb)
     signal.setitimer(signal.ITIMER_PROF, budget.cpu_seconds)
     # The parent's objects are shared copy-on-write; keep the collector off them.
     gc.freeze()
@@ -672,9 +718,18 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _child(code: CodeType, namespace: Mapping[str, object], collect: Collect | None) -> bytes:
-    """Evaluate in the jailed child and return the pickled (kind, payload) message."""
+def _answer(
+    code: CodeType | str, namespace: Mapping[str, object], collect: Collect | None
+) -> tuple[str, bytes]:
+    """Evaluate in a jailed child; return the kind of outcome and the pickled (kind, payload).
+
+    ``code`` may be the expression's text (a warm worker compiles what the parent checked).
+    Each evaluation gets a fresh scope and fresh builtins: names a query binds (``:=``) die
+    with it.
+    """
     try:
+        if isinstance(code, str):
+            code = _compile(code).code
         scope = dict(namespace)
         scope["__builtins__"] = _runtime_builtins()
         value = eval(code, scope)
@@ -682,14 +737,20 @@ def _child(code: CodeType, namespace: Mapping[str, object], collect: Collect | N
             value = (value, collect())
         message = pickle.dumps((_KIND_OK, to_plain(value)), protocol=5)
         if len(message) > MAX_RESULT_BYTES:
-            message = pickle.dumps((_KIND_TOO_BIG, len(message)), protocol=5)
-        return message
+            return _KIND_TOO_BIG, pickle.dumps((_KIND_TOO_BIG, len(message)), protocol=5)
+        return _KIND_OK, message
     except MemoryError:
-        return _MEMORY_PAYLOAD
+        return _KIND_MEMORY, _MEMORY_PAYLOAD
     except RecursionError:
-        return pickle.dumps((_KIND_RECURSION, sys.getrecursionlimit()), protocol=5)
+        payload = pickle.dumps((_KIND_RECURSION, sys.getrecursionlimit()), protocol=5)
+        return _KIND_RECURSION, payload
     except BaseException as exc:
-        return pickle.dumps((_KIND_ERROR, _one_line(exc)), protocol=5)
+        return _KIND_ERROR, pickle.dumps((_KIND_ERROR, _one_line(exc)), protocol=5)
+
+
+def _child(code: CodeType, namespace: Mapping[str, object], collect: Collect | None) -> bytes:
+    """Evaluate in the jailed child and return the pickled (kind, payload) message."""
+    return _answer(code, namespace, collect)[1]
 
 
 def _child_main(
@@ -885,6 +946,22 @@ def _run_forked(
     if stopped is not None:
         _kill(pid)
     status, cpu_used, killed = _wait(pid, None if stopped is not None else deadline)
+    return _ended(data, stopped, status, cpu_used, killed, budget)
+
+
+def _ended(
+    data: bytes,
+    stopped: str | None,
+    status: int | None,
+    cpu_used: float,
+    killed: bool,
+    budget: _Budget,
+) -> object:
+    """The result or error of an evaluation whose process has ended and been reaped.
+
+    ``stopped`` says why the parent stopped reading ("wall", "too_big") or is None; ``killed``
+    that the parent killed the process at the deadline; ``cpu_used`` is the evaluation's CPU.
+    """
     if stopped == "too_big":
         raise _too_big(None)
     if stopped == "wall" or (killed and status is not None and os.WIFSIGNALED(status)):
@@ -964,3 +1041,428 @@ def evaluate_traced(
     _check_names(compiled.free_names, namespace.keys())
     pair = cast(list[object], _run_forked(compiled.code, namespace, budget, collect))
     return pair[0], pair[1]
+
+
+# --- a warm worker ---------------------------------------------------------------------------
+
+# Why a warm worker: a fork costs ~85 ms per GB of the caller's address space (page tables), and
+# a query that reads the records writes their reference counts, so the child copies every page
+# it touches — paid again by every one-shot query. A worker forked once per state version pays
+# both once; its later queries cost the evaluation plus a pipe round trip. It is jailed like the
+# one-shot child (descriptors closed but its two pipes, no core files, no file growth, no new
+# processes, the same builtins) and answers one query at a time: the parent sends the text (it
+# has checked it; the worker compiles it with the same _compile) and a CPU budget, the worker
+# answers with the same pickled (kind, payload) message, read by the same restricted unpickler.
+#
+# What one query does must not change what a later one sees:
+# - Names: each query gets a fresh scope and fresh builtins (_answer); ':=' binds in that scope
+#   only; the namespace maps names to the same objects every time.
+# - Shared objects: records are frozen pydantic models, and user.all/history/fields/... hand out
+#   fresh lists and dicts. What stays mutable and shared is a record's list field and a record
+#   class's ABC registry (Trip.register). An expression has no assignment statement, comprehension
+#   targets may only be names, and dunder methods (__setitem__, __iadd__, __dict__...) are
+#   refused, so the only way to change an object is to call one of its mutating methods by
+#   name, which the static check sees: an expression naming any method in _MUTATING_ATTRS, on
+#   any object, runs in a throw-away child instead.
+# - Caches the worker fills as it answers are derived from the state it was forked with and give
+#   the answers a fresh child would: user.where's field indexes, the compile cache, the record
+#   classes' field caches, _strptime's regex cache, modules C code imports. A query stopped half
+#   way could leave one half-built, so a worker retires after any query that does not return a
+#   value (an exception or a limit): only clean answers keep it.
+# - Limits: the CPU budget is per query (ITIMER_PROF, and an RLIMIT_CPU soft limit raised per
+#   query to the CPU used so far plus the budget and a margin; the hard limit, which the worker
+#   cannot raise, caps its lifetime CPU at _WORKER_CPU_SECONDS, and the parent forks a new worker
+#   before a query could cross it). The address-space limit is set once, to the size at the fork
+#   plus memory_mb; memory left behind by a query (caches, or freed but kept by the allocator)
+#   would shrink later budgets, so a worker that grew by more than _drift_bytes(memory_mb)
+#   retires after its answer. The wall clock is the parent's, as for the one-shot child: at the
+#   deadline it kills and reaps the worker and reports what the one-shot path reports.
+# - Life: the parent kills and reaps the worker on close, when the caller's state changes (the
+#   caller makes a new WarmSandbox), after any error, limit or death, and replaces one that
+#   left; the worker also leaves at EOF on its request pipe (the parent is gone) and after
+#   idle_seconds without a query. A forked copy of the parent never signals or uses the worker.
+# The price: while it lives the worker keeps its copies of the pages it touched (up to the
+# records' share of the caller's memory), and the caller copies once each page it writes that
+# the worker still shares. Hence the idle timeout.
+
+_REQUEST_FD: Final = 3
+_REPLY_FD: Final = 4
+_REQUEST: Final = struct.Struct("!Id")  # expression bytes that follow, CPU seconds
+_REPLY: Final = struct.Struct("!QdB")  # message bytes that follow, worker CPU so far, retiring
+_WORKER_CPU_SECONDS: Final = 600
+_CPU_MARGIN: Final = 1
+
+
+def _drift_bytes(memory_mb: int) -> int:
+    """How much a worker may grow over its life before it retires: 1/16 of the memory budget,
+    between 16 and 64 MB."""
+    return min(64 * 2**20, max(16 * 2**20, memory_mb * 2**20 // 16))
+
+
+def _worker_cpu_hard() -> int:
+    """The hard RLIMIT_CPU a new worker gets: _WORKER_CPU_SECONDS, or the caller's if lower."""
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard == resource.RLIM_INFINITY:
+        return _WORKER_CPU_SECONDS
+    return min(_WORKER_CPU_SECONDS, hard)
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _move_worker_fds(request_fd: int, reply_fd: int) -> None:
+    """In the worker: make the request pipe fd 3 and the reply pipe fd 4."""
+    if reply_fd == _REQUEST_FD:
+        moved = os.dup(reply_fd)
+        os.close(reply_fd)
+        reply_fd = moved
+    for fd, target in ((request_fd, _REQUEST_FD), (reply_fd, _REPLY_FD)):
+        if fd != target:
+            os.dup2(fd, target)
+            os.close(fd)
+
+
+def _read_blocking(fd: int, size: int) -> bytes | None:
+    """Read exactly ``size`` bytes; None at EOF."""
+    chunks: list[bytes] = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _reply(message: bytes, retire: bool) -> None:
+    header = _REPLY.pack(len(message), _cpu_seconds(), retire)
+    if len(message) < 1 << 16:  # one write, so the parent wakes up once
+        _write_all(_REPLY_FD, header + message)
+    else:
+        _write_all(_REPLY_FD, header)
+        _write_all(_REPLY_FD, message)
+
+
+def _serve(
+    namespace: Mapping[str, object],
+    memory_mb: int,
+    idle_seconds: float | None,
+    cpu_hard: int,
+    baseline: int | None,
+    statm_fd: int | None,
+) -> int:
+    """The worker's loop: answer queries until EOF, idleness, or an answer that retires it.
+
+    ``statm_fd`` is /proc/self/statm kept open (re-reading it is 7 times cheaper than opening it
+    per query); ``baseline`` the address space at the fork.
+    """
+    drift = _drift_bytes(memory_mb)
+    poller = select.poll()
+    poller.register(_REQUEST_FD, select.POLLIN)
+    wait_ms = None if idle_seconds is None else math.ceil(idle_seconds * 1000)
+    while True:
+        if not poller.poll(wait_ms):
+            return 0  # idle: the parent forks a new worker when it needs one
+        header = _read_blocking(_REQUEST_FD, _REQUEST.size)
+        if header is None:
+            return 0  # EOF: the parent closed the pipe or is gone
+        size, cpu_seconds = _REQUEST.unpack(header)
+        request = _read_blocking(_REQUEST_FD, size)
+        if request is None:
+            return 0
+        try:
+            soft = min(math.ceil(_cpu_seconds() + cpu_seconds) + _CPU_MARGIN, cpu_hard)
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_hard))
+            signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+            kind, message = _answer(request.decode("utf-8", "surrogatepass"), namespace, None)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            grown = False
+            if statm_fd is not None and baseline is not None:
+                pages = int(os.pread(statm_fd, 64, 0).split()[0])
+                grown = pages * os.sysconf("SC_PAGE_SIZE") - baseline > drift
+            retire = kind != _KIND_OK or grown
+        except MemoryError:
+            message, retire = _MEMORY_PAYLOAD, True
+        try:
+            _reply(message, retire)
+        except OSError:
+            return _EXIT_NO_RESULT
+        if retire:
+            return 0
+
+
+def _worker_main(
+    namespace: Mapping[str, object],
+    memory_mb: int,
+    idle_seconds: float | None,
+    request_fd: int,
+    reply_fd: int,
+) -> int:
+    try:
+        _move_worker_fds(request_fd, reply_fd)
+    except OSError:
+        return _EXIT_NO_RESULT
+    try:
+        _isolate(_REPLY_FD)
+        # The soft limit is raised before each query; the hard one bounds the worker's life.
+        _lower_limit(resource.RLIMIT_CPU, _CPU_MARGIN, _WORKER_CPU_SECONDS)
+        cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        baseline = _limit_address_space(memory_mb)
+        statm_fd = None
+        if baseline is not None:
+            statm_fd = os.open("/proc/self/statm", os.O_RDONLY)
+        gc.freeze()
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            _reply(pickle.dumps((_KIND_SETUP, _one_line(exc)), protocol=5), True)
+        return _EXIT_NO_RESULT
+    return _serve(namespace, memory_mb, idle_seconds, cpu_hard, baseline, statm_fd)
+
+
+def _read_exact(fd: int, size: int, deadline: float) -> tuple[bytes, str | None]:
+    """Read exactly ``size`` bytes; stop early at EOF ("eof") or at the deadline ("wall")."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    chunks: list[bytes] = []
+    while size:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b"", "wall"
+        if not poller.poll(math.ceil(remaining * 1000)):
+            continue
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return b"", "eof"
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks), None
+
+
+def _stop_worker(pid: int, fds: tuple[int, ...], owner: int) -> None:
+    """Close the parent's pipe ends; kill and reap the worker if this process forked it."""
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    if os.getpid() == owner:
+        _kill(pid)
+        _wait(pid, None)
+
+
+class _WorkerLeft(Exception):
+    """The worker left (idle or at EOF) before it read the query: run it in a new one."""
+
+
+class _Worker:
+    """The parent's handle on one warm worker process: its pid, its pipes, its CPU so far."""
+
+    def __init__(
+        self, namespace: Mapping[str, object], memory_mb: int, idle_seconds: float | None
+    ) -> None:
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            for fd in (request_r, request_w, reply_r, reply_w):
+                os.close(fd)
+            raise UacError(
+                f"the sandbox could not start its process ({exc}); free memory or processes "
+                "and retry"
+            ) from exc
+        if pid == 0:  # the worker: never returns into the caller's code
+            exit_code = _EXIT_NO_RESULT
+            try:
+                os.close(request_w)
+                os.close(reply_r)
+                exit_code = _worker_main(namespace, memory_mb, idle_seconds, request_r, reply_w)
+            finally:
+                os._exit(exit_code)
+        os.close(request_r)
+        os.close(reply_w)
+        # A worker that stops reading must not block the caller: a full pipe is a dead worker.
+        os.set_blocking(request_w, False)
+        self.pid = pid
+        self.memory_mb = memory_mb
+        self.cpu_hard = _worker_cpu_hard()
+        self.cpu_used = 0.0  # the worker's CPU seconds at its last answer
+        self._owner = os.getpid()
+        self._request_fd, self._reply_fd = request_w, reply_r
+        self._stop = weakref.finalize(self, _stop_worker, pid, (request_w, reply_r), self._owner)
+
+    @property
+    def alive(self) -> bool:
+        """Not yet killed, reaped or closed (the process may still have left on its own)."""
+        return self._stop.alive
+
+    def usable(self, budget: _Budget) -> bool:
+        """Whether this worker can take a query with ``budget``; else the caller replaces it."""
+        if not self.alive or os.getpid() != self._owner or budget.memory_mb != self.memory_mb:
+            return False
+        if self.cpu_used + budget.cpu_seconds + _CPU_MARGIN + 1 > self.cpu_hard:
+            return False
+        try:
+            reaped, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            reaped = self.pid
+        if reaped:
+            self._forget()
+            return False
+        return True
+
+    def close(self) -> None:
+        """Kill and reap the worker and close the pipes (once; later calls do nothing)."""
+        self._stop()
+
+    def _forget(self) -> None:
+        """The process has been reaped: close the pipes and never signal its pid again."""
+        if self._stop.detach() is not None:
+            for fd in (self._request_fd, self._reply_fd):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def run(self, text: str, budget: _Budget, *, may_retry: bool) -> object:
+        """Have the worker evaluate ``text``; the result, or the one-shot path's error.
+
+        The worker is discarded after any error, limit or death. Raises _WorkerLeft (only if
+        ``may_retry``) when the worker had left before it read the query.
+        """
+        deadline = time.monotonic() + budget.wall_seconds
+        encoded = text.encode("utf-8", "surrogatepass")
+        cpu_before = self.cpu_used
+        header: bytes = b""
+        data = b""
+        try:
+            try:
+                request = _REQUEST.pack(len(encoded), budget.cpu_seconds) + encoded
+                _write_all(self._request_fd, request)
+            except (BrokenPipeError, BlockingIOError):
+                stopped: str | None = "eof"
+            else:
+                header, stopped = _read_exact(self._reply_fd, _REPLY.size, deadline)
+            if stopped is None:
+                size, cpu, retire = _REPLY.unpack(header)
+                if size > MAX_RESULT_BYTES + 4096:
+                    stopped = "too_big"
+                else:
+                    data, stopped = _read_exact(self._reply_fd, size, deadline)
+        except BaseException:
+            # Interrupted (Ctrl-C) or failed: the worker must not outlive the call.
+            self.close()
+            raise
+        if stopped is not None:
+            if stopped != "eof":
+                _kill(self.pid)
+            status, cpu_total, killed = _wait(self.pid, deadline if stopped == "eof" else None)
+            self._forget()
+            left = status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            if may_retry and not header and left:
+                raise _WorkerLeft
+            cpu_used = max(cpu_total - cpu_before, 0.0)
+            return _ended(
+                b"", None if stopped == "eof" else stopped, status, cpu_used, killed, budget
+            )
+        self.cpu_used = cpu if math.isfinite(cpu) else math.inf
+        try:
+            value = _outcome(data, None, 0.0, budget)
+        except BaseException:
+            self.close()
+            raise
+        if retire:
+            self.close()
+        return value
+
+
+class WarmSandbox:
+    """:func:`evaluate` over one namespace, in a jailed worker process reused across queries.
+
+    The worker is forked on the first query and answers later ones without forking again, so a
+    query over a large state costs about what the expression costs (see the comment above). It
+    sees the namespace's objects as they were at its fork: make a new WarmSandbox (and close
+    this one) when they change. Same checks, limits, results and errors as :func:`evaluate`;
+    expressions that call a mutating method (``append``, ``update``, ``sort``...), and queries
+    made while another thread is using the worker, run in a one-shot child instead. The worker
+    leaves after ``idle_seconds`` without a query (None: never) and the next query forks a new
+    one. The namespace's own methods must not change what later queries see (those of the
+    query namespace do not: ``user.where`` only builds an index of the state).
+
+    >>> with WarmSandbox({"xs": [1, 2, 3]}) as box:   # doctest: +SKIP
+    ...     box.evaluate("sum(xs)"), box.evaluate("max(xs)")
+    (6, 3)
+    """
+
+    def __init__(
+        self, namespace: Mapping[str, object], *, idle_seconds: float | None = 120.0
+    ) -> None:
+        if idle_seconds is not None and not (math.isfinite(idle_seconds) and idle_seconds > 0):
+            raise ValueError(
+                f"idle_seconds must be a positive number or None, not {idle_seconds!r}"
+            )
+        self._namespace = dict(namespace)
+        self._idle_seconds = idle_seconds
+        self._worker: _Worker | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id; None before the first query, after close, or once the worker
+        was discarded (the next query forks a new one)."""
+        worker = self._worker
+        return worker.pid if worker is not None and worker.alive else None
+
+    def evaluate(
+        self,
+        expr: str,
+        *,
+        cpu_seconds: float = 5.0,
+        memory_mb: int = 1024,
+        wall_seconds: float | None = None,
+    ) -> object:
+        """Like :func:`evaluate` over this sandbox's namespace."""
+        _require_fork()
+        budget = _budget(cpu_seconds, memory_mb, wall_seconds)
+        compiled = _compile(_as_expression(expr))
+        _check_names(compiled.free_names, self._namespace.keys())
+        if compiled.mutating or self._closed or not self._lock.acquire(blocking=False):
+            return _run_forked(compiled.code, self._namespace, budget)
+        try:
+            for may_retry in (True, False):
+                worker = self._ready(budget)
+                if worker is None:
+                    break
+                try:
+                    return worker.run(expr, budget, may_retry=may_retry)
+                except _WorkerLeft:
+                    continue
+        finally:
+            self._lock.release()
+        return _run_forked(compiled.code, self._namespace, budget)
+
+    def _ready(self, budget: _Budget) -> _Worker | None:
+        """A worker able to take the query; None when no worker can (the budget is too large)."""
+        worker = self._worker
+        if worker is not None and not worker.usable(budget):
+            worker.close()
+            worker = self._worker = None
+        if worker is None:
+            if budget.cpu_seconds + _CPU_MARGIN + 1 > _worker_cpu_hard():
+                return None
+            worker = self._worker = _Worker(self._namespace, budget.memory_mb, self._idle_seconds)
+        return worker
+
+    def close(self) -> None:
+        """Kill and reap the worker (after a query another thread is running); later queries
+        run in one-shot children."""
+        with self._lock:
+            self._closed = True
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+
+    def __enter__(self) -> WarmSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
