@@ -25,7 +25,7 @@ from uac_kernel.model import ModelClient, ModelSettings
 from uac_kernel.query import UserView, namespace
 from uac_kernel.rules.engine import Alert, AlertChange, Rule, RuleRunner
 from uac_kernel.rules.library import LIBRARY
-from uac_kernel.sandbox import evaluate
+from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.search import LogSearch
 from uac_kernel.sqlview import SqlResult, SqlView
 from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
@@ -76,6 +76,10 @@ class Workbench:
     >>> wb.ingest("events.jsonl"); wb.checkpoint(); wb.eval("len(user.all(Trip))")  # doctest: +SKIP
     """
 
+    # The warm sandbox of ``eval`` and the state version it was made for (see ``_sandbox``).
+    _warm: WarmSandbox | None = None
+    _warm_version: tuple[State, int] | None = None
+
     def __init__(
         self,
         path: str | Path = ":memory:",
@@ -111,6 +115,9 @@ class Workbench:
     # -- life cycle ------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._warm is not None:
+            self._warm.close()
+            self._warm = None
         self.store.close()
 
     def __enter__(self) -> Workbench:
@@ -321,10 +328,27 @@ class Workbench:
         return fold(self.user, self.store.events(self.user, until_ts=when))
 
     def eval(self, expr: str, *, cpu_seconds: float = 5.0, memory_mb: int = 1024) -> Any:
-        """Evaluate a Python expression over the state in the sandbox; returns plain data."""
+        """Evaluate a Python expression over the state in the sandbox; returns plain data.
+
+        Queries over an unchanged state share one warm, jailed worker process (forked at the
+        first of them), so only the first pays for the fork; see ``sandbox.WarmSandbox``.
+        """
+        return self._sandbox().evaluate(expr, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+
+    def _sandbox(self) -> WarmSandbox:
+        """The warm sandbox for the current state version; a new one (and worker) once the state
+        has changed. Every change of the state or of the search index advances ``state.seq``."""
+        warm, made_for = self._warm, self._warm_version
+        if warm is not None and made_for is not None:
+            state, seq = made_for
+            if state is self.state and seq == self.state.seq:
+                return warm
+            warm.close()
         ns = namespace(self.state)
         ns["search"] = search_function(self.search_index, [])
-        return evaluate(expr, ns, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+        self._warm = WarmSandbox(ns)
+        self._warm_version = (self.state, self.state.seq)
+        return self._warm
 
     @property
     def search_index(self) -> LogSearch:
