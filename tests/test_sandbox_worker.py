@@ -334,6 +334,7 @@ def test_workbench_reuses_the_worker_until_the_state_changes(tmp_path: Path) -> 
     assert set(_children()) - before == workers  # ... that answered both queries
 
     wb.ingest(_write(tmp_path / "b.jsonl", _events(3, 2)))
+    assert not (set(_children()) - before)  # the ingest let the stale worker go at once
     assert wb.eval("len(user.all(Trip))") == 5  # the new worker sees the new records
     replaced = set(_children()) - before
     assert len(replaced) == 1 and not replaced & workers  # the old one killed and reaped

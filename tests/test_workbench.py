@@ -59,8 +59,12 @@ def test_reingesting_a_file_is_idempotent(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="maya")
     first = wb.ingest(events)
     assert first.appended == 4 and first.skipped == 0 and first.schema_changes == 6
+    # Where the batch's time went, step by step (the bench sums these per event).
+    assert list(first.seconds) == ["parse", "validate", "write", "fold", "rules"]
+    assert all(s >= 0 for s in first.seconds.values())
     again = wb.ingest(events)
     assert again.appended == 0 and again.skipped == 4
+    assert list(again.seconds) == ["parse"]  # nothing new: nothing validated or written
     wb.close()
     reopened = Workbench(tmp_path / "u.duckdb", user="maya")
     assert reopened.ingest(events).appended == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +34,19 @@ from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
 __all__ = ["IngestReport", "Workbench"]
 
 
+class _Stopwatch:
+    """Seconds per named step of one batch, for ``IngestReport.seconds``."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + now - self._last
+        self._last = now
+
+
 @contextmanager
 def _no_gc() -> Iterator[None]:
     """Pause the cyclic GC while folding: records are long-lived and hold no cycles, yet each
@@ -59,6 +73,8 @@ class IngestReport:
     raised: list[Alert] = field(default_factory=list)
     cleared: list[Alert] = field(default_factory=list)
     updated: list[Alert] = field(default_factory=list)
+    # Where the time went, in seconds: parse, validate, write (the log), fold, rules.
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         text = f"{self.appended} events appended, {self.skipped} already in the log"
@@ -156,9 +172,15 @@ class Workbench:
                 parsed = read_events(events, None if format == "auto" else format, user=history)
         else:
             parsed = parse_objects(events, origin)
-        return self.append_parsed(list(parsed))
+        started = time.perf_counter()
+        batch = list(parsed)
+        parse_s = time.perf_counter() - started
+        report = self.append_parsed(batch)
+        report.seconds = {"parse": parse_s, **report.seconds}
+        return report
 
     def append_parsed(self, parsed: Sequence[InputEvent]) -> IngestReport:
+        clock = _Stopwatch()
         known = self._known_sources()
         fresh: list[InputEvent] = []
         seen: set[str] = set()
@@ -172,20 +194,27 @@ class Workbench:
         if not fresh:
             return report
         planned = plan_batch(self.state, fresh)
+        clock.lap("validate")
         logged = self.store.append(planned)
+        clock.lap("write")
         report.appended = len(fresh)
         report.schema_changes = sum(1 for e in logged if e.kind == "schema")
         report.first_seq, report.last_seq = logged[0].seq, logged[-1].seq
         known.update(seen)
-        change = self._apply(logged)
+        change = self._apply(logged, clock)
         report.raised, report.cleared, report.updated = (
             change.raised,
             change.cleared,
             change.updated,
         )
+        report.seconds = clock.laps
         return report
 
-    def _apply(self, logged: list[LoggedEvent]) -> AlertChange:
+    def _apply(self, logged: list[LoggedEvent], clock: _Stopwatch | None = None) -> AlertChange:
+        clock = clock or _Stopwatch()
+        if self._warm is not None:  # its worker holds a copy of pages of the state now changing
+            self._warm.close()
+            self._warm = self._warm_version = None
         before = self.state.now
         with _no_gc():
             self.state.apply_all(logged)
@@ -197,10 +226,12 @@ class Workbench:
                     )
         changed = self.state.take_changed_types()
         clock_moved = self.state.now != before
+        clock.lap("fold")
         if not changed and not clock_moved:
             return AlertChange()
         change = self.runner.run(self.view, changed, clock_moved)
         self._log_alerts(change)
+        clock.lap("rules")
         return change
 
     def _known_sources(self) -> set[str]:
