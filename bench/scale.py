@@ -497,6 +497,7 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
     rows_file = workdir / "rows.jsonl"
 
     t_ingest = t_bulk = t_json = cpu_ingest = cpu_bulk = 0.0
+    stages: Counter[str] = Counter()  # IngestReport.seconds summed over the batches
     per_batch: list[dict[str, float]] = []
     last_seq = wb.store.last_seq
     facts = rows_written = 0
@@ -509,6 +510,7 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
         leave=False,
     ):
         dt_i, cpu_i, report = timed_cpu(lambda path=path: wb.ingest(path))
+        stages.update(report.seconds)
         facts += report.appended
         # The rows this ingest wrote (facts, schema changes, alerts), as DuckDB returns them.
         rows = wb.store.con.execute(
@@ -586,6 +588,10 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
         ),
         "ingest_last_batch_events_per_s": per_batch[-1]["events"] / per_batch[-1]["ingest_s"],
         "ingest_first_batch_events_per_s": per_batch[0]["events"] / per_batch[0]["ingest_s"],
+        # Where ingest's time goes, per fact event, and its log write alone (hash chain, JSON,
+        # appender, in one transaction) against the appender writing the same rows.
+        "ingest_stage_us_per_event": {k: 1e6 * v / facts for k, v in stages.items()},
+        "write_vs_bulk_appender": t_bulk / stages["write"],
         "ingest_stage_maxrss_mb": maxrss_mb(),
         "per_batch": per_batch,
         "db_size_mb": db.stat().st_size / 2**20,
@@ -959,6 +965,16 @@ def table(results: dict[str, Any]) -> str:
             lambda r: f"{r['ingest']['ingest_vs_bulk_appender']:.2f}×",
         )
         row(
+            "   where it goes (µs/event)",
+            lambda r: " ".join(
+                f"{k} {v:.0f}" for k, v in r["ingest"]["ingest_stage_us_per_event"].items()
+            ),
+        )
+        row(
+            "   log write alone / appender",
+            lambda r: f"{r['ingest']['write_vs_bulk_appender']:.2f}×",
+        )
+        row(
             "   DuckDB read_json, same rows (rows/s)",
             lambda r: _rate(r["ingest"]["bulk_read_json_rows_per_s"]),
         )
@@ -1199,7 +1215,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
         )
         return alt.layer(data, goal).resolve_scale(color="independent")
 
-    rates, checkpoints, rules, batches = [], [], [], []
+    rates, checkpoints, rules, batches, stages = [], [], [], [], []
     ingest_ratio, cp_ratio, eval_ratio, memory = [], [], [], []
     for r in runs:
         n, ing = r["size"], r["ingest"]
@@ -1222,6 +1238,10 @@ def chart(results: dict[str, Any], path: Path) -> None:
             batches.append(
                 {"events": done, "series": f"{n:,}", "value": b["events"] / b["ingest_s"]}
             )
+        stages += [
+            {"size": f"{n:,}", "stage": k, "value": v}
+            for k, v in ing.get("ingest_stage_us_per_event", {}).items()
+        ]
         ingest_ratio.append(
             {"size": n, "series": "ingest / appender", "value": ing["ingest_vs_bulk_appender"]}
         )
@@ -1275,11 +1295,23 @@ def chart(results: dict[str, Any], path: Path) -> None:
         ratio(eval_ratio, "sandbox / plain eval (≤ 2×)", TARGETS["eval_sandbox_vs_plain"]),
         ratio(memory, "peak RSS after fold, MB (< 2 GB)", TARGETS["fold_peak_mb"]),
     ).resolve_scale(color="independent")
-    last = (
-        alt.hconcat(per_batch, prompt_panel(runs)).resolve_scale(color="independent")
-        if any("prompt_tokens" in r for r in runs)
-        else per_batch
+    by_stage = (
+        alt.Chart(alt.Data(values=stages))
+        .mark_bar()
+        .encode(
+            alt.X("size:N", title="fact events", sort=[f"{n:,}" for n in sizes]),
+            alt.Y("value:Q", title="µs per fact event", stack="zero"),
+            alt.Color(
+                "stage:N", title="ingest step", sort=list(dict.fromkeys(s["stage"] for s in stages))
+            ),
+            tooltip=["size:N", "stage:N", alt.Tooltip("value:Q", format=".1f")],
+        )
+        .properties(title="Where ingest's time goes", width=160, height=180)
     )
+    panels = [per_batch, *([by_stage] if stages else [])]
+    if any("prompt_tokens" in r for r in runs):
+        panels.append(prompt_panel(runs))
+    last = alt.hconcat(*panels).resolve_scale(color="independent")
     alt.vconcat(top, bottom, last, title=title).resolve_scale(color="independent").save(str(path))
 
 

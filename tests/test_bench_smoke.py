@@ -33,6 +33,7 @@ FIGURES = {
         "bulk_read_json_rows_per_s",
         "ingest_vs_bulk_appender",
         "ingest_vs_bulk_read_json",
+        "write_vs_bulk_appender",
         "ingest_stage_maxrss_mb",
     ),
     "fold": ("open_s", "log_rows", "rows_per_s", "fact_events_per_s", "current_records"),
@@ -102,6 +103,9 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     assert run["ingest"]["fact_events"] == 2000
     assert run["ingest"]["rows_written"] >= 2000
     assert run["fold"]["log_rows"] >= run["ingest"]["rows_written"]
+    stages = run["ingest"]["ingest_stage_us_per_event"]
+    assert list(stages) == ["parse", "validate", "write", "fold", "rules"]
+    assert all(positive(v) for v in stages.values())
     for section, names in FIGURES.items():
         for name in names:
             assert positive(run[section][name]), f"{section}.{name} = {run[section].get(name)!r}"
