@@ -757,7 +757,8 @@ def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
 def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date]]:
     """Current, not cancelled trips that have not ended: (trip, start, end or start)."""
     today = user.today
-    for trip in user.all("Trip"):
+    # A trip that has not ended starts or ends from today on: the index reads just those.
+    for trip in _from_day(user, "Trip", today, ("start", "end")):
         start = _day(_get(trip, "start"))
         if start is None or _flag(trip, "cancelled"):
             continue
@@ -1008,7 +1009,10 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     itself included; flags more than 90 (critical) with the days used, planned and allowed.
     """
     stays = []
-    for t in user.all("Trip"):
+    # Only stays that end inside some coming trip's 180-day window count: none ended before
+    # 180 days ago (the index hands over the trips from then on).
+    since = user.today - timedelta(days=180) if user.today else None
+    for t in _from_day(user, "Trip", since, ("start", "end")):
         s = _day(_get(t, "start"))
         if s is not None and not _flag(t, "cancelled") and _SCHENGEN_AREA in _areas(t):
             stays.append((t, s, max(_day(_get(t, "end")) or s, s)))
