@@ -730,11 +730,8 @@ def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
         return
     today = user.today
     for t in ACTIVITY_TYPES:
-        for rec in user.all(t):
+        for rec in _not_past(user, t, today, ("end", "start", "date")):
             if _flag(rec, "cancelled", "cleared", "medical_clearance"):
-                continue
-            when = _first_day(rec, ("end", "start", "date"))
-            if when is not None and today is not None and when < today:
                 continue
             text = _norm(_text(rec, ACTIVITY_TEXT))
             for activity, (terms, risky, why) in ACTIVITY_CLEARANCE.items():
@@ -1016,20 +1013,26 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
         s = _day(_get(t, "start"))
         if s is not None and not _flag(t, "cancelled") and _SCHENGEN_AREA in _areas(t):
             stays.append((t, s, max(_day(_get(t, "end")) or s, s)))
-    if not stays:
+    coming = [
+        (trip, start, end)
+        for trip, start, end in _upcoming_trips(user)
+        if _SCHENGEN_AREA in _areas(trip) and not _flag(trip, "resident", "visa_exempt_long_stay")
+    ]
+    if not stays or not coming:
         return
-    for trip, start, end in _upcoming_trips(user):
-        if _SCHENGEN_AREA not in _areas(trip) or _flag(trip, "resident", "visa_exempt_long_stay"):
-            continue
+    # Each day in the area, once, with the stays that cover it (bounded to the windows asked).
+    first = min(end for _, _, end in coming) - timedelta(days=179)
+    last = max(end for _, _, end in coming)
+    covered: dict[date, list[Record]] = defaultdict(list)
+    for t, s, e in stays:
+        lo, hi = max(s, first), min(e, last)
+        for i in range(max((hi - lo).days + 1, 0)):
+            covered[lo + timedelta(days=i)].append(t)
+    for trip, start, end in coming:
         window = end - timedelta(days=179)
-        days: set[date] = set()
-        before: set[date] = set()
-        for t, s, e in stays:
-            lo, hi = max(s, window), min(e, end)
-            span = {lo + timedelta(days=i) for i in range(max((hi - lo).days + 1, 0))}
-            days |= span
-            if t is not trip:
-                before |= {d for d in span if d < start}
+        days = [window + timedelta(days=i) for i in range(180)]
+        days = [d for d in days if d in covered]
+        before = [d for d in days if d < start and any(t is not trip for t in covered[d])]
         if len(days) > 90:
             planned = (end - start).days + 1
             yield Finding(
