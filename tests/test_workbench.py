@@ -71,28 +71,6 @@ def test_reingesting_a_file_is_idempotent(tmp_path: Path) -> None:
     assert len(reopened.log(kinds=["fact"])) == 3
 
 
-def test_reingest_is_idempotent_for_small_and_bulk_batches(tmp_path: Path) -> None:
-    """Small batches ask the store which sources it holds; a bulk one loads them all once."""
-    notes = [
-        fact(f"2025-01-01T00:{i // 60:02d}:{i % 60:02d}", "add", "Note", f"n{i}", text=f"#{i}")
-        for i in range(1500)
-    ]
-    small = write(tmp_path / "small.jsonl", notes[:10])
-    bulk = write(tmp_path / "bulk.jsonl", notes)  # starts with the same ten events
-    wb = Workbench(tmp_path / "u.duckdb", user="maya", rules=())
-    assert wb.ingest(small).appended == 10
-    assert wb.store.logged_sources("maya", []) == set()
-    assert wb.ingest(small).skipped == 10  # asked the store
-    report = wb.ingest(bulk)  # past the threshold: the whole set is loaded, then kept
-    assert (report.appended, report.skipped) == (1490, 10)
-    assert (wb.ingest(bulk).skipped, wb.ingest(small).skipped) == (1500, 10)
-    wb.close()
-    with Workbench(tmp_path / "u.duckdb", user="maya", rules=()) as again:
-        assert again.ingest(small).skipped == 10 and again.ingest(bulk).skipped == 1500
-        assert again.store.logged_sources("other", again.store.sources("maya")) == set()
-        assert len(again.log(kinds=["fact"])) == 1500
-
-
 def test_a_failed_batch_leaves_log_and_state_as_they_were(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="maya")
     wb.ingest(write(tmp_path / "a.jsonl", TRIPS))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -196,18 +196,6 @@ class Store:
         """Every ``source`` already logged for ``user``."""
         rows = self.con.execute(
             "SELECT source FROM events WHERE user_id = ? AND source IS NOT NULL", [user]
-        ).fetchall()
-        return {r[0] for r in rows}
-
-    def logged_sources(self, user: str, sources: Iterable[str]) -> set[str]:
-        """Those of ``sources`` already logged for ``user`` (one scan of the log's sources)."""
-        wanted = list(sources)
-        if not wanted:
-            return set()
-        rows = self.con.execute(
-            "SELECT DISTINCT source FROM events "
-            "WHERE user_id = ? AND source IN (SELECT unnest(?::VARCHAR[]))",
-            [user, wanted],
         ).fetchall()
         return {r[0] for r in rows}
 

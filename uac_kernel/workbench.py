@@ -34,10 +34,6 @@ from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
 __all__ = ["IngestReport", "Workbench"]
 
 
-# Batches up to this many sources are de-duplicated by a query; larger ones load the whole set.
-_ASK_STORE_UP_TO = 1000
-
-
 class _Stopwatch:
     """Seconds per named step of one batch, for ``IngestReport.seconds``."""
 
@@ -185,7 +181,7 @@ class Workbench:
 
     def append_parsed(self, parsed: Sequence[InputEvent]) -> IngestReport:
         clock = _Stopwatch()
-        known = self._logged({ev.source for ev in parsed if ev.source is not None})
+        known = self._known_sources()
         fresh: list[InputEvent] = []
         seen: set[str] = set()
         for ev in parsed:
@@ -204,8 +200,7 @@ class Workbench:
         report.appended = len(fresh)
         report.schema_changes = sum(1 for e in logged if e.kind == "schema")
         report.first_seq, report.last_seq = logged[0].seq, logged[-1].seq
-        if self._sources is not None:
-            self._sources.update(seen)
+        known.update(seen)
         change = self._apply(logged, clock)
         report.raised, report.cleared, report.updated = (
             change.raised,
@@ -239,15 +234,10 @@ class Workbench:
         clock.lap("rules")
         return change
 
-    def _logged(self, sources: set[str]) -> set[str]:
-        """Which of ``sources`` this user's log already holds. A small batch asks DuckDB (one
-        scan of a column, ~30 ms at a million events); the first large one (a bulk import)
-        loads every logged source once, and later batches check that set as it grows."""
-        if self._sources is None and len(sources) <= _ASK_STORE_UP_TO:
-            return self.store.logged_sources(self.user, sources)
+    def _known_sources(self) -> set[str]:
         if self._sources is None:
             self._sources = self.store.sources(self.user)
-        return self._sources & sources
+        return self._sources
 
     def add_rule(self, r: Rule) -> AlertChange:
         """Put a rule in force and run it on the current state."""
