@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,19 @@ def fact(ts: str, op: str, type_: str, key: str, **fields: Any) -> dict[str, Any
 def append(store: Store, state: State, events: Iterable[dict[str, Any]]) -> None:
     """Validate, append and fold a batch, as the workbench does."""
     state.apply_all(store.append(plan_batch(state, parse_objects(events))))
+
+
+def children() -> set[int]:
+    """Pids (zombies included) whose parent is this process, from /proc."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.add(int(stat.parent.name))
+    return found
 
 
 @pytest.fixture

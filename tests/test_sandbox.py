@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
+from conftest import children
 from pydantic import BaseModel, ConfigDict
 
 from uac_kernel import sandbox
@@ -626,30 +627,17 @@ def test_works_from_a_thread_and_keeps_parent_resources(tmp_path: Path) -> None:
     con.close()
 
 
-def _children() -> set[int]:
-    """Pids (zombies included) whose parent is this process, from /proc."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid():
-            found.add(int(stat.parent.name))
-    return found
-
-
 def test_process_survives_and_leaves_no_children(ns: dict[str, object]) -> None:
     """Runs after the corpus (pytest keeps file order): the test process is intact, and no
     evaluation, stopped or not, leaves a process behind."""
-    before = _children()
+    before = children()
     assert evaluate("1+1", {}) == 2
     for expr in ("[0]*10**9", "(lambda f: f(f))(lambda f: f(f))", "1/0", "'a' * (70 * 2**20)"):
         with pytest.raises((SandboxLimit, SandboxFailed)):
             evaluate(expr, ns, **FAST)
     with pytest.raises(SandboxLimit):
         evaluate("sum(range(10**12))", ns, cpu_seconds=30, memory_mb=256, wall_seconds=0.2)
-    assert _children() <= before
+    assert children() <= before
     assert _limits() == LIMITS_AT_IMPORT
     assert evaluate("1+1", {}) == 2
 

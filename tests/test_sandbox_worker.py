@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from conftest import children, fact
 from pydantic import BaseModel, ConfigDict
 
 from uac_kernel import Workbench
@@ -46,19 +46,6 @@ def box() -> Iterator[WarmSandbox]:
         yield warm
 
 
-def _children() -> dict[int, str]:
-    """This process's children (zombies included) and their states, from /proc."""
-    found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid():
-            found[int(stat.parent.name)] = fields[0]
-    return found
-
-
 def _wait_until_gone(pid: int) -> None:
     """Wait (up to a generous bound: this asserts an outcome, not a duration) until ``pid`` has
     exited: gone, or a zombie nobody reaped yet."""
@@ -80,14 +67,14 @@ def test_queries_share_one_worker(box: WarmSandbox) -> None:
     assert box.pid is None  # forked at the first query, not before
     assert box.evaluate("sorted(xs)") == [1, 2, 3]
     pid = box.pid
-    assert pid is not None and pid in _children()
+    assert pid is not None and pid in children()
     assert box.evaluate("len(note.tags)") == 1 + 1
     assert box.evaluate("(n := 5, n)") == [5, 5]
     assert box.pid == pid
     with pytest.raises(SandboxFailed, match=r"^NameError: name 'n' is not defined$"):
         box.evaluate("(n, (n := 1))")  # ':=' bound in the previous query's scope only
     assert box.pid is None  # any error discards the worker ...
-    assert pid not in _children()  # ... killed and reaped
+    assert pid not in children()  # ... killed and reaped
     assert box.evaluate("sum(xs)") == 6
     assert box.pid not in (None, pid)
 
@@ -131,7 +118,7 @@ def test_a_limit_replaces_the_worker(
     pid = box.pid
     with pytest.raises(SandboxLimit, match=reason):
         box.evaluate(expr, **kwargs)
-    assert box.pid is None and pid not in _children()
+    assert box.pid is None and pid not in children()
     assert box.evaluate("len(xs)", **kwargs) == 3
     assert box.pid not in (None, pid)
 
@@ -152,7 +139,7 @@ def test_a_new_memory_budget_gets_a_new_worker(box: WarmSandbox) -> None:
     box.evaluate("1", memory_mb=256, cpu_seconds=2)  # the CPU budget is per query
     assert box.pid == pid
     box.evaluate("1", memory_mb=512)
-    assert box.pid not in (None, pid) and pid not in _children()
+    assert box.pid not in (None, pid) and pid not in children()
 
 
 def test_a_budget_beyond_a_workers_life_runs_one_shot(box: WarmSandbox) -> None:
@@ -235,16 +222,16 @@ def test_queries_from_threads_share_the_worker_or_fork_their_own(box: WarmSandbo
 
 
 def test_close_kills_and_reaps_the_worker() -> None:
-    before = set(_children())
+    before = children()
     box = WarmSandbox(_namespace())
     assert box.evaluate("len(xs)") == 3
     pid = box.pid
-    assert pid in _children()
+    assert pid in children()
     box.close()
     box.close()
-    assert box.pid is None and set(_children()) <= before
+    assert box.pid is None and children() <= before
     assert box.evaluate("len(xs)") == 3  # after close: one-shot children, none left behind
-    assert box.pid is None and set(_children()) <= before
+    assert box.pid is None and children() <= before
 
 
 def test_an_idle_worker_leaves_and_the_next_query_forks_another() -> None:
@@ -254,7 +241,7 @@ def test_an_idle_worker_leaves_and_the_next_query_forks_another() -> None:
         assert pid is not None
         _wait_until_gone(pid)
         assert box.evaluate("len(xs)") == 3
-        assert box.pid not in (None, pid) and pid not in _children()
+        assert box.pid not in (None, pid) and pid not in children()
     with pytest.raises(ValueError, match="idle_seconds"):
         WarmSandbox({}, idle_seconds=0)
 
@@ -324,30 +311,30 @@ def _write(path: Path, events: list[dict[str, Any]]) -> Path:
 
 
 def test_workbench_reuses_the_worker_until_the_state_changes(tmp_path: Path) -> None:
-    before = set(_children())
+    before = children()
     wb = Workbench(tmp_path / "u.duckdb", user="maya", rules=())
     wb.ingest(_write(tmp_path / "a.jsonl", _events(0, 3)))
     assert wb.eval("len(user.all(Trip))") == 3
-    workers = set(_children()) - before
+    workers = children() - before
     assert len(workers) == 1  # one worker ...
     assert wb.eval("sorted(t.destination for t in user.all(Trip))") == ["D0", "D1", "D2"]
-    assert set(_children()) - before == workers  # ... that answered both queries
+    assert children() - before == workers  # ... that answered both queries
 
     wb.ingest(_write(tmp_path / "b.jsonl", _events(3, 2)))
-    assert not (set(_children()) - before)  # the ingest let the stale worker go at once
+    assert not (children() - before)  # the ingest let the stale worker go at once
     assert wb.eval("len(user.all(Trip))") == 5  # the new worker sees the new records
-    replaced = set(_children()) - before
+    replaced = children() - before
     assert len(replaced) == 1 and not replaced & workers  # the old one killed and reaped
 
     assert wb.eval("user.all(Trip)[0].tags.append('x')") is None  # one-shot
     assert wb.eval("[t.tags for t in user.all(Trip)][:2]") == [["a"], ["a"]]
-    assert set(_children()) - before == replaced
+    assert children() - before == replaced
     with pytest.raises(SandboxLimit, match="memory limit of 256 MB"):
         wb.eval("[0]*10**9", cpu_seconds=1, memory_mb=256)
     assert wb.eval("len(user.all(Trip))") == 5
 
     wb.close()
-    assert set(_children()) <= before  # no worker, no zombie
+    assert children() <= before  # no worker, no zombie
 
 
 @pytest.mark.parametrize(
@@ -393,5 +380,5 @@ def test_a_worker_that_grew_retires_after_its_answer() -> None:
         assert pid is not None
         # 80 MB kept: past the 16 MB the worker may grow with a 256 MB budget, within the budget.
         assert box.evaluate("grows.keep(10**7)", memory_mb=256) == 10**7
-        assert box.pid is None and pid not in _children()
+        assert box.pid is None and pid not in children()
         assert box.evaluate("grows.keep(10)", memory_mb=256) == 10
