@@ -308,3 +308,17 @@ def test_where_orders_dates_and_datetimes_and_refuses_text_fields(db: Path) -> N
         user.where("Event", "when")
     with pytest.raises(QueryError, match="needs a date or datetime"):
         user.where("Event", "at", since=3)
+
+
+def test_where_compares_large_integers_exactly(db: Path) -> None:
+    store, state = Store(db), State("u")
+    big = 2**53  # beyond it, floats skip integers: 2**53 + 1 == float(2**53)
+    append(
+        store,
+        state,
+        [
+            fact("2025-01-01T09:00:00", "add", "Tally", "a", n=big),
+            fact("2025-01-01T09:01:00", "add", "Tally", "b", n=big + 1),
+        ],
+    )
+    assert [r.key for r in UserView(state).where("Tally", "n", since=big + 1)] == ["b"]

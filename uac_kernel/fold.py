@@ -26,13 +26,14 @@ BLOCK = 50
 
 def order_value(v: Any) -> float | datetime | None:
     """A field value as a key that orders it against the others of its field: dates as midnight,
-    aware date-times as naive UTC, numbers as floats; None for anything else (unset, text, bool)."""
+    aware date-times as naive UTC, numbers as they are (ints and floats compare exactly); None
+    for anything else (unset, text, bool)."""
     if isinstance(v, datetime):
         return v.astimezone(UTC).replace(tzinfo=None) if v.tzinfo is not None else v
     if isinstance(v, date):
         return datetime.combine(v, time())
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
+        return v
     return None
 
 
