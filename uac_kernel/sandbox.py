@@ -782,25 +782,28 @@ def _child_main(
     return 0
 
 
-def _read_all(fd: int, deadline: float) -> tuple[bytes, str | None]:
-    """Read the child's message until EOF; stop early at the deadline or past the size limit."""
+def _read(fd: int, deadline: float, size: int | None = None) -> tuple[bytes, str | None]:
+    """Read until EOF (``size`` None: a one-shot child's whole message, refused past the size
+    limit) or exactly ``size`` bytes (a warm worker's framed reply, where an early EOF is
+    "eof"); stop early at the deadline ("wall")."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     chunks: list[bytes] = []
     total = 0
-    while True:
+    while size is None or total < size:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return b"", "wall"
         if not poller.poll(math.ceil(remaining * 1000)):
             continue
-        chunk = os.read(fd, 1 << 20)
+        chunk = os.read(fd, 1 << 20 if size is None else min(size - total, 1 << 20))
         if not chunk:
-            return b"".join(chunks), None
+            return (b"".join(chunks), None) if size is None else (b"", "eof")
         total += len(chunk)
-        if total > MAX_RESULT_BYTES + 4096:
+        if size is None and total > MAX_RESULT_BYTES + 4096:
             return b"", "too_big"
         chunks.append(chunk)
+    return b"".join(chunks), None
 
 
 def _wait(pid: int, deadline: float | None) -> tuple[int | None, float, bool]:
@@ -935,7 +938,7 @@ def _run_forked(
     os.close(write_fd)
     deadline = time.monotonic() + budget.wall_seconds
     try:
-        data, stopped = _read_all(read_fd, deadline)
+        data, stopped = _read(read_fd, deadline)
     except BaseException:
         # Interrupted (Ctrl-C) or failed: the child must not outlive the call.
         _kill(pid)
@@ -1221,25 +1224,6 @@ def _worker_main(
     return _serve(namespace, memory_mb, idle_seconds, cpu_hard, baseline, statm_fd)
 
 
-def _read_exact(fd: int, size: int, deadline: float) -> tuple[bytes, str | None]:
-    """Read exactly ``size`` bytes; stop early at EOF ("eof") or at the deadline ("wall")."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    chunks: list[bytes] = []
-    while size:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return b"", "wall"
-        if not poller.poll(math.ceil(remaining * 1000)):
-            continue
-        chunk = os.read(fd, min(size, 1 << 20))
-        if not chunk:
-            return b"", "eof"
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks), None
-
-
 def _stop_worker(pid: int, fds: tuple[int, ...], owner: int) -> None:
     """Close the parent's pipe ends; kill and reap the worker if this process forked it."""
     for fd in fds:
@@ -1340,13 +1324,13 @@ class _Worker:
             except (BrokenPipeError, BlockingIOError):
                 stopped: str | None = "eof"
             else:
-                header, stopped = _read_exact(self._reply_fd, _REPLY.size, deadline)
+                header, stopped = _read(self._reply_fd, deadline, _REPLY.size)
             if stopped is None:
                 size, cpu, retire = _REPLY.unpack(header)
                 if size > MAX_RESULT_BYTES + 4096:
                     stopped = "too_big"
                 else:
-                    data, stopped = _read_exact(self._reply_fd, size, deadline)
+                    data, stopped = _read(self._reply_fd, deadline, size)
         except BaseException:
             # Interrupted (Ctrl-C) or failed: the worker must not outlive the call.
             self.close()
