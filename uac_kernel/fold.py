@@ -164,8 +164,9 @@ class State:
         ts = self.types.get(type_name)
         if ts is None:
             return []
-        keys = ts.index(field_name).unset
-        return [r for k, r in ts.current.items() if k in keys] if keys else []
+        # In creation order, so what a rule yields does not depend on set order.
+        keys = sorted(ts.index(field_name).unset, key=ts.position.__getitem__)
+        return [ts.current[k] for k in keys]
 
     def versions(self, type_name: str, key: str) -> list[Record]:
         """Every version of one record, oldest first."""

@@ -353,9 +353,8 @@ def _from_day(user: UserView, t: str, since: date | None, fields: Sequence[str])
     dated = _date_fields(user, t, fields)
     if since is None or not dated:
         return user.all(t)
-    recs = _dated_from(user, t, dated, since)
-    undated = set.intersection(*({r.key for r in user.unset(t, f)} for f in dated))
-    return recs + [r for r in user.unset(t, dated[0]) if r.key in undated]
+    undated = [r for r in user.unset(t, dated[0]) if all(_get(r, f) is None for f in dated[1:])]
+    return _dated_from(user, t, dated, since) + undated
 
 
 def _not_past(user: UserView, t: str, today: date | None, fields: Sequence[str]) -> list[Record]:
@@ -365,6 +364,12 @@ def _not_past(user: UserView, t: str, today: date | None, fields: Sequence[str])
     if today is None:
         return recs
     return [r for r in recs if (d := _first_day(r, fields)) is None or d >= today]
+
+
+def _uneaten(user: UserView, t: str, today: date | None) -> list[Record]:
+    """Current records of food type ``t``; of meals and reservations, only those not dated
+    before today (those were eaten). A habit or a restaurant has no such date."""
+    return _not_past(user, t, today, ("start", "date")) if t in MEAL_TYPES else user.all(t)
 
 
 def _at_least(user: UserView, t: str, field: str, low: float) -> list[Record]:
@@ -515,8 +520,7 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
         return
     today = user.today
     for t in FOOD_TYPES:
-        recs = _not_past(user, t, today, ("start", "date")) if t in MEAL_TYPES else user.all(t)
-        for rec in recs:
+        for rec in _uneaten(user, t, today):
             if _flag(rec, "cancelled", "avoid", "avoids"):
                 continue
             text = _norm(_text(rec, FOOD_TEXT))
@@ -595,8 +599,7 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
         return
     today = user.today
     for t in ("FoodHabit", "Meal", "Supplement"):
-        foods = _not_past(user, t, today, ("start", "date")) if t in MEAL_TYPES else user.all(t)
-        for food in foods:
+        for food in _uneaten(user, t, today):
             if _flag(food, "avoid", "avoids", "stopped", "cancelled"):
                 continue
             found = _classes(_norm(_text(food, ("item", "name", "items", "dish"))), FOOD_CLASSES)
