@@ -131,9 +131,7 @@ class Workbench:
     # -- life cycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._warm is not None:
-            self._warm.close()
-            self._warm = None
+        self._drop_sandbox()
         self.store.close()
 
     def __enter__(self) -> Workbench:
@@ -212,9 +210,7 @@ class Workbench:
 
     def _apply(self, logged: list[LoggedEvent], clock: _Stopwatch | None = None) -> AlertChange:
         clock = clock or _Stopwatch()
-        if self._warm is not None:  # its worker holds a copy of pages of the state now changing
-            self._warm.close()
-            self._warm = self._warm_version = None
+        self._drop_sandbox()  # its worker holds copies of pages of the state now changing
         before = self.state.now
         with _no_gc():
             self.state.apply_all(logged)
@@ -369,17 +365,19 @@ class Workbench:
     def _sandbox(self) -> WarmSandbox:
         """The warm sandbox for the current state version; a new one (and worker) once the state
         has changed. Every change of the state or of the search index advances ``state.seq``."""
-        warm, made_for = self._warm, self._warm_version
-        if warm is not None and made_for is not None:
-            state, seq = made_for
-            if state is self.state and seq == self.state.seq:
-                return warm
-            warm.close()
+        if self._warm is not None and self._warm_version == (self.state, self.state.seq):
+            return self._warm
+        self._drop_sandbox()
         ns = namespace(self.state)
         ns["search"] = search_function(self.search_index, [])
         self._warm = WarmSandbox(ns)
         self._warm_version = (self.state, self.state.seq)
         return self._warm
+
+    def _drop_sandbox(self) -> None:
+        if self._warm is not None:
+            self._warm.close()
+        self._warm = self._warm_version = None
 
     @property
     def search_index(self) -> LogSearch:
