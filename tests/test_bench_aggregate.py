@@ -117,7 +117,7 @@ def test_scoring_tolerances() -> None:
 
 
 def test_token_counts_of_prompt_parts_add_up() -> None:
-    tokens = agg._Tokens()
+    tokens = agg.TokenCounter()
     h = agg.generate_history(20, variant="revised")
     q = agg.make_questions(h, patterns=["threshold"], types=["Transaction"])[0]
     lines = [(s.ts, s.text) for s in h.said]

@@ -150,7 +150,7 @@ def bench(monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, ModuleType]:
 
 def test_prompt_counts_are_exact(bench: tuple[ModuleType, ModuleType]) -> None:
     """Counting the full context piece by piece gives the count of the whole prompt."""
-    from uac_kernel.bench.aggregate import READER_SYSTEM, _Tokens, reader_parts
+    from uac_kernel.bench.aggregate import READER_SYSTEM, TokenCounter, reader_parts
 
     scale, prompt_scale = bench
     history = scale.History(1500)
@@ -161,7 +161,7 @@ def test_prompt_counts_are_exact(bench: tuple[ModuleType, ModuleType]) -> None:
         wb.ingest(events)
         asks = prompt_scale.ask_messages(wb)
     got = prompt_scale.measure(asks, lines)
-    encoding = _Tokens().encoding
+    encoding = TokenCounter().encoding
     for q, row in got["per_question"].items():
         whole = READER_SYSTEM, "".join(reader_parts(q, lines))
         assert row["full_context"] == sum(len(encoding.encode_ordinary(t)) for t in whole)

@@ -88,8 +88,10 @@ __all__ = [
     "History",
     "Question",
     "ReadAnswer",
+    "TokenCounter",
     "ask_parts",
     "compute",
+    "excerpts",
     "generate_history",
     "make_questions",
     "parse_utterance",
@@ -1374,10 +1376,10 @@ def reader_parts(question: str, lines: Sequence[tuple[datetime, str]]) -> list[s
     a letter), so the prompt's token count is the sum of the parts' counts, and the excerpts
     of the full context are counted once per history.
     """
-    return [f"Question: {question}\n\n", _excerpts(lines)]
+    return [f"Question: {question}\n\n", excerpts(lines)]
 
 
-def _excerpts(lines: Sequence[tuple[datetime, str]]) -> str:
+def excerpts(lines: Sequence[tuple[datetime, str]]) -> str:
     body = "\n".join(f"[{ts:%Y-%m-%d}] {text}" for ts, text in lines)
     return f"Conversation excerpts ({len(lines)}, oldest first):\n{body}"
 
@@ -1403,7 +1405,7 @@ def _ask_preamble(wb: Workbench) -> str:
     return f"Typed records of this user (today is {today}):\n{schema_summary(state)}\n\n"
 
 
-class _Tokens:
+class TokenCounter:
     """cl100k_base token counts of prompts (message contents; no chat-format overhead)."""
 
     def __init__(self) -> None:
@@ -1537,7 +1539,7 @@ def _run_history(
     ks: Sequence[int],
     model: ModelSettings | None,
     embedder: _Embedder | None,
-    tokens: _Tokens,
+    tokens: TokenCounter,
     timer: _Timer,
     calls: dict[str, list[int]],
 ) -> list[dict[str, Any]]:
@@ -1592,7 +1594,7 @@ def _run_history(
         parsed = [parse_utterance(s.text) for s in said]
         full_records = reconstruct(parsed)
         t0 = timer.add("parse", t0)
-        everything = _excerpts(lines)
+        everything = excerpts(lines)
         for q in questions:
             kind = KINDS[q.type]
             need = relevant(history, q)
@@ -2058,7 +2060,7 @@ def run(
     else:
         notes.append("embedding system skipped: embeddings=False")
     t0 = timer.add("load embedding model", t0)
-    tokens = _Tokens()
+    tokens = TokenCounter()
     jobs = [(size, v) for size in sizes for v in variants]
     questions: list[Question] = []
     rows: list[dict[str, Any]] = []
