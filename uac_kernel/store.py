@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import orjson
@@ -27,8 +27,10 @@ GENESIS = "0" * 64
 _FETCH = 50_000
 
 
-@dataclass(slots=True, frozen=True)
-class NewEvent:
+# Named tuples rather than frozen dataclasses: as immutable, and three times cheaper to make
+# (a frozen dataclass sets each field through object.__setattr__), which the fold of a
+# million-event log and every ingested event pay.
+class NewEvent(NamedTuple):
     """An event about to be appended: the store adds ``seq``, ``recorded_at`` and ``hash``."""
 
     ts: datetime
@@ -38,8 +40,7 @@ class NewEvent:
     source: str | None = None
 
 
-@dataclass(slots=True, frozen=True)
-class LoggedEvent:
+class LoggedEvent(NamedTuple):
     """An event as the log holds it."""
 
     seq: int
