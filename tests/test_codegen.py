@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from uac_kernel.codegen import parse_module, render_module
 from uac_kernel.errors import CodeError, EventError
+from uac_kernel.events import parse_objects, plan_batch
 from uac_kernel.fold import State, fold
 from uac_kernel.store import Store
 
@@ -57,6 +58,21 @@ def test_hostile_strings_are_literals_and_round_trip(db: Path) -> None:
     assert called <= {"Note", "date", "datetime"}  # no data became a call
     assert not any(isinstance(n, ast.Attribute) for n in ast.walk(tree))
     same_state(parse_module(code), state)
+
+
+def test_a_state_read_back_from_code_folds_on_like_the_original(db: Path) -> None:
+    store, state = Store(db), State("maya")
+    append(store, state, [fact("2025-01-01", "add", "Trip", "a", city="Oslo", start="2025-02-01")])
+    parsed = parse_module(render_module(state))
+    more = [
+        fact("2025-01-02", "add", "Trip", "b", start="2025-03-01", nights=3),
+        fact("2025-01-03", "update", "Trip", "a", start="2025-02-02"),
+    ]
+    logged = store.append(plan_batch(state, parse_objects(more)))  # a new field among them
+    state.apply_all(logged)
+    parsed.apply_all(logged)
+    same_state(parsed, state)
+    assert parsed.get("Trip", "b").start == date(2025, 3, 1)  # read as a date, not a string
 
 
 def test_same_log_gives_byte_identical_code(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from uac_kernel.errors import CodeError
 from uac_kernel.fold import BLOCK, State, TypeState
-from uac_kernel.records import Record, record_class
+from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.schema import FIELD_TYPES, Schema
@@ -327,9 +327,9 @@ def parse_module(code: str) -> State:
     state.seq = int(header.get("SEQ", 0))
     state.now = header.get("CLOCK")
     state.schema = parse_classes(tree)
-    classes = {name: record_class(name, fields) for name, fields in state.schema.types.items()}
-    for name, cls in classes.items():
-        state.types[name] = TypeState(name, cls)
+    for name, fields in state.schema.types.items():
+        state.types[name] = TypeState.of(name, fields)
+    classes = {name: ts.cls for name, ts in state.types.items()}
     for name, section, rec in iter_records(tree, classes):
         ts = state.types[name]
         if section == "history":

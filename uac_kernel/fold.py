@@ -79,6 +79,8 @@ class TypeState:
     cls: type[Record]
     # Per field, the converter from stored JSON to Python values; its keys give field order.
     readers: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    # Every field set to None, in field order: the start of a new record's values.
+    blank: dict[str, None] = field(default_factory=dict)
     current: dict[str, Record] = field(default_factory=dict)
     history: list[Record] = field(default_factory=list)
     # Keys in the order their records were (re)created; a key's current life sits at position[key].
@@ -86,6 +88,18 @@ class TypeState:
     position: dict[str, int] = field(default_factory=dict)
     # Field indexes built so far (by ``State.where``), maintained on every change after that.
     indexes: dict[str, FieldIndex] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, name: str, fields: dict[str, str]) -> TypeState:
+        """The empty state of a type with the given ``{field: ftype}``."""
+        ts = cls(name, record_class(name, fields))
+        ts.set_fields(fields)
+        return ts
+
+    def set_fields(self, fields: dict[str, str]) -> None:
+        self.cls = record_class(self.name, fields)
+        self.readers = {f: reader(t) for f, t in fields.items()}
+        self.blank = dict.fromkeys(fields)
 
     def index(self, name: str) -> FieldIndex:
         idx = self.indexes.get(name)
@@ -212,14 +226,13 @@ class State:
         self.schema.apply(payload)
         fields = self.schema.types[name]
         ts = self.types.get(name)
-        cls = record_class(name, fields)
-        readers = {f: reader(t) for f, t in fields.items()}
         if ts is None:
-            self.types[name] = TypeState(name, cls, readers)
+            self.types[name] = TypeState.of(name, fields)
         else:
             # A new field: rebuild this type's records on the new class (new field unset). Their
             # code does not change (unset fields are not rendered), so no block becomes dirty.
-            ts.cls, ts.readers = cls, readers
+            ts.set_fields(fields)
+            cls = ts.cls
             ts.current = {k: _rebuild(cls, r) for k, r in ts.current.items()}
             ts.history = [_rebuild(cls, r) for r in ts.history]
         self.dirty.add((name, "schema", 0))
@@ -236,15 +249,18 @@ class State:
         if op == "add":
             if key in ts.current:
                 raise FoldError(f"event {ev.seq}: {name} {key!r} already exists")
+            # Every field unset, in field order, then the given ones read over them.
             values: dict[str, Any] = {
                 "key": key,
                 "valid_from": ev.ts,
                 "valid_to": None,
                 "sources": (ev.seq,),
                 "retracted": False,
+                **ts.blank,
             }
-            for f, read in ts.readers.items():
-                values[f] = read(given.get(f))
+            readers = ts.readers
+            for f, v in given.items():
+                values[f] = readers[f](v)
             rec = ts.current[key] = new_record(ts.cls, values)
             if ts.indexes:
                 ts.reindex(key, None, rec)
