@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -114,6 +115,32 @@ def test_incremental_checkpoint_matches_a_full_render(tmp_path: Path) -> None:
     wb.ingest([fact("2025-01-03", "add", "Meal", "m1000", kcal=7)])
     cp3 = wb.checkpoint()
     assert cp3.code == render_module(wb.state, wb.runner.rules.values())
+
+
+def test_the_gc_pauses_only_for_parse_to_fold_and_always_resumes(tmp_path: Path) -> None:
+    seen: list[bool] = []
+
+    @rule(watch=["Trip"])
+    def notes_gc(user: UserView) -> Iterator[Finding]:
+        seen.append(gc.isenabled())
+        yield from ()
+
+    wb = Workbench(tmp_path / "u.duckdb", user="maya", rules=[notes_gc])
+    assert gc.isenabled()
+    wb.ingest(write(tmp_path / "a.jsonl", TRIPS))
+    assert seen and all(seen)  # rules are user code: they run with the GC on
+    assert gc.isenabled()
+    bad = write(tmp_path / "b.jsonl", [fact("2025-05-01", "update", "Trip", "nowhere", x=1)])
+    with pytest.raises(EventError):
+        wb.ingest(bad)
+    assert gc.isenabled()
+    # a caller who paused the GC finds it paused still
+    gc.disable()
+    try:
+        wb.ingest([fact("2025-06-01", "add", "Trip", "rome", destination="Rome")])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_checkpoint_code_reads_back_to_the_same_state(tmp_path: Path) -> None:
