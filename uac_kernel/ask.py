@@ -42,6 +42,9 @@ The expression runs in a sandbox that provides only:
 - user.all(T): current records of type T (the class, e.g. Trip, or its name "Trip");
   user.history(T): every version, superseded and retracted ones too; user.get(T, key);
   user.count(T); user.today (a date) and user.now (a datetime) -- the time of the latest event.
+  user.where(T, field, since=..., before=...): current records whose date, date-time or number
+  field is >= since and < before (either may be left out), ordered by it -- an index, so prefer
+  it to filtering user.all(T) by a range; user.unset(T, field): those where the field is None.
 - Each record has its fields as attributes (None when unknown) plus key, valid_from, valid_to,
   sources, retracted.
 - search(text, k): the k utterances of the conversation log that best match text (BM25), as
