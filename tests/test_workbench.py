@@ -270,6 +270,49 @@ def test_user_rules_run_on_every_change_and_broken_rules_become_alerts(tmp_path:
     assert "from uac.rules import" not in code  # no shipped rule was in force here
 
 
+def test_alerts_of_rules_not_in_force_stand_in_the_log_until_their_rule_runs(
+    tmp_path: Path,
+) -> None:
+    def many_trips(limit: int):  # one rule name, two versions of its body
+        @rule(watch=["Trip"], severity="info", category="travel")
+        def many_trips(user: UserView) -> Iterator[Finding]:
+            trips = user.all("Trip")
+            if len(trips) > limit:
+                yield Finding(f"{len(trips)} trips", trips)
+
+        return many_trips
+
+    def history(wb: Workbench) -> list[tuple[str, str]]:
+        return [(e.payload["state"], e.payload["message"]) for e in wb.alert_history()]
+
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="maya", rules=[])
+    wb.add_rule(many_trips(1))
+    wb.ingest(TRIPS)
+    assert history(wb) == [("raised", "2 trips")]
+    wb.close()
+
+    # Reopened without the rule: its alert is not evaluated, so it is not cleared either.
+    wb = Workbench(path, user="maya", rules=[])
+    assert wb.alerts() == [] and history(wb) == [("raised", "2 trips")]
+    # Put back, it finds the alert the log already holds: nothing new to log.
+    change = wb.add_rule(many_trips(1))
+    assert not (change.raised or change.updated or change.cleared)
+    assert [a.message for a in wb.alerts()] == ["2 trips"]
+    assert history(wb) == [("raised", "2 trips")]
+    wb.close()
+
+    # A changed body under the same name is reconciled with the log: the alert now clears.
+    wb = Workbench(path, user="maya", rules=[])
+    change = wb.add_rule(many_trips(5))
+    assert [a.message for a in change.cleared] == ["2 trips"] and not change.raised
+    assert history(wb) == [("raised", "2 trips"), ("cleared", "2 trips")]
+    wb.close()
+    # The shipped library opened on the same store leaves the notebook rule's history alone.
+    wb = Workbench(path, user="maya")
+    assert history(wb) == [("raised", "2 trips"), ("cleared", "2 trips")]
+
+
 def test_users_are_separate(tmp_path: Path) -> None:
     db = tmp_path / "u.duckdb"
     a = Workbench(db, user="a")

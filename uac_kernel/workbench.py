@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -130,7 +130,7 @@ class Workbench:
                 self.state.apply_all(self.store.events(user))
         self.state.take_changed_types()
         self.runner.run(self.view, None)
-        self._reconcile_alerts()
+        self._reconcile_alerts(self.runner.rules.keys())
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -247,11 +247,14 @@ class Workbench:
         return self._sources
 
     def add_rule(self, r: Rule) -> AlertChange:
-        """Put a rule in force and run it on the current state."""
+        """Put a rule in force and run it on the current state.
+
+        The change returned (and logged) is against what the log says the rule's alerts are, so
+        putting back a rule that was in force before logs only what differs since.
+        """
         self.runner.add(r)
-        change = self.runner.run(self.view, None, only=[r.name])
-        self._log_alerts(change)
-        return change
+        self.runner.run(self.view, None, only=[r.name])
+        return self._reconcile_alerts({r.name})
 
     def _log_alerts(self, change: AlertChange) -> None:
         if self.store.read_only or not (change.raised or change.cleared or change.updated):
@@ -268,15 +271,22 @@ class Workbench:
         ]
         self.state.apply_all(self.store.append(events))
 
-    def _reconcile_alerts(self) -> None:
-        """On open: log what differs between the standing alerts and those the log says stand."""
+    def _reconcile_alerts(self, rules: Collection[str]) -> AlertChange:
+        """Log what differs between the standing alerts of ``rules`` and those the log says stand.
+
+        Only rules in force are evaluated, so only their alerts are reconciled: an alert of a
+        rule this session does not run (a notebook rule not yet re-run) is left as the log has
+        it, not cleared.
+        """
         logged: dict[str, dict[str, Any]] = {}
         for ev in self.store.events(self.user, kinds=["alert"]):
+            if ev.payload["rule"] not in rules:
+                continue
             if ev.payload["state"] in ("raised", "updated"):
                 logged[ev.payload["id"]] = ev.payload
             else:
                 logged.pop(ev.payload["id"], None)
-        standing = {a.id: a for a in self.runner.standing()}
+        standing = {a.id: a for a in self.runner.standing() if a.rule in rules}
         change = AlertChange(
             raised=[a for i, a in standing.items() if i not in logged],
             updated=[
@@ -291,6 +301,7 @@ class Workbench:
             ],
         )
         self._log_alerts(change)
+        return change
 
     # -- checkpoints ------------------------------------------------------------------------
 
