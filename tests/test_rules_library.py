@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ from uac_kernel.fold import State
 from uac_kernel.query import UserView
 from uac_kernel.rules import library as lib
 from uac_kernel.rules.engine import Alert, Rule, RuleRunner
+from uac_kernel.rules.library.deadlines import _us_filing_due
+from uac_kernel.rules.library.schedule import _clock_time
 from uac_kernel.store import Store
 
 CATEGORIES = {
@@ -1430,12 +1432,12 @@ def test_weekly_near_misses(tmp_path: Path) -> None:
 
 
 def test_clock_times() -> None:
-    t = lib.time
+    t = time
     for text, want in [("14:00", t(14)), ("2 PM", t(14)), ("2:30pm", t(14, 30)), ("12 a.m.", t(0))]:
-        assert lib._clock_time(text) == want
-    assert lib._clock_time("noon") == t(12) and lib._clock_time("9:05:00") == t(9, 5)
+        assert _clock_time(text) == want
+    assert _clock_time("noon") == t(12) and _clock_time("9:05:00") == t(9, 5)
     for bad in ("25:00", "13 PM", "soon", "", 14):
-        assert lib._clock_time(bad) is None
+        assert _clock_time(bad) is None
 
 
 def test_warranty_end_is_flagged_a_month_ahead(tmp_path: Path) -> None:
@@ -1460,13 +1462,11 @@ def test_warranty_end_is_flagged_a_month_ahead(tmp_path: Path) -> None:
 
 
 def test_us_tax_return_due_date() -> None:
-    assert lib._us_filing_due(2024, False) == lib.date(2025, 4, 15)
-    assert lib._us_filing_due(2022, False) == lib.date(
-        2023, 4, 18
-    )  # weekend, then Emancipation Day
-    assert lib._us_filing_due(2021, False) == lib.date(2022, 4, 18)  # Emancipation Day on Friday
-    assert lib._us_filing_due(2024, True) == lib.date(2025, 10, 15)
-    assert lib._us_filing_due(2025, True) == lib.date(2026, 10, 15)
+    assert _us_filing_due(2024, False) == date(2025, 4, 15)
+    assert _us_filing_due(2022, False) == date(2023, 4, 18)  # weekend, then Emancipation Day
+    assert _us_filing_due(2021, False) == date(2022, 4, 18)  # Emancipation Day on Friday
+    assert _us_filing_due(2024, True) == date(2025, 10, 15)
+    assert _us_filing_due(2025, True) == date(2026, 10, 15)
 
 
 def test_unfiled_tax_return_before_the_deadline(tmp_path: Path) -> None:

@@ -1,0 +1,93 @@
+"""The shipped rule library: health safety, travel documents, scheduling, deadlines, money.
+
+Design material: the 40 scenarios of ``active_service_scenarios.json`` (Apache-2.0, © 2026 the
+"User as Code" authors, Bojie Li / Pine AI), from the paper "User as Code: Executable Memory for
+Personalized Agents". Its five categories are the categories here (plus ``contradiction``), and
+each rule is written to fire on the typed facts those stories produce, not on their wording.
+
+Every rule reads only the record types in its ``watch`` list (or, with ``watch=None``, only the
+types that carry the fields it needs), reads fields with ``_get(rec, field)``, skips a
+record that lacks what it needs, measures time with ``user.today`` (the log clock) and never with
+the wall clock. The drug and food tables (in ``health``) are short lists written for it from the
+public sources named beside them; nothing is copied from a label or a database.
+
+One module a category: ``health``, ``travel``, ``schedule``, ``deadlines``, ``contradictions``,
+``money``; ``_common`` holds what they share. ``LIBRARY`` is every shipped rule, in force by
+default.
+"""
+
+from __future__ import annotations
+
+from uac_kernel.rules.engine import Rule
+from uac_kernel.rules.library.contradictions import conflicting_records
+from uac_kernel.rules.library.deadlines import deadline_approaching, tax_filing_deadline
+from uac_kernel.rules.library.health import (
+    activity_medical_clearance,
+    drug_allergy_cross_reactivity,
+    drug_drug_interaction,
+    food_allergy_exposure,
+    food_drug_interaction,
+    pregnancy_teratogenic_medication,
+)
+from uac_kernel.rules.library.money import (
+    charge_after_cancellation,
+    investment_against_risk_tolerance,
+    payment_from_closed_account,
+    transaction_over_limit,
+    transfer_during_freeze,
+    wash_sale,
+)
+from uac_kernel.rules.library.schedule import overlapping_commitments
+from uac_kernel.rules.library.travel import (
+    document_expires_before_trip,
+    passport_validity,
+    schengen_90_180,
+    visa_validity,
+)
+
+__all__ = [
+    "LIBRARY",
+    "activity_medical_clearance",
+    "charge_after_cancellation",
+    "conflicting_records",
+    "deadline_approaching",
+    "document_expires_before_trip",
+    "drug_allergy_cross_reactivity",
+    "drug_drug_interaction",
+    "food_allergy_exposure",
+    "food_drug_interaction",
+    "investment_against_risk_tolerance",
+    "overlapping_commitments",
+    "passport_validity",
+    "payment_from_closed_account",
+    "pregnancy_teratogenic_medication",
+    "schengen_90_180",
+    "tax_filing_deadline",
+    "transaction_over_limit",
+    "transfer_during_freeze",
+    "visa_validity",
+    "wash_sale",
+]
+
+LIBRARY: tuple[Rule, ...] = (
+    drug_allergy_cross_reactivity,
+    food_allergy_exposure,
+    drug_drug_interaction,
+    food_drug_interaction,
+    pregnancy_teratogenic_medication,
+    passport_validity,
+    visa_validity,
+    schengen_90_180,
+    document_expires_before_trip,
+    overlapping_commitments,
+    deadline_approaching,
+    conflicting_records,
+    transfer_during_freeze,
+    charge_after_cancellation,
+    payment_from_closed_account,
+    transaction_over_limit,
+    activity_medical_clearance,
+    tax_filing_deadline,
+    wash_sale,
+    investment_against_risk_tolerance,
+)

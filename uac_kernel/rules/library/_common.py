@@ -1,0 +1,234 @@
+"""What the rules share: text matching, field conventions and record helpers.
+
+Rules read fields with ``_get(rec, field)``, skip a record that lacks what they need, and
+measure time with ``user.today`` (the log clock), never the wall clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+
+SCENARIOS = (
+    "UaC active-service scenarios (active_service_scenarios.json, Apache-2.0, Bojie Li / Pine AI)"
+)
+
+
+# -- text matching ---------------------------------------------------------------------------
+# Text is compared as lowercase word tokens, naively singularised, padded with spaces, so a term
+# matches whole words only: "amoxicillin-clavulanate" mentions "amoxicillin"; "K2" is not "K".
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _singular(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
+
+
+def _norm(text: str) -> str:
+    return " " + " ".join(_singular(w) for w in _WORD.findall(text.lower())) + " "
+
+
+def _terms(*lists: str) -> tuple[str, ...]:
+    """Normalised terms from comma-separated lists: ``_terms("penicillin, pen vk")``."""
+    return tuple(_norm(t) for text in lists for t in text.split(",") if t.strip())
+
+
+def _split(names: str) -> tuple[str, ...]:
+    return tuple(names.split())
+
+
+def _first_term(text: str, terms: Iterable[str]) -> str | None:
+    """The first of ``terms`` that normalised ``text`` mentions, or None."""
+    return next((t.strip() for t in terms if t in text), None)
+
+
+def _classes(text: str, table: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """The classes of ``table`` that normalised ``text`` mentions, each with the word it matched."""
+    return {cls: hit for cls, terms in table.items() if (hit := _first_term(text, terms))}
+
+
+# -- field conventions -------------------------------------------------------------------------
+SETTLED = _split("done resolved cancelled returned filed completed paid renewed submitted")
+DEADLINE_FIELDS = _split(
+    "deadline due return_by warranty_until warranty_expires renews_on expires ends promo_ends"
+)
+# Days ahead a deadline is flagged: 14, or 30 for a warranty's end (a claim needs a diagnosis and a
+# repair visit, which take weeks to arrange: common sense).
+DEADLINE_LEAD_DAYS = {"warranty_until": 30, "warranty_expires": 30}
+NOTICE_FIELDS = ("renews_on", "expires", "ends")  # with ``notice_days``: act by date minus notice
+DEADLINE_EXCLUDED = {("Passport", "expires")}  # passport_validity covers passports
+DEADLINE_ACTIONS = {
+    "return_by": "start the return",
+    "warranty_until": "file any warranty claim",
+    "warranty_expires": "file any warranty claim",
+    "renews_on": "cancel or confirm the renewal",
+    "promo_ends": "pay down the promotional balance or plan for the regular rate",
+    "expires": "renew or replace it",
+    "ends": "decide what happens when it ends",
+}
+TRIP_TYPES = frozenset({"Trip", "Vacation", "Travel"})
+STAYS = frozenset({"Hotel", "Lodging", "Accommodation"})
+TRAVEL_PARTS = STAYS | {"Flight", "Train", "CarRental"}
+# Types with start/end that are states or periods, not commitments of the user's time.
+NOT_COMMITMENTS = frozenset(
+    _split(
+        "Medication Supplement Condition Allergy Residence Home Employment Subscription Lease "
+        "Membership Insurance HealthInsurance Policy Visa Passport Warranty Account"
+    )
+)
+MAX_ALL_DAY_COMMITMENT = timedelta(days=31)  # longer all-day ranges are periods (except trips)
+SINGULAR_TYPES = ("Residence", "Home")  # one current at a time; not Employer (two jobs happen)
+TRAVEL_DOCUMENTS = _split(
+    "DriverLicense License IDCard Insurance HealthInsurance TravelInsurance HealthCertificate "
+    "Certificate Vaccination"
+)
+CERTIFICATES = frozenset({"HealthCertificate", "Certificate", "Vaccination"})
+PASSPORT_MONTHS = timedelta(days=183)
+MIN_BLANK_PAGES = 2  # a visa sticker takes a full page, entry and exit stamps another
+
+
+MEAL_TYPES = frozenset(_split("Reservation Dinner Lunch Breakfast Brunch Meal"))
+
+
+# -- record helpers --------------------------------------------------------------------------
+def _get(rec: Record, name: str) -> Any:
+    # A record's __dict__ holds every field of its type; a miss (a field the type lacks) through
+    # getattr goes down pydantic's slow path, ~40x slower, and rules probe many absent fields.
+    return rec.__dict__.get(name)
+
+
+def _flag(rec: Record, *names: str) -> bool:
+    values = rec.__dict__
+    return any(values.get(n) is True for n in names)
+
+
+def _text(rec: Record, names: Iterable[str]) -> str:
+    parts: list[str] = []
+    values = rec.__dict__
+    for n in names:
+        v = values.get(n)
+        if isinstance(v, str):
+            parts.append(v)
+        elif isinstance(v, list):
+            parts.extend(x for x in v if isinstance(x, str))
+    return " ; ".join(parts)
+
+
+DATE_TYPES = frozenset({"date", "datetime"})
+
+
+def _date_fields(user: UserView, t: str, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` that type ``t`` has as date or date-time fields, in ``names`` order."""
+    ftypes = user.field_types(t)
+    return [n for n in names if ftypes.get(n) in DATE_TYPES]
+
+
+def _dated_from(
+    user: UserView, t: str, fields: Sequence[str], since: date | datetime
+) -> list[Record]:
+    """Current records of ``t`` with a value from ``since`` on in any of the date ``fields``.
+
+    Read through the fold's field indexes, so a rule about what lies ahead reads the records
+    ahead, not the type's whole past (a superset of what ``_first_day(rec, fields) >= since``
+    keeps; the rule applies its own test)."""
+    found: dict[str, Record] = {}
+    for f in fields:
+        for rec in user.where(t, f, since=since):
+            found.setdefault(rec.key, rec)
+    return list(found.values())
+
+
+def _from_day(user: UserView, t: str, since: date | None, fields: Sequence[str]) -> list[Record]:
+    """Current records of ``t`` with a date from ``since`` on in any of ``fields``, and those
+    with none of them set (the rule decides about those); every record when ``since`` is None
+    or ``t`` has none of the fields as dates. A superset of ``_first_day(rec, fields) >= since``
+    read through the field indexes, so its cost follows the records returned."""
+    dated = _date_fields(user, t, fields)
+    if since is None or not dated:
+        return user.all(t)
+    undated = [r for r in user.unset(t, dated[0]) if all(_get(r, f) is None for f in dated[1:])]
+    return _dated_from(user, t, dated, since) + undated
+
+
+def _not_past(user: UserView, t: str, today: date | None, fields: Sequence[str]) -> list[Record]:
+    """Current records of ``t`` not dated before ``today`` by their first date ``fields``, and
+    those with none of the fields set; every record when there is no clock or no date field."""
+    recs = _from_day(user, t, today, fields)
+    if today is None:
+        return recs
+    return [r for r in recs if (d := _first_day(r, fields)) is None or d >= today]
+
+
+def _uneaten(user: UserView, t: str, today: date | None) -> list[Record]:
+    """Current records of food type ``t``; of meals and reservations, only those not dated
+    before today (those were eaten). A habit or a restaurant has no such date."""
+    return _not_past(user, t, today, ("start", "date")) if t in MEAL_TYPES else user.all(t)
+
+
+def _at_least(user: UserView, t: str, field: str, low: float) -> list[Record]:
+    """Current records of ``t`` whose number ``field`` is ``low`` or more, through its index;
+    every record when the field is not a number field (the rule checks each value)."""
+    if user.field_types(t).get(field) not in ("int", "float"):
+        return user.all(t)
+    return user.where(t, field, since=low)
+
+
+def _day(v: Any) -> date | None:
+    """A date or datetime field as a date; None for other values and for placeholder dates
+    outside the years 1000–9000 (9999-12-31 often means "never"), so arithmetic cannot overflow."""
+    d = v.date() if isinstance(v, datetime) else v if isinstance(v, date) else None
+    return d if d is not None and 1000 < d.year < 9000 else None
+
+
+def _first_day(rec: Record, names: Iterable[str]) -> date | None:
+    values = rec.__dict__
+    for n in names:
+        if (d := _day(values.get(n))) is not None:
+            return d
+    return None
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _money(x: float, rec: Record) -> str:
+    cur = _get(rec, "currency")
+    return f"{cur} {x:,.2f}" if isinstance(cur, str) and cur else f"{x:,.2f}"
+
+
+_NAME_FIELDS = _split("name title item substance destination merchant service holder city")
+
+
+def _label(rec: Record) -> str:
+    name = next((v for n in _NAME_FIELDS if isinstance(v := _get(rec, n), str) and v.strip()), None)
+    base = f"{type(rec).__name__} '{rec.key}'"
+    return f"{base} ({name.strip()})" if name else base
+
+
+def _days(n: int) -> str:
+    return f"{n} day" if abs(n) == 1 else f"{n} days"
+
+
+def _current_meds(
+    user: UserView, today: date | None, types: Sequence[str] = ("Medication",)
+) -> list[tuple[Record, str]]:
+    """Current medication-like records and their normalised names (stopped, ended ones left out)."""
+    out = []
+    for t in types:
+        for m in user.all(t):
+            if _get(m, "active") is False or _flag(m, "stopped", "discontinued", "cancelled"):
+                continue
+            end = _day(_get(m, "end"))
+            if end is not None and today is not None and end < today:
+                continue
+            text = _norm(_text(m, ("name", "item", "generic", "brand", "drug")))
+            if text.strip():
+                out.append((m, text))
+    return out

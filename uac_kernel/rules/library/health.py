@@ -1,0 +1,528 @@
+"""Health rules: drug–allergy cross-reactivity, food allergies, drug–drug and food–drug
+interactions, teratogenic medication in pregnancy, and activities that need medical clearance.
+
+The drug and food tables are short lists written for this module from the public sources
+named beside them; nothing is copied from a label or a database.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+from uac_kernel.rules.engine import Finding, Severity, rule
+from uac_kernel.rules.library._common import (
+    SCENARIOS,
+    _classes,
+    _current_meds,
+    _day,
+    _first_term,
+    _flag,
+    _get,
+    _label,
+    _norm,
+    _not_past,
+    _split,
+    _terms,
+    _text,
+    _uneaten,
+)
+
+__all__ = [
+    "activity_medical_clearance",
+    "drug_allergy_cross_reactivity",
+    "drug_drug_interaction",
+    "food_allergy_exposure",
+    "food_drug_interaction",
+    "pregnancy_teratogenic_medication",
+]
+
+# -- drug classes: generic and well-known US brand names; a drug may sit in several classes ----
+DRUG_CLASSES: dict[str, tuple[str, ...]] = {
+    # FDA prescribing information of amoxicillin, ampicillin, piperacillin/tazobactam.
+    "penicillin": _terms(
+        "penicillin, penicillin v, penicillin g, pen vk, bicillin, amoxicillin, amoxil,",
+        "augmentin, ampicillin, unasyn, piperacillin, zosyn, nafcillin, oxacillin, dicloxacillin,",
+        "cloxacillin,flucloxacillin, ticarcillin, beta lactam",
+    ),
+    # FDA prescribing information of cephalexin (Keflex) and ceftriaxone (Rocephin).
+    "cephalosporin": _terms(
+        "cephalosporin, cephalexin, keflex, cefadroxil, cefazolin, cefuroxime, ceftin, cefdinir,",
+        "cefpodoxime, cefprozil, cefaclor, cefixime, ceftriaxone, rocephin, ceftazidime, cefepime,",
+        "beta lactam",
+    ),
+    # FDA prescribing information of sulfamethoxazole/trimethoprim (Bactrim).
+    "sulfonamide antibiotic": _terms(
+        "sulfa, sulfonamide, sulfamethoxazole, bactrim, septra, co-trimoxazole, cotrimoxazole,",
+        "sulfadiazine, sulfisoxazole, sulfasalazine",
+    ),
+    # FDA prescribing information of sertraline (Zoloft) and venlafaxine (Effexor).
+    "SSRI": _terms(
+        "ssri, sertraline, zoloft, fluoxetine, prozac, paroxetine, paxil, citalopram, celexa,",
+        "escitalopram, lexapro, fluvoxamine, luvox, vortioxetine, trintellix",
+    ),
+    "SNRI": _terms(
+        "snri, venlafaxine, effexor, desvenlafaxine, pristiq, duloxetine, cymbalta,",
+        "levomilnacipran, fetzima, milnacipran, savella",
+    ),
+    # FDA prescribing information of phenelzine (Nardil), tranylcypromine (Parnate), selegiline
+    # (Emsam), linezolid (Zyvox, a reversible MAOI).
+    "MAOI": _terms(
+        "maoi, phenelzine, nardil, tranylcypromine, parnate, isocarboxazid, marplan, selegiline,",
+        "emsam, rasagiline, azilect, linezolid, zyvox",
+    ),
+    # Drugs the phenelzine and tranylcypromine labels contraindicate alongside an MAOI.
+    "MAOI-contraindicated drug": _terms(
+        "meperidine, demerol, tramadol, ultram, dextromethorphan, bupropion, wellbutrin,",
+        "pseudoephedrine, sudafed",
+    ),
+    # FDA prescribing information of warfarin (Coumadin), Drug Interactions (aspirin included).
+    "NSAID": _terms(
+        "nsaid, ibuprofen, advil, motrin, naproxen, aleve, naprosyn, aspirin, diclofenac,",
+        "voltaren,"
+        "celecoxib, celebrex, meloxicam, mobic, indomethacin, ketorolac, ketoprofen, piroxicam,",
+        "etodolac, nabumetone",
+    ),
+    "warfarin": _terms("warfarin, coumadin, jantoven"),
+    "vitamin K": _terms(
+        "vitamin k, vitamin k1, vitamin k2, phytonadione, phylloquinone, menaquinone, mk-7"
+    ),
+    "St John's wort": _terms("st john's wort, st johns wort, saint john's wort, hypericum"),
+    # Simvastatin and lovastatin labels contraindicate strong CYP3A4 inhibitors; atorvastatin's
+    # label limits its dose with them (FDA prescribing information, Drug Interactions).
+    "simvastatin/lovastatin": _terms("simvastatin, zocor, lovastatin, mevacor, altoprev"),
+    "atorvastatin": _terms("atorvastatin, lipitor"),
+    "strong CYP3A4 inhibitor": _terms(
+        "clarithromycin, biaxin, erythromycin, itraconazole, sporanox, ketoconazole, posaconazole,",
+        "noxafil, voriconazole, vfend, ritonavir, norvir, paxlovid, nefazodone",
+    ),
+}
+
+_WASHOUT = "the labels require at least 14 days between stopping an MAOI and starting"
+
+# fmt: off
+# (class, class, severity, what can happen, what to do), among current Medications/Supplements.
+DRUG_PAIRS: tuple[tuple[str, str, Severity, str, str], ...] = (
+    ("MAOI", "SSRI", "critical", "serotonin syndrome, which can be fatal",
+     f"never take them together; call the prescriber before the next dose ({_WASHOUT} an SSRI, "
+     "5 weeks after fluoxetine)"),
+    ("MAOI", "SNRI", "critical", "serotonin syndrome, which can be fatal",
+     f"never take them together; call the prescriber before the next dose ({_WASHOUT} an SNRI)"),
+    ("MAOI", "MAOI-contraindicated drug", "critical", "serotonin syndrome or a hypertensive crisis",
+     "do not take it while on the MAOI; ask the prescriber or pharmacist for an alternative"),
+    ("warfarin", "NSAID", "warning", "a higher risk of serious bleeding",
+     "ask the prescriber or anticoagulation clinic whether the pair is intended before taking it"),
+    ("warfarin", "vitamin K", "critical", "vitamin K undoes warfarin: INR drops and clot risk rises",
+     "do not start it without the anticoagulation clinic; a vitamin K change needs INR checks"),
+    ("warfarin", "St John's wort", "warning", "a weaker warfarin effect and a higher clot risk",
+     "stop the herbal product and ask the anticoagulation clinic to check INR"),
+    ("SSRI", "St John's wort", "warning", "serotonin syndrome",
+     "stop the herbal product and ask the prescriber"),
+    ("SNRI", "St John's wort", "warning", "serotonin syndrome",
+     "stop the herbal product and ask the prescriber"),
+    ("simvastatin/lovastatin", "strong CYP3A4 inhibitor", "critical",
+     "very high statin levels and muscle damage (rhabdomyolysis)",
+     "the labels contraindicate this pair; ask the prescriber to pause the statin or switch"),
+    ("atorvastatin", "strong CYP3A4 inhibitor", "warning",
+     "higher statin levels and muscle damage (rhabdomyolysis)",
+     "ask the prescriber whether the atorvastatin dose needs limiting during the course"),
+)
+
+# Teratogens: severity, names, why. FDA prescribing information, Contraindications / Boxed
+# Warning of each drug; statins per the FDA Drug Safety Communication of July 2021, which removed
+# the pregnancy contraindication but still advises most pregnant patients to stop them.
+_BIRTH_DEFECTS = "contraindicated in pregnancy (severe birth defects)"
+TERATOGENS: dict[str, tuple[Severity, tuple[str, ...], str]] = {
+    "isotretinoin": ("critical", _terms("isotretinoin, accutane, absorica, claravis, amnesteem, "
+                                        "zenatane, myorisan"), _BIRTH_DEFECTS),
+    "acitretin": ("critical", _terms("acitretin, soriatane"), _BIRTH_DEFECTS),
+    "thalidomide class": ("critical", _terms("thalidomide, thalomid, lenalidomide, revlimid, "
+                                             "pomalidomide"), _BIRTH_DEFECTS),
+    "methotrexate": ("critical", _terms("methotrexate, trexall, otrexup, rasuvo"),
+                     "contraindicated in pregnancy (embryo-fetal death, birth defects)"),
+    "misoprostol": ("critical", _terms("misoprostol, cytotec, arthrotec"),
+                    "contraindicated in pregnancy (miscarriage, birth defects)"),
+    "warfarin": ("critical", _terms("warfarin, coumadin, jantoven"),
+                 "contraindicated in pregnancy bar some mechanical heart valves (fetal harm)"),
+    "valproate": ("critical", _terms("valproate, valproic acid, divalproex, depakote, depakene"),
+                  "under a boxed warning for major birth defects and lower IQ"),
+    "ACE inhibitor / ARB": ("critical", _terms(
+        "lisinopril, zestril, prinivil, enalapril, vasotec, ramipril, altace, benazepril, ",
+        "captopril, losartan, cozaar, valsartan, diovan, irbesartan, olmesartan, candesartan, ",
+        "telmisartan"), "an ACE inhibitor or ARB, under a boxed warning for fetal toxicity"),
+    "statin": ("warning", _terms("atorvastatin, lipitor, simvastatin, zocor, lovastatin, "
+                                 "rosuvastatin, crestor, pravastatin"),
+               "a statin, which the FDA advises most pregnant patients to stop"),
+}
+# fmt: on
+
+# -- foods -----------------------------------------------------------------------------------
+# The nine major food allergens of US law (FDA, FALCPA 2004 and FASTER Act 2021) with common
+# foods and dishes that contain them; "seafood" counts as both fish and shellfish.
+FOOD_ALLERGENS: dict[str, tuple[str, ...]] = {
+    "shellfish": _terms(
+        "shellfish, shrimp, prawn, lobster, crab, crayfish, crawfish, langoustine, scampi,",
+        "scallop, oyster, clam, mussel, seafood",
+    ),
+    "fish": _terms(
+        "fish, salmon, tuna, cod, halibut, anchovy, anchovies, sardine, sushi, sashimi, seafood"
+    ),
+    "peanut": _terms("peanut, groundnut, satay"),
+    "tree nut": _terms(
+        "tree nut, nut, almond, walnut, cashew, pecan, pistachio, hazelnut, macadamia, praline,",
+        "marzipan",
+    ),
+    "milk": _terms("milk, dairy, cheese, butter, cream, yogurt"),
+    "egg": _terms("egg, omelet, omelette, mayonnaise, meringue"),
+    "wheat": _terms("wheat, gluten, bread, pasta, flour, couscous"),
+    "soy": _terms("soy, soya, tofu, edamame, miso, tempeh"),
+    "sesame": _terms("sesame, tahini, hummus"),
+}
+
+# Foods that interact with drugs: FDA consumer update "Grapefruit Juice and Some Drugs Don't Mix"
+# (grapefruit, pomelo, Seville orange); phenelzine (Nardil) prescribing information (tyramine);
+# warfarin (Coumadin) prescribing information (keep vitamin K intake steady).
+FOOD_CLASSES: dict[str, tuple[str, ...]] = {
+    "grapefruit": _terms("grapefruit, pomelo, seville orange"),
+    "tyramine-rich food": _terms(
+        "aged cheese, cheddar, parmesan, blue cheese, gorgonzola, stilton, camembert, salami,",
+        "pepperoni, prosciutto, cured meat, sauerkraut, kimchi, soy sauce, tap beer, draft beer,",
+        "fava bean, broad bean, marmite, yeast extract",
+    ),
+    "vitamin K-rich food": _terms(
+        "kale, spinach, collard, swiss chard, turnip green, mustard green, natto,",
+        "brussels sprouts, leafy green",
+    ),
+}
+
+# fmt: off
+FOOD_PAIRS: tuple[tuple[tuple[str, ...], str, Severity, str, str], ...] = (
+    (("simvastatin/lovastatin", "atorvastatin"), "grapefruit", "warning",
+     "grapefruit blocks CYP3A4 and raises statin levels, risking muscle damage (rhabdomyolysis)",
+     "avoid grapefruit and its juice on this statin, or ask about a statin it does not affect"),
+    (("MAOI",), "tyramine-rich food", "warning", "tyramine can cause a hypertensive crisis",
+     "avoid aged cheese, cured meat, fermented food and tap beer on the MAOI and 2 weeks after"),
+    (("warfarin",), "vitamin K-rich food", "info", "changes in vitamin K intake shift INR",
+     "keep the amount steady week to week and tell the anticoagulation clinic about diet changes"),
+)
+# fmt: on
+
+
+# -- health ----------------------------------------------------------------------------------
+SEVERE_WORDS = _terms("severe, anaphylaxis, anaphylactic, life threatening, epipen")
+
+
+def _allergies(user: UserView) -> list[tuple[Record, str, bool]]:
+    """Current, not resolved allergies: (record, normalised substance, severe?)."""
+    out = []
+    for a in user.all("Allergy"):
+        if _flag(a, "absent", "resolved") or _get(a, "active") is False:
+            continue
+        substance = _get(a, "substance")
+        if isinstance(substance, str) and _norm(substance).strip():
+            sev = _norm(_text(a, ("severity", "reaction")))
+            severe = any(w in sev for w in SEVERE_WORDS)
+            out.append((a, _norm(substance), severe))
+    return out
+
+
+@rule(
+    watch=["Allergy", "Medication"],
+    severity="critical",
+    category="drug_interactions_health_safety",
+    source="FDA prescribing information, Contraindications: amoxicillin, cephalexin (Keflex), "
+    "sulfamethoxazole/trimethoprim (Bactrim); AAAAI/ACAAI drug allergy practice parameter "
+    f"(2022) on penicillin-cephalosporin cross-reactivity; {SCENARIOS}: health_02",
+)
+def drug_allergy_cross_reactivity(user: UserView) -> Iterator[Finding]:
+    """Reads ``Allergy.substance``/``severity``/``reaction`` (skips ``absent``/``resolved`` true)
+    and current ``Medication.name``/``generic``/``brand`` (skips ``active`` false, ``end`` past).
+
+    Flags a medication in the same drug class as the allergen (penicillin ↔ amoxicillin, sulfa ↔
+    Bactrim, ...) or naming the allergen itself: critical. A cephalosporin with a severe
+    penicillin allergy: warning.
+    """
+    meds = [(m, text, _classes(text, DRUG_CLASSES)) for m, text in _current_meds(user, user.today)]
+    for allergy, substance, severe in _allergies(user):
+        allergen_classes = _classes(substance, DRUG_CLASSES)
+        for med, text, med_classes in meds:
+            shared = sorted(set(allergen_classes) & set(med_classes))
+            what = substance.strip()
+            if shared or substance in text:
+                group = shared[0] if shared else what
+                kind = f"in the {group} class" if shared else f"{what} itself"
+                yield Finding(
+                    f"{_label(med)} is {kind}, and {_label(allergy)} records an allergy to {what}: "
+                    f"do not take it; call the prescriber or pharmacist today for an alternative "
+                    f"outside the {group} class.",
+                    [allergy, med],
+                )
+            elif severe and "penicillin" in allergen_classes and "cephalosporin" in med_classes:
+                yield Finding(
+                    f"{_label(med)} is a cephalosporin and {_label(allergy)} records a severe "
+                    "penicillin allergy: cross-reactivity is uncommon but possible; confirm with "
+                    "the prescriber before the first dose.",
+                    [allergy, med],
+                    severity="warning",
+                )
+
+
+FOOD_TYPES = ("Reservation", "Meal", "FoodHabit", "Restaurant")
+FOOD_TEXT = _split("name title item items dish dishes cuisine venue restaurant description")
+
+
+@rule(
+    watch=["Allergy", *FOOD_TYPES],
+    severity="warning",
+    category="drug_interactions_health_safety",
+    source="FDA, Food Allergies: the nine major food allergens (FALCPA 2004, FASTER Act 2021); "
+    f"{SCENARIOS}: health_04",
+)
+def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
+    """Reads ``Allergy.substance``/``severity``/``reaction`` and the text fields (name, title, item,
+    items, dish, dishes, cuisine, venue, restaurant, description) of current ``Reservation``,
+    ``Meal``, ``FoodHabit`` and ``Restaurant`` records (skips ``cancelled``/``avoid`` true and
+    reservations or meals whose ``start``/``date`` is past: those were eaten).
+
+    Flags a record whose text names a food of the allergen's group (shellfish allergy ↔ "The Crab
+    Shack", seafood) or the allergen itself: critical when the allergy is severe/anaphylactic,
+    else warning.
+    """
+    allergies = [(a, s, severe, _classes(s, FOOD_ALLERGENS)) for a, s, severe in _allergies(user)]
+    if not allergies:
+        return
+    today = user.today
+    for t in FOOD_TYPES:
+        for rec in _uneaten(user, t, today):
+            if _flag(rec, "cancelled", "avoid", "avoids"):
+                continue
+            text = _norm(_text(rec, FOOD_TEXT))
+            for allergy, substance, severe, groups in allergies:
+                hits = [w for g in groups if (w := _first_term(text, FOOD_ALLERGENS[g]))]
+                if not hits and substance in text:
+                    hits = [substance.strip()]
+                if hits:
+                    level = "a severe" if severe else "an"
+                    yield Finding(
+                        f"{_label(rec)} mentions {hits[0]}, and {_label(allergy)} records {level} "
+                        f"allergy to {substance.strip()}: cross-contact is likely; choose another "
+                        f"place or dish, or call ahead about the allergy"
+                        + (" and carry epinephrine." if severe else "."),
+                        [allergy, rec],
+                        severity="critical" if severe else "warning",
+                    )
+
+
+@rule(
+    watch=["Medication", "Supplement"],
+    severity="critical",
+    category="drug_interactions_health_safety",
+    source="FDA prescribing information: phenelzine (Nardil) and sertraline (Zoloft), "
+    "Contraindications; warfarin (Coumadin), Drug Interactions; simvastatin (Zocor), "
+    "lovastatin and atorvastatin "
+    f"(Lipitor), Contraindications / Drug Interactions; {SCENARIOS}: health_01, health_07",
+)
+def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
+    """Reads current ``Medication`` and ``Supplement`` names (``name``/``item``/``generic``/
+    ``brand``; skips ``active`` false, ``stopped`` true or ``end`` past).
+
+    Flags dangerous pairs of ``DRUG_PAIRS``: SSRI/SNRI + MAOI (serotonin syndrome), warfarin +
+    NSAID (bleeding, warning), warfarin + vitamin K supplement, simvastatin/lovastatin + a strong
+    CYP3A4 inhibitor, atorvastatin + one (warning), St John's wort with SSRIs/SNRIs/warfarin.
+    """
+    by_class: dict[str, list[Record]] = defaultdict(list)
+    for rec, text in _current_meds(user, user.today, ("Medication", "Supplement")):
+        for cls in _classes(text, DRUG_CLASSES):
+            by_class[cls].append(rec)
+    for a_cls, b_cls, severity, risk, advice in DRUG_PAIRS:
+        for a in by_class.get(a_cls, ()):
+            for b in by_class.get(b_cls, ()):
+                if a is b:
+                    continue
+                yield Finding(
+                    f"{_label(a)} [{a_cls}] together with {_label(b)} [{b_cls}] risks {risk}: "
+                    f"{advice}.",
+                    [a, b],
+                    severity=severity,
+                    about=f"{a_cls}+{b_cls}",
+                )
+
+
+@rule(
+    watch=["Medication", "FoodHabit", "Meal", "Supplement"],
+    severity="warning",
+    category="drug_interactions_health_safety",
+    source="FDA consumer update 'Grapefruit Juice and Some Drugs Don't Mix'; FDA prescribing "
+    "information: simvastatin (Zocor), phenelzine (Nardil, tyramine), warfarin (Coumadin, "
+    f"vitamin K); {SCENARIOS}: health_03",
+)
+def food_drug_interaction(user: UserView) -> Iterator[Finding]:
+    """Reads current ``Medication`` names and the ``item``/``name``/``items``/``dish`` of current
+    ``FoodHabit``, ``Meal`` and ``Supplement`` records (skips ``avoid`` true, and meals dated
+    before today: a meal already eaten is no standing interaction, a habit is).
+
+    Flags statin + grapefruit (warning), MAOI + tyramine-rich food such as aged cheese or cured
+    meat (warning), warfarin + vitamin K-rich food such as kale or spinach (info: keep it steady).
+    """
+    by_class: dict[str, list[Record]] = defaultdict(list)
+    for rec, text in _current_meds(user, user.today):
+        for cls in _classes(text, DRUG_CLASSES):
+            by_class[cls].append(rec)
+    if not by_class:
+        return
+    today = user.today
+    for t in ("FoodHabit", "Meal", "Supplement"):
+        for food in _uneaten(user, t, today):
+            if _flag(food, "avoid", "avoids", "stopped", "cancelled"):
+                continue
+            found = _classes(_norm(_text(food, ("item", "name", "items", "dish"))), FOOD_CLASSES)
+            for drug_classes, food_cls, severity, risk, advice in FOOD_PAIRS:
+                if food_cls not in found:
+                    continue
+                for cls in drug_classes:
+                    for med in by_class.get(cls, ()):
+                        yield Finding(
+                            f"{_label(food)} includes {found[food_cls]}, which interacts with "
+                            f"{_label(med)}: {risk}; {advice}.",
+                            [med, food],
+                            severity=severity,
+                        )
+
+
+@rule(
+    watch=["Condition", "Pregnancy", "Medication"],
+    severity="critical",
+    category="drug_interactions_health_safety",
+    source="FDA prescribing information, Contraindications / Boxed Warning: isotretinoin "
+    "(iPLEDGE), thalidomide, methotrexate, misoprostol, warfarin, valproate, ACE inhibitors "
+    "and ARBs; "
+    f"FDA Drug Safety Communication on statins in pregnancy (2021); {SCENARIOS}: health_08",
+)
+def pregnancy_teratogenic_medication(user: UserView) -> Iterator[Finding]:
+    """Reads current ``Condition.name`` (containing "pregnan"; skips ``resolved`` true, ``active``
+    false or ``end`` past), any current ``Pregnancy`` record, and current ``Medication`` names.
+
+    Flags a medication known to harm a pregnancy: critical for isotretinoin, acitretin,
+    thalidomide-class drugs, methotrexate, misoprostol, warfarin, valproate, ACE inhibitors and
+    ARBs; warning for statins.
+    """
+    today = user.today
+    pregnancies = [c for c in user.all("Pregnancy") if not _flag(c, "resolved", "ended")]
+    for c in user.all("Condition"):
+        end = _day(_get(c, "end"))
+        if (
+            "pregnan" in str(_get(c, "name") or "").lower()
+            and not _flag(c, "resolved", "absent")
+            and _get(c, "active") is not False
+            and not (end is not None and today is not None and end < today)
+        ):
+            pregnancies.append(c)
+    if not pregnancies:
+        return
+    preg = pregnancies[0]
+    for med, text in _current_meds(user, today):
+        for group, (severity, terms, why) in TERATOGENS.items():
+            if any(term in text for term in terms):
+                started = _day(_get(med, "start"))
+                since = f" (started {started.isoformat()})" if started else ""
+                act = (
+                    "call the prescriber and obstetrician today about stopping or switching it"
+                    if severity == "critical"
+                    else "ask the prescriber whether to stop it"
+                )
+                yield Finding(
+                    f"{_label(preg)} records a pregnancy, and {_label(med)}{since} is {why}: "
+                    f"{act}.",
+                    [preg, med],
+                    severity=severity,
+                    about=group,
+                )
+                break
+
+
+# Activities that need a physician's clearance with some conditions: (activity terms, condition
+# terms, what can happen). Scuba: the WRSTC/UHMS "Diver Medical | Participant Questionnaire"
+# (2020), which dive schools use, requires a physician's written evaluation before diving for
+# asthma or wheezing, chronic lung disease, a past pneumothorax, seizures, heart disease and
+# diabetes, among others.
+ACTIVITY_CLEARANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
+    "scuba diving": (
+        _terms(
+            "scuba, padi, naui, open water diver, dive course, diving course, dive certification,",
+            "diving certification, freediving, free diving",
+        ),
+        _terms(
+            "asthma, wheezing, copd, emphysema, chronic lung disease, pneumothorax, collapsed lung,",
+            "epilepsy, seizure, heart disease, heart failure, arrhythmia, diabetes",
+        ),
+        "breathing compressed gas under changing pressure risks lung barotrauma, and losing "
+        "consciousness or breath underwater can be fatal",
+    ),
+}
+ACTIVITY_TYPES = _split(
+    "Activity Course Class Lesson Event Trip Vacation Booking Reservation Excursion Tour Hobby Plan"
+)
+ACTIVITY_TEXT = _split("name title activity activities description kind course purpose")
+
+
+def _current_conditions(user: UserView) -> list[tuple[Record, str]]:
+    """Current ``Condition`` records (not resolved/absent, ``active`` not false, ``end`` not
+    past) and their normalised names."""
+    today, out = user.today, []
+    for c in user.all("Condition"):
+        end = _day(_get(c, "end"))
+        if (
+            _flag(c, "resolved", "absent")
+            or _get(c, "active") is False
+            or (end is not None and today is not None and end < today)
+        ):
+            continue
+        if (name := _norm(_text(c, ("name", "condition", "diagnosis")))).strip():
+            out.append((c, name))
+    return out
+
+
+@rule(
+    watch=["Condition", *ACTIVITY_TYPES],
+    severity="critical",
+    category="drug_interactions_health_safety",
+    source="WRSTC/UHMS Diver Medical | Participant Questionnaire (2020): conditions that need a "
+    f"physician's written approval before diving; {SCENARIOS}: health_06",
+)
+def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
+    """Reads current ``Condition.name`` (skips ``resolved``/``absent`` true, ``active`` false or
+    ``end`` past) and the text (name, title, activity, activities, description, kind, course,
+    purpose) of current ``Activity``, ``Course``, ``Class``, ``Lesson``, ``Event``, ``Trip``,
+    ``Vacation``, ``Booking``, ``Reservation``, ``Excursion``, ``Tour``, ``Hobby`` and ``Plan``
+    records (skips ``cancelled`` true, ``cleared``/``medical_clearance`` true, and those whose
+    ``end``/``start``/``date`` is past).
+
+    Flags a planned activity of ``ACTIVITY_CLEARANCE`` (scuba diving) with a condition the diver
+    medical questionnaire lists (asthma, chronic lung disease, pneumothorax, seizures, heart
+    disease, diabetes): critical — no diving without a physician's written approval.
+    """
+    conditions = _current_conditions(user)
+    if not conditions:
+        return
+    today = user.today
+    for t in ACTIVITY_TYPES:
+        for rec in _not_past(user, t, today, ("end", "start", "date")):
+            if _flag(rec, "cancelled", "cleared", "medical_clearance"):
+                continue
+            text = _norm(_text(rec, ACTIVITY_TEXT))
+            for activity, (terms, risky, why) in ACTIVITY_CLEARANCE.items():
+                if _first_term(text, terms) is None:
+                    continue
+                for cond, name in conditions:
+                    if (hit := _first_term(name, risky)) is not None:
+                        yield Finding(
+                            f"{_label(rec)} is {activity}, and {_label(cond)} records {hit}: "
+                            f"{why}. Dive schools require a physician's written approval for "
+                            f"{hit} (diver medical questionnaire): see a doctor, ideally one "
+                            "trained in dive medicine, before committing; do not dive without "
+                            "the clearance.",
+                            [cond, rec],
+                            about=activity,
+                        )
