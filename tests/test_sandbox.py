@@ -27,10 +27,9 @@ import pytest
 from conftest import children
 from pydantic import BaseModel, ConfigDict
 
-from uac_kernel import sandbox
 from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused, UacError
 from uac_kernel.records import record_class
-from uac_kernel.sandbox import WarmSandbox, check, evaluate, safe_builtins, to_plain
+from uac_kernel.sandbox import WarmSandbox, _child, check, evaluate, safe_builtins, to_plain
 
 FAST: dict[str, Any] = {"cpu_seconds": 1.0, "memory_mb": 256}
 
@@ -461,10 +460,10 @@ def test_unpickler_refuses_anything_but_plain_data(tmp_path: Path) -> None:
             return (os.system, (f"touch {target}",))
 
     with pytest.raises(pickle.UnpicklingError):
-        sandbox._PlainUnpickler(io.BytesIO(pickle.dumps(("ok", Exploit())))).load()
+        _child._PlainUnpickler(io.BytesIO(pickle.dumps(("ok", Exploit())))).load()
     assert not target.exists()
     plain = ("ok", [date(2025, 1, 1), datetime(2025, 1, 1, tzinfo=UTC), timedelta(2)])
-    assert sandbox._PlainUnpickler(io.BytesIO(pickle.dumps(plain))).load() == plain
+    assert _child._PlainUnpickler(io.BytesIO(pickle.dumps(plain))).load() == plain
 
 
 # --- what queries are for -----------------------------------------------------------------
@@ -593,12 +592,12 @@ def test_runtime_wall_holds_without_the_static_check(source: str, outcome: str |
     """Code that skipped check() still finds only the safe builtins, in lambdas and
     comprehensions too; the __import__ kept for C code hands back nothing."""
     code = compile(source, "<query>", "eval")
-    budget = sandbox._Budget(cpu_seconds=1.0, memory_mb=256, wall_seconds=5.0)
+    budget = _child._Budget(cpu_seconds=1.0, memory_mb=256, wall_seconds=5.0)
     if outcome is None:
-        assert sandbox._run_forked(code, {"__builtins__": builtins}, budget) is None
+        assert _child._run_forked(code, {"__builtins__": builtins}, budget) is None
         return
     with pytest.raises(SandboxFailed) as info:
-        sandbox._run_forked(code, {"__builtins__": builtins}, budget)
+        _child._run_forked(code, {"__builtins__": builtins}, budget)
     assert str(info.value).startswith(outcome)
 
 

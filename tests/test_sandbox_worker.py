@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict
 
 from uac_kernel import Workbench
 from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused
-from uac_kernel.sandbox import _MUTATING_ATTRS, WarmSandbox, check, evaluate
+from uac_kernel.sandbox import WarmSandbox, check, evaluate
+from uac_kernel.sandbox._policy import _MUTATING_ATTRS
 
 FAST: dict[str, Any] = {"cpu_seconds": 1.0, "memory_mb": 256}
 ROOT = Path(__file__).resolve().parent.parent
