@@ -86,6 +86,14 @@ def fake_model(body: dict[str, Any]) -> str:
         return json.dumps({"operations": ops})
     if "how many trips" in prompt.lower():
         return json.dumps({"expression": "len(user.all(Trip))", "explanation": "counts the trips"})
+    if "trips since march" in prompt.lower():
+        return json.dumps(
+            {
+                "expression": "[t.destination for t in user.where(Trip, 'start', "
+                "since=date(2025, 3, 1))]",
+                "explanation": "reads the trips from their start-date index",
+            }
+        )
     return json.dumps(
         {"expression": "[h['text'] for h in search('ear clinic', 1)]", "explanation": "looks it up"}
     )
@@ -130,6 +138,10 @@ def test_extract_checkpoint_ask_round_trip(tmp_path: Path, server: ChatServer) -
     assert answer.ok and answer.value == 1 and answer.expression == "len(user.all(Trip))"
     assert [r["key"] for r in answer.certificate.records] == ["trip-2025-03-lisbon"]
     assert [u["source"] for u in answer.certificate.utterances] == ["chat-2#1"]
+    # records reached through the index are in the certificate too
+    ranged = wb.ask("Which trips since March?")
+    assert ranged.ok and ranged.value == ["Lisbon"]
+    assert [r["key"] for r in ranged.certificate.records] == ["trip-2025-03-lisbon"]
     open_q = wb.ask("What did the clinic prescribe?")
     assert open_q.ok and open_q.value == ["The walk-in clinic gave me amoxicillin for my ear."]
     assert open_q.certificate.utterances[0]["source"] == "chat-3#1"

@@ -9,6 +9,7 @@ the utterances behind them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
 import orjson
@@ -44,7 +45,8 @@ The expression runs in a sandbox that provides only:
   user.count(T); user.today (a date) and user.now (a datetime) -- the time of the latest event.
   user.where(T, field, since=..., before=...): current records whose date, date-time or number
   field is >= since and < before (either may be left out), ordered by it -- an index, so prefer
-  it to filtering user.all(T) by a range; user.unset(T, field): those where the field is None.
+  it to filtering user.all(T) by a range; user.unset(T, field): those where that (date,
+  date-time or number) field is None.
 - Each record has its fields as attributes (None when unknown) plus key, valid_from, valid_to,
   sources, retracted.
 - search(text, k): the k utterances of the conversation log that best match text (BM25), as
@@ -141,6 +143,18 @@ class _TracingView(UserView):
 
     def history(self, T: type[Record] | str) -> list[Record]:
         return self._note(super().history(T))
+
+    def where(
+        self,
+        T: type[Record] | str,
+        field: str,
+        since: date | datetime | float | None = None,
+        before: date | datetime | float | None = None,
+    ) -> list[Record]:
+        return self._note(super().where(T, field, since, before))
+
+    def unset(self, T: type[Record] | str, field: str) -> list[Record]:
+        return self._note(super().unset(T, field))
 
     def get(self, T: type[Record] | str, key: str) -> Record | None:
         rec = super().get(T, key)
