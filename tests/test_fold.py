@@ -12,11 +12,11 @@ from conftest import append, fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uac_kernel.errors import EventError, QueryError
+from uac_kernel.errors import EventError, FoldError, QueryError
 from uac_kernel.events import parse_jsonl, parse_objects, plan_batch
 from uac_kernel.fold import State, fold, order_value
 from uac_kernel.query import UserView
-from uac_kernel.store import Store
+from uac_kernel.store import NewEvent, Store
 
 
 def test_add_update_retract_keep_history(db: Path) -> None:
@@ -322,3 +322,20 @@ def test_where_compares_large_integers_exactly(db: Path) -> None:
         ],
     )
     assert [r.key for r in UserView(state).where("Tally", "n", since=big + 1)] == ["b"]
+
+
+@pytest.mark.parametrize("op", ["add", "update"])
+def test_a_log_that_skips_a_schema_event_is_refused_by_name(tmp_path: Path, op: str) -> None:
+    # Store.append is public: a log written past plan_batch can lack a field's schema event.
+    store, state, t = Store(tmp_path / "s.duckdb"), State("maya"), datetime(2025, 1, 1)
+    start = [
+        NewEvent(t, "schema", "maya", {"type": "Trip"}),
+        NewEvent(t, "schema", "maya", {"type": "Trip", "field": "city", "ftype": "str"}),
+        NewEvent(t, "fact", "maya", {"op": "add", "type": "Trip", "key": "a", "fields": {}}),
+    ]
+    state.apply_all(store.append(start))
+    key = "b" if op == "add" else "a"
+    bad = {"op": op, "type": "Trip", "key": key, "fields": {"city": "Oslo", "nights": 3}}
+    logged = store.append([NewEvent(t, "fact", "maya", bad)])
+    with pytest.raises(FoldError, match=r"Trip has no field 'nights'.*Workbench\.ingest"):
+        state.apply_all(logged)

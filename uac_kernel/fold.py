@@ -258,9 +258,7 @@ class State:
                 "retracted": False,
                 **ts.blank,
             }
-            readers = ts.readers
-            for f, v in given.items():
-                values[f] = readers[f](v)
+            _read_given(ts, given, values, ev.seq)
             rec = ts.current[key] = new_record(ts.cls, values)
             if ts.indexes:
                 ts.reindex(key, None, rec)
@@ -273,8 +271,7 @@ class State:
             ended = dict(old.__dict__, valid_to=ev.ts)
             if op == "update":
                 values = dict(old.__dict__, valid_from=ev.ts, sources=(*old.sources, ev.seq))
-                for f, v in given.items():
-                    values[f] = ts.readers[f](v)
+                _read_given(ts, given, values, ev.seq)
                 rec = ts.current[key] = new_record(ts.cls, values)
                 if ts.indexes:
                     ts.reindex(key, old, rec)
@@ -290,6 +287,19 @@ class State:
         self.dirty.add((name, "current", ts.position[key] // BLOCK))
         self.changed_types.add(name)
         self.type_seq[name] = ev.seq
+
+
+def _read_given(ts: TypeState, given: dict[str, Any], values: dict[str, Any], seq: int) -> None:
+    """Read a fact's given fields into ``values``; a field the schema lacks is a broken log."""
+    readers = ts.readers
+    try:
+        for f, v in given.items():
+            values[f] = readers[f](v)
+    except KeyError as exc:
+        raise FoldError(
+            f"event {seq}: {ts.name} has no field {exc.args[0]!r} (no schema event adds it before "
+            "this event); append facts through Workbench.ingest, which adds schema events"
+        ) from None
 
 
 def _rebuild(cls: type[Record], rec: Record) -> Record:
