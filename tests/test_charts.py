@@ -272,6 +272,21 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     ]
 
 
+def test_an_alert_of_a_rule_not_in_force_is_not_called_standing(tmp_path: Path) -> None:
+    path = tmp_path / "m.duckdb"
+    with Workbench(path, user="maya", rules=[late_books]) as first:
+        first.ingest(EVENTS)  # the late book stands when this session ends
+    with Workbench(path, user="maya", rules=[]) as later:
+        (row,) = [
+            {k: r[k] for k in ("state", "standing", "rule_in_force")}
+            for r in values(alerts_timeline(later).to_dict())
+        ]
+    assert row == {"state": "raised", "standing": False, "rule_in_force": False}
+    with Workbench(path, user="maya", rules=[late_books]) as again:
+        (row,) = values(alerts_timeline(again).to_dict())
+    assert row["standing"] and row["rule_in_force"]
+
+
 def test_charts_of_an_empty_user(wb: Workbench, tmp_path: Path) -> None:
     with Workbench(tmp_path / "empty.duckdb", user="nobody") as empty:
         for chart in (events_over_time(empty), records_over_time(empty), alerts_timeline(empty)):

@@ -264,8 +264,19 @@ def test_alert_inspector_shows_evidence_and_history(wb: Workbench) -> None:
     inspector.refresh()
     assert inspector.alerts == [] and inspector.counts["critical"] == 0
     (gone,) = inspector.past
-    assert gone["id"] == alert["id"]
+    assert gone["id"] == alert["id"] and not gone["not_in_force"]
     assert [h["state"] for h in gone["history"]] == ["raised", "cleared"]
+
+
+def test_alert_inspector_marks_an_alert_whose_rule_is_not_in_force(wb: Workbench) -> None:
+    path, user = wb.store.path, wb.user
+    wb.close()
+    with Workbench(path, user=user, rules=[]) as later:
+        inspector = w.AlertInspector(later)
+        assert inspector.alerts == []
+        (gone,) = inspector.past
+        assert gone["rule"] == "drug_allergy_cross_reactivity" and gone["not_in_force"]
+        assert [h["state"] for h in gone["history"]] == ["raised"]  # not cleared by the reopen
 
 
 # -- StateExplorer ----------------------------------------------------------------------------

@@ -311,6 +311,14 @@ def test_alerts_of_rules_not_in_force_stand_in_the_log_until_their_rule_runs(
     # The shipped library opened on the same store leaves the notebook rule's history alone.
     wb = Workbench(path, user="maya")
     assert history(wb) == [("raised", "2 trips"), ("cleared", "2 trips")]
+    wb.close()
+
+    # Read-only, nothing is logged: add_rule reports what changed in this session.
+    wb = Workbench(path, user="maya", rules=[], read_only=True)
+    assert [a.message for a in wb.add_rule(many_trips(1)).raised] == ["2 trips"]
+    again = wb.add_rule(many_trips(1))
+    assert not (again.raised or again.updated or again.cleared)
+    assert history(wb) == [("raised", "2 trips"), ("cleared", "2 trips")]
 
 
 def test_users_are_separate(tmp_path: Path) -> None:

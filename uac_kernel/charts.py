@@ -226,6 +226,9 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
     next event, so a severity change shows as a change of colour along the bar.
     """
     clock = wb.state.now
+    # An alert of a rule this session does not run is not evaluated: its bar runs on to the
+    # clock (the log never cleared it), but it is not called standing.
+    in_force = list(wb.runner.rules)
     rows = _rows(
         wb,
         """
@@ -241,12 +244,13 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
         SELECT id, rule, severity, category, message, state,
                strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS start,
                strftime(coalesce(until, greatest(?, ts)), '%Y-%m-%dT%H:%M:%SZ') AS "end",
-               until IS NULL AS standing
+               until IS NULL AND rule IN (SELECT unnest(?)) AS standing,
+               rule IN (SELECT unnest(?)) AS rule_in_force
         FROM spans
         WHERE state IN ('raised', 'updated')
         ORDER BY seq
         """,
-        [wb.user, clock],
+        [wb.user, clock, in_force, in_force],
     )
     base = alt.Chart(
         _data(rows), title=_title(f"Alerts of {wb.user}", "bars: raised → cleared")
@@ -261,6 +265,7 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
             alt.Tooltip("start:T", title="from", format="%Y-%m-%d %H:%M", formatType="utc"),
             alt.Tooltip("end:T", title="until", format="%Y-%m-%d %H:%M", formatType="utc"),
             alt.Tooltip("standing:N", title="standing"),
+            alt.Tooltip("rule_in_force:N", title="rule in force"),
         ],
     )
     bars = base.mark_bar(height={"band": 0.6}).encode(

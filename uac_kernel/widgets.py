@@ -365,7 +365,8 @@ class AlertInspector(_Widget):
 
     Evidence is the records an alert rests on (current field values, or their last version if
     they have since changed) and the log events behind them, facts with the utterances they were
-    derived from. ``past`` holds alerts that no longer stand, newest first.
+    derived from. ``past`` holds alerts that no longer stand, newest first; ``not_in_force``
+    marks one the log still has raised whose rule this session does not run.
     """
 
     _esm = _module("alert_inspector.js")
@@ -431,6 +432,9 @@ class AlertInspector(_Widget):
         self.past = [
             {
                 "id": i,
+                # the log still has it raised, but no rule of this session evaluates it
+                "not_in_force": last[i].get("rule") not in wb.runner.rules
+                and last[i].get("state") in ("raised", "updated"),
                 "rule": last[i].get("rule", ""),
                 "severity": last[i].get("severity", ""),
                 "category": last[i].get("category", ""),

@@ -253,7 +253,9 @@ class Workbench:
         putting back a rule that was in force before logs only what differs since.
         """
         self.runner.add(r)
-        self.runner.run(self.view, None, only=[r.name])
+        change = self.runner.run(self.view, None, only=[r.name])
+        if self.store.read_only:  # nothing can be logged, so the log is no reference
+            return change
         return self._reconcile_alerts({r.name})
 
     def _log_alerts(self, change: AlertChange) -> None:

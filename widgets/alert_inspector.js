@@ -73,6 +73,7 @@ function render({ model, el }) {
         h("strong", { text: a.rule }),
         a.category ? h("span", { class: "uac-muted", text: ` · ${a.category}` }) : null,
         h("span", { class: "uac-message", text: ` — ${a.message}` }),
+        a.not_in_force ? h("span", { class: "uac-muted", text: " (rule not in force)" }) : null,
       ),
       withEvidence ? [h("h4", { text: "Evidence" }), evidence(a.evidence)] : null,
       history(a.history),
