@@ -77,7 +77,8 @@ class IngestReport:
     raised: list[Alert] = field(default_factory=list)
     cleared: list[Alert] = field(default_factory=list)
     updated: list[Alert] = field(default_factory=list)
-    # Where the time went, in seconds: parse, validate, write (the log), fold, rules.
+    # Where the time went, in seconds: parse, validate, write (the log), fold, rules. "rules"
+    # also holds the GC's one walk over the batch's new records once it resumes (see _no_gc).
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
