@@ -9,7 +9,6 @@ the utterances behind them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from typing import Any
 
 import orjson
@@ -129,7 +128,7 @@ class _TracingView(UserView):
     def total(self) -> int:
         return len(self.ids)
 
-    def _note(self, records: list[Record]) -> list[Record]:
+    def _handed(self, records: list[Record]) -> list[Record]:
         for r in records:
             ident = (type(r).__name__, r.key, r.sources[-1] if r.sources else 0)
             if ident not in self.ids:
@@ -137,30 +136,6 @@ class _TracingView(UserView):
                 if len(self.seen) < TRACE_LIMIT:
                     self.seen.append(r)
         return records
-
-    def all(self, T: type[Record] | str) -> list[Record]:
-        return self._note(super().all(T))
-
-    def history(self, T: type[Record] | str) -> list[Record]:
-        return self._note(super().history(T))
-
-    def where(
-        self,
-        T: type[Record] | str,
-        field: str,
-        since: date | datetime | float | None = None,
-        before: date | datetime | float | None = None,
-    ) -> list[Record]:
-        return self._note(super().where(T, field, since, before))
-
-    def unset(self, T: type[Record] | str, field: str) -> list[Record]:
-        return self._note(super().unset(T, field))
-
-    def get(self, T: type[Record] | str, key: str) -> Record | None:
-        rec = super().get(T, key)
-        if rec is not None:
-            self._note([rec])
-        return rec
 
 
 def search_function(index: LogSearch, hits: list[int]) -> Any:

@@ -59,11 +59,11 @@ class UserView:
 
     def all(self, T: type[Record] | str) -> list[Record]:
         """The current records of type ``T``, in order of creation."""
-        return self._state.all(self._name(T))
+        return self._handed(self._state.all(self._name(T)))
 
     def history(self, T: type[Record] | str) -> list[Record]:
         """Every version of type ``T``: superseded and retracted ones, then the current ones."""
-        return self._state.history(self._name(T))
+        return self._handed(self._state.history(self._name(T)))
 
     def fields(self, T: type[Record] | str) -> list[str]:
         """The field names of type ``T`` (without key, time bounds and sources)."""
@@ -89,13 +89,18 @@ class UserView:
             if numeric != (kind == "number") or not (numeric or isinstance(bound, date)):
                 want = "a number" if kind == "number" else "a date or datetime"
                 raise QueryError(f"{label}={bound!r}: {name}.{field} needs {want} here")
-        return self._state.where(name, field, since, before)
+        return self._handed(self._state.where(name, field, since, before))
 
     def unset(self, T: type[Record] | str, field: str) -> list[Record]:
         """Current records of type ``T`` where ``field`` is not set: what ``where`` leaves out."""
         name = self._name(T)
         self._orderable(name, field)
-        return self._state.unset(name, field)
+        return self._handed(self._state.unset(name, field))
+
+    def _handed(self, records: list[Record]) -> list[Record]:
+        """Every record a query or rule is handed passes through here (a view that notes what an
+        answer rests on overrides it; queries cannot call it: its name starts with ``_``)."""
+        return records
 
     def _orderable(self, name: str, field: str) -> str:
         ftype = self._state.schema.types.get(name, {}).get(field)
@@ -116,7 +121,10 @@ class UserView:
 
     def get(self, T: type[Record] | str, key: str) -> Record | None:
         """The current record of type ``T`` under ``key``, or None."""
-        return self._state.get(self._name(T), key)
+        rec = self._state.get(self._name(T), key)
+        if rec is not None:
+            self._handed([rec])
+        return rec
 
     def count(self, T: type[Record] | str) -> int:
         ts = self._state.types.get(self._name(T))
