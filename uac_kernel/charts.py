@@ -226,31 +226,30 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
     next event, so a severity change shows as a change of colour along the bar.
     """
     clock = wb.state.now
-    # An alert of a rule this session does not run is not evaluated: its bar runs on to the
-    # clock (the log never cleared it), but it is not called standing.
-    in_force = list(wb.runner.rules)
     rows = _rows(
         wb,
         """
         WITH a AS (
             SELECT seq, ts, payload ->> '$.id' AS id, payload ->> '$.state' AS state,
                    payload ->> '$.rule' AS rule, payload ->> '$.severity' AS severity,
-                   payload ->> '$.category' AS category, payload ->> '$.message' AS message
+                   payload ->> '$.category' AS category, payload ->> '$.message' AS message,
+                   payload ->> '$.rule' IN (SELECT unnest(?)) AS rule_in_force
             FROM events WHERE user_id = ? AND kind = 'alert'
         ),
+        -- An alert of a rule this session does not run is not evaluated: its bar runs on to
+        -- the clock (the log never cleared it), but it is not called standing.
         spans AS (
             SELECT *, lead(ts) OVER (PARTITION BY id ORDER BY seq) AS until FROM a
         )
         SELECT id, rule, severity, category, message, state,
                strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS start,
                strftime(coalesce(until, greatest(?, ts)), '%Y-%m-%dT%H:%M:%SZ') AS "end",
-               until IS NULL AND rule IN (SELECT unnest(?)) AS standing,
-               rule IN (SELECT unnest(?)) AS rule_in_force
+               until IS NULL AND rule_in_force AS standing, rule_in_force
         FROM spans
         WHERE state IN ('raised', 'updated')
         ORDER BY seq
         """,
-        [wb.user, clock, in_force, in_force],
+        [list(wb.runner.rules), wb.user, clock],
     )
     base = alt.Chart(
         _data(rows), title=_title(f"Alerts of {wb.user}", "bars: raised → cleared")
