@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
+# What `uac demo` writes into the directory it runs in, and nothing else.
+DEMO_FILES = {"uac-demo.duckdb", "uac-demo.jsonl", "uac-demo.py"}
+
 
 def uac(
     *args: str, cwd: Path, env: dict[str, str] | None = None
@@ -188,10 +192,45 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     text = out.stdout
     assert "1023 events" in text and "Transaction" in text
     assert "answer: " in text and "penicillin" in text and "Alerts standing" in text
+    assert {p.name for p in tmp_path.iterdir()} == DEMO_FILES
     code = (tmp_path / "uac-demo.py").read_text()
     assert code == uac("code", "--db", "uac-demo.duckdb", "--user", "maya", cwd=tmp_path).stdout
     again = uac("demo", cwd=tmp_path)  # a second run rebuilds the demo store from scratch
     assert again.returncode == 0 and "1023 events appended" in again.stdout
+
+
+def test_demo_writes_beside_the_store_it_was_given(tmp_path: Path) -> None:
+    out = uac("demo", "--db", "out/demo.duckdb", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert written == ["out", "out/demo.duckdb", "out/demo.jsonl", "out/demo.py"]
+
+
+def test_a_checkout_ignores_what_the_demo_writes(tmp_path: Path) -> None:
+    """`./scripts/demo` then `./scripts/test`: the demo's files in the project root are neither
+    the linter's business nor `git status`'s, in a clone and in a checkout without git."""
+    git = subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", "--no-index", *sorted(DEMO_FILES)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if git.returncode == 128:
+        pytest.skip(f"{ROOT} is not a git checkout: {git.stderr.strip()}")
+    assert set(git.stdout.split()) == DEMO_FILES, "the demo's files must be in .gitignore"
+
+    (tmp_path / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
+    (tmp_path / "uac-demo.py").write_text("import os\nx  =  [ 1 ]\n")  # unformatted, unused import
+    (tmp_path / "uac-demo.jsonl").write_text("{}\n")
+    for check in (["check", "."], ["format", "--check", "."]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", *check, "--no-cache"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, f"ruff {' '.join(check)} read the demo's files:\n{done.stdout}"
 
 
 def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:

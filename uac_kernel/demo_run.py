@@ -63,8 +63,10 @@ DEMO_QUESTIONS: list[tuple[str, str]] = [
 
 
 def _fresh_path(path: Path) -> None:
-    """Remove an earlier demo store at ``path``; refuse to touch any other store."""
+    """Make ``path`` ready for a new demo store: create its folder (the demo writes its events
+    and code beside the store), remove an earlier demo store, refuse to touch any other store."""
     if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
         return
     store = Store(path, read_only=True)
     try:
