@@ -495,6 +495,77 @@ def test_passport_seven_months_after_return_is_fine(tmp_path: Path) -> None:
     assert fire(lib.passport_validity, view) == []
 
 
+def test_passport_own_country_needs_no_validity_margin(tmp_path: Path) -> None:
+    """A trip to the passport's country (named by code, name or demonym) is not held to the
+    six-month rule or to blank pages; it still needs a passport valid for the journey."""
+
+    def trip(key: str, country: str, start: str, end: str) -> dict[str, Any]:
+        return add(
+            "2025-10-26", "Trip", key, country=country, start=start, end=end, international=True
+        )
+
+    view = build(
+        tmp_path,
+        [
+            add("2025-06-01", "Residence", "zh", city="Zürich", country="Switzerland"),
+            add("2025-06-01", "Passport", "p", country="UK", expires="2026-02-19", blank_pages=1),
+            trip("birmingham", "United Kingdom", "2025-12-20", "2025-12-28"),
+            trip("milan", "Italy", "2025-11-21", "2025-11-23"),
+            trip("london", "Great Britain", "2026-03-01", "2026-03-05"),
+        ],
+    )
+    by_trip: dict[str, list[Alert]] = {}
+    for a in fire(lib.passport_validity, view):
+        by_trip.setdefault(next(k for k in keys(a) if k.startswith("Trip")), []).append(a)
+    assert "Trip/birmingham" not in by_trip
+    assert len(by_trip["Trip/milan"]) == 2  # 88 days of validity left, 1 blank page
+    (london,) = by_trip["Trip/london"]  # expired by departure: no pages, no margin asked
+    assert london.severity == "critical" and "before you leave" in london.message
+
+
+def test_passport_domestic_trip_is_not_checked(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Residence", "home", city="Leeds", country="GB"),
+            add("2024-01-01", "Passport", "p", nationality="British", expires="2025-01-01"),
+            add(
+                "2025-01-10",
+                "Trip",
+                "edinburgh",
+                country="Scotland",
+                start="2025-03-01",
+                end="2025-03-03",
+                international=True,
+            ),
+        ],
+    )
+    assert fire(lib.passport_validity, view) == []
+
+
+def test_trip_alerts_clear_once_the_trip_is_over(tmp_path: Path) -> None:
+    """Trip rules re-run as the clock moves: a trip's alerts stand until it ends, not for
+    months after, though no record changed."""
+    from uac_kernel.workbench import Workbench
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest(
+        [
+            add("2025-10-30", "Passport", "p", expires="2026-02-19"),
+            add("2025-10-30", "DriverLicense", "dl", expires="2025-11-22"),
+            add(
+                "2025-10-30", "Trip", "milan", country="Italy", start="2025-11-21", end="2025-11-23"
+            ),
+        ]
+    )
+    rules = {"passport_validity", "document_expires_before_trip"}
+    assert {a.rule for a in wb.alerts()} == rules
+    assert {a.rule for a in wb.ingest([clock("2025-11-23T20:00")]).cleared} == set()
+    report = wb.ingest([clock("2025-11-24T08:00")])
+    assert {a.rule for a in report.cleared} == rules and wb.alerts() == []
+    wb.close()
+
+
 def test_passport_of_named_traveller(tmp_path: Path) -> None:
     view = build(
         tmp_path,

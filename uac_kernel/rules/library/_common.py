@@ -95,6 +95,56 @@ MIN_BLANK_PAGES = 2  # a visa sticker takes a full page, entry and exit stamps a
 
 MEAL_TYPES = frozenset(_split("Reservation Dinner Lunch Breakfast Brunch Meal"))
 
+# Other names people give a country: ISO 3166-1 codes, short and formal names, its nations, the
+# demonym a passport's ``nationality`` often holds, and a few native names. Two-letter codes
+# that are also US state codes (DE, IN, CA) or words ("no") are left out. A name not listed
+# stands for itself. Matched whole, never as a word inside a longer name.
+_COUNTRY_ALIASES = {
+    "United Kingdom": "UK, U.K., GB, GBR, Great Britain, Britain, British, England, English, "
+    "Scotland, Scottish, Wales, Welsh, Northern Ireland, "
+    "United Kingdom of Great Britain and Northern Ireland",
+    "United States": "US, U.S., USA, U.S.A., United States of America, America, American",
+    "Ireland": "IE, IRL, Irish, Republic of Ireland, Eire",
+    "Switzerland": "CH, CHE, Swiss, Schweiz, Suisse, Svizzera",
+    "Germany": "DEU, German, Deutschland",
+    "France": "FR, FRA, French",
+    "Italy": "IT, ITA, Italian, Italia",
+    "Spain": "ES, ESP, Spanish, España",
+    "Portugal": "PT, PRT, Portuguese",
+    "Netherlands": "NL, NLD, Dutch, Holland, The Netherlands",
+    "Belgium": "BE, BEL, Belgian",
+    "Austria": "AT, AUT, Austrian, Österreich",
+    "Czechia": "CZ, CZE, Czech, Czech Republic",
+    "Poland": "PL, POL, Polish, Polska",
+    "Sweden": "SE, SWE, Swedish, Sverige",
+    "Norway": "NOR, Norwegian, Norge",
+    "Denmark": "DK, DNK, Danish, Danmark",
+    "Japan": "JP, JPN, Japanese, Nippon",
+    "China": "CN, CHN, Chinese, PRC, People's Republic of China",
+    "South Korea": "KR, KOR, Korea, Korean, Republic of Korea",
+    "India": "IND, Indian",
+    "Canada": "CAN, Canadian",
+    "Mexico": "MX, MEX, Mexican",
+    "Brazil": "BR, BRA, Brazilian, Brasil",
+    "Australia": "AU, AUS, Australian",
+    "New Zealand": "NZ, NZL, New Zealander",
+    "Nigeria": "NG, NGA, Nigerian",
+    "South Africa": "ZA, ZAF, South African",
+    "United Arab Emirates": "AE, ARE, UAE, Emirati",
+}
+COUNTRY_NAMES: dict[str, str] = {
+    alias: _norm(name)
+    for name, aliases in _COUNTRY_ALIASES.items()
+    for alias in (*_terms(aliases), _norm(name))
+}
+
+
+def _country(text: str) -> str:
+    """The normalised name of the country ``text`` names (``"UK"``, ``"GB"``, ``"British"`` and
+    ``"United Kingdom"`` are one country); a name the table lacks, normalised."""
+    n = _norm(text)
+    return COUNTRY_NAMES.get(n, n)
+
 
 # -- record helpers --------------------------------------------------------------------------
 def _get(rec: Record, name: str) -> Any:

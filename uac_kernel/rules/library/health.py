@@ -486,6 +486,7 @@ def _current_conditions(user: UserView) -> list[tuple[Record, str]]:
 
 @rule(
     watch=["Condition", *ACTIVITY_TYPES],
+    clock=True,
     severity="critical",
     category="drug_interactions_health_safety",
     source="WRSTC/UHMS Diver Medical | Participant Questionnaire (2020): conditions that need a "
@@ -501,7 +502,8 @@ def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
 
     Flags a planned activity of ``ACTIVITY_CLEARANCE`` (scuba diving) with a condition the diver
     medical questionnaire lists (asthma, chronic lung disease, pneumothorax, seizures, heart
-    disease, diabetes): critical — no diving without a physician's written approval.
+    disease, diabetes): critical — no diving without a physician's written approval. Re-runs as
+    the log's clock moves, so an activity's alert clears once it is past.
     """
     conditions = _current_conditions(user)
     if not conditions:

@@ -18,6 +18,7 @@ from uac_kernel.rules.library._common import (
     PASSPORT_MONTHS,
     SCENARIOS,
     TRAVEL_DOCUMENTS,
+    _country,
     _day,
     _days,
     _flag,
@@ -56,6 +57,11 @@ def _names(v: Any) -> list[str]:
     return [_norm(x) for x in items if isinstance(x, str) and _norm(x).strip()]
 
 
+def _countries(*values: Any) -> set[str]:
+    """The countries named by ``values`` (a name or a list of names), one name per country."""
+    return {_country(n) for v in values for n in _names(v)}
+
+
 def _same_person(a: str, b: str) -> bool:
     sa, sb = set(a.split()), set(b.split())
     return bool(sa) and bool(sb) and (sa <= sb or sb <= sa)
@@ -78,8 +84,10 @@ def _passports_for(trip: Record, best: dict[str, Record]) -> list[Record]:
 
 
 def _passport_findings(
-    p: Record, trip: Record, where: str, start: date, end: date
+    p: Record, trip: Record, where: str, start: date, end: date, own: bool
 ) -> Iterator[Finding]:
+    """``own``: the trip goes to the passport's own country, which lets its citizens in on it
+    whatever its remaining validity or blank pages; it must only be valid for the journey."""
     exp = _day(_get(p, "expires")) or date.max
     if exp < start:
         yield Finding(
@@ -93,7 +101,7 @@ def _passport_findings(
             f"{_label(trip)}): renew it before you leave.",
             [p, trip],
         )
-    elif exp != date.max and exp < end + PASSPORT_MONTHS:
+    elif not own and exp != date.max and exp < end + PASSPORT_MONTHS:
         after = (exp - end).days
         yield Finding(
             f"{_label(p)} expires {exp}, only {_days(after)} after you return from {where} on "
@@ -105,7 +113,12 @@ def _passport_findings(
             severity="critical" if after < 90 else "warning",
         )
     pages = _get(p, "blank_pages")
-    if isinstance(pages, int) and not isinstance(pages, bool) and 0 <= pages < MIN_BLANK_PAGES:
+    if (
+        not own
+        and isinstance(pages, int)
+        and not isinstance(pages, bool)
+        and 0 <= pages < MIN_BLANK_PAGES
+    ):
         yield Finding(
             f"{_label(p)} has {pages} blank page{'' if pages == 1 else 's'} left and "
             f"{_label(trip)} goes to {where} on {start}: many countries require "
@@ -118,6 +131,7 @@ def _passport_findings(
 
 @rule(
     watch=["Trip", "Passport", "Residence"],
+    clock=True,
     severity="critical",
     category="travel_document_validity",
     source="U.S. Department of State, travel.state.gov country information (passport validity "
@@ -131,19 +145,21 @@ def passport_validity(user: UserView) -> Iterator[Finding]:
     ``Residence.country``.
 
     A trip is international if ``international`` is true, or if it is not false and names a
-    ``country`` other than the home countries (residence and passport countries). For each
+    ``country`` other than the home countries (residence and passport countries); countries are
+    compared by name, code or demonym ("UK", "GB", "British", "United Kingdom" are one). For each
     traveller the passport with the latest ``expires`` is checked: critical if it expires before
     the trip ends; critical if less than 90 days, warning if less than 183 days (six months) after
-    the return; critical if it has fewer than 2 ``blank_pages``. A named traveller with no
-    passport in that name but one with the same first name and another surname: critical.
+    the return; critical if it has fewer than 2 ``blank_pages``. A trip to the passport's own
+    country (``country``/``nationality``) is checked only for expiry before its end (its
+    citizens need no remaining validity or pages to enter), and not at all if the user also
+    lives there (domestic). A named traveller with no passport in that name but one with the
+    same first name and another surname: critical. A trip's alerts clear once it has ended
+    (the rule re-runs as the log's clock moves).
     """
-    home = {
-        _norm(v)
-        for t in ("Residence", "Passport")
-        for r in user.all(t)
-        for n in ("country", "nationality")
-        if isinstance(v := _get(r, n), str)
-    }
+    residence = _countries(*(_get(r, "country") for r in user.all("Residence")))
+    home = residence | _countries(
+        *(_get(p, n) for p in user.all("Passport") for n in ("country", "nationality"))
+    )
     best: dict[str, Record] = {}
     for p in user.all("Passport"):
         if _flag(p, "cancelled", "lost", "replaced"):
@@ -153,14 +169,15 @@ def passport_validity(user: UserView) -> Iterator[Finding]:
         if holder not in best or exp > (_day(_get(best[holder], "expires")) or date.min):
             best[holder] = p
     for trip, start, end in _upcoming_trips(user):
-        country = _get(trip, "country")
-        country_n = _norm(country) if isinstance(country, str) else ""
+        dest = _countries(_get(trip, "country"))
         intl = _get(trip, "international")
-        if intl is True or (intl is None and country_n.strip() and country_n not in home):
+        if intl is True or (intl is None and dest and not dest <= home):
             where = _trip_where(trip) or "your destination"
             passports = _passports_for(trip, best)
             for p in passports:
-                yield from _passport_findings(p, trip, where, start, end)
+                own = bool(dest) and dest <= _countries(_get(p, "country"), _get(p, "nationality"))
+                if not (own and dest <= residence):
+                    yield from _passport_findings(p, trip, where, start, end, own)
             yield from _name_mismatches(trip, best, passports)
 
 
@@ -187,7 +204,8 @@ def _name_mismatches(
 
 # Schengen area members (European Commission, "Schengen Area", 29 countries since 2025).
 SCHENGEN = frozenset(
-    _terms(
+    _country(t)
+    for t in _terms(
         "Austria, Belgium, Bulgaria, Croatia, Czechia, Czech Republic, Denmark, Estonia, Finland,",
         "France, Germany, Greece, Hungary, Iceland, Italy, Latvia, Liechtenstein, Lithuania,",
         "Luxembourg, Malta, Netherlands, Norway, Poland, Portugal, Romania, Slovakia, Slovenia,",
@@ -199,12 +217,13 @@ _SCHENGEN_AREA = _norm("Schengen")
 
 def _areas(trip: Record) -> set[str]:
     """The normalised countries of a trip (``country``, ``countries``), plus Schengen if any is."""
-    out = set(_names(_get(trip, "country")) + _names(_get(trip, "countries")))
+    out = _countries(_get(trip, "country"), _get(trip, "countries"))
     return out | {_SCHENGEN_AREA} if out & SCHENGEN else out
 
 
 @rule(
     watch=["Trip", "Visa"],
+    clock=True,
     severity="critical",
     category="travel_document_validity",
     source="U.S. Department of State, travel.state.gov country information (visas); "
@@ -222,7 +241,7 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
     visas: dict[str, list[Record]] = defaultdict(list)
     for v in user.all("Visa"):
         if not _flag(v, "cancelled"):
-            for area in _names(_get(v, "country")):
+            for area in _countries(_get(v, "country")):
                 visas[area].append(v)
     if not visas:
         return
@@ -251,7 +270,7 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
             single = _flag(v, "single_entry") or entries == 1 or "single" in str(entries).lower()
             if not single:
                 continue
-            v_areas = set(_names(_get(v, "country")))
+            v_areas = _countries(_get(v, "country"))
             used = [
                 t
                 for t, s, areas in trips
@@ -273,6 +292,7 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
 
 @rule(
     watch=["Trip"],
+    clock=True,
     severity="critical",
     category="travel_document_validity",
     source="Schengen Borders Code (Regulation (EU) 2016/399), Article 6: at most 90 days in any "
@@ -327,6 +347,7 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
 
 @rule(
     watch=["Trip", *TRAVEL_DOCUMENTS],
+    clock=True,
     severity="critical",
     category="travel_document_validity",
     source=f"{SCENARIOS}: deadline_06, travel_06, finance_04",
