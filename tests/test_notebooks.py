@@ -45,6 +45,27 @@ def _copy_notebooks(tmp: Path) -> Path:
     return work
 
 
+def _shown_by_git_status(work: Path, before: set[str]) -> list[str]:
+    """What a notebook wrote next to itself in ``work`` (its copy of ``notebooks/``) that
+    `git status` would show had it run in the checkout, as a reader runs it by hand."""
+    written = [
+        f"notebooks/{p.name}/" if p.is_dir() else f"notebooks/{p.name}"
+        for p in sorted(work.iterdir())
+        if p.name not in before
+    ]
+    if not written:
+        return []
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", "--no-index", *written],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode == 128:  # not a git checkout: there is no status to dirty
+        return []
+    return sorted(set(written) - set(done.stdout.splitlines()))
+
+
 def test_there_are_notebooks() -> None:
     names = {p.name for p in IPYNBS}
     assert {
@@ -100,6 +121,7 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
         resources={"metadata": {"path": str(work)}},
     )
     before = sorted(p.name for p in NOTEBOOKS.iterdir())
+    copied = {p.name for p in work.iterdir()}
     started = time.monotonic()
     try:
         client.execute(env=_isolated_env(tmp_path))
@@ -120,6 +142,8 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     assert not not_run, f"{path.name}: cells {not_run} never ran"
     after = sorted(p.name for p in NOTEBOOKS.iterdir())
     assert after == before, f"{path.name} wrote into notebooks/ of the repository: {after}"
+    dirty = _shown_by_git_status(work, copied)
+    assert not dirty, f"{path.name} writes files that .gitignore does not cover: {dirty}"
 
 
 _RUN_MARIMO = """
