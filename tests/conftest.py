@@ -21,6 +21,22 @@ def fact(ts: str, op: str, type_: str, key: str, **fields: Any) -> dict[str, Any
     return ev
 
 
+def without_record(code: str, key: str) -> str:
+    """``code`` (a checkpoint part) with the record of ``key`` deleted, however many lines it spans."""
+    import ast
+
+    lines = code.splitlines(keepends=True)
+    # a cell's `%%uac cell ...` line is not Python: blank it, keeping the line numbers
+    python = "".join("\n" if ln.startswith("%") else ln for ln in lines)
+    for node in ast.walk(ast.parse(python)):
+        if isinstance(node, ast.Call) and any(
+            kw.arg == "key" and isinstance(kw.value, ast.Constant) and kw.value.value == key
+            for kw in node.keywords
+        ):
+            return "".join(lines[: node.lineno - 1] + lines[node.end_lineno :])  # type: ignore[operator]
+    raise AssertionError(f"no record {key!r} in the code")
+
+
 def append(store: Store, state: State, events: Iterable[dict[str, Any]]) -> None:
     """Validate, append and fold a batch, as the workbench does."""
     state.apply_all(store.append(plan_batch(state, parse_objects(events))))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import fact
+from conftest import fact, without_record
 
 from uac_kernel.errors import CodeError, EditConflict
 from uac_kernel.workbench import Workbench
@@ -49,8 +49,7 @@ def test_edited_record_clears_an_alert(wb: Workbench) -> None:
 
 
 def test_deleted_and_new_records(wb: Workbench) -> None:
-    cell = wb.cell("Medication")
-    lines = [ln for ln in cell.splitlines() if "key='ibu'" not in ln]
+    lines = without_record(wb.cell("Medication"), "ibu").splitlines()
     lines.insert(-1, "    Medication(key='vitd', name='vitamin D', dose_mg=25.0, active=True),")
     plan, _ = wb.apply_edit("\n".join(lines), version=1, part="Medication")
     assert plan.added == ["vitd"] and plan.retracted == ["ibu"]

@@ -17,6 +17,7 @@ import pytest
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
+from conftest import without_record
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionResult
 from IPython.utils.capture import capture_output
@@ -245,7 +246,7 @@ def test_verify_calls_code_close(loaded: Any) -> None:
         "the last 0 model calls",
         "per purpose",
     ]
-    assert "Medication_records = [" in run_out(ip, "%uac code --version 1")
+    assert "records[Medication] = [" in run_out(ip, "%uac code --version 1")
     assert "closed" in run_out(ip, "%uac close") and "wb" not in ip.user_ns
 
 
@@ -343,7 +344,7 @@ def test_edit_round_trip_change_delete_add(loaded: Any) -> None:
     assert wb.checkpoints.latest().version == 2  # type: ignore[union-attr]
     # (3) a deleted record and (4) a new one, from the new version
     text = edit_cell(ip, "%uac edit Medication --version 2")
-    lines = [ln for ln in text.splitlines() if "key='ibu'" not in ln]
+    lines = without_record(text, "ibu").splitlines()
     lines.insert(-1, "    Medication(key='vitd', name='vitamin D', dose_mg=25.0, active=True),")
     out = run_out(ip, "\n".join(lines))
     assert "added vitd; retracted ibu" in out and "checkpoint 3 taken" in out
@@ -447,7 +448,8 @@ def test_hostile_strings_stay_data(loaded: Any, tmp_path: Path) -> None:
     )
     text = edit_cell(ip, "%uac edit Note")
     assert text.startswith("%%uac cell --version 2 --part Note\n")
-    assert len(text.splitlines()) == 9  # the newline in the data stays an escape in one line
+    # the newline in the data stays an escape, within one line
+    assert f"        text={HOSTILE!r},\n" in text
     # (8) an edit of another field: the hostile value survives byte for byte
     out = run_out(ip, change(text, "mood='ok'", "mood='calm \\\\ \"still\"'"))
     assert "changed n1" in out
@@ -463,7 +465,7 @@ def test_hostile_strings_stay_data(loaded: Any, tmp_path: Path) -> None:
     # statements around the records are not part of the data and are never run
     out = run_out(
         ip,
-        change(again, "Note_records = [", "import os\nos.system('touch CANARY')\nNote_records = ["),
+        change(again, "records[Note] = [", "import os\nos.system('touch CANARY')\nrecords[Note] = ["),
     )
     assert "no change" in out and not (tmp_path / "CANARY").exists()
     assert wb.state.get("Note", "n1").text == HOSTILE  # type: ignore[union-attr]

@@ -1,10 +1,12 @@
-"""The checkpoint as code: typed state → a readable Python module, and back by reading literals.
+"""The checkpoint as code: typed state → a real Python module, and back by reading literals.
 
-The module is what a person would write by hand: one pydantic class per record type, a list of
-the current records of each type, a list of their earlier versions, and the rules in force.
-Every value from the log appears only as a literal (``repr`` of str/int/float/bool, ``date(...)``,
-``datetime(...)``), and reading a module back walks its syntax tree and accepts literals only:
-nothing in it is ever executed.
+The module is what a person would write by hand, and it runs: import it and it defines one
+pydantic class per record type, the current records of each type in ``records[T]``, their
+earlier versions in ``history[T]``, and the rules in force in ``rules``. Every value from the log
+appears only as a literal (``repr`` of str/int/float/bool, ``date(...)``, ``datetime(...)``),
+wherever it stands, and the names the module binds cannot collide: record types start with a
+capital letter, everything else the module binds does not (``schema.MODULE_NAMES``). Reading a
+module back walks its syntax tree and accepts literals only: uac itself never runs it.
 
 The module is cut into *segments* (the header, one class per type, blocks of ``BLOCK`` records)
 whose ids sort into module order, so a checkpoint re-renders only the segments its new events
@@ -27,10 +29,20 @@ from uac_kernel.rules.engine import Rule
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.schema import FIELD_TYPES, Schema
 
-__all__ = ["HEADER", "RULES", "parse_module", "read_literal", "render_module", "render_segments"]
+__all__ = [
+    "HEADER",
+    "RULES",
+    "list_target",
+    "parse_module",
+    "read_literal",
+    "render_module",
+    "render_segments",
+]
 
 HEADER = "0"
 RULES = "3"
+# A record longer than this is written one field per line (ruff's line length in this repo).
+LINE = 100
 
 
 # -- rendering ---------------------------------------------------------------------------
@@ -58,7 +70,8 @@ def literal(value: Any) -> str:
 
 
 def record_line(rec: Record) -> str:
-    """One record as one line of code: ``Trip(key='...', field=..., valid_from=..., sources=(...))``."""
+    """One record as code: ``Trip(key='...', field=..., sources=(...)),`` on one line, or one
+    argument per line when that line would be longer than ``LINE``."""
     parts = [f"key={rec.key!r}"]
     values = rec.__dict__
     for name in type(rec).own_fields():
@@ -72,47 +85,57 @@ def record_line(rec: Record) -> str:
     parts.append(f"sources={literal(tuple(rec.sources))}")
     if rec.retracted:
         parts.append("retracted=True")
-    return f"    {type(rec).__name__}({', '.join(parts)}),\n"
-
-
-def _annotation(ftype: str) -> str:
-    return f"{ftype} | None"
+    name = type(rec).__name__
+    line = f"    {name}({', '.join(parts)}),\n"
+    if len(line) <= LINE + 1:
+        return line
+    return f"    {name}(\n" + "".join(f"        {p},\n" for p in parts) + "    ),\n"
 
 
 def schema_class(name: str, fields: dict[str, str]) -> str:
-    body = "".join(f"    {f}: {_annotation(t)} = None\n" for f, t in fields.items())
+    # No `= None` defaults: a default binds the field's name in the class body, and a field
+    # named `date` would then shadow the type for the annotations after it. Record makes every
+    # field default to None.
+    body = "".join(f"    {f}: {t} | None\n" for f, t in fields.items())
     body = body or "    pass\n"
     return f"\n\nclass {name}(Record):\n{body}"
 
 
 def _header(state: State) -> str:
+    # Nothing from the log goes in the docstring: a user id is data, written only as a literal.
     clock = literal(state.now) if state.now else "None"
     return (
-        f'"""The user model of {state.user!r}, checkpointed from the uac event log.\n\n'
-        "Generated code. Every value is a literal: reading this module back never runs it.\n"
-        "Edit a record in a notebook cell and run it to append a correction to the log.\n"
+        '"""A user model, checkpointed from the uac event log.\n\n'
+        "Generated code: every value is a literal. Import this module to use the user's records\n"
+        "(pydantic objects) and rules; uac reads it back by its literals only, never by running it.\n"
+        "Every field is optional: an unset field reads None. Edit a record in a notebook cell and\n"
+        "run it to append a correction to the log.\n"
         '"""\n\n'
         "from datetime import date, datetime\n\n"
         "from uac import Record\n\n"
-        f"USER = {state.user!r}\n"
-        f"SEQ = {state.seq}  # the last log event this checkpoint covers\n"
-        f"CLOCK = {clock}  # the time of the latest event: rules measure deadlines from it\n"
+        f"user_id = {literal(state.user)}\n"
+        f"seq = {state.seq}  # the last log event this checkpoint covers\n"
+        f"clock = {clock}  # the time of the latest event: rules measure deadlines from it\n"
+        "records: dict[type[Record], list[Record]] = {}  # the current records of each type\n"
+        "history: dict[type[Record], list[Record]] = {}  # their superseded and retracted versions\n"
     )
 
 
-def _rule_source(r: Rule) -> str | None:
+def _rule_source(r: Rule) -> tuple[str, str] | None:
+    """A user rule's source and the name its ``def`` binds, or None when no source was kept."""
     try:
-        return textwrap.dedent(inspect.getsource(r.func))
+        source = textwrap.dedent(inspect.getsource(r.func))
     except (OSError, TypeError):  # defined where no source is kept (e.g. a bare REPL)
         return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    return (source, defs[0].name) if defs else None
 
 
 def rules_code(rules: Iterable[Rule]) -> str:
-    """The rules section of the module (see ``_rules``)."""
-    return _rules(rules)
-
-
-def _rules(rules: Iterable[Rule]) -> str:
     """The rules in force: shipped ones imported by name, the user's own with their source."""
     shipped = {r.name for r in LIBRARY}
     ordered = sorted(rules, key=lambda r: r.name)
@@ -121,16 +144,20 @@ def _rules(rules: Iterable[Rule]) -> str:
     if listed:
         imports = "".join(f"    {n},\n" for n in listed)
         text += f"from uac.rules import (  # noqa: E402\n{imports})\n"
+    own = ""
     for r in ordered:
         if r.name in shipped:
             continue
-        source = _rule_source(r)
-        if source is None:
-            text += f"\n# {r.name}: in force, but its source was not kept by the session that defined it\n"
+        found = _rule_source(r)
+        if found is None:
+            own += f"\n# {r.name}: in force, but its source was not kept by the session that defined it\n"
         else:
-            text += "\n\n" + source
-            listed.append(r.name)
-    return text + "\nRULES = [\n" + "".join(f"    {n},\n" for n in listed) + "]\n"
+            own += "\n\n" + found[0]
+            listed.append(found[1])
+    if "def " in own:
+        # What a rule written in a notebook cell has at hand there (magics.RULE_HELPERS).
+        text += "from datetime import timedelta  # noqa: E402\n\nfrom uac import Finding, rule  # noqa: E402\n"
+    return text + own + "\nrules = [\n" + "".join(f"    {n},\n" for n in listed) + "]\n"
 
 
 def _block_lines(ts: TypeState, section: str, block: int) -> str:
@@ -163,15 +190,15 @@ def render_segments(
         for name, ts in state.types.items():
             dirty += [(name, "current", b) for b in range((len(ts.order) + BLOCK - 1) // BLOCK)]
             dirty += [(name, "history", b) for b in range((len(ts.history) + BLOCK - 1) // BLOCK)]
-    out = {HEADER: _header(state), RULES: _rules(rules)}
+    out = {HEADER: _header(state), RULES: rules_code(rules)}
     for name, section, block in dirty:
         ts = state.types[name]
         t = _type_id(ordinal[name])
         if section == "schema":
             out[f"1:{t}"] = schema_class(name, state.schema.types[name])
-            out[f"2:{t}:a"] = f"\n\n# {name}: current records\n{name}_records = [\n"
+            out[f"2:{t}:a"] = f"\n\n# {name}: current records\nrecords[{name}] = [\n"
             out[f"2:{t}:c"] = (
-                f"]\n\n# {name}: superseded and retracted versions\n{name}_history = [\n"
+                f"]\n\n# {name}: superseded and retracted versions\nhistory[{name}] = [\n"
             )
             out[f"2:{t}:e"] = "]\n"
         else:
@@ -253,7 +280,7 @@ def parse_classes(tree: ast.Module) -> Schema:
                 elif not (isinstance(item, ast.Pass) or _is_docstring(item)):
                     raise CodeError(
                         f"line {item.lineno}: class {node.name} may only declare fields "
-                        "like `name: str | None = None`"
+                        "like `name: str | None`"
                     )
             schema.types[node.name] = fields
     return schema
@@ -263,20 +290,40 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
 
 
+def list_target(node: ast.stmt) -> tuple[str, str] | None:
+    """``(type, "records"|"history")`` when ``node`` assigns one of the module's record lists:
+    ``records[Trip] = [...]``, or the ``Trip_records = [...]`` form of checkpoints made before
+    version 0.2, which cells saved in older notebooks still hold."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    target = node.targets[0]
+    if (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and target.value.id in ("records", "history")
+        and isinstance(target.slice, ast.Name)
+    ):
+        return target.slice.id, target.value.id
+    if isinstance(target, ast.Name):
+        type_name, _, section = target.id.rpartition("_")
+        if section in ("records", "history") and type_name[:1].isupper():
+            return type_name, section
+    return None
+
+
 def iter_records(
     tree: ast.Module, classes: dict[str, type[Record]]
 ) -> Iterator[tuple[str, str, Record]]:
     """``(type, "records"|"history", record)`` for every record call in the module's lists."""
     for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        found = list_target(node)
+        if found is None or found[0] not in classes:
             continue
-        target = node.targets[0]
-        if not isinstance(target, ast.Name) or not isinstance(node.value, ast.List):
-            continue
-        type_name, _, section = target.id.rpartition("_")
-        if section not in ("records", "history") or type_name not in classes:
-            continue
-        for call in node.value.elts:
+        type_name, section = found
+        value = node.value  # type: ignore[attr-defined]
+        if not isinstance(value, ast.List):
+            raise CodeError(f"line {node.lineno}: {section}[{type_name}] must be a list of records")
+        for call in value.elts:
             yield type_name, section, read_record(call, classes, type_name)
 
 
@@ -302,13 +349,14 @@ def read_record(call: ast.expr, classes: dict[str, type[Record]], expected: str)
 
 
 def read_header(tree: ast.Module) -> dict[str, Any]:
+    """``user_id``, ``seq`` and ``clock`` of a module, read as literals."""
     out: dict[str, Any] = {}
     for node in tree.body:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id in ("USER", "SEQ", "CLOCK")
+            and node.targets[0].id in ("user_id", "seq", "clock")
         ):
             out[node.targets[0].id] = read_literal(node.value)
     return out
@@ -323,9 +371,9 @@ def parse_module(code: str) -> State:
             f"line {exc.lineno}: {exc.msg}; fix the syntax and run the cell again"
         ) from None
     header = read_header(tree)
-    state = State(str(header.get("USER", "")))
-    state.seq = int(header.get("SEQ", 0))
-    state.now = header.get("CLOCK")
+    state = State(str(header.get("user_id", "")))
+    state.seq = int(header.get("seq", 0))
+    state.now = header.get("clock")
     state.schema = parse_classes(tree)
     for name, fields in state.schema.types.items():
         state.types[name] = TypeState.of(name, fields)

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from uac_kernel.codegen import (
+    list_target,
     parse_classes,
     read_literal,
     read_record,
@@ -51,7 +52,7 @@ def render_part(state: State, part: str, rules_code: str = "") -> str:
     lines = "".join(record_line(r) for r in ts.current.values())
     return (
         schema_class(part, state.schema.types[part]).lstrip("\n")
-        + f"\n\n{part}_records = [\n{lines}]\n"
+        + f"\n\nrecords[{part}] = [\n{lines}]\n"
     )
 
 
@@ -148,18 +149,17 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
     cls = record_class(part, fields)
     records: dict[str, Record] | None = None
     for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        found = list_target(node)
+        if found is None or found[1] != "records":
             continue
-        target = node.targets[0]
-        if not isinstance(target, ast.Name) or not target.id.endswith("_records"):
-            continue
-        if target.id != f"{part}_records":
+        if found[0] != part:
             raise CodeError(
-                f"line {node.lineno}: this cell is the {part} part; {target.id} belongs to another"
+                f"line {node.lineno}: this cell is the {part} part; records[{found[0]}] "
+                "belongs to another"
             )
-        if not isinstance(node.value, ast.List):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.List):
             raise CodeError(
-                f"line {node.lineno}: {target.id} must be a list of {part}(...) records"
+                f"line {node.lineno}: records[{part}] must be a list of {part}(...) records"
             )
         records = {}
         for call in node.value.elts:

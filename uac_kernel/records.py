@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from uac_kernel.schema import check_field_name
+
 __all__ = ["Record", "new_record", "python_type", "record_class"]
 
 
@@ -34,6 +36,23 @@ class Record(BaseModel):
     @classmethod
     def own_fields(cls) -> tuple[str, ...]:
         return _own_fields(cls)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        # Checkpoint code declares fields without `= None`: in a class body a default binds the
+        # field's name, so a field named `date` would shadow the type `date` for every later
+        # annotation. The default is given here instead, once the class exists.
+        required = [f for n, f in cls.model_fields.items() if f.is_required() and n != "key"]
+        for info in required:
+            info.default = None
+        if required:
+            cls.model_rebuild(force=True)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: a name that could be a field is an unset one.
+        if check_field_name(name) is None:
+            return None
+        return super().__getattr__(name)  # type: ignore[misc]
 
 
 _SCALAR_TYPES: dict[str, type] = {

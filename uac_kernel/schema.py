@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "FIELD_TYPES",
+    "MODULE_NAMES",
     "RESERVED_FIELDS",
     "RESERVED_TYPES",
     "Schema",
@@ -36,6 +37,26 @@ RESERVED_FIELDS = frozenset({"key", "valid_from", "valid_to", "sources", "retrac
 # Names bound in the query namespace and in generated code.
 RESERVED_TYPES = frozenset(
     {"Record", "Counter", "Alert", "Severity", "State", "User", "True", "False", "None"}
+)
+
+# Names the checkpoint module binds at its top level besides the record classes (codegen). Type
+# names start with a capital letter and these do not, so the two never collide; rule functions
+# must not take them either.
+MODULE_NAMES = frozenset(
+    {
+        "date",
+        "datetime",
+        "timedelta",
+        "Record",
+        "Finding",
+        "rule",
+        "user_id",
+        "seq",
+        "clock",
+        "records",
+        "history",
+        "rules",
+    }
 )
 
 _TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]{0,63}\Z")

@@ -16,11 +16,23 @@ from typing import Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 
+from uac_kernel._display import show
 from uac_kernel.errors import RuleError
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
+from uac_kernel.schema import MODULE_NAMES
 
-__all__ = ["Alert", "Evidence", "Finding", "Rule", "RuleRunner", "Severity", "rule"]
+__all__ = [
+    "Alert",
+    "ClearedAlert",
+    "Evidence",
+    "Finding",
+    "Rule",
+    "RuleRunner",
+    "Severity",
+    "rule",
+    "why_cleared",
+]
 
 Severity = Literal["critical", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("critical", "warning", "info")
@@ -47,6 +59,12 @@ class Alert(BaseModel):
     category: str
     message: str
     evidence: tuple[Evidence, ...] = ()
+
+
+class ClearedAlert(Alert):
+    """An alert that no longer stands, and why (see ``why_cleared``); logged with its reason."""
+
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +153,15 @@ def rule(
         rule_name = name or fn.__name__
         if not rule_name.isidentifier() or rule_name.startswith("_"):
             raise RuleError(f"rule name {rule_name!r} must be a public Python identifier")
+        for taken in {rule_name, getattr(fn, "__name__", rule_name)}:
+            # Checkpoint code binds the rule's function by name beside the record classes
+            # (capitalised) and its own names: a rule named like one would replace it on import.
+            if taken[:1].isupper() or taken in MODULE_NAMES:
+                raise RuleError(
+                    f"rule name {taken!r} is taken: capitalised names are record types, and "
+                    f"{', '.join(sorted(MODULE_NAMES))} are names of the checkpoint module; "
+                    "rename the function"
+                )
         return Rule(
             name=rule_name,
             func=fn,
@@ -154,8 +181,74 @@ class AlertChange:
     """Alerts a change raised, cleared, or moved to another severity (e.g. a nearing deadline)."""
 
     raised: list[Alert] = field(default_factory=list)
-    cleared: list[Alert] = field(default_factory=list)
+    cleared: list[ClearedAlert] = field(default_factory=list)
     updated: list[Alert] = field(default_factory=list)
+
+
+def _as_cleared(alert: Alert, reason: str) -> ClearedAlert:
+    """``alert`` as cleared, for ``reason``."""
+    return ClearedAlert(**{**dict(alert), "reason": reason})
+
+
+def _changes(was: Record, now: Record, limit: int = 3) -> str:
+    """The fields that differ between two versions of a record: ``active True → False``."""
+    a, b = was.fields(), now.fields()
+    diffs = [
+        f"{n} {show(a.get(n), 'unset')} → {show(b.get(n), 'unset')}"
+        for n in dict.fromkeys([*a, *b])
+        if a.get(n) != b.get(n)
+    ]
+    more = f" and {len(diffs) - limit} more fields" if len(diffs) > limit else ""
+    return ", ".join(diffs[:limit]) + more
+
+
+def why_cleared(
+    alert: Alert,
+    user: UserView,
+    r: Rule | None = None,
+    changed_types: set[str] | None = None,
+    clock_moved: bool = False,
+) -> str:
+    """Why ``alert`` no longer stands, told from the state it cleared in: what changed since
+    it was raised, not a guess at which change mattered.
+
+    A record it rests on that was retracted or changed (its ``sources`` differ from the
+    evidence's) is named, with the fields that changed; the log's clock moving on is said for
+    rules that read it (``clock=True`` or ``watch=None``); otherwise, other records the rule
+    reads changed. ``changed_types=None`` (a full re-run) says only that the rule no longer
+    finds it.
+    """
+    if alert.category == "rule_error":
+        return "the rule runs without error again"
+    the = "the record it was about" if len(alert.evidence) == 1 else "a record it was about"
+    notes: list[str] = []
+    for e in alert.evidence:
+        label = f"{e.type} '{e.key}'"
+        now = user.get(e.type, e.key)
+        if now is None:
+            gone = any(v.retracted for v in user.history(e.type) if v.key == e.key)
+            notes.append(f"{the} was {'retracted' if gone else 'removed'}: {label}")
+        elif now.sources != e.sources:
+            was = next(
+                (v for v in user.history(e.type) if v.key == e.key and v.sources == e.sources),
+                None,
+            )
+            what = _changes(was, now) if was is not None else ""
+            notes.append(f"{the} changed: {label}{' ' + what if what else ''}")
+    reads_clock = r is None or r.clock or r.watch is None
+    today = user.today
+    clock = f"the log's clock moved on to {today}" if clock_moved and reads_clock else ""
+    if notes:
+        return "; ".join(notes) + (f"; and {clock}" if clock and today else "")
+    if changed_types is None:
+        return "the rule no longer finds it in the current state; none of its records changed"
+    watched = changed_types if r is None or r.watch is None else r.watch & changed_types
+    others = ""
+    if watched:
+        kinds = "" if r is None or r.watch is None else " " + ", ".join(sorted(watched))
+        others = f"other{kinds} records changed"
+    what = " and ".join(x for x in (clock if today else "", others) if x)
+    return f"{what or 'the rule no longer finds it'}; none of its own records changed"
 
 
 class RuleRunner:
@@ -200,7 +293,11 @@ class RuleRunner:
             now = self._evaluate(r, user)
             before = self.active[r.name]
             change.raised.extend(a for i, a in now.items() if i not in before)
-            change.cleared.extend(a for i, a in before.items() if i not in now)
+            change.cleared.extend(
+                _as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved))
+                for i, a in before.items()
+                if i not in now
+            )
             change.updated.extend(
                 a for i, a in now.items() if i in before and before[i].severity != a.severity
             )

@@ -1,0 +1,354 @@
+"""Checkpoint code is a real Python module: it imports, and what it defines is the state.
+
+Three readings of one log must agree: the fold (the truth), the module read back by its literals
+(``parse_module``), and the module *imported* — in this process for generated schemas, and in a
+clean interpreter (``python -I``) for the demo, hostile histories and the CLI's ``--out`` file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import subprocess
+import sys
+import warnings
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import uac
+from uac_kernel.codegen import parse_module
+from uac_kernel.demo import demo_events
+from uac_kernel.errors import RuleError
+from uac_kernel.fold import State
+from uac_kernel.workbench import Workbench
+
+# A user id that closed the header docstring of earlier checkpoints and ran on import.
+BREAKOUT = 'x"""; __import__("os").system("touch CANARY"); """'
+HOSTILE = [
+    BREAKOUT,
+    "'''; import os; os.system('touch CANARY'); '''",
+    "line\nbreak\r\n\ttab \u2028 \x00 \x1b[31m",
+    "back\\slash \\n and {0.__class__} %s {}",
+    "Zürich 東京 🚀",
+    "# not a comment",
+]
+# Names a field may have that are also names of types, builtins or pydantic methods.
+SHADOWING_FIELDS = ["date", "datetime", "list", "str", "int", "float", "bool", "type", "match"]
+SHADOWING_FIELDS += ["case", "records", "history", "user_id", "seq", "clock", "rules", "record"]
+# Type names that are also names the module binds, or the lists of another type.
+TRICKY_TYPES = ["USER", "SEQ", "CLOCK", "RULES", "Trip", "Trip_records", "Trip_history", "Date"]
+
+
+def described_state(state: State, rules: list[str]) -> dict[str, Any]:
+    """A canonical, JSON-able account of a fold's state: types, fields, records, history."""
+    types = {}
+    for name, ts in state.types.items():
+        fields = state.schema.types[name]
+        ordered = [
+            ts.current[k]
+            for i, k in enumerate(ts.order)
+            if k in ts.current and ts.position.get(k) == i
+        ]
+        types[name] = {
+            "fields": dict(fields),
+            "records": [_record(r, fields) for r in ordered],
+            "history": [_record(r, fields) for r in ts.history],
+        }
+    when = state.now.isoformat() if state.now else None
+    return {"user": state.user, "seq": state.seq, "clock": when, "types": types, "rules": rules}
+
+
+def _record(rec: Any, fields: dict[str, str]) -> list[str]:
+    # repr tells 1 from 1.0 and True, a date from a datetime and from a string
+    own = [f"{f}={getattr(rec, f)!r}" for f in fields]
+    meta = [rec.key, rec.valid_from, rec.valid_to, tuple(rec.sources), rec.retracted]
+    return [repr(v) for v in meta] + own
+
+
+# The same account, computed inside the imported module's interpreter.
+DESCRIBE_MODULE = r"""
+import importlib.util, json, sys, warnings
+warnings.simplefilter("ignore")  # a field named like a pydantic method warns; it still works
+spec = importlib.util.spec_from_file_location(sys.argv[2], sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+from uac import Record
+
+def record(rec, fields):
+    own = [f"{f}={getattr(rec, f)!r}" for f in fields]
+    meta = [rec.key, rec.valid_from, rec.valid_to, tuple(rec.sources), rec.retracted]
+    return [repr(v) for v in meta] + own
+
+def annotation(f):
+    a = f.annotation.__args__[0]  # X | None
+    return f"list[{a.__args__[0].__name__}]" if getattr(a, "__origin__", None) is list else a.__name__
+
+types = {}
+for cls, recs in mod.records.items():
+    assert issubclass(cls, Record) and getattr(mod, cls.__name__) is cls, cls
+    fields = {n: annotation(f) for n, f in cls.model_fields.items() if n not in Record.model_fields}
+    assert all(type(r) is cls for r in recs + mod.history[cls]), cls
+    types[cls.__name__] = {
+        "fields": fields,
+        "records": [record(r, fields) for r in recs],
+        "history": [record(r, fields) for r in mod.history[cls]],
+    }
+clock = mod.clock.isoformat() if mod.clock else None
+print(json.dumps({"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types,
+                  "rules": sorted(r.name for r in mod.rules)}))
+"""
+
+
+def import_in_clean_interpreter(path: Path, cwd: Path) -> dict[str, Any]:
+    """Import the module at ``path`` in ``python -I`` (no cwd, no PYTHONPATH) and describe it."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", DESCRIBE_MODULE, str(path), path.stem],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def import_here(code: str, tmp: Path, name: str) -> ModuleType:
+    path = tmp / f"{name}.py"
+    path.write_text(code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec.loader.exec_module(mod)
+    return mod
+
+
+def describe_module_here(mod: ModuleType) -> dict[str, Any]:
+    types = {}
+    for cls, recs in mod.records.items():
+        assert getattr(mod, cls.__name__) is cls
+        fields = {
+            n: _annotation(f.annotation)
+            for n, f in cls.model_fields.items()
+            if n not in uac.Record.model_fields
+        }
+        types[cls.__name__] = {
+            "fields": fields,
+            "records": [_record(r, fields) for r in recs],
+            "history": [_record(r, fields) for r in mod.history[cls]],
+        }
+    clock = mod.clock.isoformat() if mod.clock else None
+    rules = sorted(r.name for r in mod.rules)
+    return {"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types, "rules": rules}
+
+
+def _annotation(ann: Any) -> str:
+    inner = ann.__args__[0]
+    if getattr(inner, "__origin__", None) is list:
+        return f"list[{inner.__args__[0].__name__}]"
+    return str(inner.__name__)
+
+
+def rule_names(wb: Workbench) -> list[str]:
+    return sorted(wb.runner.rules)
+
+
+# -- generated schemas and records ----------------------------------------------------------------
+
+type_names = st.one_of(
+    st.sampled_from(TRICKY_TYPES), st.from_regex(r"[A-Z][A-Za-z0-9_]{0,10}", fullmatch=True)
+).filter(lambda n: n not in {"Record", "Counter", "Alert", "Severity", "State", "User"})
+field_names = st.one_of(
+    st.sampled_from(SHADOWING_FIELDS), st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
+).filter(
+    lambda n: n not in {"key", "valid_from", "valid_to", "sources", "retracted"}
+    and not n.startswith("model_")
+    and n not in {"and", "as", "if", "in", "is", "or", "not", "for", "def", "del", "try"}
+)
+texts = st.one_of(st.sampled_from(HOSTILE), st.text(st.characters(exclude_categories=("Cs",))))
+FIELD_VALUES = {
+    "str": texts,
+    "int": st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    "float": st.floats(allow_nan=False, allow_infinity=False),
+    "bool": st.booleans(),
+    "date": st.dates().map(date.isoformat),
+    "datetime": st.datetimes(min_value=datetime(1900, 1, 1)).map(lambda d: d.isoformat()),
+    "list[str]": st.lists(texts, min_size=1, max_size=3),
+    "list[int]": st.lists(st.integers(-(10**6), 10**6), min_size=1, max_size=3),
+}
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
+    """A user id and a history of adds, updates and retracts over a generated schema."""
+    user = draw(texts.filter(lambda t: t.strip() != ""))
+    names = draw(st.lists(type_names, min_size=1, max_size=3, unique=True))
+    schema = {
+        n: draw(
+            st.dictionaries(field_names, st.sampled_from(sorted(FIELD_VALUES)), min_size=1, max_size=4)
+        )
+        for n in names
+    }
+    events: list[dict[str, Any]] = []
+    live: dict[str, set[str]] = {n: set() for n in names}
+    clock = datetime(2025, 1, 1)
+    for i in range(draw(st.integers(1, 12))):
+        clock += timedelta(hours=draw(st.integers(0, 48)))
+        type_ = draw(st.sampled_from(names))
+        fields = schema[type_]
+        keys = sorted(live[type_])
+        op = draw(st.sampled_from(["add", "update", "retract"] if keys else ["add"]))
+        key = draw(st.sampled_from(keys)) if op != "add" else draw(texts) + f"#{i}"
+        event: dict[str, Any] = {
+            "kind": "fact",
+            "ts": clock.isoformat(),
+            "op": op,
+            "type": type_,
+            "key": key,
+        }
+        if op == "retract":
+            live[type_].discard(key)
+            event["reason"] = draw(texts)
+        else:
+            chosen = draw(st.lists(st.sampled_from(sorted(fields)), min_size=1, unique=True))
+            event["fields"] = {f: draw(FIELD_VALUES[fields[f]]) for f in chosen}
+            live[type_].add(key)
+        events.append(event)
+    return user, events
+
+
+counter = itertools.count()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_import_equals_literal_read_equals_fold(
+    tmp_path_factory: pytest.TempPathFactory, history: tuple[str, list[dict[str, Any]]]
+) -> None:
+    user, events = history
+    tmp = tmp_path_factory.mktemp("gen")
+    with Workbench(tmp / "u.duckdb", user=user) as wb:
+        wb.ingest(events)
+        code = wb.checkpoint().code
+        truth = described_state(wb.state, rule_names(wb))
+    assert described_state(parse_module(code), truth["rules"]) == truth
+    assert describe_module_here(import_here(code, tmp, f"gen_{next(counter)}")) == truth
+
+
+# -- the demo, hostile histories, and the CLI, in a clean interpreter -----------------------------
+
+
+def test_demo_checkpoint_imports_in_a_clean_interpreter(tmp_path: Path) -> None:
+    with Workbench(tmp_path / "demo.duckdb", user="maya") as wb:
+        wb.ingest(demo_events())
+        (tmp_path / "maya_model.py").write_text(wb.checkpoint().code, encoding="utf-8")
+        truth = described_state(wb.state, rule_names(wb))
+    assert truth["types"]["SleepLog"]["fields"]["date"] == "date"  # the field that broke import
+    assert len(truth["rules"]) > 10
+    assert import_in_clean_interpreter(tmp_path / "maya_model.py", tmp_path) == truth
+
+
+def test_hostile_strings_everywhere_stay_literals_on_import(tmp_path: Path) -> None:
+    events = [
+        {
+            "kind": "fact",
+            "ts": f"2025-01-0{i + 1}",
+            "op": "add",
+            "type": "Note",
+            "key": text,
+            "fields": {"text": text, "tags": [text, text[::-1]], "date": "2025-01-01"},
+        }
+        for i, text in enumerate(HOSTILE)
+    ]
+    events.append({**events[0], "op": "retract", "ts": "2025-02-01", "reason": BREAKOUT})
+    del events[-1]["fields"]
+    with Workbench(tmp_path / "h.duckdb", user=BREAKOUT) as wb:
+        wb.ingest(events)
+        path = tmp_path / "hostile_model.py"
+        path.write_text(wb.checkpoint().code, encoding="utf-8")
+        truth = described_state(wb.state, rule_names(wb))
+    assert import_in_clean_interpreter(path, tmp_path) == truth
+    assert not (tmp_path / "CANARY").exists()
+    assert truth["user"] == BREAKOUT
+
+
+def test_a_rule_written_in_a_notebook_is_in_the_imported_module(tmp_path: Path) -> None:
+    source = (
+        "@rule(watch=['Trip'], severity='info', category='travel')\n"
+        "def long_trips(user):\n"
+        '    """Trips over two weeks."""\n'
+        "    for t in user.all('Trip'):\n"
+        "        if t.start and t.end and t.end - t.start > timedelta(days=14):\n"
+        "            yield Finding(f'{t.destination}: a long trip', [t])\n"
+    )
+    (tmp_path / "my_rules.py").write_text(
+        "from datetime import timedelta\nfrom uac import Finding, rule\n\n" + source
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from my_rules import long_trips  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    with Workbench(tmp_path / "r.duckdb", user="u") as wb:
+        wb.ingest(
+            [
+                {
+                    "kind": "fact",
+                    "ts": "2025-01-01",
+                    "op": "add",
+                    "type": "Trip",
+                    "key": "t1",
+                    "fields": {"destination": "Lima", "start": "2025-02-01", "end": "2025-03-01"},
+                }
+            ]
+        )
+        wb.define_rule(long_trips, source)
+        path = tmp_path / "with_rule.py"
+        path.write_text(wb.checkpoint().code, encoding="utf-8")
+        truth = described_state(wb.state, rule_names(wb))
+    assert "long_trips" in truth["rules"]
+    assert import_in_clean_interpreter(path, tmp_path) == truth
+
+
+def test_rules_cannot_take_names_the_module_binds() -> None:
+    for name in ["records", "date", "Trip", "user_id"]:
+        with pytest.raises(RuleError, match="is taken"):
+            uac.rule(name=name)(lambda user: [])
+
+
+def test_records_read_none_for_fields_their_type_gained_later(tmp_path: Path) -> None:
+    with Workbench(tmp_path / "g.duckdb", user="u") as wb:
+        trip = {"kind": "fact", "op": "add", "type": "Trip"}
+        wb.ingest([{**trip, "ts": "2025-01-01", "key": "a", "fields": {"country": "Peru"}}])
+        wb.ingest([{**trip, "ts": "2025-01-02", "key": "b", "fields": {"end": "2025-03-01"}}])
+        # `a` was made before Trip had `end`: it reads None, as every unset field does
+        assert [t.end for t in sorted(wb.state.all("Trip"), key=lambda t: t.key)] == [
+            None,
+            date(2025, 3, 1),
+        ]
+        with pytest.raises(AttributeError):
+            _ = wb.state.all("Trip")[0]._private  # names no field can have are still errors
+
+
+def test_names_that_shadow_types_builtins_and_module_names(tmp_path: Path) -> None:
+    fields = {f: "2025-01-01" if f in ("date", "datetime") else f for f in SHADOWING_FIELDS}
+    fields["list"] = ["a", "b"]
+    events = [
+        {"kind": "fact", "ts": "2025-01-01", "op": "add", "type": t, "key": t, "fields": fields}
+        for t in TRICKY_TYPES
+    ]
+    with Workbench(tmp_path / "n.duckdb", user="USER") as wb:
+        wb.ingest(events)
+        path = tmp_path / "shadowing.py"
+        path.write_text(wb.checkpoint().code, encoding="utf-8")
+        truth = described_state(wb.state, rule_names(wb))
+    assert sorted(truth["types"]) == sorted(TRICKY_TYPES)
+    assert import_in_clean_interpreter(path, tmp_path) == truth
