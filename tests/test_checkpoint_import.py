@@ -352,3 +352,53 @@ def test_names_that_shadow_types_builtins_and_module_names(tmp_path: Path) -> No
         truth = described_state(wb.state, rule_names(wb))
     assert sorted(truth["types"]) == sorted(TRICKY_TYPES)
     assert import_in_clean_interpreter(path, tmp_path) == truth
+
+
+def test_uac_code_out_writes_a_module_that_imports(tmp_path: Path) -> None:
+    uac_cmd = str(Path(sys.executable).with_name("uac"))
+    events = tmp_path / "events.jsonl"
+    events.write_text(
+        json.dumps(
+            {
+                "kind": "fact",
+                "ts": "2025-03-02T10:15:00",
+                "op": "add",
+                "type": "SleepLog",
+                "key": "s1",
+                "fields": {"date": "2025-03-01", "hours": 7.5},
+            }
+        )
+        + "\n"
+    )
+
+    def uac_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [uac_cmd, *args, "--db", "m.duckdb", "--user", "maya"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+
+    assert uac_run("ingest", str(events)).returncode == 0
+    assert uac_run("checkpoint").returncode == 0
+    done = uac_run("code", "--out", "maya_model.py")
+    assert done.returncode == 0, done.stderr
+    assert "`import maya_model`" in done.stdout
+    script = (
+        "import maya_model as m; s = m.records[m.SleepLog][0]; "
+        "print(m.user_id, s.date.isoformat(), s.hours, len(m.rules))"
+    )
+    imported = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, '.'); {script}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    user, day, hours, rules = imported.stdout.split()
+    assert (user, day, hours) == ("maya", "2025-03-01", "7.5") and int(rules) > 10
+    bad = uac_run("code", "--out", "maya-model.py")
+    assert bad.returncode == 1 and "name the file like a Python module" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

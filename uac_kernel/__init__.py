@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from uac_kernel.errors import UacError
-from uac_kernel.records import Record
-from uac_kernel.rules.engine import Alert, Finding, Rule, rule
 
 if TYPE_CHECKING:
+    from uac_kernel.records import Record
+    from uac_kernel.rules.engine import Alert, Finding, Rule, rule
     from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = [
@@ -34,11 +35,21 @@ def open(path: str = ":memory:", user: str = "me", *, read_only: bool = False) -
     return Workbench(path, user=user, read_only=read_only)
 
 
-def __getattr__(name: str) -> Any:
-    # The workbench pulls in the sandbox and the rule library; importing them lazily keeps
-    # `import uac_kernel.store` (and the CLI's start-up) light.
-    if name in ("Workbench", "IngestReport"):
-        from uac_kernel import workbench
+_LAZY = {
+    "Workbench": "uac_kernel.workbench",
+    "IngestReport": "uac_kernel.workbench",
+    "Record": "uac_kernel.records",
+    "Alert": "uac_kernel.rules.engine",
+    "Finding": "uac_kernel.rules.engine",
+    "Rule": "uac_kernel.rules.engine",
+    "rule": "uac_kernel.rules.engine",
+}
 
-        return getattr(workbench, name)
+
+def __getattr__(name: str) -> Any:
+    # The public names are imported on first use: the workbench pulls in the sandbox and the rule
+    # library, records and rules pull in pydantic and DuckDB, so `import uac_kernel.store` and
+    # the CLI's start-up (`uac --help`) load only what they use.
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'uac_kernel' has no attribute {name!r}")

@@ -40,12 +40,14 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from uac_kernel.errors import EventError
-from uac_kernel.events import InputEvent, parse_event, parse_jsonl
+
+if TYPE_CHECKING:
+    from uac_kernel.events import InputEvent
 
 __all__ = [
     "FORMATS",
@@ -161,6 +163,8 @@ def read_events(
             "LoCoMo file or a question_id in a LongMemEval file",
         )
     if fmt == "jsonl":
+        from uac_kernel.events import parse_jsonl
+
         return parse_jsonl(p)
     if fmt == "chat":
         return _parse(_chat(p), str(p))
@@ -169,6 +173,10 @@ def read_events(
 
 
 def _parse(raw: Raw, origin: str) -> Iterator[InputEvent]:
+    # The events module (and with it pydantic and DuckDB) is imported when a file is read, so the
+    # CLI can offer FORMATS in `uac --help` without loading the engine.
+    from uac_kernel.events import parse_event
+
     for n, (where, obj) in enumerate(raw, 1):
         try:
             # Every string came out of orjson, which refuses lone surrogates: no second check.

@@ -9,12 +9,17 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uac_kernel.adapters import FORMATS, read_histories
 from uac_kernel.errors import UacError
-from uac_kernel.model import ModelSettings, call_totals, list_calls
-from uac_kernel.workbench import IngestReport, Workbench
+
+if TYPE_CHECKING:
+    from uac_kernel.workbench import IngestReport, Workbench
+
+# The engine (pydantic models, DuckDB, the sandbox) and the model layer (openai) are imported by
+# the commands that use them, so `uac --help` starts in the time of Python and argparse
+# (bench/startup.py measures it; tests/test_startup.py checks what `import uac_kernel.cli` loads).
 
 __all__ = ["main"]
 
@@ -36,6 +41,9 @@ def to_json(value: Any) -> str:
 
 
 def _open(args: argparse.Namespace, *, read_only: bool = False) -> Workbench:
+    from uac_kernel.model import ModelSettings
+    from uac_kernel.workbench import Workbench
+
     model = None
     if hasattr(args, "model"):
         model = ModelSettings.resolve(
@@ -55,6 +63,8 @@ def _print_report(report: IngestReport, prefix: str = "") -> None:
 def cmd_ingest(args: argparse.Namespace) -> None:
     if args.per_history:
         # One user per conversation of the file; one workbench at a time (one writer per store).
+        from uac_kernel.workbench import Workbench
+
         fmt = None if args.format == "auto" else args.format
         for key, batch in read_histories(args.file, fmt):
             with Workbench(args.db, user=key or args.user) as wb:
@@ -83,7 +93,21 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
 
 def cmd_code(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        sys.stdout.write(wb.code(args.version))
+        code = wb.code(args.version)
+    if args.out is None:
+        sys.stdout.write(code)
+        return
+    out = Path(args.out)
+    if not out.name.endswith(".py") or not out.stem.isidentifier():
+        raise UacError(
+            f"--out {args.out}: name the file like a Python module (e.g. maya_model.py), "
+            "so that `import maya_model` finds it"
+        )
+    try:
+        out.write_text(code, encoding="utf-8")
+    except OSError as exc:
+        raise UacError(f"--out {args.out}: cannot write it ({exc.strerror})") from None
+    print(f"wrote {out} ({len(code.splitlines())} lines); `import {out.stem}` from its folder")
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
@@ -194,6 +218,8 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 
 def cmd_calls(args: argparse.Namespace) -> None:
+    from uac_kernel.model import call_totals, list_calls
+
     with _open(args, read_only=True) as wb:
         user = None if args.all_users else args.user
         for c in list_calls(wb.store, user, limit=args.limit):
@@ -208,6 +234,7 @@ def cmd_calls(args: argparse.Namespace) -> None:
 
 def cmd_bench_aggregate(args: argparse.Namespace) -> None:
     from uac_kernel.bench import aggregate
+    from uac_kernel.model import ModelSettings
 
     model = None
     if args.model or args.base_url:
@@ -225,6 +252,7 @@ def cmd_bench_aggregate(args: argparse.Namespace) -> None:
 
 def cmd_bench_alerts(args: argparse.Namespace) -> None:
     from uac_kernel.bench import alerts
+    from uac_kernel.model import ModelSettings
 
     model = None
     if args.model or args.base_url:
@@ -314,9 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("checkpoint", cmd_checkpoint, "store the current state as a new version of typed code")
     add("checkpoints", cmd_checkpoints, "list the checkpoints")
-    add("code", cmd_code, "print a checkpoint's code").add_argument(
-        "--version", type=int, default=None
-    )
+    p = add("code", cmd_code, "print a checkpoint's code, or write it as a module (--out)")
+    p.add_argument("--version", type=int, default=None)
+    p.add_argument("--out", default=None, metavar="PATH", help="write the module to PATH.py")
     p = add("diff", cmd_diff, "what changed between two checkpoints")
     p.add_argument("a", type=int)
     p.add_argument("b", type=int)

@@ -14,14 +14,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import openai
 import orjson
 from pydantic import BaseModel, ValidationError
 
 from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
 from uac_kernel.store import Store
+
+if TYPE_CHECKING:
+    # `openai` takes about 0.3 s to import; only a call that reaches the network imports it.
+    import openai
 
 __all__ = ["CallSummary", "ModelClient", "ModelReply", "ModelSettings", "call_totals", "list_calls"]
 
@@ -100,6 +103,8 @@ class ModelClient:
     @property
     def client(self) -> openai.OpenAI:
         if self._client is None:
+            import openai
+
             # The client retries 429s, 5xx, timeouts and dropped connections with backoff.
             self._client = openai.OpenAI(
                 api_key=self.settings.api_key,
@@ -137,6 +142,8 @@ class ModelClient:
     def _call(
         self, purpose: str, key: str, messages: list[dict[str, Any]], schema: type[T], user: str
     ) -> ModelReply[T]:
+        import openai
+
         started = time.perf_counter()
         request = {"model": self.settings.model, "messages": messages, "schema": schema.__name__}
         try:

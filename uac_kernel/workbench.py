@@ -10,19 +10,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-from tqdm.auto import tqdm
+from typing import TYPE_CHECKING, Any
 
 from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.codegen import rules_code
-from uac_kernel.edits import EditPlan, part_names, plan_edit, render_part
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
-from uac_kernel.extract import ExtractionReport, batches, pending_utterances, propose_batch
 from uac_kernel.fold import State, fold
-from uac_kernel.model import ModelClient, ModelSettings
 from uac_kernel.query import UserView, namespace
 from uac_kernel.rules.engine import Alert, AlertChange, Rule, RuleRunner
 from uac_kernel.rules.library import LIBRARY
@@ -30,6 +25,13 @@ from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.search import LogSearch
 from uac_kernel.sqlview import SqlResult, SqlView
 from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
+
+if TYPE_CHECKING:
+    # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
+    # imported when used, so `uac eval` does not load them (bench/startup.py).
+    from uac_kernel.edits import EditPlan
+    from uac_kernel.extract import ExtractionReport
+    from uac_kernel.model import ModelClient, ModelSettings
 
 __all__ = ["IngestReport", "Workbench"]
 
@@ -326,10 +328,14 @@ class Workbench:
 
     def parts(self, version: int | None = None) -> list[str]:
         """The parts a checkpoint is shown in: ``schema``, one per record type, ``rules``."""
+        from uac_kernel.edits import part_names
+
         return part_names(self.state_at_seq(self.checkpoints.get(version).seq))
 
     def cell(self, part: str, version: int | None = None) -> str:
         """The code of one part of a checkpoint, to edit and hand back to ``apply_edit``."""
+        from uac_kernel.edits import render_part
+
         state = self.state_at_seq(self.checkpoints.get(version).seq)
         return render_part(state, part, rules_code(self.runner.rules.values()))
 
@@ -340,6 +346,8 @@ class Workbench:
         do not overlap later changes, refused with ``EditConflict`` when they do. Rules the cell
         defines are returned in the plan, not run: the caller decides to trust them.
         """
+        from uac_kernel.edits import plan_edit
+
         base = self.state_at_seq(self.checkpoints.get(version).seq)
         plan = plan_edit(base, self.state, code, part, f"{self.user}|{version}|{part}|{code}")
         report = self.ingest(plan.facts, origin=f"cell {part} (checkpoint {version})")
@@ -419,6 +427,8 @@ class Workbench:
     @property
     def model(self) -> ModelClient:
         """The model client (settings from the constructor, else the environment)."""
+        from uac_kernel.model import ModelClient, ModelSettings
+
         if self._model is None:
             settings = self._model_settings or ModelSettings.resolve()
             self._model = ModelClient(self.store, settings)
@@ -431,6 +441,15 @@ class Workbench:
 
         A batch whose answer stays invalid after one retry stays pending; nothing is lost.
         """
+        from tqdm.auto import tqdm
+
+        from uac_kernel.extract import (
+            ExtractionReport,
+            batches,
+            pending_utterances,
+            propose_batch,
+        )
+
         pending = pending_utterances(self.store, self.user)
         report = ExtractionReport(utterances=len(pending))
         groups = list(batches(pending, batch_size, max_chars))
