@@ -27,6 +27,7 @@ from uac_kernel.codegen import parse_module
 from uac_kernel.demo import demo_events
 from uac_kernel.errors import RuleError
 from uac_kernel.fold import State
+from uac_kernel.schema import check_field_name, check_type_name
 from uac_kernel.workbench import Workbench
 
 # A user id that closed the header docstring of earlier checkpoints and ran on import.
@@ -163,16 +164,13 @@ def rule_names(wb: Workbench) -> list[str]:
 
 # -- generated schemas and records ----------------------------------------------------------------
 
+# Only names ingest accepts: the validators are the contract.
 type_names = st.one_of(
     st.sampled_from(TRICKY_TYPES), st.from_regex(r"[A-Z][A-Za-z0-9_]{0,10}", fullmatch=True)
-).filter(lambda n: n not in {"Record", "Counter", "Alert", "Severity", "State", "User"})
+).filter(lambda n: check_type_name(n) is None)
 field_names = st.one_of(
     st.sampled_from(SHADOWING_FIELDS), st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
-).filter(
-    lambda n: n not in {"key", "valid_from", "valid_to", "sources", "retracted"}
-    and not n.startswith("model_")
-    and n not in {"and", "as", "if", "in", "is", "or", "not", "for", "def", "del", "try"}
-)
+).filter(lambda n: check_field_name(n) is None)
 texts = st.one_of(st.sampled_from(HOSTILE), st.text(st.characters(exclude_categories=("Cs",))))
 FIELD_VALUES = {
     "str": texts,
@@ -193,7 +191,9 @@ def histories(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     names = draw(st.lists(type_names, min_size=1, max_size=3, unique=True))
     schema = {
         n: draw(
-            st.dictionaries(field_names, st.sampled_from(sorted(FIELD_VALUES)), min_size=1, max_size=4)
+            st.dictionaries(
+                field_names, st.sampled_from(sorted(FIELD_VALUES)), min_size=1, max_size=4
+            )
         )
         for n in names
     }

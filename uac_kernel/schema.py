@@ -36,12 +36,12 @@ FIELD_TYPES = SCALARS + tuple(f"list[{s}]" for s in SCALARS)
 RESERVED_FIELDS = frozenset({"key", "valid_from", "valid_to", "sources", "retracted"})
 # Names bound in the query namespace and in generated code.
 RESERVED_TYPES = frozenset(
-    {"Record", "Counter", "Alert", "Severity", "State", "User", "True", "False", "None"}
+    {"Record", "Finding", "Counter", "Alert", "Severity", "State", "User", "True", "False", "None"}
 )
 
 # Names the checkpoint module binds at its top level besides the record classes (codegen). Type
-# names start with a capital letter and these do not, so the two never collide; rule functions
-# must not take them either.
+# names start with a capital letter and the capitalised ones here are reserved types, so the two
+# never collide; rule functions must not take them either.
 MODULE_NAMES = frozenset(
     {
         "date",
