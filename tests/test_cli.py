@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from uac_kernel.workbench import Workbench
+
 ROOT = Path(__file__).resolve().parent.parent
 # What `uac demo` writes into the directory it runs in, and nothing else.
 DEMO_FILES = {"uac-demo.duckdb", "uac-demo.jsonl", "uac-demo.py"}
@@ -195,8 +197,37 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     assert {p.name for p in tmp_path.iterdir()} == DEMO_FILES
     code = (tmp_path / "uac-demo.py").read_text()
     assert code == uac("code", "--db", "uac-demo.duckdb", "--user", "maya", cwd=tmp_path).stdout
+    # the checkpoint runs as Python in a clean interpreter, and holds every current record
+    count = "print(sum(map(len, runpy.run_path('uac-demo.py')['records'].values())))"
+    ran = subprocess.run(
+        [sys.executable, "-I", "-c", f"import runpy; {count}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    with Workbench(tmp_path / "uac-demo.duckdb", user="maya", read_only=True) as wb:
+        assert int(ran.stdout) == sum(len(ts.current) for ts in wb.state.types.values()) > 800
     again = uac("demo", cwd=tmp_path)  # a second run rebuilds the demo store from scratch
     assert again.returncode == 0 and "1023 events appended" in again.stdout
+
+
+def test_the_demos_questions_replay_offline_with_no_model_named(tmp_path: Path) -> None:
+    from uac_kernel.demo_chat import DEMO_QUESTIONS_ASKED
+
+    assert uac("demo", cwd=tmp_path).returncode == 0
+    question, expression, _ = DEMO_QUESTIONS_ASKED[0]
+    # No --user either: the demo store has one user, maya.
+    env = {"UAC_OFFLINE": "1", "UAC_MODEL": "", "OPENAI_BASE_URL": "", "UAC_USER": ""}
+    ask = uac("ask", question, "--db", "uac-demo.duckdb", cwd=tmp_path, env=env)
+    assert ask.returncode == 0, ask.stderr
+    assert f"  code: {expression}" in ask.stdout
+    value = uac("eval", expression, "--db", "uac-demo.duckdb", cwd=tmp_path, env=env).stdout
+    assert ask.stdout.splitlines()[0] == value.strip()
+    # a question the record never saw is still refused, naming the model it replayed
+    missing = uac("ask", "Never asked?", "--db", "uac-demo.duckdb", cwd=tmp_path, env=env)
+    assert missing.returncode == 1 and "to model uac-demo-reference" in missing.stderr
 
 
 def test_demo_writes_beside_the_store_it_was_given(tmp_path: Path) -> None:
