@@ -246,6 +246,36 @@ def test_alerts_are_logged_when_raised_and_cleared(tmp_path: Path) -> None:
     assert wb.alerts() == [] and len(wb.alert_history()) == 2
 
 
+def test_a_cleared_alert_says_why(tmp_path: Path) -> None:
+    """A clear names the record that changed (and how) or was retracted, or says the log's
+    clock moved on while none of its records changed; the log keeps the reason."""
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    allergy = fact("2024-02-09", "add", "Allergy", "pen", substance="penicillin")
+    wb.ingest([allergy, fact("2024-11-18", "add", "Medication", "amox", name="amoxicillin")])
+    report = wb.ingest(
+        [fact("2024-11-20", "update", "Medication", "amox", active=False, end="2024-11-20")]
+    )
+    (stopped,) = report.cleared
+    assert stopped.reason == (
+        "a record it was about changed: Medication 'amox' active unset → False, "
+        "end unset → 2024-11-20"
+    )
+    assert wb.alert_history()[-1].payload["reason"] == stopped.reason
+
+    wb.ingest([fact("2024-12-01", "add", "Medication", "amox2", name="amoxicillin")])
+    report = wb.ingest([fact("2024-12-02", "retract", "Medication", "amox2")])
+    assert [a.reason for a in report.cleared] == [
+        "a record it was about was retracted: Medication 'amox2'"
+    ]
+
+    wb.ingest([fact("2025-03-01", "add", "Purchase", "lamp", item="lamp", return_by="2025-03-05")])
+    report = wb.ingest([{"kind": "utterance", "ts": "2025-03-06", "speaker": "user", "text": "hi"}])
+    assert [a.reason for a in report.cleared] == [
+        "the log's clock moved on to 2025-03-06; none of its own records changed"
+    ]
+    wb.close()
+
+
 def test_user_rules_run_on_every_change_and_broken_rules_become_alerts(tmp_path: Path) -> None:
     @rule(watch=["Trip"], severity="info", category="travel")
     def too_many_trips(user: UserView) -> Iterator[Finding]:

@@ -15,6 +15,7 @@ from uac_kernel.adapters import FORMATS, read_histories
 from uac_kernel.errors import UacError
 
 if TYPE_CHECKING:
+    from uac_kernel.extract import ExtractionReport
     from uac_kernel.workbench import IngestReport, Workbench
 
 # The engine (pydantic models, DuckDB, the sandbox) and the model layer (openai) are imported by
@@ -52,12 +53,17 @@ def _open(args: argparse.Namespace, *, read_only: bool = False) -> Workbench:
     return Workbench(args.db, user=args.user, read_only=read_only, model=model)
 
 
-def _print_report(report: IngestReport, prefix: str = "") -> None:
+def _print_report(report: IngestReport | ExtractionReport, prefix: str = "") -> None:
+    """The summary, then every alert raised, moved to another severity or cleared, in full;
+    a cleared one with why it cleared."""
     print(prefix + report.summary())
-    for alert in report.raised:
-        print(f"  raised [{alert.severity}] {alert.message}")
+    for verb, alerts in (("raised", report.raised), ("updated", report.updated)):
+        for alert in alerts:
+            print(f"  {verb} [{alert.severity}] {alert.message}")
     for alert in report.cleared:
-        print(f"  cleared {alert.message}")
+        print(f"  cleared [{alert.severity}] {alert.message}")
+        if alert.reason:
+            print(f"      why: {alert.reason}")
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
@@ -173,9 +179,7 @@ def cmd_log(args: argparse.Namespace) -> None:
 def cmd_extract(args: argparse.Namespace) -> None:
     with _open(args) as wb:
         report = wb.extract(batch_size=args.batch_size)
-        print(report.summary())
-        for alert in report.raised:
-            print(f"  raised [{alert.severity}] {alert.message}")
+        _print_report(report)
         if report.applied:
             print(f"checkpoint {wb.checkpoints.get().version} written; see it with `uac code`")
 

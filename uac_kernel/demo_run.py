@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import textwrap
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from uac_kernel._display import shorten
 from uac_kernel.ask import Answer
 from uac_kernel.demo import DEMO_USER, write_demo_jsonl
 from uac_kernel.demo_chat import (
@@ -26,6 +28,7 @@ from uac_kernel.errors import StoreError
 from uac_kernel.events import InputEvent
 from uac_kernel.extract import ExtractionReport
 from uac_kernel.model import ModelSettings
+from uac_kernel.rules.engine import Alert, ClearedAlert
 from uac_kernel.store import Store
 from uac_kernel.testing import ChatServer
 from uac_kernel.workbench import IngestReport, Workbench
@@ -122,8 +125,44 @@ def record_demo_calls(target: Path) -> int:
     return count
 
 
-def _short(text: str, width: int = 100) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
+def _wrapped(text: str, indent: str, first: str = "", width: int = 100) -> list[str]:
+    """``first`` then ``text`` in lines of ``width``, continued under ``indent``; words whole."""
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _alert_lines(state: str, severity: str, message: str, reason: str = "") -> list[str]:
+    """An alert in full: its state, severity and message, and for a clear the reason."""
+    head = f"  {state:<7} [{severity}] "
+    lines = _wrapped(message, " " * len(head), head)
+    if reason:
+        lines += _wrapped(reason, " " * (len(head) + 5), " " * len(head) + "why: ")
+    return lines
+
+
+def _alert_changes(
+    what: str, raised: list[Alert], updated: list[Alert], cleared: list[ClearedAlert]
+) -> list[str]:
+    """What ``what`` did to the alerts: a count line, then every alert it raised, moved to
+    another severity or cleared, in full, each clear with its reason."""
+    counts = ", ".join(
+        f"{len(alerts)} {state}"
+        for state, alerts in (("raised", raised), ("updated", updated), ("cleared", cleared))
+        if alerts
+    )
+    lines = [f"  alerts after {what}: {counts or 'none raised or cleared'}"]
+    for state, alerts in (("raised", raised), ("updated", updated)):
+        for alert in alerts:
+            lines += _alert_lines(state, alert.severity, alert.message)
+    for c in cleared:
+        lines += _alert_lines("cleared", c.severity, c.message, c.reason)
+    return lines
 
 
 def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = False) -> Workbench:
@@ -164,21 +203,30 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
     out("Alert history of the two years (rules ran after every day's changes):")
     for ev in history_alerts:
         p = ev.payload
-        out(f"  {ev.ts:%Y-%m-%d} {p['state']:<7} [{p['severity']}] {_short(p['message'])}")
+        out(f"  {ev.ts:%Y-%m-%d} {p['state']:<7} [{p['severity']}] {shorten(p['message'], 100)}")
+        for line in _wrapped(p.get("reason", ""), " " * 26, " " * 21 + "why: "):
+            out(line)
     out("")
     source = "live model" if live else f"bundled call record of {DEMO_MODEL!r}, offline"
     out(f"January 2026 arrives as conversation ({ingest.appended} turns); extraction ({source}):")
+    clock = f"moving the log's clock to {wb.log(kinds=['utterance'])[-1].ts:%Y-%m-%d}"
+    for line in _alert_changes(
+        f"the turns ({clock})", ingest.raised, ingest.updated, ingest.cleared
+    ):
+        out(line)
     out(f"  {extraction.summary()}")
     for ev in wb.log(kinds=["fact"], after_seq=ingest.last_seq or 0):
         p = ev.payload
         fields = json.dumps(p.get("fields", {}), ensure_ascii=False)
         out(
-            f"  {p['op']:<7} {p['type']} {p['key']} {_short(fields, 70)}  <- {', '.join(p.get('derived_from', []))}"
+            f"  {p['op']:<7} {p['type']} {p['key']} {shorten(fields, 70)}  <- {', '.join(p.get('derived_from', []))}"
         )
     if learned is not None:
         out(f"  {learned.summary()}   (uac diff {learned.a} {learned.b})")
-    for alert in extraction.raised:
-        out(f"  raised [{alert.severity}] {_short(alert.message, 150)}")
+    for line in _alert_changes(
+        "extraction", extraction.raised, extraction.updated, extraction.cleared
+    ):
+        out(line)
     out("")
     out("Questions answered by code the model wrote (run in the sandbox):")
     for a in answers:
@@ -189,7 +237,7 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
         out(f"     code:   {a.expression}")
         out(f"     answer: {json.dumps(a.value, ensure_ascii=False, default=str)}")
         cert = a.certificate
-        said = "; ".join(f"[{u['source']}] {_short(u['text'], 60)}" for u in cert.utterances[:2])
+        said = "; ".join(f"[{u['source']}] {shorten(u['text'], 60)}" for u in cert.utterances[:2])
         out(f"     rests on {cert.records_total} records{', said: ' + said if said else ''}")
     out("")
     alerts = wb.alerts()

@@ -84,7 +84,10 @@ class ExtractionReport:
     operations: int = 0
     utterances: int = 0
     errors: list[str] = field(default_factory=list)
+    # Alerts the applied batches raised, cleared (each with its reason) and moved in severity.
     raised: list[Any] = field(default_factory=list)
+    cleared: list[Any] = field(default_factory=list)
+    updated: list[Any] = field(default_factory=list)
 
     def summary(self) -> str:
         text = (

@@ -34,7 +34,7 @@ from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel.ask import Answer
 from uac_kernel.errors import ModelError, UacError
-from uac_kernel.rules.engine import Alert, Finding, Rule, rule
+from uac_kernel.rules.engine import Alert, ClearedAlert, Finding, Rule, rule
 from uac_kernel.sqlview import SqlResult
 
 if TYPE_CHECKING:
@@ -207,7 +207,10 @@ def _answer_html(answer: Answer) -> str:
 
 
 def _alert_line(verb: str, alert: Alert) -> str:
-    return f"  {verb} [{alert.severity}] {alert.rule}: {alert.message}"
+    line = f"  {verb} [{alert.severity}] {alert.rule}: {alert.message}"
+    if isinstance(alert, ClearedAlert) and alert.reason:
+        line += f"\n      why: {alert.reason}"
+    return line
 
 
 def alerts_text(alerts: Sequence[Alert]) -> str:
@@ -465,8 +468,9 @@ class UacMagics(Magics):
         wb = self._wb()
         report = wb.extract(batch_size=args.batch_size)
         print(report.summary())
-        for alert in report.raised:
-            print(_alert_line("raised", alert))
+        for verb in ("raised", "updated", "cleared"):
+            for alert in getattr(report, verb):
+                print(_alert_line(verb, alert))
         if report.applied:
             self._print_parts(wb, wb.checkpoints.get().version, "checkpoint written")
 

@@ -129,6 +129,8 @@ def summarize(ev: LoggedEvent, width: int = SUMMARY_WIDTH) -> str:
             f"{p.get('state', '?')} {p.get('severity', '?')} {p.get('rule', '?')}: "
             f"{p.get('message', '')}"
         )
+        if p.get("reason"):
+            text += f" (why: {p['reason']})"
     else:
         text = orjson.dumps(p, option=orjson.OPT_SORT_KEYS).decode()
     return _clip(text, width)
@@ -397,6 +399,7 @@ class AlertInspector(_Widget):
                     "state": p.get("state", ""),
                     "severity": p.get("severity", ""),
                     "message": p.get("message", ""),
+                    "reason": p.get("reason", ""),  # why a cleared alert cleared
                 }
             )
             last[str(p.get("id"))] = p

@@ -19,7 +19,14 @@ from uac_kernel.codegen import rules_code
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
 from uac_kernel.fold import State, fold
 from uac_kernel.query import UserView, namespace
-from uac_kernel.rules.engine import Alert, AlertChange, Rule, RuleRunner
+from uac_kernel.rules.engine import (
+    Alert,
+    AlertChange,
+    ClearedAlert,
+    Rule,
+    RuleRunner,
+    why_cleared,
+)
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.search import LogSearch
@@ -77,7 +84,7 @@ class IngestReport:
     first_seq: int | None = None
     last_seq: int | None = None
     raised: list[Alert] = field(default_factory=list)
-    cleared: list[Alert] = field(default_factory=list)
+    cleared: list[ClearedAlert] = field(default_factory=list)
     updated: list[Alert] = field(default_factory=list)
     # Where the time went, in seconds: parse, validate, write (the log), fold, rules. "rules"
     # also holds the GC's one walk over the batch's new records once it resumes (see _no_gc).
@@ -300,9 +307,12 @@ class Workbench:
                 if i in logged and logged[i]["severity"] != a.severity
             ],
             cleared=[
-                Alert.model_validate({k: v for k, v in p.items() if k != "state"})
+                ClearedAlert.model_validate(
+                    {**p, "reason": why_cleared(a, self.view, self.runner.rules.get(a.rule))}
+                )
                 for i, p in logged.items()
                 if i not in standing
+                for a in [Alert.model_validate(p)]
             ],
         )
         self._log_alerts(change)
@@ -469,6 +479,8 @@ class Workbench:
             report.applied += 1
             report.operations += len(events) - 1
             report.raised.extend(ingest.raised)
+            report.cleared.extend(ingest.cleared)
+            report.updated.extend(ingest.updated)
         if report.applied:
             self.checkpoint()
         return report

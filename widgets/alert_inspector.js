@@ -28,7 +28,12 @@ function render({ model, el }) {
         h("td", { class: "uac-ts" }, h("time", { text: e.recorded_at })),
         h("td", { text: e.state }),
         h("td", {}, badge(e.severity)),
-        h("td", { text: e.message }),
+        h(
+          "td",
+          {},
+          e.message,
+          e.reason ? h("div", { class: "uac-muted", text: `why: ${e.reason}` }) : "",
+        ),
       ],
     );
   }

@@ -1,0 +1,56 @@
+"""How a value or a message is shown to a person: one place for tables, messages and reasons.
+
+Tables in the notebook and the terminal, widget fields and alert reasons all show values
+through ``show``, so a date reads ``2026-02-19`` everywhere (never ``datetime.date(2026, 2,
+19)``) and a date-time ``2026-02-19 10:00``. Text that must fit a width goes through
+``shorten``, which cuts between words, never inside one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, datetime, time
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["shorten", "show"]
+
+ELLIPSIS = "…"
+
+
+def show(value: Any, none: str = "") -> str:
+    """``value`` as a person reads it; ``none`` stands for None (``""`` in a table cell)."""
+    if value is None:
+        return none
+    if isinstance(value, datetime):
+        fmt = "%Y-%m-%d %H:%M:%S" if value.second or value.microsecond else "%Y-%m-%d %H:%M"
+        text = value.strftime(fmt)
+        offset = value.strftime("%z") if value.tzinfo is not None else ""
+        return f"{text}{offset[:3]}:{offset[3:]}" if offset else text
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, time):
+        return value.strftime("%H:%M:%S" if value.second or value.microsecond else "%H:%M")
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={show(v, 'None')}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(show(v, "None") for v in items)
+    return str(value)
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line and at most ``width`` characters: cut after the last whole word
+    that fits, marked ``…``. Only a single word longer than half the width is cut inside."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[: max(width - 1, 0)]
+    space = cut.rfind(" ")
+    if text[len(cut)] != " " and space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:–-") + ELLIPSIS
