@@ -9,19 +9,21 @@ the utterances behind them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, Field
 
 from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused
 from uac_kernel.fold import State
-from uac_kernel.model import ModelClient
 from uac_kernel.query import UserView, namespace
 from uac_kernel.records import Record
 from uac_kernel.sandbox import evaluate_traced
 from uac_kernel.search import LogSearch
 from uac_kernel.store import Store
+
+if TYPE_CHECKING:
+    from uac_kernel.model import ModelClient  # `uac eval` needs search_function, not the model
 
 __all__ = [
     "Answer",
