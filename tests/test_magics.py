@@ -227,13 +227,43 @@ def test_history_shows_every_version(loaded: Any) -> None:
     assert isinstance(table, Table)
     assert table.columns == ["valid_from", "valid_to", "retracted", "fields", "sources"]
     assert [r[3] for r in table.rows] == [
-        "name='ibuprofen', dose_mg=200.0",
-        "name='ibuprofen', dose_mg=400.0",
+        {"name": "ibuprofen", "dose_mg": 200.0},
+        {"name": "ibuprofen", "dose_mg": 400.0},
     ]
+    assert "name=ibuprofen, dose_mg=400.0" in table.text()
     assert table.rows[0][1] is not None and table.rows[1][1] is None
     assert "Medication 'ibu': 2 versions" in table.text()
     assert "Did you mean 'ibu'?" in usage_error(ip, "%uac history Medication ibuu")
     assert "Did you mean 'Medication'?" in usage_error(ip, "%uac history medication ibu")
+
+
+def test_tables_show_dates_as_a_person_reads_them(loaded: Any) -> None:
+    """History and SQL tables show ISO dates and minute date-times, never Python reprs;
+    in HTML left-aligned, a date kept on one line; a long text cell cut between words."""
+    ip = loaded
+    renewal = {"due": "2026-02-19", "starts_at": "2026-02-19T10:00:00", "note": "word " * 30}
+    wb_of(ip).ingest(
+        [
+            {"kind": "fact", "ts": "2026-01-20T08:30:00", "op": "add", "type": "Task"}
+            | {"key": "renew", "fields": renewal}
+        ]
+    )
+    table = run(ip, "%uac history Task renew")
+    text, page = table.text(), table._repr_html_()
+    assert "datetime" not in text and "datetime" not in page
+    assert (
+        "2026-01-20 08:30" in text
+        and "due=2026-02-19" in text
+        and "starts_at=2026-02-19 10:00" in text
+    )
+    assert '<span style="white-space: nowrap">2026-02-19</span>' in page
+    assert '<span style="white-space: nowrap">2026-02-19 10:00</span>' in page
+    assert page.count("text-align: left") == page.count("<td ") + page.count("<th ")
+    for cell in text.splitlines()[-1].split("  "):
+        assert not cell.endswith("…") or cell.endswith("word…")  # cut after a whole word
+    result = run(ip, "%uac sql SELECT due, starts_at FROM Task")
+    data, _ = ip.display_formatter.format(result)
+    assert data["text/plain"].splitlines()[-1].split("  ")[:2] == ["2026-02-19", "2026-02-19 10:00"]
 
 
 def test_verify_calls_code_close(loaded: Any) -> None:

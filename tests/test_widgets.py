@@ -266,6 +266,7 @@ def test_alert_inspector_shows_evidence_and_history(wb: Workbench) -> None:
     (gone,) = inspector.past
     assert gone["id"] == alert["id"] and not gone["not_in_force"]
     assert [h["state"] for h in gone["history"]] == ["raised", "cleared"]
+    assert gone["history"][-1]["reason"] == "a record it was about was retracted: Medication 'amox'"
 
 
 def test_alert_inspector_marks_an_alert_whose_rule_is_not_in_force(wb: Workbench) -> None:
@@ -326,6 +327,21 @@ def test_state_explorer_types_records_versions_and_provenance(wb: Workbench) -> 
     explorer.query = {"type": "Allergy", "key": "pen"}
     (event,) = explorer.record["events"]
     assert event["utterances"][0]["source"] == "chat-1#1"
+
+
+def test_widgets_show_values_as_a_person_reads_them(wb: Workbench) -> None:
+    """Date-times read ``2025-03-05 09:30`` (not ISO ``T`` text); a summary too long for its
+    line is cut after a whole word."""
+    wb.ingest(
+        [
+            fact("2025-03-05", "add", "Flight", "lx", departs="2025-03-05T09:30:00"),
+            said("2025-03-05T10:00:00", "supercalifragilistic " * 20, "chat-9#1"),
+        ]
+    )
+    explorer = w.StateExplorer(wb, type="Flight")
+    assert explorer.records[0]["fields"] == {"departs": "2025-03-05 09:30"}
+    line = w.summarize(wb.log(kinds=["utterance"])[-1], width=60)
+    assert line == "user: supercalifragilistic supercalifragilistic…"
 
 
 def test_state_explorer_shows_retracted_records_on_request(wb: Workbench) -> None:

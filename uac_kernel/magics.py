@@ -32,6 +32,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
+from uac_kernel._display import shorten, show
 from uac_kernel.ask import Answer
 from uac_kernel.errors import ModelError, UacError
 from uac_kernel.rules.engine import Alert, ClearedAlert, Finding, Rule, rule
@@ -91,13 +92,20 @@ def _unquote(text: str) -> str:
 
 
 def _cell_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (date, datetime)):
-        return value.isoformat()
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_cell_text(v) for v in value)
-    return str(value)
+    """A value as a table shows it: ``2026-02-19``, ``2026-02-19 10:00`` (see ``show``)."""
+    return show(value)
+
+
+# An ISO date or date-time in a cell: kept on one line in HTML (browsers break at its hyphens).
+_ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d(?: \d\d:\d\d(?::\d\d)?)?")
+_TD = 'style="text-align: left; vertical-align: top"'
+
+
+def _html_cell(value: Any) -> str:
+    return _ISO_TIME.sub(
+        lambda m: f'<span style="white-space: nowrap">{m.group(0)}</span>',
+        html.escape(_cell_text(value)),
+    )
 
 
 class Table:
@@ -150,13 +158,13 @@ class Table:
     @staticmethod
     def _clip(text: str) -> str:
         text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
-        return text if len(text) <= _CELL_WIDTH else text[: _CELL_WIDTH - 1] + "…"
+        return text if len(text) <= _CELL_WIDTH else shorten(text, _CELL_WIDTH)
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+        head = "".join(f"<th {_TD}>{esc(c)}</th>" for c in self.columns)
         body = "".join(
-            "<tr>" + "".join(f"<td>{esc(_cell_text(v))}</td>" for v in row) + "</tr>"
+            "<tr>" + "".join(f"<td {_TD}>{_html_cell(v)}</td>" for v in row) + "</tr>"
             for row in self._shown()
         )
         caption = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
@@ -671,7 +679,7 @@ class UacMagics(Magics):
                 r.valid_from,
                 r.valid_to,
                 r.retracted,
-                ", ".join(f"{k}={v!r}" for k, v in r.fields().items() if v is not None),
+                {k: v for k, v in r.fields().items() if v is not None},
                 r.sources,
             )
             for r in versions
@@ -716,7 +724,7 @@ class UacMagics(Magics):
         chart: Any
         if kind == "result":
             value = wb.eval(expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb)
-            chart = charts.result_chart(value, title=expr if len(expr) <= 80 else expr[:79] + "…")
+            chart = charts.result_chart(value, title=shorten(expr, 80))
         elif kind == "events":
             chart = charts.events_over_time(wb, **({"freq": args.freq} if args.freq else {}))
         elif kind == "records":

@@ -104,6 +104,7 @@ def chart(
     ``wb.eval`` and drawn by its shape (``Counter``/dict: bars; numbers: a histogram; ...).
     """
     from uac_kernel import charts
+    from uac_kernel._display import shorten
 
     if kind not in CHART_KINDS:
         raise QueryError(f"chart kind {kind!r} is not one of {', '.join(CHART_KINDS)}")
@@ -122,8 +123,7 @@ def chart(
     drawn: alt.TopLevelMixin
     if kind == "result":
         text = (expr or "").strip()
-        title = text if len(text) <= 80 else text[:79] + "…"
-        drawn = charts.result_chart(wb.eval(text), title=title)
+        drawn = charts.result_chart(wb.eval(text), title=shorten(text, 80))
     elif kind == "events":
         drawn = charts.events_over_time(wb, **periods)
     elif kind == "records":

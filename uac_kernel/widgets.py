@@ -27,6 +27,7 @@ import duckdb
 import orjson
 import traitlets
 
+from uac_kernel._display import shorten, show
 from uac_kernel._paging import LogFilter, LogPager, events_by_seq, utterances_by_source
 from uac_kernel.errors import UacError
 from uac_kernel.records import Record
@@ -82,11 +83,10 @@ def _module(name: str) -> str:
 
 
 def _value(v: Any) -> Any:
-    """A field value as JSON: dates as ISO text, tuples as lists."""
-    if isinstance(v, datetime):
-        return v.isoformat()
-    if isinstance(v, date):
-        return v.isoformat()
+    """A field value as JSON: dates and times as a person reads them (``2026-02-19``,
+    ``2026-02-19 10:00``; see ``show``), tuples as lists."""
+    if isinstance(v, (date, datetime)):
+        return show(v)
     if isinstance(v, (list, tuple)):
         return [_value(x) for x in v]
     if isinstance(v, dict):
@@ -99,8 +99,7 @@ def _ts(v: datetime | None) -> str:
 
 
 def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return shorten(text, width)
 
 
 def _fields(rec: Record) -> dict[str, Any]:
