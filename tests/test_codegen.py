@@ -109,9 +109,7 @@ def test_code_reads_like_hand_written_python(db: Path) -> None:
         ],
     )
     code = render_module(state)
-    assert (
-        "class Trip(Record):\n    destination: str | None\n    start: date | None\n" in code
-    )
+    assert "class Trip(Record):\n    destination: str | None\n    start: date | None\n" in code
     # Longer than a line: one argument per line, as a person (or ruff format) would write it.
     assert (
         "records[Trip] = [\n    Trip(\n        key='tokyo-2025',\n        destination='Tokyo',\n"
