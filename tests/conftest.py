@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +58,14 @@ def children() -> set[int]:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "user.duckdb"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def uac_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """uac's cache (the offline Vega bundle) is the test run's, not the home directory's; the
+    kernels and commands the tests start inherit it, so only the first chart builds it."""
+    path = tmp_path_factory.mktemp("uac-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("UAC_CACHE_DIR", str(path))
+    yield path
+    patch.undo()

@@ -518,8 +518,14 @@ def enable_offline() -> str:
     Switches to the ``jupyter`` renderer with the Vega JavaScript bundled by vl-convert (the
     default renderer fetches Vega from a CDN). Restore with ``alt.renderers.enable(previous)``.
     In marimo, call nothing: wrap a chart as ``mo.ui.altair_chart(chart)``.
+
+    The bundle is built once and kept in the user's cache directory (``$UAC_CACHE_DIR``), so a
+    new kernel's first chart does not rebuild it; see ``uac_kernel._vega_bundle``.
     """
+    from uac_kernel._vega_bundle import load_offline_bundle
+
     previous = alt.renderers.active
+    load_offline_bundle()
     alt.renderers.enable("jupyter", offline=True)
     return previous
 
