@@ -75,6 +75,9 @@ def wb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workbench]:
     bench.close()
 
 
+COUNT_AXIS = {"format": "d", "tickMinStep": 1}
+
+
 def values(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows a chart embeds, wherever Altair put them."""
     data = spec.get("data") or spec["layer"][0]["data"]
@@ -94,7 +97,12 @@ def test_events_over_time_counts_each_kind_per_week(wb: Workbench) -> None:
     assert encoding(spec, "x")["field"] == "start"
     assert encoding(spec, "x")["type"] == "temporal"
     assert encoding(spec, "x2")["field"] == "end"
-    assert encoding(spec, "y") == {"field": "bottom", "type": "quantitative", "title": "Events"}
+    assert encoding(spec, "y") == {
+        "field": "bottom",
+        "type": "quantitative",
+        "title": "Events",
+        "axis": COUNT_AXIS,
+    }
     assert encoding(spec, "y2") == {"field": "top"}
     assert encoding(spec, "color")["field"] == "kind"
     assert {t["field"] for t in encoding(spec, "tooltip")} == {"start", "kind", "events"}
@@ -185,7 +193,9 @@ def test_records_over_time_counts_current_records_per_type(wb: Workbench) -> Non
     assert encoding(spec, "x")["field"] == "period"
     assert encoding(spec, "x")["type"] == "temporal"
     assert encoding(spec, "y")["field"] == "records"
+    assert encoding(spec, "y")["axis"] == COUNT_AXIS
     assert encoding(spec, "color")["field"] == "type"
+    assert encoding(spec, "color")["scale"] == {"scheme": "tableau20"}  # 20 distinct colours
     # Each line runs on to the log's last month (May), where Medication drops to 0.
     assert values(spec) == [
         {"type": "Allergy", "period": "2025-04-01", "records": 1},
@@ -216,20 +226,21 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     chart = alerts_timeline(wb)
     assert isinstance(chart, alt.LayerChart)
     spec = chart.to_dict()
-    bars, points = spec["layer"]
+    bars, ticks, points = spec["layer"]
     assert bars["mark"]["type"] == "bar"
+    assert ticks["mark"]["type"] == "tick" and ticks["transform"] == [{"filter": "datum.instant"}]
     assert bars["encoding"]["x"]["field"] == "start"
     assert bars["encoding"]["x2"]["field"] == "end"
     assert points["mark"]["type"] == "point"
     assert points["transform"] == [{"filter": "(datum.state === 'updated')"}]
     shared = spec.get("encoding") or bars["encoding"]
-    assert shared["y"]["field"] == "id"
+    assert shared["y"]["field"] == "label" and shared["y"]["axis"] == {"labelLimit": 0}
     assert shared["color"]["field"] == "severity"
     assert shared["color"]["scale"] == {
         "domain": ["critical", "warning", "info"],
         "range": [SEVERITY_COLORS["critical"], SEVERITY_COLORS["warning"], "#1f77b4"],
     }
-    assert "message" in {t["field"] for t in shared["tooltip"]}
+    assert {"message", "why_cleared"} <= {t["field"] for t in shared["tooltip"]}
 
     book = next(a.id for a in wb.alerts() if a.rule == "late_books")
     drug = next(e.payload["id"] for e in wb.alert_history() if e.payload["rule"].startswith("drug"))
@@ -264,12 +275,67 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
             "standing": True,
         },
     ]
+    # Rows are labelled by rule and records, not by the alert's internal id.
+    labels = {r["id"]: r["label"] for r in values(spec)}
+    assert labels == {
+        book: "late_books: Book dune",
+        drug: "drug_allergy_cross_reactivity: Allergy pen, Medication amox",
+    }
+    why = {(r["id"], r["state"]): r["why_cleared"] for r in values(spec)}
+    assert why[(drug, "raised")] == "a record it was about was retracted: Medication 'amox'"
+    assert why[(book, "raised")] == "" and not any(r["instant"] for r in values(spec))
     messages = {r["id"]: r["message"] for r in values(spec)}
     assert "amoxicillin" in messages[drug] and "penicillin" in messages[drug]
     assert [r["message"] for r in values(spec) if r["id"] == book] == [
         "Dune is 3 days late",
         "Dune is 10 days late",
     ]
+
+
+def test_an_alert_raised_at_the_last_moment_is_drawn(tmp_path: Path) -> None:
+    """A segment of no length (raised by the log's last event) is a tick, not an empty row;
+    two alerts of one rule about the same records get rows of their own."""
+
+    @rule(watch=["Book"], severity="info", category="library")
+    def book_notes(user: UserView) -> Iterator[Finding]:
+        for b in user.all("Book"):
+            yield Finding(f"{b.title}: read it", [b], about="read")
+            yield Finding(f"{b.title}: lend it", [b], about="lend")
+
+    with Workbench(tmp_path / "m.duckdb", user="maya", rules=[book_notes]) as later:
+        later.ingest([fact("2025-03-25T10:00:00", "add", "Book", "dune", title="Dune")])
+        rows = values(alerts_timeline(later).to_dict())
+    assert sorted(r["label"] for r in rows) == [
+        "book_notes: Book dune",
+        "book_notes: Book dune (2)",
+    ]
+    assert all(r["instant"] and r["start"] == r["end"] and r["standing"] for r in rows)
+
+
+def test_count_axes_step_by_whole_numbers(wb: Workbench) -> None:
+    assert encoding(result_chart([1, 2, 2, 3.5]).to_dict(), "y")["axis"] == COUNT_AXIS
+    assert encoding(result_chart({"Japan": 2, "Peru": 1}).to_dict(), "x")["axis"] == COUNT_AXIS
+    assert "axis" not in encoding(result_chart({"Japan": 2.5, "Peru": 1}).to_dict(), "x")
+    by_year = result_chart({2024: {"run": 3}, 2025: {"run": 5}}).to_dict()
+    assert encoding(by_year, "y")["axis"] == COUNT_AXIS
+
+
+def test_more_types_than_colours_share_one_line(tmp_path: Path) -> None:
+    """Past 20 types the types with the fewest records are one line, so no colour repeats."""
+    many = [
+        fact(f"2025-03-{1 + i:02d}T10:00:00", "add", f"Type{i:02d}", f"k{j}", n=j)
+        for i in range(22)
+        for j in range(22 - i)
+    ]
+    later = fact("2025-04-02T10:00:00", "add", "Type21", "k9", n=9)
+    with Workbench(tmp_path / "m.duckdb", user="maya", rules=[]) as bench:
+        bench.ingest([*many, later])
+        rows = values(records_over_time(bench).to_dict())
+    assert len({r["type"] for r in rows}) == 20
+    # Types 19, 20, 21 hold 3, 2, 1 records in March; in April Type21 gains one.
+    grouped = [(r["period"], r["records"]) for r in rows if r["type"] == "3 other types"]
+    assert grouped == [("2025-03-01", 3 + 2 + 1), ("2025-04-01", 3 + 2 + 2)]
+    assert not {"Type19", "Type20", "Type21"} & {r["type"] for r in rows}
 
 
 def test_an_alert_of_a_rule_not_in_force_is_not_called_standing(tmp_path: Path) -> None:

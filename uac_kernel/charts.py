@@ -20,6 +20,7 @@ Offline display (nothing here reaches a CDN):
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import altair as alt
 
+from uac_kernel._display import shorten
 from uac_kernel.errors import QueryError
 from uac_kernel.sqlview import SqlResult
 
@@ -99,6 +101,10 @@ def _title(text: str, subtitle: str = "") -> alt.TitleParams | str:
     return alt.TitleParams(text, subtitle=subtitle) if subtitle else text
 
 
+# A count's axis: whole-number ticks ("d"), at least 1 apart, never 0.1 steps for a few events.
+_COUNT_AXIS = alt.Axis(format="d", tickMinStep=1)
+
+
 # -- the log ---------------------------------------------------------------------------------
 
 
@@ -143,7 +149,7 @@ def events_over_time(
             # Ranged in both directions: a period wide, its kind's slice high, gaps kept.
             x=alt.X("start:T", title=part.capitalize(), scale=_UTC),
             x2="end:T",
-            y=alt.Y("bottom:Q", title="Events"),
+            y=alt.Y("bottom:Q", title="Events", axis=_COUNT_AXIS),
             y2="top:Q",
             color=alt.Color("kind:N", title="Kind"),
             tooltip=[
@@ -154,6 +160,35 @@ def events_over_time(
         )
         .properties(width=_WIDTH, height=_HEIGHT)
     )
+
+
+# 20 distinct colours: a line per type up to 20 types; past that the types with the fewest
+# records share one line ("N other types"), so no two lines share a colour.
+_TYPE_SCHEME: Literal["tableau20"] = "tableau20"
+_TYPE_COLOURS = 20
+
+
+def _group_types(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (type, period, records) with, past ``_TYPE_COLOURS`` types, the types of the
+    smallest peaks summed into one line, each carried forward from its last change."""
+    peak: dict[str, int] = {}
+    for r in rows:
+        peak[r["type"]] = max(peak.get(r["type"], 0), r["records"])
+    if len(peak) <= _TYPE_COLOURS:
+        return rows
+    ranked = sorted(peak, key=lambda t: (-peak[t], t))
+    kept, others = set(ranked[: _TYPE_COLOURS - 1]), set(ranked[_TYPE_COLOURS - 1 :])
+    label = f"{len(others)} other types"
+    changes: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if r["type"] in others:
+            changes.setdefault(r["period"], {})[r["type"]] = r["records"]
+    now: dict[str, int] = {}
+    grouped = []
+    for period in sorted(changes):
+        now.update(changes[period])
+        grouped.append({"type": label, "period": period, "records": sum(now.values())})
+    return [r for r in rows if r["type"] in kept] + grouped
 
 
 def records_over_time(
@@ -201,12 +236,12 @@ def records_over_time(
         [part, wb.user, *chosen, part, wb.user],
     )
     return (
-        alt.Chart(_data(rows), title=_title(f"Current records of {wb.user} by type"))
+        alt.Chart(_data(_group_types(rows)), title=_title(f"Current records of {wb.user} by type"))
         .mark_line(interpolate="step-after", point=True)
         .encode(
             x=alt.X("period:T", title=part.capitalize(), scale=_UTC),
-            y=alt.Y("records:Q", title="Current records"),
-            color=alt.Color("type:N", title="Type"),
+            y=alt.Y("records:Q", title="Current records", axis=_COUNT_AXIS),
+            color=alt.Color("type:N", title="Type", scale=alt.Scale(scheme=_TYPE_SCHEME)),
             tooltip=[
                 alt.Tooltip("type:N", title="type"),
                 alt.Tooltip("period:T", title=f"{part} from", formatType="utc"),
@@ -217,13 +252,37 @@ def records_over_time(
     )
 
 
+def _alert_labels(rows: list[dict[str, Any]]) -> None:
+    """Label each alert's row by its rule and the records it is about (``deadline_approaching:
+    Purchase lamp``), shortened between words; two alerts alike get ``(2)``, ``(3)``, ..."""
+    labels: dict[str, str] = {}
+    taken: dict[str, int] = {}
+    for r in rows:
+        if r["id"] in labels:
+            r["label"] = labels[r["id"]]
+            continue
+        evidence = json.loads(r.pop("evidence") or "[]")
+        about = ", ".join(f"{e.get('type', '?')} {e.get('key', '?')}" for e in evidence)
+        text = shorten(f"{r['rule']}: {about}" if about else str(r["rule"]), _ALERT_LABEL)
+        taken[text] = taken.get(text, 0) + 1
+        labels[r["id"]] = f"{text} ({taken[text]})" if taken[text] > 1 else text
+        r["label"] = labels[r["id"]]
+    for r in rows:
+        r.pop("evidence", None)
+
+
+_ALERT_LABEL = 100  # characters of a row label; the axis shows them whole
+
+
 def alerts_timeline(wb: Workbench) -> alt.LayerChart:
-    """A row per alert: a bar from raised to cleared (or to the log's clock while it stands),
-    coloured by severity, with a point where its severity was updated; the tooltip has the
-    message.
+    """A row per alert, labelled by its rule and the records it is about: a bar from raised to
+    cleared (or to the log's clock while it stands), coloured by severity, with a point where its
+    severity was updated; the tooltip has the message and why it cleared.
 
     One bar segment per ``raised`` or ``updated`` event of the alert log, ending at the alert's
-    next event, so a severity change shows as a change of colour along the bar.
+    next event, so a severity change shows as a change of colour along the bar. A segment of no
+    length (raised at the log's last moment, or cleared the moment it was raised) is drawn as a
+    tick, which a bar of no width would not show.
     """
     clock = wb.state.now
     rows = _rows(
@@ -233,28 +292,35 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
             SELECT seq, ts, payload ->> '$.id' AS id, payload ->> '$.state' AS state,
                    payload ->> '$.rule' AS rule, payload ->> '$.severity' AS severity,
                    payload ->> '$.category' AS category, payload ->> '$.message' AS message,
-                   payload ->> '$.rule' IN (SELECT unnest(?)) AS rule_in_force
+                   payload ->> '$.reason' AS reason, CAST(payload -> '$.evidence' AS VARCHAR)
+                   AS evidence, payload ->> '$.rule' IN (SELECT unnest(?)) AS rule_in_force
             FROM events WHERE user_id = ? AND kind = 'alert'
         ),
         -- An alert of a rule this session does not run is not evaluated: its bar runs on to
         -- the clock (the log never cleared it), but it is not called standing.
         spans AS (
-            SELECT *, lead(ts) OVER (PARTITION BY id ORDER BY seq) AS until FROM a
+            SELECT *, lead(ts) OVER (PARTITION BY id ORDER BY seq) AS until,
+                   lead(reason) OVER (PARTITION BY id ORDER BY seq) AS why_cleared
+            FROM a
         )
-        SELECT id, rule, severity, category, message, state,
+        SELECT id, rule, severity, category, message, state, evidence,
+               coalesce(why_cleared, '') AS why_cleared,
                strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS start,
                strftime(coalesce(until, greatest(?, ts)), '%Y-%m-%dT%H:%M:%SZ') AS "end",
+               coalesce(until, greatest(?, ts)) = ts AS instant,
                until IS NULL AND rule_in_force AS standing, rule_in_force
         FROM spans
         WHERE state IN ('raised', 'updated')
         ORDER BY seq
         """,
-        [list(wb.runner.rules), wb.user, clock],
+        [list(wb.runner.rules), wb.user, clock, clock],
     )
+    _alert_labels(rows)
     base = alt.Chart(
         _data(rows), title=_title(f"Alerts of {wb.user}", "bars: raised → cleared")
     ).encode(
-        y=alt.Y("id:N", title="Alert", sort=None, axis=alt.Axis(labelLimit=260)),
+        # No axis title: it would be drawn over labels shown whole (labelLimit 0: no limit).
+        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)),
         color=alt.Color("severity:N", title="Severity", scale=_severity_scale()),
         tooltip=[
             alt.Tooltip("message:N", title="message"),
@@ -263,6 +329,7 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
             alt.Tooltip("state:N", title="since"),
             alt.Tooltip("start:T", title="from", format="%Y-%m-%d %H:%M", formatType="utc"),
             alt.Tooltip("end:T", title="until", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("why_cleared:N", title="why it cleared"),
             alt.Tooltip("standing:N", title="standing"),
             alt.Tooltip("rule_in_force:N", title="rule in force"),
         ],
@@ -270,12 +337,17 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
     bars = base.mark_bar(height={"band": 0.6}).encode(
         x=alt.X("start:T", title="Time", scale=_UTC), x2="end:T"
     )
+    instants = (
+        base.mark_tick(thickness=3, bandSize=0.6)
+        .encode(x=alt.X("start:T", scale=_UTC))
+        .transform_filter(alt.datum.instant)
+    )
     updates = (
         base.mark_point(filled=True, size=70, shape="diamond", stroke="black", strokeWidth=0.5)
         .encode(x=alt.X("start:T", scale=_UTC))
         .transform_filter(alt.datum.state == "updated")
     )
-    return alt.LayerChart(layer=[bars, updates], width=_WIDTH, height=alt.Step(22))
+    return alt.LayerChart(layer=[bars, instants, updates], width=_WIDTH, height=alt.Step(22))
 
 
 # -- query results ---------------------------------------------------------------------------
@@ -366,6 +438,12 @@ def _pairs(value: object) -> list[tuple[object, float]] | None:
     return [(k, _plain_number(v)) for k, v in items]
 
 
+def _value_axis(values: Sequence[object]) -> Any:
+    """Whole-number ticks when every value is a whole number (counts), else Altair's own."""
+    whole = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    return _COUNT_AXIS if values and whole else alt.Undefined
+
+
 def _chart(rows: list[dict[str, Any]], title: str) -> alt.Chart:
     return alt.Chart(_data(rows), title=title or alt.Undefined)
 
@@ -385,7 +463,7 @@ def _series_chart(
             .mark_line(point=True)
             .encode(
                 x=_time_x(label, fmt),
-                y=alt.Y(f"{value}:Q", title=value),
+                y=alt.Y(f"{value}:Q", title=value, axis=_value_axis([v for _, v in items])),
                 tooltip=[
                     alt.Tooltip(f"{label}:T", format=fmt, formatType="utc"),
                     alt.Tooltip(f"{value}:Q"),
@@ -399,7 +477,7 @@ def _series_chart(
         .mark_bar()
         .encode(
             y=alt.Y(f"{label}:N", title=label, sort=None, axis=alt.Axis(labelLimit=260)),
-            x=alt.X(f"{value}:Q", title=value),
+            x=alt.X(f"{value}:Q", title=value, axis=_value_axis([v for _, v in items])),
             tooltip=[alt.Tooltip(f"{label}:N"), alt.Tooltip(f"{value}:Q")],
         )
         .properties(width=_WIDTH, height=alt.Step(20))
@@ -413,7 +491,7 @@ def _histogram(numbers: Sequence[float], title: str) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("value:Q", bin=alt.Bin(maxbins=30), title="value"),
-            y=alt.Y("count():Q", title="count"),
+            y=alt.Y("count():Q", title="count", axis=_COUNT_AXIS),
             tooltip=[
                 alt.Tooltip("value:Q", bin=alt.Bin(maxbins=30), title="value"),
                 alt.Tooltip("count():Q", title="count"),
@@ -442,7 +520,7 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
             .mark_line(point=True)
             .encode(
                 x=_time_x("x", fmt),
-                y=alt.Y("value:Q", title="value"),
+                y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
                 color=alt.Color("group:N", title="group", sort=None),
                 tooltip=[
                     alt.Tooltip("group:N"),
@@ -463,7 +541,7 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
         .encode(
             x=alt.X("x:N", title="x", sort=None),
             xOffset=alt.XOffset("group:N", sort=None),
-            y=alt.Y("value:Q", title="value"),
+            y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
             color=alt.Color("group:N", title="group", sort=None),
             tooltip=[alt.Tooltip("group:N"), alt.Tooltip("x:N"), alt.Tooltip("value:Q")],
         )
