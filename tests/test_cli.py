@@ -94,7 +94,7 @@ def test_full_cli_round_trip(tmp_path: Path, events: Path) -> None:
     )
     assert "checkpoint 1: 3 records" in uac("checkpoint", cwd=tmp_path, env=env).stdout
     code = uac("code", cwd=tmp_path, env=env).stdout
-    assert "class Trip(Record):" in code and "Trip(key='tokyo-2025'" in code
+    assert "class Trip(Record):" in code and "key='tokyo-2025'," in code
     result = uac(
         "eval", "[t.destination for t in user.all(Trip) if t.international]", cwd=tmp_path, env=env
     )
