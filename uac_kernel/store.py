@@ -21,9 +21,19 @@ import orjson
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import StoreError, StoreLocked
 
-__all__ = ["GENESIS", "LoggedEvent", "NewEvent", "Store", "VerifyReport", "event_hash"]
+__all__ = [
+    "EVENT_KINDS",
+    "GENESIS",
+    "LoggedEvent",
+    "NewEvent",
+    "Store",
+    "VerifyReport",
+    "event_hash",
+]
 
 GENESIS = "0" * 64
+EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction")
+"""The kinds of event uac writes to the log."""
 _FETCH = 50_000
 
 
@@ -91,22 +101,58 @@ def event_hash(
 class Store:
     """One DuckDB file (or ``:memory:``) holding the event log and checkpoints of many users."""
 
-    def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False):
+    def __init__(
+        self, path: str | Path = ":memory:", *, read_only: bool = False, create: bool = True
+    ):
+        """Open the store at ``path``; a new file is created only when ``create`` and not
+        ``read_only``. A path that is not a uac store (a directory, an events file, an empty
+        or damaged file, another program's DuckDB database) is a one-line ``StoreError``."""
         self.path = str(path)
         self.read_only = read_only
-        if read_only and self.path != ":memory:" and not Path(self.path).exists():
-            raise StoreError(
-                f"no store at {self.path}; create one with `uac ingest FILE` or `uac demo`"
-            )
+        if self.path != ":memory:":
+            if not Path(self.path).exists():
+                if read_only or not create:
+                    raise StoreError(
+                        f"no store at {self.path}; create one with `uac ingest FILE` or `uac demo`"
+                    )
+            else:
+                _check_store_file(Path(self.path))
         try:
             self.con = duckdb.connect(self.path, read_only=read_only)
-        except duckdb.IOException as exc:
+        except duckdb.Error as exc:
             raise _open_error(self.path, exc) from exc
-        if not read_only:
-            migrate(self.con)
+        try:
+            self._check_tables()
+            if not read_only:
+                migrate(self.con)
+        except BaseException:
+            self.con.close()
+            raise
         row = self.con.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         self._last_seq: int = row[0] if row else 0
         self._last_hash: str = row[1] if row else GENESIS
+
+    def _check_tables(self) -> None:
+        """Refuse a DuckDB database uac did not make, rather than write its tables into it."""
+        tables = {
+            r[0]
+            for r in self.con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+            ).fetchall()
+        }
+        if "uac_migrations" in tables:
+            return
+        if tables:
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise StoreError(
+                f"{self.path} is a DuckDB database of another program, not a uac store "
+                f"(its tables: {shown}); pass another path, or a new file name to create a store"
+            )
+        if self.read_only:
+            raise StoreError(
+                f"{self.path} is an empty DuckDB database, not a uac store yet; "
+                "create the store with `uac ingest FILE` into it"
+            )
 
     def close(self) -> None:
         self.con.close()
@@ -201,12 +247,24 @@ class Store:
         return {r[0] for r in rows}
 
     def users(self) -> list[str]:
-        return [
-            r[0]
-            for r in self.con.execute(
-                "SELECT DISTINCT user_id FROM events ORDER BY user_id"
-            ).fetchall()
-        ]
+        return list(self.user_counts())
+
+    def user_counts(self) -> dict[str, int]:
+        """Every user of the store and the number of their events, by user id."""
+        rows = self.con.execute(
+            "SELECT user_id, count(*) FROM events GROUP BY user_id ORDER BY user_id"
+        ).fetchall()
+        return {str(u): int(n) for u, n in rows}
+
+    def kinds(self) -> list[str]:
+        """The kinds of event the log holds (of any user)."""
+        rows = self.con.execute("SELECT DISTINCT kind FROM events ORDER BY kind").fetchall()
+        return [str(r[0]) for r in rows]
+
+    def has_events(self, user: str) -> bool:
+        """Whether ``user`` has any event in the store (a user exists by having events)."""
+        row = self.con.execute("SELECT 1 FROM events WHERE user_id = ? LIMIT 1", [user]).fetchone()
+        return row is not None
 
     def verify(self) -> VerifyReport:
         """Re-compute the whole hash chain; report the first event that does not match."""
@@ -234,13 +292,49 @@ class Store:
 _LOCK_PID = re.compile(r"PID (\d+)")
 
 
-def _open_error(path: str, exc: duckdb.IOException) -> StoreError:
+def _check_store_file(path: Path) -> None:
+    """A one-line ``StoreError`` for an existing path that cannot be a store, before DuckDB
+    reads it: DuckDB's own messages name no way out, and it opens some files (``.json``,
+    ``.jsonl``, ``.csv``) as an in-memory database over the file instead of failing."""
+    if path.is_dir():
+        raise StoreError(
+            f"{path} is a directory, not a store; pass the path of a .duckdb file "
+            "(a new file name creates a store)"
+        )
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(12)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read store {path}: {exc.strerror}; check its permissions"
+        ) from exc
+    if not head:
+        raise StoreError(f"{path} is an empty file, not a store; delete it or pass another path")
+    if head[8:12] != _DUCKDB_MAGIC:
+        looks = head.lstrip()[:1]
+        hint = (
+            f"it looks like JSON: ingest it with `uac ingest {path} --db STORE.duckdb`"
+            if looks in (b"{", b"[")
+            else "pass the path of a store, or a new file name to create one"
+        )
+        raise StoreError(f"{path} is not a uac store (not a DuckDB database file); {hint}")
+
+
+# A DuckDB database file starts with an 8-byte checksum, then these 4 bytes.
+_DUCKDB_MAGIC = b"DUCK"
+
+
+def _open_error(path: str, exc: duckdb.Error) -> StoreError:
     text = str(exc)
-    if "lock" in text.lower():
+    if isinstance(exc, duckdb.IOException) and "lock" in text.lower():
         pid = _LOCK_PID.search(text)
         who = f"process {pid.group(1)}" if pid else "another process"
         return StoreLocked(
             f"{path} is open read-write in {who}; close that notebook or program, "
             "or open this store read-only"
         )
-    return StoreError(f"cannot open store {path}: {text}")
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return StoreError(
+        f"cannot open store {path}, it is damaged or not a DuckDB database ({first}); "
+        "restore it from a copy, or pass another path"
+    )
