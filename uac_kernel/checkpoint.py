@@ -8,7 +8,7 @@ text at a version <= N.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,10 +33,25 @@ class Checkpoint:
     created_at: datetime
     records: int
     segments: int
+    # False when a checkpoint was asked for but the code had not changed since this version,
+    # so no new version was stored.
+    new: bool = field(default=True, compare=False)
 
     @property
     def code(self) -> str:
         return Checkpoints(self.store, self.user).code(self.version)
+
+    def summary(self) -> str:
+        """``checkpoint 3: 120 records, ...``, or ``no change since checkpoint 3 ...``."""
+        if not self.new:
+            return (
+                f"no change since checkpoint {self.version} ({self.records} records); "
+                "no new version stored"
+            )
+        return (
+            f"checkpoint {self.version}: {self.records} records, covers the log up to seq "
+            f"{self.seq} ({self.segments} code segments written)"
+        )
 
 
 class Checkpoints:
@@ -78,6 +93,15 @@ class Checkpoints:
         ).fetchall()
         return [Checkpoint(self.store, self.user, *row) for row in rows]
 
+    def _stored(self, names: list[str]) -> dict[str, str]:
+        """The newest stored text of each named segment (those never written are absent)."""
+        rows = self.store.con.execute(
+            "SELECT segment, arg_max(text, version) FROM checkpoint_segments "
+            "WHERE user_id = ? AND segment IN (SELECT unnest(?)) GROUP BY segment",
+            [self.user, names],
+        ).fetchall()
+        return {str(k): str(v) for k, v in rows}
+
     def code(self, version: int) -> str:
         self.get(version)
         rows = self.store.con.execute(
@@ -90,11 +114,17 @@ class Checkpoints:
     def take(
         self, state: State, dirty: Iterable[tuple[str, str, int]] | None, rules: Iterable[Rule]
     ) -> Checkpoint:
-        """Store a new checkpoint of ``state``; render only ``dirty`` segments (None: all)."""
+        """Store a new checkpoint of ``state``; render only ``dirty`` segments (None: all).
+
+        If every rendered segment reads as the latest version already has it, nothing is
+        stored: the latest version is returned with ``new`` False.
+        """
         previous = self.latest()
         if previous is None:
             dirty = None  # the first checkpoint renders everything
         segments = render_segments(state, dirty, rules)
+        if previous is not None and self._stored(list(segments)) == segments:
+            return replace(previous, new=False)
         version = (previous.version if previous else 0) + 1
         now = datetime.now(UTC).replace(tzinfo=None)
         records = sum(state.counts().values())

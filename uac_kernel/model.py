@@ -26,7 +26,15 @@ if TYPE_CHECKING:
     # `openai` takes about 0.3 s to import; only a call that reaches the network imports it.
     import openai
 
-__all__ = ["CallSummary", "ModelClient", "ModelReply", "ModelSettings", "call_totals", "list_calls"]
+__all__ = [
+    "CallSummary",
+    "ModelClient",
+    "ModelReply",
+    "ModelSettings",
+    "call_totals",
+    "list_calls",
+    "recorded_model",
+]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -309,3 +317,15 @@ def call_totals(store: Store, user: str | None = None) -> list[tuple[str, int, i
         params,
     ).fetchall()
     return [(str(p), int(n), int(f), int(i or 0), int(o or 0)) for p, n, f, i, o in rows]
+
+
+def recorded_model(store: Store, user: str | None = None) -> str | None:
+    """The model of the most recent recorded answer — of ``user`` if they have one, else of
+    any user — or ``None`` if the store has none: offline replay uses it when no model is named.
+    """
+    row = store.con.execute(
+        "SELECT model FROM model_calls WHERE outcome IN ('ok', 'rejected') AND model <> '' "
+        "ORDER BY (user_id = ?) DESC, call_id DESC LIMIT 1",
+        [user or ""],
+    ).fetchone()
+    return str(row[0]) if row else None
