@@ -11,6 +11,7 @@ execution counts, no run timings and no saved widget state (the recipe is in
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_checkpoint_import import _record, described_state, import_in_clean_interpreter
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -114,6 +116,7 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
 
     work = _copy_notebooks(tmp_path)
     nb = nbformat.read(work / path.name, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(_checkpoint_cell(tmp_path)))
     client = nbclient.NotebookClient(
         nb,
         timeout=CELL_TIMEOUT,
@@ -144,6 +147,27 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     assert after == before, f"{path.name} wrote into notebooks/ of the repository: {after}"
     dirty = _shown_by_git_status(work, copied)
     assert not dirty, f"{path.name} writes files that .gitignore does not cover: {dirty}"
+    # the user model the notebook built, as checkpoint code, imports and is the kernel's state
+    truth = json.loads((tmp_path / "nb_truth.json").read_text())
+    assert import_in_clean_interpreter(tmp_path / "nb_model.py", tmp_path) == truth
+
+
+def _checkpoint_cell(tmp: Path) -> str:
+    """A last cell that writes the kernel's user model (`wb`, which every notebook leaves open)
+    as checkpoint code, and an account of its state to compare the imported module with."""
+    return "\n".join(
+        [
+            "from __future__ import annotations",
+            "import json",
+            "from uac_kernel.codegen import render_module",
+            inspect.getsource(_record),
+            inspect.getsource(described_state),
+            f"open({str(tmp / 'nb_model.py')!r}, 'w', encoding='utf-8').write(",
+            "    render_module(wb.state, wb.runner.rules.values()))",
+            f"open({str(tmp / 'nb_truth.json')!r}, 'w').write(",
+            "    json.dumps(described_state(wb.state, sorted(wb.runner.rules))))",
+        ]
+    )
 
 
 _RUN_MARIMO = """
@@ -165,8 +189,11 @@ def test_marimo_tour_runs_headless(tmp_path: Path) -> None:
     pytest.importorskip("marimo", reason="pip install marimo")
     work = _copy_notebooks(tmp_path)
     before = sorted(p.name for p in work.iterdir())
+    # then, as for the Jupyter notebooks, write the tour's user model as checkpoint code
+    cell = _checkpoint_cell(tmp_path).replace("wb.", "defs['wb'].")
+    script = "from __future__ import annotations" + _RUN_MARIMO + cell.split("\n", 1)[1]
     done = subprocess.run(
-        [sys.executable, "-c", _RUN_MARIMO, str(work / MARIMO_TOUR.name)],
+        [sys.executable, "-c", script, str(work / MARIMO_TOUR.name)],
         cwd=work,
         env=_isolated_env(tmp_path),
         capture_output=True,
@@ -182,6 +209,8 @@ def test_marimo_tour_runs_headless(tmp_path: Path) -> None:
     assert result["records"] > 0, result
     after = sorted(p.name for p in work.iterdir())
     assert after == before, f"marimo_tour.py wrote files into its folder: {after}"
+    truth = json.loads((tmp_path / "nb_truth.json").read_text())
+    assert import_in_clean_interpreter(tmp_path / "nb_model.py", tmp_path) == truth
 
 
 # -- uac.marimo: the helpers the marimo tour uses ------------------------------------------------
@@ -273,3 +302,20 @@ def test_marimo_helpers_say_how_to_install_marimo(wb: Any, monkeypatch: pytest.M
         um.alert_inspector(wb)
     with pytest.raises(ImportError, match="pip install marimo"):
         um.chart(wb, "events")
+
+
+def test_marimo_evaluate_shows_a_mistake_instead_of_nothing(wb: Any) -> None:
+    mo = pytest.importorskip("marimo", reason="pip install marimo")
+    import html
+
+    import uac.marimo as um
+
+    value, view = um.evaluate(wb, "len(user.all(Trip))")
+    assert value == 1 and "<strong>1</strong>" in view.text
+    value, view = um.evaluate(wb, "len(user.all(Trp))")  # a typo in the tour's input box
+    assert value is None and isinstance(view, mo.Html)
+    shown = html.unescape(html.unescape(view.text))  # marimo escapes the callout's HTML again
+    assert "danger" in shown and "len(user.all(Trp))" in shown
+    assert "name 'Trp' is not defined in the query namespace" in shown
+    value, view = um.evaluate(wb, "   ")
+    assert value is None and "Type an expression" in view.text
