@@ -5,13 +5,20 @@ of the generated module. When a part comes back edited, it is read by literals o
 compared with the checkpoint version it was rendered from, and turned into ``add`` / ``update``
 / ``retract`` facts authored by the notebook. If the log moved on since that version, edits to
 records nobody else touched are merged; an edit that overlaps a later change is refused.
+
+A record type's part may hold a *selection* of its records (``Selection``: keys, an expression
+over each record, the most recently changed): the cell then answers for those records only. The
+selection is recomputed against the version the cell came from, so applying it is
+deterministic; a record left out of the cell's selection is never retracted by it.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import hashlib
 import textwrap
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,15 +31,36 @@ from uac_kernel.codegen import (
     record_line,
     schema_class,
 )
-from uac_kernel.errors import CodeError, EditConflict
+from uac_kernel.errors import (
+    CodeError,
+    EditConflict,
+    QueryError,
+    SandboxFailed,
+    SandboxLimit,
+    SandboxRefused,
+)
 from uac_kernel.fold import State
 from uac_kernel.records import Record, record_class
+from uac_kernel.sandbox import check
 from uac_kernel.schema import RESERVED_FIELDS, check_field_name, infer, to_json_value
 
-__all__ = ["EditPlan", "RuleSource", "part_names", "plan_edit", "render_part", "rule_sources"]
+__all__ = [
+    "LARGE",
+    "Cell",
+    "EditPlan",
+    "RuleSource",
+    "Selection",
+    "part_names",
+    "plan_edit",
+    "render_part",
+    "rule_sources",
+    "select_keys",
+]
 
 SCHEMA = "schema"
 RULES = "rules"
+# A type with more current records than this is worth narrowing before it is edited in a cell.
+LARGE = 200
 
 
 def part_names(state: State) -> list[str]:
@@ -40,8 +68,11 @@ def part_names(state: State) -> list[str]:
     return [SCHEMA, *state.types, RULES]
 
 
-def render_part(state: State, part: str, rules_code: str = "") -> str:
-    """The code of one part, as the checkpoint module has it."""
+def render_part(
+    state: State, part: str, rules_code: str = "", keys: Collection[str] | None = None
+) -> str:
+    """The code of one part, as the checkpoint module has it; of a record type, only the
+    records under ``keys`` when given (in module order), headed by a comment that says so."""
     if part == SCHEMA:
         return "".join(schema_class(n, f) for n, f in state.schema.types.items()).lstrip("\n")
     if part == RULES:
@@ -49,11 +80,195 @@ def render_part(state: State, part: str, rules_code: str = "") -> str:
     if part not in state.types:
         raise CodeError(f"no part {part!r}; parts are: {', '.join(part_names(state))}")
     ts = state.types[part]
-    lines = "".join(record_line(r) for r in ts.current.values())
+    records = ts.current.values()
+    note = ""
+    if keys is not None:
+        wanted = set(keys)
+        records = [r for r in records if r.key in wanted]  # type: ignore[assignment]
+        note = (
+            f"# {len(records):,} of {len(ts.current):,} {part} records, as selected; "
+            "the others stay as they are.\n"
+        )
+    lines = "".join(record_line(r) for r in records)
     return (
         schema_class(part, state.schema.types[part]).lstrip("\n")
-        + f"\n\nrecords[{part}] = [\n{lines}]\n"
+        + f"\n\n{note}records[{part}] = [\n{lines}]\n"
     )
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which records of a type a cell holds; nothing given: all of them.
+
+    ``keys``: the records with these keys. ``where``: those for which a query expression over
+    one record, bound to ``r``, is true — ``r.country == 'Japan'`` — run in the sandbox with
+    the query namespace (``user``, the record classes, the safe builtins) around it. ``last``:
+    the ``last`` most recently changed or created records (by the latest log event behind each).
+    Given together they narrow each other: of the keys given, those ``where`` holds for, the
+    ``last`` most recent of those.
+    """
+
+    keys: tuple[str, ...] = ()
+    where: str | None = None
+    last: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        key: str | Iterable[str] | None = None,
+        where: str | None = None,
+        last: int | None = None,
+    ) -> Selection:
+        """A selection from the arguments the faces take: one key or several."""
+        keys = (key,) if isinstance(key, str) else tuple(key or ())
+        for k in keys:
+            if not isinstance(k, str):
+                raise QueryError(f"a key is a string, not {type(k).__name__} ({k!r})")
+        if where is not None and not isinstance(where, str):
+            raise QueryError(f"where is an expression as a string, not {type(where).__name__}")
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
+            raise QueryError(
+                f"last must be a positive number of records, not {last!r}; "
+                "it picks the N most recently changed records"
+            )
+        return cls(tuple(dict.fromkeys(keys)), where, last)
+
+    def __bool__(self) -> bool:
+        return bool(self.keys) or self.where is not None or self.last is not None
+
+    def describe(self, shown: int = 3) -> str:
+        """One line: ``key 'a', 'b'; where "r.x == 1"; last 5`` (every value a literal)."""
+        out = []
+        if self.keys:
+            more = len(self.keys) - shown
+            listed = ", ".join(repr(k) for k in self.keys[:shown])
+            out.append(f"key {listed}" + (f" and {more:,} more" if more > 0 else ""))
+        if self.where is not None:
+            out.append(f"where {self.where!r}")
+        if self.last is not None:
+            out.append(f"last {self.last}")
+        return "; ".join(out) or "all records"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One part of a checkpoint as an editable cell: its code and which records it holds.
+
+    ``keys`` are the records of the type the selection picked (None: a whole part); ``total``
+    is how many current records the type has in that version (0 for schema and rules).
+    """
+
+    part: str
+    version: int
+    code: str
+    selection: Selection = Selection()
+    keys: list[str] | None = None
+    total: int = 0
+
+    @property
+    def large(self) -> bool:
+        """The whole of a type with more than ``LARGE`` records: worth narrowing."""
+        return self.keys is None and self.total > LARGE
+
+
+def where_query(part: str, where: str, names: Collection[str], fields: Collection[str]) -> str:
+    """The one sandboxed query that lists the keys of the records of ``part`` for which
+    ``where`` (an expression over a record ``r``) is true. ``where`` meets the sandbox's static
+    check on its own first, so its errors name the user's text, not the query around it.
+
+    An unset field reads None, so a misspelt one would quietly select nothing: ``r.NAME`` must
+    name one of ``fields`` (or ``key``, ``valid_from``, ``valid_to``, ``sources``)."""
+    expr = check(where, [*names, "r"]).body
+    rebinds = any(
+        isinstance(n, ast.Name) and n.id == "r" and not isinstance(n.ctx, ast.Load)
+        for n in ast.walk(expr)
+    ) or any(isinstance(n, ast.arg) and n.arg == "r" for n in ast.walk(expr))
+    known = [*fields, *Record.model_fields]
+    for node in ast.walk(expr):
+        if (
+            not rebinds
+            and isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "r"
+            and node.attr not in known
+            and not hasattr(Record, node.attr)
+        ):
+            close = difflib.get_close_matches(node.attr, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise QueryError(
+                f"{part} has no field {node.attr!r}.{hint} Its fields: {', '.join(known)}"
+            )
+    query = ast.parse("[r.key for r in user.all(T) if x]", mode="eval")
+    comp = query.body
+    assert isinstance(comp, ast.ListComp)  # the template above
+    call = comp.generators[0].iter
+    assert isinstance(call, ast.Call)
+    call.args[0] = ast.Constant(part)
+    comp.generators[0].ifs[0] = expr
+    return ast.unparse(ast.fix_missing_locations(query))
+
+
+def select_keys(
+    state: State,
+    part: str,
+    sel: Selection,
+    run: Callable[[str], object],
+    names: Collection[str],
+    version: int,
+) -> list[str] | None:
+    """The keys of the current records of ``part`` in ``state`` that ``sel`` picks, in module
+    order; None when ``sel`` is empty. ``run`` evaluates a query in the sandbox over
+    ``state`` (whose namespace has ``names``); ``version`` names the checkpoint in errors."""
+    if not sel:
+        return None
+    if part not in state.types:
+        what = "has no records" if part in (SCHEMA, RULES) else "is not a record type"
+        raise QueryError(
+            f"{part} {what} to select from; key, where and last pick records of a record type"
+        )
+    current = state.types[part].current
+    keys = list(current)
+    if sel.keys:
+        unknown = [k for k in sel.keys if k not in current]
+        if unknown:
+            raise QueryError(_unknown_keys(state, part, unknown, version))
+        wanted = set(sel.keys)
+        keys = [k for k in keys if k in wanted]
+    if sel.where is not None:
+        try:
+            query = where_query(part, sel.where, names, state.schema.types.get(part, {}))
+            found = run(query)
+        except (SandboxRefused, SandboxFailed, SandboxLimit) as exc:
+            raise type(exc)(f"where {sel.where!r}: {exc}") from exc
+        if not isinstance(found, list):
+            raise QueryError(f"where {sel.where!r} did not select records")
+        matched = set(found)
+        keys = [k for k in keys if k in matched]
+    if sel.last is not None and len(keys) > sel.last:
+        # The most recent: the latest log event behind each record (its last source).
+        recent = sorted(keys, key=lambda k: max(current[k].sources, default=0))[-sel.last :]
+        chosen = set(recent)
+        keys = [k for k in keys if k in chosen]
+    return keys
+
+
+def _unknown_keys(state: State, part: str, unknown: list[str], version: int) -> str:
+    """``no Trip with key 'tokio' in checkpoint 3. Did you mean 'tokyo-2025'?``"""
+    listed = ", ".join(repr(k) for k in unknown[:3]) + (
+        f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
+    )
+    text = f"no {part} with key{'s' if len(unknown) > 1 else ''} {listed} in checkpoint {version}"
+    first = unknown[0]
+    if any(r.key == first for r in state.types[part].history):
+        return text + f" ({first!r} was retracted before it)"
+    keys = list(state.types[part].current)
+    close = difflib.get_close_matches(first, keys, n=3, cutoff=0.6)
+    if not close:
+        lowered = {k.lower(): k for k in keys}
+        close = [lowered[c] for c in difflib.get_close_matches(first.lower(), lowered, n=3)]
+    if close:
+        return text + f". Did you mean {', '.join(repr(c) for c in close)}?"
+    return text + (f"; its keys include {', '.join(repr(k) for k in keys[:3])}" if keys else "")
 
 
 @dataclass(frozen=True)
@@ -170,9 +385,20 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
     return records
 
 
-def plan_edit(base: State, current: State, code: str, part: str, digest_of: str) -> EditPlan:
+def plan_edit(
+    base: State,
+    current: State,
+    code: str,
+    part: str,
+    digest_of: str,
+    selected: Collection[str] | None = None,
+) -> EditPlan:
     """The facts that turn ``base`` (the version the cell came from) into what the cell says,
-    applied on top of ``current`` — or an ``EditConflict`` when they overlap later changes."""
+    applied on top of ``current`` — or an ``EditConflict`` when they overlap later changes.
+
+    ``selected``: the keys of ``base`` the cell was made of (``select_keys``); None, every
+    record of the type. Only a selected record missing from the cell is retracted; every
+    record the cell holds is compared with ``base``, whether selected or not."""
     tree = _parse(code)
     plan = EditPlan(rules=rule_sources(code), merged=current.seq != base.seq)
     if part in (SCHEMA, RULES):
@@ -238,7 +464,8 @@ def plan_edit(base: State, current: State, code: str, part: str, digest_of: str)
         if pending:
             emit("update", key, pending)
             plan.updated.append(key)
-    for key in base_recs:
+    answers_for = base_recs if selected is None else [k for k in selected if k in base_recs]
+    for key in answers_for:
         if key in cell:
             continue
         now = now_recs.get(key)

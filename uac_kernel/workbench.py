@@ -36,7 +36,7 @@ from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
     # imported when used, so `uac eval` does not load them (bench/startup.py).
-    from uac_kernel.edits import EditPlan
+    from uac_kernel.edits import Cell, EditPlan, Selection
     from uac_kernel.extract import ExtractionReport
     from uac_kernel.model import ModelClient, ModelSettings
 
@@ -342,24 +342,90 @@ class Workbench:
 
         return part_names(self.state_at_seq(self.checkpoints.get(version).seq))
 
-    def cell(self, part: str, version: int | None = None) -> str:
-        """The code of one part of a checkpoint, to edit and hand back to ``apply_edit``."""
-        from uac_kernel.edits import render_part
+    def cell(
+        self,
+        part: str,
+        version: int | None = None,
+        *,
+        key: str | Iterable[str] | None = None,
+        where: str | None = None,
+        last: int | None = None,
+    ) -> str:
+        """The code of one part of a checkpoint, to edit and hand back to ``apply_edit``.
 
-        state = self.state_at_seq(self.checkpoints.get(version).seq)
-        return render_part(state, part, rules_code(self.runner.rules.values()))
+        Of a record type, ``key`` (one or several), ``where`` (an expression over a record
+        ``r``, run in the sandbox: ``"r.country == 'Japan'"``) and ``last`` (the N most
+        recently changed) narrow it to some records; see ``edits.Selection``. Hand the same
+        selection to ``apply_edit``.
+        """
+        return self.edit_cell(part, version, key=key, where=where, last=last).code
 
-    def apply_edit(self, code: str, *, version: int, part: str) -> tuple[EditPlan, IngestReport]:
+    def edit_cell(
+        self,
+        part: str,
+        version: int | None = None,
+        *,
+        key: str | Iterable[str] | None = None,
+        where: str | None = None,
+        last: int | None = None,
+    ) -> Cell:
+        """Like ``cell``, with what the cell holds: the version, the selected keys, the
+        type's record count. An unknown key is a ``QueryError`` suggesting close ones; a bad
+        ``where`` the sandbox's error."""
+        from uac_kernel.edits import Cell, Selection, render_part
+
+        cp = self.checkpoints.get(version)
+        state = self.state_at_seq(cp.seq)
+        sel = Selection.of(key, where, last)
+        keys = self._select(state, part, sel, cp.version)
+        code = render_part(state, part, rules_code(self.runner.rules.values()), keys)
+        ts = state.types.get(part)
+        return Cell(part, cp.version, code, sel, keys, len(ts.current) if ts else 0)
+
+    def _select(self, state: State, part: str, sel: Selection, version: int) -> list[str] | None:
+        """The keys ``sel`` picks among the records of ``part`` in ``state`` (None: all)."""
+        from uac_kernel.edits import select_keys
+        from uac_kernel.sandbox import evaluate
+
+        if not sel:
+            return None
+        if state is self.state:
+            warm = self._sandbox()
+            return select_keys(state, part, sel, warm.evaluate, namespace(state).keys(), version)
+        ns = namespace(state)
+        return select_keys(state, part, sel, lambda q: evaluate(q, ns), ns.keys(), version)
+
+    def apply_edit(
+        self,
+        code: str,
+        *,
+        version: int,
+        part: str,
+        key: str | Iterable[str] | None = None,
+        where: str | None = None,
+        last: int | None = None,
+    ) -> tuple[EditPlan, IngestReport]:
         """Append what an edited part changes, as correction facts authored by the notebook.
 
         The cell is read by literals only. Edits against an older version are merged when they
         do not overlap later changes, refused with ``EditConflict`` when they do. Rules the cell
         defines are returned in the plan, not run: the caller decides to trust them.
-        """
-        from uac_kernel.edits import plan_edit
 
-        base = self.state_at_seq(self.checkpoints.get(version).seq)
-        plan = plan_edit(base, self.state, code, part, f"{self.user}|{version}|{part}|{code}")
+        ``key``, ``where`` and ``last`` are the selection the cell was made with (``cell``):
+        it is picked again from checkpoint ``version``, and only a selected record missing
+        from the cell is retracted; records outside it stay as they are.
+        """
+        from uac_kernel.edits import Selection, plan_edit
+
+        cp = self.checkpoints.get(version)
+        base = self.state_at_seq(cp.seq)
+        sel = Selection.of(key, where, last)
+        selected = self._select(base, part, sel, cp.version)
+        # The selection is part of what the cell says: the same code under another selection
+        # plans other facts, so its correction events must not share their source ids.
+        scope = f"|{sel!r}" if sel else ""
+        digest_of = f"{self.user}|{version}|{part}{scope}|{code}"
+        plan = plan_edit(base, self.state, code, part, digest_of, selected)
         report = self.ingest(plan.facts, origin=f"cell {part} (checkpoint {version})")
         return plan, report
 
