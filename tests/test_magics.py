@@ -17,7 +17,7 @@ import pytest
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
-from conftest import without_record
+from conftest import fact, without_record
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionResult
 from IPython.utils.capture import capture_output
@@ -326,7 +326,7 @@ def test_errors_are_one_line_usage_errors(loaded: Any) -> None:
 
 def test_help(ip: Any) -> None:
     out = run_out(ip, "%uac")
-    assert "%uac edit [--version VERSION] [--all] [part]" in out
+    assert "%uac edit [--version VERSION] [--key KEY [KEY ...]] [--where EXPR]" in out
     out = run_out(ip, "%uac edit --help")
     assert "JupyterLab inserts only one per execution" in out
     assert "%uac open [--user USER] [--read-only] [path]" in run_out(ip, "%uac help open")
@@ -349,7 +349,9 @@ def test_edit_replaces_its_own_cell(loaded: Any) -> None:
         + wb_of(ip).cell("Medication", 1).rstrip()
         + "\n"
     )
-    assert text in out  # also shown, for front-ends that ignore the payload
+    # the output is a one-line note, not the code again: the cell holds it
+    assert out == "Medication of checkpoint 1: its 2 records in this cell; edit and run the cell\n"
+    assert text in run_out(ip, "%uac edit Medication --print")  # for front-ends that ignore it
     # re-running it yields the same single replacement, not another cell
     assert edit_cell(ip, "%uac edit Medication") == text
     out = run_out(ip, "%uac edit --all")
@@ -499,6 +501,132 @@ def test_hostile_strings_stay_data(loaded: Any, tmp_path: Path) -> None:
     )
     assert "no change" in out and not (tmp_path / "CANARY").exists()
     assert wb.state.get("Note", "n1").text == HOSTILE  # type: ignore[union-attr]
+
+
+HOSTILE_KEYS = [
+    HOSTILE,
+    "-x",
+    "--",
+    "--where r.x --last 1",
+    'it\'s "quoted"',
+    "back\\slash '",
+    "line\u2028separator",
+    " %%uac cell --part Allergy ",
+]
+
+
+def test_edit_a_selection_round_trip(loaded: Any) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    ip.payload_manager.clear_payload()
+    out = run_out(ip, "%uac edit Medication --key amox")
+    assert out == (
+        "Medication of checkpoint 1: 1 of 2 records in this cell (key 'amox'); edit and run "
+        "the cell — records left out stay as they are\n"
+    )
+    text = edit_cell(ip, "%uac edit Medication --key amox")
+    assert text.startswith("%%uac cell --version 1 --part Medication --key 'amox'\n")
+    assert "key='amox'" in text and "key='ibu'" not in text
+    out = run_out(ip, change(text, "name='amoxicillin'", "name='azithromycin'"))
+    assert "changed amox" in out and "cleared [critical] drug_allergy_cross_reactivity" in out
+    assert "`%uac edit Medication --version 2 --key 'amox'`" in out
+    # deleting the one selected record retracts it, and only it: ibu was never in the cell
+    text = edit_cell(ip, "%uac edit Medication --version 2 --key amox")
+    out = run_out(ip, without_record(text, "amox"))
+    assert "retracted amox" in out and "ibu" not in out
+    assert [m.key for m in wb.state.all("Medication")] == ["ibu"]
+
+
+def test_edit_where_and_last(loaded: Any) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    text = edit_cell(
+        ip, """%uac edit Medication --where "r.dose_mg is not None and r.dose_mg < 300" """
+    )
+    assert text.startswith(
+        "%%uac cell --version 1 --part Medication --where 'r.dose_mg is not None and "
+        "r.dose_mg < 300'\n"
+    )
+    assert "key='ibu'" in text and "key='amox'" not in text
+    # a new record in the cell is added, the selected one deleted is retracted, amox stays
+    lines = without_record(text, "ibu").splitlines()
+    lines.insert(-1, "    Medication(key='para', name='paracetamol', dose_mg=500.0),")
+    out = run_out(ip, "\n".join(lines))
+    assert "added para; retracted ibu" in out
+    assert sorted(m.key for m in wb.state.all("Medication")) == ["amox", "para"]
+    # --last: the most recently changed record; several --key values, repeated or listed
+    assert "key='para'" in edit_cell(ip, "%uac edit Medication --last 1")
+    assert "key='amox'" not in edit_cell(ip, "%uac edit Medication --last 1")
+    both = edit_cell(ip, "%uac edit Medication --key amox para")
+    assert both.startswith("%%uac cell --version 2 --part Medication --key 'amox' --key 'para'\n")
+    assert both == edit_cell(ip, "%uac edit Medication --key amox --key=para")
+
+
+def test_edit_selection_errors_are_one_line(loaded: Any) -> None:
+    ip = loaded
+    message = usage_error(ip, "%uac edit Medication --key amx")
+    assert message == "no Medication with key 'amx' in checkpoint 1. Did you mean 'amox'?"
+    message = usage_error(ip, "%uac edit Medication --where 'r.dose_mg >'")
+    assert message.startswith("where 'r.dose_mg >': not a Python expression")
+    message = usage_error(ip, "%uac edit Medication --where \"__import__('os').system('x')\"")
+    assert "names starting with '_'" in message
+    message = usage_error(ip, "%uac edit Medication --where r.dose > 1")
+    assert "unrecognized arguments" in message  # an unquoted expression with spaces
+    message = usage_error(ip, "%uac edit Medication --where r.dose>1")
+    assert "Medication has no field 'dose'. Did you mean 'dose_mg'?" in message
+    assert "last must be a positive number" in usage_error(ip, "%uac edit Medication --last 0")
+    assert "invalid int value" in usage_error(ip, "%uac edit Medication --last many")
+    assert "no records to select" in usage_error(ip, "%uac edit schema --key amox")
+    assert "unclosed quote" in usage_error(ip, "%uac edit Medication --key 'amox")
+
+
+def test_edit_hostile_keys_round_trip_through_the_cell_line(loaded: Any, tmp_path: Path) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    wb.ingest(
+        [fact("2024-12-02", "add", "Note", k, text="kept", n=i) for i, k in enumerate(HOSTILE_KEYS)]
+    )
+    for i, key in enumerate(HOSTILE_KEYS):
+        text = edit_cell(ip, f"%uac edit Note --key {key!r}")
+        header, body = text.split("\n", 1)
+        # one line, printable: the key cannot end the magic's line or become an option
+        assert header.isprintable() and header.endswith(f"--key {key!r}")
+        assert [n.key for n in wb.state.all("Note") if f"key={n.key!r}" in body] == [key]
+        out = run_out(ip, change(text, f"n={i},", f"n={i + 100},"))
+        assert f"changed {key}" in out, out
+        assert wb.state.get("Note", key).n == i + 100  # type: ignore[union-attr]
+        # and deleting it from its own cell retracts that key alone
+    out = run_out(ip, without_record(edit_cell(ip, "%uac edit Note --key '--'"), "--"))
+    assert "retracted --" in out
+    assert sorted(n.key for n in wb.state.all("Note")) == sorted(set(HOSTILE_KEYS) - {"--"})
+    assert not (tmp_path / "CANARY").exists()
+
+
+def test_edit_a_stale_selection(loaded: Any) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    text = edit_cell(ip, """%uac edit Medication --where "r.name == 'ibuprofen'" """)
+    # later, amox is renamed to ibuprofen: it matches now, but not in checkpoint 1
+    wb.ingest([fact("2024-12-01", "update", "Medication", "amox", name="ibuprofen")])
+    out = run_out(ip, change(text, "dose_mg=200.0", "dose_mg=400.0"))
+    assert "changed ibu (merged with later changes)" in out and "retracted" not in out
+    assert wb.state.get("Medication", "amox").name == "ibuprofen"  # type: ignore[union-attr]
+    assert wb.state.get("Medication", "ibu").dose_mg == 400.0  # type: ignore[union-attr]
+
+
+def test_edit_a_large_type_tells_how_to_narrow_it(loaded: Any) -> None:
+    ip = loaded
+    wb = wb_of(ip)
+    wb.ingest([fact("2025-01-01", "add", "Txn", f"x{i:03d}", amount=float(i)) for i in range(201)])
+    ip.payload_manager.clear_payload()
+    out = run_out(ip, "%uac edit Txn")
+    (payload,) = ip.payload_manager.read_payload()
+    assert payload["text"].count("Txn(key=") == 201  # the cell is made all the same
+    assert out.count("\n") == 2  # the new checkpoint, and the note; not the code
+    assert "Txn of checkpoint 2: all 201 records in this cell (" in out
+    assert 'narrow it with --key KEY, --where "r.FIELD == VALUE" or --last N' in out
+    text = edit_cell(ip, "%uac edit Txn --where 'r.amount >= 199'")
+    assert text.count("Txn(key=") == 2
 
 
 # -- widgets and charts ----------------------------------------------------------------------------

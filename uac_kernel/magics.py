@@ -797,19 +797,44 @@ class UacMagics(Magics):
     @magic_arguments(name="uac edit")
     @argument("part", nargs="?", help="schema, a record type (e.g. Trip) or rules")
     @argument("--version", type=int, default=None, help="the checkpoint (default: the latest)")
+    @argument(
+        "--key",
+        action="extend",
+        nargs="+",
+        metavar="KEY",
+        help="only the records with these keys (one or several; repeatable)",
+    )
+    @argument(
+        "--where",
+        metavar="EXPR",
+        help="""only the records r for which EXPR is true, e.g. --where "r.country == 'Japan'" """,
+    )
+    @argument("--last", type=int, metavar="N", help="only the N most recently changed records")
+    @argument("--print", action="store_true", help="also print the code below the cell")
     @argument("--all", action="store_true", help="list a command for every part")
     def cmd_edit(self, rest: str, cell: str | None) -> None:
         """Turn this cell into one part of a checkpoint, as code to edit and run.
 
         The cell is replaced by ``%%uac cell --version N --part PART`` and the part's code
-        (running ``%uac edit`` again is harmless: it replaces the same cell); the code is also
-        printed, for front-ends that ignore the replacement. Without ``--version`` the latest
-        checkpoint is used, taken anew first if the log moved past it.
+        (running ``%uac edit`` again is harmless: it replaces the same cell); the output is a
+        one-line note on what the cell holds. ``--print`` also prints the code, for front-ends
+        that ignore the replacement. Without ``--version`` the latest checkpoint is used, taken
+        anew first if the log moved past it.
+
+        Of a record type, ``--key``, ``--where`` and ``--last`` put only some records in the
+        cell (together they narrow each other): ``--where`` is a query expression over one
+        record ``r``, run in the sandbox like ``%uac eval``; ``--last N`` picks the N records
+        the latest log events changed or created. Quote a value with spaces or quotes as a
+        Python string literal: ``--key 'tokyo 2025'``. The cell line repeats the selection,
+        and running the cell answers for the selected records only: a selected record deleted
+        from the cell is retracted, a new one is added, the others stay as they are.
 
         ``--all`` lists a ready ``%uac edit`` command for every part, one cell each: a cell
         can create at most one cell (JupyterLab inserts only one per execution).
         """
-        args = parse_argstring(self.cmd_edit, rest)
+        from uac_kernel import _cellargs
+
+        args = _cellargs.parse(self.cmd_edit, rest)
         wb = self._wb()
         version = args.version
         if version is None:
@@ -841,14 +866,16 @@ class UacMagics(Magics):
                 f"checkpoint {version} has no part {part!r}.{_suggest(part, parts)} "
                 f"Parts: {', '.join(parts)}"
             )
-        code = wb.cell(part, version)
+        made = wb.edit_cell(part, version, key=args.key, where=args.where, last=args.last)
+        code = made.code
         if part == "rules":
             code += self._idle_rules(wb)
-        text = f"%%uac cell --version {version} --part {part}\n{code.rstrip()}\n"
+        text = f"{_cellargs.header(made)}\n{code.rstrip()}\n"
         if self.shell is not None:
             self.shell.set_next_input(text, replace=True)
-        print(f"# {part} of checkpoint {version}: edit it in this cell and run it")
-        print(text, end="")
+        print(_cellargs.note(made))
+        if args.print or self.shell is None:
+            print(text, end="")
 
     @staticmethod
     def _idle_rules(wb: Workbench) -> str:
@@ -866,26 +893,36 @@ class UacMagics(Magics):
     @magic_arguments(name="uac cell")
     @argument("--version", type=int, required=True, help="the checkpoint the cell came from")
     @argument("--part", required=True, help="the part the cell holds")
+    @argument("--key", action="extend", nargs="+", metavar="KEY", help="the cell's selection")
+    @argument("--where", metavar="EXPR", help="the cell's selection")
+    @argument("--last", type=int, metavar="N", help="the cell's selection")
     def cmd_cell(self, rest: str, cell: str | None) -> None:
         """``%%uac cell --version N --part PART``: apply an edited part (made by ``%uac edit``).
 
         The records are read as literals, never run, and what changed becomes correction
         events; if the log moved on since version N, edits to records nobody else touched are
-        merged and overlapping ones refused. ``@rule`` functions in the cell — and only they —
-        are compiled and run in the user namespace (with ``rule``, ``Finding``, ``date``,
-        ``datetime``, ``timedelta``), then put in force with their source logged. A rule must
-        be self-contained: other code in the cell is not run. Then a checkpoint is taken.
+        merged and overlapping ones refused. With ``--key``/``--where``/``--last`` (the
+        selection ``%uac edit`` made the cell with, picked again from version N) only a
+        selected record missing from the cell is retracted; the others stay as they are.
+        ``@rule`` functions in the cell — and only they — are compiled and run in the user
+        namespace (with ``rule``, ``Finding``, ``date``, ``datetime``, ``timedelta``), then put
+        in force with their source logged. A rule must be self-contained: other code in the
+        cell is not run. Then a checkpoint is taken.
         """
         if cell is None:
             raise UsageError(
                 "`%%uac cell` is a cell magic; make one with `%uac edit PART` (e.g. %uac edit rules)"
             )
-        args = parse_argstring(self.cmd_cell, rest)
+        from uac_kernel import _cellargs
+
+        args = _cellargs.parse(self.cmd_cell, rest)
         wb = self._wb()
         part = _unquote(args.part)
         rules = self._compile_rules(cell, f"%%uac cell {rest.strip()}")
         before = wb.state.seq
-        plan, report = wb.apply_edit(cell, version=args.version, part=part)
+        plan, report = wb.apply_edit(
+            cell, version=args.version, part=part, key=args.key, where=args.where, last=args.last
+        )
         lines = [f"{part}, edited from checkpoint {args.version}: {plan.summary()}"]
         if report.appended:
             lines[0] += f" ({report.appended} correction events appended)"
@@ -901,9 +938,11 @@ class UacMagics(Magics):
             lines += [_alert_line("cleared", a) for a in change.cleared]
         if wb.state.seq != before:
             cp = wb.checkpoint()
+            again = _cellargs.selection(args.key, args.where, args.last)
             lines.append(
                 f"checkpoint {cp.version} taken; run this cell again after more edits, or "
-                f"continue from the new version with `%uac edit {part} --version {cp.version}`"
+                f"continue from the new version with `%uac edit {part} --version {cp.version}"
+                f"{again}`"
             )
         print("\n".join(lines))
 
