@@ -294,3 +294,25 @@ def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:
     assert offline.returncode == 0 and offline.stdout.splitlines()[0] == "1"
     missing = uac("ask", "Never asked before?", "--offline", cwd=tmp_path, env=env)
     assert missing.returncode == 1 and "no recorded answer" in missing.stderr
+
+
+def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
+    tmp_path: Path, events: Path
+) -> None:
+    env = {"UAC_DB": str(tmp_path / "store.duckdb"), "UAC_USER": "maya"}
+    assert uac("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
+    stop = tmp_path / "stop.jsonl"
+    stop.write_text(
+        json.dumps(
+            {"kind": "fact", "ts": "2025-04-05T09:00:00", "op": "update", "type": "Medication"}
+            | {"key": "amox", "fields": {"active": False}}
+        )
+        + "\n"
+    )
+    out = uac("ingest", str(stop), cwd=tmp_path, env=env).stdout
+    assert "  cleared [critical] Medication 'amox' (Amoxicillin 500 mg) is in" in out
+    assert (
+        "      why: a record it was about changed: Medication 'amox' active True → False\n" in out
+    )
+    sql = uac("sql", "SELECT valid_from, start FROM Trip", cwd=tmp_path, env=env).stdout
+    assert sql.splitlines()[1] == "2025-04-01 09:00\t2025-02-20"

@@ -141,14 +141,16 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_sql(args: argparse.Namespace) -> None:
+    from uac_kernel._display import show
+
     with _open(args, read_only=True) as wb:
         result = wb.sql(args.query)
         if args.json:
             print(to_json(result.records()))
             return
         print("\t".join(result.columns))
-        for row in result.rows:
-            print("\t".join("" if v is None else str(v) for v in row))
+        for row in result.rows:  # values as the notebook's tables show them: 2026-02-19 10:00
+            print("\t".join(show(v) for v in row))
 
 
 def cmd_alerts(args: argparse.Namespace) -> None:
