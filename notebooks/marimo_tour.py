@@ -97,7 +97,7 @@ def _(mo):
 
     An aggregate question is one Python expression over the typed state, evaluated by
     `wb.eval` in a sandbox (no imports, no files, bounded time and memory). Edit the
-    expression and the answer below follows.
+    expression and the answer below follows; a mistake shows its error instead.
     """),
             expression,
         ]
@@ -106,9 +106,9 @@ def _(mo):
 
 
 @app.cell
-def _(expression, mo, wb):
-    answer = wb.eval(expression.value)
-    mo.md(f"`{expression.value}` → **{answer}**")
+def _(expression, um, wb):
+    answer, _shown = um.evaluate(wb, expression.value)
+    _shown  # noqa: B018 (marimo shows a cell's last expression)
     return (answer,)
 
 

@@ -121,7 +121,8 @@ def test_full_cli_round_trip(tmp_path: Path, events: Path) -> None:
         cwd=tmp_path,
         env=env,
     )
-    assert other.stdout.strip() == "0"
+    assert other.returncode == 1
+    assert f"user 'nobody' has no events in {tmp_path / 'store.duckdb'}" in other.stderr
 
 
 def test_diff_via_cli(tmp_path: Path, events: Path) -> None:
@@ -145,6 +146,12 @@ def test_diff_via_cli(tmp_path: Path, events: Path) -> None:
         (("eval", "open('/etc/passwd').read()"), "open"),
         (("code", "--version", "9"), "has no checkpoint 9"),
         (("sql", "SELECT * FROM nowhere"), "SQL failed"),
+        (
+            ("log", "--kind", "alerts"),
+            "no event kind 'alerts'. Did you mean 'alert'? Kinds: alert,",
+        ),
+        (("history", "Trp", "tokyo-2025"), "no record type 'Trp'. Did you mean 'Trip'?"),
+        (("demo", "--user", "bob"), "the demo's user is 'maya'"),
     ],
 )
 def test_errors_are_one_line_and_exit_non_zero(
@@ -292,8 +299,149 @@ def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:
     # the server is gone: offline, the same question is answered from the record
     offline = uac("ask", "How many trips did I book?", "--offline", cwd=tmp_path, env=env)
     assert offline.returncode == 0 and offline.stdout.splitlines()[0] == "1"
+    # with no model named, offline replay uses the model the store's recorded calls used
+    unnamed = {**env, "UAC_MODEL": "", "UAC_USER": ""}
+    offline = uac("ask", "How many trips did I book?", "--offline", cwd=tmp_path, env=unnamed)
+    assert offline.returncode == 0, offline.stderr
+    assert offline.stdout.splitlines()[0] == "1"
     missing = uac("ask", "Never asked before?", "--offline", cwd=tmp_path, env=env)
     assert missing.returncode == 1 and "no recorded answer" in missing.stderr
+
+
+def one_line_error(out: subprocess.CompletedProcess[str]) -> str:
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert out.stderr.startswith("uac: error: ") and out.stderr.count("\n") == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    return out.stderr
+
+
+READS = [
+    ("eval", "len(user.all(Trip))"),
+    ("sql", "SELECT * FROM Trip"),
+    ("alerts",),
+    ("code",),
+    ("checkpoint",),
+    ("checkpoints",),
+    ("log",),
+    ("history", "Trip", "tokyo-2025"),
+    ("state",),
+    ("diff", "1", "1"),
+    ("calls",),
+    ("extract", "--offline"),
+    ("ask", "How many trips?", "--offline"),
+]
+
+
+def test_a_user_with_no_events_is_named_with_the_users_here(tmp_path: Path, events: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    assert (
+        uac("ingest", str(events), "--db", str(db), "--user", "maya", cwd=tmp_path).returncode == 0
+    )
+    before = db.read_bytes()
+    for args in READS:
+        out = uac(*args, "--db", str(db), "--user", "may", cwd=tmp_path)
+        assert f"user 'may' has no events in {db}; users here: maya" in one_line_error(out), args
+    assert db.read_bytes() == before, "a refused read wrote nothing"
+    # one user and no --user: that user
+    assert uac("eval", "len(user.all(Trip))", "--db", str(db), cwd=tmp_path).stdout == "1\n"
+    # ingesting under a new name is how a user is made
+    made = uac("ingest", str(events), "--db", str(db), "--user", "bob", cwd=tmp_path)
+    assert made.returncode == 0 and "5 events appended" in made.stdout
+    assert uac("users", "--db", str(db), cwd=tmp_path).stdout == "bob\t18 events\nmaya\t18 events\n"
+    # two users and no --user: name one
+    out = uac("eval", "1", "--db", str(db), cwd=tmp_path)
+    assert f"{db} holds 2 users (bob, maya); name one with --user" in one_line_error(out)
+    # ... which the store-wide commands do not need
+    assert uac("verify", "--db", str(db), cwd=tmp_path).returncode == 0
+    assert uac("calls", "--all-users", "--db", str(db), cwd=tmp_path).returncode == 0
+
+
+def test_reading_a_missing_store_creates_none(tmp_path: Path) -> None:
+    for args in READS:
+        out = uac(*args, "--db", "new.duckdb", cwd=tmp_path)
+        assert "no store at new.duckdb" in one_line_error(out), args
+    # right after `uac demo`, the default store is not there but the demo's is: say so
+    (tmp_path / "uac-demo.duckdb").write_bytes(b"")
+    out = uac("eval", "1", cwd=tmp_path, env={"UAC_DB": ""})
+    assert "the demo's store is here: pass --db uac-demo.duckdb" in one_line_error(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["uac-demo.duckdb"]
+
+
+def test_ingest_creates_no_store_from_a_file_it_cannot_read(tmp_path: Path) -> None:
+    (tmp_path / "folder").mkdir()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "fact", "ts": "2025-01-01", "op": "nope"}\n')
+    for name, message in (
+        ("missing.jsonl", "missing.jsonl: cannot read the file: No such file or directory"),
+        ("folder", "folder: cannot read the file: Is a directory"),
+        (str(bad), f"{bad}:1:"),
+    ):
+        out = uac("ingest", name, "--db", "new.duckdb", cwd=tmp_path)
+        assert message in one_line_error(out)
+        assert not (tmp_path / "new.duckdb").exists(), name
+
+
+def not_a_store(kind: str, tmp_path: Path, events: Path) -> Path:
+    """A path given as --db that cannot be a store."""
+    if kind == "events file":
+        return events
+    path = tmp_path / f"{kind}.duckdb"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "garbage":
+        path.write_bytes(bytes(range(256)) * 40)
+    else:  # the first 5,000 bytes of a real store
+        real = tmp_path / "real.duckdb"
+        assert uac("ingest", str(events), "--db", str(real), cwd=tmp_path).returncode == 0
+        path.write_bytes(real.read_bytes()[:5000])
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("events file", "is not a uac store (not a DuckDB database file); it looks like JSON"),
+        ("directory", "is a directory, not a store"),
+        ("empty", "is an empty file, not a store"),
+        ("garbage", "is not a uac store (not a DuckDB database file)"),
+        ("truncated", "it is damaged or not a DuckDB database"),
+    ],
+)
+def test_a_db_that_is_not_a_store_is_one_line(
+    tmp_path: Path, events: Path, kind: str, message: str
+) -> None:
+    path = not_a_store(kind, tmp_path, events)
+    for args in (("eval", "1"), ("ingest", str(events)), ("users",), ("verify",)):
+        err = one_line_error(uac(*args, "--db", str(path), cwd=tmp_path))
+        assert str(path) in err and message in err, (args, err)
+
+
+def test_another_programs_duckdb_is_refused_and_left_alone(tmp_path: Path, events: Path) -> None:
+    import duckdb
+
+    path = tmp_path / "theirs.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE orders (id INTEGER)")
+    con.close()
+    before = path.read_bytes()
+    for args in (("ingest", str(events)), ("eval", "1")):
+        err = one_line_error(uac(*args, "--db", str(path), cwd=tmp_path))
+        assert (
+            "is a DuckDB database of another program, not a uac store (its tables: orders)" in err
+        )
+    assert path.read_bytes() == before
+
+
+def test_a_checkpoint_that_changes_nothing_stores_no_version(tmp_path: Path, events: Path) -> None:
+    env = {"UAC_DB": str(tmp_path / "s.duckdb")}
+    uac("ingest", str(events), cwd=tmp_path, env=env)
+    assert uac("checkpoint", cwd=tmp_path, env=env).stdout.startswith("checkpoint 1: 3 records")
+    again = uac("checkpoint", cwd=tmp_path, env=env)
+    assert again.returncode == 0
+    assert again.stdout.startswith("no change since checkpoint 1 (3 records); no new version")
+    assert len(uac("checkpoints", cwd=tmp_path, env=env).stdout.splitlines()) == 1
 
 
 def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(

@@ -719,3 +719,88 @@ def test_unload_closes_the_store(ip: Any) -> None:
     with pytest.raises(Exception, match="closed"):
         wb.store.con.execute("SELECT 1")
     run(ip, "%load_ext uac")
+
+
+# -- dead ends: a mistyped user or kind, a checkpoint of nothing, a verb only one face has --------
+
+
+def test_a_user_with_no_events_is_an_error_where_a_read_is_asked(
+    loaded: Any, tmp_path: Path
+) -> None:
+    ip = loaded
+    out = run_out(ip, "%uac open --user may")  # read-write: ingesting would create the user
+    assert "user 'may' has no events yet (users here: maya)" in out
+    expected = f"user 'may' has no events in {tmp_path / 'maya.duckdb'}; users here: maya"
+    for line in (
+        "%uac eval 1",
+        "%%uac sql\nSELECT 1",
+        "%uac alerts",
+        "%uac log",
+        "%uac state",
+        "%uac code",
+        "%uac checkpoint",
+        "%uac checkpoints",
+        "%uac history Medication amox",
+        "%uac diff 1 1",
+        "%uac chart events",
+        "%uac calls",
+        "%uac extract",
+        "%uac ask 'How many medications?'",
+    ):
+        assert usage_error(ip, line) == expected, line
+    assert wb_of(ip).store.users() == ["maya"], "the refused reads wrote nothing"
+    assert usage_error(ip, "%uac open --read-only --user may") == expected
+    # ingesting is how a user is made
+    run_out(ip, "%uac open --user may")
+    assert "3 events appended" in run_out(ip, "%uac ingest events.jsonl")
+    assert run(ip, "%uac eval len(user.all(Medication))") == 2
+    users = run(ip, "%uac users")
+    assert isinstance(users, Table) and [u for u, _ in users.rows] == ["may", "maya"]
+
+
+def test_without_a_configured_user_the_stores_only_user_opens(loaded: Any) -> None:
+    ip = loaded
+    run_out(ip, "%config UacMagics.user = ''")
+    assert "uac: user 'maya' of" in run_out(ip, "%uac open")
+
+
+def test_a_checkpoint_that_changes_nothing_stores_no_version(loaded: Any) -> None:
+    ip = loaded  # checkpoint 1 taken
+    out = run_out(ip, "%uac checkpoint")
+    assert out.startswith("no change since checkpoint 1 (3 records); no new version stored\n")
+    table = run(ip, "%uac checkpoints")
+    assert isinstance(table, Table) and [r[0] for r in table.rows] == [1]
+
+
+def test_an_unknown_log_kind_says_which_exist(loaded: Any) -> None:
+    message = usage_error(loaded, "%uac log --kind alerts")
+    assert "no event kind 'alerts'. Did you mean 'alert'? Kinds: alert, " in message
+
+
+# Verbs only one face offers, and why; every other verb is both `uac VERB` and `%uac VERB`.
+CLI_ONLY = {
+    "demo": "builds (and replaces) a store file and prints a tour; the notebooks are the tour",
+    "bench": "benchmarks run for minutes to hours and write result files",
+}
+MAGICS_ONLY = {
+    "open": "a notebook keeps one workbench open across cells; a command opens its own",
+    "close": "releases the store that `%uac open` holds",
+    "edit": "turns its own cell into code to edit: it needs a notebook cell",
+    "cell": "applies an edited cell: it is the body of a cell magic",
+    "chart": "draws an Altair chart in the notebook's output",
+}
+
+
+def test_the_magics_and_the_cli_offer_the_same_verbs(ip: Any) -> None:
+    import argparse
+
+    from uac_kernel.cli import build_parser
+
+    (subparsers,) = [
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    ]
+    cli = set(subparsers.choices)
+    magics = set(ip.magics_manager.registry["UacMagics"].commands)
+    assert {"checkpoints", "users", "history", "state"} <= cli & magics
+    assert cli - magics == set(CLI_ONLY), "a CLI verb the magics lack"
+    assert magics - cli == set(MAGICS_ONLY), "a magic the CLI lacks"

@@ -394,3 +394,63 @@ def test_a_nearing_deadline_is_logged_when_its_severity_changes(tmp_path: Path) 
         ("2025-06-13", "updated", "critical"),
         ("2025-06-15", "cleared", "critical"),
     ]
+
+
+def test_which_user_a_store_opens(tmp_path: Path) -> None:
+    import uac
+    from uac_kernel.errors import StoreError, UnknownUser
+
+    db = tmp_path / "u.duckdb"
+    with pytest.raises(StoreError, match="no store at"):
+        uac.open(str(db), user="maya", create=False)
+    assert not db.exists()
+    with uac.open(str(db)) as wb:  # a new store: its first user is "me"
+        assert wb.user == "me" and not wb.known
+        wb.ingest(TRIPS)
+        assert wb.known
+    with uac.open(str(db), read_only=True) as wb:  # its only user, unnamed
+        assert wb.user == "me" and wb.state.counts() == {"Trip": 2}
+    for kwargs in ({"read_only": True}, {"create": False}):
+        with pytest.raises(UnknownUser) as refused:
+            uac.open(str(db), user="mee", **kwargs)
+        assert str(refused.value) == f"user 'mee' has no events in {db}; users here: me"
+        assert refused.value.users == ["me"]
+    with uac.open(str(db), user="mee") as wb:  # read-write: ingesting would create the user
+        with pytest.raises(UnknownUser, match="users here: me"):
+            wb.require_known()
+        wb.ingest(TRIPS[:2])
+        wb.require_known()
+    with pytest.raises(UnknownUser, match=r"holds 2 users \(me, mee\); name one with --user"):
+        uac.open(str(db), read_only=True)
+    store = Store(db, read_only=True)
+    assert store.user_counts() == {u: len(list(store.events(u))) for u in ("me", "mee")}
+    store.close()
+
+
+def test_a_checkpoint_that_changes_nothing_is_not_stored(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
+    wb.ingest(TRIPS)
+    first = wb.checkpoint()
+    assert first.new and first.summary().startswith("checkpoint 1: 2 records, covers the log")
+    again = wb.checkpoint()
+    assert (again.version, again.new) == (1, False)
+    assert again.summary() == "no change since checkpoint 1 (2 records); no new version stored"
+    assert [c.version for c in wb.checkpoints.all()] == [1]
+    wb.close()
+    with Workbench(tmp_path / "u.duckdb", user="maya") as wb:  # reopened: still nothing new
+        assert not wb.checkpoint().new
+        wb.ingest([fact("2025-05-01", "update", "Trip", "york-2025", end="2025-04-12")])
+        assert (wb.checkpoint().version, wb.checkpoints.latest().new) == (2, True)  # type: ignore[union-attr]
+
+
+def test_reads_name_what_exists(tmp_path: Path) -> None:
+    with Workbench(tmp_path / "u.duckdb", user="maya") as wb:
+        wb.ingest(TRIPS)
+        with pytest.raises(QueryError, match=r"no event kind 'facts'\. Did you mean 'fact'\?"):
+            wb.log(kinds=["facts"])
+        assert [e.kind for e in wb.log(kinds=["rule"])] == []  # a kind with no events yet
+        with pytest.raises(QueryError, match=r"no record type 'trip'\. Did you mean 'Trip'\?"):
+            wb.versions("trip", "york-2025")
+        with pytest.raises(QueryError, match=r"no Trip with key 'york'\. Did you mean 'york-2025'"):
+            wb.versions("Trip", "york")
+        assert len(wb.versions("Trip", "tokyo-2025")) == 2

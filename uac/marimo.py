@@ -8,6 +8,7 @@ from uac_kernel.marimo import (
     alert_inspector,
     chart,
     diff_view,
+    evaluate,
     log_browser,
     state_explorer,
 )
@@ -17,6 +18,7 @@ __all__ = [
     "alert_inspector",
     "chart",
     "diff_view",
+    "evaluate",
     "log_browser",
     "state_explorer",
 ]

@@ -28,11 +28,22 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def open(path: str = ":memory:", user: str = "me", *, read_only: bool = False) -> Workbench:
-    """Open (or create) a store and work on one of its users: ``uac.open("memory.duckdb", user="maya")``."""
+def open(
+    path: str = ":memory:",
+    user: str | None = None,
+    *,
+    read_only: bool = False,
+    create: bool | None = None,
+) -> Workbench:
+    """Open (or create) a store and work on one of its users: ``uac.open("memory.duckdb", user="maya")``.
+
+    Without ``user``, the store's only user (``"me"`` in a new store). A user exists by having
+    events: opening one with none is an error when nothing can be written (``read_only``) or
+    ``create=False`` says a read is meant; it names the users the store holds.
+    """
     from uac_kernel.workbench import Workbench
 
-    return Workbench(path, user=user, read_only=read_only)
+    return Workbench(path, user=user, read_only=read_only, create=create)
 
 
 _LAZY = {

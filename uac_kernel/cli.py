@@ -16,6 +16,7 @@ from uac_kernel.errors import UacError
 
 if TYPE_CHECKING:
     from uac_kernel.extract import ExtractionReport
+    from uac_kernel.store import Store
     from uac_kernel.workbench import IngestReport, Workbench
 
 # The engine (pydantic models, DuckDB, the sandbox) and the model layer (openai) are imported by
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 DEFAULT_DB = "uac.duckdb"
-DEFAULT_USER = "me"
+DEMO_DB = "uac-demo.duckdb"
 
 
 def to_json(value: Any) -> str:
@@ -41,16 +42,40 @@ def to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=default, indent=None)
 
 
-def _open(args: argparse.Namespace, *, read_only: bool = False) -> Workbench:
+def _open(args: argparse.Namespace, *, read_only: bool = False, create: bool = False) -> Workbench:
+    """The workbench of ``--user`` (default: the store's only user) in ``--db``.
+
+    Only ``ingest`` creates (a store, a user); for every other command a missing store or a
+    user with no events is an error that names the users the store holds.
+    """
     from uac_kernel.model import ModelSettings
     from uac_kernel.workbench import Workbench
 
+    if not create:
+        _check_default_db(args)
     model = None
     if hasattr(args, "model"):
         model = ModelSettings.resolve(
             model=args.model, base_url=args.base_url, offline=True if args.offline else None
         )
-    return Workbench(args.db, user=args.user, read_only=read_only, model=model)
+    return Workbench(args.db, user=args.user, read_only=read_only, create=create, model=model)
+
+
+def _open_store(args: argparse.Namespace) -> Store:
+    """The store itself, read-only, for the commands about the whole store (no one user)."""
+    from uac_kernel.store import Store
+
+    _check_default_db(args)
+    return Store(args.db, read_only=True)
+
+
+def _check_default_db(args: argparse.Namespace) -> None:
+    """Right after `uac demo` the store is uac-demo.duckdb, not the default: say so."""
+    if not args.db_given and not Path(args.db).exists() and Path(DEMO_DB).exists():
+        raise UacError(
+            f"no store at {args.db} (the default; env UAC_DB); the demo's store is here: "
+            f"pass --db {DEMO_DB}"
+        )
 
 
 def _print_report(report: IngestReport | ExtractionReport, prefix: str = "") -> None:
@@ -67,6 +92,25 @@ def _print_report(report: IngestReport | ExtractionReport, prefix: str = "") -> 
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
+    from uac_kernel.errors import EventError
+
+    # The input is checked before the store is opened, so a mistyped file creates no store.
+    try:
+        Path(args.file).open("rb").close()
+    except OSError as exc:
+        raise EventError(
+            f"cannot read the file: {exc.strerror}; check the path", origin=args.file
+        ) from exc
+    created = args.db != ":memory:" and not Path(args.db).exists()
+    try:
+        _ingest(args)
+    except UacError:
+        if created:
+            _remove_if_empty(args.db)  # a batch lands whole or not at all: maybe nothing did
+        raise
+
+
+def _ingest(args: argparse.Namespace) -> None:
     if args.per_history:
         # One user per conversation of the file; one workbench at a time (one writer per store).
         from uac_kernel.workbench import Workbench
@@ -74,19 +118,33 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         fmt = None if args.format == "auto" else args.format
         for key, batch in read_histories(args.file, fmt):
             with Workbench(args.db, user=key or args.user) as wb:
-                _print_report(wb.append_parsed(batch), f"{key or args.user}: ")
+                _print_report(wb.append_parsed(batch), f"{wb.user}: ")
         return
-    with _open(args) as wb:
+    with _open(args, create=True) as wb:
         _print_report(wb.ingest(args.file, format=args.format, history=args.history))
+
+
+def _remove_if_empty(path: str) -> None:
+    """Remove a store this command created if a failed ingest left no event in it."""
+    from uac_kernel.store import Store
+
+    try:
+        store = Store(path, read_only=True)
+    except UacError:
+        return
+    try:
+        empty = not store.user_counts()
+    finally:
+        store.close()
+    if empty:
+        Path(path).unlink(missing_ok=True)
+        Path(f"{path}.wal").unlink(missing_ok=True)
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> None:
     with _open(args) as wb:
         cp = wb.checkpoint()
-        print(
-            f"checkpoint {cp.version}: {cp.records} records, covers the log up to seq {cp.seq} "
-            f"({cp.segments} code segments written); show it with `uac code --version {cp.version}`"
-        )
+        print(f"{cp.summary()}; show it with `uac code --version {cp.version}`")
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> None:
@@ -225,17 +283,52 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 def cmd_calls(args: argparse.Namespace) -> None:
     from uac_kernel.model import call_totals, list_calls
+    from uac_kernel.workbench import resolve_user
 
-    with _open(args, read_only=True) as wb:
-        user = None if args.all_users else args.user
-        for c in list_calls(wb.store, user, limit=args.limit):
+    store = _open_store(args)
+    try:
+        user = None if args.all_users else resolve_user(store, args.user, create=False)
+        for c in list_calls(store, user, limit=args.limit):
             print(
                 f"{c.call_id}\t{c.created_at:%Y-%m-%d %H:%M:%S}\t{c.purpose}\t{c.model}\t"
                 f"{c.tokens_in}+{c.tokens_out} tokens\t{c.latency_ms:.0f} ms\t{c.outcome}"
             )
         print("purpose\tcalls\tfailed\ttokens in\ttokens out")
-        for purpose, n, failed, tin, tout in call_totals(wb.store, user):
+        for purpose, n, failed, tin, tout in call_totals(store, user):
             print(f"{purpose}\t{n}\t{failed}\t{tin}\t{tout}")
+    finally:
+        store.close()
+
+
+def cmd_users(args: argparse.Namespace) -> None:
+    store = _open_store(args)
+    try:
+        counts = store.user_counts()
+    finally:
+        store.close()
+    if not counts:
+        print(f"{args.db} holds no events yet")
+    for user, n in counts.items():
+        print(f"{user}\t{n} events")
+
+
+def cmd_state(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        print("type\tcurrent\tversions")
+        for name, n in sorted(wb.state.counts().items()):
+            print(f"{name}\t{n}\t{len(wb.state.history(name))}")
+
+
+def cmd_history(args: argparse.Namespace) -> None:
+    with _open(args, read_only=True) as wb:
+        for r in wb.versions(args.type, args.key):
+            fields = {k: v for k, v in r.fields().items() if v is not None}
+            print(
+                f"{r.valid_from.isoformat() if r.valid_from else ''}\t"
+                f"{r.valid_to.isoformat() if r.valid_to else ''}\t"
+                f"{'retracted' if r.retracted else ''}\t{to_json(fields)}\t"
+                f"events {', '.join(map(str, r.sources))}"
+            )
 
 
 def cmd_bench_aggregate(args: argparse.Namespace) -> None:
@@ -293,8 +386,11 @@ def cmd_bench_locomo(args: argparse.Namespace) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
-    with _open(args, read_only=True) as wb:
-        report = wb.verify()
+    store = _open_store(args)  # the whole log: every user's events are in one chain
+    try:
+        report = store.verify()
+    finally:
+        store.close()
     if not report.ok:
         raise UacError(
             f"{args.db}: hash chain broken at event {report.first_bad_seq}: {report.problem}"
@@ -303,9 +399,14 @@ def cmd_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    from uac_kernel.demo_run import run_demo
+    from uac_kernel.demo_run import DEMO_USER_ID, run_demo
 
-    path = Path(args.db) if args.db_given else Path("uac-demo.duckdb")
+    if args.user_given and args.user != DEMO_USER_ID:
+        raise UacError(
+            f"the demo's user is {DEMO_USER_ID!r} (its recorded model calls are hers); "
+            f"run `uac demo` without --user, then read it with --user {DEMO_USER_ID}"
+        )
+    path = Path(args.db) if args.db_given else Path(DEMO_DB)
     run_demo(path, out=print, live=args.live).close()
 
 
@@ -317,7 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"store file (env UAC_DB; default {DEFAULT_DB}, or uac-demo.duckdb for `demo`)",
     )
     common.add_argument(
-        "--user", default=argparse.SUPPRESS, help=f"user id (env UAC_USER; default {DEFAULT_USER})"
+        "--user",
+        default=argparse.SUPPRESS,
+        help="user id (env UAC_USER; default: the store's only user, or 'me' in a new store)",
     )
     parser = argparse.ArgumentParser(
         prog="uac", parents=[common], description="User as Code: executable user memory."
@@ -348,6 +451,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("checkpoint", cmd_checkpoint, "store the current state as a new version of typed code")
     add("checkpoints", cmd_checkpoints, "list the checkpoints")
+    add("users", cmd_users, "the users of the store and their event counts")
+    add("state", cmd_state, "record types with their current records and versions")
+    p = add("history", cmd_history, "every version of one record and the events behind it")
+    p.add_argument("type", help="a record type, e.g. Trip")
+    p.add_argument("key", help="the record's key")
     p = add("code", cmd_code, "print a checkpoint's code, or write it as a module (--out)")
     p.add_argument("--version", type=int, default=None)
     p.add_argument("--out", default=None, metavar="PATH", help="write the module to PATH.py")
@@ -442,11 +550,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    args.db_given = hasattr(args, "db") or "UAC_DB" in os.environ
+    args.db_given = hasattr(args, "db") or bool(os.environ.get("UAC_DB"))
     if not hasattr(args, "db"):
-        args.db = os.environ.get("UAC_DB", DEFAULT_DB)
-    if not hasattr(args, "user"):
-        args.user = os.environ.get("UAC_USER", DEFAULT_USER)
+        args.db = os.environ.get("UAC_DB") or DEFAULT_DB
+    args.user_given = hasattr(args, "user")  # on the command line
+    if not args.user_given:
+        # None: the store's only user ('me' in a new store); see workbench.resolve_user
+        args.user = os.environ.get("UAC_USER") or None
     try:
         args.func(args)
     except UacError as exc:

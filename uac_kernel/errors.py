@@ -19,6 +19,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "UacError",
+    "UnknownUser",
 ]
 
 
@@ -32,6 +33,17 @@ class StoreError(UacError):
 
 class StoreLocked(StoreError):
     """Another process holds the store file read-write."""
+
+
+class UnknownUser(UacError):
+    """The store holds no events of the user a read asked for, or several users and none named.
+
+    ``users`` are the users the store does hold, so a face can list or suggest them.
+    """
+
+    def __init__(self, message: str, *, users: list[str] | None = None):
+        super().__init__(message)
+        self.users = users or []
 
 
 class EventError(UacError):

@@ -260,9 +260,10 @@ class UacMagics(Magics):
     db = Unicode(help="the store opened by `%uac open` without a path (env UAC_DB)").tag(
         config=True
     )
-    user = Unicode(help="the user opened by `%uac open` without --user (env UAC_USER)").tag(
-        config=True
-    )
+    user = Unicode(
+        help="the user opened by `%uac open` without --user (env UAC_USER; '': the store's "
+        "only user, or 'me' in a new store)"
+    ).tag(config=True)
     variable = Unicode(
         "wb", help="the name the open Workbench is bound to in the user namespace ('' for none)"
     ).tag(config=True)
@@ -285,7 +286,7 @@ class UacMagics(Magics):
 
     @default("user")
     def _default_user(self) -> str:
-        return os.environ.get("UAC_USER", "me")
+        return os.environ.get("UAC_USER", "")
 
     def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any):
         self.workbench: Workbench | None = None  # before the config observers can run
@@ -365,10 +366,12 @@ class UacMagics(Magics):
             return None  # no model named anywhere: the engine says so when one is needed
 
     def _open(self, path: str, user: str, read_only: bool = False) -> Workbench:
+        """Open ``user`` ('': the store's only user) of ``path``; read-only, a user with no
+        events is an error, as nothing could be read or written."""
         from uac_kernel.workbench import Workbench
 
         self._close()
-        wb = Workbench(path, user=user, read_only=read_only, model=self._model_settings())
+        wb = Workbench(path, user=user or None, read_only=read_only, model=self._model_settings())
         self.workbench = wb
         if self.variable and self.shell is not None:
             self.shell.push({self.variable: wb})
@@ -383,11 +386,16 @@ class UacMagics(Magics):
         if self.shell is not None and self.variable and self.shell.user_ns.get(self.variable) is wb:
             del self.shell.user_ns[self.variable]
 
-    def _wb(self) -> Workbench:
-        """The open workbench; opens the configured store and user if none is."""
-        if self.workbench is None:
-            return self._open(self.db, self.user)
-        return self.workbench
+    def _wb(self, *, read: bool = False) -> Workbench:
+        """The open workbench; opens the configured store and user if none is.
+
+        ``read``: the subcommand reads the user, so a user with no events is an error that
+        names the store's users (a typo in --user, not an empty history).
+        """
+        wb = self._open(self.db, self.user) if self.workbench is None else self.workbench
+        if read:
+            wb.require_known()
+        return wb
 
     def _summary(self, wb: Workbench) -> str:
         counts = wb.state.counts()
@@ -406,6 +414,12 @@ class UacMagics(Magics):
         )
         if self.variable:
             text += f"; bound to `{self.variable}`"
+        if not wb.known:
+            users = ", ".join(wb.store.users()) or "none yet"
+            text += (
+                f"\n     user {wb.user!r} has no events yet (users here: {users}); "
+                "`%uac ingest FILE` adds them, `%uac open --user NAME` opens another"
+            )
         idle = [r["name"] for r in wb.stored_rules() if r["name"] not in wb.runner.rules]
         if idle:
             text += (
@@ -473,7 +487,7 @@ class UacMagics(Magics):
     def cmd_extract(self, rest: str, cell: str | None) -> None:
         """Turn pending utterances into typed facts with the model, then checkpoint."""
         args = parse_argstring(self.cmd_extract, rest)
-        wb = self._wb()
+        wb = self._wb(read=True)
         report = wb.extract(batch_size=args.batch_size)
         print(report.summary())
         for verb in ("raised", "updated", "cleared"):
@@ -488,13 +502,43 @@ class UacMagics(Magics):
         """Store the state as a new version of typed code; lists its parts with a ready
         ``%uac edit PART`` command for each (run each in a cell of its own)."""
         parse_argstring(self.cmd_checkpoint, rest)
-        wb = self._wb()
+        wb = self._wb(read=True)
         cp = wb.checkpoint()
-        print(
-            f"checkpoint {cp.version}: {cp.records} records, covers the log up to seq {cp.seq} "
-            f"({cp.segments} code segments written)"
-        )
+        print(cp.summary())
         self._print_parts(wb, cp.version)
+
+    @subcommand("checkpoints")
+    @magic_arguments(name="uac checkpoints")
+    def cmd_checkpoints(self, rest: str, cell: str | None) -> Table:
+        """The checkpoints of the user: version, the log seq each covers, records, when."""
+        parse_argstring(self.cmd_checkpoints, rest)
+        cps = self._wb(read=True).checkpoints.all()
+        return Table(
+            ["version", "seq", "records", "created"],
+            [
+                (c.version, c.seq, c.records, c.created_at.strftime("%Y-%m-%d %H:%M:%S"))
+                for c in cps
+            ],
+            0,
+            caption=f"{len(cps)} checkpoints" if cps else "no checkpoint yet (%uac checkpoint)",
+        )
+
+    @subcommand("users")
+    @magic_arguments(name="uac users")
+    def cmd_users(self, rest: str, cell: str | None) -> Table:
+        """The users of the store and their event counts (switch with ``%uac open --user``)."""
+        parse_argstring(self.cmd_users, rest)
+        from uac_kernel.store import Store
+
+        if self.workbench is not None:
+            counts, path = self.workbench.store.user_counts(), self.workbench.store.path
+        else:
+            store = Store(self.db, read_only=True)
+            try:
+                counts, path = store.user_counts(), store.path
+            finally:
+                store.close()
+        return Table(["user", "events"], list(counts.items()), 0, caption=f"users of {path}")
 
     @staticmethod
     def _print_parts(wb: Workbench, version: int, title: str = "", *, pinned: bool = False) -> None:
@@ -511,7 +555,7 @@ class UacMagics(Magics):
     def cmd_code(self, rest: str, cell: str | None) -> None:
         """Print a checkpoint's whole code."""
         args = parse_argstring(self.cmd_code, rest)
-        print(self._wb().code(args.version), end="")
+        print(self._wb(read=True).code(args.version), end="")
 
     @subcommand("eval", cell=True)
     @magic_arguments(name="uac eval")
@@ -522,7 +566,9 @@ class UacMagics(Magics):
         expr = (cell if cell is not None else rest).strip()
         if not expr:
             raise UsageError("usage: %uac eval EXPR — e.g. %uac eval len(user.all(Trip))")
-        return self._wb().eval(expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb)
+        return self._wb(read=True).eval(
+            expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb
+        )
 
     @subcommand("sql", cell=True)
     @magic_arguments(name="uac sql")
@@ -533,7 +579,7 @@ class UacMagics(Magics):
         query = (cell if cell is not None else rest).strip()
         if not query:
             raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
-        return self._wb().sql(query)
+        return self._wb(read=True).sql(query)
 
     @subcommand("ask", cell=True)
     @magic_arguments(name="uac ask")
@@ -547,7 +593,7 @@ class UacMagics(Magics):
         question = _unquote(cell if cell is not None else rest)
         if not question:
             raise UsageError("usage: %uac ask QUESTION")
-        answer = self._wb().ask(question)
+        answer = self._wb(read=True).ask(question)
         if not answer.ok:
             raise UsageError(
                 _one_line(
@@ -563,7 +609,7 @@ class UacMagics(Magics):
         """The alerts standing now, most severe first, with their evidence (an inspector
         widget; the text where widgets are not shown)."""
         parse_argstring(self.cmd_alerts, rest)
-        wb = self._wb()
+        wb = self._wb(read=True)
 
         def make() -> Any:
             from uac_kernel.widgets import AlertInspector
@@ -579,7 +625,7 @@ class UacMagics(Magics):
     def cmd_log(self, rest: str, cell: str | None) -> None:
         """Browse the user's events (a paging widget; the first ``displaylimit`` as text)."""
         args = parse_argstring(self.cmd_log, rest)
-        wb = self._wb()
+        wb = self._wb(read=True)
         limit = self.displaylimit if self.displaylimit > 0 else None
         kinds = [args.kind] if args.kind else None
         events = wb.log(
@@ -616,7 +662,7 @@ class UacMagics(Magics):
     def cmd_state(self, rest: str, cell: str | None) -> None:
         """Explore the typed state (a widget; record counts per type as text)."""
         parse_argstring(self.cmd_state, rest)
-        wb = self._wb()
+        wb = self._wb(read=True)
         counts = wb.state.counts()
         table = Table(
             ["type", "current", "versions"],
@@ -638,7 +684,7 @@ class UacMagics(Magics):
     def cmd_diff(self, rest: str, cell: str | None) -> None:
         """What changed from checkpoint A to B (a widget, and the summary as text)."""
         args = parse_argstring(self.cmd_diff, rest)
-        wb = self._wb()
+        wb = self._wb(read=True)
         d = wb.diff(args.a, args.b)
         lines = [d.summary()]
         lines += [f"  + type {t}" for t in d.new_types]
@@ -662,18 +708,9 @@ class UacMagics(Magics):
         """Every version of one record: when it held, whether it was retracted, its fields and
         the log events behind it."""
         args = parse_argstring(self.cmd_history, rest)
-        wb = self._wb()
+        wb = self._wb(read=True)
         type_name, key = _unquote(args.type), _unquote(args.key)
-        if type_name not in wb.state.types:
-            types = list(wb.state.types)
-            raise UsageError(
-                f"no record type {type_name!r}.{_suggest(type_name, types)} "
-                f"Types: {', '.join(sorted(types)) or 'none yet'}"
-            )
-        versions = wb.state.versions(type_name, key)
-        if not versions:
-            keys = sorted({r.key for r in wb.state.history(type_name)})
-            raise UsageError(f"no {type_name} with key {key!r}.{_suggest(key, keys)}")
+        versions = wb.versions(type_name, key)
         rows = [
             (
                 r.valid_from,
@@ -720,7 +757,7 @@ class UacMagics(Magics):
             raise UsageError(
                 f"charts need altair and vl-convert ({exc}); pip install altair vl-convert-python"
             ) from None
-        wb = self._wb()
+        wb = self._wb(read=True)
         chart: Any
         if kind == "result":
             value = wb.eval(expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb)
@@ -760,7 +797,7 @@ class UacMagics(Magics):
         from uac_kernel.model import call_totals, list_calls
 
         args = parse_argstring(self.cmd_calls, rest)
-        wb = self._wb()
+        wb = self._wb(read=not args.all_users)
         user = None if args.all_users else wb.user
         limit = self.displaylimit if self.displaylimit > 0 else 1_000_000
         calls = list_calls(wb.store, user, limit=limit)

@@ -9,7 +9,8 @@ show, as functions of an open ``Workbench``:
 ``%uac state``                     ``state_explorer(wb)``
 ``%uac diff A B``                  ``diff_view(wb, a, b)``
 ``%uac chart KIND [EXPR]``         ``chart(wb, kind, expr)``
-``%uac eval EXPR`` / ``%uac sql``  ``wb.eval(expr)`` / ``wb.sql(query)`` (plain engine calls)
+``%uac eval EXPR``                 ``evaluate(wb, expr)`` (value and view; or ``wb.eval``)
+``%uac sql``                       ``wb.sql(query)`` (a plain engine call)
 =================================  ==================================================
 
 Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
@@ -24,9 +25,10 @@ only when a helper is called.
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any, Literal
 
-from uac_kernel.errors import QueryError
+from uac_kernel.errors import QueryError, UacError
 
 if TYPE_CHECKING:
     import altair as alt
@@ -38,6 +40,7 @@ __all__ = [
     "alert_inspector",
     "chart",
     "diff_view",
+    "evaluate",
     "log_browser",
     "state_explorer",
 ]
@@ -92,6 +95,26 @@ def diff_view(wb: Workbench, a: int, b: int) -> Any:
 
     mo = _marimo()
     return mo.ui.anywidget(DiffView(wb, a, b))
+
+
+def evaluate(wb: Workbench, expr: str) -> tuple[Any, Any]:
+    """Evaluate ``expr`` with ``wb.eval`` and return ``(value, view)`` for an input box.
+
+    The view shows the expression and its value; when the expression fails (a typo, a name
+    that is not there, a refused construct) it shows the one-line error in a red callout and
+    ``value`` is ``None``, so a mistake says what is wrong instead of the output vanishing.
+    """
+    mo = _marimo()
+    text = expr.strip()
+    if not text:
+        hint = "Type an expression over <code>user</code>, e.g. <code>len(user.all(Trip))</code>"
+        return None, mo.callout(mo.Html(hint), kind="info")
+    code = f"<code>{html.escape(text)}</code>"
+    try:
+        value = wb.eval(text)
+    except UacError as exc:
+        return None, mo.callout(mo.Html(f"{code}: {html.escape(str(exc))}"), kind="danger")
+    return value, mo.Html(f"{code} → <strong>{html.escape(str(value))}</strong>")
 
 
 def chart(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import gc
 import hashlib
 import time
@@ -16,9 +18,11 @@ from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.codegen import rules_code
+from uac_kernel.errors import QueryError, UnknownUser
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
 from uac_kernel.fold import State, fold
 from uac_kernel.query import UserView, namespace
+from uac_kernel.records import Record
 from uac_kernel.rules.engine import (
     Alert,
     AlertChange,
@@ -31,7 +35,7 @@ from uac_kernel.rules.library import LIBRARY
 from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.search import LogSearch
 from uac_kernel.sqlview import SqlResult, SqlView
-from uac_kernel.store import LoggedEvent, NewEvent, Store, VerifyReport
+from uac_kernel.store import EVENT_KINDS, LoggedEvent, NewEvent, Store, VerifyReport
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
@@ -40,7 +44,72 @@ if TYPE_CHECKING:
     from uac_kernel.extract import ExtractionReport
     from uac_kernel.model import ModelClient, ModelSettings
 
-__all__ = ["IngestReport", "Workbench"]
+__all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
+
+DEFAULT_USER = "me"
+"""The user of a store that has none yet, when no user is named."""
+
+
+def resolve_user(store: Store, user: str | None, *, create: bool) -> str:
+    """The user a workbench opens: ``user`` if named, else the store's only user (``me`` in a
+    store with none yet); several users and none named is an ``UnknownUser``.
+
+    A user exists by having events. With ``create`` (ingesting is how a user is made) any name
+    goes; without it, a name with no events is an ``UnknownUser`` that lists the store's users,
+    since a read would find nothing and answer as if the history were empty.
+    """
+    if user is not None:
+        try:
+            user.encode("utf-8")
+        except (AttributeError, UnicodeEncodeError):
+            raise UnknownUser(
+                f"user id {user!r} is not a text DuckDB can store (text without lone surrogates)"
+            ) from None
+    if user is None:
+        counts = store.user_counts()
+        if len(counts) == 1:
+            return next(iter(counts))
+        if not counts:
+            if create:
+                return DEFAULT_USER
+            raise UnknownUser(
+                f"{store.path} holds no events yet; ingest a file first (uac ingest FILE)"
+            )
+        users = list(counts)
+        raise UnknownUser(
+            f"{store.path} holds {len(users)} users ({_user_list(None, users)}); "
+            "name one with --user",
+            users=users,
+        )
+    if create or store.has_events(user):
+        return user
+    users = store.users()
+    raise UnknownUser(unknown_user_message(store.path, user, users), users=users)
+
+
+def unknown_user_message(path: str, user: str, users: list[str]) -> str:
+    """``user 'may' has no events in STORE; users here: maya``."""
+    return f"user {user!r} has no events in {path}; users here: {_user_list(user, users)}"
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest choice (case-insensitive first), else ``""``."""
+    for c in choices:
+        if c.lower() == word.lower():
+            return f" Did you mean {c!r}?"
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" Did you mean {lowered[close[0]]!r}?" if close else ""
+
+
+def _user_list(user: str | None, users: list[str], shown: int = 10) -> str:
+    if not users:
+        return "none yet (ingesting a file creates a user)"
+    if len(users) <= shown:
+        return ", ".join(users)
+    close = difflib.get_close_matches(user, users, n=3) if user else []
+    first = close or users[:5]
+    return f"{', '.join(first)}, ... ({len(users)} in all; `uac users` lists them)"
 
 
 class _Stopwatch:
@@ -113,22 +182,34 @@ class Workbench:
     def __init__(
         self,
         path: str | Path = ":memory:",
-        user: str = "me",
+        user: str | None = None,
         *,
         read_only: bool = False,
+        create: bool | None = None,
         rules: Iterable[Rule] = LIBRARY,
         model: ModelSettings | None = None,
     ):
-        self.store = Store(path, read_only=read_only)
-        self.user = user
-        self.checkpoints = Checkpoints(self.store, user)
+        """Open ``user`` of the store at ``path`` (see ``resolve_user`` for ``user=None``).
+
+        ``create`` (default: not ``read_only``) allows a new store file and a user with no
+        events yet; without it both are errors, as a read of them would find nothing.
+        """
+        if create is None:
+            create = not read_only
+        self.store = Store(path, read_only=read_only, create=create)
+        try:
+            self.user = resolve_user(self.store, user, create=create)
+        except BaseException:
+            self.store.close()
+            raise
+        self.checkpoints = Checkpoints(self.store, self.user)
         self.runner = RuleRunner(rules)
         self._sources: set[str] | None = None
         self._sql: SqlView | None = None
         self._search: LogSearch | None = None
         self._model_settings = model
         self._model: ModelClient | None = None
-        self.state = State(user)
+        self.state = State(self.user)
         latest = self.checkpoints.latest()
         with _no_gc():
             if latest is not None:
@@ -157,6 +238,18 @@ class Workbench:
     @property
     def view(self) -> UserView:
         return UserView(self.state)
+
+    @property
+    def known(self) -> bool:
+        """Whether this user has events in the store (a user is made by its first ingest)."""
+        return self.state.seq > 0
+
+    def require_known(self) -> None:
+        """An ``UnknownUser`` naming the store's users unless this user has events: the faces
+        call it before a read, where a user with none is a typo, not an empty history."""
+        if not self.known:
+            users = self.store.users()
+            raise UnknownUser(unknown_user_message(self.store.path, self.user, users), users=users)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -321,7 +414,11 @@ class Workbench:
     # -- checkpoints ------------------------------------------------------------------------
 
     def checkpoint(self) -> Checkpoint:
-        """Store the state as a new version of typed code; only changed segments are rendered."""
+        """Store the state as a new version of typed code; only changed segments are rendered.
+
+        When the code would be the same as the latest version's, nothing is stored and that
+        version comes back with ``new`` False (its ``summary()`` says "no change since N").
+        """
         return self.checkpoints.take(
             self.state, self.state.take_dirty(), self.runner.rules.values()
         )
@@ -458,6 +555,21 @@ class Workbench:
             return self.state
         return fold(self.user, self.store.events(self.user, upto_seq=seq))
 
+    def versions(self, type_name: str, key: str) -> list[Record]:
+        """Every version of one record, oldest first; an unknown type or key is a
+        ``QueryError`` that suggests the closest name."""
+        if type_name not in self.state.types:
+            types = sorted(self.state.types)
+            raise QueryError(
+                f"no record type {type_name!r}.{_did_you_mean(type_name, types)} "
+                f"Types: {', '.join(types) or 'none yet'}"
+            )
+        found = self.state.versions(type_name, key)
+        if not found:
+            keys = sorted({r.key for r in self.state.history(type_name)})
+            raise QueryError(f"no {type_name} with key {key!r}.{_did_you_mean(key, keys)}")
+        return found
+
     def as_of(self, ts: datetime | str) -> State:
         """The state as it was at ``ts``: the fold of every event dated at or before it."""
         when = datetime.fromisoformat(ts) if isinstance(ts, str) else ts
@@ -507,6 +619,14 @@ class Workbench:
 
         if self._model is None:
             settings = self._model_settings or ModelSettings.resolve()
+            if settings.offline and not settings.model:
+                # Offline replay with no model named: the store remembers the model of its
+                # recorded calls; the most recent one's (this user's first) is replayed.
+                from uac_kernel.model import recorded_model
+
+                remembered = recorded_model(self.store, self.user)
+                if remembered:
+                    settings = dataclasses.replace(settings, model=remembered)
             self._model = ModelClient(self.store, settings)
         return self._model
 
@@ -576,8 +696,18 @@ class Workbench:
         after_seq: int = 0,
         limit: int | None = None,
     ) -> list[LoggedEvent]:
-        """Events of this user in log order."""
+        """Events of this user in log order; a kind no event can have is a ``QueryError``."""
+        for kind in kinds or ():
+            self._check_kind(kind)
         return list(self.store.events(self.user, after_seq=after_seq, kinds=kinds, limit=limit))
+
+    def _check_kind(self, kind: str) -> None:
+        known = sorted(set(EVENT_KINDS) | set(self.store.kinds()))
+        if kind in known:
+            return
+        raise QueryError(
+            f"no event kind {kind!r}.{_did_you_mean(kind, known)} Kinds: {', '.join(known)}"
+        )
 
     def verify(self) -> VerifyReport:
         return self.store.verify()
