@@ -130,7 +130,7 @@ def test_extract_checkpoint_ask_round_trip(tmp_path: Path, server: ChatServer) -
         fact.payload["derived_from"] == ["chat-3#1"]
         and fact.ts.isoformat() == "2025-11-18T10:00:00"
     )
-    assert wb.checkpoints.latest() is not None and "Medication(key='med-amoxicillin'" in wb.code()
+    assert wb.checkpoints.latest() is not None and "key='med-amoxicillin'," in wb.code()
     # nothing is pending any more: a second run calls nothing
     calls = len(server.requests)
     assert wb.extract(progress=False).batches == 0 and len(server.requests) == calls

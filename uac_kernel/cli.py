@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import keyword
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -162,15 +164,21 @@ def cmd_code(args: argparse.Namespace) -> None:
         sys.stdout.write(code)
         return
     out = Path(args.out)
-    if not out.name.endswith(".py") or not out.stem.isidentifier():
+    stem = out.stem
+    if not out.name.endswith(".py") or not stem.isidentifier() or keyword.iskeyword(stem):
         raise UacError(
-            f"--out {args.out}: name the file like a Python module (e.g. maya_model.py), "
+            f"--out {args.out!r}: name the file like a Python module (e.g. maya_model.py), "
             "so that `import maya_model` finds it"
+        )
+    if importlib.util.find_spec(stem) is not None or stem in sys.stdlib_module_names:
+        # the module would hide it (or be hidden), and the checkpoint imports datetime and uac
+        raise UacError(
+            f"--out {args.out!r}: {stem!r} is the name of an installed module; pick another"
         )
     try:
         out.write_text(code, encoding="utf-8")
     except OSError as exc:
-        raise UacError(f"--out {args.out}: cannot write it ({exc.strerror})") from None
+        raise UacError(f"--out {args.out!r}: cannot write it ({exc.strerror})") from None
     print(f"wrote {out} ({len(code.splitlines())} lines); `import {out.stem}` from its folder")
 
 

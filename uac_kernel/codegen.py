@@ -27,7 +27,7 @@ from uac_kernel.fold import BLOCK, State, TypeState
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule
 from uac_kernel.rules.library import LIBRARY
-from uac_kernel.schema import FIELD_TYPES, Schema
+from uac_kernel.schema import FIELD_TYPES, Schema, check_field_name, check_type_name
 
 __all__ = [
     "HEADER",
@@ -122,7 +122,8 @@ def _header(state: State) -> str:
 
 
 def _rule_source(r: Rule) -> tuple[str, str] | None:
-    """A user rule's source and the name its ``def`` binds, or None when no source was kept."""
+    """A user rule's source and the name it binds (its ``def``, or ``name = rule(...)(...)``),
+    or None when no source was kept or it binds no name."""
     try:
         source = textwrap.dedent(inspect.getsource(r.func))
     except (OSError, TypeError):  # defined where no source is kept (e.g. a bare REPL)
@@ -131,14 +132,24 @@ def _rule_source(r: Rule) -> tuple[str, str] | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    return (source, defs[0].name) if defs else None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            return source, node.name
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            return source, node.targets[0].id
+    return None
 
 
 def rules_code(rules: Iterable[Rule]) -> str:
     """The rules in force: shipped ones imported by name, the user's own with their source."""
-    shipped = {r.name for r in LIBRARY}
+    # Shipped means the library's own function: a notebook rule may take a shipped rule's name.
+    library = {r.name: r.func for r in LIBRARY}
     ordered = sorted(rules, key=lambda r: r.name)
+    shipped = {r.name for r in ordered if library.get(r.name) is r.func}
     text = "\n\n# Rules in force\n"
     listed = [r.name for r in ordered if r.name in shipped]
     if listed:
@@ -154,9 +165,14 @@ def rules_code(rules: Iterable[Rule]) -> str:
         else:
             own += "\n\n" + found[0]
             listed.append(found[1])
-    if "def " in own:
-        # What a rule written in a notebook cell has at hand there (magics.RULE_HELPERS).
-        text += "from datetime import timedelta  # noqa: E402\n\nfrom uac import Finding, rule  # noqa: E402\n"
+    if len(listed) > len(shipped):
+        # What a rule written in a notebook cell has at hand there (magics.RULE_HELPERS), and
+        # `uac` for rules decorated `@uac.rule`, as docs/rules.md writes them.
+        text += (
+            "from datetime import timedelta  # noqa: E402\n\n"
+            "import uac  # noqa: E402\n"
+            "from uac import Finding, rule  # noqa: E402\n"
+        )
     return text + own + "\nrules = [\n" + "".join(f"    {n},\n" for n in listed) + "]\n"
 
 
@@ -242,7 +258,7 @@ def read_literal(node: ast.expr) -> Any:
         args = [a.value for a in node.args]  # type: ignore[attr-defined]
         try:
             return date(*args) if node.func.id == "date" else datetime(*args)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise CodeError(
                 f"line {node.lineno}: {node.func.id}{tuple(args)} is not valid: {exc}"
             ) from None
@@ -272,10 +288,14 @@ def parse_classes(tree: ast.Module) -> Schema:
     schema = Schema()
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
+            if (why := check_type_name(node.name)) is not None:
+                raise CodeError(f"line {node.lineno}: {why}")
             fields: dict[str, str] = {}
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     where = f"line {item.lineno}: class {node.name}"
+                    if (why := check_field_name(item.target.id)) is not None:
+                        raise CodeError(f"{where}: {why}")
                     fields[item.target.id] = _read_annotation(item.annotation, where)
                 elif not (isinstance(item, ast.Pass) or _is_docstring(item)):
                     raise CodeError(
@@ -371,9 +391,15 @@ def parse_module(code: str) -> State:
             f"line {exc.lineno}: {exc.msg}; fix the syntax and run the cell again"
         ) from None
     header = read_header(tree)
-    state = State(str(header.get("user_id", "")))
-    state.seq = int(header.get("seq", 0))
-    state.now = header.get("clock")
+    user, seq, clock = header.get("user_id", ""), header.get("seq", 0), header.get("clock")
+    if not isinstance(user, str) or type(seq) is not int or not isinstance(clock, datetime | None):
+        raise CodeError(
+            "the header must say user_id = 'a string', seq = an integer, "
+            "clock = datetime(...) or None"
+        )
+    state = State(user)
+    state.seq = seq
+    state.now = clock
     state.schema = parse_classes(tree)
     for name, fields in state.schema.types.items():
         state.types[name] = TypeState.of(name, fields)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import re
 import textwrap
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ __all__ = [
     "render_part",
     "rule_sources",
     "select_keys",
+    "source_lines",
 ]
 
 SCHEMA = "schema"
@@ -279,6 +281,12 @@ class RuleSource:
     source: str
 
 
+def source_lines(code: str) -> list[str]:
+    """``code``'s lines as Python numbers them (ends kept): only ``\\n``, ``\\r\\n`` and ``\\r``
+    end a line, unlike ``str.splitlines``, which also breaks at ``\\x0c``, ``\\x85``, U+2028..."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", code)
+
+
 def rule_sources(code: str) -> list[RuleSource]:
     """The ``@rule`` functions a cell defines (found in its syntax tree, not run)."""
     tree = _parse(code)
@@ -288,7 +296,7 @@ def rule_sources(code: str) -> list[RuleSource]:
             # The function's own span starts at `def`; the rule starts at its first decorator.
             first = min(d.lineno for d in node.decorator_list)
             end = node.end_lineno or node.lineno
-            source = "\n".join(code.splitlines()[first - 1 : end]) + "\n"
+            source = "".join(source_lines(code)[first - 1 : end]).rstrip("\r\n") + "\n"
             found.append(RuleSource(node.name, textwrap.dedent(source)))
     return found
 

@@ -54,7 +54,7 @@ class EventError(UacError):
         if line is not None:
             where += f":{line}"
         if field:
-            where += f": field '{field}'"
+            where += f": field {field!r}"
         super().__init__(f"{where}: {message}")
         self.origin = origin
         self.line = line

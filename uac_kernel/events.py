@@ -149,7 +149,10 @@ def _parse_ts(value: Any, fail: Any) -> datetime:
             raise fail(f"{value!r} is not an ISO 8601 date or date-time", "ts") from None
         ts = datetime(d.year, d.month, d.day)
     if ts.tzinfo is not None:
-        ts = ts.astimezone(UTC).replace(tzinfo=None)
+        try:
+            ts = ts.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            raise fail(f"{value!r} in UTC falls outside years 1 to 9999", "ts") from None
     return ts
 
 

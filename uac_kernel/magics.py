@@ -990,13 +990,13 @@ class UacMagics(Magics):
         kept in ``linecache`` under the cell's line numbers, so tracebacks and the checkpoint's
         code (which reads a rule's source) show what was written.
         """
-        from uac_kernel.edits import rule_sources
+        from uac_kernel.edits import rule_sources, source_lines
 
         wanted = {s.name for s in rule_sources(body)}  # CodeError on a syntax error
         if not wanted:
             return []
         tree = ast.parse(body)
-        lines = body.splitlines(keepends=True)
+        lines = source_lines(body)
         digest = hashlib.sha256(body.encode()).hexdigest()[:12]
         filename = f"<uac cell {digest}>"
         cached = [header + "\n", *(ln if ln.endswith("\n") else ln + "\n" for ln in lines)]

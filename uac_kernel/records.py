@@ -42,10 +42,13 @@ class Record(BaseModel):
         # Checkpoint code declares fields without `= None`: in a class body a default binds the
         # field's name, so a field named `date` would shadow the type `date` for every later
         # annotation. The default is given here instead, once the class exists.
-        required = [f for n, f in cls.model_fields.items() if f.is_required() and n != "key"]
-        for info in required:
+        # A field named like an attribute of Record (a store from before such names were
+        # reserved) would take that attribute as its default: None there too.
+        own = [f for n, f in cls.model_fields.items() if n not in Record.model_fields]
+        unset = [f for f in own if f.is_required() or f.default is not None]
+        for info in unset:
             info.default = None
-        if required:
+        if unset:
             cls.model_rebuild(force=True)
 
     def __getattr__(self, name: str) -> Any:

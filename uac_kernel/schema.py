@@ -33,7 +33,10 @@ SCALARS = ("bool", "int", "float", "str", "date", "datetime")
 FIELD_TYPES = SCALARS + tuple(f"list[{s}]" for s in SCALARS)
 
 # Names every record has (DESIGN.md "Query namespace"), so facts cannot use them as fields.
-RESERVED_FIELDS = frozenset({"key", "valid_from", "valid_to", "sources", "retracted"})
+# `fields` and `own_fields` are Record's methods, which a field of that name would hide.
+RESERVED_FIELDS = frozenset(
+    {"key", "valid_from", "valid_to", "sources", "retracted", "fields", "own_fields"}
+)
 # Names bound in the query namespace and in generated code.
 RESERVED_TYPES = frozenset(
     {"Record", "Finding", "Counter", "Alert", "Severity", "State", "User", "True", "False", "None"}
@@ -154,6 +157,8 @@ def coerce(ftype: str, value: Any) -> Any:
     if value is None:
         return None
     if type(value) is _EXACT.get(ftype):  # the common case: nothing to convert
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("expected a finite number, got NaN or infinity")
         return value
     if ftype.startswith("list["):
         if not isinstance(value, list):

@@ -261,6 +261,22 @@ class RuleRunner:
             self.add(r)
 
     def add(self, r: Rule) -> None:
+        """Put ``r`` in force, in place of a rule of the same name.
+
+        Checkpoint code binds each rule by its function's name, so two rules in force may not
+        share one (e.g. a notebook rule ``def passport_validity`` beside the shipped one).
+        """
+        binds = getattr(r.func, "__name__", r.name)
+        for other in self.rules.values():
+            if (
+                binds.isidentifier()  # not a lambda's "<lambda>"
+                and other.name != r.name
+                and getattr(other.func, "__name__", other.name) == binds
+            ):
+                raise RuleError(
+                    f"rule {r.name!r} is the function {binds!r}, as rule {other.name!r} in force "
+                    "is; give each rule a function of its own name"
+                )
         self.rules[r.name] = r
         self.active.setdefault(r.name, {})
 
