@@ -497,7 +497,9 @@ def test_hostile_strings_stay_data(loaded: Any, tmp_path: Path) -> None:
     # statements around the records are not part of the data and are never run
     out = run_out(
         ip,
-        change(again, "records[Note] = [", "import os\nos.system('touch CANARY')\nrecords[Note] = ["),
+        change(
+            again, "records[Note] = [", "import os\nos.system('touch CANARY')\nrecords[Note] = ["
+        ),
     )
     assert "no change" in out and not (tmp_path / "CANARY").exists()
     assert wb.state.get("Note", "n1").text == HOSTILE  # type: ignore[union-attr]
@@ -657,7 +659,7 @@ def test_widgets_with_text_fallbacks(loaded: Any) -> None:
     ((browser, text),) = widget_outputs(ip, "%uac log --kind fact")
     assert isinstance(browser, widgets.LogBrowser) and browser.query.get("kind") == "fact"
     assert text.splitlines()[0].split() == ["seq", "ts", "kind", "source", "payload"]
-    assert {ln.split()[2] for ln in text.splitlines()[2:]} == {"fact"}
+    assert {ln.split()[3] for ln in text.splitlines()[2:]} == {"fact"}  # ts is a date and a time
     run(ip, "%config UacMagics.displaylimit = 2")
     ((_, text),) = widget_outputs(ip, "%uac log --kind fact")
     first, *rows = text.splitlines()
