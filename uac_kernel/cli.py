@@ -50,13 +50,14 @@ def _open(args: argparse.Namespace, *, read_only: bool = False, create: bool = F
     Only ``ingest`` creates (a store, a user); for every other command a missing store or a
     user with no events is an error that names the users the store holds.
     """
-    from uac_kernel.model import ModelSettings
     from uac_kernel.workbench import Workbench
 
     if not create:
         _check_default_db(args)
     model = None
-    if hasattr(args, "model"):
+    if hasattr(args, "model"):  # only the commands that call a model load the model layer
+        from uac_kernel.model import ModelSettings
+
         model = ModelSettings.resolve(
             model=args.model, base_url=args.base_url, offline=True if args.offline else None
         )
