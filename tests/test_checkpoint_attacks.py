@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import itertools
-import json
 import subprocess
 import sys
 import textwrap
@@ -30,11 +29,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from test_checkpoint_import import described_state as truth
+from test_checkpoint_import import import_clean
 
 import uac
 from uac_kernel.codegen import parse_module, render_module
 from uac_kernel.errors import CodeError, EventError, RuleError, UacError
-from uac_kernel.fold import State
 from uac_kernel.rules.engine import Rule
 from uac_kernel.workbench import Workbench
 
@@ -51,80 +51,6 @@ def fact(
     if fields is not None:
         ev["fields"] = fields
     return ev
-
-
-def truth(state: State, rules: list[str]) -> dict[str, Any]:
-    """A canonical account of a state: every value by ``repr`` (tells 1 from 1.0 from True, a
-    date from a datetime from a string, -0.0 from 0.0)."""
-    types = {}
-    for name, ts in state.types.items():
-        fields = state.schema.types[name]
-        ordered = [
-            ts.current[k]
-            for i, k in enumerate(ts.order)
-            if k in ts.current and ts.position.get(k) == i
-        ]
-        types[name] = {
-            "fields": dict(fields),
-            "records": [_rec(r, fields) for r in ordered],
-            "history": [_rec(r, fields) for r in ts.history],
-        }
-    clock = state.now.isoformat() if state.now else None
-    return {"user": state.user, "seq": state.seq, "clock": clock, "types": types, "rules": rules}
-
-
-def _rec(rec: Any, fields: dict[str, str]) -> list[str]:
-    meta = [rec.key, rec.valid_from, rec.valid_to, tuple(rec.sources), rec.retracted]
-    return [repr(v) for v in meta] + [f"{f}={getattr(rec, f)!r}" for f in fields]
-
-
-# The same account of each module named on the command line, in one clean interpreter.
-DESCRIBE_MANY = r"""
-import importlib.util, json, sys, warnings
-warnings.simplefilter("ignore")  # fields named like deprecated pydantic methods warn
-from uac import Record
-
-def rec(r, fields):
-    meta = [r.key, r.valid_from, r.valid_to, tuple(r.sources), r.retracted]
-    return [repr(v) for v in meta] + [f"{f}={getattr(r, f)!r}" for f in fields]
-
-def annotation(f):
-    a = f.annotation.__args__[0]
-    return f"list[{a.__args__[0].__name__}]" if getattr(a, "__origin__", None) is list else a.__name__
-
-out = []
-for i, path in enumerate(sys.argv[1:]):
-    spec = importlib.util.spec_from_file_location(f"attack_{i}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    types = {}
-    for cls, recs in mod.records.items():
-        assert getattr(mod, cls.__name__) is cls, cls
-        assert all(type(r) is cls for r in recs + mod.history[cls]), cls
-        fields = {n: annotation(f) for n, f in cls.model_fields.items()
-                  if n not in Record.model_fields}
-        types[cls.__name__] = {"fields": fields, "records": [rec(r, fields) for r in recs],
-                               "history": [rec(r, fields) for r in mod.history[cls]]}
-    clock = mod.clock.isoformat() if mod.clock else None
-    out.append({"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types,
-                "rules": sorted(r.name for r in mod.rules)})
-print(json.dumps(out))
-"""
-
-
-def import_clean(paths: list[Path], cwd: Path) -> list[dict[str, Any]]:
-    """Import every module in ``paths`` in one ``python -I`` and describe each."""
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", DESCRIBE_MANY, *map(str, paths)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found: list[dict[str, Any]] = json.loads(done.stdout)
-    return found
 
 
 _names = itertools.count()

@@ -73,51 +73,58 @@ def _record(rec: Any, fields: dict[str, str]) -> list[str]:
     return [repr(v) for v in meta] + own
 
 
-# The same account, computed inside the imported module's interpreter.
-DESCRIBE_MODULE = r"""
+# The same account of each module named on the command line, in one clean interpreter.
+DESCRIBE_MANY = r"""
 import importlib.util, json, sys, warnings
-warnings.simplefilter("ignore")  # a field named like a pydantic method warns; it still works
-spec = importlib.util.spec_from_file_location(sys.argv[2], sys.argv[1])
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
+warnings.simplefilter("ignore")  # fields named like deprecated pydantic methods warn
 from uac import Record
 
-def record(rec, fields):
-    own = [f"{f}={getattr(rec, f)!r}" for f in fields]
-    meta = [rec.key, rec.valid_from, rec.valid_to, tuple(rec.sources), rec.retracted]
-    return [repr(v) for v in meta] + own
+def rec(r, fields):
+    meta = [r.key, r.valid_from, r.valid_to, tuple(r.sources), r.retracted]
+    return [repr(v) for v in meta] + [f"{f}={getattr(r, f)!r}" for f in fields]
 
 def annotation(f):
-    a = f.annotation.__args__[0]  # X | None
+    a = f.annotation.__args__[0]
     return f"list[{a.__args__[0].__name__}]" if getattr(a, "__origin__", None) is list else a.__name__
 
-types = {}
-for cls, recs in mod.records.items():
-    assert issubclass(cls, Record) and getattr(mod, cls.__name__) is cls, cls
-    fields = {n: annotation(f) for n, f in cls.model_fields.items() if n not in Record.model_fields}
-    assert all(type(r) is cls for r in recs + mod.history[cls]), cls
-    types[cls.__name__] = {
-        "fields": fields,
-        "records": [record(r, fields) for r in recs],
-        "history": [record(r, fields) for r in mod.history[cls]],
-    }
-clock = mod.clock.isoformat() if mod.clock else None
-print(json.dumps({"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types,
-                  "rules": sorted(r.name for r in mod.rules)}))
+out = []
+for i, path in enumerate(sys.argv[1:]):
+    spec = importlib.util.spec_from_file_location(f"checkpoint_{i}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    types = {}
+    for cls, recs in mod.records.items():
+        assert getattr(mod, cls.__name__) is cls, cls
+        assert all(type(r) is cls for r in recs + mod.history[cls]), cls
+        fields = {n: annotation(f) for n, f in cls.model_fields.items()
+                  if n not in Record.model_fields}
+        types[cls.__name__] = {"fields": fields, "records": [rec(r, fields) for r in recs],
+                               "history": [rec(r, fields) for r in mod.history[cls]]}
+    clock = mod.clock.isoformat() if mod.clock else None
+    out.append({"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types,
+                "rules": sorted(r.name for r in mod.rules)})
+print(json.dumps(out))
 """
 
 
-def import_in_clean_interpreter(path: Path, cwd: Path) -> dict[str, Any]:
-    """Import the module at ``path`` in ``python -I`` (no cwd, no PYTHONPATH) and describe it."""
+def import_clean(paths: list[Path], cwd: Path) -> list[dict[str, Any]]:
+    """Import every module in ``paths`` in one ``python -I`` and describe each."""
     done = subprocess.run(
-        [sys.executable, "-I", "-c", DESCRIBE_MODULE, str(path), path.stem],
+        [sys.executable, "-I", "-c", DESCRIBE_MANY, *map(str, paths)],
         capture_output=True,
         text=True,
         cwd=cwd,
         check=False,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    found: list[dict[str, Any]] = json.loads(done.stdout)
+    return found
+
+
+def import_in_clean_interpreter(path: Path, cwd: Path) -> dict[str, Any]:
+    """Import the module at ``path`` in ``python -I`` (no cwd, no PYTHONPATH) and describe it."""
+    return import_clean([path], cwd)[0]
 
 
 def import_here(code: str, tmp: Path, name: str) -> ModuleType:
