@@ -33,6 +33,7 @@ from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel._display import shorten, show
+from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel.ask import Answer
 from uac_kernel.errors import ModelError, UacError
 from uac_kernel.rules.engine import Alert, ClearedAlert, Finding, Rule, rule
@@ -752,6 +753,9 @@ class UacMagics(Magics):
             if args.expr:
                 raise UsageError(f"`%uac chart {kind}` takes no expression; `result` does")
         try:
+            # The first import of Altair, deep in IPython's stack, can cost seconds more than
+            # on a fresh one (CPython gh-142183); see uac_kernel._imports.
+            import_on_fresh_stack("uac_kernel.charts")
             from uac_kernel import charts
         except ImportError as exc:
             raise UsageError(
