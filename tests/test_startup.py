@@ -74,3 +74,19 @@ def test_the_model_client_still_imports_openai_when_it_calls() -> None:
         "ModelClient(Store(':memory:'), ModelSettings(model='m')).client"
     )
     assert "openai" in loaded_after(code)
+
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def test_startup_bench_runs_and_reports_every_ratio(tmp_path: Path) -> None:
+    out, work = tmp_path / "startup.json", tmp_path / "work"
+    args = ["--events", "300", "--reps", "1", "--out", str(out), "--workdir", str(work)]
+    args += ["--modes", "bytecode cached"]
+    subprocess.run([sys.executable, BENCH / "startup.py", *args], check=True, capture_output=True)
+    results = json.loads(out.read_text())
+    assert set(results["modes"]) == {"bytecode cached"}
+    for figures in results["modes"].values():
+        assert len(figures["ratios"]) == 4
+        assert all(r > 0 for r in figures["ratios"].values())
+        assert figures["uac eval"]["wall_median"] > 0
