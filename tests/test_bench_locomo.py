@@ -602,6 +602,6 @@ def test_rendering_values() -> None:
     assert render_value(timedelta(days=3)) == "3 days"
     hit = {"seq": 4, "ts": datetime(2023, 5, 7), "speaker": "Nora", "text": "Hi!", "score": 1.2}
     assert render_value([hit]) == "Hi!"
-    record = {"type": "Pet", "key": "pepper", "sources": [3], "name": "Pepper", "owner": None}
+    record = {"_type": "Pet", "key": "pepper", "sources": [3], "name": "Pepper", "owner": None}
     assert render_value(record) == "name: Pepper"
     assert render_value({"now": ["Porto"], "before": "Lisbon"}) == "now: Porto, before: Lisbon"

@@ -492,7 +492,7 @@ def test_date_arithmetic(run: Run) -> None:
 
 def test_records_become_dicts_with_their_type(run: Run) -> None:
     assert run("meds[0]") == {
-        "type": "Medication",
+        "_type": "Medication",
         "key": "m1",
         "name": "ibuprofen",
         "dose_mg": 400.0,
@@ -500,7 +500,7 @@ def test_records_become_dicts_with_their_type(run: Run) -> None:
         "active": True,
     }
     by_key = run("{m.key: m for m in meds}")
-    assert isinstance(by_key, dict) and by_key["m2"]["type"] == "Medication"
+    assert isinstance(by_key, dict) and by_key["m2"]["_type"] == "Medication"
 
 
 def test_everyday_syntax(run: Run) -> None:

@@ -174,7 +174,7 @@ def test_a_mutating_query_changes_nothing_later_queries_see(box: WarmSandbox, ex
         ["b", "a"],
         [3, 1, 2],
         [1],
-        {"type": "Note", "key": "n1", "tags": ["b", "a"]},
+        {"_type": "Note", "key": "n1", "tags": ["b", "a"]},
     ]
     assert box.pid == pid
 

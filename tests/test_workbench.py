@@ -454,3 +454,10 @@ def test_reads_name_what_exists(tmp_path: Path) -> None:
         with pytest.raises(QueryError, match=r"no Trip with key 'york'\. Did you mean 'york-2025'"):
             wb.versions("Trip", "york")
         assert len(wb.versions("Trip", "tokyo-2025")) == 2
+
+
+def test_a_record_with_a_field_named_type_keeps_its_record_type_in_eval(tmp_path: Path) -> None:
+    with Workbench(tmp_path / "t.duckdb", user="u") as wb:
+        wb.ingest([fact("2025-01-01", "add", "Transaction", "tx-1", type="coffee", amount=3.5)])
+        (plain,) = wb.eval("user.all(Transaction)")
+        assert plain["_type"] == "Transaction" and plain["type"] == "coffee"

@@ -175,7 +175,7 @@ def is_refusal(prediction: str | None) -> bool:
     return any(f" {phrase} " in padded for phrase in _REFUSAL_PHRASES)
 
 
-_BOOKKEEPING = frozenset(["type", "key", "valid_from", "valid_to", "sources", "retracted"])
+_BOOKKEEPING = frozenset(["_type", "key", "valid_from", "valid_to", "sources", "retracted"])
 
 
 def render_value(value: Any) -> str:
@@ -214,7 +214,7 @@ def _render(value: Any) -> str:
     if isinstance(value, dict):
         if "text" in value and "seq" in value:  # a search() hit
             return _render(value["text"])
-        is_record = "type" in value and "key" in value
+        is_record = "_type" in value and "key" in value
         parts = []
         for k, v in value.items():
             if is_record and k in _BOOKKEEPING:

@@ -86,7 +86,8 @@ def _plain(value: object, active: set[int]) -> object:
             fields = _plain(value.model_dump(), active)
         finally:
             active.discard(id(value))
-        return {"type": type(value).__name__, **(fields if isinstance(fields, dict) else {})}
+        # `_type`: no field can start with "_", so a field named `type` cannot overwrite it
+        return {"_type": type(value).__name__, **(fields if isinstance(fields, dict) else {})}
     containers = (Mapping, list, tuple, deque, set, frozenset, MappingView, Iterator, range)
     if not isinstance(value, containers):
         return _truncated_repr(value)
@@ -110,7 +111,7 @@ def to_plain(value: object) -> object:
     dicts of them.
 
     Lists and tuples become lists; sets sorted lists (when their items compare); mappings (and
-    Counters) dicts, whose tuple keys stay tuples; pydantic models ``{"type": class name,
+    Counters) dicts, whose tuple keys stay tuples; pydantic models ``{"_type": class name,
     **fields}``; iterators, generators and ranges are consumed into lists; anything else becomes
     its ``repr`` cut to 200 characters. Inside :func:`evaluate` it runs in the child, under the
     same limits as the expression.
