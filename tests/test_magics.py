@@ -289,7 +289,6 @@ def test_ask_through_a_local_chat_server(loaded: Any) -> None:
         run(ip, "%config UacMagics.model = 'local-model'")
         run(ip, f"%config UacMagics.base_url = {server.base_url!r}")
         run(ip, "%uac open")
-        # a line ending in `?` is IPython's help syntax: quote the question, or use %%uac ask
         answer = run(ip, '%uac ask "How many medications do I take?"')
         assert run(ip, "%%uac ask\nHow many medications do I take?").value == 2
     assert isinstance(answer, Answer) and answer.ok and answer.value == 2
@@ -303,6 +302,51 @@ def test_ask_through_a_local_chat_server(loaded: Any) -> None:
     run(ip, "%uac open")
     assert run(ip, "%uac ask 'How many medications do I take?'").value == 2
     assert "offline" in usage_error(ip, "%uac ask 'Something never asked?'").lower()
+
+
+# Questions that end in `?` (IPython's help syntax), each data whatever it holds: quotes,
+# backslashes, IPython's `$name` and `{expr}` expansions, string-literal breakers, shell syntax.
+QUESTIONS = [
+    "How many medications do I take?",
+    """What's "ibuprofen" \\n and 'amox'\\?""",
+    "Is $SECRET or {SECRET} or {__import__('os').system('touch CANARY')} set?",
+    "'); __import__('os').system('touch CANARY') #?",
+    """\"\"\" ''' $(touch CANARY) `touch CANARY` ; !ls %%time ??""",
+    "   spaced   out\tand tabbed, ünïcödé ✓?",
+]
+
+
+def test_ask_a_question_ending_in_a_question_mark_unquoted(loaded: Any, tmp_path: Path) -> None:
+    from uac_kernel._askline import ask_line
+    from uac_kernel.testing import ChatServer
+
+    ip = loaded
+    ip.user_ns["SECRET"] = "EXPANDED"
+    expr = {"expression": "len(user.all(Medication))", "explanation": "counts medications"}
+    with ChatServer(lambda body: json.dumps(expr)) as server:
+        run(ip, "%config UacMagics.model = 'local-model'")
+        run(ip, f"%config UacMagics.base_url = {server.base_url!r}")
+        run(ip, "%uac open")
+        for question in QUESTIONS:
+            answer = run(ip, f"%uac ask {question}")
+            assert isinstance(answer, Answer), question  # not IPython's help
+            assert answer.question == question.strip() and answer.value == 2
+            asked = server.requests[-1]["messages"][-1]["content"]
+            assert asked.endswith(f"\n\nQuestion: {question.strip()}")
+        # bound to a name, inside a block, among other lines; a quoted question as before
+        run(ip, "x = 1\nif x:\n    a = %uac ask How many medications do I take now?\ny = 2")
+        assert ip.user_ns["a"].question == "How many medications do I take now?"
+        assert run(ip, "%uac ask 'How many medications do I take?'").question == QUESTIONS[0]
+    assert not (tmp_path / "CANARY").exists()
+    # a `%uac ask` line in a string, or in the body of a cell magic, is left as written
+    run(ip, 's = """\n%uac ask in a string?\n"""')
+    assert ip.user_ns["s"] == "\n%uac ask in a string?\n"
+    run_out(ip, "%%writefile body.txt\n%uac ask in a body?")
+    assert (tmp_path / "body.txt").read_text() == "%uac ask in a body?\n"
+    run(ip, "%unload_ext uac")
+    assert ask_line not in ip.input_transformers_cleanup
+    run(ip, "%load_ext uac")
+    assert ip.input_transformers_cleanup.count(ask_line) == 1
 
 
 # -- errors -------------------------------------------------------------------------------------

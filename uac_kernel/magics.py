@@ -32,6 +32,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
+from uac_kernel._askline import ask_line
 from uac_kernel._display import shorten, show
 from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel.ask import Answer
@@ -589,8 +590,9 @@ class UacMagics(Magics):
         """Answer a question with code the model writes (run in the sandbox); shows the answer,
         the code and what it rests on, and returns the ``Answer``.
 
-        A line ending in ``?`` is IPython's help syntax: quote the question
-        (``%uac ask "How many trips did I take?"``) or put it in the body of ``%%uac ask``."""
+        The question is the rest of the line, taken as written: ``%uac ask How many trips did
+        I take?`` (a line ending in ``?`` reaches ``%uac``, not IPython's help). ``%%uac ask``
+        takes it as the cell body."""
         question = _unquote(cell if cell is not None else rest)
         if not question:
             raise UsageError("usage: %uac ask QUESTION")
@@ -1067,14 +1069,19 @@ def _register_formatters(ip: InteractiveShell, magics: UacMagics) -> None:
 
 
 def load_ipython_extension(ip: InteractiveShell) -> None:
-    """``%load_ext uac``: register ``%uac`` / ``%%uac`` and the display of engine results."""
+    """``%load_ext uac``: register ``%uac`` / ``%%uac``, the display of engine results and
+    the input transformer that lets ``%uac ask How many trips?`` end in ``?`` unquoted."""
     magics = UacMagics(shell=ip)
     ip.register_magics(magics)
     _register_formatters(ip, magics)
+    # After IPython's own cleanup transforms, before its help (`obj?`) and magic handling.
+    if ask_line not in ip.input_transformers_cleanup:
+        ip.input_transformers_cleanup.append(ask_line)
 
 
 def unload_ipython_extension(ip: InteractiveShell) -> None:
-    """Close the open workbench and remove the magics and the result displays."""
+    """Close the open workbench and remove the magics, the result displays and the
+    input transformer."""
     registry = ip.magics_manager.registry
     magics = registry.pop(UacMagics.__name__, None)
     if isinstance(magics, UacMagics):
@@ -1083,6 +1090,8 @@ def unload_ipython_extension(ip: InteractiveShell) -> None:
             ip.configurables.remove(magics)  # type: ignore[arg-type]
     for kind in ("line", "cell"):
         ip.magics_manager.magics[kind].pop("uac", None)
+    while ask_line in ip.input_transformers_cleanup:
+        ip.input_transformers_cleanup.remove(ask_line)
     if ip.display_formatter is not None:
         for mime in ("text/html", "text/plain"):
             for typ in (SqlResult, Answer):
