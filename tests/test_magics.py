@@ -733,6 +733,21 @@ def test_widgets_with_text_fallbacks(loaded: Any) -> None:
     assert "  + Trip t1" in text and "  + type Trip" in text
 
 
+def test_log_limit(loaded: Any) -> None:
+    ip = loaded
+    ((browser, text),) = widget_outputs(ip, "%uac log --limit 2")
+    assert browser.page_size == 2 and len(browser.rows) == 2
+    first, *rows = text.splitlines()
+    assert first.startswith("the first 2 events after seq 0; the next with `%uac log --limit 2")
+    assert len(rows) == 4  # header, rule, 2 events
+    ((browser, text),) = widget_outputs(ip, "%uac log --kind fact --limit 1")
+    assert browser.page_size == 1 and browser.query.get("kind") == "fact"
+    assert "`%uac log --kind fact --limit 1 --after " in text
+    ((browser, text),) = widget_outputs(ip, "%uac log --limit 0")  # all, as displaylimit 0
+    assert not text.startswith("the first") and len(text.splitlines()) == 2 + len(wb_of(ip).log())
+    assert "--limit is a number of events" in usage_error(ip, "%uac log --limit -1")
+
+
 def test_charts(loaded: Any) -> None:
     import altair as alt
 

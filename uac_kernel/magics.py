@@ -625,11 +625,22 @@ class UacMagics(Magics):
     @magic_arguments(name="uac log")
     @argument("--kind", default=None, help="only events of this kind (utterance, fact, alert, ...)")
     @argument("--after", type=int, default=0, help="only events after this seq (text view)")
+    @argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        default=None,
+        help="events per page (default: UacMagics.displaylimit; 0: all in the text view)",
+    )
     def cmd_log(self, rest: str, cell: str | None) -> None:
-        """Browse the user's events (a paging widget; the first ``displaylimit`` as text)."""
+        """Browse the user's events (a paging widget of ``--limit`` events a page; the first
+        ``--limit`` as text). ``--limit`` defaults to ``displaylimit``."""
         args = parse_argstring(self.cmd_log, rest)
+        shown = self.displaylimit if args.limit is None else args.limit
+        if shown < 0:
+            raise UsageError(f"--limit is a number of events, 0 or more, not {shown}")
         wb = self._wb(read=True)
-        limit = self.displaylimit if self.displaylimit > 0 else None
+        limit = shown if shown > 0 else None
         kinds = [args.kind] if args.kind else None
         events = wb.log(
             kinds=kinds, after_seq=args.after, limit=None if limit is None else limit + 1
@@ -639,7 +650,8 @@ class UacMagics(Magics):
             events = events[:limit]
             caption = (
                 f"the first {limit} events after seq {args.after}; "
-                f"the next with `%uac log{f' --kind {args.kind}' if args.kind else ''} "
+                f"the next with `%uac log{f' --kind {args.kind}' if args.kind else ''}"
+                f"{f' --limit {args.limit}' if args.limit is not None else ''} "
                 f"--after {events[-1].seq}`"
             )
         table = Table(
@@ -655,7 +667,7 @@ class UacMagics(Magics):
         def make() -> Any:
             from uac_kernel.widgets import LogBrowser
 
-            page_size = self.displaylimit if self.displaylimit > 0 else 50
+            page_size = shown if shown > 0 else 50
             return LogBrowser(wb, page_size=page_size, **({"kind": args.kind} if args.kind else {}))
 
         self._show(make, table.text(), table._repr_html_())
