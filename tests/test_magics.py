@@ -370,7 +370,32 @@ def test_errors_are_one_line_usage_errors(loaded: Any) -> None:
 
 def test_help(ip: Any) -> None:
     out = run_out(ip, "%uac")
-    assert "%uac edit [--version VERSION] [--key KEY [KEY ...]] [--where EXPR]" in out
+    lines = out.splitlines()[1:-1]
+    assert all(len(ln) <= 88 for ln in lines)
+    # one entry per verb, continued on lines indented under its arguments: its whole usage
+    entries: list[str] = []
+    for ln in lines:
+        if ln.startswith("  %uac "):
+            entries.append(ln)
+        else:
+            assert ln.startswith(" " * 8), ln
+            entries[-1] += " " + ln.strip()
+    magics = ip.magics_manager.registry["UacMagics"]
+    assert len(entries) == len(magics.commands)
+    for entry, (_, (fn, _)) in zip(entries, sorted(magics.commands.items()), strict=True):
+        usage = " ".join(fn.parser.format_usage().split()).removeprefix(":: ")
+        assert " ".join(entry.split()) == usage
+    summary = " ".join(out.split())
+    for usage in (
+        "%uac edit [--version VERSION] [--key KEY [KEY ...]] [--where EXPR] [--last N] "
+        "[--print] [--all] [part]",
+        "%uac ingest [--format {auto,jsonl,locomo,longmemeval,chat}] [--history HISTORY] file",
+        "%uac chart [--freq {day,week,month,quarter,year}] {events,records,alerts,result} "
+        "[expr ...]",
+        "%uac cell --version VERSION --part PART [--key KEY [KEY ...]] [--where EXPR] [--last N]",
+        "%uac log [--kind KIND] [--after AFTER] [--limit N]",
+    ):
+        assert usage in summary
     out = run_out(ip, "%uac edit --help")
     assert "JupyterLab inserts only one per execution" in out
     assert "%uac open [--user USER] [--read-only] [path]" in run_out(ip, "%uac help open")

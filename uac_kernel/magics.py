@@ -86,6 +86,28 @@ def _doc(fn: Callable[..., Any]) -> str:
     return (fn.__doc__ or "").removeprefix("::").strip("\n")
 
 
+def _usage(fn: Callable[..., Any], width: int = 86) -> list[str]:
+    """A subcommand's whole usage from its parser, wrapped between its arguments at ``width``:
+    ``%uac edit [--version VERSION] ... [part]``, continued under the first argument."""
+    parser = fn.parser  # type: ignore[attr-defined]  # set by magic_arguments
+    prog = f"%{parser.prog}"
+    flat = " ".join(parser.format_usage().split()).removeprefix("::").strip()
+    args, depth, start = [], 0, 0
+    rest = flat.removeprefix(prog) + " "
+    for i, ch in enumerate(rest):
+        depth += (ch in "[{(<") - (ch in "]})>")
+        if ch == " " and depth == 0:
+            if rest[start:i].strip():
+                args.append(rest[start:i].strip())
+            start = i + 1
+    lines = [prog]
+    for arg in args:
+        if len(lines[-1]) + 1 + len(arg) > width and lines[-1].strip() != prog:
+            lines.append(" " * len(prog))
+        lines[-1] += " " + arg
+    return lines
+
+
 def _unquote(text: str) -> str:
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
@@ -346,8 +368,8 @@ class UacMagics(Magics):
             return
         print("%uac SUBCOMMAND [ARGS] — the User as Code workbench (settings: %config UacMagics)")
         for _name, (fn, _) in sorted(self.commands.items()):
-            usage = next((ln.strip() for ln in _doc(fn).splitlines() if ln.strip()), "")
-            print(f"  {usage}")
+            for line in _usage(fn):
+                print(f"  {line}")
         print("%uac help SUBCOMMAND (or %uac SUBCOMMAND --help) explains one.")
 
     # -- the workbench ------------------------------------------------------------------------
