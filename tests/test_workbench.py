@@ -461,3 +461,15 @@ def test_a_record_with_a_field_named_type_keeps_its_record_type_in_eval(tmp_path
         wb.ingest([fact("2025-01-01", "add", "Transaction", "tx-1", type="coffee", amount=3.5)])
         (plain,) = wb.eval("user.all(Transaction)")
         assert plain["_type"] == "Transaction" and plain["type"] == "coffee"
+
+
+def test_date_times_with_an_offset_are_date_times_in_utc(tmp_path: Path) -> None:
+    db = tmp_path / "tz.duckdb"
+    with Workbench(db, user="u") as wb:
+        wb.ingest([fact("2025-04-01", "add", "Flight", "f1", departs="2025-04-03T10:00:00Z")])
+        wb.ingest([fact("2025-04-02", "update", "Flight", "f1", departs="2025-04-03T10:00+02:00")])
+        assert wb.state.schema.types["Flight"]["departs"] == "datetime"
+        assert wb.state.get("Flight", "f1").departs == datetime(2025, 4, 3, 8, 0)  # type: ignore[union-attr]
+        history = [v.departs for v in wb.state.versions("Flight", "f1")]
+    with Workbench(db, user="u", read_only=True) as wb:  # the log holds the UTC value
+        assert [v.departs for v in wb.state.versions("Flight", "f1")] == history

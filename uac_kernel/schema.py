@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 __all__ = [
@@ -65,7 +65,10 @@ MODULE_NAMES = frozenset(
 _TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]{0,63}\Z")
 _FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
-_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?\Z")
+# An offset (`Z`, `+02:00`) is allowed and the value converted to UTC, as an event's `ts` is.
+_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?\Z"
+)
 
 
 def check_type_name(name: object) -> str | None:
@@ -141,9 +144,12 @@ def _parse_date(text: str) -> date | None:
 
 def _parse_datetime(text: str) -> datetime | None:
     try:
-        return datetime.fromisoformat(text)
-    except ValueError:
+        parsed = datetime.fromisoformat(text)
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError):
         return None
+    return parsed
 
 
 _EXACT: dict[str, type] = {"str": str, "int": int, "bool": bool, "float": float}
