@@ -91,6 +91,31 @@ def test_hostile_strings_stay_data(wb: Workbench, tmp_path: Path) -> None:
     assert not canary.exists()
 
 
+def test_a_new_field_or_type_in_the_schema_part_says_how_it_comes(wb: Workbench) -> None:
+    """Fields and types come into the schema with values, so declaring one in the schema part
+    is an error that says so, not a silent "no change"."""
+    code = wb.cell("schema")
+    added = edit(
+        code, "class Medication(Record):\n", "class Medication(Record):\n    rating: int | None\n"
+    )
+    with pytest.raises(CodeError) as err:
+        wb.apply_edit(added, version=1, part="schema")
+    assert str(err.value) == (
+        "Medication.rating is new: a field comes into the schema with its first value — "
+        "give a record a value in `%uac edit Medication`"
+    )
+    with pytest.raises(CodeError, match=r"^Hotel is new: a type comes into the schema with its"):
+        hotel = code + "\n\nclass Hotel(Record):\n    city: str | None\n"
+        wb.apply_edit(hotel, version=1, part="schema")
+    seq = wb.state.seq
+    plan, report = wb.apply_edit(code, version=1, part="schema")  # as it was: nothing to do
+    assert plan.summary() == "no change" and report.appended == 0 and wb.state.seq == seq
+    # the field comes with a value in the type's own part
+    cell = edit(wb.cell("Medication"), "name='ibuprofen'", "name='ibuprofen', rating=3")
+    wb.apply_edit(cell, version=1, part="Medication")
+    assert wb.state.schema.types["Medication"]["rating"] == "int"
+
+
 def test_cell_rules_are_found_not_run(wb: Workbench) -> None:
     code = "@rule(watch=['Medication'])\ndef too_many(user):\n    raise SystemExit('ran!')\n"
     plan, _ = wb.apply_edit(code, version=1, part="rules")

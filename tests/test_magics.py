@@ -427,6 +427,19 @@ def test_edit_replaces_its_own_cell(loaded: Any) -> None:
     assert "%uac edit Allergy --version 1" in out and not ip.payload_manager.read_payload()
 
 
+def test_a_new_field_in_the_schema_part_is_a_one_line_error(loaded: Any) -> None:
+    ip = loaded
+    text = edit_cell(ip, "%uac edit schema")
+    added = change(
+        text, "class Medication(Record):\n", "class Medication(Record):\n    rating: int | None\n"
+    )
+    assert usage_error(ip, added) == (
+        "Medication.rating is new: a field comes into the schema with its first value — "
+        "give a record a value in `%uac edit Medication`"
+    )
+    assert "schema, edited from checkpoint 1: no change" in run_out(ip, text)
+
+
 def test_edit_round_trip_change_delete_add(loaded: Any) -> None:
     ip = loaded
     wb = wb_of(ip)

@@ -410,7 +410,7 @@ def plan_edit(
     tree = _parse(code)
     plan = EditPlan(rules=rule_sources(code), merged=current.seq != base.seq)
     if part in (SCHEMA, RULES):
-        _check_schema(tree, current)
+        _check_schema(tree, current, new_ones=part == SCHEMA)
         return plan
     cell = _cell_records(tree, part, current)
     if cell is None:
@@ -495,12 +495,30 @@ def plan_edit(
     return plan
 
 
-def _check_schema(tree: ast.Module, current: State) -> None:
+def _check_schema(tree: ast.Module, current: State, new_ones: bool) -> None:
+    """The classes of a cell against the schema the log holds: a field's type cannot change.
+
+    ``new_ones`` (the schema part): a class or a field the log does not have is an error that
+    says how one is added — types and fields come from values, not from declarations, so
+    applying it would silently change nothing."""
     schema = parse_classes(tree)
     for name, fields in schema.types.items():
-        known = current.schema.types.get(name, {})
+        if name not in current.schema.types:
+            if new_ones:
+                raise CodeError(
+                    f"{name} is new: a type comes into the schema with its first record — "
+                    f"add one as a fact, e.g. with `%uac ingest FILE` or `wb.ingest([...])`"
+                )
+            continue
+        known = current.schema.types[name]
         for fname, ftype in fields.items():
-            if fname in known and known[fname] != ftype:
+            if fname not in known:
+                if new_ones:
+                    raise CodeError(
+                        f"{name}.{fname} is new: a field comes into the schema with its first "
+                        f"value — give a record a value in `%uac edit {name}`"
+                    )
+            elif known[fname] != ftype:
                 raise CodeError(
                     f"class {name}: field {fname!r} is {known[fname]} in the log and cannot become "
                     f"{ftype}; add a new field instead"
