@@ -225,8 +225,13 @@ def test_history_shows_every_version(loaded: Any) -> None:
     )
     table = run(ip, "%uac history Medication ibu")
     assert isinstance(table, Table)
-    assert table.columns == ["valid_from", "valid_to", "retracted", "fields", "sources"]
+    assert table.columns == ["valid_from", "valid_to", "retracted", "changed", "sources", "fields"]
+    # what changed from the version before (the first: what it came with), then every field
     assert [r[3] for r in table.rows] == [
+        {"name": "ibuprofen", "dose_mg": 200.0},
+        {"dose_mg": 400.0},
+    ]
+    assert [r[5] for r in table.rows] == [
         {"name": "ibuprofen", "dose_mg": 200.0},
         {"name": "ibuprofen", "dose_mg": 400.0},
     ]
@@ -235,6 +240,38 @@ def test_history_shows_every_version(loaded: Any) -> None:
     assert "Medication 'ibu': 2 versions" in table.text()
     assert "Did you mean 'ibu'?" in usage_error(ip, "%uac history Medication ibuu")
     assert "Did you mean 'Medication'?" in usage_error(ip, "%uac history medication ibu")
+
+
+def test_history_text_shows_what_each_version_changed(loaded: Any) -> None:
+    """An update of a record with long fields: the text shows what it changed, not the start
+    of the whole record cut at the column's width; the changes wrap rather than clip."""
+    ip = loaded
+    bactrim = {
+        "name": "Bactrim DS (sulfamethoxazole/trimethoprim)",
+        "dose": "800/160 mg twice daily with a full glass of water",
+        "start": "2025-02-12",
+        "active": True,
+    }
+    wb_of(ip).ingest(
+        [
+            {"kind": "fact", "ts": "2025-02-12", "op": "add", "type": "Medication"}
+            | {"key": "bactrim", "fields": bactrim},
+            {"kind": "fact", "ts": "2025-02-26", "op": "update", "type": "Medication"}
+            | {"key": "bactrim", "fields": {"active": False, "end": "2025-02-26"}},
+        ]
+    )
+    text = run(ip, "%uac history Medication bactrim").text()
+    _caption, header, _rule, *lines = text.splitlines()
+    changed = header.index("changed")
+    cells = [ln[changed : changed + 60].strip() for ln in lines]
+    second = next(i for i, ln in enumerate(lines) if ln.startswith("2025-02-26"))
+    assert cells[second] == "active=False, end=2025-02-26"
+    # the first version's changes are all of it, wrapped over lines, none cut
+    assert " ".join(cells[:second]) == (
+        "name=Bactrim DS (sulfamethoxazole/trimethoprim), active=True, dose=800/160 mg twice "
+        "daily with a full glass of water, start=2025-02-12"
+    )
+    assert all(len(c) <= 60 for c in cells) and second > 1
 
 
 def test_tables_show_dates_as_a_person_reads_them(loaded: Any) -> None:
@@ -259,8 +296,10 @@ def test_tables_show_dates_as_a_person_reads_them(loaded: Any) -> None:
     assert '<span style="white-space: nowrap">2026-02-19</span>' in page
     assert '<span style="white-space: nowrap">2026-02-19 10:00</span>' in page
     assert page.count("text-align: left") == page.count("<td ") + page.count("<th ")
-    for cell in text.splitlines()[-1].split("  "):
-        assert not cell.endswith("…") or cell.endswith("word…")  # cut after a whole word
+    row = text.splitlines()[3]  # under the caption, the header and the rule
+    assert row.endswith("word…")  # the fields, cut after a whole word
+    for cell in row.split("  "):
+        assert not cell.endswith("…") or cell.endswith("word…")
     result = run(ip, "%uac sql SELECT due, starts_at FROM Task")
     data, _ = ip.display_formatter.format(result)
     assert data["text/plain"].splitlines()[-1].split("  ")[:2] == ["2026-02-19", "2026-02-19 10:00"]
@@ -740,7 +779,7 @@ def test_widgets_with_text_fallbacks(loaded: Any) -> None:
     assert "evidence: " in text
     ((browser, text),) = widget_outputs(ip, "%uac log --kind fact")
     assert isinstance(browser, widgets.LogBrowser) and browser.query.get("kind") == "fact"
-    assert text.splitlines()[0].split() == ["seq", "ts", "kind", "source", "payload"]
+    assert text.splitlines()[0].split() == ["seq", "ts", "kind", "source", "summary"]
     assert {ln.split()[3] for ln in text.splitlines()[2:]} == {"fact"}  # ts is a date and a time
     run(ip, "%config UacMagics.displaylimit = 2")
     ((_, text),) = widget_outputs(ip, "%uac log --kind fact")
@@ -782,8 +821,23 @@ def test_log_limit(loaded: Any) -> None:
     assert browser.page_size == 1 and browser.query.get("kind") == "fact"
     assert "`%uac log --kind fact --limit 1 --after " in text
     ((browser, text),) = widget_outputs(ip, "%uac log --limit 0")  # all, as displaylimit 0
-    assert not text.startswith("the first") and len(text.splitlines()) == 2 + len(wb_of(ip).log())
+    seqs = [ln.split()[0] for ln in text.splitlines()[2:] if ln[:1].isdigit()]
+    assert not text.startswith("the first") and seqs == [str(e.seq) for e in wb_of(ip).log()]
     assert "--limit is a number of events" in usage_error(ip, "%uac log --limit -1")
+
+
+def test_log_text_shows_an_alerts_message(loaded: Any) -> None:
+    """Each event reads as the log browser's summary; an alert's is its message, wrapped."""
+    ip = loaded
+    (alert,) = wb_of(ip).alerts()
+    assert len(alert.message) > 120
+    ((_, text),) = widget_outputs(ip, "%uac log --kind alert")
+    header, _rule, *lines = text.splitlines()
+    at = header.index("summary")
+    assert lines[0].split()[3] == "alert" and all(len(ln) <= at + 60 for ln in lines)
+    assert " ".join(ln[at:] for ln in lines) == (
+        f"raised critical drug_allergy_cross_reactivity: {alert.message}"
+    )
 
 
 def test_charts(loaded: Any) -> None:

@@ -21,6 +21,7 @@ import json
 import linecache
 import os
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -35,6 +36,7 @@ from traitlets import Bool, Float, Int, Unicode, default, observe
 from uac_kernel._askline import ask_line
 from uac_kernel._display import shorten, show
 from uac_kernel._imports import import_on_fresh_stack
+from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
 from uac_kernel.errors import ModelError, UacError
 from uac_kernel.rules.engine import Alert, ClearedAlert, Finding, Rule, rule
@@ -59,6 +61,7 @@ RULE_HELPERS: dict[str, Any] = {
 }
 
 _CELL_WIDTH = 60  # characters of one table cell in the text view
+_WRAP_LINES = 8  # lines' worth of text a wrapped cell holds (see Table._wrap)
 
 
 # -- display helpers ----------------------------------------------------------------------------
@@ -136,7 +139,8 @@ class Table:
     """Rows shown as an HTML table (every cell escaped) with an aligned text/plain fallback.
 
     Only the first ``limit`` rows are shown (``limit <= 0``: all); ``columns`` and ``rows`` hold
-    everything.
+    everything. In the text, a cell longer than its width is cut between words, except in the
+    ``wrap`` columns — those that are the point of the table — where it runs on over lines.
     """
 
     def __init__(
@@ -145,11 +149,13 @@ class Table:
         rows: Sequence[Sequence[Any]],
         limit: int = 20,
         caption: str = "",
+        wrap: Sequence[str] = (),
     ):
         self.columns = list(columns)
         self.rows = [tuple(r) for r in rows]
         self.limit = limit
         self.caption = caption
+        self.wrap = [c in wrap for c in self.columns]
 
     def _shown(self) -> list[tuple[Any, ...]]:
         return self.rows if self.limit <= 0 else self.rows[: self.limit]
@@ -161,18 +167,26 @@ class Table:
         return f"… {hidden} more rows (showing {self.limit}; %config UacMagics.displaylimit)"
 
     def text(self) -> str:
-        shown = [[self._clip(_cell_text(v)) for v in row] for row in self._shown()]
+        shown = [
+            [
+                self._wrap(_cell_text(v)) if wrap else [self._clip(_cell_text(v))]
+                for v, wrap in zip(row, self.wrap, strict=True)
+            ]
+            for row in self._shown()
+        ]
         header = [self._clip(c) for c in self.columns]
         widths = [len(h) for h in header]
         for row in shown:
-            widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+            widths = [max(w, *map(len, v)) for w, v in zip(widths, row, strict=True)]
 
         def line(cells: Sequence[str]) -> str:
             return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
         out = [self.caption] if self.caption else []
         out += [line(header), line(["-" * w for w in widths])]
-        out += [line(r) for r in shown]
+        for row in shown:
+            height = max(map(len, row))
+            out += [line([c[i] if i < len(c) else "" for c in row]) for i in range(height)]
         if not self.rows:
             out.append("(no rows)")
         if more := self._more():
@@ -180,9 +194,21 @@ class Table:
         return "\n".join(out)
 
     @staticmethod
-    def _clip(text: str) -> str:
-        text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    def _escape(text: str) -> str:
+        return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+
+    @classmethod
+    def _clip(cls, text: str) -> str:
+        text = cls._escape(text)
         return text if len(text) <= _CELL_WIDTH else shorten(text, _CELL_WIDTH)
+
+    @classmethod
+    def _wrap(cls, text: str) -> list[str]:
+        """``text`` in lines of at most ``_CELL_WIDTH``, broken between words; what goes past
+        ``_WRAP_LINES`` lines' worth is cut like ``_clip`` cuts."""
+        text = shorten(cls._escape(text), _CELL_WIDTH * _WRAP_LINES)
+        lines = textwrap.wrap(text, _CELL_WIDTH, break_on_hyphens=False)
+        return lines or [""]
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -677,13 +703,11 @@ class UacMagics(Magics):
                 f"--after {events[-1].seq}`"
             )
         table = Table(
-            ["seq", "ts", "kind", "source", "payload"],
-            [
-                (e.seq, e.ts, e.kind, e.source, json.dumps(e.payload, ensure_ascii=False))
-                for e in events
-            ],
+            ["seq", "ts", "kind", "source", "summary"],
+            [(e.seq, e.ts, e.kind, e.source, summary(e.kind, e.payload)) for e in events],
             0,
             caption,
+            wrap=["summary"],
         )
 
         def make() -> Any:
@@ -742,27 +766,27 @@ class UacMagics(Magics):
     @argument("type", help="a record type, e.g. Trip")
     @argument("key", help="the record's key")
     def cmd_history(self, rest: str, cell: str | None) -> Table:
-        """Every version of one record: when it held, whether it was retracted, its fields and
-        the log events behind it."""
+        """Every version of one record: when it held, whether it was retracted, what changed
+        from the version before (the first: the fields it came with), the log events behind
+        it and all its fields."""
         args = parse_argstring(self.cmd_history, rest)
         wb = self._wb(read=True)
         type_name, key = _unquote(args.type), _unquote(args.key)
         versions = wb.versions(type_name, key)
-        rows = [
-            (
-                r.valid_from,
-                r.valid_to,
-                r.retracted,
-                {k: v for k, v in r.fields().items() if v is not None},
-                r.sources,
-            )
-            for r in versions
-        ]
+        rows = []
+        before: dict[str, Any] = {}
+        for r in versions:
+            now = r.fields()
+            changed = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
+            before = now
+            fields = {k: v for k, v in now.items() if v is not None}
+            rows.append((r.valid_from, r.valid_to, r.retracted, changed, r.sources, fields))
         return Table(
-            ["valid_from", "valid_to", "retracted", "fields", "sources"],
+            ["valid_from", "valid_to", "retracted", "changed", "sources", "fields"],
             rows,
             self.displaylimit,
             caption=f"{type_name} {key!r}: {len(versions)} versions",
+            wrap=["changed"],
         )
 
     @subcommand("chart")

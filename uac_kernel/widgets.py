@@ -29,6 +29,7 @@ import traitlets
 
 from uac_kernel._display import shorten, show
 from uac_kernel._paging import LogFilter, LogPager, events_by_seq, utterances_by_source
+from uac_kernel._summary import summary
 from uac_kernel.errors import UacError
 from uac_kernel.records import Record
 from uac_kernel.store import LoggedEvent
@@ -108,35 +109,7 @@ def _fields(rec: Record) -> dict[str, Any]:
 
 def summarize(ev: LoggedEvent, width: int = SUMMARY_WIDTH) -> str:
     """One line saying what an event is: ``user: Back from Tokyo!``, ``add Trip tokyo …``."""
-    p = ev.payload
-    if ev.kind == "utterance":
-        text = f"{p.get('speaker', '?')}: {p.get('text', '')}"
-    elif ev.kind == "fact":
-        text = f"{p.get('op', '?')} {p.get('type', '?')} {p.get('key', '?')}"
-        fields = p.get("fields") or {}
-        if isinstance(fields, dict) and fields:
-            text += " " + ", ".join(f"{k}={_short(v)}" for k, v in fields.items())
-        if p.get("reason"):
-            text += f" (reason: {p['reason']})"
-    elif ev.kind == "schema":
-        if "field" in p:
-            text = f"{p.get('type', '?')}.{p['field']}: {p.get('ftype', '?')}"
-        else:
-            text = f"new type {p.get('type', '?')}"
-    elif ev.kind == "alert":
-        text = (
-            f"{p.get('state', '?')} {p.get('severity', '?')} {p.get('rule', '?')}: "
-            f"{p.get('message', '')}"
-        )
-        if p.get("reason"):
-            text += f" (why: {p['reason']})"
-    else:
-        text = orjson.dumps(p, option=orjson.OPT_SORT_KEYS).decode()
-    return _clip(text, width)
-
-
-def _short(v: Any) -> str:
-    return v if isinstance(v, str) else orjson.dumps(v).decode()
+    return _clip(summary(ev.kind, ev.payload), width)
 
 
 class LogRow(TypedDict):
