@@ -464,3 +464,18 @@ def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
     )
     sql = uac("sql", "SELECT valid_from, start FROM Trip", cwd=tmp_path, env=env).stdout
     assert sql.splitlines()[1] == "2025-04-01 09:00\t2025-02-20"
+
+
+def test_counts_agree_with_their_nouns_and_no_checkpoint_is_said(tmp_path: Path) -> None:
+    one = tmp_path / "one.jsonl"
+    trip = {"kind": "fact", "ts": "2025-01-01", "op": "add", "type": "Trip", "key": "t"}
+    one.write_text(json.dumps(trip | {"fields": {"nights": 1}}) + "\n")
+    env = {"UAC_DB": str(tmp_path / "s.duckdb"), "UAC_USER": "maya"}
+    assert uac("ingest", str(one), cwd=tmp_path, env=env).stdout.startswith("1 event appended")
+    empty = uac("checkpoints", cwd=tmp_path, env=env)
+    assert empty.returncode == 0
+    assert empty.stdout == "no checkpoints yet for maya; take one with `uac checkpoint`\n"
+    assert uac("checkpoint", cwd=tmp_path, env=env).stdout.startswith("checkpoint 1: 1 record, ")
+    assert "\t1 record\t" in uac("checkpoints", cwd=tmp_path, env=env).stdout
+    again = uac("checkpoint", cwd=tmp_path, env=env).stdout
+    assert again.startswith("no change since checkpoint 1 (1 record);")

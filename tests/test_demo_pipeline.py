@@ -22,7 +22,7 @@ def test_demo_extracts_and_answers_offline(tmp_path: Path) -> None:
     lines: list[str] = []
     wb = run_demo(tmp_path / "demo.duckdb", out=lines.append)
     text = "\n".join(lines)
-    assert "10 utterances in 1 batches: 1 applied (9 fact operations), 0 left pending" in text
+    assert "10 utterances in 1 batch: 1 applied (9 fact operations), 0 left pending" in text
     flat = " ".join(text.split())
     assert "raised [critical] Passport 'passport-uk'" in flat and "Kyoto" in flat
     assert 'answer: ["rosuvastatin", "salbutamol inhaler"]' in text

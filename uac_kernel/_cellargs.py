@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from uac_kernel._display import plural
+
 if TYPE_CHECKING:
     from uac_kernel.edits import Cell
 
@@ -128,7 +130,7 @@ def note(cell: Cell) -> str:
     what = f"{cell.part} of checkpoint {cell.version}"
     if cell.keys is not None:
         return (
-            f"{what}: {len(cell.keys):,} of {cell.total:,} records in this cell "
+            f"{what}: {len(cell.keys):,} of {plural(cell.total, 'record', fmt=',')} in this cell "
             f"({cell.selection.describe()}); edit and run the cell — records left out stay "
             "as they are"
         )
@@ -138,5 +140,5 @@ def note(cell: Cell) -> str:
             'narrow it with --key KEY, --where "r.FIELD == VALUE" or --last N'
         )
     if cell.total:
-        return f"{what}: its {cell.total:,} records in this cell; edit and run the cell"
+        return f"{what}: its {plural(cell.total, 'record', fmt=',')} in this cell; edit and run the cell"
     return f"{what} in this cell; edit and run the cell"

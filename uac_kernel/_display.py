@@ -3,7 +3,8 @@
 Tables in the notebook and the terminal, widget fields and alert reasons all show values
 through ``show``, so a date reads ``2026-02-19`` everywhere (never ``datetime.date(2026, 2,
 19)``) and a date-time ``2026-02-19 10:00``. Text that must fit a width goes through
-``shorten``, which cuts between words, never inside one.
+``shorten``, which cuts between words, never inside one. A count goes through ``plural``:
+``1 version``, ``2 versions``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["shorten", "show"]
+__all__ = ["plural", "shorten", "show"]
 
 ELLIPSIS = "…"
 
@@ -54,3 +55,13 @@ def shorten(text: str, width: int) -> str:
     if text[len(cut)] != " " and space >= width // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:–-") + ELLIPSIS
+
+
+def plural(n: int, noun: str, nouns: str | None = None, *, fmt: str = "") -> str:
+    """``n`` and the noun that agrees with it: ``1 version``, ``0 versions``, ``-1 day``.
+
+    ``nouns`` is the plural when it is not ``noun + "s"`` (``1 entry``, ``2 entries``); ``fmt``
+    formats the number (``","``: ``1,023 events``).
+    """
+    word = noun if abs(n) == 1 else nouns or f"{noun}s"
+    return f"{n:{fmt}} {word}"

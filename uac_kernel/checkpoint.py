@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from uac_kernel._display import plural
 from uac_kernel.codegen import join_segments, render_segments
 from uac_kernel.errors import CheckpointNotFound
 from uac_kernel.fold import State
@@ -45,12 +46,12 @@ class Checkpoint:
         """``checkpoint 3: 120 records, ...``, or ``no change since checkpoint 3 ...``."""
         if not self.new:
             return (
-                f"no change since checkpoint {self.version} ({self.records} records); "
+                f"no change since checkpoint {self.version} ({plural(self.records, 'record')}); "
                 "no new version stored"
             )
         return (
-            f"checkpoint {self.version}: {self.records} records, covers the log up to seq "
-            f"{self.seq} ({self.segments} code segments written)"
+            f"checkpoint {self.version}: {plural(self.records, 'record')}, covers the log up to "
+            f"seq {self.seq} ({plural(self.segments, 'code segment')} written)"
         )
 
 

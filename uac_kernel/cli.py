@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from uac_kernel._display import plural
 from uac_kernel.adapters import FORMATS, read_histories
 from uac_kernel.errors import UacError
 
@@ -152,9 +153,13 @@ def cmd_checkpoint(args: argparse.Namespace) -> None:
 
 def cmd_checkpoints(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        for cp in wb.checkpoints.all():
+        checkpoints = wb.checkpoints.all()
+        if not checkpoints:
+            print(f"no checkpoints yet for {wb.user}; take one with `uac checkpoint`")
+        for cp in checkpoints:
             print(
-                f"{cp.version}\tseq {cp.seq}\t{cp.records} records\t{cp.created_at:%Y-%m-%d %H:%M:%S}"
+                f"{cp.version}\tseq {cp.seq}\t{plural(cp.records, 'record')}\t"
+                f"{cp.created_at:%Y-%m-%d %H:%M:%S}"
             )
 
 
@@ -180,7 +185,8 @@ def cmd_code(args: argparse.Namespace) -> None:
         out.write_text(code, encoding="utf-8")
     except OSError as exc:
         raise UacError(f"--out {args.out!r}: cannot write it ({exc.strerror})") from None
-    print(f"wrote {out} ({len(code.splitlines())} lines); `import {out.stem}` from its folder")
+    lines = plural(len(code.splitlines()), "line")
+    print(f"wrote {out} ({lines}); `import {out.stem}` from its folder")
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
@@ -277,7 +283,8 @@ def cmd_ask(args: argparse.Namespace) -> None:
         return
     if not answer.ok:
         raise UacError(
-            f"no answer after {answer.attempts} attempts: {answer.error} (last code: {answer.expression})"
+            f"no answer after {plural(answer.attempts, 'attempt')}: {answer.error} "
+            f"(last code: {answer.expression})"
         )
     print(to_json(answer.value))
     print(f"  code: {answer.expression}")
@@ -404,7 +411,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
         raise UacError(
             f"{args.db}: hash chain broken at event {report.first_bad_seq}: {report.problem}"
         )
-    print(f"{args.db}: {report.events} events, hash chain intact")
+    print(f"{args.db}: {plural(report.events, 'event')}, hash chain intact")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from uac_kernel._display import shorten
+from uac_kernel._display import plural, shorten
 from uac_kernel.ask import Answer
 from uac_kernel.demo import DEMO_USER, write_demo_jsonl
 from uac_kernel.demo_chat import (
@@ -238,7 +238,8 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
         out(f"     answer: {json.dumps(a.value, ensure_ascii=False, default=str)}")
         cert = a.certificate
         said = "; ".join(f"[{u['source']}] {shorten(u['text'], 60)}" for u in cert.utterances[:2])
-        out(f"     rests on {cert.records_total} records{', said: ' + said if said else ''}")
+        records = plural(cert.records_total, "record")
+        out(f"     rests on {records}{', said: ' + said if said else ''}")
     out("")
     alerts = wb.alerts()
     out(f"Alerts standing now ({len(alerts)}):")
@@ -248,7 +249,7 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
         out(f"      rule {alert.rule}; evidence: {evidence}")
     out("")
     out(
-        f"Checkpoint {checkpoint.version}: {checkpoint.records} records as typed Python code, "
+        f"Checkpoint {checkpoint.version}: {plural(checkpoint.records, 'record')} as typed Python code, "
         f"covering the log up to event {checkpoint.seq}."
     )
     out(f"  code: {code_file}   (or: uac code --db {path} --user {DEMO_USER_ID})")

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from uac_kernel._display import plural
 from uac_kernel.ask import schema_summary
 from uac_kernel.errors import EventError, ModelOutputInvalid
 from uac_kernel.events import InputEvent, parse_event, plan_batch
@@ -91,11 +92,12 @@ class ExtractionReport:
 
     def summary(self) -> str:
         text = (
-            f"{self.utterances} utterances in {self.batches} batches: {self.applied} applied "
-            f"({self.operations} fact operations), {self.pending} left pending"
+            f"{plural(self.utterances, 'utterance')} in {plural(self.batches, 'batch', 'batches')}: "
+            f"{self.applied} applied ({plural(self.operations, 'fact operation')}), "
+            f"{self.pending} left pending"
         )
         if self.errors:
-            text += f"; {len(self.errors)} errors, first: {self.errors[0]}"
+            text += f"; {plural(len(self.errors), 'error')}, first: {self.errors[0]}"
         return text
 
 

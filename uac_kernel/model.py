@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from uac_kernel._display import plural
 from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
 from uac_kernel.store import Store
 
@@ -167,7 +168,8 @@ class ModelClient:
             where = self.settings.base_url or "the OpenAI API"
             raise ModelError(
                 f"{purpose} call to {self.settings.model} at {where} failed "
-                f"({type(exc).__name__}: {_one_line(exc)}) after {self.settings.max_retries} retries; "
+                f"({type(exc).__name__}: {_one_line(exc)}) after "
+                f"{plural(self.settings.max_retries, 'retry', 'retries')}; "
                 "check the endpoint and try again"
             ) from exc
         latency = time.perf_counter() - started

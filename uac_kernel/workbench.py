@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from uac_kernel._display import plural
 from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
@@ -160,9 +161,9 @@ class IngestReport:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
-        text = f"{self.appended} events appended, {self.skipped} already in the log"
+        text = f"{plural(self.appended, 'event')} appended, {self.skipped} already in the log"
         if self.schema_changes:
-            text += f", {self.schema_changes} schema changes"
+            text += f", {plural(self.schema_changes, 'schema change')}"
         if self.raised or self.cleared:
             text += f"; alerts: {len(self.raised)} raised, {len(self.cleared)} cleared"
         return text

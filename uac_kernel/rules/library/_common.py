@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from uac_kernel._display import plural
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 
@@ -263,7 +264,7 @@ def _label(rec: Record) -> str:
 
 
 def _days(n: int) -> str:
-    return f"{n} day" if abs(n) == 1 else f"{n} days"
+    return plural(n, "day")
 
 
 def _current_meds(
