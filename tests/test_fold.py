@@ -112,7 +112,11 @@ BAD = [
     ("not json", "invalid JSON", None),
     (json.dumps({"kind": "gossip", "ts": "2025-01-01"}), "unknown kind", "kind"),
     (json.dumps(fact("2025-01-01", "upsert", "Trip", "t")), "unknown op", "op"),
-    (json.dumps(fact("2025-01-01", "update", "Trip", "nope", a=1)), "not a current record", "key"),
+    (
+        json.dumps(fact("2025-01-01", "update", "Trip", "nope", a=1)),
+        "Trip 'nope' does not exist; add it first",
+        "key",
+    ),
     (json.dumps(fact("2025-01-01", "add", "trip", "t", a=1)), "capital letter", "type"),
     (
         json.dumps(fact("2025-01-01", "add", "Trip", "t", **{"__class__": 1})),
@@ -155,6 +159,46 @@ def test_bad_input_names_file_line_field_and_appends_nothing(
         assert message == ""
         return
     assert list(store.events()) == []
+
+
+RETRACTED = "Trip 't' was retracted at 2025-05-01 09:00"
+
+
+@pytest.mark.parametrize(
+    ("later", "message"),
+    [
+        ([fact("2025-06-01", "retract", "Trip", "t")], f"{RETRACTED}; nothing to retract"),
+        (
+            [fact("2025-06-01", "update", "Trip", "t", nights=2)],
+            f"{RETRACTED}; add it again (op 'add') to bring it back",
+        ),
+        (
+            [fact("2025-06-01", "retract", "Trip", "u")],
+            "Trip 'u' does not exist; nothing to retract",
+        ),
+        (
+            [fact("2025-06-01", "update", "Trip", "u", nights=2)],
+            "Trip 'u' does not exist; add it first (op 'add')",
+        ),
+    ],
+)
+def test_a_change_to_a_record_that_is_not_current_says_why_and_what_to_do(
+    db: Path, later: list[dict[str, Any]], message: str
+) -> None:
+    store, st = Store(db), State("u")
+    added = fact("2025-01-01", "add", "Trip", "t", nights=3)
+    retracted = fact("2025-05-01T09:00", "retract", "Trip", "t")
+    # retracted in the log before, or earlier in the same file: the same message
+    append(store, st, [added, retracted])
+    with pytest.raises(EventError) as logged:
+        plan_batch(st, parse_objects(later))
+    assert str(logged.value) == f"<events>:1: field 'key': {message}"
+    with pytest.raises(EventError) as in_batch:
+        plan_batch(State("u"), parse_objects([added, retracted, *later]))
+    assert str(in_batch.value) == f"<events>:3: field 'key': {message}"
+    # a retracted record comes back by adding it again
+    append(store, st, [fact("2025-06-01", "add", "Trip", "t", nights=4)])
+    assert st.get("Trip", "t").nights == 4  # type: ignore[union-attr]
 
 
 def test_value_contradicting_a_field_type_is_rejected_with_the_line(db: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from uac_kernel._display import show
 from uac_kernel.errors import EventError
 from uac_kernel.fold import State
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
@@ -191,6 +192,7 @@ class _Overlay:
         self.state = state
         self.fields: dict[str, dict[str, str]] = {}
         self.live: dict[tuple[str, str], datetime | None] = {}
+        self.retracted: dict[tuple[str, str], datetime] = {}
 
     def field_type(self, type_name: str, name: str) -> str | None:
         added = self.fields.get(type_name, {})
@@ -207,9 +209,29 @@ class _Overlay:
         rec = self.state.get(type_name, key)
         return rec is not None, rec.valid_from if rec else None
 
+    def retracted_at(self, type_name: str, key: str) -> datetime | None:
+        """When a record that is not current was retracted; ``None`` if it never existed."""
+        if (type_name, key) in self.retracted:
+            return self.retracted[(type_name, key)]
+        versions = self.state.versions(type_name, key)  # only on the way to an error
+        return versions[-1].valid_to if versions and versions[-1].retracted else None
+
 
 def _fail(ev: InputEvent, message: str, field: str = "") -> EventError:
     return EventError(message, origin=ev.origin, line=ev.line, field=field)
+
+
+def _not_current(name: str, key: str, op: str, retracted: datetime | None) -> str:
+    """Why an update or retract of a record that is not current cannot be, and what to do."""
+    record = f"{name} {key!r}"
+    if retracted is not None:
+        then = f"{record} was retracted at {show(retracted)}"
+        if op == "retract":
+            return f"{then}; nothing to retract"
+        return f"{then}; add it again (op 'add') to bring it back"
+    if op == "retract":
+        return f"{record} does not exist; nothing to retract"
+    return f"{record} does not exist; add it first (op 'add')"
 
 
 def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
@@ -236,10 +258,7 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
             raise fail(f"{name} {key!r} already exists; use op 'update' to change it", "key")
         if op != "add":
             if not current:
-                raise fail(
-                    f"{name} {key!r} is not a current record, so it cannot be {op}d; add it first",
-                    "key",
-                )
+                raise fail(_not_current(name, key, op, overlay.retracted_at(name, key)), "key")
             if since is not None and ev.ts < since:
                 raise fail(
                     f"ts is before the current version of {name} {key!r} ({since.isoformat()}); "
@@ -275,5 +294,7 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
         if "fields" in p:
             payload["fields"] = canonical
         overlay.live[(name, key)] = None if op == "retract" else ev.ts
+        if op == "retract":
+            overlay.retracted[(name, key)] = ev.ts
         out.append(NewEvent(ev.ts, "fact", user, payload, ev.source))
     return out
