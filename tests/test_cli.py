@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from uac_kernel.cli import main
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -464,6 +465,73 @@ def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
     )
     sql = uac("sql", "SELECT valid_from, start FROM Trip", cwd=tmp_path, env=env).stdout
     assert sql.splitlines()[1] == "2025-04-01 09:00\t2025-02-20"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["alert"], "unknown command 'alert'; did you mean 'alerts'? See uac --help"),
+        (["checkpoin"], "unknown command 'checkpoin'; did you mean 'checkpoint' or 'checkpoints'?"),
+        (
+            ["bench", "alrts"],
+            "unknown command 'alrts'; did you mean 'alerts'? See uac bench --help",
+        ),
+        ([], "the following arguments are required: COMMAND; see uac --help"),
+        (["sql"], "the following arguments are required: query; see uac sql --help"),
+        (
+            ["code", "--version", "x"],
+            "argument --version: expected a whole number, got 'x'; see uac code --help",
+        ),
+        (
+            ["ingest", "f.jsonl", "--format", "lcomo"],
+            "argument --format: 'lcomo' is not one of auto, jsonl, locomo, longmemeval, chat; "
+            "did you mean 'locomo'? See uac ingest --help",
+        ),
+        # numbers: a limit or a seq is 0 or more, a version or a size 1 or more
+        (
+            ["log", "--limit", "-1"],
+            "argument --limit: must be 0 or more, got -1; see uac log --help",
+        ),
+        (["log", "--after", "-1"], "argument --after: must be 0 or more, got -1"),
+        (["calls", "--limit", "-1"], "argument --limit: must be 0 or more, got -1"),
+        (["code", "--version", "0"], "argument --version: must be positive, got 0"),
+        (["diff", "0", "1"], "argument a: must be positive, got 0"),
+        (["extract", "--batch-size", "0"], "argument --batch-size: must be positive, got 0"),
+        (["bench", "aggregate", "--sizes", "20", "0"], "argument --sizes: must be positive, got 0"),
+        (["bench", "aggregate", "--k", "0"], "argument --k: must be positive, got 0"),
+        (
+            ["bench", "locomo", "l.json", "--limit", "0"],
+            "argument --limit: must be positive, got 0",
+        ),
+    ],
+)
+def test_argument_errors_are_one_line_and_exit_1(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("uac: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+
+
+def test_help_is_still_argparses_and_a_bad_limit_no_traceback(tmp_path: Path, events: Path) -> None:
+    done = uac("code", "--help", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith(
+        "usage: uac code [-h] [--db DB] [--user USER] [--version VERSION]"
+    )
+    env = {"UAC_DB": str(tmp_path / "s.duckdb")}
+    assert uac("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
+    for command in ("log", "calls"):  # these reached DuckDB as LIMIT -1, a BinderException
+        err = one_line_error(uac(command, "--limit", "-1", cwd=tmp_path, env=env))
+        assert "must be 0 or more, got -1" in err
+    # 0 is a limit: no event, no call listed (the calls' totals still are)
+    assert uac("log", "--limit", "0", cwd=tmp_path, env=env).stdout == ""
+    calls = uac("calls", "--limit", "0", cwd=tmp_path, env=env)
+    assert (
+        calls.returncode == 0 and calls.stdout == "purpose\tcalls\tfailed\ttokens in\ttokens out\n"
+    )
+    assert "did you mean 'alerts'?" in one_line_error(uac("alert", cwd=tmp_path, env=env))
 
 
 def test_counts_agree_with_their_nouns_and_no_checkpoint_is_said(tmp_path: Path) -> None:

@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from uac_kernel._display import plural
 from uac_kernel.adapters import FORMATS, read_histories
-from uac_kernel.errors import UacError
+from uac_kernel.errors import CommandLineError, UacError
 
 if TYPE_CHECKING:
     from uac_kernel.extract import ExtractionReport
@@ -426,8 +426,59 @@ def cmd_demo(args: argparse.Namespace) -> None:
     run_demo(path, out=print, live=args.live).close()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line and exit code 1 like every other error (``--help``
+    is argparse's own); an unknown command or choice names the closest ones."""
+
+    def error(self, message: str) -> NoReturn:
+        # "...; see uac log --help", or after a question "...? See uac --help"
+        sep, see = (" ", "See") if message.endswith("?") else ("; ", "see")
+        raise CommandLineError(f"{message}{sep}{see} {self.prog} --help")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is None or value in action.choices:
+            return
+        choices = [str(c) for c in action.choices]
+        what = (
+            f"unknown command {value!r}"
+            if isinstance(action, argparse._SubParsersAction)
+            else f"argument {'/'.join(action.option_strings) or action.metavar or action.dest}: "
+            f"{value!r} is not one of {', '.join(choices)}"
+        )
+        raise argparse.ArgumentError(None, what + _did_you_mean(str(value), choices))
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """``; did you mean 'alerts'?`` for the closest choices, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+
+
+def _whole(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``low`` (0: none negative; 1: positive)."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(
+                f"must be {'positive' if low == 1 else f'{low} or more'}, got {n}"
+            )
+        return n
+
+    return parse
+
+
+COUNT = _whole(0)  # a limit or a seq: 0 or more
+POSITIVE = _whole(1)  # a version, a batch size, a size: 1 or more
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--db",
         default=argparse.SUPPRESS,
@@ -438,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="user id (env UAC_USER; default: the store's only user, or 'me' in a new store)",
     )
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="uac", parents=[common], description="User as Code: executable user memory."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -473,11 +524,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("type", help="a record type, e.g. Trip")
     p.add_argument("key", help="the record's key")
     p = add("code", cmd_code, "print a checkpoint's code, or write it as a module (--out)")
-    p.add_argument("--version", type=int, default=None)
+    p.add_argument("--version", type=POSITIVE, default=None)
     p.add_argument("--out", default=None, metavar="PATH", help="write the module to PATH.py")
     p = add("diff", cmd_diff, "what changed between two checkpoints")
-    p.add_argument("a", type=int)
-    p.add_argument("b", type=int)
+    p.add_argument("a", type=POSITIVE)
+    p.add_argument("b", type=POSITIVE)
     add("eval", cmd_eval, "evaluate a sandboxed Python expression; prints JSON").add_argument(
         "expr"
     )
@@ -487,8 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
     p = add("log", cmd_log, "print events of the log")
     p.add_argument("--kind", default=None)
-    p.add_argument("--after", type=int, default=0, help="only events after this seq")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--after", type=COUNT, default=0, help="only events after this seq")
+    p.add_argument("--limit", type=COUNT, default=50)
     add("verify", cmd_verify, "re-compute the hash chain; fails if any event was changed")
 
     def model_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -506,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = model_options(
         add("extract", cmd_extract, "turn pending utterances into typed facts with the model")
     )
-    p.add_argument("--batch-size", type=int, default=10)
+    p.add_argument("--batch-size", type=POSITIVE, default=10)
     p = model_options(
         add("ask", cmd_ask, "answer a question with code the model writes; runs sandboxed")
     )
@@ -527,9 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = model_options(
         add_bench("aggregate", cmd_bench_aggregate, "aggregate questions: typed state vs retrieval")
     )
-    p.add_argument("--sizes", type=int, nargs="+", default=[20, 50, 100, 200, 500])
+    p.add_argument("--sizes", type=POSITIVE, nargs="+", default=[20, 50, 100, 200, 500])
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--k", type=int, default=10, help="top-k of the retrieval systems")
+    p.add_argument("--k", type=POSITIVE, default=10, help="top-k of the retrieval systems")
     p.add_argument("--out", default=None, help="directory for the JSON, cases and chart")
     p.add_argument("--no-embeddings", action="store_true", help="skip the embedding system")
     p = model_options(
@@ -545,14 +596,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("path", help="the LoCoMo JSON file (e.g. locomo10.json)")
     p.add_argument("--samples", nargs="*", help="only these sample ids")
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--limit", type=POSITIVE, default=None, help="only the first N questions")
     p.add_argument(
         "--out", default=None, help="where results and the progress file go (default: beside --db)"
     )
     p.add_argument("--judge-model", default=None, help="the judge's model (default: --model)")
 
     p = add("calls", cmd_calls, "model calls and tokens per purpose (the cost ledger)")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=COUNT, default=20)
     p.add_argument("--all-users", action="store_true")
     p = add("demo", cmd_demo, "build the demo user and show what uac does (offline by default)")
     p.add_argument(
@@ -565,7 +616,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except CommandLineError as exc:
+        print(f"uac: error: {exc}", file=sys.stderr)
+        return 1
     args.db_given = hasattr(args, "db") or bool(os.environ.get("UAC_DB"))
     if not hasattr(args, "db"):
         args.db = os.environ.get("UAC_DB") or DEFAULT_DB

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "CheckpointNotFound",
     "CodeError",
+    "CommandLineError",
     "EditConflict",
     "EventError",
     "FoldError",
@@ -25,6 +26,10 @@ __all__ = [
 
 class UacError(Exception):
     """Base of every error uac raises; its message says what to do."""
+
+
+class CommandLineError(UacError):
+    """The ``uac`` command line is wrong: an unknown command, a bad or missing argument."""
 
 
 class StoreError(UacError):
