@@ -547,3 +547,20 @@ def test_counts_agree_with_their_nouns_and_no_checkpoint_is_said(tmp_path: Path)
     assert "\t1 record\t" in uac("checkpoints", cwd=tmp_path, env=env).stdout
     again = uac("checkpoint", cwd=tmp_path, env=env).stdout
     assert again.startswith("no change since checkpoint 1 (1 record);")
+
+
+def test_no_model_configured_names_the_flags_on_the_command_line(
+    tmp_path: Path, events: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"UAC_DB": str(tmp_path / "s.duckdb"), "UAC_MODEL": "", "UAC_OFFLINE": ""}
+    assert uac("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
+    err = one_line_error(uac("ask", "How many trips?", cwd=tmp_path, env=env))
+    assert "no model configured: pass --model NAME or set UAC_MODEL (and --base-url URL" in err
+    assert "or pass --offline or set UAC_OFFLINE=1" in err and "model=..." not in err
+    # ... while Python, the same check, names the arguments
+    from uac_kernel.errors import ModelError
+    from uac_kernel.model import ModelSettings
+
+    monkeypatch.delenv("UAC_MODEL", raising=False)
+    with pytest.raises(ModelError, match=r"pass model=\.\.\. or set UAC_MODEL \(and base_url="):
+        ModelSettings.resolve(model=None, offline=False)

@@ -70,7 +70,9 @@ def test_offline_mode_replays_and_fails_clearly_on_a_miss(
     client(store, server).structured("questions", ASK, Answer)
     offline = ModelClient(store, ModelSettings.resolve(model="test-model", offline=True))
     assert offline.structured("questions", ASK, Answer).value.expression == "1"
-    with pytest.raises(ModelOffline, match="no recorded answer for this questions request"):
+    with pytest.raises(
+        ModelOffline, match="no recorded answer to this 'questions' request to model test-model"
+    ):
         offline.structured("questions", [{"role": "user", "content": "something new"}], Answer)
     assert len(server.requests) == 1
 

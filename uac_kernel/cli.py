@@ -30,6 +30,8 @@ __all__ = ["main"]
 
 DEFAULT_DB = "uac.duckdb"
 DEMO_DB = "uac-demo.duckdb"
+# How the model settings are given here, for ModelSettings.resolve's messages (see model_options).
+MODEL_FLAGS = {"model": "--model NAME", "base_url": "--base-url URL", "offline": "--offline"}
 
 
 def to_json(value: Any) -> str:
@@ -60,7 +62,10 @@ def _open(args: argparse.Namespace, *, read_only: bool = False, create: bool = F
         from uac_kernel.model import ModelSettings
 
         model = ModelSettings.resolve(
-            model=args.model, base_url=args.base_url, offline=True if args.offline else None
+            model=args.model,
+            base_url=args.base_url,
+            offline=True if args.offline else None,
+            spelled=MODEL_FLAGS,
         )
     return Workbench(args.db, user=args.user, read_only=read_only, create=create, model=model)
 
@@ -353,7 +358,7 @@ def cmd_bench_aggregate(args: argparse.Namespace) -> None:
 
     model = None
     if args.model or args.base_url:
-        model = ModelSettings.resolve(model=args.model, base_url=args.base_url)
+        model = ModelSettings.resolve(model=args.model, base_url=args.base_url, spelled=MODEL_FLAGS)
     result = aggregate.run(
         sizes=args.sizes,
         seed=args.seed,
@@ -371,7 +376,7 @@ def cmd_bench_alerts(args: argparse.Namespace) -> None:
 
     model = None
     if args.model or args.base_url:
-        model = ModelSettings.resolve(model=args.model, base_url=args.base_url)
+        model = ModelSettings.resolve(model=args.model, base_url=args.base_url, spelled=MODEL_FLAGS)
     result = alerts.run(model=model, out_dir=Path(args.out) if args.out else None)
     print(result.report())
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -41,6 +41,10 @@ T = TypeVar("T", bound=BaseModel)
 
 PLACEHOLDER_KEY = "not-needed"  # local servers (vLLM, llama.cpp, Ollama) accept any key
 
+# How each setting of ``ModelSettings.resolve`` is given, as a face spells it: its Python
+# arguments by default; the command passes its flags, so its messages name those.
+PYTHON_ARGUMENTS = {"model": "model=...", "base_url": "base_url=...", "offline": "offline=True"}
+
 
 @dataclass(frozen=True)
 class ModelSettings:
@@ -63,14 +67,20 @@ class ModelSettings:
         timeout: float | None = None,
         max_retries: int | None = None,
         offline: bool | None = None,
+        spelled: Mapping[str, str] = PYTHON_ARGUMENTS,
     ) -> ModelSettings:
-        """Arguments, then ``UAC_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``UAC_OFFLINE``."""
+        """Arguments, then ``UAC_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``UAC_OFFLINE``.
+
+        ``spelled`` says how the caller's face gives ``model``, ``base_url`` and ``offline``
+        (``{"model": "--model NAME", ...}`` for the command), for the message when none is set.
+        """
         off = offline if offline is not None else os.environ.get("UAC_OFFLINE", "") in ("1", "true")
         name = model or os.environ.get("UAC_MODEL") or ""
         if not name and not off:
             raise ModelError(
-                "no model configured: pass model=... or set UAC_MODEL (and OPENAI_BASE_URL for a "
-                "local server); or set UAC_OFFLINE=1 to answer only from recorded calls"
+                f"no model configured: pass {spelled['model']} or set UAC_MODEL (and "
+                f"{spelled['base_url']} or OPENAI_BASE_URL for a local server); or pass "
+                f"{spelled['offline']} or set UAC_OFFLINE=1 to answer only from recorded calls"
             )
         return cls(
             model=name,
@@ -141,10 +151,11 @@ class ModelClient:
             value = schema.model_validate_json(content)
             return ModelReply(value, call_id, True, tokens_in, tokens_out, key, purpose)
         if self.settings.offline:
+            model = self.settings.model
             raise ModelOffline(
-                f"offline, and no recorded answer for this {purpose} request to model "
-                f"{self.settings.model or '(none)'}; unset UAC_OFFLINE and configure an endpoint "
-                "to make the call"
+                f"offline, and no recorded answer to this {purpose!r} request "
+                f"{f'to model {model}' if model else 'with no model named'}; turn offline mode "
+                "off and configure an endpoint to make the call"
             )
         return self._call(purpose, key, list(messages), schema, user)
 
