@@ -348,7 +348,10 @@ def test_a_user_with_no_events_is_named_with_the_users_here(tmp_path: Path, even
     # ingesting under a new name is how a user is made
     made = uac("ingest", str(events), "--db", str(db), "--user", "bob", cwd=tmp_path)
     assert made.returncode == 0 and "5 events appended" in made.stdout
-    assert uac("users", "--db", str(db), cwd=tmp_path).stdout == "bob\t18 events\nmaya\t18 events\n"
+    # every event counts (schema and alert events too), then the facts and utterances among them
+    assert uac("users", "--db", str(db), cwd=tmp_path).stdout == (
+        "user\tevents\tfacts\tutterances\nbob\t18\t4\t1\nmaya\t18\t4\t1\n"
+    )
     # two users and no --user: name one
     out = uac("eval", "1", "--db", str(db), cwd=tmp_path)
     assert f"{db} holds 2 users (bob, maya); name one with --user" in one_line_error(out)

@@ -324,13 +324,16 @@ def cmd_calls(args: argparse.Namespace) -> None:
 def cmd_users(args: argparse.Namespace) -> None:
     store = _open_store(args)
     try:
-        counts = store.user_counts()
+        counts = store.user_kind_counts()
     finally:
         store.close()
     if not counts:
         print(f"{args.db} holds no events yet")
-    for user, n in counts.items():
-        print(f"{user}\t{n} events")
+        return
+    # events: every kind, the schema, alert and extraction events uac writes itself included
+    print("user\tevents\tfacts\tutterances")
+    for user, kinds in counts.items():
+        print(f"{user}\t{sum(kinds.values())}\t{kinds.get('fact', 0)}\t{kinds.get('utterance', 0)}")
 
 
 def cmd_state(args: argparse.Namespace) -> None:
@@ -523,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("checkpoint", cmd_checkpoint, "store the current state as a new version of typed code")
     add("checkpoints", cmd_checkpoints, "list the checkpoints")
-    add("users", cmd_users, "the users of the store and their event counts")
+    add("users", cmd_users, "the users and their events: all kinds, facts, utterances")
     add("state", cmd_state, "record types with their current records and versions")
     p = add("history", cmd_history, "every version of one record and the events behind it")
     p.add_argument("type", help="a record type, e.g. Trip")

@@ -256,6 +256,16 @@ class Store:
         ).fetchall()
         return {str(u): int(n) for u, n in rows}
 
+    def user_kind_counts(self) -> dict[str, dict[str, int]]:
+        """Every user of the store and the number of their events of each kind, by user id."""
+        rows = self.con.execute(
+            "SELECT user_id, kind, count(*) FROM events GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+        counts: dict[str, dict[str, int]] = {}
+        for user, kind, n in rows:
+            counts.setdefault(str(user), {})[str(kind)] = int(n)
+        return counts
+
     def kinds(self) -> list[str]:
         """The kinds of event the log holds (of any user)."""
         rows = self.con.execute("SELECT DISTINCT kind FROM events ORDER BY kind").fetchall()
