@@ -567,3 +567,56 @@ def test_no_model_configured_names_the_flags_on_the_command_line(
     monkeypatch.delenv("UAC_MODEL", raising=False)
     with pytest.raises(ModelError, match=r"pass model=\.\.\. or set UAC_MODEL \(and base_url="):
         ModelSettings.resolve(model=None, offline=False)
+
+
+def test_the_demos_try_lines_run_as_printed(tmp_path: Path) -> None:
+    """`uac demo` from a venv that is not activated: what it says to try works when pasted."""
+    here = Path(sys.executable).parent  # where the venv's `uac` is, if it is installed
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != here
+    )
+    out = uac("demo", cwd=tmp_path, env={"PATH": path})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Try:  "))
+    commands = [line.removeprefix("Try:").strip() for line in lines[start:]]
+    assert len(commands) == 4 and not any(c.startswith("uac ") for c in commands), commands
+    for command in commands:
+        ran = subprocess.run(
+            command,
+            shell=True,
+            cwd=tmp_path,
+            env={**os.environ, "PATH": path},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert ran.returncode == 0 and ran.stdout, (command, ran.stderr)
+    # With the venv activated (its bin on PATH), plain `uac`; from the repository, before it is
+    # activated, the venv's `uac` relative to where you are.
+    probe = [
+        sys.executable,
+        "-c",
+        "from uac_kernel.demo_run import uac_command; print(uac_command())",
+    ]
+    said = subprocess.run(
+        probe,
+        env={**os.environ, "PATH": f"{here}{os.pathsep}{path}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    script = here / "uac"
+    if not script.exists():
+        pytest.skip(f"no `uac` script beside {sys.executable}: the demo says `python -m`")
+    assert said.stdout == "uac\n", said.stderr
+    if script.is_relative_to(ROOT):
+        said = subprocess.run(
+            probe,
+            cwd=ROOT,
+            env={**os.environ, "PATH": path},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert said.stdout == f"{script.relative_to(ROOT)}\n", said.stderr

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import sys
 import tempfile
 import textwrap
 from collections.abc import Callable
@@ -33,7 +37,7 @@ from uac_kernel.store import Store
 from uac_kernel.testing import ChatServer
 from uac_kernel.workbench import IngestReport, Workbench
 
-__all__ = ["DEMO_QUESTIONS", "DEMO_USER_ID", "run_demo"]
+__all__ = ["DEMO_QUESTIONS", "DEMO_USER_ID", "run_demo", "uac_command"]
 
 DEMO_USER_ID = "maya"
 
@@ -165,6 +169,25 @@ def _alert_changes(
     return lines
 
 
+def uac_command() -> str:
+    """``uac`` as the demo's reader can type it in the shell the demo ran in.
+
+    ``uac`` itself when that is on PATH and is this one; else the ``uac`` installed beside this
+    Python, relative when it is under the current directory (``.venv/bin/uac`` from the
+    repository, before the venv is activated), absolute otherwise; else ``python -m``.
+    """
+    here = shutil.which("uac", path=os.path.dirname(sys.executable))
+    if here is None:
+        return f"{shlex.quote(sys.executable)} -m uac_kernel.cli"
+    found = shutil.which("uac")
+    if found is not None and os.path.samefile(found, here):
+        return "uac"
+    relative = os.path.relpath(here)
+    if relative.startswith(os.pardir):
+        return shlex.quote(here)
+    return shlex.quote(relative if os.sep in relative else os.path.join(os.curdir, relative))
+
+
 def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = False) -> Workbench:
     """Build the demo store at ``path`` (replacing an earlier demo) and report on it.
 
@@ -252,13 +275,15 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
         f"Checkpoint {checkpoint.version}: {plural(checkpoint.records, 'record')} as typed Python code, "
         f"covering the log up to event {checkpoint.seq}."
     )
-    out(f"  code: {code_file}   (or: uac code --db {path} --user {DEMO_USER_ID})")
-    out(f'Try:  uac eval --db {path} --user {DEMO_USER_ID} "len(user.all(Trip))"')
+    # Commands the reader can paste as printed: the venv need not be activated.
+    uac, db = uac_command(), shlex.quote(str(path))
+    out(f"  code: {code_file}   (or: {uac} code --db {db} --user {DEMO_USER_ID})")
+    out(f'Try:  {uac} eval --db {db} --user {DEMO_USER_ID} "len(user.all(Trip))"')
     out(
-        f'      uac sql --db {path} --user {DEMO_USER_ID} "SELECT category, count(*) FROM Transaction GROUP BY ALL"'
+        f'      {uac} sql --db {db} --user {DEMO_USER_ID} "SELECT category, count(*) FROM Transaction GROUP BY ALL"'
     )
-    out(f"      uac calls --db {path} --user {DEMO_USER_ID}     # the model calls and their tokens")
-    out(f"      uac verify --db {path}")
+    out(f"      {uac} calls --db {db} --user {DEMO_USER_ID}     # the model calls and their tokens")
+    out(f"      {uac} verify --db {db}")
     return wb
 
 
