@@ -170,8 +170,8 @@ def test_open_ingest_checkpoint_eval(ip: Any, tmp_path: Path) -> None:
         "ibuprofen",
     ]
     out = run_out(ip, "%uac open --read-only")
-    assert "(read-only)" in out and "3 records in 2 types, 1 checkpoints (latest 1)" in out
-    assert "1 standing alerts (1 critical)" in out
+    assert "(read-only)" in out and "3 records in 2 types, 1 checkpoint (latest 1)" in out
+    assert "1 standing alert (1 critical)" in out
 
 
 def test_subcommands_open_the_configured_store_on_first_use(ip: Any, tmp_path: Path) -> None:
@@ -199,7 +199,7 @@ def test_sql_cell_returns_the_result_shown_as_an_escaped_table(loaded: Any) -> N
     run(ip, "%config UacMagics.displaylimit = 2")
     data, _ = ip.display_formatter.format(result)
     assert "&lt;script&gt;" not in data["text/html"]  # cut by displaylimit
-    assert "1 more rows" in data["text/html"] and "1 more rows" in data["text/plain"]
+    assert "1 more row " in data["text/html"] and "1 more row " in data["text/plain"]
     run(ip, "%config UacMagics.displaylimit = 20")
     data, _ = ip.display_formatter.format(result)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in data["text/html"]
@@ -522,7 +522,7 @@ def test_rule_written_in_a_cell(loaded: Any, tmp_path: Path) -> None:
         "\n\nopen('CANARY', 'w').write('other code in the cell never runs')\n"
     )
     out = run_out(ip, text + rule_code)
-    assert "rule unnamed_dose: in force, 1 alerts standing" in out
+    assert "rule unnamed_dose: in force, 1 alert standing" in out
     assert "raised [info] unnamed_dose: amoxicillin: no dose recorded" in out
     assert "checkpoint 2 taken" in out
     assert isinstance(wb.runner.rules["unnamed_dose"], Rule)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from uac_kernel._display import plural
 from uac_kernel.codegen import (
     list_target,
     parse_classes,
@@ -88,7 +89,7 @@ def render_part(
         wanted = set(keys)
         records = [r for r in records if r.key in wanted]  # type: ignore[assignment]
         note = (
-            f"# {len(records):,} of {len(ts.current):,} {part} records, as selected; "
+            f"# {len(records):,} of {plural(len(ts.current), f'{part} record', fmt=',')}, as selected; "
             "the others stay as they are.\n"
         )
     lines = "".join(record_line(r) for r in records)

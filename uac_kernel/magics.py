@@ -34,7 +34,7 @@ from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel._askline import ask_line
-from uac_kernel._display import shorten, show
+from uac_kernel._display import plural, shorten, show
 from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
@@ -164,7 +164,9 @@ class Table:
         hidden = len(self.rows) - len(self._shown())
         if not hidden:
             return ""
-        return f"… {hidden} more rows (showing {self.limit}; %config UacMagics.displaylimit)"
+        return (
+            f"… {plural(hidden, 'more row')} (showing {self.limit}; %config UacMagics.displaylimit)"
+        )
 
     def text(self) -> str:
         shown = [
@@ -255,11 +257,11 @@ def _answer_html(answer: Answer) -> str:
         f"{esc(str(u['speaker']))}: {esc(str(u['text']))}</li>"
         for u in cert.utterances[:5]
     )
+    said_too = f" and {plural(len(cert.utterances), 'utterance')}" if cert.utterances else ""
     return (
         f"<div><p><strong>{esc(value)}</strong></p>"
         f"<pre><code>{esc(answer.expression)}</code></pre><p>{esc(answer.explanation)}</p>"
-        f"<details><summary>rests on {cert.records_total} records"
-        f"{f' and {len(cert.utterances)} utterances' if cert.utterances else ''}</summary>"
+        f"<details><summary>rests on {plural(cert.records_total, 'record')}{said_too}</summary>"
         f"<ul>{records}</ul><ul>{said}</ul></details></div>"
     )
 
@@ -453,14 +455,14 @@ class UacMagics(Magics):
         alerts = wb.alerts()
         critical = sum(1 for a in alerts if a.severity == "critical")
         cps = (
-            f"{len(checkpoints)} checkpoints (latest {checkpoints[-1].version})"
+            f"{plural(len(checkpoints), 'checkpoint')} (latest {checkpoints[-1].version})"
             if checkpoints
             else "no checkpoint yet"
         )
         text = (
             f"uac: user {wb.user!r} of {wb.store.path}{' (read-only)' if wb.store.read_only else ''}"
-            f": {sum(counts.values())} records in {len(counts)} types, {cps}, "
-            f"{len(alerts)} standing alerts{f' ({critical} critical)' if critical else ''}"
+            f": {plural(sum(counts.values()), 'record')} in {plural(len(counts), 'type')}, {cps}, "
+            f"{plural(len(alerts), 'standing alert')}{f' ({critical} critical)' if critical else ''}"
         )
         if self.variable:
             text += f"; bound to `{self.variable}`"
@@ -570,7 +572,9 @@ class UacMagics(Magics):
                 for c in cps
             ],
             0,
-            caption=f"{len(cps)} checkpoints" if cps else "no checkpoint yet (%uac checkpoint)",
+            caption=plural(len(cps), "checkpoint")
+            if cps
+            else "no checkpoint yet (%uac checkpoint)",
         )
 
     @subcommand("users")
@@ -785,7 +789,7 @@ class UacMagics(Magics):
             ["valid_from", "valid_to", "retracted", "changed", "sources", "fields"],
             rows,
             self.displaylimit,
-            caption=f"{type_name} {key!r}: {len(versions)} versions",
+            caption=f"{type_name} {key!r}: {plural(len(versions), 'version')}",
             wrap=["changed"],
         )
 
@@ -1026,14 +1030,14 @@ class UacMagics(Magics):
         )
         lines = [f"{part}, edited from checkpoint {args.version}: {plan.summary()}"]
         if report.appended:
-            lines[0] += f" ({report.appended} correction events appended)"
+            lines[0] += f" ({plural(report.appended, 'correction event')} appended)"
         lines += [_alert_line("raised", a) for a in report.raised]
         lines += [_alert_line("updated", a) for a in report.updated]
         lines += [_alert_line("cleared", a) for a in report.cleared]
         for r, source in rules:
             change = wb.define_rule(r, source)
             standing = sum(1 for a in wb.alerts() if a.rule == r.name)
-            lines.append(f"rule {r.name}: in force, {standing} alerts standing")
+            lines.append(f"rule {r.name}: in force, {plural(standing, 'alert')} standing")
             lines += [_alert_line("raised", a) for a in change.raised]
             lines += [_alert_line("updated", a) for a in change.updated]
             lines += [_alert_line("cleared", a) for a in change.cleared]
