@@ -22,7 +22,6 @@ import itertools
 import subprocess
 import sys
 import textwrap
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -30,7 +29,7 @@ from typing import Any
 
 import pytest
 from test_checkpoint_import import described_state as truth
-from test_checkpoint_import import import_clean
+from test_checkpoint_import import import_clean, import_here
 
 import uac
 from uac_kernel.codegen import parse_module, render_module
@@ -54,20 +53,6 @@ def fact(
 
 
 _names = itertools.count()
-
-
-def import_here(code: str, tmp: Path) -> ModuleType:
-    """Import generated code in this process (enough to show a module that does not import)."""
-    name = f"attack_here_{next(_names)}"
-    path = tmp / f"{name}.py"
-    path.write_text(code, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        spec.loader.exec_module(mod)
-    return mod
 
 
 def load_rules(tmp: Path, source: str) -> ModuleType:

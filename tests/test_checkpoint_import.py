@@ -127,7 +127,12 @@ def import_in_clean_interpreter(path: Path, cwd: Path) -> dict[str, Any]:
     return import_clean([path], cwd)[0]
 
 
-def import_here(code: str, tmp: Path, name: str) -> ModuleType:
+_names = itertools.count()
+
+
+def import_here(code: str, tmp: Path) -> ModuleType:
+    """Import checkpoint code in this process, as a module of a name of its own."""
+    name = f"checkpoint_here_{next(_names)}"
     path = tmp / f"{name}.py"
     path.write_text(code, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
@@ -232,9 +237,6 @@ def histories(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     return user, events
 
 
-counter = itertools.count()
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_import_equals_literal_read_equals_fold(
@@ -247,7 +249,7 @@ def test_import_equals_literal_read_equals_fold(
         code = wb.checkpoint().code
         truth = described_state(wb.state, rule_names(wb))
     assert described_state(parse_module(code), truth["rules"]) == truth
-    assert describe_module_here(import_here(code, tmp, f"gen_{next(counter)}")) == truth
+    assert describe_module_here(import_here(code, tmp)) == truth
 
 
 # -- the demo, hostile histories, and the CLI, in a clean interpreter -----------------------------
