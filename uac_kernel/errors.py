@@ -4,11 +4,13 @@ from __future__ import annotations
 
 __all__ = [
     "CheckpointNotFound",
+    "ChecksumMismatch",
     "CodeError",
     "CommandLineError",
     "EditConflict",
     "EventError",
     "FoldError",
+    "MissingExtra",
     "ModelError",
     "ModelOffline",
     "ModelOutputInvalid",
@@ -117,3 +119,25 @@ class SandboxLimit(UacError):
 
 class SandboxFailed(UacError):
     """An expression raised an exception while it ran."""
+
+
+class MissingExtra(UacError, ImportError):
+    """A part of uac needs an optional extra that is not installed; the message is the command.
+
+    Also an ``ImportError``, so code that probes for an optional part (``importorskip``, an
+    ``except ImportError``) still works.
+    """
+
+    def __init__(self, feature: str, *, extra: str, missing: str):
+        super().__init__(
+            f"{feature} needs the {extra!r} extra ({missing} is not installed): "
+            f"pip install 'uac-kernel[{extra}]'"
+        )
+        self.feature = feature
+        self.extra = extra
+        self.missing = missing
+        self.name = missing
+
+
+class ChecksumMismatch(UacError):
+    """A file uac was about to load does not have the SHA-256 it must have, so it was refused."""

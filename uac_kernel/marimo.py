@@ -14,8 +14,9 @@ show, as functions of an open ``Workbench``:
 =================================  ==================================================
 
 Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
-last expression of a cell draws them; nothing is fetched from the network. marimo is imported
-only when a helper is called.
+last expression of a cell draws them; nothing is fetched from the network. This face needs the
+``marimo`` extra: without marimo, importing it raises :class:`~uac_kernel.errors.MissingExtra`,
+whose one line is the install command.
 
 >>> import uac, uac.marimo as um                                        # doctest: +SKIP
 >>> wb = uac.open("memory.duckdb", user="maya")                         # doctest: +SKIP
@@ -28,6 +29,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any, Literal
 
+from uac_kernel._extras import require
 from uac_kernel.errors import QueryError, UacError
 
 if TYPE_CHECKING:
@@ -52,14 +54,11 @@ ChartKind = Literal["events", "records", "alerts", "result"]
 
 
 def _marimo() -> Any:
-    """marimo itself, or an ``ImportError`` that says how to install it."""
-    try:
-        import marimo
-    except ImportError as exc:
-        raise ImportError(
-            f"uac.marimo needs marimo ({exc}); install it with: pip install marimo"
-        ) from exc
-    return marimo
+    """marimo itself, or :class:`MissingExtra` naming the install command."""
+    return require("marimo", extra="marimo", feature="uac.marimo")
+
+
+_marimo()  # importing the face without its extra fails here, in one line
 
 
 def log_browser(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:

@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from uac_kernel._extras import require
 from uac_kernel.errors import UacError
 
 __all__ = ["export_offline", "main"]
@@ -56,16 +57,11 @@ def remote_assets(html: str) -> list[str]:
 def export_offline(notebook: str | Path, out: str | Path, *, include_code: bool = True) -> Path:
     """Run ``notebook`` with ``marimo export html`` and write an offline copy to the directory
     ``out`` (``index.html`` plus marimo's front end); returns the path of ``index.html``."""
-    try:
-        import marimo
-    except ImportError as exc:
-        raise UacError(
-            f"exporting a marimo notebook needs marimo ({exc}); pip install marimo"
-        ) from None
+    marimo = require("marimo", extra="marimo", feature="exporting a marimo notebook")
     source = Path(notebook)
     if not source.is_file():
         raise UacError(f"{source}: no such notebook")
-    static = Path(marimo.__file__).parent / "_static"
+    static = Path(str(marimo.__file__)).parent / "_static"
     if not (static / "assets").is_dir():
         raise UacError(f"marimo {marimo.__version__} ships no front end in {static}")
     target = Path(out)
