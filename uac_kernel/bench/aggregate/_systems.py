@@ -30,7 +30,6 @@ from uac_kernel.bench.aggregate._kinds import (
 from uac_kernel.bench.aggregate._prompts import (
     READER_SYSTEM,
     ReadAnswer,
-    TokenCounter,
     _ask_preamble,
     _messages,
     excerpts,
@@ -48,6 +47,7 @@ from uac_kernel.bench.aggregate._readers import (
 from uac_kernel.bench.aggregate._scoring import (
     score,
 )
+from uac_kernel.bench.tokens import TokenCounter
 from uac_kernel.errors import ModelOutputInvalid, UacError
 from uac_kernel.model import ModelSettings, call_totals
 from uac_kernel.workbench import Workbench
@@ -261,7 +261,7 @@ def _row(
     system: str,
     k: int | None,
     value: Any,
-    prompt_tokens: int,
+    prompt_tokens: int | None,
     shown: set[int] | None = None,
     need: set[int] | None = None,
 ) -> dict[str, Any]:
