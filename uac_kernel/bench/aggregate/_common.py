@@ -35,4 +35,3 @@ TOP = 3  # the k of top-k questions
 CORRECT_P = 0.12  # share of records corrected later in a revised history
 RETRACT_P = 0.06  # share of records retracted later in a revised history
 MAX_BATCH_CHARS = 9000  # typed expressions evaluated together, under the sandbox's 10k limit
-EMBEDDINGS_HINT = "pip install 'uac-kernel[embeddings]'"

