@@ -46,6 +46,7 @@ WHY: dict[str, str] = {
     "hypothesis": "Property tests of the fold and of checkpoint code (`tests/test_fold.py`, `tests/test_codegen.py`, `tests/test_checkpoint_import.py`).",
     "ipykernel": "A real IPython kernel for the magics and notebook tests (`tests/test_magics.py`, `tests/test_notebooks.py`, `tests/test_browser.py`).",
     "jupyterlab": "The JupyterLab the browser test drives (`tests/test_browser.py`).",
+    "llama-index-core": "Ships tiktoken's own cl100k_base ranks file, which `uac_kernel.bench.tokens` reads (checked against tiktoken's published SHA-256) so tiktoken counts offline; llama_index itself is never imported.",
     "marimo": "The marimo face: widgets and charts as marimo UI elements (`uac.marimo`, `uac_kernel.marimo_export`, `notebooks/marimo_tour.py`).",
     "mypy": "Type-checks `uac_kernel` and `uac` in `./scripts/test`.",
     "nbclient": "Runs the teaching notebooks headless (`tests/test_notebooks.py`, `bench/notebooks.py`).",
@@ -59,7 +60,7 @@ WHY: dict[str, str] = {
     "pytest": "The test runner.",
     "ruff": "Lint and format checks in `./scripts/test`.",
     "sentence-transformers": "Runs all-MiniLM-L6-v2 for the embedding-retrieval baseline of `uac bench aggregate` (`uac_kernel.bench.aggregate._systems`).",
-    "tiktoken": "Counts prompt tokens with cl100k_base in the benchmarks (`uac bench aggregate`, `bench/prompt_scale.py`, `bench/scale.py`).",
+    "tiktoken": "Counts prompt tokens with cl100k_base in the benchmarks (`uac_kernel.bench.tokens`: `uac bench aggregate`, `bench/prompt_scale.py`, `bench/scale.py`).",
     "tqdm": "Progress bars for long ingests, the demo's replay and the benchmarks (`uac_kernel.workbench`, `uac_kernel.demo_run`).",
     "vl-convert-python": "Renders charts to SVG/PNG and bundles Vega's JavaScript so charts draw offline (`uac_kernel.charts`, `uac_kernel._vega_bundle`).",
 }
