@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from typing import Any
 
 import pytest
 from test_checkpoint_import import _record, described_state, import_in_clean_interpreter
+
+from uac_kernel.errors import MissingExtra
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -298,9 +301,12 @@ def test_marimo_helpers_say_how_to_install_marimo(wb: Any, monkeypatch: pytest.M
     import uac.marimo as um
 
     monkeypatch.setitem(sys.modules, "marimo", None)  # `import marimo` now fails
-    with pytest.raises(ImportError, match="pip install marimo"):
+    command = re.escape(
+        "needs the 'marimo' extra (marimo is not installed): pip install 'uac-kernel[marimo]'"
+    )
+    with pytest.raises(MissingExtra, match=command):
         um.alert_inspector(wb)
-    with pytest.raises(ImportError, match="pip install marimo"):
+    with pytest.raises(MissingExtra, match=command):
         um.chart(wb, "events")
 
 

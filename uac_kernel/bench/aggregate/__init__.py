@@ -46,8 +46,9 @@ with the question and the top-k (or all) utterances for the others.
 
 Layout: ``_kinds`` (record types and sentence templates), ``_history`` (generation),
 ``_readers`` (sentences parsed back into records), ``_questions`` (patterns and ground truth),
-``_scoring``, ``_prompts`` (prompts and tokens), ``_systems`` (running each memory) and
-``_results`` (rows, table, chart, ``run``); ``_common`` holds the shared constants.
+``_scoring``, ``_prompts`` (the prompts; :mod:`uac_kernel.bench.tokens` counts their tokens),
+``_systems`` (running each memory) and ``_results`` (rows, table, chart, ``run``); ``_common``
+holds the shared constants.
 """
 
 from __future__ import annotations
