@@ -20,18 +20,18 @@ uac_find_uv() {
       return
     fi
   fi
-  dir="${XDG_CACHE_HOME:-$HOME/.cache}/uac/uv-$UAC_UV_VERSION"
+  dir="${XDG_CACHE_HOME:-${HOME:-${TMPDIR:-/tmp}}/.cache}/uac/uv-$UAC_UV_VERSION"
   if [ ! -x "$dir/bin/uv" ]; then
-    if ! python3 -m pip --version >/dev/null 2>&1; then
-      echo "error: uv is not installed and python3 has no pip to install it with;" >&2
-      echo "install uv $UAC_UV_VERSION or newer (pip install uv), or pip for python3" >&2
-      return 1
-    fi
     echo "installing uv $UAC_UV_VERSION from PyPI into $dir" >&2
     mkdir -p "$(dirname "$dir")"
     tmp="$(mktemp -d "$dir.XXXXXX")" # then moved into place: an interrupted install is not used
-    PIP_ROOT_USER_ACTION=ignore python3 -m pip install -qq --disable-pip-version-check \
-      --no-warn-script-location --target "$tmp" "uv==$UAC_UV_VERSION"
+    if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install -qq --disable-pip-version-check \
+      --no-warn-script-location --target "$tmp" "uv==$UAC_UV_VERSION"; then
+      rm -rf "$tmp"
+      echo "error: could not install uv with python3's pip; install uv $UAC_UV_VERSION or newer" >&2
+      echo "yourself (e.g. pip install uv) and run this again" >&2
+      return 1
+    fi
     mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp" # another run got there first
   fi
   UV="$dir/bin/uv"
