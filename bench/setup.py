@@ -21,7 +21,7 @@ under ``bash -x`` and the clock stops at the trace line of ``.venv/bin/uac demo`
 clean for ``git status``); ``./scripts/test`` is stopped there, so the test suite is not run.
 Also recorded: the size of .venv and how many packages it holds.
 
-    python3 bench/setup.py [--rounds 2] [--before REV] [--after REV] [--out bench/results/setup.json]
+    python3 bench/setup.py [--rounds 3] [--before REV] [--after REV] [--out bench/results/setup.json]
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def run(command: str, checkout: Path, env: dict[str, str], full: bool) -> dict[s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", default=BEFORE, help="commit whose scripts use pip")
     parser.add_argument("--after", default="HEAD", help="commit whose scripts use uv")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
