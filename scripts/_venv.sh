@@ -20,7 +20,17 @@ uac_find_uv() {
       return
     fi
   fi
-  dir="${XDG_CACHE_HOME:-${HOME:-${TMPDIR:-/tmp}}/.cache}/uac/uv-$UAC_UV_VERSION"
+  if [ -n "${XDG_CACHE_HOME:-}" ] || [ -n "${HOME:-}" ]; then
+    dir="${XDG_CACHE_HOME:-$HOME/.cache}/uac/uv-$UAC_UV_VERSION"
+  else
+    # No home: a directory of this run's own, never a shared /tmp path another user could plant
+    dir="$(mktemp -d)/uv-$UAC_UV_VERSION"
+  fi
+  # A cached uv that does not answer as this version (a partial or damaged copy) is replaced.
+  if [ -e "$dir" ] && [ "$("$dir/bin/uv" --version 2>/dev/null | cut -d' ' -f2)" != "$UAC_UV_VERSION" ]; then
+    echo "replacing a broken uv in $dir" >&2
+    rm -rf "$dir"
+  fi
   if [ ! -x "$dir/bin/uv" ]; then
     echo "installing uv $UAC_UV_VERSION from PyPI into $dir" >&2
     mkdir -p "$(dirname "$dir")"
