@@ -159,9 +159,9 @@ class TokenCounter:
         if found is None:
             sources = ", ".join(name for name, _ in RANKS_SOURCES)
             self.why = (
-                f"prompt tokens not counted: {ENCODING}'s ranks are not installed ({sources} "
-                "ships them) and tiktoken would download them, which uac does not do: "
-                "pip install 'uac-kernel[bench]'"
+                f"prompt tokens not counted: {ENCODING}'s ranks are not installed and tiktoken "
+                f"would download them, which uac does not do: pip install {sources} "
+                "(the bench extra's source of them)"
             )
         else:
             path, origin = found
