@@ -6,10 +6,22 @@ Columns: ``key``, the type's own fields, ``valid_from``, ``valid_to``, ``sources
 and in the history table ``retracted``. The view lives in its own in-memory database with
 external access switched off, so a query can neither touch the log nor read or write files.
 Only the types that changed since the last query are rebuilt.
+
+Names never shadow each other: types are named in the order they first appeared in the log, and
+a type whose table (or ``_history`` table) would clash, ignoring case, with one already named or
+with ``uac_tables`` gets the first free suffix: ``TRIP`` after ``Trip`` is ``TRIP_2`` and
+``TRIP_2_history``. A name once given never changes. Table ``uac_tables`` (``type``,
+``current_table``, ``history_table``) lists which table is which.
+
+A query cannot change the view: DuckDB's own parser must find exactly one statement and it must
+be a query (``SELECT``, ``WITH``, ``FROM``, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``);
+anything else is a ``QueryError`` before it runs. As a second wall the query runs inside a
+transaction that is always rolled back, so even a table function with side effects leaves nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import duckdb
@@ -18,7 +30,9 @@ from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.records import Record
 
-__all__ = ["SqlResult", "SqlView"]
+__all__ = ["INDEX_TABLE", "SqlResult", "SqlView", "check_read_only", "table_names"]
+
+INDEX_TABLE = "uac_tables"
 
 _SQL_TYPES = {
     "bool": "BOOLEAN",
@@ -34,6 +48,32 @@ def sql_type(ftype: str) -> str:
     if ftype.startswith("list["):
         return _SQL_TYPES[ftype[5:-1]] + "[]"
     return _SQL_TYPES[ftype]
+
+
+def table_names(type_names: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Each type's (current, history) table, in the given order (the log's): a name that would
+    clash, ignoring case, with one already given or with ``uac_tables`` gets a ``_2``, ``_3``...
+    suffix, so no type hides another and earlier types keep their names as types are added."""
+    taken = {INDEX_TABLE}
+    names: dict[str, tuple[str, str]] = {}
+    for name in type_names:
+        base, n = name, 1
+        while base.lower() in taken or f"{base}_history".lower() in taken:
+            n += 1
+            base = f"{name}_{n}"
+        taken.update((base.lower(), f"{base}_history".lower()))
+        names[name] = (base, f"{base}_history")
+    return names
+
+
+def check_read_only(statements: list[duckdb.Statement]) -> None:
+    """A ``QueryError`` unless DuckDB parsed exactly one query (its SELECT statement type also
+    covers WITH, FROM-first, VALUES, DESCRIBE, SHOW and SUMMARIZE)."""
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        kinds = ", ".join(s.type.name for s in statements) or "nothing"
+        raise QueryError(
+            f"only one SELECT/WITH query is allowed, the view is read-only (got {kinds})"
+        )
 
 
 class SqlResult:
@@ -56,15 +96,30 @@ class SqlView:
         self.con.execute("SET enable_external_access = false")
         self.con.execute("SET lock_configuration = true")
         self._built: dict[str, int] = {}
+        self.tables: dict[str, tuple[str, str]] = {}
+        self.con.execute(
+            f"CREATE TABLE {INDEX_TABLE} (type VARCHAR, current_table VARCHAR, history_table VARCHAR)"
+        )
 
     def refresh(self, state: State) -> None:
+        names = table_names(t for t in state.schema.types if t in state.types)
+        if names != self.tables:
+            self.con.execute("BEGIN TRANSACTION")
+            self.con.execute(f"DELETE FROM {INDEX_TABLE}")
+            self.con.executemany(
+                f"INSERT INTO {INDEX_TABLE} VALUES (?, ?, ?)",
+                [(t, cur, hist) for t, (cur, hist) in names.items()],
+            )
+            self.con.execute("COMMIT")
+            self.tables = names
         for name, ts in state.types.items():
             seq = state.type_seq.get(name, 0)
             if self._built.get(name) == seq:
                 continue
             fields = state.schema.types[name]
-            self._load(name, fields, list(ts.current.values()), history=False)
-            self._load(f"{name}_history", fields, state.history(name), history=True)
+            current, history = names[name]
+            self._load(current, fields, list(ts.current.values()), history=False)
+            self._load(history, fields, state.history(name), history=True)
             self._built[name] = seq
 
     def _load(
@@ -97,15 +152,29 @@ class SqlView:
             appender.flush()
         con.execute("COMMIT")
 
+    def _renamed(self) -> str:
+        moved = [f"{t} is {cur}" for t, (cur, _) in self.tables.items() if cur != t]
+        return f" (renamed to stay distinct: {', '.join(moved)})" if moved else ""
+
     def query(self, state: State, sql: str) -> SqlResult:
         self.refresh(state)
+        cur = self.con.cursor()
         try:
-            cur = self.con.cursor()
-            cur.execute(sql)
-            columns = [d[0] for d in cur.description or []]
-            return SqlResult(columns, cur.fetchall() if columns else [])
+            statements = cur.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise QueryError(f"SQL failed: {str(exc).splitlines()[0]}") from None
+        check_read_only(statements)
+        try:
+            cur.begin()  # always rolled back: whatever a query might change does not stay
+            try:
+                cur.execute(statements[0])
+                columns = [d[0] for d in cur.description or []]
+                return SqlResult(columns, cur.fetchall() if columns else [])
+            finally:
+                cur.rollback()
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0]
             raise QueryError(
-                f"SQL failed: {first}; tables are named after record types, e.g. Trip and Trip_history"
+                f"SQL failed: {first}; tables are named after record types, e.g. Trip and"
+                f" Trip_history{self._renamed()}; {INDEX_TABLE} lists them"
             ) from None

@@ -682,6 +682,15 @@ class Workbench:
             self._sql = SqlView()
         return self._sql.query(self.state, query)
 
+    def sql_tables(self) -> dict[str, tuple[str, str]]:
+        """Each record type's (current, history) table in ``sql``: its own name unless that would
+        clash, ignoring case, with an earlier type's table; then ``Trip_2``. SQL table
+        ``uac_tables`` lists the same."""
+        if self._sql is None:
+            self._sql = SqlView()
+        self._sql.refresh(self.state)
+        return dict(self._sql.tables)
+
     def alerts(self) -> list[Alert]:
         """The alerts standing now, most severe first."""
         return self.runner.standing()
