@@ -105,7 +105,10 @@ class SqlView:
         names = table_names(t for t in state.schema.types if t in state.types)
         if names != self.tables:
             self.con.execute("BEGIN TRANSACTION")
-            self.con.execute(f"DELETE FROM {INDEX_TABLE}")
+            self.con.execute(
+                f"CREATE OR REPLACE TABLE {INDEX_TABLE} "
+                "(type VARCHAR, current_table VARCHAR, history_table VARCHAR)"
+            )
             self.con.executemany(
                 f"INSERT INTO {INDEX_TABLE} VALUES (?, ?, ?)",
                 [(t, cur, hist) for t, (cur, hist) in names.items()],
