@@ -21,6 +21,7 @@ transaction that is always rolled back, so even a table function with side effec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,6 +34,7 @@ from uac_kernel.records import Record
 __all__ = ["INDEX_TABLE", "SqlResult", "SqlView", "check_read_only", "table_names"]
 
 INDEX_TABLE = "uac_tables"
+_WRITING_NODE = re.compile(r'"type":"([A-Z]+_QUERY_NODE)"')
 
 _SQL_TYPES = {
     "bool": "BOOLEAN",
@@ -167,6 +169,15 @@ class SqlView:
         except duckdb.Error as exc:
             raise QueryError(f"SQL failed: {str(exc).splitlines()[0]}") from None
         check_read_only(statements)
+        # DuckDB calls `WITH d AS (DELETE ... RETURNING *) SELECT ...` a SELECT too: its parse
+        # tree names a query node of every other kind (DELETE_QUERY_NODE, COPY_QUERY_NODE, ...).
+        tree = cur.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+        writes = sorted(set(_WRITING_NODE.findall(tree[0] if tree else "")))
+        if writes:
+            kinds = ", ".join(w.removesuffix("_QUERY_NODE") for w in writes)
+            raise QueryError(
+                f"only one SELECT/WITH query is allowed, the view is read-only (got {kinds} in a WITH)"
+            )
         try:
             cur.begin()  # always rolled back: whatever a query might change does not stay
             try:

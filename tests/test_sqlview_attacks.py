@@ -1,0 +1,214 @@
+"""Attacks on the SQL view: a query must not change the view, write, read files or hide a table."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+from conftest import fact
+
+from uac_kernel import Workbench
+from uac_kernel.errors import QueryError
+
+ONE_ONLY = "only one SELECT/WITH query is allowed"
+
+
+@pytest.fixture
+def wb(tmp_path: Path) -> Workbench:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest([fact("2025-01-01", "add", "Trip", "a", n=1)])
+    return wb
+
+
+def unchanged(wb: Workbench) -> None:
+    assert wb.sql("SELECT key, n FROM Trip").rows == [("a", 1)]
+    assert wb.sql("SELECT count(*) FROM Trip_history").rows == [(1,)]
+    assert wb.sql("FROM uac_tables").rows == [("Trip", "Trip", "Trip_history")]
+
+
+DATA_MODIFYING_CTES = [
+    "WITH d AS (DELETE FROM Trip RETURNING *) SELECT * FROM d",
+    "WITH d AS MATERIALIZED (DELETE FROM Trip RETURNING key) SELECT * FROM d",
+    "WITH d AS (UPDATE Trip SET n = 99 RETURNING *) SELECT * FROM d",
+    "WITH d AS (INSERT INTO uac_tables VALUES ('X', 'X', 'X') RETURNING *) SELECT * FROM d",
+    "WITH d AS (DELETE FROM uac_tables RETURNING *) SELECT * FROM uac_tables",
+]
+
+
+@pytest.mark.parametrize("sql", DATA_MODIFYING_CTES)
+def test_data_modifying_cte_leaves_the_view_alone(wb: Workbench, sql: str) -> None:
+    """DuckDB labels a WITH whose body is DELETE/UPDATE/INSERT as SELECT; the rollback must hold."""
+    with contextlib.suppress(QueryError):
+        wb.sql(sql)
+    unchanged(wb)
+
+
+# Found by the attack: DuckDB calls these SELECT; the parse tree's query nodes give them away.
+@pytest.mark.parametrize("sql", DATA_MODIFYING_CTES)
+def test_data_modifying_cte_is_refused_before_it_runs(wb: Workbench, sql: str) -> None:
+    with pytest.raises(QueryError, match=ONE_ONLY):
+        wb.sql(sql)
+
+
+def test_a_data_modifying_cte_never_runs_even_within_the_query(wb: Workbench) -> None:
+    sql = (
+        "WITH d AS (DELETE FROM Trip RETURNING *)"
+        " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM Trip)"
+    )
+    with pytest.raises(QueryError, match="got DELETE in a WITH"):
+        wb.sql(sql)
+    unchanged(wb)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH d AS (COPY Trip TO '{out}') SELECT 1",
+        "FROM read_csv('/etc/passwd')",
+        "FROM read_text('/etc/passwd')",
+        "FROM read_blob('/etc/hostname')",
+        "FROM read_json_auto('/etc/hostname')",
+        "FROM glob('/*')",
+        "SELECT * FROM 'data.csv'",
+        "FROM read_parquet('https://example.com/x.parquet')",
+        "FROM duckdb_secrets()",
+        "FROM sqlite_scan('/etc/passwd', 'x')",
+    ],
+)
+def test_no_file_or_network_access(wb: Workbench, tmp_path: Path, sql: str) -> None:
+    out = tmp_path / "leak.csv"
+    with pytest.raises(QueryError) as err:
+        wb.sql(sql.format(out=out))
+    assert "\n" not in str(err.value)
+    assert not out.exists()
+    unchanged(wb)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM (DELETE FROM Trip RETURNING *)",
+        "SELECT * FROM (WITH d AS (DELETE FROM Trip RETURNING *) SELECT * FROM d)",
+        "FROM query('DELETE FROM Trip')",
+        "FROM query('SELECT 1; DELETE FROM Trip')",
+        "WITH m AS (CREATE MACRO x() AS 1) SELECT 1",
+        "SELECT * FROM Trip\uff1b DELETE FROM Trip",
+        "SELECT * FROM Trip\u037e DELETE FROM Trip",
+        "SELECT * FROM Trip; DELETE FROM Trip",
+        "SELECT 1; SELECT 2",
+        "PIVOT Trip ON n",
+        "USE memory",
+        "CREATE TEMP TABLE t AS SELECT 1",
+        "CREATE MACRO x() AS 1",
+        "EXPLAIN ANALYZE SELECT 1",
+        "CALL pragma_version()",
+        "SET VARIABLE x = 1",
+        "PREPARE p AS SELECT 1",
+        "LOAD json",
+        "ATTACH ':memory:' AS x",
+        "EXPORT DATABASE '/tmp/uac_sqlview_attack_export'",
+        "SELECT * FROM Trip FOR UPDATE",
+        "FROM force_checkpoint()",
+        "",
+        "  ;  ",
+        "-- only a comment",
+        "SELECT " + "1+" * 50_000 + "1",
+    ],
+)
+def test_refused_with_a_one_line_query_error(wb: Workbench, sql: str) -> None:
+    with pytest.raises(QueryError) as err:
+        wb.sql(sql)
+    assert "\n" not in str(err.value)
+    unchanged(wb)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM Trip; -- ;",
+        "SELECT * FROM Trip;;",
+        "SELECT * FROM Trip /* ; DELETE FROM Trip */",
+        "FROM query_table('Trip')",
+        "SUMMARIZE Trip",
+        "DESCRIBE Trip",
+        "SHOW TABLES",
+        "SELECT setseed(0.5)",
+        "SELECT getvariable('x')",
+        "SELECT current_setting('enable_external_access')",
+        "FROM checkpoint()",
+        "SELECT * FROM memory.main.Trip",
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 10)"
+        " SELECT count(*) FROM r",
+    ],
+)
+def test_harmless_reads_run_and_change_nothing(wb: Workbench, sql: str) -> None:
+    wb.sql(sql)
+    unchanged(wb)
+
+
+def test_external_access_stays_off(wb: Workbench) -> None:
+    assert wb.sql("SELECT current_setting('enable_external_access')").rows == [(False,)]
+    assert wb.sql("SELECT current_setting('lock_configuration')").rows == [(True,)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECT error('boom\nsecond line')", "SELECT error('')", "SELECT error('\nx')"],
+)
+def test_runtime_errors_are_one_line(wb: Workbench, sql: str) -> None:
+    with pytest.raises(QueryError) as err:
+        wb.sql(sql)
+    assert "\n" not in str(err.value)
+    unchanged(wb)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT '10000-01-01'::DATE",
+        "SELECT 'infinity'::DATE",
+        "SELECT '290000-01-01'::TIMESTAMP",
+        "SELECT 1::HUGEINT << 100",
+        "SELECT 'NaN'::DOUBLE",
+        "SELECT '101'::BIT",
+        "SELECT 1::UNION(a INT)",
+    ],
+)
+def test_odd_result_types_do_not_escape_as_other_errors(wb: Workbench, sql: str) -> None:
+    with contextlib.suppress(QueryError):
+        wb.sql(sql)
+    unchanged(wb)
+
+
+def test_case_and_suffix_collisions_never_hide_a_table(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    types = ["Trip", "TRIP", "Trip_2", "TRIP_2_history", "Trip_history", "TRIP_HISTORY_2"]
+    wb.ingest([fact("2025-01-01", "add", t, "a", n=i) for i, t in enumerate(types)])
+    tables = wb.sql_tables()
+    assert list(tables) == types
+    lowered = [name.lower() for pair in tables.values() for name in pair]
+    assert len(set(lowered)) == len(lowered)
+    assert "uac_tables" not in lowered
+    for i, t in enumerate(types):
+        current, history = tables[t]
+        assert wb.sql(f'SELECT n FROM "{current}"').rows == [(i,)]
+        assert wb.sql(f'SELECT n FROM "{history}"').rows == [(i,)]
+    with pytest.raises(QueryError):
+        wb.sql("WITH d AS (DELETE FROM uac_tables RETURNING *) SELECT 1")
+    assert wb.sql("SELECT count(*) FROM uac_tables").rows == [(len(types),)]
+
+
+def test_a_type_named_like_the_index_table_does_not_hide_it(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest([fact("2025-01-01", "add", "UAC_TABLES", "a", n=1)])
+    assert wb.sql("FROM uac_tables").rows == [
+        ("UAC_TABLES", "UAC_TABLES_2", "UAC_TABLES_2_history")
+    ]
+    assert wb.sql("SELECT n FROM UAC_TABLES_2").rows == [(1,)]
+
+
+def test_nul_in_strings_loads_and_reads_back(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest([fact("2025-01-01", "add", "Note", "a\x00b", text="x\x00y")])
+    assert wb.sql("SELECT key, text FROM Note").rows == [("a\x00b", "x\x00y")]
