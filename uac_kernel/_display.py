@@ -9,12 +9,13 @@ through ``show``, so a date reads ``2026-02-19`` everywhere (never ``datetime.da
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["plural", "shorten", "show"]
+__all__ = ["close_matches", "did_you_mean", "plural", "shorten", "show"]
 
 ELLIPSIS = "…"
 
@@ -65,3 +66,23 @@ def plural(n: int, noun: str, nouns: str | None = None, *, fmt: str = "") -> str
     """
     word = noun if abs(n) == 1 else nouns or f"{noun}s"
     return f"{n:{fmt}} {word}"
+
+
+def close_matches(word: str, choices: Sequence[str], n: int = 1) -> list[str]:
+    """The choices closest to ``word``: one equal but for case first, then difflib's closest,
+    then difflib's closest ignoring case."""
+    for c in choices:
+        if c.lower() == word.lower():
+            return [c]
+    close = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in choices}
+        found = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.6)
+        close = [lowered[f] for f in found]
+    return close
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest choice, else ``""``."""
+    close = close_matches(word, choices)
+    return f" Did you mean {close[0]!r}?" if close else ""

@@ -458,9 +458,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
     """``; did you mean 'alerts'?`` for the closest choices, else ``""``."""
-    import difflib
+    from uac_kernel._display import close_matches
 
-    close = difflib.get_close_matches(word, choices, n=2, cutoff=0.6)
+    close = close_matches(word, choices, n=2)
     return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from uac_kernel._display import plural
+from uac_kernel._display import close_matches, plural
 from uac_kernel.codegen import (
     list_target,
     parse_classes,
@@ -265,10 +265,7 @@ def _unknown_keys(state: State, part: str, unknown: list[str], version: int) -> 
     if any(r.key == first for r in state.types[part].history):
         return text + f" ({first!r} was retracted before it)"
     keys = list(state.types[part].current)
-    close = difflib.get_close_matches(first, keys, n=3, cutoff=0.6)
-    if not close:
-        lowered = {k.lower(): k for k in keys}
-        close = [lowered[c] for c in difflib.get_close_matches(first.lower(), lowered, n=3)]
+    close = close_matches(first, keys, n=3)
     if close:
         return text + f". Did you mean {', '.join(repr(c) for c in close)}?"
     return text + (f"; its keys include {', '.join(repr(k) for k in keys[:3])}" if keys else "")

@@ -14,7 +14,6 @@ are compiled and run, to define the rules.
 from __future__ import annotations
 
 import ast
-import difflib
 import hashlib
 import html
 import json
@@ -34,7 +33,7 @@ from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel._askline import ask_line
-from uac_kernel._display import plural, shorten, show
+from uac_kernel._display import did_you_mean, plural, shorten, show
 from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
@@ -71,19 +70,6 @@ def _one_line(text: str) -> str:
     return re.sub(r"\s*\n\s*", " ", str(text)).strip()
 
 
-def _suggest(word: str, choices: Sequence[str]) -> str:
-    """`` Did you mean 'x'?`` for the closest choice (case-insensitive first), else ``""``."""
-    for c in choices:
-        if c.lower() == word.lower():
-            return f" Did you mean {c!r}?"
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    if not close:
-        lowered = {c.lower(): c for c in choices}
-        found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
-        close = [lowered[f] for f in found]
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
 def _doc(fn: Callable[..., Any]) -> str:
     """A subcommand's help: usage line first (magic_arguments wrote it into the docstring)."""
     return (fn.__doc__ or "").removeprefix("::").strip("\n")
@@ -118,11 +104,6 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _cell_text(value: Any) -> str:
-    """A value as a table shows it: ``2026-02-19``, ``2026-02-19 10:00`` (see ``show``)."""
-    return show(value)
-
-
 # An ISO date or date-time in a cell: kept on one line in HTML (browsers break at its hyphens).
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d(?: \d\d:\d\d(?::\d\d)?)?")
 _TD = 'style="text-align: left; vertical-align: top"'
@@ -131,7 +112,7 @@ _TD = 'style="text-align: left; vertical-align: top"'
 def _html_cell(value: Any) -> str:
     return _ISO_TIME.sub(
         lambda m: f'<span style="white-space: nowrap">{m.group(0)}</span>',
-        html.escape(_cell_text(value)),
+        html.escape(show(value)),
     )
 
 
@@ -171,7 +152,7 @@ class Table:
     def text(self) -> str:
         shown = [
             [
-                self._wrap(_cell_text(v)) if wrap else [self._clip(_cell_text(v))]
+                self._wrap(show(v)) if wrap else [self._clip(show(v))]
                 for v, wrap in zip(row, self.wrap, strict=True)
             ]
             for row in self._shown()
@@ -232,28 +213,26 @@ class Table:
 
 def answer_text(answer: Answer) -> str:
     """An answer, the code that computed it, and what it rests on."""
-    value = json.dumps(answer.value, ensure_ascii=False, default=_cell_text)
+    value = json.dumps(answer.value, ensure_ascii=False, default=show)
     lines = [value, f"  code: {answer.expression}", f"  why:  {answer.explanation}"]
     cert = answer.certificate
     keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
     more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
     lines.append(f"  records ({cert.records_total}): {keys}{more}")
     for u in cert.utterances[:5]:
-        lines.append(
-            f"  said {_cell_text(u['ts'])[:10]} [{u['source']}] {u['speaker']}: {u['text']}"
-        )
+        lines.append(f"  said {show(u['ts'])[:10]} [{u['source']}] {u['speaker']}: {u['text']}")
     return "\n".join(lines)
 
 
 def _answer_html(answer: Answer) -> str:
     esc = html.escape
-    value = json.dumps(answer.value, ensure_ascii=False, default=_cell_text)
+    value = json.dumps(answer.value, ensure_ascii=False, default=show)
     cert = answer.certificate
     records = "".join(f"<li>{esc(r['type'])} {esc(str(r['key']))}</li>" for r in cert.records[:8])
     if cert.records_total > 8:
         records += f"<li>… and {cert.records_total - 8} more</li>"
     said = "".join(
-        f"<li>{esc(_cell_text(u['ts'])[:10])} [{esc(str(u['source']))}] "
+        f"<li>{esc(show(u['ts'])[:10])} [{esc(str(u['source']))}] "
         f"{esc(str(u['speaker']))}: {esc(str(u['text']))}</li>"
         for u in cert.utterances[:5]
     )
@@ -371,7 +350,7 @@ class UacMagics(Magics):
         found = self.commands.get(name)
         if found is None:
             raise UsageError(
-                f"%uac has no subcommand {name!r}.{_suggest(name, list(self.commands))} "
+                f"%uac has no subcommand {name!r}.{did_you_mean(name, list(self.commands))} "
                 f"Subcommands: {', '.join(sorted(self.commands))}"
             )
         fn, takes_cell = found
@@ -390,7 +369,7 @@ class UacMagics(Magics):
             found = self.commands.get(name)
             if found is None:
                 raise UsageError(
-                    f"%uac has no subcommand {name!r}.{_suggest(name, list(self.commands))}"
+                    f"%uac has no subcommand {name!r}.{did_you_mean(name, list(self.commands))}"
                 )
             print(_doc(found[0]))
             return
@@ -968,7 +947,7 @@ class UacMagics(Magics):
         part = _unquote(args.part)
         if part not in parts:
             raise UsageError(
-                f"checkpoint {version} has no part {part!r}.{_suggest(part, parts)} "
+                f"checkpoint {version} has no part {part!r}.{did_you_mean(part, parts)} "
                 f"Parts: {', '.join(parts)}"
             )
         made = wb.edit_cell(part, version, key=args.key, where=args.where, last=args.last)

@@ -99,17 +99,13 @@ def _ts(v: datetime | None) -> str:
     return "" if v is None else v.isoformat(sep=" ", timespec="seconds")
 
 
-def _clip(text: str, width: int) -> str:
-    return shorten(text, width)
-
-
 def _fields(rec: Record) -> dict[str, Any]:
     return {k: _value(v) for k, v in rec.fields().items() if v is not None}
 
 
 def summarize(ev: LoggedEvent, width: int = SUMMARY_WIDTH) -> str:
     """One line saying what an event is: ``user: Back from Tokyo!``, ``add Trip tokyo …``."""
-    return _clip(summary(ev.kind, ev.payload), width)
+    return shorten(summary(ev.kind, ev.payload), width)
 
 
 class LogRow(TypedDict):
