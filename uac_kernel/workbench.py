@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from uac_kernel._display import plural
+from uac_kernel._display import did_you_mean, plural
 from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
@@ -30,6 +30,7 @@ from uac_kernel.rules.engine import (
     ClearedAlert,
     Rule,
     RuleRunner,
+    as_cleared,
     why_cleared,
 )
 from uac_kernel.rules.library import LIBRARY
@@ -91,16 +92,6 @@ def resolve_user(store: Store, user: str | None, *, create: bool) -> str:
 def unknown_user_message(path: str, user: str, users: list[str]) -> str:
     """``user 'may' has no events in STORE; users here: maya``."""
     return f"user {user!r} has no events in {path}; users here: {_user_list(user, users)}"
-
-
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """`` Did you mean 'x'?`` for the closest choice (case-insensitive first), else ``""``."""
-    for c in choices:
-        if c.lower() == word.lower():
-            return f" Did you mean {c!r}?"
-    lowered = {c.lower(): c for c in choices}
-    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
-    return f" Did you mean {lowered[close[0]]!r}?" if close else ""
 
 
 def _user_list(user: str | None, users: list[str], shown: int = 10) -> str:
@@ -401,9 +392,7 @@ class Workbench:
                 if i in logged and logged[i]["severity"] != a.severity
             ],
             cleared=[
-                ClearedAlert.model_validate(
-                    {**p, "reason": why_cleared(a, self.view, self.runner.rules.get(a.rule))}
-                )
+                as_cleared(a, why_cleared(a, self.view, self.runner.rules.get(a.rule)))
                 for i, p in logged.items()
                 if i not in standing
                 for a in [Alert.model_validate(p)]
@@ -487,11 +476,11 @@ class Workbench:
 
         if not sel:
             return None
-        if state is self.state:
-            warm = self._sandbox()
-            return select_keys(state, part, sel, warm.evaluate, namespace(state).keys(), version)
+        if sel.where is None:  # keys and last need no query: no sandbox, no search index
+            return select_keys(state, part, sel, lambda q: None, (), version)
         ns = namespace(state)
-        return select_keys(state, part, sel, lambda q: evaluate(q, ns), ns.keys(), version)
+        run = self._sandbox().evaluate if state is self.state else (lambda q: evaluate(q, ns))
+        return select_keys(state, part, sel, run, ns.keys(), version)
 
     def apply_edit(
         self,
@@ -562,13 +551,13 @@ class Workbench:
         if type_name not in self.state.types:
             types = sorted(self.state.types)
             raise QueryError(
-                f"no record type {type_name!r}.{_did_you_mean(type_name, types)} "
+                f"no record type {type_name!r}.{did_you_mean(type_name, types)} "
                 f"Types: {', '.join(types) or 'none yet'}"
             )
         found = self.state.versions(type_name, key)
         if not found:
             keys = sorted({r.key for r in self.state.history(type_name)})
-            raise QueryError(f"no {type_name} with key {key!r}.{_did_you_mean(key, keys)}")
+            raise QueryError(f"no {type_name} with key {key!r}.{did_you_mean(key, keys)}")
         return found
 
     def as_of(self, ts: datetime | str) -> State:
@@ -716,7 +705,7 @@ class Workbench:
         if kind in known:
             return
         raise QueryError(
-            f"no event kind {kind!r}.{_did_you_mean(kind, known)} Kinds: {', '.join(known)}"
+            f"no event kind {kind!r}.{did_you_mean(kind, known)} Kinds: {', '.join(known)}"
         )
 
     def verify(self) -> VerifyReport:

@@ -30,6 +30,7 @@ __all__ = [
     "Rule",
     "RuleRunner",
     "Severity",
+    "as_cleared",
     "rule",
     "why_cleared",
 ]
@@ -185,7 +186,7 @@ class AlertChange:
     updated: list[Alert] = field(default_factory=list)
 
 
-def _as_cleared(alert: Alert, reason: str) -> ClearedAlert:
+def as_cleared(alert: Alert, reason: str) -> ClearedAlert:
     """``alert`` as cleared, for ``reason``."""
     return ClearedAlert(**{**dict(alert), "reason": reason})
 
@@ -310,7 +311,7 @@ class RuleRunner:
             before = self.active[r.name]
             change.raised.extend(a for i, a in now.items() if i not in before)
             change.cleared.extend(
-                _as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved))
+                as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved))
                 for i, a in before.items()
                 if i not in now
             )
