@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_checkpoint_import import import_clean
 
 from uac_kernel.cli import main
 from uac_kernel.workbench import Workbench
@@ -206,17 +207,10 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     code = (tmp_path / "uac-demo.py").read_text()
     assert code == uac("code", "--db", "uac-demo.duckdb", "--user", "maya", cwd=tmp_path).stdout
     # the checkpoint runs as Python in a clean interpreter, and holds every current record
-    count = "print(sum(map(len, runpy.run_path('uac-demo.py')['records'].values())))"
-    ran = subprocess.run(
-        [sys.executable, "-I", "-c", f"import runpy; {count}"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert ran.returncode == 0, ran.stderr
+    (imported,) = import_clean([tmp_path / "uac-demo.py"], tmp_path)
+    count = sum(len(t["records"]) for t in imported["types"].values())
     with Workbench(tmp_path / "uac-demo.duckdb", user="maya", read_only=True) as wb:
-        assert int(ran.stdout) == sum(len(ts.current) for ts in wb.state.types.values()) > 800
+        assert count == sum(len(ts.current) for ts in wb.state.types.values()) > 800
     again = uac("demo", cwd=tmp_path)  # a second run rebuilds the demo store from scratch
     assert again.returncode == 0 and "1023 events appended" in again.stdout
 
