@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from uac_kernel._chain import GENESIS, checkpoint_hash, content_hash, new_salt
 from uac_kernel._display import plural
 from uac_kernel.codegen import join_segments, render_segments
 from uac_kernel.errors import CheckpointNotFound
@@ -129,20 +130,48 @@ class Checkpoints:
         version = (previous.version if previous else 0) + 1
         now = datetime.now(UTC).replace(tzinfo=None)
         records = sum(state.counts().values())
-        con = self.store.con
-        con.execute("BEGIN TRANSACTION")
-        try:
-            appender = con.appender("checkpoint_segments")
-            appender.append_rows([(self.user, version, k, v) for k, v in sorted(segments.items())])
-            appender.flush()
-            con.execute(
-                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?)",
-                [self.user, version, state.seq, now, records, len(segments)],
-            )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+        salted = {k: new_salt() for k in segments}
+        hashes = {k: content_hash(salted[k], v) for k, v in segments.items()}
+        store = self.store
+        with store.writing():
+            event_seq, head = store.head_at_seq(self.user, state.seq)
+            row = store.con.execute(
+                "SELECT hash FROM checkpoints WHERE user_id = ? ORDER BY version DESC LIMIT 1",
+                [self.user],
+            ).fetchone()
+            link = checkpoint_hash(
+                row[0] if row else GENESIS, self.user, version, state.seq, event_seq, head,
+                records, hashes,
+            )  # fmt: skip
+            con = store.con
+            con.execute("BEGIN TRANSACTION")
+            try:
+                appender = con.appender("checkpoint_segments")
+                appender.append_rows(
+                    [
+                        (self.user, version, k, v, salted[k], hashes[k])
+                        for k, v in sorted(segments.items())
+                    ]
+                )
+                appender.flush()
+                con.execute(
+                    "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        self.user,
+                        version,
+                        state.seq,
+                        now,
+                        records,
+                        len(segments),
+                        event_seq,
+                        head,
+                        link,
+                    ],
+                )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         return Checkpoint(self.store, self.user, version, state.seq, now, records, len(segments))
 
 

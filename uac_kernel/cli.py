@@ -410,16 +410,37 @@ def cmd_bench_locomo(args: argparse.Namespace) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
-    store = _open_store(args)  # the whole log: every user's events are in one chain
+    from uac_kernel.integrity import read_heads, verify
+
+    store = _open_store(args)
     try:
-        report = store.verify()
+        kept = read_heads(args.head, args.user) if args.head is not None else None
+        user = args.user
+        if user is None and kept is not None and len(kept) == 1 and "\t" not in args.head:
+            user = next(iter(kept))
+        report = verify(store, user, kept)
     finally:
         store.close()
     if not report.ok:
-        raise UacError(
-            f"{args.db}: hash chain broken at event {report.first_bad_seq}: {report.problem}"
-        )
-    print(f"{args.db}: {plural(report.events, 'event')}, hash chain intact")
+        raise UacError(report.summary(args.db))
+    print(report.summary(args.db))
+
+
+def cmd_head(args: argparse.Namespace) -> None:
+    from uac_kernel.integrity import heads
+
+    store = _open_store(args)
+    try:
+        found = heads(store, args.user)
+    finally:
+        store.close()
+    if args.user is not None:
+        if args.user not in found:
+            raise UacError(f"{args.db} holds nothing of user {args.user!r}; see `uac users`")
+        print(found[args.user])
+        return
+    for user, head in found.items():
+        print(f"{head}\t{json.dumps(user)}")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
@@ -548,7 +569,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default=None)
     p.add_argument("--after", type=COUNT, default=0, help="only events after this seq")
     p.add_argument("--limit", type=COUNT, default=50)
-    add("verify", cmd_verify, "re-compute the hash chain; fails if any event was changed")
+    p = add(
+        "verify",
+        cmd_verify,
+        "re-compute the hash chains (one user's with --user, else every user's); fails if any "
+        "event, model call or checkpoint was changed, removed or erased without a forget event",
+    )
+    p.add_argument(
+        "--head",
+        default=None,
+        metavar="HEAD",
+        help="a head printed by `uac head` (or the file it was saved to): the chains must "
+        "still pass through it",
+    )
+    add(
+        "head",
+        cmd_head,
+        "print each user's chain head (one user's with --user); keep it elsewhere and check "
+        "the store against it later with `uac verify --head`",
+    )
 
     def model_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--model", default=None, help="model name (env UAC_MODEL)")

@@ -268,11 +268,6 @@ def import_calls(store: Store, user: str, source: Callable[[], str] | None = Non
     records = [json.loads(line) for line in text.splitlines() if line.strip()]
     known = {r[0] for r in store.con.execute("SELECT request_key FROM model_calls").fetchall()}
     fresh = [r for r in records if r["request_key"] not in known]
-    row = store.con.execute("SELECT coalesce(max(call_id), 0) FROM model_calls").fetchone()
-    first = int(row[0]) + 1 if row else 1
-    for i, r in enumerate(fresh):
-        store.con.execute(
-            "INSERT INTO model_calls VALUES (?, current_timestamp, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [first + i, user, *(r[c] for c in _COLUMNS)],
-        )
+    for r in fresh:
+        store.record_call(user=user, **{c: r[c] for c in _COLUMNS})
     return len(fresh)

@@ -822,19 +822,24 @@ class UacMagics(Magics):
 
     @subcommand("verify")
     @magic_arguments(name="uac verify")
+    @argument("--head", default=None, help="a head from %uac head: the chains must pass through it")
+    @argument("--all", action="store_true", help="every user of the store, not only this one")
     def cmd_verify(self, rest: str, cell: str | None) -> None:
-        """Re-compute the log's hash chain; an error if any past event was changed."""
-        parse_argstring(self.cmd_verify, rest)
+        """Re-compute the hash chains; an error if any past event, model call or checkpoint was
+        changed, removed, or erased without a forget event."""
+        args = parse_argstring(self.cmd_verify, rest)
         wb = self._wb()
-        report = wb.verify()
+        report = wb.verify(head=args.head, all_users=args.all)
         if not report.ok:
-            raise UsageError(
-                _one_line(
-                    f"{wb.store.path}: hash chain broken at event {report.first_bad_seq}: "
-                    f"{report.problem}"
-                )
-            )
-        print(f"{wb.store.path}: {report.events} events, hash chain intact")
+            raise UsageError(_one_line(report.summary(wb.store.path)))
+        print(report.summary(wb.store.path))
+
+    @subcommand("head")
+    @magic_arguments(name="uac head")
+    def cmd_head(self, rest: str, cell: str | None) -> None:
+        """This user's chain head: keep it elsewhere, check later with %uac verify --head."""
+        parse_argstring(self.cmd_head, rest)
+        print(self._wb().head())
 
     @subcommand("calls")
     @magic_arguments(name="uac calls")

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import orjson
@@ -245,29 +245,20 @@ class ModelClient:
         if body:
             choices = body.get("choices") or [{}]
             content = str(((choices[0] or {}).get("message") or {}).get("content") or "")
-        row = self.store.con.execute(
-            "SELECT coalesce(max(call_id), 0) + 1 FROM model_calls"
-        ).fetchone()
-        call_id = int(row[0]) if row else 1
-        self.store.con.execute(
-            "INSERT INTO model_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                call_id,
-                datetime.now(UTC).replace(tzinfo=None),
-                user,
-                purpose,
-                self.settings.model,
-                self.settings.base_url or "",
-                key,
-                orjson.dumps(request).decode(),
-                orjson.dumps(body).decode() if body is not None else "",
-                content,
-                tokens_in,
-                tokens_out,
-                round(latency * 1000, 1),
-                outcome,
-                error[:2000],
-            ],
+        call_id = self.store.record_call(
+            user=user,
+            purpose=purpose,
+            model=self.settings.model,
+            base_url=self.settings.base_url or "",
+            request_key=key,
+            request=orjson.dumps(request).decode(),
+            response=orjson.dumps(body).decode() if body is not None else "",
+            content=content,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=round(latency * 1000, 1),
+            outcome=outcome,
+            error=error[:2000],
         )
         return call_id
 

@@ -1,25 +1,31 @@
 """The event log: an append-only, hash-chained DuckDB table shared by many users.
 
-Nothing here updates or deletes an event. A batch is appended in one transaction, so it lands
-whole or not at all. Every event's hash covers its own columns and the previous event's hash,
-so ``verify`` detects any change to any past event.
+Nothing here updates or deletes an event (``forget`` erases a payload, see ``_chain``). A batch
+is appended in one transaction, so it lands whole or not at all. Each user's events form their
+own hash chain: an event's hash covers its own columns, the salted hash of its payload and the
+previous event of the same user, so ``verify`` detects any change to any past event, and one
+user's log can be checked without reading the others'.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
+import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 import orjson
 
+from uac_kernel._chain import GENESIS, call_hash, content_hash, event_hash, new_salt
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import StoreError, StoreLocked
+
+if TYPE_CHECKING:
+    from uac_kernel.integrity import VerifyReport
 
 __all__ = [
     "EVENT_KINDS",
@@ -27,12 +33,10 @@ __all__ = [
     "LoggedEvent",
     "NewEvent",
     "Store",
-    "VerifyReport",
     "event_hash",
 ]
 
-GENESIS = "0" * 64
-EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction")
+EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction", "forget")
 """The kinds of event uac writes to the log."""
 _FETCH = 50_000
 
@@ -63,39 +67,9 @@ class LoggedEvent(NamedTuple):
     hash: str
 
 
-@dataclass(frozen=True)
-class VerifyReport:
-    """Result of re-computing the hash chain."""
-
-    ok: bool
-    events: int
-    first_bad_seq: int | None = None
-    problem: str = ""
-
-
 def dump_payload(payload: dict[str, Any]) -> str:
     """The canonical JSON text of a payload (what is stored and hashed): compact, sorted keys."""
     return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def event_hash(
-    prev: str,
-    seq: int,
-    recorded_at: datetime,
-    ts: datetime,
-    kind: str,
-    user: str,
-    source: str | None,
-    payload: str,
-) -> str:
-    src = source or ""
-    # Length prefixes on the free-text parts keep the encoding unambiguous whatever they hold;
-    # the payload comes last, so it needs none.
-    blob = (
-        f"{prev}|{seq}|{recorded_at.isoformat()}|{ts.isoformat()}|{len(kind)}:{kind}|"
-        f"{len(user)}:{user}|{len(src)}:{src}|{payload}"
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class Store:
@@ -128,9 +102,10 @@ class Store:
         except BaseException:
             self.con.close()
             raise
-        row = self.con.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        self._last_seq: int = row[0] if row else 0
-        self._last_hash: str = row[1] if row else GENESIS
+        self._last_seq = self._max_seq()
+        # Each user's chain head (user_seq, hash), read on a user's first append.
+        self._heads: dict[str, tuple[int, str]] = {}
+        self._lock = _writer_lock(self.path)
 
     def _check_tables(self) -> None:
         """Refuse a DuckDB database uac did not make, rather than write its tables into it."""
@@ -161,32 +136,76 @@ class Store:
     def last_seq(self) -> int:
         return self._last_seq
 
+    def _max_seq(self) -> int:
+        row = self.con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
+        return int(row[0]) if row else 0
+
+    def head(self, user: str) -> tuple[int, str]:
+        """``user``'s chain head: the number of their events and the last one's hash."""
+        if user not in self._heads:
+            row = self.con.execute(
+                "SELECT user_seq, hash FROM events WHERE user_id = ? ORDER BY seq DESC LIMIT 1",
+                [user],
+            ).fetchone()
+            self._heads[user] = (int(row[0]), str(row[1])) if row else (0, GENESIS)
+        return self._heads[user]
+
     def append(self, events: Sequence[NewEvent]) -> list[LoggedEvent]:
         """Append ``events`` atomically, in order; return them as logged."""
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; open it without read_only to write")
         if not events:
             return []
-        now = datetime.now(UTC).replace(tzinfo=None)
-        seq, prev = self._last_seq, self._last_hash
-        rows: list[tuple[Any, ...]] = []
-        logged: list[LoggedEvent] = []
-        for n, ev in enumerate(events, 1):
-            seq += 1
-            try:
-                text = dump_payload(ev.payload)
-                prev = event_hash(prev, seq, now, ev.ts, ev.kind, ev.user, ev.source, text)
-            except (TypeError, ValueError, orjson.JSONEncodeError) as exc:
-                raise StoreError(
-                    f"event {n} of the batch cannot be stored ({exc}); nothing was written"
-                ) from exc
-            rows.append((seq, now, ev.ts, ev.kind, ev.user, ev.source, text, prev))
-            logged.append(
-                LoggedEvent(seq, now, ev.ts, ev.kind, ev.user, ev.source, ev.payload, prev)
-            )
-        self._append_rows(rows)
-        self._last_seq, self._last_hash = seq, prev
+        with self._lock:
+            self._catch_up()
+            now = datetime.now(UTC).replace(tzinfo=None)
+            seq = self._last_seq
+            heads: dict[str, tuple[int, str]] = {}
+            rows: list[tuple[Any, ...]] = []
+            logged: list[LoggedEvent] = []
+            for n, ev in enumerate(events, 1):
+                seq += 1
+                user_seq, prev = heads.get(ev.user) or self.head(ev.user)
+                user_seq += 1
+                try:
+                    text = dump_payload(ev.payload)
+                    salt = new_salt()
+                    payload_hash = content_hash(salt, text)
+                    prev = event_hash(
+                        prev, user_seq, now, ev.ts, ev.kind, ev.user, ev.source, payload_hash
+                    )
+                except (TypeError, ValueError, orjson.JSONEncodeError) as exc:
+                    raise StoreError(
+                        f"event {n} of the batch cannot be stored ({exc}); nothing was written"
+                    ) from exc
+                heads[ev.user] = (user_seq, prev)
+                row = (seq, user_seq, now, ev.ts, ev.kind, ev.user, ev.source, text, salt)
+                rows.append((*row, payload_hash, prev))
+                logged.append(
+                    LoggedEvent(seq, now, ev.ts, ev.kind, ev.user, ev.source, ev.payload, prev)
+                )
+            self._append_rows(rows)
+            self._last_seq = seq
+            self._heads.update(heads)
         return logged
+
+    def head_at_seq(self, user: str, seq: int) -> tuple[int, str]:
+        """``user``'s chain head as it was when the store's last event was ``seq``."""
+        row = self.con.execute(
+            "SELECT user_seq, hash FROM events WHERE user_id = ? AND seq <= ? "
+            "ORDER BY seq DESC LIMIT 1",
+            [user, seq],
+        ).fetchone()
+        return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold this process's write lock of the store (for writes outside ``append``)."""
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only; open it without read_only to write")
+        with self._lock:
+            self._catch_up()
+            yield
 
     def _append_rows(self, rows: list[tuple[Any, ...]]) -> None:
         con = self.con
@@ -201,6 +220,63 @@ class Store:
             if isinstance(exc, duckdb.Error):
                 raise StoreError(f"{self.path}: append failed, nothing was written: {exc}") from exc
             raise
+
+    def _catch_up(self) -> None:
+        """Forget cached heads if another Store object of this process appended to the file
+        (DuckDB shares one database between connections of a process, so both can write)."""
+        last = self._max_seq()
+        if last != self._last_seq:
+            self._last_seq = last
+            self._heads.clear()
+
+    def record_call(
+        self,
+        *,
+        user: str,
+        purpose: str,
+        model: str,
+        base_url: str,
+        request_key: str,
+        request: str,
+        response: str,
+        content: str,
+        tokens_in: int,
+        tokens_out: int,
+        latency_ms: float,
+        outcome: str,
+        error: str,
+        created_at: datetime | None = None,
+    ) -> int:
+        """Append one model call to ``model_calls``, chained to the user's earlier calls and
+        naming the user's event chain head; return its ``call_id``."""
+        with self.writing():
+            created = created_at or datetime.now(UTC).replace(tzinfo=None)
+            row = self.con.execute(
+                "SELECT (SELECT coalesce(max(call_id), 0) + 1 FROM model_calls), "
+                "(SELECT hash FROM model_calls WHERE user_id = ? ORDER BY call_id DESC LIMIT 1)",
+                [user],
+            ).fetchone()
+            call_id = int(row[0]) if row else 1
+            prev = str(row[1]) if row and row[1] is not None else GENESIS
+            event_seq, head = self.head(user)
+            salt = new_salt()
+            chash = content_hash(salt, request, response, content, error)
+            link = call_hash(
+                prev, call_id, created, user, purpose, model, base_url, tokens_in, tokens_out,
+                latency_ms, outcome, event_seq, head, chash,
+            )  # fmt: skip
+            self.con.execute(
+                "INSERT INTO model_calls (call_id, created_at, user_id, purpose, model, base_url, "
+                "request_key, request, response, content, tokens_in, tokens_out, latency_ms, "
+                "outcome, error, salt, content_hash, event_seq, event_hash, hash) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    call_id, created, user, purpose, model, base_url, request_key, request,
+                    response, content, tokens_in, tokens_out, latency_ms, outcome, error, salt,
+                    chash, event_seq, head, link,
+                ],
+            )  # fmt: skip
+        return call_id
 
     def events(
         self,
@@ -276,30 +352,27 @@ class Store:
         row = self.con.execute("SELECT 1 FROM events WHERE user_id = ? LIMIT 1", [user]).fetchone()
         return row is not None
 
-    def verify(self) -> VerifyReport:
-        """Re-compute the whole hash chain; report the first event that does not match."""
-        cur = self.con.cursor()
-        cur.execute(
-            "SELECT seq, recorded_at, ts, kind, user_id, source, payload, hash "
-            "FROM events ORDER BY seq"
-        )
-        prev, expected_seq, count = GENESIS, 1, 0
-        while chunk := cur.fetchmany(_FETCH):
-            for s, rec, ts, kind, user, src, payload, h in chunk:
-                count += 1
-                if s != expected_seq:
-                    return VerifyReport(
-                        False, count, s, f"seq {expected_seq} is missing or repeated"
-                    )
-                if event_hash(prev, s, rec, ts, kind, user, src, payload) != h:
-                    return VerifyReport(
-                        False, count, s, f"event {s} was changed after it was written"
-                    )
-                prev, expected_seq = h, expected_seq + 1
-        return VerifyReport(True, count)
+    def verify(self, user: str | None = None) -> VerifyReport:
+        """Check ``user``'s chains (or every user's, and the store-wide ``seq``); see
+        ``integrity.verify``."""
+        from uac_kernel.integrity import verify
+
+        return verify(self, user)
 
 
 _LOCK_PID = re.compile(r"PID (\d+)")
+_WRITER_LOCKS: dict[str, threading.RLock] = {}
+_WRITER_LOCKS_GUARD = threading.Lock()
+
+
+def _writer_lock(path: str) -> threading.RLock:
+    """The one lock of this process for appends to ``path``: every Store object of the same
+    file takes it, so two of them cannot interleave their appends."""
+    key = path if path == ":memory:" else str(Path(path).resolve())
+    if key == ":memory:":
+        return threading.RLock()  # each in-memory store is its own database
+    with _WRITER_LOCKS_GUARD:
+        return _WRITER_LOCKS.setdefault(key, threading.RLock())
 
 
 def _check_store_file(path: Path) -> None:

@@ -37,13 +37,14 @@ from uac_kernel.rules.library import LIBRARY
 from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.search import LogSearch
 from uac_kernel.sqlview import SqlResult, SqlView
-from uac_kernel.store import EVENT_KINDS, LoggedEvent, NewEvent, Store, VerifyReport
+from uac_kernel.store import EVENT_KINDS, LoggedEvent, NewEvent, Store
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
     # imported when used, so `uac eval` does not load them (bench/startup.py).
     from uac_kernel.edits import Cell, EditPlan, Selection
     from uac_kernel.extract import ExtractionReport
+    from uac_kernel.integrity import VerifyReport
     from uac_kernel.model import ModelClient, ModelSettings
 
 __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
@@ -708,5 +709,18 @@ class Workbench:
             f"no event kind {kind!r}.{did_you_mean(kind, known)} Kinds: {', '.join(known)}"
         )
 
-    def verify(self) -> VerifyReport:
-        return self.store.verify()
+    def verify(self, *, head: str | None = None, all_users: bool = False) -> VerifyReport:
+        """Check this user's chains of events, model calls and checkpoints (every user's with
+        ``all_users``), and with ``head`` (from ``head()`` or `uac head`) that they still pass
+        through it."""
+        from uac_kernel.integrity import read_heads, verify
+
+        kept = read_heads(head, self.user) if head is not None else None
+        return verify(self.store, None if all_users else self.user, kept)
+
+    def head(self) -> str:
+        """This user's chain head, to keep elsewhere and check with ``verify(head=...)``."""
+        from uac_kernel.integrity import heads
+
+        found = heads(self.store, self.user)
+        return str(found[self.user]) if self.user in found else ""

@@ -1,0 +1,112 @@
+"""The hashes that make the store tamper-evident, in one place (the store, its migration and
+``verify`` must compute them identically).
+
+Each user has three chains: their events, their model calls and their checkpoints. A row's hash
+covers its own columns and the previous row's hash of the same chain, and commits to its content
+(an event's payload, a call's request and answer, a checkpoint segment's code) only through a
+*salted* content hash. That is what lets ``forget`` erase content and the chain still verify:
+the erased row keeps its content hash, its salt is erased with the content (so the hash can no
+longer confirm a guess of what it held), and a later ``forget`` event in the user's chain names
+the row. An erased row that no ``forget`` event names is tampering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+
+__all__ = [
+    "GENESIS",
+    "call_hash",
+    "checkpoint_hash",
+    "content_hash",
+    "event_hash",
+    "new_salt",
+]
+
+GENESIS = "0" * 64
+
+
+def new_salt() -> str:
+    return secrets.token_hex(16)
+
+
+def content_hash(salt: str, *texts: str) -> str:
+    """The salted hash of one or more texts; each text is length-prefixed."""
+    h = hashlib.sha256(salt.encode())
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass")
+        h.update(f"|{len(data)}:".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _free(*parts: str) -> str:
+    # Length prefixes keep the encoding unambiguous whatever the free-text parts hold.
+    return "|".join(f"{len(p)}:{p}" for p in parts)
+
+
+def event_hash(
+    prev: str,
+    user_seq: int,
+    recorded_at: datetime,
+    ts: datetime,
+    kind: str,
+    user: str,
+    source: str | None,
+    payload_hash: str,
+) -> str:
+    """An event's link in its user's chain. The store-wide ``seq`` is not covered, so a user's
+    log keeps verifying when it is moved to another store; ``user_seq`` numbers the user's
+    events 1, 2, 3 … without gaps."""
+    blob = (
+        f"{prev}|{user_seq}|{recorded_at.isoformat()}|{ts.isoformat()}|"
+        f"{_free(kind, user, source or '')}|{payload_hash}"
+    )
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def call_hash(
+    prev: str,
+    call_id: int,
+    created_at: datetime,
+    user: str,
+    purpose: str,
+    model: str,
+    base_url: str,
+    tokens_in: int,
+    tokens_out: int,
+    latency_ms: float,
+    outcome: str,
+    event_seq: int,
+    event_hash: str,
+    content: str,
+) -> str:
+    """A model call's link in its user's chain of calls; ``content`` is the salted hash of its
+    request, response, answer and error; ``event_seq``/``event_hash`` the user's event chain
+    head when the call was recorded, so deleting events past it is caught."""
+    blob = (
+        f"{prev}|{call_id}|{created_at.isoformat()}|{_free(user, purpose, model, base_url)}|"
+        f"{tokens_in}|{tokens_out}|{latency_ms!r}|{_free(outcome)}|{event_seq}|{event_hash}|"
+        f"{content}"
+    )
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def checkpoint_hash(
+    prev: str,
+    user: str,
+    version: int,
+    seq: int,
+    event_seq: int,
+    event_hash: str,
+    records: int,
+    segments: dict[str, str],
+) -> str:
+    """A checkpoint's link in its user's chain of checkpoints: it covers the salted hash of
+    every segment this version stored (by segment name) and the event chain head it was
+    taken at."""
+    parts = "".join(f"|{_free(name)}:{segments[name]}" for name in sorted(segments))
+    blob = f"{prev}|{_free(user)}|{version}|{seq}|{event_seq}|{event_hash}|{records}{parts}"
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
