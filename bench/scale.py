@@ -468,8 +468,9 @@ def median(xs: list[float]) -> float:
 
 
 JSON_COLUMNS = (
-    "{seq: 'BIGINT', recorded_at: 'TIMESTAMP', ts: 'TIMESTAMP', kind: 'VARCHAR', "
-    "user_id: 'VARCHAR', source: 'VARCHAR', payload: 'VARCHAR', hash: 'VARCHAR'}"
+    "{seq: 'BIGINT', user_seq: 'BIGINT', recorded_at: 'TIMESTAMP', ts: 'TIMESTAMP', "
+    "kind: 'VARCHAR', user_id: 'VARCHAR', source: 'VARCHAR', payload: 'VARCHAR', "
+    "salt: 'VARCHAR', payload_hash: 'VARCHAR', hash: 'VARCHAR'}"
 )
 
 

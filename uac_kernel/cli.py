@@ -426,6 +426,27 @@ def cmd_verify(args: argparse.Namespace) -> None:
     print(report.summary(args.db))
 
 
+def cmd_forget(args: argparse.Namespace) -> None:
+    record = args.record or (None, None)
+    with _open(args, read_only=args.dry_run) as wb:
+        wb.require_known()
+        plan = wb.forget(
+            type=record[0], key=record[1], source=args.source, text=args.text, dry_run=True
+        )
+        if plan.empty:
+            print(f"nothing of {wb.user} matches; nothing to forget")
+            return
+        if args.dry_run:
+            print(f"would forget: {plan.summary()}")
+            for line in plan.lines():
+                print(f"  {line}")
+            print("run again without --dry-run to forget them")
+            return
+        wb.forget(type=record[0], key=record[1], source=args.source, text=args.text)
+        print(f"forgot: {plan.summary()}; the store file was rewritten without them")
+        print(wb.verify().summary(args.db))
+
+
 def cmd_head(args: argparse.Namespace) -> None:
     from uac_kernel.integrity import heads
 
@@ -582,6 +603,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a head printed by `uac head` (or the file it was saved to): the chains must "
         "still pass through it",
     )
+    p = add(
+        "forget",
+        cmd_forget,
+        "erase a record, a source's events, or everything holding a text, from the log, model "
+        "calls, checkpoints and the store file (a forget event says what, never the content)",
+    )
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--record", nargs=2, metavar=("TYPE", "KEY"), help="one record")
+    what.add_argument("--source", help="the events of one source, e.g. chat-42#3")
+    what.add_argument("--text", help="every event that holds this text (any case)")
+    p.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
     add(
         "head",
         cmd_head,

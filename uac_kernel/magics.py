@@ -822,7 +822,9 @@ class UacMagics(Magics):
 
     @subcommand("verify")
     @magic_arguments(name="uac verify")
-    @argument("--head", default=None, help="a head from %uac head: the chains must pass through it")
+    @argument(
+        "--head", default=None, help="a head from %%uac head: the chains must pass through it"
+    )
     @argument("--all", action="store_true", help="every user of the store, not only this one")
     def cmd_verify(self, rest: str, cell: str | None) -> None:
         """Re-compute the hash chains; an error if any past event, model call or checkpoint was
@@ -833,6 +835,31 @@ class UacMagics(Magics):
         if not report.ok:
             raise UsageError(_one_line(report.summary(wb.store.path)))
         print(report.summary(wb.store.path))
+
+    @subcommand("forget")
+    @magic_arguments(name="uac forget")
+    @argument("--record", nargs=2, metavar=("TYPE", "KEY"), help="one record")
+    @argument("--source", help="the events of one source")
+    @argument("--text", help="every event that holds this text (any case)")
+    @argument("--dry-run", action="store_true", help="list what would go; change nothing")
+    def cmd_forget(self, rest: str, cell: str | None) -> None:
+        """Erase a record, a source's events or everything holding a text, everywhere uac
+        copied it; a forget event records what was erased, never the content."""
+        args = parse_argstring(self.cmd_forget, rest)
+        record = args.record or (None, None)
+        wb = self._wb(read=True)
+        what = {"type": record[0], "key": record[1], "source": args.source, "text": args.text}
+        plan = wb.forget(**what, dry_run=True)
+        if plan.empty:
+            print("nothing matches; nothing to forget")
+            return
+        if args.dry_run:
+            print(f"would forget: {plan.summary()}")
+            for line in plan.lines():
+                print(f"  {line}")
+            return
+        wb.forget(**what)
+        print(f"forgot: {plan.summary()}; the store file was rewritten without them")
 
     @subcommand("head")
     @magic_arguments(name="uac head")

@@ -9,9 +9,11 @@ user's log can be checked without reading the others'.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -106,6 +108,7 @@ class Store:
         # Each user's chain head (user_seq, hash), read on a user's first append.
         self._heads: dict[str, tuple[int, str]] = {}
         self._lock = _writer_lock(self.path)
+        _OPEN.setdefault(_key(self.path), weakref.WeakSet()).add(self)
 
     def _check_tables(self) -> None:
         """Refuse a DuckDB database uac did not make, rather than write its tables into it."""
@@ -131,6 +134,36 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
+        _OPEN.get(_key(self.path), weakref.WeakSet()).discard(self)
+
+    def compact(self) -> None:
+        """Rewrite the file with only its live rows, so nothing erased lingers in its free
+        blocks or write-ahead log. Every open Store of this process on the file is reconnected
+        to the new file; a read-only process that has it open keeps the old one until it
+        reopens."""
+        if self.path == ":memory:":
+            return
+        with self._lock:
+            path = Path(self.path)
+            peers = [s for s in _OPEN.get(_key(self.path), ()) if s is not self]
+            fresh = path.with_name(path.name + ".compact")
+            fresh.unlink(missing_ok=True)
+            self.con.execute("CHECKPOINT")
+            name = self.con.execute("SELECT current_database()").fetchone()
+            quoted = str(fresh).replace("'", "''")
+            self.con.execute(f"ATTACH '{quoted}' AS uac_compact")
+            try:
+                self.con.execute(
+                    f'COPY FROM DATABASE "{name[0] if name else "main"}" TO uac_compact'
+                )
+            finally:
+                self.con.execute("DETACH uac_compact")
+            for s in [self, *peers]:
+                s.con.close()
+            os.replace(fresh, path)
+            Path(f"{path}.wal").unlink(missing_ok=True)
+            for s in [self, *peers]:
+                s.con = duckdb.connect(self.path, read_only=s.read_only)
 
     @property
     def last_seq(self) -> int:
@@ -150,8 +183,14 @@ class Store:
             self._heads[user] = (int(row[0]), str(row[1])) if row else (0, GENESIS)
         return self._heads[user]
 
-    def append(self, events: Sequence[NewEvent]) -> list[LoggedEvent]:
-        """Append ``events`` atomically, in order; return them as logged."""
+    def append(
+        self,
+        events: Sequence[NewEvent],
+        *,
+        within: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+    ) -> list[LoggedEvent]:
+        """Append ``events`` atomically, in order; return them as logged. ``within`` runs in
+        the same transaction after the rows are appended (``forget`` erases there)."""
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; open it without read_only to write")
         if not events:
@@ -184,7 +223,7 @@ class Store:
                 logged.append(
                     LoggedEvent(seq, now, ev.ts, ev.kind, ev.user, ev.source, ev.payload, prev)
                 )
-            self._append_rows(rows)
+            self._append_rows(rows, within)
             self._last_seq = seq
             self._heads.update(heads)
         return logged
@@ -207,13 +246,19 @@ class Store:
             self._catch_up()
             yield
 
-    def _append_rows(self, rows: list[tuple[Any, ...]]) -> None:
+    def _append_rows(
+        self,
+        rows: list[tuple[Any, ...]],
+        within: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+    ) -> None:
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
             appender = con.appender("events")
             appender.append_rows(rows)
             appender.flush()
+            if within is not None:
+                within(con)
             con.execute("COMMIT")
         except BaseException as exc:
             con.execute("ROLLBACK")
@@ -287,9 +332,13 @@ class Store:
         until_ts: datetime | None = None,
         kinds: Sequence[str] | None = None,
         limit: int | None = None,
+        erased: bool = False,
     ) -> Iterator[LoggedEvent]:
-        """Events in log order, fetched in chunks so a million events never sit in one list."""
-        where = ["seq > ?"]
+        """Events in log order, fetched in chunks so a million events never sit in one list.
+
+        Events whose payload ``forget`` erased are left out unless ``erased``; the fold, search
+        and rules never see them."""
+        where = ["seq > ?"] if erased else ["seq > ?", "salt <> ''"]
         params: list[Any] = [after_seq]
         if user is not None:
             where.append("user_id = ?")
@@ -363,16 +412,21 @@ class Store:
 _LOCK_PID = re.compile(r"PID (\d+)")
 _WRITER_LOCKS: dict[str, threading.RLock] = {}
 _WRITER_LOCKS_GUARD = threading.Lock()
+# The Store objects of this process open on each file, so `compact` can reconnect them all.
+_OPEN: dict[str, weakref.WeakSet[Store]] = {}
+
+
+def _key(path: str) -> str:
+    return path if path == ":memory:" else str(Path(path).resolve())
 
 
 def _writer_lock(path: str) -> threading.RLock:
     """The one lock of this process for appends to ``path``: every Store object of the same
     file takes it, so two of them cannot interleave their appends."""
-    key = path if path == ":memory:" else str(Path(path).resolve())
-    if key == ":memory:":
+    if path == ":memory:":
         return threading.RLock()  # each in-memory store is its own database
     with _WRITER_LOCKS_GUARD:
-        return _WRITER_LOCKS.setdefault(key, threading.RLock())
+        return _WRITER_LOCKS.setdefault(_key(path), threading.RLock())
 
 
 def _check_store_file(path: Path) -> None:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     # imported when used, so `uac eval` does not load them (bench/startup.py).
     from uac_kernel.edits import Cell, EditPlan, Selection
     from uac_kernel.extract import ExtractionReport
+    from uac_kernel.forget import ForgetPlan
     from uac_kernel.integrity import VerifyReport
     from uac_kernel.model import ModelClient, ModelSettings
 
@@ -202,7 +203,13 @@ class Workbench:
         self._search: LogSearch | None = None
         self._model_settings = model
         self._model: ModelClient | None = None
-        self.state = State(self.user)
+        self._load()
+
+    def _load(self) -> None:
+        """Fold the user's log into a fresh state and reconcile the standing alerts with it."""
+        user = self.user
+        self.state = State(user)
+        self.runner = RuleRunner(self.runner.rules.values())
         latest = self.checkpoints.latest()
         with _no_gc():
             if latest is not None:
@@ -717,6 +724,31 @@ class Workbench:
 
         kept = read_heads(head, self.user) if head is not None else None
         return verify(self.store, None if all_users else self.user, kept)
+
+    def forget(
+        self,
+        *,
+        type: str | None = None,
+        key: str | None = None,
+        source: str | None = None,
+        text: str | None = None,
+        dry_run: bool = False,
+    ) -> ForgetPlan:
+        """Erase a record (``type`` and ``key``), the events of a ``source``, or everything that
+        holds a ``text``, from the log, model calls, checkpoints, search and the store file; see
+        ``uac_kernel.forget``. With ``dry_run`` nothing changes: the plan says what would go."""
+        from uac_kernel.forget import forget, plan_forget
+
+        if type is not None and key is None:
+            raise QueryError(f"say which {type} record to forget: pass its key too")
+        plan = plan_forget(self.store, self.user, type=type, key=key, source=source, text=text)
+        if dry_run or plan.empty:
+            return plan
+        forget(self.store, plan)
+        self._drop_sandbox()
+        self._sources, self._sql, self._search = None, None, None
+        self._load()
+        return plan
 
     def head(self) -> str:
         """This user's chain head, to keep elsewhere and check with ``verify(head=...)``."""

@@ -1,0 +1,303 @@
+"""Forgetting, verifiably: a privacy request erases content from everywhere uac copied it.
+
+``plan_forget`` finds what must go, by record (type and key), by source, or by a text match:
+
+- the events selected, and with them whole records: a fact event takes every event of its
+  record and the utterances it was extracted from; an utterance takes the records extracted
+  from it;
+- alerts whose evidence names a forgotten record, or that hold the text;
+- model calls whose request or answer holds any of the forgotten content;
+- checkpoint code, which is re-rendered from the log without it.
+
+``forget`` appends one ``forget`` event that names what it erased (positions only, never the
+content), and in the same transaction replaces each payload by ``{"forgotten": N}`` and erases
+its salt (see ``_chain``), then rewrites the DuckDB file so no erased byte remains in its free
+blocks. Schema events (type and field names) are structure, not content, and stay. Sources stay
+too, so re-ingesting the original file does not bring a forgotten fact back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import duckdb
+import orjson
+
+from uac_kernel._chain import content_hash, new_salt
+from uac_kernel._display import plural, shorten
+from uac_kernel.codegen import render_segments
+from uac_kernel.errors import QueryError
+from uac_kernel.fold import State
+from uac_kernel.store import LoggedEvent, NewEvent, Store
+
+__all__ = ["ForgetPlan", "forget", "plan_forget"]
+
+# A text to forget shorter than this would match too much to be what someone meant.
+MIN_TEXT = 3
+# Content pieces shorter than this are not looked for in model calls (a "1" or "yes" would
+# match every call).
+MIN_NEEDLE = 4
+
+
+@dataclass
+class ForgetPlan:
+    """What ``forget`` will erase. Its ``lines`` show the content (to the person who asked);
+    the ``forget`` event logged records only positions and counts."""
+
+    user: str
+    by: str
+    events: list[LoggedEvent] = field(default_factory=list)
+    records: list[tuple[str, str]] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+    checkpoints: list[int] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.events and not self.calls
+
+    def summary(self) -> str:
+        kinds: dict[str, int] = {}
+        for ev in self.events:
+            kinds[ev.kind] = kinds.get(ev.kind, 0) + 1
+        parts = [plural(n, k) for k, n in sorted(kinds.items())] or ["no events"]
+        return (
+            f"{', '.join(parts)} ({plural(len(self.records), 'record')}), "
+            f"{plural(len(self.calls), 'model call')}, "
+            f"code of {plural(len(self.checkpoints), 'checkpoint')} to re-render"
+        )
+
+    def lines(self) -> list[str]:
+        out = [f"{t} {k!r}" for t, k in self.records]
+        for ev in self.events:
+            text = ev.payload.get("text") if ev.kind == "utterance" else None
+            shown = text if isinstance(text, str) else orjson.dumps(ev.payload).decode()
+            out.append(f"seq {ev.seq} {ev.kind} {ev.source or ''}: {shorten(shown, 100)}")
+        out += [f"model call {c}" for c in self.calls]
+        return out
+
+
+def plan_forget(
+    store: Store,
+    user: str,
+    *,
+    type: str | None = None,
+    key: str | None = None,
+    source: str | None = None,
+    text: str | None = None,
+) -> ForgetPlan:
+    """What forgetting a record (``type`` and ``key``), a ``source`` or a ``text`` erases."""
+    given = [n for n, v in (("type", type), ("source", source), ("text", text)) if v is not None]
+    if len(given) != 1 or (type is None) != (key is None):
+        raise QueryError(
+            "say what to forget with exactly one of: a record (type and key), a source, or a text"
+        )
+    if text is not None and len(text.strip()) < MIN_TEXT:
+        raise QueryError(f"a text to forget needs at least {MIN_TEXT} characters; give more of it")
+    by = "record" if type is not None else "source" if source is not None else "text"
+    events = list(store.events(user))
+    needle = text.casefold() if text is not None else None
+
+    def holds_text(ev: LoggedEvent) -> bool:
+        return needle is not None and any(needle in s.casefold() for s in _strings(ev.payload))
+
+    def record_of(ev: LoggedEvent) -> tuple[str, str] | None:
+        if ev.kind == "fact":
+            return (str(ev.payload.get("type")), str(ev.payload.get("key")))
+        return None
+
+    seeds = [
+        ev
+        for ev in events
+        if ev.kind in ("utterance", "fact", "alert")
+        and (
+            (by == "record" and record_of(ev) == (type, key))
+            or (by == "source" and ev.source == source)
+            or holds_text(ev)
+        )
+    ]
+    records = {r for ev in seeds if (r := record_of(ev)) is not None}
+    said = {ev.source for ev in seeds if ev.kind == "utterance" and ev.source}
+    for ev in events:  # records extracted from a forgotten utterance go with it
+        if ev.kind == "fact" and said & set(ev.payload.get("derived_from") or ()):
+            records.add((str(ev.payload["type"]), str(ev.payload["key"])))
+    origins = {
+        s for ev in events if record_of(ev) in records for s in ev.payload.get("derived_from") or ()
+    }
+    chosen: dict[int, LoggedEvent] = {ev.seq: ev for ev in seeds}
+    for ev in events:
+        if (
+            record_of(ev) in records
+            or (ev.kind == "utterance" and ev.source in origins)
+            or (
+                ev.kind == "alert"
+                and any(
+                    (e.get("type"), e.get("key")) in records
+                    for e in ev.payload.get("evidence") or ()
+                )
+            )
+        ):
+            chosen[ev.seq] = ev
+    plan = ForgetPlan(user, by, [chosen[s] for s in sorted(chosen)], sorted(records))
+    plan.calls = _calls_holding(store, user, _needles(plan, text))
+    if plan.events:
+        first = plan.events[0].seq
+        plan.checkpoints = [
+            int(r[0])
+            for r in store.con.execute(
+                "SELECT version FROM checkpoints WHERE user_id = ? AND seq >= ? ORDER BY version",
+                [user, first],
+            ).fetchall()
+        ]
+    return plan
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _needles(plan: ForgetPlan, text: str | None) -> set[str]:
+    """The pieces of forgotten content to look for in model calls: the text, utterance texts,
+    record keys and the string values of forgotten facts."""
+    found: set[str] = {text} if text else set()
+    for ev in plan.events:
+        if ev.kind == "utterance":
+            found.add(str(ev.payload.get("text", "")))
+        elif ev.kind == "fact":
+            found.add(str(ev.payload.get("key", "")))
+            found.update(v for v in _strings(ev.payload.get("fields") or {}) if isinstance(v, str))
+    return {n for n in found if len(n) >= MIN_NEEDLE}
+
+
+def _calls_holding(store: Store, user: str, needles: set[str]) -> list[int]:
+    """Calls of ``user`` whose texts hold a needle, as written or JSON-escaped."""
+    if not needles:
+        return []
+    forms = {f.casefold() for n in needles for f in (n, orjson.dumps(n).decode()[1:-1])}
+    out = []
+    for call_id, *texts in store.con.execute(
+        "SELECT call_id, request, response, content, error FROM model_calls "
+        "WHERE user_id = ? AND salt <> '' ORDER BY call_id",
+        [user],
+    ).fetchall():
+        blob = "\n".join(str(t) for t in texts).casefold()
+        if any(f in blob for f in forms):
+            out.append(int(call_id))
+    return out
+
+
+def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
+    """Erase what ``plan`` names; return the ``forget`` event (None if there was nothing)."""
+    if plan.empty:
+        return None
+    user = plan.user
+    with store.writing():
+        erased = {ev.seq for ev in plan.events}
+        segments, added = _rerendered(store, user, erased, plan.checkpoints)
+        payload = {
+            "by": plan.by,
+            "events": _user_seqs(store, erased),
+            "records": len(plan.records),
+            "calls": plan.calls,
+            "segments": [[v, s] for v, s, _ in segments],
+            "added_segments": [[v, s] for v, s, _ in added],
+        }
+        last = store.con.execute("SELECT max(ts) FROM events WHERE user_id = ?", [user]).fetchone()
+        ts: datetime = last[0] if last and last[0] else datetime(1970, 1, 1)
+
+        def erase(con: duckdb.DuckDBPyConnection) -> None:
+            tomb = orjson.dumps({"forgotten": True}).decode()
+            con.execute(
+                "UPDATE events SET payload = ?, salt = '' WHERE user_id = ? "
+                "AND seq IN (SELECT unnest(?))",
+                [tomb, user, sorted(erased)],
+            )
+            con.execute(
+                "UPDATE model_calls SET request = '', response = '', content = '', error = '', "
+                "request_key = '', salt = '' WHERE user_id = ? AND call_id IN (SELECT unnest(?))",
+                [user, plan.calls],
+            )
+            for version, segment, text in segments:
+                con.execute(
+                    "UPDATE checkpoint_segments SET text = ?, salt = '' WHERE user_id = ? "
+                    "AND version = ? AND segment = ?",
+                    [text, user, version, segment],
+                )
+            if added:
+                rows = []
+                for version, segment, text in added:
+                    salt = new_salt()
+                    rows.append((user, version, segment, text, "", content_hash(salt, text)))
+                appender = con.appender("checkpoint_segments")
+                appender.append_rows(rows)
+                appender.flush()
+
+        logged = store.append([NewEvent(ts, "forget", user, payload)], within=erase)
+    store.compact()
+    return logged[0]
+
+
+def _user_seqs(store: Store, seqs: set[int]) -> list[int]:
+    rows = store.con.execute(
+        "SELECT user_seq FROM events WHERE seq IN (SELECT unnest(?)) ORDER BY seq", [sorted(seqs)]
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def _rerendered(
+    store: Store, user: str, erased: set[int], versions: list[int]
+) -> tuple[list[tuple[int, str, str]], list[tuple[int, str, str]]]:
+    """The code of each checkpoint in ``versions``, re-rendered from the log without the erased
+    events: (version, segment, text) to overwrite where the version stored that segment, and to
+    add where it inherited it from an earlier version. The rules segment is kept as stored."""
+    if not versions:
+        return [], []
+    from uac_kernel.codegen import RULES
+
+    points = dict(
+        store.con.execute(
+            "SELECT version, seq FROM checkpoints WHERE user_id = ? ORDER BY version", [user]
+        ).fetchall()
+    )
+    stored: dict[int, dict[str, str]] = {}
+    for version, segment, text in store.con.execute(
+        "SELECT version, segment, text FROM checkpoint_segments WHERE user_id = ?", [user]
+    ).fetchall():
+        stored.setdefault(int(version), {})[str(segment)] = str(text)
+    state = State(user)
+    events = (ev for ev in store.events(user) if ev.seq not in erased)
+    pending: LoggedEvent | None = next(events, None)
+    effective: dict[str, str] = {}
+    overwrite: list[tuple[int, str, str]] = []
+    add: list[tuple[int, str, str]] = []
+    for version in sorted(points):
+        while pending is not None and pending.seq <= points[version]:
+            state.apply(pending)
+            pending = next(events, None)
+        effective.update(stored.get(version, {}))
+        if version not in versions:
+            continue
+        fresh = render_segments(state, None, ())
+        fresh.pop(RULES, None)
+        for segment in sorted(set(effective) | set(fresh)):
+            if segment == RULES:
+                continue
+            text = fresh.get(segment, "")
+            if effective.get(segment) == text:
+                continue
+            if segment in stored.get(version, {}):
+                overwrite.append((version, segment, text))
+            else:
+                add.append((version, segment, text))
+            effective[segment] = text
+    return overwrite, add
