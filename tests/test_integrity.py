@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 from conftest import fact
+
 from uac_kernel.errors import StoreError
 from uac_kernel.integrity import Head, heads, verify
 from uac_kernel.store import NewEvent, Store
@@ -115,7 +115,9 @@ def test_two_stores_appending_from_threads_never_repeat_a_seq(db: Path) -> None:
         for i in range(30):
             store.append([NewEvent(datetime(2025, 1, 1), "utterance", user, {"t": i}, None)])
 
-    threads = [threading.Thread(target=write, args=(s, u)) for s, u in zip(stores, "ab")]
+    threads = [
+        threading.Thread(target=write, args=(s, u)) for s, u in zip(stores, "ab", strict=True)
+    ]
     for t in threads:
         t.start()
     for t in threads:
