@@ -714,6 +714,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        # A DuckDB failure past opening (a damaged file is found when a query reaches the bad
+        # block): one line. duckdb is loaded by then; `uac --help` never imports it.
+        duckdb = sys.modules.get("duckdb")
+        if duckdb is None or not isinstance(exc, duckdb.Error):
+            raise
+        from uac_kernel.store import damaged
+
+        print(f"uac: error: {damaged(args.db, exc)}", file=sys.stderr)
+        return 1
     return 0
 
 

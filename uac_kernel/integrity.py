@@ -242,9 +242,14 @@ def _forget_events(store: Store, user: str | None) -> dict[str, _Forgotten]:
     the rest of the chain)."""
     where, params = ("AND user_id = ?", [user]) if user is not None else ("", [])
     out: dict[str, _Forgotten] = {}
-    for u, payload in store.con.execute(
-        f"SELECT user_id, payload FROM events WHERE kind = 'forget' {where} ORDER BY seq", params
+    for u, seq, payload, salt, payload_hash in store.con.execute(
+        "SELECT user_id, seq, payload, salt, payload_hash FROM events "
+        f"WHERE kind = 'forget' {where} ORDER BY seq",
+        params,
     ).fetchall():
+        # What a forget event names is trusted only if it is the payload that was written.
+        if salt == "" or content_hash(salt, payload) != payload_hash:
+            raise _Broken(f"user {u!r}: event {seq} was changed after it was written", seq)
         try:
             body = orjson.loads(payload)
             f = out.setdefault(str(u), _Forgotten())
@@ -253,7 +258,7 @@ def _forget_events(store: Store, user: str | None) -> dict[str, _Forgotten]:
             f.segments.update((int(v), str(s)) for v, s in body.get("segments", []))
             f.added.update((int(v), str(s)) for v, s in body.get("added_segments", []))
         except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError):
-            continue  # a damaged forget event fails its own hash check in the chain
+            raise _Broken(f"user {u!r}: forget event {seq} is not one uac wrote", seq) from None
     return out
 
 

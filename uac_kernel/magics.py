@@ -20,6 +20,7 @@ import json
 import linecache
 import os
 import re
+import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
@@ -363,6 +364,15 @@ class UacMagics(Magics):
             return fn(rest, cell)
         except UacError as exc:
             raise UsageError(_one_line(str(exc))) from None
+        except Exception as exc:
+            # A damaged store is found when a query reaches the bad block: one line too.
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is None or not isinstance(exc, duckdb.Error):
+                raise
+            from uac_kernel.store import damaged
+
+            path = self.workbench.store.path if self.workbench is not None else self.db
+            raise UsageError(_one_line(str(damaged(path, exc)))) from None
 
     def _help(self, name: str) -> None:
         if name:

@@ -23,6 +23,7 @@ import duckdb
 import orjson
 
 from uac_kernel._chain import GENESIS, call_hash, content_hash, event_hash, new_salt
+from uac_kernel._display import shorten
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import StoreError, StoreLocked
 
@@ -35,6 +36,7 @@ __all__ = [
     "LoggedEvent",
     "NewEvent",
     "Store",
+    "damaged",
     "event_hash",
 ]
 
@@ -459,6 +461,20 @@ def _check_store_file(path: Path) -> None:
 
 # A DuckDB database file starts with an 8-byte checksum, then these 4 bytes.
 _DUCKDB_MAGIC = b"DUCK"
+
+
+def damaged(path: str, exc: duckdb.Error) -> StoreError:
+    """A DuckDB failure while reading or writing a store opened fine, as one line: a damaged
+    file (a truncated file or a corrupt block is found only when a query reaches it) says to
+    restore it; anything else names DuckDB's message."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if any(s in text for s in ("Corrupt database", "Could not read enough bytes", "checksum")):
+        return StoreError(
+            f"store {path} is damaged ({shorten(first, 160)}); restore it from a copy — "
+            "nothing was written to it"
+        )
+    return StoreError(f"DuckDB failed on store {path}: {shorten(first, 200)}")
 
 
 def _open_error(path: str, exc: duckdb.Error) -> StoreError:

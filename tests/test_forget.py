@@ -1,0 +1,215 @@
+"""``forget`` on a real store file: the content leaves every place uac copied it — log payloads,
+model calls, checkpoint code, search, the SQL view, the file's free blocks — and the chains,
+which commit to salted payload hashes, still verify; an erasure no forget event names does not.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from conftest import fact
+from uac_kernel.errors import QueryError
+from uac_kernel.integrity import heads, verify
+from uac_kernel.store import Store
+from uac_kernel.workbench import Workbench
+
+SECRET = "Zyloprimarex"  # a made-up drug name: it appears nowhere else
+
+
+def history(secret: str = SECRET) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": "utterance",
+            "ts": "2025-03-01T09:00:00",
+            "speaker": "user",
+            "text": f"I found out I am allergic to {secret}, badly.",
+            "source": "chat#1",
+        },
+        {
+            "kind": "utterance",
+            "ts": "2025-03-01T09:01:00",
+            "speaker": "user",
+            "text": "Also: flying to Lisbon on the 20th.",
+            "source": "chat#2",
+        },
+        {
+            **fact("2025-03-01T09:00:00", "add", "Allergy", "allergy-1", substance=secret),
+            "source": "fact#1",
+            "derived_from": ["chat#1"],
+        },
+        {
+            **fact("2025-03-01T09:01:00", "add", "Trip", "lisbon", destination="Lisbon"),
+            "source": "fact#2",
+            "derived_from": ["chat#2"],
+        },
+    ]
+
+
+def later() -> list[dict[str, Any]]:
+    return [
+        {
+            **fact("2025-04-01T09:00:00", "update", "Allergy", "allergy-1", severity="severe"),
+            "source": "fact#3",
+        },
+        {
+            **fact("2025-04-02T09:00:00", "add", "Trip", "porto", destination="Porto"),
+            "source": "fact#4",
+        },
+    ]
+
+
+def raw(db: Path) -> bytes:
+    data = db.read_bytes()
+    wal = Path(f"{db}.wal")
+    return data + (wal.read_bytes() if wal.exists() else b"")
+
+
+@pytest.fixture
+def wb(db: Path) -> Any:
+    wb = Workbench(db, user="maya")
+    wb.ingest(history())
+    wb.checkpoint()
+    wb.store.record_call(
+        user="maya",
+        purpose="extraction",
+        model="m",
+        base_url="",
+        request_key=hashlib.sha256(b"r").hexdigest(),
+        request=json.dumps({"messages": [{"role": "user", "content": history()[0]["text"]}]}),
+        response=json.dumps({"content": f'{{"substance": "{SECRET}"}}'}),
+        content=f'{{"substance": "{SECRET}"}}',
+        tokens_in=10,
+        tokens_out=5,
+        latency_ms=3.0,
+        outcome="ok",
+        error="",
+    )
+    wb.ingest(later())
+    wb.checkpoint()
+    yield wb
+    wb.close()
+
+
+def test_forgetting_a_record_leaves_no_byte_of_it_in_the_store(wb: Workbench, db: Path) -> None:
+    wb.store.con.execute("CHECKPOINT")
+    assert SECRET.encode() in raw(db)  # the grep below can see the text when it is there
+    kept = heads(wb.store)
+
+    plan = wb.forget(type="Allergy", key="allergy-1")
+
+    assert [e.kind for e in plan.events].count("utterance") == 1  # chat#1, its origin
+    assert plan.records == [("Allergy", "allergy-1")] and len(plan.calls) == 1
+    assert plan.checkpoints == [1, 2]
+    assert SECRET.encode() not in raw(db)
+    assert SECRET.lower().encode() not in raw(db).lower()
+    # nothing readable through uac either
+    con = wb.store.con
+    for table in ("events", "model_calls", "checkpoint_segments"):
+        rows = con.execute(f"SELECT * FROM {table}").fetchall()
+        assert SECRET not in repr(rows), table
+    for version in (1, 2):
+        code = wb.code(version)
+        assert SECRET not in code and "allergy-1" not in code
+        ast.parse(code)  # re-rendered code is still a module
+    assert "Lisbon" in wb.code(1) and "Porto" in wb.code(2)
+    assert not wb.search_index.search(SECRET)
+    assert wb.sql("SELECT count(*) AS n FROM Allergy_history").rows == [(0,)]
+    assert wb.eval("len(user.all(Trip))") == 2
+    # the chains verify, against a head kept before the forget too
+    report = wb.verify(all_users=True)
+    assert report.ok and report.forgotten > 0
+    assert verify(wb.store, kept=kept).ok
+    # the forget event names positions and counts, never the content
+    forget_ev = wb.log(kinds=["forget"])[-1]
+    assert SECRET not in json.dumps(forget_ev.payload)
+    assert forget_ev.payload["records"] == 1
+
+
+def test_a_fresh_open_and_a_reingest_do_not_bring_it_back(wb: Workbench, db: Path) -> None:
+    wb.forget(type="Allergy", key="allergy-1")
+    wb.close()
+    with Workbench(db, user="maya") as again:
+        assert again.eval("len(user.all('Allergy'))") == 0
+        assert again.ingest(history()).appended == 0  # its sources are known
+        assert again.verify().ok
+        cp = again.checkpoint()
+        assert SECRET not in cp.code
+
+
+def test_forget_by_text_and_by_source(wb: Workbench, db: Path) -> None:
+    plan = wb.forget(text=SECRET.upper(), dry_run=True)
+    assert plan.records == [("Allergy", "allergy-1")]
+    assert wb.eval("len(user.all('Allergy'))") == 1  # a dry run changes nothing
+    assert any(SECRET in line for line in plan.lines())  # shown to the person asking
+    plan = wb.forget(source="chat#2")
+    assert plan.records == [("Trip", "lisbon")]  # the record extracted from that utterance
+    assert wb.eval("sorted(t.key for t in user.all(Trip))") == ["porto"]
+    assert wb.verify().ok
+    assert wb.forget(source="chat#2").empty  # already forgotten
+
+
+@pytest.mark.parametrize(
+    "what",
+    [{}, {"type": "Allergy"}, {"source": "a", "text": "abc"}, {"text": "ab"}, {"text": "  x  "}],
+)
+def test_forget_says_what_to_give(wb: Workbench, what: dict[str, str]) -> None:
+    with pytest.raises(QueryError) as err:
+        wb.forget(**what)
+    assert "\n" not in str(err.value)
+
+
+def test_an_erasure_by_hand_is_told_from_a_forget(wb: Workbench, db: Path) -> None:
+    wb.forget(type="Allergy", key="allergy-1")
+    wb.close()
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE events SET payload = '{\"forgotten\":true}', salt = '' WHERE user_id = 'maya' "
+        "AND kind = 'fact' AND salt <> '' AND user_seq = (SELECT max(user_seq) FROM events "
+        "WHERE kind = 'fact' AND salt <> '')"
+    )
+    con.close()
+    store = Store(db, read_only=True)
+    report = verify(store, "maya")
+    store.close()
+    assert not report.ok and "no forget event names it" in report.problem
+
+
+def test_a_forget_event_cannot_be_forged_after_the_fact(wb: Workbench, db: Path) -> None:
+    """Naming an erasure needs a forget event in the chain: editing one in breaks the chain."""
+    wb.forget(source="chat#2")
+    wb.close()
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE events SET payload = json_object('by', 'source', 'events', [1, 2, 3, 4, 5, 6]) "
+        "WHERE kind = 'forget'"
+    )
+    con.close()
+    store = Store(db, read_only=True)
+    report = verify(store, "maya")
+    store.close()
+    assert not report.ok and "changed after it was written" in report.problem
+
+
+def test_cli_forget_dry_run_then_forget(wb: Workbench, db: Path, tmp_path: Path) -> None:
+    wb.close()
+    cmd = [sys.executable, "-m", "uac_kernel.cli", "forget", "--db", str(db), "--user", "maya"]
+    dry = subprocess.run(
+        [*cmd, "--text", SECRET, "--dry-run"], capture_output=True, text=True, timeout=120
+    )
+    assert dry.returncode == 0 and "would forget" in dry.stdout and SECRET in dry.stdout
+    assert SECRET.encode() in raw(db)
+    done = subprocess.run([*cmd, "--text", SECRET], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "forgot:" in done.stdout and "hash chains intact" in done.stdout
+    assert SECRET.encode() not in raw(db)
+    none = subprocess.run([*cmd, "--text", SECRET], capture_output=True, text=True, timeout=120)
+    assert none.returncode == 0 and "nothing to forget" in none.stdout
