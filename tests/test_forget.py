@@ -15,8 +15,8 @@ from typing import Any
 
 import duckdb
 import pytest
-
 from conftest import fact
+
 from uac_kernel.errors import QueryError
 from uac_kernel.integrity import heads, verify
 from uac_kernel.store import Store
