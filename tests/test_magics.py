@@ -308,7 +308,7 @@ def test_tables_show_dates_as_a_person_reads_them(loaded: Any) -> None:
 def test_verify_calls_code_close(loaded: Any) -> None:
     ip = loaded
     out = run_out(ip, "%uac verify")
-    assert out.endswith("events, hash chain intact\n")
+    assert out.endswith("hash chains intact\n")
     with capture_output() as cap:
         run(ip, "%uac calls")
     assert [o.data["text/plain"].splitlines()[0] for o in cap.outputs] == [
@@ -957,3 +957,22 @@ def test_the_magics_and_the_cli_offer_the_same_verbs(ip: Any) -> None:
     assert {"checkpoints", "users", "history", "state"} <= cli & magics
     assert cli - magics == set(CLI_ONLY), "a CLI verb the magics lack"
     assert magics - cli == set(MAGICS_ONLY), "a magic the CLI lacks"
+
+
+def test_head_verify_and_forget(loaded: Any, tmp_path: Path) -> None:
+    ip = loaded
+    head = run_out(ip, "%uac head").strip()
+    assert head.startswith("e") and "-c" in head and "-k" in head
+    assert "passes through 1 kept head" in run_out(ip, f"%uac verify --head {head}")
+    dry = run_out(ip, "%uac forget --record Allergy pen --dry-run")
+    assert "would forget" in dry and "penicillin" in dry
+    assert wb_of(ip).eval("len(user.all('Allergy'))") == 1
+    out = run_out(ip, "%uac forget --record Allergy pen")
+    assert out.startswith("forgot:") and "penicillin" not in out
+    assert wb_of(ip).eval("len(user.all('Allergy'))") == 0
+    assert not any("penicillin" in a.message for a in wb_of(ip).alerts())
+    assert b"penicillin" not in (tmp_path / "maya.duckdb").read_bytes()
+    assert "passes through 1 kept head" in run_out(ip, f"%uac verify --head {head}")
+    assert "nothing matches" in run_out(ip, "%uac forget --text penicillin")
+    assert "exactly one of" in usage_error(ip, "%uac forget")
+    assert "not a head" in usage_error(ip, "%uac verify --head e1")
