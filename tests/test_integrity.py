@@ -370,3 +370,21 @@ def test_a_damaged_store_file_is_one_line_on_every_command(db: Path, tmp_path: P
                 assert len(out.stderr.strip().splitlines()) == 1, (name, args, out.stderr)
                 assert "Traceback" not in out.stderr
                 assert "damaged" in out.stderr or "not a uac store" in out.stderr, out.stderr
+
+
+def test_a_reader_beside_a_writer_in_one_process(db: Path) -> None:
+    writer = Workbench(db, user="u")
+    writer.ingest(facts("u", 2))
+    reader = Workbench(db, user="u", read_only=True)
+    writer.ingest(facts("u", 1, 2))
+    assert reader.store.read_only and reader.eval("len(user.all(Trip))") == 2  # as it opened
+    with pytest.raises(StoreError, match="read-only"):
+        reader.store.append([NewEvent(datetime(2025, 1, 1), "utterance", "u", {}, None)])
+    reader.close()
+    writer.close()
+    reader = Workbench(db, user="u", read_only=True)
+    with pytest.raises(StoreError, match="open read-only in this process; close that workbench"):
+        Workbench(db, user="u")
+    reader.close()
+    with Workbench(db, user="u") as again:
+        assert again.verify().ok

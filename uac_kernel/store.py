@@ -95,8 +95,18 @@ class Store:
                     )
             else:
                 _check_store_file(Path(self.path))
+        # DuckDB shares one database between the connections of a process, all read-write or
+        # all read-only: a read-only Store beside a writing one reads through a read-write
+        # connection (this class refuses its writes); the reverse is a clear error.
+        peers = [s for s in _OPEN.get(_key(self.path), ()) if self.path != ":memory:"]
+        writable = any(not s.read_only for s in peers)
+        if peers and not read_only and not writable:
+            raise StoreError(
+                f"{self.path} is open read-only in this process; close that workbench "
+                "(wb.close()) before opening the store to write"
+            )
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            self.con = duckdb.connect(self.path, read_only=read_only and not writable)
         except duckdb.Error as exc:
             raise _open_error(self.path, exc) from exc
         try:
