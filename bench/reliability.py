@@ -46,9 +46,9 @@ FAMILIES: dict[str, list[str]] = {
 
 
 def run(files: list[str], report: Path) -> None:
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
-        + files,
+        [*pytest, f"--junitxml={report}", *files],
         cwd=ROOT,
         check=False,
     )
