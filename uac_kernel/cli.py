@@ -431,20 +431,18 @@ def cmd_forget(args: argparse.Namespace) -> None:
     with _open(args, read_only=args.dry_run) as wb:
         wb.require_known()
         plan = wb.forget(
-            type=record[0], key=record[1], source=args.source, text=args.text, dry_run=True
+            type=record[0], key=record[1], source=args.source, text=args.text, dry_run=args.dry_run
         )
         if plan.empty:
             print(f"nothing of {wb.user} matches; nothing to forget")
-            return
-        if args.dry_run:
+        elif args.dry_run:
             print(f"would forget: {plan.summary()}")
             for line in plan.lines():
                 print(f"  {line}")
             print("run again without --dry-run to forget them")
-            return
-        wb.forget(type=record[0], key=record[1], source=args.source, text=args.text)
-        print(f"forgot: {plan.summary()}; the store file was rewritten without them")
-        print(wb.verify().summary(args.db))
+        else:
+            print(f"forgot: {plan.summary()}; the store file was rewritten without them")
+            print(wb.verify().summary(args.db))
 
 
 def cmd_head(args: argparse.Namespace) -> None:

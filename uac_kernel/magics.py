@@ -859,17 +859,15 @@ class UacMagics(Magics):
         record = args.record or (None, None)
         wb = self._wb(read=True)
         what = {"type": record[0], "key": record[1], "source": args.source, "text": args.text}
-        plan = wb.forget(**what, dry_run=True)
+        plan = wb.forget(**what, dry_run=args.dry_run)
         if plan.empty:
             print("nothing matches; nothing to forget")
-            return
-        if args.dry_run:
+        elif args.dry_run:
             print(f"would forget: {plan.summary()}")
             for line in plan.lines():
                 print(f"  {line}")
-            return
-        wb.forget(**what)
-        print(f"forgot: {plan.summary()}; the store file was rewritten without them")
+        else:
+            print(f"forgot: {plan.summary()}; the store file was rewritten without them")
 
     @subcommand("head")
     @magic_arguments(name="uac head")

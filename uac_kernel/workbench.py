@@ -742,7 +742,12 @@ class Workbench:
         if type is not None and key is None:
             raise QueryError(f"say which {type} record to forget: pass its key too")
         plan = plan_forget(self.store, self.user, type=type, key=key, source=source, text=text)
-        if dry_run or plan.empty:
+        if dry_run:
+            return plan
+        if plan.empty:
+            # Nothing left to erase; a forget cut short after its erasure committed may have
+            # left bytes in the file's free blocks, so rewrite it all the same.
+            self.store.compact()
             return plan
         forget(self.store, plan)
         self._drop_sandbox()
