@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 GENESIS = "0" * 64
-EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction")
+EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction", "review")
 """The kinds of event uac writes to the log."""
 _FETCH = 50_000
 
