@@ -35,6 +35,7 @@ __all__ = [
     "accept_events",
     "held_batches",
     "hold",
+    "parse_only",
     "reject_event",
 ]
 
@@ -62,7 +63,7 @@ class Change:
             fields = ", ".join(f"{k}={_text(v)}" for k, v in (self.after or {}).items())
             return [f"{head}+ {record} (new): {fields}"]
         if self.op == "retract":
-            why = f" (reason: {self.reason})" if self.reason else ""
+            why = f" (reason: {self.reason!r})" if self.reason else ""
             return [f"{head}- {record} RETRACTED{why}"]
         before, after = self.before or {}, self.after or {}
         changed = [k for k in after if before.get(k) != after[k]]
@@ -286,3 +287,17 @@ def reject_event(store: Store, state: State, batch: int) -> InputEvent:
 
 def _decision(ts: datetime, batch: int, payload: dict[str, Any]) -> InputEvent:
     return InputEvent("review", 1, ts, "review", f"review:{batch}:decision", payload)
+
+
+def parse_only(text: str) -> list[int]:
+    """``"1,3"`` (as ``--only`` gives it) as the operation numbers [1, 3]."""
+    numbers = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise ReviewError(
+                f"--only takes operation numbers from 1 separated by commas, like 1,3; "
+                f"not {text[:40]!r}"
+            )
+        numbers.append(int(part))
+    return numbers
