@@ -441,12 +441,14 @@ def test_hostile_strings_in_a_held_answer_are_shown_escaped(
     wb: Workbench, server: ChatServer
 ) -> None:
     evil = "\x1b[2J\x1b[31mrm -rf /\x07"
+    wb.ingest([{**TURNS[0], "source": "chat\x1b[31m#1"}])
     reply = answer(op("retract", "Book", "book-a", reason=evil), op("add", "Note", "n1", text=evil))
     assert extract_one(wb, server, reply).held == 1
     (batch,) = wb.review()
     text = batch.text()
     assert "\x1b" not in text and "\x07" not in text
     assert "RETRACTED (reason: '\\x1b[2J\\x1b[31mrm -rf /\\x07')" in text
+    assert "on chat-9#1..chat\\x1b[31m#1" in text
 
 
 def test_review_via_cli(tmp_path: Path, server: ChatServer) -> None:

@@ -84,7 +84,11 @@ class HeldBatch:
 
     def text(self) -> str:
         """The batch as a person reads it in a terminal: what holds it, then each operation."""
-        span = f"{self.utterances[0]}..{self.utterances[-1]}" if self.utterances else "no turns"
+        span = (
+            _plain(f"{self.utterances[0]}..{self.utterances[-1]}")
+            if self.utterances
+            else "no turns"
+        )
         lines = [
             f"held batch {self.id} ({plural(len(self.changes), 'operation')} on {span}, "
             f"held {self.held_at:%Y-%m-%d %H:%M}): {self.reason}"
@@ -92,6 +96,11 @@ class HeldBatch:
         for change in self.changes:
             lines += [f"  {line}" for line in change.lines()]
         return "\n".join(lines)
+
+
+def _plain(text: str) -> str:
+    """``text`` with control characters escaped, for a terminal."""
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def _text(value: Any) -> str:
