@@ -976,3 +976,78 @@ def test_head_verify_and_forget(loaded: Any, tmp_path: Path) -> None:
     assert "nothing matches" in run_out(ip, "%uac forget --text penicillin")
     assert "exactly one of" in usage_error(ip, "%uac forget")
     assert "not a head" in usage_error(ip, "%uac verify --head e1")
+
+
+# -- model answers held for review -----------------------------------------------------------------
+
+
+def test_review_widget_accepts_through_its_python_handler(ip: Any, tmp_path: Path) -> None:
+    from test_review import HISTORY, TURNS, held_one
+
+    from uac_kernel.testing import ChatServer
+    from uac_kernel.widgets import ReviewView
+
+    (tmp_path / "review.jsonl").write_text("".join(json.dumps(e) + "\n" for e in HISTORY + TURNS))
+    with ChatServer() as server:
+        run(ip, "%config UacMagics.model = 'stand-in'")
+        run(ip, f"%config UacMagics.base_url = {server.base_url!r}")
+        run(ip, "%uac open")
+        run(ip, "%uac ingest review.jsonl")
+        wb: Workbench = ip.user_ns["wb"]
+        batch_id = held_one(wb, server)
+    ((view, text),) = widget_outputs(ip, "%uac review")
+    assert isinstance(view, ReviewView)
+    assert text.startswith(f"held batch {batch_id} (4 operations on chat-9#1..chat-9#2")
+    (shown,) = view.batches
+    assert [(c["number"], c["op"], c["key"]) for c in shown["changes"]] == [
+        (1, "update", "trip-lisbon"),
+        (2, "update", "med-statin"),
+        (3, "add", "fl-1"),
+        (4, "retract", "trip-oslo"),
+    ]
+    assert {"field": "end", "before": "2025-03-16", "after": "2025-03-18"} in shown["changes"][0][
+        "fields"
+    ]
+    # a message that is not a decision is an error line, and changes nothing
+    view._on_msg(view, {"action": "accept", "batch": "1; DROP"}, [])
+    assert view.error.startswith("not a review decision: ") and len(view.batches) == 1
+    view._on_msg(view, {"action": "accept", "batch": batch_id, "only": [5]}, [])
+    assert view.error == (
+        f"held batch {batch_id} has no operation 5 (it has 1 to 4); `uac review` numbers them"
+    )
+    # the "Accept selected" button's message, as the front end sends it
+    view._on_msg(view, {"action": "accept", "batch": batch_id, "only": [1, 3]}, [])
+    assert view.error == "" and view.batches == []
+    assert view.done.startswith(f"batch {batch_id}: accepted operations 1, 3; ")
+    assert wb.state.get("Flight", "fl-1") is not None and wb.state.get("Trip", "trip-oslo")
+    assert wb.log(kinds=["review"])[-1].payload["operations"] == [1, 3]
+    ((_, text),) = widget_outputs(ip, "%uac review")
+    assert text == "no model answers are held for review"
+
+
+def test_review_magic_rejects_and_accepts_from_the_line(ip: Any, tmp_path: Path) -> None:
+    from test_review import HISTORY, TURNS, held_one
+
+    from uac_kernel.testing import ChatServer
+
+    (tmp_path / "review.jsonl").write_text("".join(json.dumps(e) + "\n" for e in HISTORY + TURNS))
+    with ChatServer() as server:
+        run(ip, "%config UacMagics.model = 'stand-in'")
+        run(ip, f"%config UacMagics.base_url = {server.base_url!r}")
+        run(ip, "%uac open")
+        run(ip, "%uac ingest review.jsonl")
+        wb: Workbench = ip.user_ns["wb"]
+        batch_id = held_one(wb, server)
+    assert (
+        usage_error(ip, "%uac review accept") == "%uac review accept needs the ID of a held batch"
+    )
+    assert usage_error(ip, f"%uac review accept {batch_id} --only one") == (
+        "--only takes operation numbers from 1 separated by commas, like 1,3; not 'one'"
+    )
+    out = run_out(ip, f"%uac review reject {batch_id}")
+    assert out == f"batch {batch_id} rejected; nothing of it was applied\n"
+    assert usage_error(ip, f"%uac review accept {batch_id}") == (
+        f"no batch {batch_id} is held for review of user 'maya' (held: none); "
+        "`uac review` lists them"
+    )
+    assert wb.state.get("Trip", "trip-oslo") is not None

@@ -68,10 +68,18 @@ def test_uac_eval_loads_no_heavy_package(tmp_path: Path) -> None:
 
 
 def test_the_model_client_still_imports_openai_when_it_calls() -> None:
+    # a call to a port nothing listens on: it reaches for the network, and fails
     code = (
+        "from pydantic import BaseModel\n"
+        "from uac_kernel.errors import ModelError\n"
         "from uac_kernel.model import ModelClient, ModelSettings\n"
         "from uac_kernel.store import Store\n"
-        "ModelClient(Store(':memory:'), ModelSettings(model='m')).client"
+        "class A(BaseModel):\n    x: int\n"
+        "settings = ModelSettings(model='m', base_url='http://127.0.0.1:9/v1', max_retries=0)\n"
+        "try:\n"
+        "    ModelClient(Store(':memory:'), settings).structured('q', [], A)\n"
+        "except ModelError:\n"
+        "    pass\n"
     )
     assert "openai" in loaded_after(code)
 

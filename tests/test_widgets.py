@@ -30,6 +30,7 @@ MODULES = [
     "state_explorer.js",
     "diff_view.js",
     "progress.js",
+    "review_view.js",
 ]
 
 
@@ -448,6 +449,7 @@ def test_front_end_modules_never_parse_data_as_html(name: str) -> None:
         (w.StateExplorer, "state_explorer.js"),
         (w.DiffView, "diff_view.js"),
         (w.Progress, "progress.js"),
+        (w.ReviewView, "review_view.js"),
     ],
 )
 def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> None:
@@ -459,7 +461,8 @@ def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> No
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.parametrize(
-    "widget", [w.LogBrowser, w.AlertInspector, w.StateExplorer, w.DiffView, w.Progress]
+    "widget",
+    [w.LogBrowser, w.AlertInspector, w.StateExplorer, w.DiffView, w.Progress, w.ReviewView],
 )
 def test_each_module_parses_as_an_es_module(widget: type) -> None:
     # `node --check file.js` does not parse a .js file as a module; stdin with a module type does.

@@ -257,11 +257,48 @@ def cmd_log(args: argparse.Namespace) -> None:
 
 
 def cmd_extract(args: argparse.Namespace) -> None:
+    from uac_kernel.extract import ExtractionLimits
+
+    caps = {
+        name: getattr(args, name)
+        for name in ("max_operations", "max_new_types", "max_new_fields")
+        if getattr(args, name) is not None
+    }
     with _open(args) as wb:
-        report = wb.extract(batch_size=args.batch_size)
+        report = wb.extract(batch_size=args.batch_size, limits=ExtractionLimits(**caps))
         _print_report(report)
         if report.applied:
             print(f"checkpoint {wb.checkpoints.get().version} written; see it with `uac code`")
+
+
+def cmd_review(args: argparse.Namespace) -> None:
+    from uac_kernel.review import parse_only
+
+    if args.action is None:
+        if args.batch is not None or args.only is not None:
+            raise CommandLineError("say what to do with the batch: uac review accept|reject ID")
+        with _open(args, read_only=True) as wb:
+            held = wb.review()
+            for batch in held:
+                print(batch.text())
+            if not held:
+                print("no model answers are held for review")
+        return
+    if args.batch is None:
+        raise CommandLineError(
+            f"uac review {args.action} needs the ID of a held batch; `uac review` lists them"
+        )
+    if args.action == "reject" and args.only is not None:
+        raise CommandLineError("--only goes with accept; reject takes the whole batch")
+    with _open(args) as wb:
+        if args.action == "reject":
+            wb.reject(args.batch)
+            print(f"batch {args.batch} rejected; nothing of it was applied")
+            return
+        only = parse_only(args.only) if args.only is not None else None
+        report = wb.accept(args.batch, only)
+        which = "all operations" if only is None else f"operations {args.only}"
+        _print_report(report, f"batch {args.batch}: accepted {which}; ")
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
@@ -635,6 +672,26 @@ def build_parser() -> argparse.ArgumentParser:
         add("extract", cmd_extract, "turn pending utterances into typed facts with the model")
     )
     p.add_argument("--batch-size", type=POSITIVE, default=10)
+    # Caps on one batch's answer (ExtractionLimits); an answer over one is invalid.
+    p.add_argument("--max-operations", type=POSITIVE, default=None, help="per batch (100)")
+    p.add_argument("--max-new-types", type=COUNT, default=None, help="per batch (10)")
+    p.add_argument("--max-new-fields", type=COUNT, default=None, help="per batch (60)")
+    p = add(
+        "review",
+        cmd_review,
+        "model answers held for review: list them with a diff, or accept or reject one",
+    )
+    p.description = (
+        "An extraction answer that would retract or overwrite more than max(3, 10%) of the "
+        "current records, or change a record its turns do not mention, is held, not applied. "
+        "`uac review` lists held batches (each operation: the record before -> after, "
+        "retractions marked); `uac review accept ID [--only 1,3]` applies them (re-validated "
+        "against the state now); `uac review reject ID` drops them. The call record keeps "
+        "every answer."
+    )
+    p.add_argument("action", nargs="?", choices=["accept", "reject"], help="the decision")
+    p.add_argument("batch", nargs="?", type=POSITIVE, metavar="ID", help="a held batch's ID")
+    p.add_argument("--only", default=None, metavar="N,M", help="accept only these operations")
     p = model_options(
         add("ask", cmd_ask, "answer a question with code the model writes; runs sandboxed")
     )

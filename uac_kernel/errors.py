@@ -15,6 +15,7 @@ __all__ = [
     "ModelOffline",
     "ModelOutputInvalid",
     "QueryError",
+    "ReviewError",
     "RuleError",
     "SandboxFailed",
     "SandboxLimit",
@@ -141,3 +142,8 @@ class MissingExtra(UacError, ImportError):
 
 class ChecksumMismatch(UacError):
     """A file uac was about to load does not have the SHA-256 it must have, so it was refused."""
+
+
+class ReviewError(UacError):
+    """A decision on a model answer held for review cannot be made: no such held batch, no such
+    operation in it, or its answer or turns are no longer there to apply."""

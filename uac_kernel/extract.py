@@ -3,15 +3,17 @@
 Utterances not yet extracted go to the model in bounded batches, with the schema summary and the
 keys of existing records they may touch. The answer — fact operations — is validated exactly like
 an ingested file; an invalid answer is shown to the model once with the error, and if it fails
-again the batch stays pending (the failed call is in the call record). A valid batch is appended
-atomically together with an ``extraction`` event naming the utterances it covered, and its facts
-point back at those utterances (``derived_from``).
+again the batch stays pending (the failed call is in the call record). An answer over one of the
+``ExtractionLimits`` caps is invalid the same way. A valid batch is appended atomically together
+with an ``extraction`` event naming the utterances it covered, and its facts point back at those
+utterances (``derived_from``) — unless it would change much of what is known, which
+``uac_kernel.review`` holds for a person to decide.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -25,13 +27,15 @@ from uac_kernel.events import InputEvent, parse_event, plan_batch
 from uac_kernel.fold import State
 from uac_kernel.model import ModelClient
 from uac_kernel.search import tokenize
-from uac_kernel.store import LoggedEvent, Store
+from uac_kernel.store import LoggedEvent, NewEvent, Store
 
 __all__ = [
     "Extraction",
+    "ExtractionLimits",
     "ExtractionReport",
     "FactOperation",
     "FieldValue",
+    "Proposal",
     "pending_utterances",
     "propose_batch",
 ]
@@ -57,6 +61,11 @@ extract facts about the people in them as operations on typed records.
   nothing; if nothing is worth remembering, return no operations."""
 
 
+# Characters of a rejected answer shown back to the model with its error (a 100-operation
+# answer is about 30,000).
+MAX_ANSWER_SHOWN = 60_000
+
+
 class FieldValue(BaseModel):
     name: str = Field(description="lower_snake_case field name")
     value: str | int | float | bool | list[str] | None
@@ -77,11 +86,44 @@ class Extraction(BaseModel):
     operations: list[FactOperation]
 
 
+@dataclass(frozen=True)
+class ExtractionLimits:
+    """Bounds on the model's answer for one batch, and when an answer is held for review.
+
+    A batch is at most 10 turns (``extract``'s default); a dense turn ("we moved to Porto, I
+    start at the clinic in May, and Ana's passport expires in June") gives about five
+    operations, so a real batch stays well under 50: ``max_operations`` is twice that. Each
+    new kind of thing a batch names is a new type, rarely more than two or three in ten turns;
+    a new type comes with four to six fields, so ``max_new_types`` × 6 = ``max_new_fields``.
+    An answer over a cap is invalid (the model is told why and may try once more).
+
+    An answer that retracts, or overwrites field values of, more than
+    ``max(hold_floor, hold_share × current records)`` existing records is held for review: a
+    conversation corrects or cancels a fact or two at a time, so more than three in one batch
+    (or more than a tenth of a large memory) is worth a person's look. So is any change to an
+    existing record the batch's turns do not mention: one that shares no word with them, in its
+    key or its text values (``mentioned_records``). The first ``candidates`` of the records they
+    do mention are listed for the model in the prompt.
+    """
+
+    max_operations: int = 100
+    max_new_types: int = 10
+    max_new_fields: int = 60
+    hold_floor: int = 3
+    hold_share: float = 0.10
+    candidates: int = 30
+
+    def changes_allowed(self, records: int) -> int:
+        """How many existing records a batch may retract or overwrite without review."""
+        return max(self.hold_floor, int(records * self.hold_share))
+
+
 @dataclass
 class ExtractionReport:
     batches: int = 0
     applied: int = 0
     pending: int = 0
+    held: int = 0  # batches held for review (``Workbench.review``)
     operations: int = 0
     utterances: int = 0
     errors: list[str] = field(default_factory=list)
@@ -96,17 +138,20 @@ class ExtractionReport:
             f"{self.applied} applied ({plural(self.operations, 'fact operation')}), "
             f"{self.pending} left pending"
         )
+        if self.held:
+            text += f"; {self.held} held for review (see `uac review`)"
         if self.errors:
             text += f"; {plural(len(self.errors), 'error')}, first: {self.errors[0]}"
         return text
 
 
 def pending_utterances(store: Store, user: str) -> list[LoggedEvent]:
-    """Utterances of ``user`` that no ``extraction`` event covers yet, in log order."""
+    """Utterances of ``user`` that no ``extraction`` or ``review`` event covers yet, in log
+    order: a batch held for review is not sent again, nor one whose answer was rejected."""
     covered: set[str] = set()
     utterances: list[LoggedEvent] = []
-    for ev in store.events(user, kinds=["utterance", "extraction"]):
-        if ev.kind == "extraction":
+    for ev in store.events(user, kinds=["utterance", "extraction", "review"]):
+        if ev.kind != "utterance":
             covered.update(ev.payload["utterances"])
         else:
             utterances.append(ev)
@@ -129,8 +174,13 @@ def batches(
         yield batch
 
 
-def candidate_keys(state: State, text: str, limit: int = 30) -> list[str]:
-    """Existing records a batch may touch: those sharing the most words with it."""
+def mentioned_records(state: State, text: str) -> list[tuple[str, str]]:
+    """The existing records ``text`` mentions: those whose key or text values share a word
+    (a search token, stop words aside) with it, as (type, key), most shared words first.
+
+    The first ``ExtractionLimits.candidates`` are shown to the model as the records the turns
+    may be about; a change to an existing record not among them all is held for review.
+    """
     words = set(tokenize(text))
     scored: list[tuple[int, str, str]] = []
     for name, ts in state.types.items():
@@ -140,7 +190,7 @@ def candidate_keys(state: State, text: str, limit: int = 30) -> list[str]:
             if overlap:
                 scored.append((-overlap, name, key))
     scored.sort()
-    return [f"{name} {key!r}" for _, name, key in scored[:limit]]
+    return [(name, key) for _, name, key in scored]
 
 
 def _turns(batch: list[LoggedEvent]) -> str:
@@ -150,9 +200,11 @@ def _turns(batch: list[LoggedEvent]) -> str:
     )
 
 
-def batch_messages(state: State, batch: list[LoggedEvent]) -> list[dict[str, Any]]:
+def batch_messages(
+    state: State, batch: list[LoggedEvent], candidates: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
     turns = _turns(batch)
-    keys = candidate_keys(state, turns)
+    keys = [f"{name} {key!r}" for name, key in candidates]
     prompt = (
         f"Current schema:\n{schema_summary(state)}\n\n"
         f"Existing records these turns may be about: {', '.join(keys) if keys else 'none'}\n\n"
@@ -161,12 +213,20 @@ def batch_messages(state: State, batch: list[LoggedEvent]) -> list[dict[str, Any
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
 
 
-def to_events(batch: list[LoggedEvent], extraction: Extraction, origin: str) -> list[InputEvent]:
-    """The operations as validated fact events, plus the ``extraction`` marker."""
+def to_events(
+    batch: list[LoggedEvent],
+    extraction: Extraction,
+    origin: str,
+    only: Collection[int] | None = None,
+) -> list[InputEvent]:
+    """The operations as validated fact events, plus the ``extraction`` marker; ``only`` keeps
+    the operations of those numbers (from 1), each keeping its number in its source."""
     by_source = {u.source: u for u in batch}
     digest = hashlib.sha256("|".join(str(u.source) for u in batch).encode()).hexdigest()[:16]
     events: list[InputEvent] = []
     for i, op in enumerate(extraction.operations, 1):
+        if only is not None and i not in only:
+            continue
         unknown = [s for s in op.utterances if s not in by_source]
         if unknown or not op.utterances:
             raise EventError(
@@ -199,20 +259,74 @@ def to_events(batch: list[LoggedEvent], extraction: Extraction, origin: str) -> 
     return events
 
 
+def check_limits(
+    state: State, extraction: Extraction, limits: ExtractionLimits, origin: str
+) -> None:
+    """An ``EventError`` if the answer is over a cap of ``limits`` (before it is validated)."""
+    ops = extraction.operations
+    if len(ops) > limits.max_operations:
+        raise EventError(
+            f"the answer has {len(ops)} operations, more than the {limits.max_operations} one "
+            "batch may have; return only the facts the turns state",
+            origin=origin,
+            field="operations",
+        )
+    known = state.schema
+    new_types = {op.type for op in ops if op.type not in known.types}
+    if len(new_types) > limits.max_new_types:
+        raise EventError(
+            f"the answer makes {len(new_types)} new record types, more than the "
+            f"{limits.max_new_types} one batch may make; reuse the existing types",
+            origin=origin,
+            field="type",
+        )
+    new_fields = {
+        (op.type, f.name)
+        for op in ops
+        for f in op.fields
+        if known.field_type(op.type, f.name) is None
+    }
+    if len(new_fields) > limits.max_new_fields:
+        raise EventError(
+            f"the answer makes {len(new_fields)} new fields, more than the "
+            f"{limits.max_new_fields} one batch may make; reuse the existing fields",
+            origin=origin,
+            field="fields",
+        )
+
+
+@dataclass
+class Proposal:
+    """A batch's answer: the events to append (``None`` if it stayed invalid, with ``error``),
+    what they plan to (schema events included), and the records the turns mention."""
+
+    events: list[InputEvent] | None
+    error: str = ""
+    planned: list[NewEvent] = field(default_factory=list)
+    mentioned: set[tuple[str, str]] = field(default_factory=set)
+    call_id: int = 0
+
+
 def propose_batch(
-    state: State, batch: list[LoggedEvent], client: ModelClient
-) -> tuple[list[InputEvent] | None, str]:
-    """Ask for the batch's operations; validate; retry once with the error. (events, error)."""
-    messages = batch_messages(state, batch)
+    state: State,
+    batch: list[LoggedEvent],
+    client: ModelClient,
+    limits: ExtractionLimits | None = None,
+) -> Proposal:
+    """Ask for the batch's operations; check the caps and validate; retry once with the error."""
+    limits = limits or ExtractionLimits()
+    mentioned = mentioned_records(state, _turns(batch))
+    messages = batch_messages(state, batch, mentioned[: limits.candidates])
     origin = f"extraction of {batch[0].source}..{batch[-1].source}"
     error = ""
     for _attempt in (1, 2):
         try:
             reply = client.structured("extraction", messages, Extraction, user=state.user)
+            check_limits(state, reply.value, limits, origin)
             events = to_events(batch, reply.value, origin)
-            plan_batch(state, events)  # a dry run: the same validation as an ingested file
+            planned = plan_batch(state, events)  # a dry run: the validation of an ingested file
             events[-1].payload["call_id"] = reply.call_id
-            return events, ""
+            return Proposal(events, "", planned, set(mentioned), reply.call_id)
         except ModelOutputInvalid as exc:
             error = exc.detail
             answer = "(not valid JSON for the schema)"
@@ -220,6 +334,8 @@ def propose_batch(
             error = str(exc)
             answer = reply.value.model_dump_json()
             client.reject(reply, error, user=state.user)
+            if len(answer) > MAX_ANSWER_SHOWN:  # a flood is not sent back whole
+                answer = f"(an answer of {len(reply.value.operations)} operations, not repeated)"
         messages = [
             *messages,
             {"role": "assistant", "content": answer},
@@ -228,4 +344,4 @@ def propose_batch(
                 "content": f"That answer was rejected: {error}\nReturn corrected operations.",
             },
         ]
-    return None, error
+    return Proposal(None, error)

@@ -525,17 +525,65 @@ class UacMagics(Magics):
     @subcommand("extract")
     @magic_arguments(name="uac extract")
     @argument("--batch-size", type=int, default=10, help="utterances per model call")
+    @argument("--max-operations", type=int, default=None, help="cap per batch (default 100)")
+    @argument("--max-new-types", type=int, default=None, help="cap per batch (default 10)")
+    @argument("--max-new-fields", type=int, default=None, help="cap per batch (default 60)")
     def cmd_extract(self, rest: str, cell: str | None) -> None:
-        """Turn pending utterances into typed facts with the model, then checkpoint."""
+        """Turn pending utterances into typed facts with the model, then checkpoint. An answer
+        that would change much of what is known is held: see ``%uac review``."""
+        from uac_kernel.extract import ExtractionLimits
+
         args = parse_argstring(self.cmd_extract, rest)
+        caps = {
+            name: getattr(args, name)
+            for name in ("max_operations", "max_new_types", "max_new_fields")
+            if getattr(args, name) is not None
+        }
         wb = self._wb(read=True)
-        report = wb.extract(batch_size=args.batch_size)
+        report = wb.extract(batch_size=args.batch_size, limits=ExtractionLimits(**caps))
         print(report.summary())
         for verb in ("raised", "updated", "cleared"):
             for alert in getattr(report, verb):
                 print(_alert_line(verb, alert))
         if report.applied:
             self._print_parts(wb, wb.checkpoints.get().version, "checkpoint written")
+
+    @subcommand("review")
+    @magic_arguments(name="uac review")
+    @argument("action", nargs="?", choices=["accept", "reject"], help="the decision")
+    @argument("batch", nargs="?", type=int, help="a held batch's ID")
+    @argument("--only", default=None, help="accept only these operations, e.g. 1,3")
+    def cmd_review(self, rest: str, cell: str | None) -> None:
+        """Model answers held for review: a widget with each operation's record before and
+        after, Accept / Accept selected / Reject (the text where widgets are not shown);
+        ``accept ID [--only 1,3]`` or ``reject ID`` decides from the line."""
+        from uac_kernel.review import parse_only
+
+        args = parse_argstring(self.cmd_review, rest)
+        wb = self._wb(read=True)
+        if args.action is None:
+            held = wb.review()
+            text = "\n".join(b.text() for b in held) or "no model answers are held for review"
+
+            def make() -> Any:
+                from uac_kernel.widgets import ReviewView
+
+                return ReviewView(wb)
+
+            self._show(make, text)
+            return
+        if args.batch is None:
+            raise UsageError(f"%uac review {args.action} needs the ID of a held batch")
+        if args.action == "reject":
+            wb.reject(args.batch)
+            print(f"batch {args.batch} rejected; nothing of it was applied")
+            return
+        only = parse_only(args.only) if args.only is not None else None
+        report = wb.accept(args.batch, only)
+        print(f"batch {args.batch}: accepted; {report.summary()}")
+        for verb in ("raised", "updated", "cleared"):
+            for alert in getattr(report, verb):
+                print(_alert_line(verb, alert))
 
     @subcommand("checkpoint")
     @magic_arguments(name="uac checkpoint")

@@ -4,29 +4,32 @@ Any OpenAI-compatible endpoint works (``base_url``): hosted, vLLM, llama.cpp, Ol
 structured outputs constrained by a pydantic model's JSON schema. Every call — request, response,
 model, tokens in and out, latency, outcome — is appended to ``model_calls``; an identical request
 is answered from that record, so runs replay offline, and offline mode never touches the network.
+
+An endpoint is not trusted either: a call has a total deadline (retries included), and a body
+that is not a chat completion, or reports token counts that are not counts, is a one-line
+``ModelError`` recorded as a failed call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from uac_kernel._display import plural
+from uac_kernel._display import plural, shorten
 from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
 from uac_kernel.store import Store
 
-if TYPE_CHECKING:
-    # `openai` takes about 0.3 s to import; only a call that reaches the network imports it.
-    import openai
-
+# `openai` takes about 0.3 s to import; only a call that reaches the network imports it.
 __all__ = [
     "CallSummary",
     "ModelClient",
@@ -40,6 +43,13 @@ __all__ = [
 T = TypeVar("T", bound=BaseModel)
 
 PLACEHOLDER_KEY = "not-needed"  # local servers (vLLM, llama.cpp, Ollama) accept any key
+
+DEFAULT_DEADLINE = 120.0
+"""Seconds one call may take in all, retries included (``timeout`` is per read): long enough for
+a slow local model to write a batch's answer, short enough that a stalled endpoint releases the
+store's write lock within two minutes."""
+# Far above any model's context (a few million tokens), and within model_calls' INTEGER columns.
+MAX_TOKENS = 100_000_000
 
 # How each setting of ``ModelSettings.resolve`` is given, as a face spells it: its Python
 # arguments by default; the command passes its flags, so its messages name those.
@@ -56,6 +66,7 @@ class ModelSettings:
     timeout: float = 60.0
     max_retries: int = 3
     offline: bool = False
+    deadline: float = DEFAULT_DEADLINE
 
     @classmethod
     def resolve(
@@ -67,9 +78,11 @@ class ModelSettings:
         timeout: float | None = None,
         max_retries: int | None = None,
         offline: bool | None = None,
+        deadline: float | None = None,
         spelled: Mapping[str, str] = PYTHON_ARGUMENTS,
     ) -> ModelSettings:
-        """Arguments, then ``UAC_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``UAC_OFFLINE``.
+        """Arguments, then ``UAC_MODEL`` / ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``UAC_OFFLINE``
+        / ``UAC_MODEL_DEADLINE`` (seconds a call may take in all).
 
         ``spelled`` says how the caller's face gives ``model``, ``base_url`` and ``offline``
         (``{"model": "--model NAME", ...}`` for the command), for the message when none is set.
@@ -89,7 +102,24 @@ class ModelSettings:
             timeout=timeout if timeout is not None else 60.0,
             max_retries=max_retries if max_retries is not None else 3,
             offline=off,
+            deadline=deadline if deadline is not None else _env_deadline(),
         )
+
+
+def _env_deadline() -> float:
+    text = os.environ.get("UAC_MODEL_DEADLINE", "").strip()
+    if not text:
+        return DEFAULT_DEADLINE
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ModelError(
+            f"UAC_MODEL_DEADLINE must be a number of seconds above 0, not {text[:40]!r}; "
+            f"unset it for the default of {DEFAULT_DEADLINE:.0f} s"
+        )
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -117,21 +147,6 @@ class ModelClient:
     def __init__(self, store: Store, settings: ModelSettings):
         self.store = store
         self.settings = settings
-        self._client: openai.OpenAI | None = None
-
-    @property
-    def client(self) -> openai.OpenAI:
-        if self._client is None:
-            import openai
-
-            # The client retries 429s, 5xx, timeouts and dropped connections with backoff.
-            self._client = openai.OpenAI(
-                api_key=self.settings.api_key,
-                base_url=self.settings.base_url,
-                timeout=self.settings.timeout,
-                max_retries=self.settings.max_retries,
-            )
-        return self._client
 
     def structured(
         self,
@@ -166,36 +181,62 @@ class ModelClient:
 
         started = time.perf_counter()
         request = {"model": self.settings.model, "messages": messages, "schema": schema.__name__}
-        try:
-            raw = self.client.chat.completions.with_raw_response.parse(
-                model=self.settings.model,
-                messages=messages,  # type: ignore[arg-type]
-                response_format=schema,
-            )
-        except openai.APIError as exc:
+        where = f"{purpose} call to {self.settings.model} at {self.settings.base_url or 'the OpenAI API'}"
+
+        def fail(
+            outcome: str, error: str, message: str, body: dict[str, Any] | None = None
+        ) -> ModelError:
             latency = time.perf_counter() - started
-            outcome = f"error: {type(exc).__name__}"
-            self._record(user, purpose, key, request, None, 0, 0, latency, outcome, str(exc))
-            where = self.settings.base_url or "the OpenAI API"
-            raise ModelError(
-                f"{purpose} call to {self.settings.model} at {where} failed "
-                f"({type(exc).__name__}: {_one_line(exc)}) after "
+            self._record(user, purpose, key, request, body, 0, 0, latency, outcome, error)
+            return ModelError(f"{where} {message}; nothing was appended")
+
+        try:
+            raw = self._send(messages, schema)
+        except TimeoutError as exc:
+            seconds = f"{self.settings.deadline:g}"
+            raise fail(
+                "error: deadline",
+                f"no complete answer within {seconds} s",
+                f"gave no complete answer within its deadline of {seconds} s (UAC_MODEL_DEADLINE)"
+                "; check the endpoint, or raise the deadline for a slow model",
+            ) from exc
+        except openai.APIError as exc:
+            raise fail(
+                f"error: {type(exc).__name__}",
+                str(exc),
+                f"failed ({type(exc).__name__}: {_one_line(exc)}) after "
                 f"{plural(self.settings.max_retries, 'retry', 'retries')}; "
-                "check the endpoint and try again"
+                "check the endpoint and try again",
             ) from exc
         latency = time.perf_counter() - started
-        body = _json_body(raw)
-        usage = body.get("usage") or {}
-        tokens_in, tokens_out = (
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-        )
+        body = _completion_body(raw.http_response)
+        if body is None:
+            response = raw.http_response
+            kind = response.headers.get("content-type", "no content type").split(";")[0]
+            text = " ".join(response.text.split())
+            start = repr(text[:60]) + ("…" if len(text) > 60 else "")
+            raise fail(
+                "error: not a completion",
+                f"{kind} body: {response.text[:200]}",
+                f"answered with a {kind} body that is not a chat completion (it starts {start})"
+                "; check that the base URL is an OpenAI-compatible endpoint ending in /v1",
+            )
+        try:
+            tokens_in, tokens_out = _usage(body)
+        except ValueError as exc:
+            raise fail(
+                "error: bad usage",
+                str(exc),
+                f"reported {exc}, not a token count from 0 to {MAX_TOKENS:,}; the endpoint "
+                "is not answering as an OpenAI-compatible server",
+                body,
+            ) from None
         try:
             completion = raw.parse()
             parsed = completion.choices[0].message.parsed
             if parsed is None:
                 raise ValueError("the answer was empty or refused")
-        except (ValidationError, ValueError, IndexError) as exc:
+        except (ValidationError, ValueError, IndexError, AttributeError, TypeError) as exc:
             detail = _validation_detail(exc)
             self._record(
                 user, purpose, key, request, body, tokens_in, tokens_out, latency, "invalid", detail
@@ -208,6 +249,52 @@ class ModelClient:
             user, purpose, key, request, body, tokens_in, tokens_out, latency, "ok", ""
         )
         return ModelReply(parsed, call_id, False, tokens_in, tokens_out, key, purpose)
+
+    def _send(self, messages: list[dict[str, Any]], schema: type[T]) -> Any:
+        """The raw response to one call, or ``TimeoutError`` once ``settings.deadline`` passes.
+
+        httpx bounds each read, not a whole response (encode/httpx#1450): an endpoint that
+        sends a byte every few seconds never trips the read timeout. So the call runs on the
+        async client under ``asyncio.wait_for``, which cancels it — retries and all — at the
+        deadline and closes its connection. It runs on a thread of its own with its own event
+        loop (a notebook's thread already runs one), which has ended when this returns: no
+        call outlives its deadline, and only this thread writes the call record.
+        """
+        import openai
+
+        settings = self.settings
+
+        async def call() -> Any:
+            # The client retries 429s, 5xx, timeouts and dropped connections with backoff.
+            async with openai.AsyncOpenAI(
+                api_key=settings.api_key,
+                base_url=settings.base_url,
+                timeout=settings.timeout,
+                max_retries=settings.max_retries,
+            ) as client:
+                return await asyncio.wait_for(
+                    client.chat.completions.with_raw_response.parse(
+                        model=settings.model,
+                        messages=messages,  # type: ignore[arg-type]
+                        response_format=schema,
+                    ),
+                    settings.deadline,
+                )
+
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append(asyncio.run(call()))
+            except BaseException as exc:  # handed to the caller's thread as it is
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run, name="uac-model-call", daemon=True)
+        worker.start()
+        worker.join()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
 
     def reject(self, reply: ModelReply[Any], reason: str, *, user: str = "") -> None:
         """Record that a well-formed answer failed uac's own checks, so it is not reused online."""
@@ -263,12 +350,37 @@ class ModelClient:
         return call_id
 
 
-def _json_body(raw: Any) -> dict[str, Any]:
+def _completion_body(response: Any) -> dict[str, Any] | None:
+    """The JSON body of a chat completion, or ``None`` if the body is not one."""
     try:
-        body = orjson.loads(raw.http_response.content)
+        body = orjson.loads(response.content)
     except orjson.JSONDecodeError:
-        return {"choices": [{"message": {"content": raw.http_response.text}}]}
-    return body if isinstance(body, dict) else {}
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+        return None
+    return body
+
+
+def _usage(body: dict[str, Any]) -> tuple[int, int]:
+    """Tokens in and out as the body reports them; ``ValueError`` naming a count that is not one.
+
+    A body without ``usage`` (some local servers send none) counts as 0 tokens: the answer is
+    still good, only the ledger does not know its cost.
+    """
+    usage = body.get("usage")
+    if usage is None:
+        return 0, 0
+    if not isinstance(usage, dict):
+        raise ValueError(f"usage = {shorten(repr(usage), 40)}")
+    counts = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        n = usage.get(name, 0)
+        if n is None:
+            n = 0
+        if type(n) is not int or not 0 <= n <= MAX_TOKENS:
+            raise ValueError(f"usage.{name} = {shorten(repr(n), 40)}")
+        counts.append(n)
+    return counts[0], counts[1]
 
 
 def _validation_detail(exc: BaseException) -> str:

@@ -40,7 +40,7 @@ __all__ = [
     "event_hash",
 ]
 
-EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction", "forget")
+EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction", "review", "forget")
 """The kinds of event uac writes to the log."""
 _FETCH = 50_000
 

@@ -3,7 +3,8 @@
 The real ``openai`` client talks to it over HTTP, so everything between uac and the wire is the
 code that runs against a hosted model. Replies come from a queue (``enqueue``) or, when the queue
 is empty, from a ``responder`` function of the request body; a reply can also be a fault (an HTTP
-status, a delay that outlasts the client's timeout, a body that is not JSON).
+status, a delay that outlasts the client's timeout, a body that is not JSON, a body sent a byte
+at a time).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     raw_body: str | None = None  # sent as is, e.g. to send a body that is not JSON
+    content_type: str = "application/json"
+    drip: float = 0.0  # seconds between the bytes of the response, each sent on its own
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
@@ -93,7 +96,7 @@ class ChatServer:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.raw_body is not None:
-                    self._send(reply.status, reply.raw_body)
+                    self._send(reply.status, reply.raw_body, reply)
                     return
                 if reply.status != 200:
                     message = json.dumps(
@@ -120,18 +123,27 @@ class ChatServer:
                         "total_tokens": _tokens(prompt) + _tokens(reply.content),
                     },
                 }
-                self._send(200, json.dumps(completion))
+                self._send(200, json.dumps(completion), reply)
 
-            def _send(self, status: int, text: str) -> None:
+            def _send(self, status: int, text: str, reply: Reply | None = None) -> None:
                 data = text.encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header(
+                    "content-type", reply.content_type if reply else "application/json"
+                )
                 self.send_header("content-length", str(len(data)))
                 if status == 429:
                     self.send_header("retry-after", "0")
                 self.end_headers()
                 # the client may have given up already (a timeout test)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(data)
+                    if reply is None or not reply.drip:
+                        self.wfile.write(data)
+                        return
+                    self.wfile.flush()
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.drip)
 
         return Handler

@@ -1,4 +1,5 @@
-"""Notebook widgets over a ``Workbench``: the log, alerts and their evidence, state, diffs, progress.
+"""Notebook widgets over a ``Workbench``: the log, alerts and their evidence, state, diffs, progress,
+and model answers held for review.
 
 The widgets are a thin face. Each reads through the engine (the workbench, and one-page reads
 of the store in ``_paging``), shapes what it found into plain JSON traitlets, and leaves the
@@ -42,6 +43,7 @@ __all__ = [
     "DiffView",
     "LogBrowser",
     "Progress",
+    "ReviewView",
     "StateExplorer",
     "progress",
 ]
@@ -745,3 +747,109 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str = "") ->
         for item in iterable:
             yield item
             bar.update(1)
+
+
+# -- model answers held for review ------------------------------------------------------------
+
+
+class ReviewAction(TypedDict, total=False):
+    """A decision the front end sends: ``{"action": "accept", "batch": 12, "only": [1, 3]}``
+    (``only`` left out: every operation) or ``{"action": "reject", "batch": 12}``."""
+
+    action: str
+    batch: int
+    only: list[int]
+
+
+class ReviewView(_Widget):
+    """The model answers held for review, each operation as the record before and after it,
+    with Accept, Accept selected (a checkbox per operation) and Reject.
+
+    A button sends a ``ReviewAction`` message; ``accept`` and ``reject`` are the same calls
+    from Python. Each decision is ``Workbench.accept``/``reject``: re-validated, logged, and
+    then the list is read again. ``done`` says what the last decision did.
+    """
+
+    _esm = _module("review_view.js")
+    batches: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    done = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, wb: Workbench):
+        self._wb = wb
+        super().__init__()
+        self.on_msg(self._on_msg)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self._answer(self._build)
+
+    def accept(self, batch: int, only: list[int] | None = None) -> None:
+        def work() -> None:
+            report = self._wb.accept(batch, only)
+            which = "all operations" if only is None else f"operations {_numbers(only)}"
+            self.done = f"batch {batch}: accepted {which}; {report.summary()}"
+            self._build()
+
+        self._answer(work)
+
+    def reject(self, batch: int) -> None:
+        def work() -> None:
+            self._wb.reject(batch)
+            self.done = f"batch {batch}: rejected; nothing of it was applied"
+            self._build()
+
+        self._answer(work)
+
+    def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
+        def whole(v: Any) -> bool:
+            return type(v) is int
+
+        msg = cast(ReviewAction, content if isinstance(content, dict) else {})
+        batch, only = msg.get("batch"), msg.get("only")
+        if not whole(batch) or not (
+            only is None or (isinstance(only, list) and all(whole(n) for n in only))
+        ):
+            self._answer(lambda: _bad_message(content))
+        elif msg.get("action") == "accept":
+            self.accept(cast(int, batch), only)
+        elif msg.get("action") == "reject":
+            self.reject(cast(int, batch))
+        else:
+            self._answer(lambda: _bad_message(content))
+
+    def _build(self) -> None:
+        self.batches = [
+            {
+                "id": b.id,
+                "held_at": _ts(b.held_at),
+                "reason": b.reason,
+                "utterances": b.utterances,
+                "changes": [
+                    {
+                        "number": c.number,
+                        "op": c.op,
+                        "type": c.type,
+                        "key": c.key,
+                        "reason": c.reason,
+                        "fields": [
+                            {
+                                "field": name,
+                                "before": _value((c.before or {}).get(name)),
+                                "after": _value((c.after or {}).get(name)),
+                            }
+                            for name in (c.after or c.before or {})
+                        ],
+                    }
+                    for c in b.changes
+                ],
+            }
+            for b in self._wb.review()
+        ]
+
+
+def _numbers(only: list[int]) -> str:
+    return ", ".join(map(str, sorted(only)))
+
+
+def _bad_message(content: Any) -> None:
+    raise ValueError(f"not a review decision: {shorten(repr(content), 80)}")

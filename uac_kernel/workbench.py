@@ -43,10 +43,11 @@ if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
     # imported when used, so `uac eval` does not load them (bench/startup.py).
     from uac_kernel.edits import Cell, EditPlan, Selection
-    from uac_kernel.extract import ExtractionReport
+    from uac_kernel.extract import ExtractionLimits, ExtractionReport
     from uac_kernel.forget import ForgetPlan
     from uac_kernel.integrity import VerifyReport
     from uac_kernel.model import ModelClient, ModelSettings
+    from uac_kernel.review import HeldBatch
 
 __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
 
@@ -629,21 +630,32 @@ class Workbench:
         return self._model
 
     def extract(
-        self, *, batch_size: int = 10, max_chars: int = 6000, progress: bool | None = None
+        self,
+        *,
+        batch_size: int = 10,
+        max_chars: int = 6000,
+        progress: bool | None = None,
+        limits: ExtractionLimits | None = None,
     ) -> ExtractionReport:
         """Turn pending utterances into typed facts with the model, then checkpoint.
 
-        A batch whose answer stays invalid after one retry stays pending; nothing is lost.
+        A batch whose answer stays invalid after one retry (an answer over a cap of ``limits``
+        is invalid) stays pending; one that would change much of what is known is held for
+        review (``review``, ``accept``, ``reject``). Nothing is lost: the call record keeps
+        every answer.
         """
         from tqdm.auto import tqdm
 
         from uac_kernel.extract import (
+            ExtractionLimits,
             ExtractionReport,
             batches,
             pending_utterances,
             propose_batch,
         )
+        from uac_kernel.review import hold
 
+        limits = limits or ExtractionLimits()
         pending = pending_utterances(self.store, self.user)
         report = ExtractionReport(utterances=len(pending))
         groups = list(batches(pending, batch_size, max_chars))
@@ -654,14 +666,21 @@ class Workbench:
             disable=None if progress is None else not progress,
         ):
             report.batches += 1
-            events, error = propose_batch(self.state, batch, self.model)
-            if events is None:
+            proposal = propose_batch(self.state, batch, self.model, limits)
+            if proposal.events is None:
                 report.pending += 1
-                report.errors.append(error)
+                report.errors.append(proposal.error)
                 continue
-            ingest = self.append_parsed(events)
+            held = hold(
+                self.state, proposal.planned, proposal.mentioned, limits, proposal.call_id, batch
+            )
+            if held is not None:
+                self.append_parsed([held])
+                report.held += 1
+                continue
+            ingest = self.append_parsed(proposal.events)
             report.applied += 1
-            report.operations += len(events) - 1
+            report.operations += len(proposal.events) - 1
             report.raised.extend(ingest.raised)
             report.cleared.extend(ingest.cleared)
             report.updated.extend(ingest.updated)
@@ -761,3 +780,30 @@ class Workbench:
 
         found = heads(self.store, self.user)
         return str(found[self.user]) if self.user in found else ""
+
+    # -- review of held model answers -------------------------------------------------------
+
+    def review(self) -> list[HeldBatch]:
+        """The model answers held for review, oldest first, each operation shown as the record
+        before and after it (see ``uac_kernel.review``)."""
+        from uac_kernel.review import held_batches
+
+        return held_batches(self.store, self.state)
+
+    def accept(self, batch: int, only: Collection[int] | None = None) -> IngestReport:
+        """Apply held ``batch`` — the operations numbered ``only`` (from 1), else all — after
+        validating them against the state now; logs the decision with them, runs the rules and
+        checkpoints. An operation that no longer fits is an ``EventError`` and nothing is
+        appended."""
+        from uac_kernel.review import accept_events
+
+        report = self.append_parsed(accept_events(self.store, self.state, batch, only))
+        self.checkpoint()
+        return report
+
+    def reject(self, batch: int) -> None:
+        """Reject held ``batch``: nothing of it is applied, the decision is logged, and its
+        turns are no longer pending (the answer stays in the call record)."""
+        from uac_kernel.review import reject_event
+
+        self.append_parsed([reject_event(self.store, self.state, batch)])
