@@ -111,7 +111,7 @@ def plan_forget(
     seeds = [
         ev
         for ev in events
-        if ev.kind in ("utterance", "fact", "alert")
+        if ev.kind in ("utterance", "fact", "alert", "review")
         and (
             (by == "record" and record_of(ev) == (type, key))
             or (by == "source" and ev.source == source)
@@ -138,6 +138,8 @@ def plan_forget(
                     for e in ev.payload.get("evidence") or ()
                 )
             )
+            # a hold's reason names the records it would change
+            or (ev.kind == "review" and any(k in str(ev.payload.get("reason")) for _, k in records))
         ):
             chosen[ev.seq] = ev
     plan = ForgetPlan(user, by, [chosen[s] for s in sorted(chosen)], sorted(records))

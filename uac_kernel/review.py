@@ -221,12 +221,19 @@ def held_batches(store: Store, state: State) -> list[HeldBatch]:
     against the state as it is now."""
     found = []
     for call_id, ev in _holds(store, state.user).items():
-        ops = _answer(store, call_id).operations
+        reason = str(ev.payload["reason"])
+        try:
+            ops = _answer(store, call_id).operations
+        except ReviewError:  # its answer was forgotten: all that is left is to reject it
+            ops, reason = (
+                [],
+                f"its answer was forgotten; reject it with `uac review reject {call_id}`",
+            )
         found.append(
             HeldBatch(
                 call_id,
                 ev.recorded_at,
-                str(ev.payload["reason"]),
+                reason,
                 list(ev.payload["utterances"]),
                 [_change(state, i, op) for i, op in enumerate(ops, 1)],
             )
