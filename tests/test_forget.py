@@ -180,7 +180,7 @@ def test_an_erasure_by_hand_is_told_from_a_forget(wb: Workbench, db: Path) -> No
     store = Store(db, read_only=True)
     report = verify(store, "maya")
     store.close()
-    assert not report.ok and "no forget event names it" in report.problem
+    assert not report.ok and "no forget event after it names it" in report.problem
 
 
 def test_a_forget_event_cannot_be_forged_after_the_fact(wb: Workbench, db: Path) -> None:

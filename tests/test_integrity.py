@@ -196,8 +196,8 @@ def rehash_user(db: Path, user: str) -> None:
     ).fetchall()
     prev = GENESIS
     for seq, user_seq, rec, ts, kind, src, payload, salt in rows:
-        ph = content_hash(salt, payload)
-        prev = event_hash(prev, user_seq, rec, ts, kind, user, src, ph)
+        ph = content_hash(salt, payload, src or "")
+        prev = event_hash(prev, user_seq, rec, ts, kind, user, ph)
         con.execute("UPDATE events SET payload_hash = ?, hash = ? WHERE seq = ?", [ph, prev, seq])
     con.close()
 

@@ -17,15 +17,24 @@ import secrets
 from datetime import datetime
 
 __all__ = [
+    "ERASED",
     "GENESIS",
     "call_hash",
     "checkpoint_hash",
     "content_hash",
+    "digest",
     "event_hash",
     "new_salt",
 ]
 
 GENESIS = "0" * 64
+ERASED = '{"forgotten":true}'
+"""The payload of an erased event: nothing else may stand there."""
+
+
+def digest(text: str) -> str:
+    """The plain hash of a text that holds no secret (code a forget re-rendered without it)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def new_salt() -> str:
@@ -54,15 +63,16 @@ def event_hash(
     ts: datetime,
     kind: str,
     user: str,
-    source: str | None,
     payload_hash: str,
 ) -> str:
     """An event's link in its user's chain. The store-wide ``seq`` is not covered, so a user's
     log keeps verifying when it is moved to another store; ``user_seq`` numbers the user's
-    events 1, 2, 3 … without gaps."""
+    events 1, 2, 3 … without gaps. ``payload_hash`` is ``content_hash(salt, payload, source)``:
+    a source can hold content too (a stand-in source is a hash of the payload), so it is
+    erased with the payload."""
     blob = (
         f"{prev}|{user_seq}|{recorded_at.isoformat()}|{ts.isoformat()}|"
-        f"{_free(kind, user, source or '')}|{payload_hash}"
+        f"{_free(kind, user)}|{payload_hash}"
     )
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 

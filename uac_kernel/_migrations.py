@@ -146,8 +146,8 @@ def m004_user_chains(con: duckdb.DuckDBPyConnection) -> None:
         prev = h
         user_seq, user_prev = heads.get(user, (0, GENESIS))
         salt = new_salt()
-        payload_hash = content_hash(salt, payload)
-        link = event_hash(user_prev, user_seq + 1, rec, ts, kind, user, src, payload_hash)
+        payload_hash = content_hash(salt, payload, src or "")
+        link = event_hash(user_prev, user_seq + 1, rec, ts, kind, user, payload_hash)
         heads[user] = (user_seq + 1, link)
         at.setdefault(user, []).append((rec, user_seq + 1, link))
         rows.append(

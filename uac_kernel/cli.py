@@ -452,10 +452,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
     store = _open_store(args)
     try:
         kept = read_heads(args.head, args.user) if args.head is not None else None
-        user = args.user
-        if user is None and kept is not None and len(kept) == 1 and "\t" not in args.head:
-            user = next(iter(kept))
-        report = verify(store, user, kept)
+        report = verify(store, args.user, kept)
     finally:
         store.close()
     if not report.ok:

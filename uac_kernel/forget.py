@@ -18,7 +18,9 @@ too, so re-ingesting the original file does not bring a forgotten fact back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,7 +28,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from uac_kernel._chain import content_hash, new_salt
+from uac_kernel._chain import ERASED, content_hash, digest, new_salt
 from uac_kernel._display import plural, shorten
 from uac_kernel.codegen import render_segments
 from uac_kernel.errors import QueryError
@@ -37,6 +39,8 @@ __all__ = ["ForgetPlan", "forget", "plan_forget"]
 
 # A text to forget shorter than this would match too much to be what someone meant.
 MIN_TEXT = 3
+# How events.py names an event given without a source: a hash of its payload.
+STAND_IN_SOURCE = "sha256:"
 # Content pieces shorter than this are not looked for in model calls (a "1" or "yes" would
 # match every call).
 MIN_NEEDLE = 4
@@ -51,6 +55,8 @@ class ForgetPlan:
     by: str
     events: list[LoggedEvent] = field(default_factory=list)
     records: list[tuple[str, str]] = field(default_factory=list)
+    # The erased events whose source goes too (see ``forget``), by seq.
+    sources: list[int] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
     checkpoints: list[int] = field(default_factory=list)
 
@@ -96,12 +102,21 @@ def plan_forget(
         )
     if text is not None and len(text.strip()) < MIN_TEXT:
         raise QueryError(f"a text to forget needs at least {MIN_TEXT} characters; give more of it")
+    if text is not None and not _is_unicode(text):
+        raise QueryError(
+            "the text to forget is not valid Unicode (a terminal sent bytes in another "
+            "encoding?); type it again in UTF-8"
+        )
     by = "record" if type is not None else "source" if source is not None else "text"
     events = list(store.events(user))
-    needle = text.casefold() if text is not None else None
+    needle = fold(text) if text is not None else None
 
     def holds_text(ev: LoggedEvent) -> bool:
-        return needle is not None and any(needle in s.casefold() for s in _strings(ev.payload))
+        if needle is None:
+            return False
+        return needle in fold(ev.source or "") or any(
+            needle in fold(s) for s in _strings(ev.payload)
+        )
 
     def record_of(ev: LoggedEvent) -> tuple[str, str] | None:
         if ev.kind == "fact":
@@ -111,7 +126,7 @@ def plan_forget(
     seeds = [
         ev
         for ev in events
-        if ev.kind in ("utterance", "fact", "alert", "review")
+        if ev.kind in ("utterance", "fact", "alert", "review", "rule")
         and (
             (by == "record" and record_of(ev) == (type, key))
             or (by == "source" and ev.source == source)
@@ -143,6 +158,12 @@ def plan_forget(
         ):
             chosen[ev.seq] = ev
     plan = ForgetPlan(user, by, [chosen[s] for s in sorted(chosen)], sorted(records))
+    plan.sources = [
+        ev.seq
+        for ev in plan.events
+        if ev.source
+        and (ev.source.startswith(STAND_IN_SOURCE) or (needle and needle in fold(ev.source)))
+    ]
     plan.calls = _calls_holding(store, user, _needles(plan, text))
     if plan.events:
         first = plan.events[0].seq
@@ -154,6 +175,19 @@ def plan_forget(
             ).fetchall()
         ]
     return plan
+
+
+def fold(text: str) -> str:
+    """What a text match compares: the same letters however they are composed, in any case."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _strings(value: Any) -> Iterable[str]:
@@ -182,20 +216,33 @@ def _needles(plan: ForgetPlan, text: str | None) -> set[str]:
 
 
 def _calls_holding(store: Store, user: str, needles: set[str]) -> list[int]:
-    """Calls of ``user`` whose texts hold a needle, as written or JSON-escaped."""
+    """Calls of ``user`` whose texts hold a needle: as written, or inside the JSON they are
+    (strings decoded, so ``\\u00e9`` escapes and quotes match too), in any case or Unicode
+    form."""
     if not needles:
         return []
-    forms = {f.casefold() for n in needles for f in (n, orjson.dumps(n).decode()[1:-1])}
+    forms = {fold(n) for n in needles}
     out = []
     for call_id, *texts in store.con.execute(
         "SELECT call_id, request, response, content, error FROM model_calls "
         "WHERE user_id = ? AND salt <> '' ORDER BY call_id",
         [user],
     ).fetchall():
-        blob = "\n".join(str(t) for t in texts).casefold()
-        if any(f in blob for f in forms):
+        if any(f in piece for piece in _pieces(texts) for f in forms):
             out.append(int(call_id))
     return out
+
+
+def _pieces(texts: Iterable[Any]) -> Iterator[str]:
+    """The folded texts of a call, and every string inside those that are JSON (a model's
+    answer is JSON inside the response's JSON, so decode twice)."""
+    todo = [str(t) for t in texts]
+    while todo:
+        text = todo.pop()
+        yield fold(text)
+        if text[:1] in ("{", "[", '"'):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                todo.extend(_strings(orjson.loads(text)))
 
 
 def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
@@ -211,18 +258,23 @@ def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
             "events": _user_seqs(store, erased),
             "records": len(plan.records),
             "calls": plan.calls,
-            "segments": [[v, s] for v, s, _ in segments],
-            "added_segments": [[v, s] for v, s, _ in added],
+            "segments": [[v, s, digest(t)] for v, s, t in segments],
+            "added_segments": [[v, s, digest(t)] for v, s, t in added],
         }
         last = store.con.execute("SELECT max(ts) FROM events WHERE user_id = ?", [user]).fetchone()
         ts: datetime = last[0] if last and last[0] else datetime(1970, 1, 1)
 
         def erase(con: duckdb.DuckDBPyConnection) -> None:
-            tomb = orjson.dumps({"forgotten": True}).decode()
             con.execute(
                 "UPDATE events SET payload = ?, salt = '' WHERE user_id = ? "
                 "AND seq IN (SELECT unnest(?))",
-                [tomb, user, sorted(erased)],
+                [ERASED, user, sorted(erased)],
+            )
+            # A stand-in source is a hash of the payload (it would confirm a guess of it), and
+            # a source may hold the text itself; other sources stay, as ids of what was said.
+            con.execute(
+                "UPDATE events SET source = NULL WHERE user_id = ? AND seq IN (SELECT unnest(?))",
+                [user, sorted(plan.sources)],
             )
             con.execute(
                 "UPDATE model_calls SET request = '', response = '', content = '', error = '', "

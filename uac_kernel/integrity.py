@@ -18,7 +18,15 @@ from typing import Any
 
 import orjson
 
-from uac_kernel._chain import GENESIS, call_hash, checkpoint_hash, content_hash, event_hash
+from uac_kernel._chain import (
+    ERASED,
+    GENESIS,
+    call_hash,
+    checkpoint_hash,
+    content_hash,
+    digest,
+    event_hash,
+)
 from uac_kernel.errors import StoreError
 from uac_kernel.store import Store
 
@@ -144,7 +152,8 @@ def read_heads(value: str, user: str | None) -> dict[str, Head]:
     """``--head``: a file written by ``uac head``, or one head as text."""
     path = Path(value)
     if len(value) < 4096 and path.is_file():
-        return parse_heads(path.read_text(encoding="utf-8", errors="replace"), user)
+        # utf-8-sig: a head file saved by Notepad or PowerShell starts with a byte order mark
+        return parse_heads(path.read_text(encoding="utf-8-sig", errors="replace"), user)
     return parse_heads(value, user)
 
 
@@ -174,7 +183,7 @@ def verify(
         calls = _grouped(
             store,
             "SELECT user_id, call_id, created_at, purpose, model, base_url, request, response, "
-            "content, error, tokens_in, tokens_out, latency_ms, outcome, salt, content_hash, "
+            "content, error, request_key, tokens_in, tokens_out, latency_ms, outcome, salt, content_hash, "
             "event_seq, event_hash, hash FROM model_calls",
             "call_id",
             user,
@@ -230,34 +239,39 @@ def verify(
 
 @dataclass
 class _Forgotten:
-    events: set[int] = field(default_factory=set)
-    calls: set[int] = field(default_factory=set)
-    segments: set[tuple[int, str]] = field(default_factory=set)
+    """What a user's forget events name, each with the ``user_seq`` of the forget event that
+    names it (a forget event may name only what came before it), and for re-rendered code the
+    digest of the text it wrote."""
+
+    events: dict[int, int] = field(default_factory=dict)
+    calls: dict[int, int] = field(default_factory=dict)
+    segments: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
     # Segments a forget added to a checkpoint that had inherited them: not part of its hash.
-    added: set[tuple[int, str]] = field(default_factory=set)
+    added: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
 
 
 def _forget_events(store: Store, user: str | None) -> dict[str, _Forgotten]:
-    """What each user's ``forget`` events name as erased (their payloads are hash-checked with
-    the rest of the chain)."""
+    """What each user's ``forget`` events name as erased. A forget event is trusted only if its
+    payload is the one written (the chain walk checks its link)."""
     where, params = ("AND user_id = ?", [user]) if user is not None else ("", [])
     out: dict[str, _Forgotten] = {}
-    for u, seq, payload, salt, payload_hash in store.con.execute(
-        "SELECT user_id, seq, payload, salt, payload_hash FROM events "
+    for u, seq, user_seq, src, payload, salt, payload_hash in store.con.execute(
+        "SELECT user_id, seq, user_seq, source, payload, salt, payload_hash FROM events "
         f"WHERE kind = 'forget' {where} ORDER BY seq",
         params,
     ).fetchall():
-        # What a forget event names is trusted only if it is the payload that was written.
-        if salt == "" or content_hash(salt, payload) != payload_hash:
+        if salt == "" or content_hash(salt, payload, src or "") != payload_hash:
             raise _Broken(f"user {u!r}: event {seq} was changed after it was written", seq)
         try:
             body = orjson.loads(payload)
             f = out.setdefault(str(u), _Forgotten())
-            f.events.update(int(n) for n in body.get("events", []))
-            f.calls.update(int(n) for n in body.get("calls", []))
-            f.segments.update((int(v), str(s)) for v, s in body.get("segments", []))
-            f.added.update((int(v), str(s)) for v, s in body.get("added_segments", []))
-        except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError):
+            f.events.update((int(n), user_seq) for n in body["events"])
+            f.calls.update((int(n), user_seq) for n in body["calls"])
+            for v, name, digest in body["segments"]:
+                f.segments[(int(v), str(name))] = (user_seq, str(digest))
+            for v, name, digest in body["added_segments"]:
+                f.added[(int(v), str(name))] = (user_seq, str(digest))
+        except (orjson.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError):
             raise _Broken(f"user {u!r}: forget event {seq} is not one uac wrote", seq) from None
     return out
 
@@ -297,15 +311,19 @@ def _verify_user(
         if user_seq != n:
             raise _Broken(f"{who}: event {n} of the user's chain is missing or repeated", seq)
         if salt == "":
-            if user_seq not in erased_events:
+            by = erased_events.get(user_seq, 0)
+            if by <= user_seq:
                 raise _Broken(
-                    f"{who}: the payload of event {seq} was erased, but no forget event names it",
+                    f"{who}: the payload of event {seq} was erased, but no forget event after "
+                    "it names it",
                     seq,
                 )
+            if payload != ERASED:
+                raise _Broken(f"{who}: erased event {seq} holds something again", seq)
             totals["forgotten"] += 1
-        elif content_hash(salt, payload) != payload_hash:
+        elif content_hash(salt, payload, src or "") != payload_hash:
             raise _Broken(f"{who}: event {seq} was changed after it was written", seq)
-        if event_hash(prev, user_seq, rec, ts, kind, user, src, payload_hash) != h:
+        if event_hash(prev, user_seq, rec, ts, kind, user, payload_hash) != h:
             raise _Broken(f"{who}: event {seq} was changed after it was written", seq)
         prev = h
         links.append(h)
@@ -325,13 +343,15 @@ def _verify_user(
     prev = GENESIS
     call_links: list[str] = []
     for row in calls:
-        call_id, created, purpose, model, base_url, req, resp, content, error = row[:9]
-        tokens_in, tokens_out, latency, outcome, salt, chash, event_seq, head, h = row[9:]
+        call_id, created, purpose, model, base_url, req, resp, content, error, key = row[:10]
+        tokens_in, tokens_out, latency, outcome, salt, chash, event_seq, head, h = row[10:]
         if salt == "":
-            if call_id not in erased_calls:
+            if erased_calls.get(call_id, 0) <= event_seq:
                 raise _Broken(
-                    f"{who}: model call {call_id} was erased, but no forget event names it"
+                    f"{who}: model call {call_id} was erased, but no forget event after it names it"
                 )
+            if (req, resp, content, error, key) != ("", "", "", "", ""):
+                raise _Broken(f"{who}: erased model call {call_id} holds something again")
             totals["forgotten"] += 1
         elif content_hash(salt, req, resp, content, error) != chash:
             raise _Broken(f"{who}: model call {call_id} was changed after it was recorded")
@@ -346,18 +366,25 @@ def _verify_user(
         call_links.append(h)
     totals["calls"] += len(calls)
 
-    erased_segments = forgotten.segments
+    taken_at = {version: event_seq for version, _seq, _records, event_seq, _h, _l in points}
     by_version: dict[int, dict[str, str]] = {}
     for version, segment, text, salt, text_hash in segments:
-        if (version, segment) in forgotten.added and salt == "":
-            totals["forgotten"] += 1
-            continue
         if salt == "":
-            if (version, segment) not in erased_segments:
+            # Code a forget re-rendered: named by a forget event after the checkpoint, with the
+            # digest of exactly this text.
+            named = forgotten.added.get((version, segment)) or forgotten.segments.get(
+                (version, segment)
+            )
+            if named is None or named[0] <= taken_at.get(version, 0):
                 raise _Broken(
-                    f"{who}: checkpoint {version}'s code was erased, but no forget event names it"
+                    f"{who}: checkpoint {version}'s code was erased, but no forget event after "
+                    "it names it"
                 )
+            if digest(text) != named[1]:
+                raise _Broken(f"{who}: the code of checkpoint {version} was changed after a forget")
             totals["forgotten"] += 1
+            if (version, segment) in forgotten.added:
+                continue
         elif content_hash(salt, text) != text_hash:
             raise _Broken(f"{who}: the code of checkpoint {version} was changed after it was taken")
         by_version.setdefault(version, {})[segment] = text_hash

@@ -307,7 +307,7 @@ class ModelClient:
     def _recorded(self, key: str) -> tuple[int, str, int, int, str] | None:
         row = self.store.con.execute(
             "SELECT call_id, content, tokens_in, tokens_out, outcome FROM model_calls "
-            "WHERE request_key = ? AND outcome IN ('ok', 'rejected') "
+            "WHERE request_key = ? AND salt <> '' AND outcome IN ('ok', 'rejected') "
             "ORDER BY call_id DESC LIMIT 1",
             [key],
         ).fetchone()

@@ -108,7 +108,7 @@ class Store:
         try:
             self.con = duckdb.connect(self.path, read_only=read_only and not writable)
         except duckdb.Error as exc:
-            raise _open_error(self.path, exc) from exc
+            raise _open_error(self.path, exc, read_only) from exc
         try:
             self._check_tables()
             if not read_only:
@@ -161,21 +161,24 @@ class Store:
             fresh = path.with_name(path.name + ".compact")
             fresh.unlink(missing_ok=True)
             self.con.execute("CHECKPOINT")
-            name = self.con.execute("SELECT current_database()").fetchone()
+            row = self.con.execute("SELECT current_database()").fetchone()
+            name = (row[0] if row else "main").replace('"', '""')
             quoted = str(fresh).replace("'", "''")
             self.con.execute(f"ATTACH '{quoted}' AS uac_compact")
             try:
-                self.con.execute(
-                    f'COPY FROM DATABASE "{name[0] if name else "main"}" TO uac_compact'
-                )
+                self.con.execute(f'COPY FROM DATABASE "{name}" TO uac_compact')
             finally:
                 self.con.execute("DETACH uac_compact")
-            for s in [self, *peers]:
+            everyone = [self, *peers]
+            for s in everyone:
                 s.con.close()
             os.replace(fresh, path)
             Path(f"{path}.wal").unlink(missing_ok=True)
-            for s in [self, *peers]:
-                s.con = duckdb.connect(self.path, read_only=s.read_only)
+            # as in __init__: beside a writer, a read-only Store reads through a writable
+            # connection (this class still refuses its writes)
+            writable = any(not s.read_only for s in everyone)
+            for s in everyone:
+                s.con = duckdb.connect(self.path, read_only=s.read_only and not writable)
 
     @property
     def last_seq(self) -> int:
@@ -221,10 +224,8 @@ class Store:
                 try:
                     text = dump_payload(ev.payload)
                     salt = new_salt()
-                    payload_hash = content_hash(salt, text)
-                    prev = event_hash(
-                        prev, user_seq, now, ev.ts, ev.kind, ev.user, ev.source, payload_hash
-                    )
+                    payload_hash = content_hash(salt, text, ev.source or "")
+                    prev = event_hash(prev, user_seq, now, ev.ts, ev.kind, ev.user, payload_hash)
                 except (TypeError, ValueError, orjson.JSONEncodeError) as exc:
                     raise StoreError(
                         f"event {n} of the batch cannot be stored ({exc}); nothing was written"
@@ -487,14 +488,19 @@ def damaged(path: str, exc: duckdb.Error) -> StoreError:
     return StoreError(f"DuckDB failed on store {path}: {shorten(first, 200)}")
 
 
-def _open_error(path: str, exc: duckdb.Error) -> StoreError:
+def _open_error(path: str, exc: duckdb.Error, read_only: bool) -> StoreError:
     text = str(exc)
     if isinstance(exc, duckdb.IOException) and "lock" in text.lower():
         pid = _LOCK_PID.search(text)
         who = f"process {pid.group(1)}" if pid else "another process"
+        if read_only:  # only a writer keeps a reader out
+            return StoreLocked(
+                f"{path} is open read-write in {who}; close that notebook or program first "
+                "(readers share a store, a writer has it alone)"
+            )
         return StoreLocked(
-            f"{path} is open read-write in {who}; close that notebook or program, "
-            "or open this store read-only"
+            f"{path} is open in {who}; to write, close that notebook or program first; if it "
+            "only reads, open this store read-only too (readers share a store)"
         )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return StoreError(
