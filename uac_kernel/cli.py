@@ -222,7 +222,7 @@ def cmd_sql(args: argparse.Namespace) -> None:
     from uac_kernel._display import show
 
     with _open(args, read_only=True) as wb:
-        result = wb.sql(args.query)
+        result = wb.sql(args.query, timeout=args.timeout)
         if args.json:
             print(to_json(result.records()))
             return
@@ -481,6 +481,17 @@ def _whole(low: int) -> Callable[[str], int]:
     return parse
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 COUNT = _whole(0)  # a limit or a seq: 0 or more
 POSITIVE = _whole(1)  # a version, a batch size, a size: 1 or more
 
@@ -540,9 +551,21 @@ def build_parser() -> argparse.ArgumentParser:
     add("eval", cmd_eval, "evaluate a sandboxed Python expression; prints JSON").add_argument(
         "expr"
     )
-    p = add("sql", cmd_sql, "run SQL over one table per record type")
+    p = add(
+        "sql",
+        cmd_sql,
+        "run one read-only SQL query over one table per record type (stopped after --timeout "
+        "seconds; memory env UAC_SQL_MEMORY_MB, threads UAC_SQL_THREADS)",
+    )
     p.add_argument("query")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
+    )
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
     p = add("log", cmd_log, "print events of the log")
     p.add_argument("--kind", default=None)

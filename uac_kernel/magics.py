@@ -301,6 +301,9 @@ class UacMagics(Magics):
     displaylimit = Int(20, help="rows shown of a SQL result, a history or the log (0: all)").tag(
         config=True
     )
+    sql_timeout = Float(
+        30.0, help="seconds a `sql` query may run (`%uac sql --timeout S ...` for one query)"
+    ).tag(config=True)
     cpu_seconds = Float(5.0, help="CPU seconds an `eval` expression may use").tag(config=True)
     memory_mb = Int(1024, help="memory (MB) an `eval` expression may use").tag(config=True)
     model = Unicode("", help="model for extract/ask ('' : env UAC_MODEL)").tag(config=True)
@@ -605,14 +608,28 @@ class UacMagics(Magics):
 
     @subcommand("sql", cell=True)
     @magic_arguments(name="uac sql")
+    @argument(
+        "--timeout", metavar="S", help="stop the query after S seconds (UacMagics.sql_timeout)"
+    )
     @argument("query", nargs="+", help="SQL over one table per record type (or the cell body)")
     def cmd_sql(self, rest: str, cell: str | None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``); returns the
         ``SqlResult``, shown as a table of ``displaylimit`` rows. ``%%uac sql`` takes the body."""
+        timeout = self.sql_timeout
+        # `--timeout S` leads the line; the rest (or the cell body) is the query, as written.
+        match = re.match(r"\s*--timeout[ =](\S+)\s*", rest)
+        if match:
+            try:
+                timeout = float(match.group(1))
+            except ValueError:
+                raise UsageError(
+                    f"--timeout {match.group(1)!r}: give a number of seconds"
+                ) from None
+            rest = rest[match.end() :]
         query = (cell if cell is not None else rest).strip()
         if not query:
             raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
-        return self._wb(read=True).sql(query)
+        return self._wb(read=True).sql(query, timeout=timeout)
 
     @subcommand("ask", cell=True)
     @magic_arguments(name="uac ask")
