@@ -33,7 +33,7 @@ from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel._askline import ask_line
-from uac_kernel._display import did_you_mean, plural, shorten, show
+from uac_kernel._display import clipped, did_you_mean, plural, printable, shorten, show
 from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
@@ -109,10 +109,16 @@ _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d(?: \d\d:\d\d(?::\d\d)?)?")
 _TD = 'style="text-align: left; vertical-align: top"'
 
 
+_HTML_CELL_CHARS = 2000  # a cell's text in the HTML table; the value itself stays whole
+
+
 def _html_cell(value: Any) -> str:
+    text = printable(show(value))
+    if len(text) > _HTML_CELL_CHARS:
+        text = shorten(text[: _HTML_CELL_CHARS * 2], _HTML_CELL_CHARS)
     return _ISO_TIME.sub(
         lambda m: f'<span style="white-space: nowrap">{m.group(0)}</span>',
-        html.escape(show(value)),
+        html.escape(text),
     )
 
 
@@ -178,18 +184,20 @@ class Table:
 
     @staticmethod
     def _escape(text: str) -> str:
-        return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+        return printable(text)
 
     @classmethod
     def _clip(cls, text: str) -> str:
-        text = cls._escape(text)
+        text = cls._escape(text[: _CELL_WIDTH * 4])
         return text if len(text) <= _CELL_WIDTH else shorten(text, _CELL_WIDTH)
 
     @classmethod
     def _wrap(cls, text: str) -> list[str]:
         """``text`` in lines of at most ``_CELL_WIDTH``, broken between words; what goes past
         ``_WRAP_LINES`` lines' worth is cut like ``_clip`` cuts."""
-        text = shorten(cls._escape(text), _CELL_WIDTH * _WRAP_LINES)
+        text = shorten(
+            cls._escape(text[: _CELL_WIDTH * _WRAP_LINES * 2]), _CELL_WIDTH * _WRAP_LINES
+        )
         lines = textwrap.wrap(text, _CELL_WIDTH, break_on_hyphens=False)
         return lines or [""]
 
@@ -246,9 +254,9 @@ def _answer_html(answer: Answer) -> str:
 
 
 def _alert_line(verb: str, alert: Alert) -> str:
-    line = f"  {verb} [{alert.severity}] {alert.rule}: {alert.message}"
+    line = f"  {verb} [{alert.severity}] {printable(alert.rule)}: {printable(alert.message)}"
     if isinstance(alert, ClearedAlert) and alert.reason:
-        line += f"\n      why: {alert.reason}"
+        line += f"\n      why: {printable(alert.reason)}"
     return line
 
 
@@ -257,12 +265,12 @@ def alerts_text(alerts: Sequence[Alert]) -> str:
         return "no alerts"
     lines = []
     for a in alerts:
-        lines.append(f"[{a.severity}] {a.rule}: {a.message}")
+        lines.append(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
         evidence = ", ".join(
             f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
         )
         if evidence:
-            lines.append(f"    evidence: {evidence}")
+            lines.append(f"    evidence: {printable(evidence)}")
     return "\n".join(lines)
 
 
@@ -507,7 +515,7 @@ class UacMagics(Magics):
 
     @staticmethod
     def _print_report(report: IngestReport) -> None:
-        print(report.summary())
+        print(printable(report.summary()))
         for alert in report.raised:
             print(_alert_line("raised", alert))
         for alert in report.updated:
@@ -598,13 +606,17 @@ class UacMagics(Magics):
     @argument("expr", nargs="+", help="a Python expression over `user` (the rest of the line)")
     def cmd_eval(self, rest: str, cell: str | None) -> Any:
         """Evaluate a Python expression over the state in the sandbox and return its value:
-        ``n = %uac eval len(user.all(Trip))``. ``%%uac eval`` takes the expression as the body."""
+        ``n = %uac eval len(user.all(Trip))``. ``%%uac eval`` takes the expression as the body.
+        A value that would print past 100 kB comes back whole, as its own type (list, dict,
+        str, int) that prints only its first 100 kB and says how much is left out."""
         expr = (cell if cell is not None else rest).strip()
         if not expr:
             raise UsageError("usage: %uac eval EXPR — e.g. %uac eval len(user.all(Trip))")
-        return self._wb(read=True).eval(
+        value = self._wb(read=True).eval(
             expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb
         )
+        # Whole, but one that would print past the budget prints a bounded view of itself.
+        return clipped(value)
 
     @subcommand("sql", cell=True)
     @magic_arguments(name="uac sql")
