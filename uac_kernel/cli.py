@@ -203,14 +203,14 @@ def cmd_diff(args: argparse.Namespace) -> None:
         for t, fields in d.new_fields.items():
             print(f"  + fields of {t}: {', '.join(fields)}")
         for c in d.added:
-            print(f"  + {c.type} {c.key}: {to_json(c.after)}")
+            print(printable(f"  + {c.type} {c.key}: {to_json(c.after)}"))
         for c in d.changed:
             changes = {
                 f: [(c.before or {}).get(f), (c.after or {}).get(f)] for f in c.changed_fields
             }
-            print(f"  ~ {c.type} {c.key}: {to_json(changes)}")
+            print(printable(f"  ~ {c.type} {c.key}: {to_json(changes)}"))
         for c in d.retracted:
-            print(f"  - {c.type} {c.key}")
+            print(printable(f"  - {c.type} {c.key}"))
 
 
 def _write_out(path: str, chunks: Iterable[str]) -> int:
@@ -321,20 +321,19 @@ def cmd_ask(args: argparse.Namespace) -> None:
     with _open(args) as wb:
         answer = wb.ask(args.question)
     if args.json:
-        print(
-            to_json(
-                {
-                    "question": answer.question,
-                    "ok": answer.ok,
-                    "value": answer.value,
-                    "expression": answer.expression,
-                    "explanation": answer.explanation,
-                    "error": answer.error,
-                    "records": answer.certificate.records,
-                    "records_total": answer.certificate.records_total,
-                    "utterances": answer.certificate.utterances,
-                }
-            )
+        _print_json(
+            {
+                "question": answer.question,
+                "ok": answer.ok,
+                "value": answer.value,
+                "expression": answer.expression,
+                "explanation": answer.explanation,
+                "error": answer.error,
+                "records": answer.certificate.records,
+                "records_total": answer.certificate.records_total,
+                "utterances": answer.certificate.utterances,
+            },
+            None,
         )
         if not answer.ok:
             raise UacError(f"no answer: {answer.error}")
@@ -405,7 +404,7 @@ def cmd_history(args: argparse.Namespace) -> None:
             print(
                 f"{r.valid_from.isoformat() if r.valid_from else ''}\t"
                 f"{r.valid_to.isoformat() if r.valid_to else ''}\t"
-                f"{'retracted' if r.retracted else ''}\t{to_json(fields)}\t"
+                f"{'retracted' if r.retracted else ''}\t{printable(to_json(fields))}\t"
                 f"events {', '.join(map(str, r.sources))}"
             )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import html
-import json
 import linecache
 import os
 import re
@@ -33,7 +32,7 @@ from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel._askline import ask_line
-from uac_kernel._display import clipped, did_you_mean, plural, printable, shorten, show
+from uac_kernel._display import clip_json, clipped, did_you_mean, plural, printable, shorten, show
 from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
@@ -221,20 +220,26 @@ class Table:
 
 def answer_text(answer: Answer) -> str:
     """An answer, the code that computed it, and what it rests on."""
-    value = json.dumps(answer.value, ensure_ascii=False, default=show)
-    lines = [value, f"  code: {answer.expression}", f"  why:  {answer.explanation}"]
+    value, _ = clip_json(answer.value)
+    # The model wrote the code and the explanation: escaped like everything from outside.
+    lines = [
+        value,
+        f"  code: {printable(answer.expression)}",
+        f"  why:  {printable(answer.explanation)}",
+    ]
     cert = answer.certificate
     keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
     more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
     lines.append(f"  records ({cert.records_total}): {keys}{more}")
     for u in cert.utterances[:5]:
-        lines.append(f"  said {show(u['ts'])[:10]} [{u['source']}] {u['speaker']}: {u['text']}")
+        said = f"[{u['source']}] {u['speaker']}: {u['text']}"
+        lines.append(f"  said {show(u['ts'])[:10]} {printable(said)}")
     return "\n".join(lines)
 
 
 def _answer_html(answer: Answer) -> str:
     esc = html.escape
-    value = json.dumps(answer.value, ensure_ascii=False, default=show)
+    value, _ = clip_json(answer.value)
     cert = answer.certificate
     records = "".join(f"<li>{esc(r['type'])} {esc(str(r['key']))}</li>" for r in cert.records[:8])
     if cert.records_total > 8:

@@ -259,7 +259,13 @@ class SqlView:
         """Run one read-only query; ``timeout`` (seconds) overrides the view's time limit."""
         limit = self.timeout if timeout is None else timeout
         _check_positive("timeout", limit)
-        self.refresh(state)
+        try:
+            self.refresh(state)
+        except duckdb.OutOfMemoryException:
+            raise QueryError(
+                f"the user's records do not fit in the SQL memory limit of {self.memory_mb} MB; "
+                "raise it with the environment variable UAC_SQL_MEMORY_MB"
+            ) from None
         cur = self.con.cursor()
         try:
             statements = cur.extract_statements(sql)
