@@ -162,6 +162,10 @@ def test_eval_out_writes_the_whole_result(store: Path, ingested: str) -> None:
         pytest.param("{date(2025, 1, 2): 1}", '{"2025-01-02": 1}', id="date_keys"),
         pytest.param("[float('nan'), float('inf')]", "[NaN, Infinity]", id="non_finite"),
         pytest.param("timedelta(days=1)", "86400.0", id="timedelta"),
+        pytest.param("'\\ud800' + 'x'", '"\\ud800x"', id="lone_surrogate"),
+        pytest.param(
+            "{'\\u202e': '\\x1b[31m'}", '{"\\u202e": "\\u001b[31m"}', id="controls_in_keys"
+        ),
     ],
 )
 def test_eval_values_json_cannot_print_still_print(

@@ -112,10 +112,12 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
 
 
 # C0 and C1 controls, DEL, and the invisible marks that reorder or hide text (bidi embeddings,
-# overrides and isolates, zero-width characters, line and paragraph separators, BOM). Each is
+# overrides and isolates, zero-width characters, line and paragraph separators, BOM), and lone
+# surrogates. Each is
 # shown as an escape that is valid inside a JSON string too, so escaped JSON stays JSON.
 _CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x061C, 0x180E, *range(0x200B, 0x2010)]
 _CONTROLS += [*range(0x2028, 0x202F), *range(0x2060, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC)]
+_CONTROLS += range(0xD800, 0xE000)  # lone surrogates: no terminal encoding can write them
 _ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS} | {9: "\\t", 10: "\\n", 13: "\\r"}
 
 

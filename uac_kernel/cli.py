@@ -217,7 +217,7 @@ def _write_out(path: str, chunks: Iterable[str]) -> int:
     """Stream ``chunks`` into the file ``path``; the characters written."""
     written = 0
     try:
-        with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             for chunk in chunks:
                 f.write(chunk)
                 written += len(chunk)
