@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,134 @@ def test_nul_in_strings_loads_and_reads_back(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="u")
     wb.ingest([fact("2025-01-01", "add", "Note", "a\x00b", text="x\x00y")])
     assert wb.sql("SELECT key, text FROM Note").rows == [("a\x00b", "x\x00y")]
+
+
+# --- limits: time, memory, numbers that do not fit --------------------------------------------
+
+LIMITED = "SQL time limit of 1 s|SQL memory limit"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param(
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r",
+            id="recursive_cte_without_end",
+        ),
+        pytest.param(
+            "SELECT count(*) FROM range(100000000) a, range(100000000) b", id="huge_cross_join"
+        ),
+        pytest.param(
+            "SELECT count(*) FROM Trip, range(10000000000) a, range(10000000000) b",
+            id="cross_join_with_a_table",
+        ),
+        pytest.param("SELECT * FROM range(1000000000)", id="billion_rows_fetched"),
+        pytest.param(
+            "SELECT string_agg(repeat('x', 1000), '') FROM range(100000000)", id="huge_string"
+        ),
+        pytest.param("SELECT list(i) FROM range(10000000000) t(i)", id="list_of_ten_billion"),
+        pytest.param(
+            "SELECT max(md5(i::VARCHAR)) FROM range(10000000000) t(i)", id="cpu_bound_scan"
+        ),
+    ],
+)
+def test_a_runaway_query_is_stopped_by_a_limit(wb: Workbench, sql: str) -> None:
+    with pytest.raises(QueryError, match=LIMITED) as err:
+        wb.sql(sql, timeout=1)
+    message = str(err.value)
+    assert "\n" not in message
+    if "time limit" in message:
+        assert "--timeout S" in message and "timeout=S" in message
+    unchanged(wb)
+
+
+def test_the_time_limit_defaults_to_30_seconds_and_is_configurable(
+    wb: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from uac_kernel.sqlview import SqlView
+
+    assert SqlView().timeout == 30.0
+    monkeypatch.setenv("UAC_SQL_TIMEOUT", "0.5")
+    view = SqlView()
+    assert view.timeout == 0.5
+    with pytest.raises(QueryError, match=r"time limit of 0\.5 s"):
+        view.query(wb.state, "SELECT count(*) FROM range(100000000) a, range(100000000) b")
+    monkeypatch.setenv("UAC_SQL_TIMEOUT", "soon")
+    with pytest.raises(QueryError, match="UAC_SQL_TIMEOUT='soon' is not a positive number"):
+        SqlView()
+    monkeypatch.delenv("UAC_SQL_TIMEOUT")
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(QueryError, match="must be a positive number"):
+            wb.sql("SELECT 1", timeout=bad)
+
+
+def test_memory_and_threads_leave_the_machine_usable(
+    wb: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from uac_kernel.sqlview import SqlView, default_memory_mb
+
+    ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    assert default_memory_mb() == min(2048, ram_mb // 4)
+    (limit,) = wb.sql("SELECT current_setting('memory_limit')").rows[0]
+    assert (
+        limit.endswith(("MiB", "GiB", "MB", "GB"))
+        and wb.sql("SELECT current_setting('threads')").rows[0][0] <= 4
+    )
+    monkeypatch.setenv("UAC_SQL_MEMORY_MB", "64")
+    monkeypatch.setenv("UAC_SQL_THREADS", "1")
+    small = SqlView()
+    (row,) = small.query(
+        wb.state, "SELECT current_setting('memory_limit'), current_setting('threads')"
+    ).rows
+    assert row[1] == 1 and row[0].startswith(("61", "64"))
+    with pytest.raises(QueryError, match=r"SQL memory limit of 64 MB.*UAC_SQL_MEMORY_MB"):
+        small.query(wb.state, "SELECT list(i ORDER BY i DESC) FROM range(100000000) t(i)")
+    with pytest.raises(QueryError, match="only one SELECT"):
+        small.query(wb.state, "SET memory_limit = '100GB'")
+
+
+@pytest.mark.parametrize(
+    ("values", "column"),
+    [
+        pytest.param([2**63 - 1, -(2**63)], "BIGINT", id="int64_bounds"),
+        pytest.param([2**63, 1], "HUGEINT", id="just_past_int64"),
+        pytest.param([2**64 - 1, -(2**63)], "HUGEINT", id="uint64_max"),
+    ],
+)
+def test_ints_beyond_int64_get_a_column_that_holds_them(
+    tmp_path: Path, values: list[int], column: str
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    events = [fact("2025-01-01", "add", "Count", f"k{i}", n=v) for i, v in enumerate(values)]
+    events.append(fact("2025-01-01", "add", "Trip", "a", n=1))
+    events.append(fact("2025-01-02", "add", "Many", "a", ns=values))
+    wb.ingest(events)
+    assert wb.sql("SELECT n, typeof(n) FROM Count ORDER BY key").rows == [
+        (v, column) for v in values
+    ]
+    assert wb.sql("SELECT typeof(n) FROM Count_history LIMIT 1").rows == [(column,)]
+    assert wb.sql("SELECT ns FROM Many").rows == [(values,)]
+    assert wb.sql("SELECT sum(n) FROM Count").rows == [(sum(values),)]
+    assert wb.sql("SELECT key, n FROM Trip").rows == [("a", 1)]  # other types are untouched
+
+
+@pytest.mark.parametrize(
+    ("ftype", "values", "column"),
+    [
+        pytest.param("int", [None, 0], "BIGINT", id="none_and_zero"),
+        pytest.param("int", [-(2**63) - 1], "HUGEINT", id="just_below_int64"),
+        pytest.param("int", [2**127 - 1, -(2**127)], "HUGEINT", id="int128_bounds"),
+        pytest.param("int", [2**127], "VARCHAR", id="past_int128"),
+        pytest.param("list[int]", [[1, -(10**60)], None], "VARCHAR[]", id="list_past_int128"),
+        pytest.param("list[int]", [[2**64], []], "HUGEINT[]", id="list_past_int64"),
+        pytest.param("float", [1e308], "DOUBLE", id="float_untouched"),
+    ],
+)
+def test_column_types_fit_the_values(ftype: str, values: list[object], column: str) -> None:
+    from uac_kernel.sqlview import _cell, sql_type
+
+    assert sql_type(ftype, values) == column
+    if column.startswith("VARCHAR"):  # the exact digits, not a rounded double
+        first = values[0]
+        want = [str(v) for v in first] if isinstance(first, list) else str(first)
+        assert _cell(first, column) == want

@@ -5,17 +5,40 @@ through ``show``, so a date reads ``2026-02-19`` everywhere (never ``datetime.da
 19)``) and a date-time ``2026-02-19 10:00``. Text that must fit a width goes through
 ``shorten``, which cuts between words, never inside one. A count goes through ``plural``:
 ``1 version``, ``2 versions``.
+
+Whatever reaches a terminal or a text/plain output from the store passes through
+``printable``, so a stored string cannot move the cursor, recolour, retitle or reorder the
+screen. A result is measured as it will be printed: ``json_chunks`` writes it piece by piece
+(``uac eval --out`` streams it whole to a file), ``clip_json`` stops after a budget and says
+how much was left out, and ``clipped`` hands the notebook the whole value in a form that
+prints only a bounded view.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
-from datetime import date, datetime, time
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["close_matches", "did_you_mean", "plural", "shorten", "show"]
+__all__ = [
+    "TERMINAL_BUDGET",
+    "clip_json",
+    "clipped",
+    "close_matches",
+    "did_you_mean",
+    "json_chunks",
+    "json_size",
+    "plural",
+    "printable",
+    "shorten",
+    "show",
+]
+
+TERMINAL_BUDGET = 100_000
+"""Characters of one result printed to a terminal or a notebook before the rest is left out."""
 
 ELLIPSIS = "…"
 
@@ -86,3 +109,198 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
     """`` Did you mean 'x'?`` for the closest choice, else ``""``."""
     close = close_matches(word, choices)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+# C0 and C1 controls, DEL, and the invisible marks that reorder or hide text (bidi embeddings,
+# overrides and isolates, zero-width characters, line and paragraph separators, BOM), and lone
+# surrogates. Each is
+# shown as an escape that is valid inside a JSON string too, so escaped JSON stays JSON.
+_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x061C, 0x180E, *range(0x200B, 0x2010)]
+_CONTROLS += [*range(0x2028, 0x202F), *range(0x2060, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC)]
+_CONTROLS += range(0xD800, 0xE000)  # lone surrogates: no terminal encoding can write them
+_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS} | {9: "\\t", 10: "\\n", 13: "\\r"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control and invisible formatting character escaped (``\\x1b`` is
+    shown as ``\\u001b``, a newline as ``\\n``): safe to print on one line of a terminal."""
+    return str(text).translate(_ESCAPES)
+
+
+_PIECE = 1 << 16  # characters of a long string encoded at a time
+# Python will not turn an int of more than 4300 digits into text (a quadratic conversion);
+# such an int is written as a hex string, which is linear and exact.
+_DECIMAL_BITS = 14_000
+
+
+def _scalar_json(value: Any) -> str:
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return json.dumps(value)
+    if isinstance(value, int):
+        if value.bit_length() > _DECIMAL_BITS:
+            return json.dumps(hex(value))
+        return str(int(value))
+    if isinstance(value, (date, datetime)):
+        return json.dumps(value.isoformat())
+    if isinstance(value, timedelta):
+        return json.dumps(value.total_seconds())
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (date, datetime)):
+        return key.isoformat()
+    if isinstance(key, (bool, float)) or key is None:
+        return json.dumps(key)
+    return _scalar_json(key).strip('"') if isinstance(key, int) else str(key)
+
+
+def _string_chunks(text: str) -> Iterator[str]:
+    yield '"'
+    for i in range(0, len(text), _PIECE):
+        yield json.dumps(text[i : i + _PIECE], ensure_ascii=False)[1:-1]
+    yield '"'
+
+
+def json_chunks(value: Any) -> Iterator[str]:
+    """``value`` (plain data) as compact JSON, like ``json.dumps(value, ensure_ascii=False)``,
+    in pieces of at most about 64 k characters: nothing of the whole text is built at once.
+
+    Dates are ISO strings, durations seconds, sets and tuples lists, keys that JSON does not
+    allow their text, ints too long for decimal text hex strings."""
+    if isinstance(value, str):
+        yield from _string_chunks(value)
+    elif isinstance(value, Mapping):
+        yield "{"
+        for i, (k, v) in enumerate(value.items()):
+            yield from (", " if i else "", *_string_chunks(_key_text(k)), ": ")
+            yield from json_chunks(v)
+        yield "}"
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        yield "["
+        for i, v in enumerate(value):
+            if i:
+                yield ", "
+            yield from json_chunks(v)
+        yield "]"
+    else:
+        yield _scalar_json(value)
+
+
+def json_size(value: Any) -> int:
+    """The length ``json_chunks(value)`` would have, measured without writing it: each distinct
+    string is measured once, however often the value refers to it."""
+    sizes: dict[int, int] = {}
+    keep: list[Any] = []  # measured objects stay alive, so their ids stay theirs
+
+    def size(v: Any) -> int:
+        if isinstance(v, (str, list, tuple, dict, set, frozenset)):
+            known = sizes.get(id(v))
+            if known is not None:
+                return known
+            keep.append(v)
+        if isinstance(v, str):
+            n = sum(len(c) for c in _string_chunks(v))
+        elif isinstance(v, Mapping):
+            n = 2 + sum(
+                len(json.dumps(_key_text(k), ensure_ascii=False)) + 2 + size(x)
+                for k, x in v.items()
+            )
+            n += 2 * max(len(v) - 1, 0)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            n = 2 + sum(size(x) for x in v) + 2 * max(len(v) - 1, 0)
+        else:
+            n = len(_scalar_json(v))
+        if isinstance(v, (str, list, tuple, dict, set, frozenset)):
+            sizes[id(v)] = n
+        return n
+
+    return size(value)
+
+
+def _size_text(n: int) -> str:
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return plural(n, "character")
+
+
+def clip_json(value: Any, budget: int = TERMINAL_BUDGET) -> tuple[str, str]:
+    """The JSON of ``value`` cut after ``budget`` characters (control characters escaped), and
+    ``""`` or a note of how much was left out."""
+    parts: list[str] = []
+    used = 0
+    for chunk in json_chunks(value):
+        if used + len(chunk) > budget:
+            parts.append(chunk[: budget - used])
+            shown = budget
+            total = json_size(value)
+            note = f"… the result is {_size_text(total)} as JSON; only the first {_size_text(shown)} are shown"
+            return printable("".join(parts)), note
+        parts.append(chunk)
+        used += len(chunk)
+    return printable("".join(parts)), ""
+
+
+class _Clipped:
+    """Mixed into a result's own type: the same value, printed as a bounded view."""
+
+    _budget = TERMINAL_BUDGET
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+    def __repr__(self) -> str:
+        text, note = clip_json(self, self._budget)
+        return f"{text}\n{note}; the value itself is whole (e.g. x = %uac eval ...; x[:10])"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles as its plain type
+        base = type(self).__mro__[2]
+        return (base, (base(self),))
+
+
+class ClippedList(_Clipped, list):
+    """A list result too large to print whole."""
+
+
+class ClippedDict(_Clipped, dict):
+    """A dict result too large to print whole."""
+
+
+class ClippedStr(_Clipped, str):
+    """A str result too large to print whole."""
+
+
+class ClippedInt(_Clipped, int):
+    """An int result too long to print in decimal (Python refuses past 4300 digits)."""
+
+    def __repr__(self) -> str:
+        digits = int(self.bit_length() * 0.30103) + 1
+        text, note = clip_json(self, self._budget)
+        return (
+            f"an int of about {digits:,} digits, too long for decimal; in hex: {text.strip(chr(34))}"
+            + (f"\n{note}" if note else "")
+        )
+
+
+_CLIPPED: dict[type, type] = {
+    list: ClippedList,
+    dict: ClippedDict,
+    str: ClippedStr,
+    int: ClippedInt,
+}
+
+
+def clipped(value: Any, budget: int = TERMINAL_BUDGET) -> Any:
+    """``value`` itself when it prints within ``budget``; else the same value as a subclass of
+    its type (list, dict, str, int) whose repr shows only a bounded view and says so."""
+    kind = _CLIPPED.get(type(value))
+    if kind is None:
+        return value
+    if kind is ClippedInt:
+        return kind(value) if value.bit_length() > _DECIMAL_BITS else value
+    if json_size(value) <= budget:
+        return value
+    return kind(value)

@@ -118,25 +118,41 @@ def schema_summary(state: State) -> str:
     return "\n".join(lines) or "(no typed records yet)"
 
 
+class _Trace:
+    """What the expression was handed: noted by trusted code, never handed to the expression.
+
+    A record is noted as it is handed, by its type, key and sources at that moment (records
+    are frozen and their sources a tuple, so nothing the expression does later can change the
+    note). The expression reaches only the view's public methods; the trace sits behind a
+    ``_`` attribute, which the static check refuses and no builtin can read by name.
+    """
+
+    __slots__ = ("ids", "records")
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.ids: set[tuple[str, str, tuple[int, ...]]] = set()
+
+    def note(self, records: list[Record]) -> None:
+        for r in records:
+            ident = (type(r).__name__, r.key, tuple(r.sources))
+            if ident not in self.ids:
+                self.ids.add(ident)
+                if len(self.records) < TRACE_LIMIT:
+                    self.records.append(
+                        {"type": ident[0], "key": ident[1], "sources": list(ident[2])}
+                    )
+
+
 class _TracingView(UserView):
     """A ``user`` view that notes every record it hands to the expression (runs in the child)."""
 
-    def __init__(self, state: State):
+    def __init__(self, state: State, trace: _Trace):
         super().__init__(state)
-        self.seen: list[Record] = []
-        self.ids: set[tuple[str, str, int]] = set()
-
-    @property
-    def total(self) -> int:
-        return len(self.ids)
+        self._trace = trace
 
     def _handed(self, records: list[Record]) -> list[Record]:
-        for r in records:
-            ident = (type(r).__name__, r.key, r.sources[-1] if r.sources else 0)
-            if ident not in self.ids:
-                self.ids.add(ident)
-                if len(self.seen) < TRACE_LIMIT:
-                    self.seen.append(r)
+        self._trace.note(records)
         return records
 
 
@@ -155,18 +171,19 @@ def search_function(index: LogSearch, hits: list[int]) -> Any:
 
 
 def run_traced(state: State, index: LogSearch, expression: str) -> tuple[Any, dict[str, Any]]:
-    """Evaluate ``expression`` in the sandbox; also return what it touched."""
-    view = _TracingView(state)
+    """Evaluate ``expression`` in the sandbox; also return what it touched.
+
+    The trace is read after the value has been made plain data (so a lazy value, such as a
+    generator, has handed over every record it reads), from objects the expression cannot name.
+    """
+    trace = _Trace()
     hits: list[int] = []
     ns = namespace(state)
-    ns["user"] = view
+    ns["user"] = _TracingView(state, trace)
     ns["search"] = search_function(index, hits)
 
     def collect() -> dict[str, Any]:
-        records = [
-            {"type": type(r).__name__, "key": r.key, "sources": list(r.sources)} for r in view.seen
-        ]
-        return {"records": records, "total": view.total, "hits": hits[:TRACE_LIMIT]}
+        return {"records": trace.records, "total": len(trace.ids), "hits": hits[:TRACE_LIMIT]}
 
     value, touched = evaluate_traced(expression, ns, collect)
     return value, touched  # type: ignore[return-value]

@@ -8,12 +8,12 @@ import json
 import keyword
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from uac_kernel._display import plural
+from uac_kernel._display import plural, printable
 from uac_kernel.adapters import FORMATS, read_histories
 from uac_kernel.errors import CommandLineError, UacError
 
@@ -90,14 +90,14 @@ def _check_default_db(args: argparse.Namespace) -> None:
 def _print_report(report: IngestReport | ExtractionReport, prefix: str = "") -> None:
     """The summary, then every alert raised, moved to another severity or cleared, in full;
     a cleared one with why it cleared."""
-    print(prefix + report.summary())
+    print(printable(prefix + report.summary()))
     for verb, alerts in (("raised", report.raised), ("updated", report.updated)):
         for alert in alerts:
-            print(f"  {verb} [{alert.severity}] {alert.message}")
+            print(f"  {verb} [{alert.severity}] {printable(alert.message)}")
     for alert in report.cleared:
-        print(f"  cleared [{alert.severity}] {alert.message}")
+        print(f"  cleared [{alert.severity}] {printable(alert.message)}")
         if alert.reason:
-            print(f"      why: {alert.reason}")
+            print(f"      why: {printable(alert.reason)}")
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
@@ -203,39 +203,91 @@ def cmd_diff(args: argparse.Namespace) -> None:
         for t, fields in d.new_fields.items():
             print(f"  + fields of {t}: {', '.join(fields)}")
         for c in d.added:
-            print(f"  + {c.type} {c.key}: {to_json(c.after)}")
+            print(printable(f"  + {c.type} {c.key}: {to_json(c.after)}"))
         for c in d.changed:
             changes = {
                 f: [(c.before or {}).get(f), (c.after or {}).get(f)] for f in c.changed_fields
             }
-            print(f"  ~ {c.type} {c.key}: {to_json(changes)}")
+            print(printable(f"  ~ {c.type} {c.key}: {to_json(changes)}"))
         for c in d.retracted:
-            print(f"  - {c.type} {c.key}")
+            print(printable(f"  - {c.type} {c.key}"))
+
+
+def _write_out(path: str, chunks: Iterable[str]) -> int:
+    """Stream ``chunks`` into the file ``path``; the characters written."""
+    written = 0
+    try:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
+            for chunk in chunks:
+                f.write(chunk)
+                written += len(chunk)
+    except OSError as exc:
+        raise UacError(f"--out {path!r}: cannot write it ({exc.strerror})") from None
+    return written
+
+
+def _print_json(value: Any, out: str | None) -> None:
+    """The result as JSON: whole into ``out``, else cut at the terminal budget with a note on
+    stderr that says how to get the rest."""
+    from uac_kernel._display import clip_json, json_chunks
+
+    if out is not None:
+        written = _write_out(out, json_chunks(value))
+        print(f"wrote {out} ({written:,} characters of JSON)")
+        return
+    text, note = clip_json(value)
+    print(text)
+    if note:
+        print(f"{note}; write it whole with --out FILE", file=sys.stderr)
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        print(to_json(wb.eval(args.expr)))
+        value = wb.eval(args.expr)
+    _print_json(value, args.out)
+
+
+def _tsv(columns: list[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+    """Lines of tab-separated cells, as the notebook's tables show values (2026-02-19 10:00);
+    a tab, a newline or any control character inside a cell is escaped."""
+    from uac_kernel._display import show
+
+    yield "\t".join(printable(c) for c in columns) + "\n"
+    for row in rows:
+        yield "\t".join(printable(show(v)) for v in row) + "\n"
 
 
 def cmd_sql(args: argparse.Namespace) -> None:
-    from uac_kernel._display import show
+    from uac_kernel._display import TERMINAL_BUDGET
 
     with _open(args, read_only=True) as wb:
-        result = wb.sql(args.query)
-        if args.json:
-            print(to_json(result.records()))
+        result = wb.sql(args.query, timeout=args.timeout)
+    if args.json:
+        _print_json(result.records(), args.out)
+        return
+    if args.out is not None:
+        _write_out(args.out, _tsv(result.columns, result.rows))
+        print(f"wrote {args.out} ({plural(len(result.rows), 'row', fmt=',')})")
+        return
+    used = 0
+    for n, line in enumerate(_tsv(result.columns, result.rows)):
+        if used + len(line) > TERMINAL_BUDGET and n > 0:
+            left = len(result.rows) - (n - 1)
+            print(
+                f"… {plural(left, 'more row', fmt=',')} not shown (the output stops at "
+                f"{TERMINAL_BUDGET // 1000} kB); write them all with --out FILE",
+                file=sys.stderr,
+            )
             return
-        print("\t".join(result.columns))
-        for row in result.rows:  # values as the notebook's tables show them: 2026-02-19 10:00
-            print("\t".join(show(v) for v in row))
+        sys.stdout.write(line)
+        used += len(line)
 
 
 def cmd_alerts(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
         alerts = wb.alerts()
         if args.json:
-            print(to_json([a.model_dump(mode="json") for a in alerts]))
+            print(printable(to_json([a.model_dump(mode="json") for a in alerts])))
             return
         if not alerts:
             print("no alerts")
@@ -243,9 +295,9 @@ def cmd_alerts(args: argparse.Namespace) -> None:
             evidence = ", ".join(
                 f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
             )
-            print(f"[{a.severity}] {a.rule}: {a.message}")
+            print(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
             if evidence:
-                print(f"    evidence: {evidence}")
+                print(f"    evidence: {printable(evidence)}")
 
 
 def cmd_log(args: argparse.Namespace) -> None:
@@ -253,7 +305,8 @@ def cmd_log(args: argparse.Namespace) -> None:
         kinds = [args.kind] if args.kind else None
         for ev in wb.log(kinds=kinds, after_seq=args.after, limit=args.limit):
             source = f" {ev.source}" if ev.source else ""
-            print(f"{ev.seq}\t{ev.ts.isoformat()}\t{ev.kind}{source}\t{to_json(ev.payload)}")
+            fields = printable(f"{ev.kind}{source}"), printable(to_json(ev.payload))
+            print(f"{ev.seq}\t{ev.ts.isoformat()}\t{fields[0]}\t{fields[1]}")
 
 
 def cmd_extract(args: argparse.Namespace) -> None:
@@ -305,20 +358,19 @@ def cmd_ask(args: argparse.Namespace) -> None:
     with _open(args) as wb:
         answer = wb.ask(args.question)
     if args.json:
-        print(
-            to_json(
-                {
-                    "question": answer.question,
-                    "ok": answer.ok,
-                    "value": answer.value,
-                    "expression": answer.expression,
-                    "explanation": answer.explanation,
-                    "error": answer.error,
-                    "records": answer.certificate.records,
-                    "records_total": answer.certificate.records_total,
-                    "utterances": answer.certificate.utterances,
-                }
-            )
+        _print_json(
+            {
+                "question": answer.question,
+                "ok": answer.ok,
+                "value": answer.value,
+                "expression": answer.expression,
+                "explanation": answer.explanation,
+                "error": answer.error,
+                "records": answer.certificate.records,
+                "records_total": answer.certificate.records_total,
+                "utterances": answer.certificate.utterances,
+            },
+            None,
         )
         if not answer.ok:
             raise UacError(f"no answer: {answer.error}")
@@ -328,15 +380,17 @@ def cmd_ask(args: argparse.Namespace) -> None:
             f"no answer after {plural(answer.attempts, 'attempt')}: {answer.error} "
             f"(last code: {answer.expression})"
         )
-    print(to_json(answer.value))
-    print(f"  code: {answer.expression}")
-    print(f"  why:  {answer.explanation}")
+    # The model wrote the code and the explanation, and the log the rest: all escaped.
+    _print_json(answer.value, None)
+    print(f"  code: {printable(answer.expression)}")
+    print(f"  why:  {printable(answer.explanation)}")
     cert = answer.certificate
     keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
     more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
-    print(f"  records ({cert.records_total}): {keys}{more}")
+    print(f"  records ({cert.records_total}): {printable(keys)}{more}")
     for u in cert.utterances[:5]:
-        print(f"  said {u['ts']:%Y-%m-%d} [{u['source']}] {u['speaker']}: {u['text']}")
+        said = f"[{u['source']}] {u['speaker']}: {u['text']}"
+        print(f"  said {u['ts']:%Y-%m-%d} {printable(said)}")
 
 
 def cmd_calls(args: argparse.Namespace) -> None:
@@ -387,7 +441,7 @@ def cmd_history(args: argparse.Namespace) -> None:
             print(
                 f"{r.valid_from.isoformat() if r.valid_from else ''}\t"
                 f"{r.valid_to.isoformat() if r.valid_to else ''}\t"
-                f"{'retracted' if r.retracted else ''}\t{to_json(fields)}\t"
+                f"{'retracted' if r.retracted else ''}\t{printable(to_json(fields))}\t"
                 f"events {', '.join(map(str, r.sources))}"
             )
 
@@ -555,6 +609,17 @@ def _whole(low: int) -> Callable[[str], int]:
     return parse
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 COUNT = _whole(0)  # a limit or a seq: 0 or more
 POSITIVE = _whole(1)  # a version, a batch size, a size: 1 or more
 
@@ -611,12 +676,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("diff", cmd_diff, "what changed between two checkpoints")
     p.add_argument("a", type=POSITIVE)
     p.add_argument("b", type=POSITIVE)
-    add("eval", cmd_eval, "evaluate a sandboxed Python expression; prints JSON").add_argument(
-        "expr"
+    p = add(
+        "eval",
+        cmd_eval,
+        "evaluate a sandboxed Python expression; prints JSON (the first 100 kB; --out for all)",
     )
-    p = add("sql", cmd_sql, "run SQL over one table per record type")
+    p.add_argument("expr")
+    p.add_argument("--out", default=None, metavar="FILE", help="write the whole result to FILE")
+    p = add(
+        "sql",
+        cmd_sql,
+        "run one read-only SQL query over one table per record type (stopped after --timeout "
+        "seconds; memory env UAC_SQL_MEMORY_MB, threads UAC_SQL_THREADS)",
+    )
     p.add_argument("query")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="write every row to FILE (TSV, or JSON with --json); the terminal gets 100 kB",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
+    )
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
     p = add("log", cmd_log, "print events of the log")
     p.add_argument("--kind", default=None)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import html
-import json
 import linecache
 import os
 import re
@@ -34,7 +33,7 @@ from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel._askline import ask_line
-from uac_kernel._display import did_you_mean, plural, shorten, show
+from uac_kernel._display import clip_json, clipped, did_you_mean, plural, printable, shorten, show
 from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
@@ -110,10 +109,16 @@ _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d(?: \d\d:\d\d(?::\d\d)?)?")
 _TD = 'style="text-align: left; vertical-align: top"'
 
 
+_HTML_CELL_CHARS = 2000  # a cell's text in the HTML table; the value itself stays whole
+
+
 def _html_cell(value: Any) -> str:
+    text = printable(show(value))
+    if len(text) > _HTML_CELL_CHARS:
+        text = shorten(text[: _HTML_CELL_CHARS * 2], _HTML_CELL_CHARS)
     return _ISO_TIME.sub(
         lambda m: f'<span style="white-space: nowrap">{m.group(0)}</span>',
-        html.escape(show(value)),
+        html.escape(text),
     )
 
 
@@ -179,18 +184,20 @@ class Table:
 
     @staticmethod
     def _escape(text: str) -> str:
-        return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+        return printable(text)
 
     @classmethod
     def _clip(cls, text: str) -> str:
-        text = cls._escape(text)
+        text = cls._escape(text[: _CELL_WIDTH * 4])
         return text if len(text) <= _CELL_WIDTH else shorten(text, _CELL_WIDTH)
 
     @classmethod
     def _wrap(cls, text: str) -> list[str]:
         """``text`` in lines of at most ``_CELL_WIDTH``, broken between words; what goes past
         ``_WRAP_LINES`` lines' worth is cut like ``_clip`` cuts."""
-        text = shorten(cls._escape(text), _CELL_WIDTH * _WRAP_LINES)
+        text = shorten(
+            cls._escape(text[: _CELL_WIDTH * _WRAP_LINES * 2]), _CELL_WIDTH * _WRAP_LINES
+        )
         lines = textwrap.wrap(text, _CELL_WIDTH, break_on_hyphens=False)
         return lines or [""]
 
@@ -214,20 +221,26 @@ class Table:
 
 def answer_text(answer: Answer) -> str:
     """An answer, the code that computed it, and what it rests on."""
-    value = json.dumps(answer.value, ensure_ascii=False, default=show)
-    lines = [value, f"  code: {answer.expression}", f"  why:  {answer.explanation}"]
+    value, _ = clip_json(answer.value)
+    # The model wrote the code and the explanation: escaped like everything from outside.
+    lines = [
+        value,
+        f"  code: {printable(answer.expression)}",
+        f"  why:  {printable(answer.explanation)}",
+    ]
     cert = answer.certificate
     keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
     more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
     lines.append(f"  records ({cert.records_total}): {keys}{more}")
     for u in cert.utterances[:5]:
-        lines.append(f"  said {show(u['ts'])[:10]} [{u['source']}] {u['speaker']}: {u['text']}")
+        said = f"[{u['source']}] {u['speaker']}: {u['text']}"
+        lines.append(f"  said {show(u['ts'])[:10]} {printable(said)}")
     return "\n".join(lines)
 
 
 def _answer_html(answer: Answer) -> str:
     esc = html.escape
-    value = json.dumps(answer.value, ensure_ascii=False, default=show)
+    value, _ = clip_json(answer.value)
     cert = answer.certificate
     records = "".join(f"<li>{esc(r['type'])} {esc(str(r['key']))}</li>" for r in cert.records[:8])
     if cert.records_total > 8:
@@ -247,9 +260,9 @@ def _answer_html(answer: Answer) -> str:
 
 
 def _alert_line(verb: str, alert: Alert) -> str:
-    line = f"  {verb} [{alert.severity}] {alert.rule}: {alert.message}"
+    line = f"  {verb} [{alert.severity}] {printable(alert.rule)}: {printable(alert.message)}"
     if isinstance(alert, ClearedAlert) and alert.reason:
-        line += f"\n      why: {alert.reason}"
+        line += f"\n      why: {printable(alert.reason)}"
     return line
 
 
@@ -258,12 +271,12 @@ def alerts_text(alerts: Sequence[Alert]) -> str:
         return "no alerts"
     lines = []
     for a in alerts:
-        lines.append(f"[{a.severity}] {a.rule}: {a.message}")
+        lines.append(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
         evidence = ", ".join(
             f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
         )
         if evidence:
-            lines.append(f"    evidence: {evidence}")
+            lines.append(f"    evidence: {printable(evidence)}")
     return "\n".join(lines)
 
 
@@ -302,6 +315,9 @@ class UacMagics(Magics):
     displaylimit = Int(20, help="rows shown of a SQL result, a history or the log (0: all)").tag(
         config=True
     )
+    sql_timeout = Float(
+        30.0, help="seconds a `sql` query may run (`%uac sql --timeout S ...` for one query)"
+    ).tag(config=True)
     cpu_seconds = Float(5.0, help="CPU seconds an `eval` expression may use").tag(config=True)
     memory_mb = Int(1024, help="memory (MB) an `eval` expression may use").tag(config=True)
     model = Unicode("", help="model for extract/ask ('' : env UAC_MODEL)").tag(config=True)
@@ -514,7 +530,7 @@ class UacMagics(Magics):
 
     @staticmethod
     def _print_report(report: IngestReport) -> None:
-        print(report.summary())
+        print(printable(report.summary()))
         for alert in report.raised:
             print(_alert_line("raised", alert))
         for alert in report.updated:
@@ -653,24 +669,42 @@ class UacMagics(Magics):
     @argument("expr", nargs="+", help="a Python expression over `user` (the rest of the line)")
     def cmd_eval(self, rest: str, cell: str | None) -> Any:
         """Evaluate a Python expression over the state in the sandbox and return its value:
-        ``n = %uac eval len(user.all(Trip))``. ``%%uac eval`` takes the expression as the body."""
+        ``n = %uac eval len(user.all(Trip))``. ``%%uac eval`` takes the expression as the body.
+        A value that would print past 100 kB comes back whole, as its own type (list, dict,
+        str, int) that prints only its first 100 kB and says how much is left out."""
         expr = (cell if cell is not None else rest).strip()
         if not expr:
             raise UsageError("usage: %uac eval EXPR — e.g. %uac eval len(user.all(Trip))")
-        return self._wb(read=True).eval(
+        value = self._wb(read=True).eval(
             expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb
         )
+        # Whole, but one that would print past the budget prints a bounded view of itself.
+        return clipped(value)
 
     @subcommand("sql", cell=True)
     @magic_arguments(name="uac sql")
+    @argument(
+        "--timeout", metavar="S", help="stop the query after S seconds (UacMagics.sql_timeout)"
+    )
     @argument("query", nargs="+", help="SQL over one table per record type (or the cell body)")
     def cmd_sql(self, rest: str, cell: str | None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``); returns the
         ``SqlResult``, shown as a table of ``displaylimit`` rows. ``%%uac sql`` takes the body."""
+        timeout = self.sql_timeout
+        # `--timeout S` leads the line; the rest (or the cell body) is the query, as written.
+        match = re.match(r"\s*--timeout[ =](\S+)\s*", rest)
+        if match:
+            try:
+                timeout = float(match.group(1))
+            except ValueError:
+                raise UsageError(
+                    f"--timeout {match.group(1)!r}: give a number of seconds"
+                ) from None
+            rest = rest[match.end() :]
         query = (cell if cell is not None else rest).strip()
         if not query:
             raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
-        return self._wb(read=True).sql(query)
+        return self._wb(read=True).sql(query, timeout=timeout)
 
     @subcommand("ask", cell=True)
     @magic_arguments(name="uac ask")

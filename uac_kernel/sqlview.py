@@ -17,12 +17,24 @@ A query cannot change the view: DuckDB's own parser must find exactly one statem
 be a query (``SELECT``, ``WITH``, ``FROM``, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``);
 anything else is a ``QueryError`` before it runs. As a second wall the query runs inside a
 transaction that is always rolled back, so even a table function with side effects leaves nothing.
+
+A query is bounded so that it cannot take the machine: it is interrupted after ``timeout``
+seconds (default 30; env ``UAC_SQL_TIMEOUT``), and the view's database may use at most
+``memory_mb`` of memory (default the smaller of 2 GB and a quarter of the RAM; env
+``UAC_SQL_MEMORY_MB``) and ``threads`` threads (default half the CPUs, at most 4; env
+``UAC_SQL_THREADS``). Either limit ends the query with a one-line ``QueryError`` that names it
+and how to raise it.
+
+Integer columns are ``BIGINT`` unless a value does not fit: then ``HUGEINT`` (128 bits), and
+beyond that ``VARCHAR`` holding the exact digits, so one huge number never breaks the view.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
@@ -31,9 +43,21 @@ from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.records import Record
 
-__all__ = ["INDEX_TABLE", "SqlResult", "SqlView", "check_read_only", "table_names"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "INDEX_TABLE",
+    "SqlResult",
+    "SqlView",
+    "check_read_only",
+    "default_memory_mb",
+    "default_threads",
+    "table_names",
+]
 
 INDEX_TABLE = "uac_tables"
+DEFAULT_TIMEOUT = 30.0
+_INT64 = (-(2**63), 2**63 - 1)
+_INT128 = (-(2**127), 2**127 - 1)
 _WRITING_NODE = re.compile(r'"type":"([A-Z]+_QUERY_NODE)"')
 
 _SQL_TYPES = {
@@ -46,10 +70,55 @@ _SQL_TYPES = {
 }
 
 
-def sql_type(ftype: str) -> str:
-    if ftype.startswith("list["):
-        return _SQL_TYPES[ftype[5:-1]] + "[]"
-    return _SQL_TYPES[ftype]
+def sql_type(ftype: str, values: Iterable[Any] = ()) -> str:
+    """The column type of a field of type ``ftype`` holding ``values`` (for an int field, the
+    narrowest of BIGINT, HUGEINT and VARCHAR that holds every one of them)."""
+    inner = ftype[5:-1] if ftype.startswith("list[") else ftype
+    column = _SQL_TYPES[inner]
+    if inner == "int":
+        column = _int_column(values, listed=inner != ftype)
+    return column + "[]" if inner != ftype else column
+
+
+def _int_column(values: Iterable[Any], *, listed: bool) -> str:
+    low = high = 0
+    for v in values:
+        for n in (v or ()) if listed else (v,):
+            if isinstance(n, int):
+                low, high = min(low, n), max(high, n)
+    if _INT64[0] <= low and high <= _INT64[1]:
+        return "BIGINT"
+    if _INT128[0] <= low and high <= _INT128[1]:
+        return "HUGEINT"
+    return "VARCHAR"
+
+
+def _env_number(name: str, default: float) -> float:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise QueryError(f"{name}={text!r} is not a positive number; fix or unset it")
+    return value
+
+
+def default_memory_mb() -> int:
+    """The SQL view's memory limit: env UAC_SQL_MEMORY_MB, else the smaller of 2 GB and a
+    quarter of the RAM."""
+    try:
+        ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        ram_mb = 8192
+    return int(_env_number("UAC_SQL_MEMORY_MB", min(2048, max(ram_mb // 4, 64))))
+
+
+def default_threads() -> int:
+    """The SQL view's threads: env UAC_SQL_THREADS, else half the CPUs (1 to 4)."""
+    return int(_env_number("UAC_SQL_THREADS", min(4, max(1, (os.cpu_count() or 2) // 2))))
 
 
 def table_names(type_names: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -93,8 +162,29 @@ class SqlResult:
 
 
 class SqlView:
-    def __init__(self) -> None:
+    """The tables of one user's state and the queries over them, within time and memory limits
+    (``None``: the default, see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.timeout = (
+            _env_number("UAC_SQL_TIMEOUT", DEFAULT_TIMEOUT) if timeout is None else timeout
+        )
+        self.memory_mb = default_memory_mb() if memory_mb is None else memory_mb
+        self.threads = default_threads() if threads is None else threads
+        _check_positive("timeout", self.timeout)
+        _check_positive("memory_mb", self.memory_mb)
+        _check_positive("threads", self.threads)
         self.con = duckdb.connect(":memory:")
+        self.con.execute(f"SET memory_limit = '{int(self.memory_mb)}MB'")
+        self.con.execute(f"SET threads = {int(self.threads)}")
+        # Spilling to disk would need a temp directory: memory is the limit, not the disk.
+        self.con.execute("SET temp_directory = ''")
         self.con.execute("SET enable_external_access = false")
         self.con.execute("SET lock_configuration = true")
         self._built: dict[str, int] = {}
@@ -123,24 +213,28 @@ class SqlView:
                 continue
             fields = state.schema.types[name]
             current, history = names[name]
-            self._load(current, fields, list(ts.current.values()), history=False)
-            self._load(history, fields, state.history(name), history=True)
+            versions = state.history(name)
+            # One column type for both tables, fitted to every version's values.
+            columns = [
+                (f, sql_type(t, (getattr(r, f, None) for r in versions))) for f, t in fields.items()
+            ]
+            self._load(current, columns, list(ts.current.values()), history=False)
+            self._load(history, columns, versions, history=True)
             self._built[name] = seq
 
     def _load(
-        self, table: str, fields: dict[str, str], records: list[Record], history: bool
+        self, table: str, columns: Sequence[tuple[str, str]], records: list[Record], history: bool
     ) -> None:
-        cols = [("key", "VARCHAR")] + [(f, sql_type(t)) for f, t in fields.items()]
+        cols = [("key", "VARCHAR"), *columns]
         cols += [("valid_from", "TIMESTAMP"), ("valid_to", "TIMESTAMP"), ("sources", "BIGINT[]")]
         if history:
             cols.append(("retracted", "BOOLEAN"))
         ddl = ", ".join(f'"{c}" {t}' for c, t in cols)
-        names = list(fields)
         rows = []
         for r in records:
             row = [
                 r.key,
-                *(getattr(r, f, None) for f in names),
+                *(_cell(getattr(r, f, None), t) for f, t in columns),
                 r.valid_from,
                 r.valid_to,
                 list(r.sources),
@@ -161,8 +255,17 @@ class SqlView:
         moved = [f"{t} is {cur}" for t, (cur, _) in self.tables.items() if cur != t]
         return f" (renamed to stay distinct: {', '.join(moved)})" if moved else ""
 
-    def query(self, state: State, sql: str) -> SqlResult:
-        self.refresh(state)
+    def query(self, state: State, sql: str, *, timeout: float | None = None) -> SqlResult:
+        """Run one read-only query; ``timeout`` (seconds) overrides the view's time limit."""
+        limit = self.timeout if timeout is None else timeout
+        _check_positive("timeout", limit)
+        try:
+            self.refresh(state)
+        except duckdb.OutOfMemoryException:
+            raise QueryError(
+                f"the user's records do not fit in the SQL memory limit of {self.memory_mb} MB; "
+                "raise it with the environment variable UAC_SQL_MEMORY_MB"
+            ) from None
         cur = self.con.cursor()
         try:
             statements = cur.extract_statements(sql)
@@ -178,17 +281,48 @@ class SqlView:
             raise QueryError(
                 f"only one SELECT/WITH query is allowed, the view is read-only (got {kinds} in a WITH)"
             )
+        # DuckDB has no statement timeout: a timer interrupts the cursor (only this query's).
+        timer = threading.Timer(limit, cur.interrupt)
+        timer.daemon = True
         try:
             cur.begin()  # always rolled back: whatever a query might change does not stay
             try:
+                timer.start()
                 cur.execute(statements[0])
                 columns = [d[0] for d in cur.description or []]
                 return SqlResult(columns, cur.fetchall() if columns else [])
             finally:
+                timer.cancel()
                 cur.rollback()
+        except duckdb.InterruptException:
+            raise QueryError(
+                f"the query ran past the SQL time limit of {limit:g} s and was stopped; narrow "
+                "it (filter, aggregate, LIMIT) or raise the limit: sql(..., timeout=S), "
+                "uac sql --timeout S, %uac sql --timeout S"
+            ) from None
+        except duckdb.OutOfMemoryException:
+            raise QueryError(
+                f"the query needed more than the SQL memory limit of {self.memory_mb} MB and was "
+                "stopped; narrow it (filter, aggregate, LIMIT) or raise the limit with the "
+                "environment variable UAC_SQL_MEMORY_MB"
+            ) from None
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0]
             raise QueryError(
                 f"SQL failed: {first}; tables are named after record types, e.g. Trip and"
                 f" Trip_history{self._renamed()}; {INDEX_TABLE} lists them"
             ) from None
+
+
+def _cell(value: Any, column: str) -> Any:
+    """A value as its column holds it: an int past HUGEINT goes into VARCHAR as its digits."""
+    if not column.startswith("VARCHAR") or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return [v if v is None or isinstance(v, str) else str(v) for v in value]
+    return str(value)
+
+
+def _check_positive(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise QueryError(f"the SQL {name} must be a positive number, not {value!r}")

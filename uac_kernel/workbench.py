@@ -692,11 +692,12 @@ class Workbench:
         """Answer a question by code the model writes over the schema; runs in the sandbox."""
         return answer_question(question, self.state, self.search_index, self.store, self.model)
 
-    def sql(self, query: str) -> SqlResult:
-        """Run SQL over one table per record type (``Trip``, ``Trip_history``)."""
+    def sql(self, query: str, *, timeout: float | None = None) -> SqlResult:
+        """Run SQL over one table per record type (``Trip``, ``Trip_history``), stopped after
+        ``timeout`` seconds (default 30, env UAC_SQL_TIMEOUT; see ``sqlview`` for the limits)."""
         if self._sql is None:
             self._sql = SqlView()
-        return self._sql.query(self.state, query)
+        return self._sql.query(self.state, query, timeout=timeout)
 
     def sql_tables(self) -> dict[str, tuple[str, str]]:
         """Each record type's (current, history) table in ``sql``: its own name unless that would

@@ -176,10 +176,12 @@ def _answer(
             code = _compile(code).code
         scope = dict(namespace)
         scope["__builtins__"] = _runtime_builtins()
-        value = eval(code, scope)
+        plain = to_plain(eval(code, scope))
         if collect is not None:
-            value = (value, collect())
-        message = pickle.dumps((_KIND_OK, to_plain(value)), protocol=5)
+            # After to_plain: a lazy value (a generator) has run to its end by now, so
+            # collect sees everything the expression did.
+            plain = [plain, to_plain(collect())]
+        message = pickle.dumps((_KIND_OK, plain), protocol=5)
         if len(message) > MAX_RESULT_BYTES:
             return _KIND_TOO_BIG, pickle.dumps((_KIND_TOO_BIG, len(message)), protocol=5)
         return _KIND_OK, message
