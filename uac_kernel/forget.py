@@ -29,7 +29,7 @@ import duckdb
 import orjson
 
 from uac_kernel._chain import ERASED, content_hash, digest, new_salt
-from uac_kernel._display import plural, shorten
+from uac_kernel._display import plural, printable, shorten
 from uac_kernel.codegen import render_segments
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
@@ -76,11 +76,14 @@ class ForgetPlan:
         )
 
     def lines(self) -> list[str]:
+        """One line per record, event and call, control characters escaped for a terminal."""
         out = [f"{t} {k!r}" for t, k in self.records]
         for ev in self.events:
             text = ev.payload.get("text") if ev.kind == "utterance" else None
             shown = text if isinstance(text, str) else orjson.dumps(ev.payload).decode()
-            out.append(f"seq {ev.seq} {ev.kind} {ev.source or ''}: {shorten(shown, 100)}")
+            out.append(
+                printable(f"seq {ev.seq} {ev.kind} {ev.source or ''}: {shorten(shown, 100)}")
+            )
         out += [f"model call {c}" for c in self.calls]
         return out
 
