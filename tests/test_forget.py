@@ -213,3 +213,46 @@ def test_cli_forget_dry_run_then_forget(wb: Workbench, db: Path, tmp_path: Path)
     assert SECRET.encode() not in raw(db)
     none = subprocess.run([*cmd, "--text", SECRET], capture_output=True, text=True, timeout=120)
     assert none.returncode == 0 and "nothing to forget" in none.stdout
+
+
+def test_rerendered_checkpoints_equal_a_full_render_of_the_log_without_it(db: Path) -> None:
+    """Forget re-renders incrementally; every version must still read exactly as a full render
+    of the remaining log up to that version (the rules segment is kept as stored)."""
+    from uac_kernel.codegen import RULES, join_segments, render_segments
+    from uac_kernel.fold import State
+
+    wb = Workbench(db, user="maya")
+    for i in range(120):
+        wb.ingest(
+            [
+                {
+                    **fact(
+                        f"2025-01-01T{i // 60:02d}:{i % 60:02d}:00",
+                        "add",
+                        "Trip" if i % 3 else "Allergy",
+                        f"k{i}",
+                        note=f"{SECRET} {i}" if i % 7 == 0 else f"plain {i}",
+                    ),
+                    "source": f"f{i}",
+                }
+            ]
+        )
+        if i % 9 == 0 and i > 1:
+            wb.ingest([{**fact("2025-01-02T00:00:00", "update", "Trip", "k1", note=f"v{i}")}])
+        if i % 10 == 9:
+            wb.checkpoint()
+    plan = wb.forget(text=SECRET)
+    assert len(plan.records) == 18 and plan.checkpoints
+    for cp in wb.checkpoints.all():
+        state = State("maya")
+        state.apply_all(wb.store.events("maya", upto_seq=cp.seq))
+        expected = render_segments(state, None, ())
+        rules = wb.store.con.execute(
+            "SELECT arg_max(text, version) FROM checkpoint_segments "
+            "WHERE user_id = 'maya' AND segment = ? AND version <= ?",
+            [RULES, cp.version],
+        ).fetchone()
+        assert rules is not None
+        expected[RULES] = rules[0]
+        assert wb.code(cp.version) == join_segments(expected), cp.version
+    wb.close()

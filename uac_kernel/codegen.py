@@ -37,6 +37,7 @@ __all__ = [
     "read_literal",
     "render_module",
     "render_segments",
+    "segment_part",
 ]
 
 HEADER = "0"
@@ -221,6 +222,21 @@ def render_segments(
             sub = "b" if section == "current" else "d"
             out[f"2:{t}:{sub}:{block:07d}"] = _block_lines(ts, section, block)
     return out
+
+
+def segment_part(state: State, segment: str) -> tuple[str, str, int] | None:
+    """The ``(type, section, block)`` that renders ``segment`` (None: the header or the rules;
+    the inverse of the ids ``render_segments`` writes)."""
+    parts = segment.split(":")
+    if parts[0] in (HEADER, RULES) or len(parts) < 2:
+        return None
+    names = {_type_id(i + 1): name for i, name in enumerate(state.types)}
+    name = names.get(parts[1])
+    if name is None:
+        return None
+    if parts[0] == "1" or parts[2] in ("a", "c", "e"):
+        return (name, "schema", 0)
+    return (name, "current" if parts[2] == "b" else "history", int(parts[3]))
 
 
 def join_segments(segments: dict[str, str]) -> str:

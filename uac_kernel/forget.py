@@ -30,7 +30,7 @@ import orjson
 
 from uac_kernel._chain import ERASED, content_hash, digest, new_salt
 from uac_kernel._display import plural, printable, shorten
-from uac_kernel.codegen import render_segments
+from uac_kernel.codegen import RULES, render_segments, segment_part
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.store import LoggedEvent, NewEvent, Store
@@ -316,11 +316,13 @@ def _rerendered(
 ) -> tuple[list[tuple[int, str, str]], list[tuple[int, str, str]]]:
     """The code of each checkpoint in ``versions``, re-rendered from the log without the erased
     events: (version, segment, text) to overwrite where the version stored that segment, and to
-    add where it inherited it from an earlier version. The rules segment is kept as stored."""
+    add where it inherited it from an earlier version. The rules segment is kept as stored.
+
+    Incremental, as checkpoints are: at each version only the segments the new fold changed
+    since the previous version, and those the version stored, can differ from what the store
+    holds now; any other segment was settled at an earlier version."""
     if not versions:
         return [], []
-    from uac_kernel.codegen import RULES
-
     points = dict(
         store.con.execute(
             "SELECT version, seq FROM checkpoints WHERE user_id = ? ORDER BY version", [user]
@@ -341,20 +343,20 @@ def _rerendered(
         while pending is not None and pending.seq <= points[version]:
             state.apply(pending)
             pending = next(events, None)
-        effective.update(stored.get(version, {}))
+        changed = state.take_dirty()
+        here = stored.get(version, {})
+        effective.update(here)
         if version not in versions:
             continue
-        fresh = render_segments(state, None, ())
+        parts = changed | {p for name in here if (p := segment_part(state, name)) is not None}
+        fresh = render_segments(state, parts, ())
         fresh.pop(RULES, None)
-        for segment in sorted(set(effective) | set(fresh)):
+        for segment in sorted(set(fresh) | set(here)):
             if segment == RULES:
                 continue
             text = fresh.get(segment, "")
             if effective.get(segment) == text:
                 continue
-            if segment in stored.get(version, {}):
-                overwrite.append((version, segment, text))
-            else:
-                add.append((version, segment, text))
+            (overwrite if segment in here else add).append((version, segment, text))
             effective[segment] = text
     return overwrite, add
