@@ -35,6 +35,7 @@ A file of several users (LoCoMo, LongMemEval) yields every user with ``user=None
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -132,6 +133,11 @@ def _peek(path: Path) -> str:
             head = handle.read(_PEEK_BYTES)
     except OSError as exc:
         raise _fail(str(path), f"cannot read the file: {exc.strerror}; check the path") from exc
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in head:
+        # Never text uac reads (UTF-16, binary, /dev/zero): say so rather than "unknown format".
+        from uac_kernel.events import json_lines
+
+        next(json_lines(path), None)
     return head.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 

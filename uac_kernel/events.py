@@ -118,22 +118,9 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
             if not raw.strip():
                 continue
             try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise EventError(
-                    not_utf8(raw)
-                    or f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one "
-                    "JSON object",
-                    origin=origin,
-                    line=n,
-                ) from None
-            if _LONG_NUMBER.search(raw):
-                # orjson reads an integer past 64 bits as a float, silently rounding it: read such
-                # a line again with exact integers to refuse them, as every other path does.
-                try:
-                    obj = json.loads(raw, parse_int=_int64)
-                except ValueError as exc:
-                    raise EventError(str(exc), origin=origin, line=n) from None
+                obj = _loads(raw)
+            except ValueError as exc:
+                raise EventError(str(exc), origin=origin, line=n) from None
             yield n, obj
 
 
@@ -141,11 +128,36 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
 _LONG_NUMBER = re.compile(rb"\d{19}")
 
 
-def _int64(text: str) -> int:
-    value = int(text)
-    if not INT_MIN <= value <= INT_MAX:
-        raise ValueError(f"the whole number {_cut(text)} does not fit in 64 bits; {_INT_FIX}")
-    return value
+def _loads(raw: bytes) -> Any:
+    """One line's JSON value; a ValueError whose message says what is wrong with the line."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if (bad := not_utf8(raw)) is not None:
+            raise ValueError(bad) from None
+        problem = (
+            f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
+        )
+        if not _LONG_NUMBER.search(raw):
+            raise ValueError(problem) from None
+        obj = _exact_loads(raw, problem)  # e.g. 10**400, which orjson takes for a float
+    else:
+        if _LONG_NUMBER.search(raw):
+            obj = _exact_loads(raw, "")
+    return obj
+
+
+def _exact_loads(raw: bytes, problem: str) -> Any:
+    """The line read again with exact integers: orjson reads an integer past 64 bits as a float,
+    silently rounded, where the checks after parsing must see it to refuse it by its field."""
+    try:
+        return json.loads(raw.decode(), parse_constant=_no_constant)
+    except ValueError:  # a syntax error orjson also found, or more digits than int() reads
+        raise ValueError(problem or "invalid JSON (a number too long to read)") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 _INT_FIX = (
@@ -307,7 +319,7 @@ def _meta_problem(value: Any, depth: int, most: int) -> str | None:
         children = value
     else:
         if type(value) is int and not INT_MIN <= value <= INT_MAX:
-            return f"the whole number {_cut(str(value))} does not fit in 64 bits; {_INT_FIX}"
+            return _wide_int(value)
         return None
     if depth == 0:
         return f"nests objects and lists more than {most} levels deep; flatten it"
@@ -360,8 +372,21 @@ def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
                 f"{limits.fields_per_type}: split the record into several types",
                 "fields",
             )
-        for name in fields:
+        max_chars, max_items = limits.value_chars, limits.list_items
+        for name, value in fields.items():
             if (why := check_field_name(name)) is not None:
+                raise fail(why, f"fields.{name}")
+            # Bounds on the value itself; its type is checked against the schema by plan_batch.
+            kind = type(value)
+            if kind is str:
+                if len(value) > max_chars:
+                    raise fail(_too_long(len(value), max_chars), f"fields.{name}")
+            elif kind is int:
+                if not INT_MIN <= value <= INT_MAX:
+                    raise fail(_wide_int(value), f"fields.{name}")
+            elif (kind is list or kind is dict) and (
+                why := _compound_problem(value, max_chars, max_items)
+            ) is not None:
                 raise fail(why, f"fields.{name}")
     if "reason" in p:
         if not isinstance(p["reason"], str):
@@ -496,13 +521,12 @@ def plan_batch(
     """Validate ``batch`` against ``state``; return the events to append, schema events included.
 
     Fact field values are stored in their canonical JSON form (e.g. dates as ISO strings). The
-    batch is held to ``limits`` (values, new fields, fields per type, types per user) and may
-    not name a type that SQL would confuse with an existing one.
+    batch is held to ``limits`` (new fields, fields per type, types per user; ``parse_event``
+    bounds each value) and may not name a type that SQL would confuse with an existing one.
     """
     overlay = _Overlay(state)
     out: list[NewEvent] = []
     user = state.user
-    max_chars, max_items = limits.value_chars, limits.list_items
     for ev in batch:
         if ev.kind != "fact":
             out.append(NewEvent(ev.ts, ev.kind, user, ev.payload, ev.source))
@@ -531,17 +555,6 @@ def plan_batch(
         canonical: dict[str, Any] = {}
         new_fields = 0
         for fname, value in (p.get("fields") or {}).items():
-            kind = type(value)
-            if kind is str:
-                if len(value) > max_chars:
-                    raise fail(_too_long(len(value), max_chars), f"fields.{fname}")
-            elif kind is int:
-                if not INT_MIN <= value <= INT_MAX:
-                    raise fail(_wide_int(value), f"fields.{fname}")
-            elif (kind is list or kind is dict) and (
-                why := _compound_problem(value, max_chars, max_items)
-            ) is not None:
-                raise fail(why, f"fields.{fname}")
             ftype = overlay.field_type(name, fname)
             if ftype is None:
                 ftype = infer(value)
@@ -560,7 +573,7 @@ def plan_batch(
                         ev.ts, "schema", user, {"type": name, "field": fname, "ftype": ftype}, None
                     )
                 )
-            if kind is _EXACT_JSON.get(ftype):  # already canonical: the common case
+            if type(value) is _EXACT_JSON.get(ftype):  # already canonical: the common case
                 canonical[fname] = value
                 continue
             try:
@@ -585,7 +598,10 @@ def _too_long(chars: int, most: int) -> str:
 
 
 def _wide_int(value: int) -> str:
-    return f"the whole number {_cut(str(value))} does not fit in 64 bits; {_INT_FIX}"
+    # str() of an int past 4,300 digits raises ValueError, so a huge one is described instead.
+    bits = value.bit_length()
+    shown = _cut(str(value)) if bits <= 1_000 else f"of about {int(bits * 0.30103):,} digits"
+    return f"the whole number {shown} does not fit in 64 bits; {_INT_FIX}"
 
 
 def _compound_problem(

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from uac_kernel.schema import check_field_name
 
-__all__ = ["Record", "new_record", "python_type", "record_class"]
+__all__ = ["Record", "field_values", "new_record", "python_type", "record_class"]
 
 
 class Record(BaseModel):
@@ -30,7 +30,7 @@ class Record(BaseModel):
 
     def fields(self) -> dict[str, Any]:
         """The record's own fields (not key, time bounds or sources), unset ones as None."""
-        return {name: getattr(self, name) for name in type(self).own_fields()}
+        return field_values(self)
 
     @classmethod
     def own_fields(cls) -> tuple[str, ...]:
@@ -103,6 +103,13 @@ def _fields_set(cls: type[Record]) -> frozenset[str]:
         names = frozenset(cls.model_fields)
         type.__setattr__(cls, "__uac_fields_set__", names)
     return names
+
+
+def field_values(rec: Record) -> dict[str, Any]:
+    """``rec.fields()``, also for a record with a field named ``fields`` or ``own_fields``: an
+    older uac let such names in, and on those records the field hides the method."""
+    values = rec.__dict__
+    return {name: values.get(name) for name in _own_fields(type(rec))}
 
 
 def new_record(cls: type[Record], values: dict[str, Any]) -> Record:
