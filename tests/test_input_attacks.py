@@ -392,6 +392,7 @@ def test_a_batch_of_new_fields_builds_one_class_and_frees_the_old(wb: Workbench)
     assert old() is None
 
 
+@pytest.mark.filterwarnings("ignore:Field name .* shadows an attribute:UserWarning")
 def test_an_old_store_with_a_field_named_fields_checkpoints_and_diffs(tmp_path: Path) -> None:
     """An older uac let a field named `fields` in; the record still renders, diffs and reads."""
     db = tmp_path / "old.duckdb"
