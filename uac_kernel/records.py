@@ -85,7 +85,7 @@ def record_class(name: str, fields: dict[str, str]) -> type[Record]:
 # A class never changes its fields (a new field makes a new class), so what is kept cannot go
 # stale. It is kept on the class itself, not in a module-level cache: such a cache held every
 # class a type ever had alive, n classes of up to n fields, which made opening a type of 2,000
-# fields take 6 GB (and at 5,000 fields abort the process when pydantic-core ran out of memory).
+# fields take 6 GB (5,000 fields: past 11 GB after 5 minutes, and growing).
 def _own_fields(cls: type[Record]) -> tuple[str, ...]:
     own = cls.__dict__.get("__uac_own_fields__")
     if own is None:
