@@ -143,9 +143,7 @@ FILES = [
     ("history_then_its_type", line(add("Stay_history", n=1)) + line(add("Stay", n=1)), 2, "type", "the existing type 'Stay_history'"),
     ("type_then_history_in_batch", line(add("Visit", n=1)) + line(add("Visit_history", n=1)), 2, "type", "'Visit'"),
     ("type_is_index_table", line(add("Uac_tables", n=1)), 1, "type", "uac_tables"),
-    ("string_value_too_long", line(add(destination="x" * 100_001)), 1, "fields.destination", "100,001 characters"),
     ("list_too_long", line(add(tags=["t"] * 1_001)), 1, "fields.tags", "1,001 items"),
-    ("list_item_too_long", line(add(tags=["t", "x" * 100_001])), 1, "fields.tags", "item 1"),
     ("nested_list", line(add(tags=[["a"]])), 1, "fields.tags", "item 0 is a list"),
     ("list_of_objects", line(add(notes=[{"a": 1}])), 1, "fields.notes", "lists hold scalars only"),
     ("object_value", line(add(place={"city": "Kyoto"})), 1, "fields.place", "an object is not a field value"),
@@ -153,10 +151,8 @@ FILES = [
     ("fields_5000", line(add("Wide", **{f"f{i}": i for i in range(5000)})), 1, "fields", "5,000 fields in one event"),
     ("new_fields_101", line(add("Wide", **{f"f{i}": i for i in range(101)})), 1, "fields.f100", "more than 100 new fields"),
     ("fields_301_over_events", b"".join(line(add("Wide", f"w{j}", **{f"f{j}_{i}": i for i in range(100)})) for j in range(3)) + line(add("Wide", "w3", one_more=1)), 4, "fields.one_more", "301 fields"),
-    ("reason_too_long", line(fact(TS, "retract", "Trip", "tokyo", reason="r" * 100_001)), 1, "reason", "100,001 characters"),
     ("derived_from_not_strings", line({**add(nights=1), "derived_from": [1, 2]}), 1, "derived_from", "non-empty string"),
     ("derived_from_too_long", line({**add(nights=1), "derived_from": ["s"] * 1_001}), 1, "derived_from", "at most 1,000"),
-    ("utterance_text_too_long", line(utter(text="x" * 262_145)), 1, "text", "split it into several utterances"),
     ("meta_9_levels", line(utter(meta={"a": [[[[[[[[1]]]]]]]]})), 1, "meta", "more than 8 levels"),
     ("unknown_kind_10k", line({"kind": "k" * 10_000, "ts": TS}), 1, "kind", "unknown kind 'kkkk"),
     ("op_is_a_list", line({**add(nights=1), "op": ["add"]}), 1, "op", "unknown op"),
@@ -219,6 +215,10 @@ OBJECTS = [
     ("fields_not_object", [{**add(), "fields": [1]}], 1, "fields", "non-empty JSON object"),
     ("new_field_as_null", [add(later=None)], 1, "fields.later", "cannot infer a type"),
     ("bool_for_int", [add(nights=True)], 1, "fields.nights", "expected a whole number"),
+    ("string_value_too_long", [add(destination="x" * 1_000_001)], 1, "fields.destination", "1,000,001 characters"),
+    ("list_item_too_long", [add(tags=["t", "x" * 1_000_001])], 1, "fields.tags", "item 1"),
+    ("reason_too_long", [fact(TS, "retract", "Trip", "tokyo", reason="r" * 1_000_001)], 1, "reason", "1,000,001 characters"),
+    ("utterance_text_too_long", [utter(text="x" * 1_000_001)], 1, "text", "split it into several utterances"),
 ]  # fmt: skip
 
 
@@ -404,3 +404,16 @@ def test_an_old_store_with_a_field_named_fields_checkpoints_and_diffs(tmp_path: 
         assert "1 changed" in wb.diff(first.version, second.version).summary()
         # On such a record the field hides the method; field_values reads them all.
         assert field_values(wb.state.get("Wide", "w")) == {"fields": 0, "own_fields": 1, "f": 1}
+
+
+def test_a_line_of_exactly_the_limit_is_read(tmp_path: Path) -> None:
+    """The limit counts the line without its line break: 1 MiB of JSON then a newline is read."""
+    head = b'{"kind": "utterance", "ts": "2025-02-01", "speaker": "u", "text": "'
+    body = head + b"a" * (MiB - len(head) - 2) + b'"}'
+    assert len(body) == MiB
+    path = tmp_path / "edge.jsonl"
+    path.write_bytes(body + b"\n" + body + b"a\n")
+    events = parse_jsonl(path, Limits(text_chars=MiB))
+    assert len(next(events).payload["text"]) == MiB - len(head) - 2
+    with pytest.raises(EventError, match=r"edge.jsonl:2: the line is longer than 1,048,576 bytes"):
+        next(events)

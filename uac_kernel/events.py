@@ -108,7 +108,7 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
                     )
             if (nul := raw.find(b"\x00")) >= 0:  # never in JSON text: UTF-16 or binary
                 raise EventError(_nul_message(nul), origin=origin, line=n)
-            if len(raw) > limits.line_bytes:
+            if len(raw) > limits.line_bytes and not raw.endswith(b"\n"):  # cut short
                 raise EventError(
                     f"the line is longer than {limits.line_bytes:,} bytes (the most one event may "
                     "take); split the event or leave the large text out",

@@ -23,9 +23,9 @@ class Limits:
 
     line_bytes: int = 1 << 20
     """Bytes of one line of an Event JSONL file, and of one event object as JSON (1 MiB)."""
-    value_chars: int = 100_000
-    """Characters of one string field value, or of one string of a list value."""
-    text_chars: int = 262_144
+    value_chars: int = 1_000_000
+    """Characters of one string field value, of one string of a list value, or of a reason."""
+    text_chars: int = 1_000_000
     """Characters of an utterance's text."""
     list_items: int = 1_000
     """Items of one list field value (lists hold scalars only: nested lists are refused)."""
