@@ -107,11 +107,6 @@ def hostile_strings(tmp: Path) -> list[str]:
     ]
 
 
-def without_controls(key: str) -> str:
-    """Keys are names and may hold no control character (test_input_attacks); values may."""
-    return "".join(c for c in key if not (c < " " or "\x7f" <= c <= "\x9f"))
-
-
 def test_hostile_strings_as_user_ids_keys_values_and_reasons_stay_literals(
     tmp_path: Path, canary: Path
 ) -> None:
@@ -127,15 +122,14 @@ def test_hostile_strings_as_user_ids_keys_values_and_reasons_stay_literals(
                 f"2025-01-0{1 + j % 9}",
                 "add",
                 "Note",
-                without_controls(f"{j}:{s}")[:200],
+                f"{j}:{s}"[:200],
                 {"text": s, "tags": [s, user]},
             )
             for j, s in enumerate(strings)
         ]
         events.append(fact("2025-01-01", "add", "Note", "long", {"text": long}))
-        first = without_controls("0:" + strings[0])
-        events.append(fact("2025-02-01", "retract", "Note", first, reason=user))
-        events.append(fact("2025-02-02", "add", "Note", first, {"text": user}))
+        events.append(fact("2025-02-01", "retract", "Note", "0:" + strings[0], reason=user))
+        events.append(fact("2025-02-02", "add", "Note", "0:" + strings[0], {"text": user}))
         with Workbench(db, user=user, rules=[]) as wb:
             wb.ingest(events)
             code = wb.checkpoint().code

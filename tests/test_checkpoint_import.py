@@ -44,7 +44,9 @@ HOSTILE = [
 SHADOWING_FIELDS = ["date", "datetime", "list", "str", "int", "float", "bool", "type", "match"]
 SHADOWING_FIELDS += ["case", "records", "history", "user_id", "seq", "clock", "rules", "record"]
 # Type names that are also names the module binds, or the lists of another type.
-TRICKY_TYPES = ["USER", "SEQ", "CLOCK", "RULES", "Trip", "Trip_records", "Trip_history", "Date"]
+# `Trip_history` beside `Trip` is refused at ingest (SQL would confuse them): `Stay_history` ends
+# in `_history` alone.
+TRICKY_TYPES = ["USER", "SEQ", "CLOCK", "RULES", "Trip", "Trip_records", "Stay_history", "Date"]
 
 
 def described_state(state: State, rules: list[str]) -> dict[str, Any]:

@@ -226,23 +226,16 @@ def _show(value: Any) -> str:
     return _cut(repr(value))
 
 
-# C0 and C1 control characters and DEL. Names (keys, sources, speakers, authors) are shown on
-# one terminal line and in generated code, so they may hold none; text and values may hold
-# newlines and tabs as they are data, never printed raw.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def _name_problem(what: str, value: Any, most: int) -> str | None:
-    """Why ``value`` cannot be a name-like string (``what`` says which), or None."""
+    """Why ``value`` cannot be a key, source, speaker or author (``what`` says which), or None.
+
+    Any character goes, control characters included: these are data, escaped wherever they are
+    shown (code, terminal), as values are.
+    """
     if not isinstance(value, str) or not value:
         return f"{what} must be a non-empty string"
     if len(value) > most:
         return f"{what} has {len(value):,} characters; at most {most}"
-    if (m := _CONTROL.search(value)) is not None:
-        return (
-            f"{what} holds the control character U+{ord(m.group()):04X} at position "
-            f"{m.start() + 1}; names may not hold control characters (newline, NUL, ESC...)"
-        )
     return None
 
 
