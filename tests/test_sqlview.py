@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import fact
+from conftest import append_as_before, fact
 
 from uac_kernel import Workbench, sqlview
 from uac_kernel.errors import QueryError
-from uac_kernel.events import parse_objects, plan_batch
-from uac_kernel.fold import State
 from uac_kernel.sqlview import table_names
-from uac_kernel.store import Store
 
 ONE_ONLY = "only one SELECT/WITH query is allowed"
 
@@ -140,15 +136,6 @@ def test_names_that_differ_in_case_or_end_in_history_get_distinct_tables() -> No
         "Trip_history": ("Trip_history", "Trip_history_history"),
         "Trip": ("Trip_2", "Trip_2_history"),
     }
-
-
-def append_as_before(db: Path, user: str, events: list[dict[str, Any]]) -> None:
-    """Append each event past today's ingest checks, which refuse a type SQL would confuse with
-    another (test_input_attacks), as an older uac let them in."""
-    store = Store(str(db))
-    for ev in events:  # planned alone, a type is never seen beside the one it clashes with
-        store.append(plan_batch(State(user), parse_objects([ev])))
-    store.close()
 
 
 def test_no_type_silently_hides_another(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, 
 from uac_kernel.sqlview import INDEX_TABLE
 from uac_kernel.store import NewEvent, dump_payload
 
-__all__ = ["InputEvent", "parse_jsonl", "parse_objects", "plan_batch"]
+__all__ = ["InputEvent", "json_lines", "parse_event", "parse_jsonl", "parse_objects", "plan_batch"]
 
 KINDS = ("utterance", "fact")
 _EXACT_JSON: dict[str, type] = {"str": str, "int": int, "bool": bool}
@@ -133,7 +133,7 @@ def _loads(raw: bytes) -> Any:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        if (bad := not_utf8(raw)) is not None:
+        if (bad := _not_utf8(raw)) is not None:
             raise ValueError(bad) from None
         problem = (
             f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
@@ -173,10 +173,8 @@ def _nul_message(column: int) -> str:
     )
 
 
-def not_utf8(raw: bytes) -> str | None:
+def _not_utf8(raw: bytes) -> str | None:
     """Why ``raw`` is not UTF-8, with the column of its first bad byte; None if it is UTF-8."""
-    if (nul := raw.find(b"\x00")) >= 0:
-        return _nul_message(nul)
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
