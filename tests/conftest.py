@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,8 @@ import pytest
 
 from uac_kernel.events import parse_objects, plan_batch
 from uac_kernel.fold import State
-from uac_kernel.store import Store
+from uac_kernel.schema import infer
+from uac_kernel.store import NewEvent, Store
 
 
 def fact(ts: str, op: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
@@ -40,6 +42,23 @@ def without_record(code: str, key: str) -> str:
 def append(store: Store, state: State, events: Iterable[dict[str, Any]]) -> None:
     """Validate, append and fold a batch, as the workbench does."""
     state.apply_all(store.append(plan_batch(state, parse_objects(events))))
+
+
+def append_as_before(db: Path, user: str, adds: list[dict[str, Any]]) -> None:
+    """Append ``add`` facts of new types past today's ingest checks, which refuse a type SQL
+    would confuse with another (test_input_attacks), as an older uac let them in."""
+    events = []
+    for ev in adds:
+        ts = datetime.fromisoformat(ev["ts"])
+        events.append(NewEvent(ts, "schema", user, {"type": ev["type"]}))
+        for name, value in ev["fields"].items():
+            schema = {"type": ev["type"], "field": name, "ftype": infer(value)}
+            events.append(NewEvent(ts, "schema", user, schema))
+        payload = {k: ev[k] for k in ("op", "type", "key", "fields")}
+        events.append(NewEvent(ts, "fact", user, payload, f"before:{ev['type']}:{ev['key']}"))
+    store = Store(str(db))
+    store.append(events)
+    store.close()
 
 
 def children() -> set[int]:

@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import fact
+from conftest import append_as_before, fact
 
 from uac_kernel import Workbench, sqlview
 from uac_kernel.errors import QueryError
@@ -139,14 +139,16 @@ def test_names_that_differ_in_case_or_end_in_history_get_distinct_tables() -> No
 
 
 def test_no_type_silently_hides_another(tmp_path: Path) -> None:
-    wb = Workbench(tmp_path / "u.duckdb", user="maya")
-    wb.ingest(
+    append_as_before(
+        tmp_path / "u.duckdb",
+        "maya",
         [
             fact("2025-01-01", "add", "Trip", "a", destination="Tokyo"),
             fact("2025-01-02", "add", "TRIP", "b", code="XX", legs=3),
             fact("2025-01-03", "add", "Trip_history", "c", note="old"),
-        ]
+        ],
     )
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
     assert wb.sql("SELECT key, destination FROM Trip").rows == [("a", "Tokyo")]
     assert wb.sql("SELECT key, retracted FROM Trip_history").rows == [("a", False)]
     assert wb.sql("SELECT key, code, legs FROM TRIP_2").rows == [("b", "XX", 3)]
@@ -161,6 +163,8 @@ def test_no_type_silently_hides_another(tmp_path: Path) -> None:
     with pytest.raises(QueryError, match="TRIP is TRIP_2, Trip_history is Trip_history_2"):
         wb.sql("SELECT * FROM Nope")
     # names stay as types are added
-    wb.ingest([fact("2025-01-04", "add", "TRip", "d", x=1)])
+    wb.close()
+    append_as_before(tmp_path / "u.duckdb", "maya", [fact("2025-01-04", "add", "TRip", "d", x=1)])
+    wb = Workbench(tmp_path / "u.duckdb", user="maya")
     assert wb.sql("SELECT key FROM trip_3").rows == [("d",)]
     assert wb.sql("SELECT key FROM TRIP_2").rows == [("b",)]

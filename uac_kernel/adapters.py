@@ -35,8 +35,10 @@ A file of several users (LoCoMo, LongMemEval) yields every user with ``user=None
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import chain
 from pathlib import Path
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from uac_kernel.errors import EventError
+from uac_kernel.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from uac_kernel.events import InputEvent
@@ -65,6 +68,9 @@ TURN_STEP = timedelta(seconds=30)
 """The spacing of turns within a LoCoMo or LongMemEval session, which only dates the session."""
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
+CHAT_LINE_EVENTS = 16
+"""A line of a chat JSONL file may take this many times ``Limits.line_bytes``: it may be a whole
+conversation."""
 _PEEK_BYTES = 256 * 1024
 _KEY = re.compile(r'(?<!\\)"([A-Za-z_][A-Za-z0-9_]*)"\s*:')
 _SESSION_KEY = re.compile(r"session_(\d+)")
@@ -127,6 +133,11 @@ def _peek(path: Path) -> str:
             head = handle.read(_PEEK_BYTES)
     except OSError as exc:
         raise _fail(str(path), f"cannot read the file: {exc.strerror}; check the path") from exc
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in head:
+        # Never text uac reads (UTF-16, binary, /dev/zero): say so rather than "unknown format".
+        from uac_kernel.events import json_lines
+
+        next(json_lines(path), None)
     return head.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 
@@ -144,7 +155,11 @@ def _first_line_object(head: str) -> dict[str, Any] | None:
 
 
 def read_events(
-    path: str | Path, fmt: str | None = None, *, user: str | None = None
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    user: str | None = None,
+    limits: Limits | None = None,
 ) -> Iterator[InputEvent]:
     """The utterances of ``path`` (format ``fmt``, detected when None), in file order.
 
@@ -165,14 +180,14 @@ def read_events(
     if fmt == "jsonl":
         from uac_kernel.events import parse_jsonl
 
-        return parse_jsonl(p)
+        return parse_jsonl(p, limits or DEFAULT_LIMITS)
     if fmt == "chat":
-        return _parse(_chat(p), str(p))
+        return _parse(_chat(p, limits or DEFAULT_LIMITS), str(p), limits)
     reader = _locomo if fmt == "locomo" else _longmemeval
-    return _parse(reader(p, user), str(p))
+    return _parse(reader(p, user), str(p), limits)
 
 
-def _parse(raw: Raw, origin: str) -> Iterator[InputEvent]:
+def _parse(raw: Raw, origin: str, limits: Limits | None) -> Iterator[InputEvent]:
     # The events module (and with it pydantic and DuckDB) is imported when a file is read, so the
     # CLI can offer FORMATS in `uac --help` without loading the engine.
     from uac_kernel.events import parse_event
@@ -180,7 +195,7 @@ def _parse(raw: Raw, origin: str) -> Iterator[InputEvent]:
     for n, (where, obj) in enumerate(raw, 1):
         try:
             # Every string came out of orjson, which refuses lone surrogates: no second check.
-            yield parse_event(obj, origin, n, check_unicode=False)
+            yield parse_event(obj, origin, n, check_unicode=False, limits=limits or DEFAULT_LIMITS)
         except EventError as exc:
             raise _fail(where, exc.reason, exc.field) from exc
 
@@ -520,10 +535,10 @@ def _lme_datetime(value: Any, where: str, field: str) -> datetime:
 # -- chat ----------------------------------------------------------------------------------
 
 
-def _chat(path: Path) -> Raw:
+def _chat(path: Path, limits: Limits) -> Raw:
     stem = path.stem
     if path.suffix.lower() in _JSONL_SUFFIXES or _first_line_object(_peek(path)) is not None:
-        yield from _chat_lines(path, stem)
+        yield from _chat_lines(path, stem, limits)
         return
     data = _load_json(path)
     if isinstance(data, dict):
@@ -540,8 +555,11 @@ def _chat(path: Path) -> Raw:
         raise _fail(str(path), 'expected a JSON list of messages or a {"messages": [...]} object')
 
 
-def _chat_lines(path: Path, stem: str) -> Raw:
-    lines = _json_lines(path)
+def _chat_lines(path: Path, stem: str, limits: Limits) -> Raw:
+    from uac_kernel.events import json_lines
+
+    # A line may be a whole conversation, so it may take as much as many events.
+    lines = json_lines(path, replace(limits, line_bytes=limits.line_bytes * CHAT_LINE_EVENTS))
     first = next(lines, None)
     if first is None:
         return
@@ -561,25 +579,6 @@ def _single_messages(path: Path, lines: Iterable[tuple[int, Any]]) -> Iterator[t
                 "a conversation object in a file of single messages; keep one shape a file",
             )
         yield f"{path}:{n}", obj
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise _fail(str(path), f"cannot read the file: {exc.strerror}; check the path") from exc
-    with handle:
-        for n, text in enumerate(handle, 1):
-            if not text.strip():
-                continue
-            try:
-                yield n, orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                raise EventError(
-                    f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object",
-                    origin=str(path),
-                    line=n,
-                ) from exc
 
 
 def _chat_conversation(where: str, stem: str, index: int, conv: Any, seen: set[str]) -> Raw:

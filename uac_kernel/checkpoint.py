@@ -17,7 +17,7 @@ from uac_kernel._display import plural
 from uac_kernel.codegen import join_segments, render_segments
 from uac_kernel.errors import CheckpointNotFound
 from uac_kernel.fold import State
-from uac_kernel.records import Record
+from uac_kernel.records import Record, field_values
 from uac_kernel.rules.engine import Rule
 from uac_kernel.store import Store
 
@@ -209,7 +209,7 @@ class CheckpointDiff:
 
 
 def _fields(rec: Record) -> dict[str, Any]:
-    return {k: v for k, v in rec.fields().items() if v is not None}
+    return {k: v for k, v in field_values(rec).items() if v is not None}
 
 
 def diff_states(old: State, new: State, a: int = 0, b: int = 0) -> CheckpointDiff:

@@ -42,7 +42,7 @@ from uac_kernel.errors import (
     SandboxRefused,
 )
 from uac_kernel.fold import State
-from uac_kernel.records import Record, record_class
+from uac_kernel.records import Record, field_values, record_class
 from uac_kernel.sandbox import check
 from uac_kernel.schema import RESERVED_FIELDS, check_field_name, infer, to_json_value
 
@@ -340,7 +340,7 @@ class EditPlan:
 
 
 def _values(rec: Record) -> dict[str, Any]:
-    return {k: v for k, v in rec.fields().items() if v is not None}
+    return {k: v for k, v in field_values(rec).items() if v is not None}
 
 
 def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record] | None:

@@ -6,9 +6,11 @@ A batch is validated whole before anything is appended: the first problem raises
 
 from __future__ import annotations
 
+import codecs
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -20,10 +22,12 @@ import orjson
 from uac_kernel._display import show
 from uac_kernel.errors import EventError
 from uac_kernel.fold import State
+from uac_kernel.limits import DEFAULT_LIMITS, INT_MAX, INT_MIN, Limits
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
+from uac_kernel.sqlview import INDEX_TABLE
 from uac_kernel.store import NewEvent, dump_payload
 
-__all__ = ["InputEvent", "parse_jsonl", "parse_objects", "plan_batch"]
+__all__ = ["InputEvent", "json_lines", "parse_event", "parse_jsonl", "parse_objects", "plan_batch"]
 
 KINDS = ("utterance", "fact")
 _EXACT_JSON: dict[str, type] = {"str": str, "int": int, "bool": bool}
@@ -57,85 +61,263 @@ class InputEvent:
     payload: dict[str, Any]
 
 
-def parse_jsonl(path: str | Path) -> Iterator[InputEvent]:
+def parse_jsonl(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[InputEvent]:
     """Parse an Event JSONL file; blank lines are skipped."""
+    origin = str(path)
+    for n, obj in json_lines(path, limits):
+        yield parse_event(obj, origin, n, check_unicode=False, limits=limits)
+
+
+def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[int, Any]]:
+    """The JSON value of each non-blank line of a UTF-8 file, with its line number.
+
+    A line is read at most ``limits.line_bytes`` (+1) bytes at a time, so a file without line
+    breaks (``/dev/zero``, a binary file) fails at its first line instead of filling memory.
+    A UTF-8 byte order mark is skipped; UTF-16, other encodings and NUL bytes are one-line
+    errors that say where the first bad byte is and how to convert the file.
+    """
     p = Path(path)
+    origin = str(p)
     try:
-        handle = p.open(encoding="utf-8")
+        handle = p.open("rb")
     except OSError as exc:
         raise EventError(
-            f"cannot read the file: {exc.strerror}; check the path", origin=str(p)
+            f"cannot read the file: {exc.strerror}; check the path", origin=origin
         ) from exc
     with handle:
-        for n, text in enumerate(handle, 1):
-            if not text.strip():
+        n = 0
+        while True:
+            try:
+                raw = handle.readline(limits.line_bytes + 1)
+            except OSError as exc:
+                raise EventError(
+                    f"cannot read the file: {exc.strerror}; check the path", origin=origin
+                ) from exc
+            if not raw:
+                return
+            n += 1
+            if n == 1:
+                if raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8) :]
+                elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                    raise EventError(
+                        "the file is UTF-16 (it starts with a UTF-16 byte order mark); Event "
+                        "JSONL is UTF-8: convert it, e.g. iconv -f utf-16 -t utf-8",
+                        origin=origin,
+                        line=1,
+                    )
+            if (nul := raw.find(b"\x00")) >= 0:  # never in JSON text: UTF-16 or binary
+                raise EventError(_nul_message(nul), origin=origin, line=n)
+            if len(raw) > limits.line_bytes and not raw.endswith(b"\n"):  # cut short
+                raise EventError(
+                    f"the line is longer than {limits.line_bytes:,} bytes (the most one event may "
+                    "take); split the event or leave the large text out",
+                    origin=origin,
+                    line=n,
+                )
+            if not raw.strip():
                 continue
             try:
-                obj = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                raise EventError(
-                    f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object",
-                    origin=str(p),
-                    line=n,
-                ) from exc
-            # orjson refuses lone surrogates while parsing, so the text needs no second check.
-            yield parse_event(obj, str(p), n, check_unicode=False)
+                obj = _loads(raw)
+            except ValueError as exc:
+                raise EventError(str(exc), origin=origin, line=n) from None
+            yield n, obj
+
+
+# A run of 19 digits: the shortest integer that can fall outside 64 bits.
+_LONG_NUMBER = re.compile(rb"\d{19}")
+
+
+def _loads(raw: bytes) -> Any:
+    """One line's JSON value; a ValueError whose message says what is wrong with the line."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if (bad := _not_utf8(raw)) is not None:
+            raise ValueError(bad) from None
+        problem = (
+            f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
+        )
+        if not _LONG_NUMBER.search(raw):
+            raise ValueError(problem) from None
+        obj = _exact_loads(raw, problem)  # e.g. 10**400, which orjson takes for a float
+    else:
+        if _LONG_NUMBER.search(raw):
+            obj = _exact_loads(raw, "")
+    return obj
+
+
+def _exact_loads(raw: bytes, problem: str) -> Any:
+    """The line read again with exact integers: orjson reads an integer past 64 bits as a float,
+    silently rounded, where the checks after parsing must see it to refuse it by its field."""
+    try:
+        return json.loads(raw.decode(), parse_constant=_no_constant)
+    except ValueError:  # a syntax error orjson also found, or more digits than int() reads
+        raise ValueError(problem or "invalid JSON (a number too long to read)") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_INT_FIX = (
+    f"whole numbers must lie within {INT_MIN} and {INT_MAX}: send a larger one as a string "
+    "(or as a float, if rounding it is fine)"
+)
+
+
+def _nul_message(column: int) -> str:
+    return (
+        f"a NUL byte at column {column + 1}: this is not a UTF-8 text file (UTF-16? binary?); "
+        "Event JSONL is UTF-8 text: convert it, e.g. iconv -f utf-16 -t utf-8"
+    )
+
+
+def _not_utf8(raw: bytes) -> str | None:
+    """Why ``raw`` is not UTF-8, with the column of its first bad byte; None if it is UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8; Event JSONL is "
+            "UTF-8: convert the file, e.g. iconv -f latin1 -t utf-8 for a Latin-1 file"
+        )
+    return None
+
+
+def _cut(text: str, most: int = 40) -> str:
+    """``text`` shortened to ``most`` characters, for a one-line message."""
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def parse_objects(
-    objects: Iterable[dict[str, Any]], origin: str = "<events>"
+    objects: Iterable[dict[str, Any]], origin: str = "<events>", limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[InputEvent]:
     """Parse already-decoded event objects (line numbers count from 1)."""
     for n, obj in enumerate(objects, 1):
-        yield parse_event(obj, origin, n)
+        yield parse_event(obj, origin, n, limits=limits)
 
 
-def _dump(payload: dict[str, Any], fail: Any) -> str:
+def _dump(payload: dict[str, Any], fail: Any, limits: Limits) -> str:
     try:
-        return dump_payload(payload)
+        text = dump_payload(payload)
     except orjson.JSONEncodeError as exc:
         if "surrogates" in str(exc):
             raise fail(
                 "a string holds an unpaired surrogate (\\ud800-\\udfff); send valid Unicode"
             ) from None
-        raise fail(f"cannot be stored as JSON: {exc}") from None
+        if "ecursion" in str(exc):
+            raise fail(
+                "values nest too deep to store; field values are scalars or lists of scalars"
+            ) from None
+        raise fail(f"cannot be stored as JSON: {_cut(str(exc), 80)}") from None
+    if len(text) > limits.line_bytes:
+        raise fail(
+            f"the event takes {len(text):,} bytes as JSON, more than the {limits.line_bytes:,} one "
+            "event may take; split it or leave the large text out"
+        )
+    return text
 
 
-def parse_event(obj: Any, origin: str, line: int, check_unicode: bool = True) -> InputEvent:
+def _show(value: Any) -> str:
+    """``repr(value)``, shortened for a one-line message."""
+    return _cut(repr(value))
+
+
+def _name_problem(what: str, value: Any, most: int) -> str | None:
+    """Why ``value`` cannot be a key, source, speaker or author (``what`` says which), or None.
+
+    Any character goes, control characters included: these are data, escaped wherever they are
+    shown (code, terminal), as values are.
+    """
+    if not isinstance(value, str) or not value:
+        return f"{what} must be a non-empty string"
+    if len(value) > most:
+        return f"{what} has {len(value):,} characters; at most {most}"
+    return None
+
+
+def parse_event(
+    obj: Any,
+    origin: str,
+    line: int,
+    check_unicode: bool = True,
+    limits: Limits = DEFAULT_LIMITS,
+) -> InputEvent:
     def fail(message: str, field: str = "") -> EventError:
-        return EventError(message, origin=origin, line=line, field=field)
+        return EventError(message, origin=origin, line=line, field=_cut(field, 80))
 
     if not isinstance(obj, dict):
         raise fail('each line must be a JSON object like {"kind": "fact", ...}')
     kind = obj.get("kind")
     if kind not in KINDS:
-        raise fail(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}", "kind")
+        raise fail(f"unknown kind {_show(kind)}; use one of {', '.join(KINDS)}", "kind")
     if not obj.keys() <= _ALLOWED[kind]:
-        unknown = sorted(set(obj) - _ALLOWED[kind])
+        unknown = sorted(set(obj) - _ALLOWED[kind], key=str)
         allowed = ", ".join(sorted(_ALLOWED[kind]))
-        raise fail(f"unknown field for a {kind} event; allowed: {allowed}", unknown[0])
+        raise fail(f"unknown field for a {kind} event; allowed: {allowed}", str(unknown[0]))
     ts = _parse_ts(obj.get("ts"), fail)
     source = obj.get("source")
-    if source is not None and (not isinstance(source, str) or not source):
-        raise fail("source must be a non-empty string", "source")
+    if source is not None and (why := _name_problem("source", source, SOURCE_CHARS)):
+        raise fail(why, "source")
     payload = dict(obj)
     del payload["kind"], payload["ts"]
     payload.pop("source", None)
     if kind == "utterance":
-        for name in ("speaker", "text"):
-            if not isinstance(payload.get(name), str):
-                raise fail(f"an utterance needs a string {name!r}", name)
-        if "meta" in payload and not isinstance(payload["meta"], dict):
-            raise fail("meta must be a JSON object", "meta")
+        _check_utterance(payload, fail, limits)
     else:
-        _check_fact_shape(payload, fail)
+        _check_fact_shape(payload, fail, limits)
     if source is None:
         # A content hash stands in for a missing source, so re-ingesting a file is idempotent.
-        text = f"{kind}|{ts.isoformat()}|{_dump(payload, fail)}"
+        text = f"{kind}|{ts.isoformat()}|{_dump(payload, fail, limits)}"
         source = f"sha256:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
     elif check_unicode:
-        _dump(payload, fail)
+        _dump(payload, fail, limits)
     return InputEvent(origin, line, ts, kind, source, payload)
+
+
+# Longest source and key: they identify an event or a record, so they stay short.
+SOURCE_CHARS = 1_000
+KEY_CHARS = 200
+# Longest speaker and author: a name, not a text.
+NAME_CHARS = 200
+
+
+def _check_utterance(p: dict[str, Any], fail: Any, limits: Limits) -> None:
+    if (why := _name_problem("speaker", p.get("speaker"), NAME_CHARS)) is not None:
+        raise fail(why, "speaker")
+    text = p.get("text")
+    if not isinstance(text, str):
+        raise fail("an utterance needs a string 'text'", "text")
+    if len(text) > limits.text_chars:
+        raise fail(
+            f"the text has {len(text):,} characters; at most {limits.text_chars:,}: split it "
+            "into several utterances",
+            "text",
+        )
+    if "meta" in p:
+        if not isinstance(p["meta"], dict):
+            raise fail("meta must be a JSON object", "meta")
+        if (why := _meta_problem(p["meta"], limits.meta_depth, limits.meta_depth)) is not None:
+            raise fail(why, "meta")
+
+
+def _meta_problem(value: Any, depth: int, most: int) -> str | None:
+    """Why an utterance's ``meta`` cannot be stored (too deep, a wide int), or None."""
+    if isinstance(value, dict):
+        children: Iterable[Any] = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        if type(value) is int and not INT_MIN <= value <= INT_MAX:
+            return _wide_int(value)
+        return None
+    if depth == 0:
+        return f"nests objects and lists more than {most} levels deep; flatten it"
+    for child in children:
+        if (why := _meta_problem(child, depth - 1, most)) is not None:
+            return why
+    return None
 
 
 def _parse_ts(value: Any, fail: Any) -> datetime:
@@ -147,25 +329,27 @@ def _parse_ts(value: Any, fail: Any) -> datetime:
         try:
             d = date.fromisoformat(value)
         except ValueError:
-            raise fail(f"{value!r} is not an ISO 8601 date or date-time", "ts") from None
+            raise fail(f"{_show(value)} is not an ISO 8601 date or date-time", "ts") from None
         ts = datetime(d.year, d.month, d.day)
     if ts.tzinfo is not None:
         try:
             ts = ts.astimezone(UTC).replace(tzinfo=None)
         except OverflowError:
-            raise fail(f"{value!r} in UTC falls outside years 1 to 9999", "ts") from None
+            raise fail(
+                f"{_show(value)} in UTC falls outside years 1 to 9999; give a time within them",
+                "ts",
+            ) from None
     return ts
 
 
-def _check_fact_shape(p: dict[str, Any], fail: Any) -> None:
+def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
     op = p.get("op")
     if op not in OPS:
-        raise fail(f"unknown op {op!r}; use one of {', '.join(OPS)}", "op")
+        raise fail(f"unknown op {_show(op)}; use one of {', '.join(OPS)}", "op")
     if (why := check_type_name(p.get("type"))) is not None:
         raise fail(why, "type")
-    key = p.get("key")
-    if not isinstance(key, str) or not key or len(key) > 200:
-        raise fail("key must be a non-empty string of at most 200 characters", "key")
+    if (why := _name_problem("key", p.get("key"), KEY_CHARS)) is not None:
+        raise fail(why, "key")
     fields = p.get("fields")
     if op == "retract":
         if fields is not None:
@@ -173,16 +357,48 @@ def _check_fact_shape(p: dict[str, Any], fail: Any) -> None:
     else:
         if not isinstance(fields, dict) or (op == "update" and not fields):
             raise fail(f"an {op} needs a non-empty JSON object of fields", "fields")
-        for name in fields:
+        if len(fields) > limits.fields_per_type:
+            raise fail(
+                f"{len(fields):,} fields in one event; a type holds at most "
+                f"{limits.fields_per_type}: split the record into several types",
+                "fields",
+            )
+        max_chars, max_items = limits.value_chars, limits.list_items
+        for name, value in fields.items():
             if (why := check_field_name(name)) is not None:
                 raise fail(why, f"fields.{name}")
-    for text_field in ("reason", "author"):
-        if text_field in p and not isinstance(p[text_field], str):
-            raise fail(f"{text_field} must be a string", text_field)
-    if "derived_from" in p and not (
-        isinstance(p["derived_from"], list) and all(isinstance(s, str) for s in p["derived_from"])
-    ):
-        raise fail("derived_from must be a list of source strings", "derived_from")
+            # Bounds on the value itself; its type is checked against the schema by plan_batch.
+            kind = type(value)
+            if kind is str:
+                if len(value) > max_chars:
+                    raise fail(_too_long(len(value), max_chars), f"fields.{name}")
+            elif kind is int:
+                if not INT_MIN <= value <= INT_MAX:
+                    raise fail(_wide_int(value), f"fields.{name}")
+            elif (kind is list or kind is dict) and (
+                why := _compound_problem(value, max_chars, max_items)
+            ) is not None:
+                raise fail(why, f"fields.{name}")
+    if "reason" in p:
+        if not isinstance(p["reason"], str):
+            raise fail("reason must be a string", "reason")
+        if len(p["reason"]) > limits.value_chars:
+            raise fail(
+                f"reason has {len(p['reason']):,} characters; at most {limits.value_chars:,}",
+                "reason",
+            )
+    if "author" in p and (why := _name_problem("author", p["author"], NAME_CHARS)):
+        raise fail(why, "author")
+    if "derived_from" in p:
+        cited = p["derived_from"]
+        if not isinstance(cited, list) or len(cited) > limits.list_items:
+            raise fail(
+                f"derived_from must be a list of at most {limits.list_items:,} source strings",
+                "derived_from",
+            )
+        for item in cited:
+            if why := _name_problem("each source of derived_from", item, SOURCE_CHARS):
+                raise fail(why, "derived_from")
 
 
 class _Overlay:
@@ -190,9 +406,65 @@ class _Overlay:
 
     def __init__(self, state: State):
         self.state = state
+        # Per type the batch touches, the fields it adds.
         self.fields: dict[str, dict[str, str]] = {}
+        self.new_types = 0
         self.live: dict[tuple[str, str], datetime | None] = {}
         self.retracted: dict[tuple[str, str], datetime] = {}
+        # Every type's name in lower case, for clashes SQL would see; made at the first new type.
+        self._folded: dict[str, str] | None = None
+
+    def add_type(self, name: str) -> None:
+        self.fields[name] = {}
+        self.new_types += 1
+        if self._folded is not None:
+            self._folded[name.lower()] = name
+
+    def new_type_problem(self, name: str, limits: Limits) -> str | None:
+        """Why the batch cannot add type ``name``: too many types, or a name SQL would confuse."""
+        known = len(self.state.schema.types) + self.new_types
+        if known >= limits.types:
+            return (
+                f"a new type would make {known + 1} record types, more than the {limits.types} "
+                "a user may have; use one of the existing types"
+            )
+        if self._folded is None:
+            self._folded = {t.lower(): t for t in (*self.state.schema.types, *self.fields)}
+        folded = self._folded
+        low = name.lower()
+        if low == INDEX_TABLE:
+            return f"type name {name!r} is the SQL view's table {INDEX_TABLE}; choose another name"
+        if (other := folded.get(low)) is not None:
+            return (
+                f"type {name!r} differs from the existing type {other!r} only in case, which SQL "
+                f"does not tell apart; use {other!r} or another name"
+            )
+        if low.endswith("_history") and (other := folded.get(low[: -len("_history")])):
+            return (
+                f"type {name!r} has the name of the SQL table {other}_history, which holds the "
+                f"history of the existing type {other!r}; choose another name"
+            )
+        if (other := folded.get(f"{low}_history")) is not None:
+            return (
+                f"type {name!r} would keep its history in the SQL table {name}_history, which is "
+                f"the name of the existing type {other!r}; choose another name"
+            )
+        return None
+
+    def new_field_problem(self, name: str, new_in_event: int, limits: Limits) -> str | None:
+        """Why one more field cannot be added to type ``name`` by the event, or None."""
+        if new_in_event > limits.new_fields_per_event:
+            return (
+                f"the event adds more than {limits.new_fields_per_event} new fields to {name}; "
+                "a real record never needs that many at once: split it into several types"
+            )
+        count = len(self.state.schema.types.get(name, ())) + len(self.fields.get(name, ()))
+        if count >= limits.fields_per_type:
+            return (
+                f"{name} would have {count + 1} fields, more than the {limits.fields_per_type} a "
+                "type may have; reuse one of its fields or put these in a type of their own"
+            )
+        return None
 
     def field_type(self, type_name: str, name: str) -> str | None:
         added = self.fields.get(type_name, {})
@@ -234,10 +506,14 @@ def _not_current(name: str, key: str, op: str, retracted: datetime | None) -> st
     return f"{record} does not exist; add it first (op 'add')"
 
 
-def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
+def plan_batch(
+    state: State, batch: Iterable[InputEvent], limits: Limits = DEFAULT_LIMITS
+) -> list[NewEvent]:
     """Validate ``batch`` against ``state``; return the events to append, schema events included.
 
-    Fact field values are stored in their canonical JSON form (e.g. dates as ISO strings).
+    Fact field values are stored in their canonical JSON form (e.g. dates as ISO strings). The
+    batch is held to ``limits`` (new fields, fields per type, types per user; ``parse_event``
+    bounds each value) and may not name a type that SQL would confuse with an existing one.
     """
     overlay = _Overlay(state)
     out: list[NewEvent] = []
@@ -251,7 +527,9 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
         fail = functools.partial(_fail, ev)
 
         if not overlay.has_type(name):
-            overlay.fields[name] = {}
+            if (why := overlay.new_type_problem(name, limits)) is not None:
+                raise fail(why, "type")
+            overlay.add_type(name)
             out.append(NewEvent(ev.ts, "schema", user, {"type": name}, None))
         current, since = overlay.valid_from(name, key)
         if op == "add" and current:
@@ -266,17 +544,20 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
                     "ts",
                 )
         canonical: dict[str, Any] = {}
+        new_fields = 0
         for fname, value in (p.get("fields") or {}).items():
             ftype = overlay.field_type(name, fname)
             if ftype is None:
                 ftype = infer(value)
                 if ftype is None:
                     raise fail(
-                        "cannot infer a type for a new field from "
-                        f"{json.dumps(value)[:40]}; give a bool, number, string, ISO date or "
-                        "a non-empty list of one of those",
+                        f"cannot infer a type for a new field from {_show(value)}; give a bool, "
+                        "number, string, ISO date or a non-empty list of one of those",
                         f"fields.{fname}",
                     )
+                new_fields += 1
+                if (why := overlay.new_field_problem(name, new_fields, limits)) is not None:
+                    raise fail(why, f"fields.{fname}")
                 overlay.fields.setdefault(name, {})[fname] = ftype
                 out.append(
                     NewEvent(
@@ -298,3 +579,42 @@ def plan_batch(state: State, batch: Iterable[InputEvent]) -> list[NewEvent]:
             overlay.retracted[(name, key)] = ev.ts
         out.append(NewEvent(ev.ts, "fact", user, payload, ev.source))
     return out
+
+
+def _too_long(chars: int, most: int) -> str:
+    return (
+        f"a string of {chars:,} characters; a value holds at most {most:,}: keep long text in "
+        "an utterance and a short summary here"
+    )
+
+
+def _wide_int(value: int) -> str:
+    # str() of an int past 4,300 digits raises ValueError, so a huge one is described instead.
+    bits = value.bit_length()
+    shown = _cut(str(value)) if bits <= 1_000 else f"of about {int(bits * 0.30103):,} digits"
+    return f"the whole number {shown} does not fit in 64 bits; {_INT_FIX}"
+
+
+def _compound_problem(
+    value: list[Any] | dict[str, Any], max_chars: int, max_items: int
+) -> str | None:
+    """Why a list or object cannot be a field value, or None for a list within the bounds."""
+    if isinstance(value, dict):
+        return (
+            "an object is not a field value; a value is a scalar or a list of scalars: make each "
+            "of its entries a field of its own, or a record of another type"
+        )
+    if len(value) > max_items:
+        return f"a list of {len(value):,} items; a value holds at most {max_items:,}"
+    for i, item in enumerate(value):
+        kind = type(item)
+        if kind is list or kind is dict:
+            return (
+                f"item {i} is a {'list' if kind is list else 'object'}; lists hold scalars only "
+                "(bool, number, string, date): flatten it or use several fields"
+            )
+        if kind is str and len(item) > max_chars:
+            return f"item {i}: {_too_long(len(item), max_chars)}"
+        if kind is int and not INT_MIN <= item <= INT_MAX:
+            return f"item {i}: {_wide_int(item)}"
+    return None

@@ -26,6 +26,7 @@ from uac_kernel.errors import EventError, ModelOutputInvalid
 from uac_kernel.events import InputEvent, parse_event, plan_batch
 from uac_kernel.fold import State
 from uac_kernel.model import ModelClient
+from uac_kernel.records import field_values
 from uac_kernel.search import tokenize
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
@@ -185,7 +186,7 @@ def mentioned_records(state: State, text: str) -> list[tuple[str, str]]:
     scored: list[tuple[int, str, str]] = []
     for name, ts in state.types.items():
         for key, rec in ts.current.items():
-            bag = {key, *(str(v) for v in rec.fields().values() if isinstance(v, str))}
+            bag = {key, *(str(v) for v in field_values(rec).values() if isinstance(v, str))}
             overlap = len(words & set(tokenize(" ".join(bag))))
             if overlap:
                 scored.append((-overlap, name, key))

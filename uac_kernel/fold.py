@@ -88,18 +88,42 @@ class TypeState:
     position: dict[str, int] = field(default_factory=dict)
     # Field indexes built so far (by ``State.where``), maintained on every change after that.
     indexes: dict[str, FieldIndex] = field(default_factory=dict)
+    # Fields were added since ``cls`` was built: records may hold fields ``cls`` lacks until
+    # ``settle`` builds the class once for all of them.
+    stale: bool = False
+    # How many record classes this type has had: one per ``settle`` that found it stale.
+    builds: int = 1
 
     @classmethod
     def of(cls, name: str, fields: dict[str, str]) -> TypeState:
         """The empty state of a type with the given ``{field: ftype}``."""
         ts = cls(name, record_class(name, fields))
-        ts.set_fields(fields)
+        for f, t in fields.items():
+            ts.add_field(f, t)
+        ts.stale = False
         return ts
 
-    def set_fields(self, fields: dict[str, str]) -> None:
-        self.cls = record_class(self.name, fields)
-        self.readers = {f: reader(t) for f, t in fields.items()}
-        self.blank = dict.fromkeys(fields)
+    def add_field(self, name: str, ftype: str) -> None:
+        """A new field, unset in every record; the class follows at the next ``settle``."""
+        self.readers[name] = reader(ftype)
+        self.blank[name] = None
+        self.stale = True
+
+    def settle(self, fields: dict[str, str]) -> None:
+        """Build the record class of ``fields`` and move every record onto it, if fields came.
+
+        Building a pydantic class costs time in its number of fields, so doing it per new field
+        made opening a type of n fields cost n² (2,000 fields: 47 s, 6 GB); once per fold of a
+        batch keeps it linear (bench/fields.py).
+        """
+        if not self.stale:
+            return
+        cls = self.cls = record_class(self.name, fields)
+        self.builds += 1
+        self.stale = False
+        # Unset fields are not rendered, so no block of code becomes dirty.
+        self.current = {k: _rebuild(cls, r) for k, r in self.current.items()}
+        self.history = [_rebuild(cls, r) for r in self.history]
 
     def index(self, name: str) -> FieldIndex:
         idx = self.indexes.get(name)
@@ -141,6 +165,8 @@ class State:
         self.changed_types: set[str] = set()
         # The seq of the last event that changed each type (the SQL view refreshes by it).
         self.type_seq: dict[str, int] = {}
+        # Types given new fields since the last settle (see ``TypeState.settle``).
+        self._stale: set[str] = set()
 
     # -- reading -------------------------------------------------------------------------
 
@@ -197,6 +223,15 @@ class State:
 
     def apply(self, ev: LoggedEvent) -> None:
         """Apply one logged event. Events of other users or other kinds only advance time."""
+        self._apply(ev)
+        self._settle()
+
+    def apply_all(self, events: Iterable[LoggedEvent]) -> None:
+        for ev in events:
+            self._apply(ev)
+        self._settle()
+
+    def _apply(self, ev: LoggedEvent) -> None:
         if ev.seq <= self.seq:
             raise FoldError(f"event {ev.seq} is not after {self.seq}; fold events in log order")
         self.seq = ev.seq
@@ -209,9 +244,10 @@ class State:
         elif ev.kind == "fact":
             self._apply_fact(ev)
 
-    def apply_all(self, events: Iterable[LoggedEvent]) -> None:
-        for ev in events:
-            self.apply(ev)
+    def _settle(self) -> None:
+        for name in self._stale:
+            self.types[name].settle(self.schema.types[name])
+        self._stale.clear()
 
     def take_dirty(self) -> set[tuple[str, str, int]]:
         dirty, self.dirty = self.dirty, set()
@@ -228,13 +264,10 @@ class State:
         ts = self.types.get(name)
         if ts is None:
             self.types[name] = TypeState.of(name, fields)
-        else:
-            # A new field: rebuild this type's records on the new class (new field unset). Their
-            # code does not change (unset fields are not rendered), so no block becomes dirty.
-            ts.set_fields(fields)
-            cls = ts.cls
-            ts.current = {k: _rebuild(cls, r) for k, r in ts.current.items()}
-            ts.history = [_rebuild(cls, r) for r in ts.history]
+        elif payload.get("field"):
+            # Records made until the fold settles carry the new field on the old class.
+            ts.add_field(payload["field"], payload["ftype"])
+            self._stale.add(name)
         self.dirty.add((name, "schema", 0))
         self.changed_types.add(name)
         self.type_seq[name] = self.seq

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from datetime import date, datetime
 from typing import Any
 
@@ -10,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from uac_kernel.schema import check_field_name
 
-__all__ = ["Record", "new_record", "python_type", "record_class"]
+__all__ = ["Record", "field_values", "new_record", "python_type", "record_class"]
 
 
 class Record(BaseModel):
@@ -31,7 +30,7 @@ class Record(BaseModel):
 
     def fields(self) -> dict[str, Any]:
         """The record's own fields (not key, time bounds or sources), unset ones as None."""
-        return {name: getattr(self, name) for name in type(self).own_fields()}
+        return field_values(self)
 
     @classmethod
     def own_fields(cls) -> tuple[str, ...]:
@@ -82,19 +81,35 @@ def record_class(name: str, fields: dict[str, str]) -> type[Record]:
     return cls
 
 
-@functools.cache
+# Per class, once: codegen asks for every record it renders, the fold for every record it makes.
+# A class never changes its fields (a new field makes a new class), so what is kept cannot go
+# stale. It is kept on the class itself, not in a module-level cache: such a cache held every
+# class a type ever had alive, n classes of up to n fields, which made opening a type of 2,000
+# fields take 6 GB (5,000 fields: past 11 GB after 5 minutes, and growing).
 def _own_fields(cls: type[Record]) -> tuple[str, ...]:
-    # Per class, once: codegen asks for every record it renders. A class never changes its
-    # fields (a new field makes a new class), so the cache cannot go stale.
-    return tuple(n for n in cls.model_fields if n not in Record.model_fields)
+    own = cls.__dict__.get("__uac_own_fields__")
+    if own is None:
+        own = tuple(n for n in cls.model_fields if n not in Record.model_fields)
+        type.__setattr__(cls, "__uac_own_fields__", own)
+    return own
 
 
 _set = object.__setattr__
 
 
-@functools.cache
 def _fields_set(cls: type[Record]) -> frozenset[str]:
-    return frozenset(cls.model_fields)
+    names = cls.__dict__.get("__uac_fields_set__")
+    if names is None:
+        names = frozenset(cls.model_fields)
+        type.__setattr__(cls, "__uac_fields_set__", names)
+    return names
+
+
+def field_values(rec: Record) -> dict[str, Any]:
+    """``rec.fields()``, also for a record with a field named ``fields`` or ``own_fields``: an
+    older uac let such names in, and on those records the field hides the method."""
+    values = rec.__dict__
+    return {name: values.get(name) for name in _own_fields(type(rec))}
 
 
 def new_record(cls: type[Record], values: dict[str, Any]) -> Record:

@@ -71,35 +71,56 @@ _DATETIME = re.compile(
 )
 
 
+# Names longer than this are never valid, so they are refused without going into the caches
+# below, which a stream of long hostile names would otherwise fill.
+_NAME_CHARS = 64
+
+
 def check_type_name(name: object) -> str | None:
     """Why ``name`` cannot be a record type name, or None when it can."""
-    return _check_type_name(name) if isinstance(name, str) else _check_type_name(repr(name))
+    text = name if isinstance(name, str) else repr(name)
+    return _check_type_name(text) if len(text) <= _NAME_CHARS else _bad_type_name(text)
+
+
+def _bad_type_name(name: str) -> str:
+    return (
+        f"type name {_cut(name)} must start with a capital letter and use only letters, "
+        f"digits and '_' (at most {_NAME_CHARS}), e.g. 'Trip'"
+    )
 
 
 @functools.lru_cache(maxsize=4096)
 def _check_type_name(name: str) -> str | None:
     if not _TYPE_NAME.match(name):
-        return (
-            f"type name {name!r} must start with a capital letter and use only letters, "
-            "digits and '_' (at most 64), e.g. 'Trip'"
-        )
+        return _bad_type_name(name)
     if name in RESERVED_TYPES or keyword.iskeyword(name):
         return f"type name {name!r} is reserved; choose another name"
     return None
 
 
+def _cut(name: str) -> str:
+    """``repr(name)``, shortened: a 10,000-character name must not make a 10,000-character error."""
+    text = repr(name)
+    return text if len(text) <= 40 else text[:36] + "...'"
+
+
 def check_field_name(name: object) -> str | None:
     """Why ``name`` cannot be a field name, or None when it can."""
-    return _check_field_name(name) if isinstance(name, str) else _check_field_name(repr(name))
+    text = name if isinstance(name, str) else repr(name)
+    return _check_field_name(text) if len(text) <= _NAME_CHARS else _bad_field_name(text)
+
+
+def _bad_field_name(name: str) -> str:
+    return (
+        f"field name {_cut(name)} must be lower_snake_case: start with a lowercase letter, "
+        f"then letters, digits or '_' (at most {_NAME_CHARS})"
+    )
 
 
 @functools.lru_cache(maxsize=4096)
 def _check_field_name(name: str) -> str | None:
     if not _FIELD_NAME.match(name):
-        return (
-            f"field name {name!r} must be lower_snake_case: start with a lowercase letter, "
-            "then letters, digits or '_' (at most 64)"
-        )
+        return _bad_field_name(name)
     if name in RESERVED_FIELDS or keyword.iskeyword(name) or name.startswith("model_"):
         return f"field name {name!r} is reserved; choose another name"
     return None

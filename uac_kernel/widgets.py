@@ -32,7 +32,7 @@ from uac_kernel._display import shorten, show
 from uac_kernel._paging import LogFilter, LogPager, events_by_seq, utterances_by_source
 from uac_kernel._summary import summary
 from uac_kernel.errors import UacError
-from uac_kernel.records import Record
+from uac_kernel.records import Record, field_values
 from uac_kernel.store import LoggedEvent
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def _ts(v: datetime | None) -> str:
 
 
 def _fields(rec: Record) -> dict[str, Any]:
-    return {k: _value(v) for k, v in rec.fields().items() if v is not None}
+    return {k: _value(v) for k, v in field_values(rec).items() if v is not None}
 
 
 def summarize(ev: LoggedEvent, width: int = SUMMARY_WIDTH) -> str:
@@ -562,7 +562,7 @@ class StateExplorer(_Widget):
 
 
 def _haystack(rec: Record) -> str:
-    values = [str(_value(v)) for v in rec.fields().values() if v is not None]
+    values = [str(_value(v)) for v in field_values(rec).values() if v is not None]
     return " ".join([rec.key, *values]).casefold()
 
 

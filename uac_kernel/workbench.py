@@ -22,6 +22,7 @@ from uac_kernel.codegen import rules_code
 from uac_kernel.errors import QueryError, UnknownUser
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
 from uac_kernel.fold import State, fold
+from uac_kernel.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.query import UserView, namespace
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import (
@@ -183,12 +184,15 @@ class Workbench:
         create: bool | None = None,
         rules: Iterable[Rule] = LIBRARY,
         model: ModelSettings | None = None,
+        limits: Limits = DEFAULT_LIMITS,
     ):
         """Open ``user`` of the store at ``path`` (see ``resolve_user`` for ``user=None``).
 
         ``create`` (default: not ``read_only``) allows a new store file and a user with no
         events yet; without it both are errors, as a read of them would find nothing.
+        ``limits`` bound every batch appended (``uac_kernel.limits``).
         """
+        self.limits = limits
         if create is None:
             create = not read_only
         self.store = Store(path, read_only=read_only, create=create)
@@ -273,11 +277,13 @@ class Workbench:
         parsed: Iterable[InputEvent]
         if isinstance(events, (str, Path)):
             if format == "jsonl" and history is None:
-                parsed = parse_jsonl(events)
+                parsed = parse_jsonl(events, self.limits)
             else:
-                parsed = read_events(events, None if format == "auto" else format, user=history)
+                parsed = read_events(
+                    events, None if format == "auto" else format, user=history, limits=self.limits
+                )
         else:
-            parsed = parse_objects(events, origin)
+            parsed = parse_objects(events, origin, self.limits)
         clock = _Stopwatch()
         with _no_gc():
             batch = list(parsed)
@@ -310,7 +316,7 @@ class Workbench:
         report = IngestReport(skipped=len(parsed) - len(fresh))
         if not fresh:
             return report, set(), False
-        planned = plan_batch(self.state, fresh)
+        planned = plan_batch(self.state, fresh, self.limits)
         clock.lap("validate")
         logged = self.store.append(planned)
         clock.lap("write")

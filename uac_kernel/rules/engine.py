@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from uac_kernel._display import show
 from uac_kernel.errors import RuleError
 from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.records import Record, field_values
 from uac_kernel.schema import MODULE_NAMES
 
 __all__ = [
@@ -193,7 +193,7 @@ def as_cleared(alert: Alert, reason: str) -> ClearedAlert:
 
 def _changes(was: Record, now: Record, limit: int = 3) -> str:
     """The fields that differ between two versions of a record: ``active True → False``."""
-    a, b = was.fields(), now.fields()
+    a, b = field_values(was), field_values(now)
     diffs = [
         f"{n} {show(a.get(n), 'unset')} → {show(b.get(n), 'unset')}"
         for n in dict.fromkeys([*a, *b])

@@ -1,0 +1,42 @@
+"""Bounds on what comes in: one place for every limit an input is checked against.
+
+Every path that appends facts (an Event JSONL file, event objects, a LoCoMo or LongMemEval
+file, a model's extraction, a notebook edit) is validated by ``events.plan_batch`` against these
+before anything is appended, so one hostile line cannot make a user unopenable. The defaults sit
+far above what a real history holds; ``Workbench(limits=Limits(...))`` changes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_LIMITS", "INT_MAX", "INT_MIN", "Limits"]
+
+# Ints are stored as DuckDB BIGINT and read by JSON consumers as 64-bit: wider ones are refused.
+INT_MIN = -(2**63)
+INT_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The bounds an input batch is checked against (see the README's Event JSONL section)."""
+
+    line_bytes: int = 1 << 20
+    """Bytes of one line of an Event JSONL file, and of one event object as JSON (1 MiB)."""
+    value_chars: int = 1_000_000
+    """Characters of one string field value, of one string of a list value, or of a reason."""
+    text_chars: int = 1_000_000
+    """Characters of an utterance's text."""
+    list_items: int = 1_000
+    """Items of one list field value (lists hold scalars only: nested lists are refused)."""
+    meta_depth: int = 8
+    """Nesting depth of an utterance's ``meta`` object."""
+    fields_per_type: int = 300
+    """Fields of one record type, counting the ones it has."""
+    new_fields_per_event: int = 100
+    """Fields one fact event may add to the schema."""
+    types: int = 300
+    """Record types of one user."""
+
+
+DEFAULT_LIMITS = Limits()
