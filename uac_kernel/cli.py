@@ -435,9 +435,11 @@ def cmd_state(args: argparse.Namespace) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> None:
+    from uac_kernel.records import field_values
+
     with _open(args, read_only=True) as wb:
         for r in wb.versions(args.type, args.key):
-            fields = {k: v for k, v in r.fields().items() if v is not None}
+            fields = {k: v for k, v in field_values(r).items() if v is not None}
             print(
                 f"{r.valid_from.isoformat() if r.valid_from else ''}\t"
                 f"{r.valid_to.isoformat() if r.valid_to else ''}\t"

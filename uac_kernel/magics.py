@@ -38,6 +38,7 @@ from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
 from uac_kernel.errors import ModelError, UacError
+from uac_kernel.records import field_values
 from uac_kernel.rules.engine import Alert, ClearedAlert, Finding, Rule, rule
 from uac_kernel.sqlview import SqlResult
 
@@ -851,7 +852,7 @@ class UacMagics(Magics):
         rows = []
         before: dict[str, Any] = {}
         for r in versions:
-            now = r.fields()
+            now = field_values(r)
             changed = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
             before = now
             fields = {k: v for k, v in now.items() if v is not None}

@@ -26,6 +26,7 @@ from uac_kernel.errors import ReviewError
 from uac_kernel.events import InputEvent
 from uac_kernel.extract import Extraction, ExtractionLimits, to_events
 from uac_kernel.fold import State
+from uac_kernel.records import field_values
 from uac_kernel.schema import to_json_value
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
@@ -138,7 +139,7 @@ def hold(
             continue
         if record not in mentioned:
             unmentioned[record] = None
-        now = rec.fields()
+        now = field_values(rec)
         if p["op"] == "retract" or any(
             now.get(k) is not None and to_json_value(now[k]) != v for k, v in p["fields"].items()
         ):
@@ -209,7 +210,7 @@ def _change(state: State, number: int, op: Any) -> Change:
     before = (
         None
         if rec is None
-        else {k: to_json_value(v) for k, v in rec.fields().items() if v is not None}
+        else {k: to_json_value(v) for k, v in field_values(rec).items() if v is not None}
     )
     given = {f.name: f.value for f in op.fields}
     after = None if op.op == "retract" else given if op.op == "add" else {**(before or {}), **given}
