@@ -25,6 +25,7 @@ from uac_kernel.ask import schema_summary
 from uac_kernel.errors import EventError, ModelOutputInvalid
 from uac_kernel.events import InputEvent, parse_event, plan_batch
 from uac_kernel.fold import State
+from uac_kernel.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.model import ModelClient
 from uac_kernel.records import field_values
 from uac_kernel.search import tokenize
@@ -219,6 +220,7 @@ def to_events(
     extraction: Extraction,
     origin: str,
     only: Collection[int] | None = None,
+    bounds: Limits = DEFAULT_LIMITS,
 ) -> list[InputEvent]:
     """The operations as validated fact events, plus the ``extraction`` marker; ``only`` keeps
     the operations of those numbers (from 1), each keeping its number in its source."""
@@ -251,7 +253,7 @@ def to_events(
             obj["fields"] = {f.name: f.value for f in op.fields}
         if op.reason:
             obj["reason"] = op.reason
-        events.append(parse_event(obj, origin, i))
+        events.append(parse_event(obj, origin, i, limits=bounds))
     last = batch[-1]
     marker = {"utterances": [u.source for u in batch], "operations": len(events)}
     events.append(
@@ -313,8 +315,10 @@ def propose_batch(
     batch: list[LoggedEvent],
     client: ModelClient,
     limits: ExtractionLimits | None = None,
+    bounds: Limits = DEFAULT_LIMITS,
 ) -> Proposal:
-    """Ask for the batch's operations; check the caps and validate; retry once with the error."""
+    """Ask for the batch's operations; check the caps and validate (with the input ``bounds``
+    the store's workbench applies); retry once with the error."""
     limits = limits or ExtractionLimits()
     mentioned = mentioned_records(state, _turns(batch))
     messages = batch_messages(state, batch, mentioned[: limits.candidates])
@@ -324,8 +328,9 @@ def propose_batch(
         try:
             reply = client.structured("extraction", messages, Extraction, user=state.user)
             check_limits(state, reply.value, limits, origin)
-            events = to_events(batch, reply.value, origin)
-            planned = plan_batch(state, events)  # a dry run: the validation of an ingested file
+            events = to_events(batch, reply.value, origin, bounds=bounds)
+            # a dry run: the validation of an ingested file
+            planned = plan_batch(state, events, bounds)
             events[-1].payload["call_id"] = reply.call_id
             return Proposal(events, "", planned, set(mentioned), reply.call_id)
         except ModelOutputInvalid as exc:

@@ -26,6 +26,7 @@ from uac_kernel.errors import ReviewError
 from uac_kernel.events import InputEvent
 from uac_kernel.extract import Extraction, ExtractionLimits, to_events
 from uac_kernel.fold import State
+from uac_kernel.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.records import field_values
 from uac_kernel.schema import to_json_value
 from uac_kernel.store import LoggedEvent, NewEvent, Store
@@ -257,7 +258,11 @@ def _held(store: Store, user: str, batch: int) -> LoggedEvent:
 
 
 def accept_events(
-    store: Store, state: State, batch: int, only: Collection[int] | None = None
+    store: Store,
+    state: State,
+    batch: int,
+    only: Collection[int] | None = None,
+    bounds: Limits = DEFAULT_LIMITS,
 ) -> list[InputEvent]:
     """The events that apply held ``batch`` (the operations numbered ``only``, else all): its
     facts, the ``extraction`` marker and the ``review`` decision, to be appended together."""
@@ -282,7 +287,7 @@ def accept_events(
             f"the turns of held batch {batch} are not all in the log any more (forgotten?); "
             f"reject it with `uac review reject {batch}`"
         )
-    events = to_events(utterances, answer, f"held batch {batch}", only=numbers)
+    events = to_events(utterances, answer, f"held batch {batch}", only=numbers, bounds=bounds)
     events[-1].payload["call_id"] = batch
     decision = {
         "state": "accepted",

@@ -672,7 +672,7 @@ class Workbench:
             disable=None if progress is None else not progress,
         ):
             report.batches += 1
-            proposal = propose_batch(self.state, batch, self.model, limits)
+            proposal = propose_batch(self.state, batch, self.model, limits, self.limits)
             if proposal.events is None:
                 report.pending += 1
                 report.errors.append(proposal.error)
@@ -804,7 +804,7 @@ class Workbench:
         appended."""
         from uac_kernel.review import accept_events
 
-        report = self.append_parsed(accept_events(self.store, self.state, batch, only))
+        report = self.append_parsed(accept_events(self.store, self.state, batch, only, self.limits))
         self.checkpoint()
         return report
 
