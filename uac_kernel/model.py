@@ -29,7 +29,6 @@ from uac_kernel._display import plural, shorten
 from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
 from uac_kernel.store import Store
 
-# `openai` takes about 0.3 s to import; only a call that reaches the network imports it.
 __all__ = [
     "CallSummary",
     "ModelClient",
@@ -177,7 +176,7 @@ class ModelClient:
     def _call(
         self, purpose: str, key: str, messages: list[dict[str, Any]], schema: type[T], user: str
     ) -> ModelReply[T]:
-        import openai
+        import openai  # about 0.3 s to import: only a call that reaches the network does
 
         started = time.perf_counter()
         request = {"model": self.settings.model, "messages": messages, "schema": schema.__name__}
