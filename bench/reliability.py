@@ -5,7 +5,9 @@ endpoints, hostile input files, sandbox escapes, SQL that tries to write or run 
 certificates, tampered store files, hostile strings in output. This runs them with pytest (the
 real parts: DuckDB files, the openai client against a local server, subprocesses), reads the
 JUnit report, and writes ``bench/results/reliability.json`` plus a table. A case "held" when
-uac did the safe thing the test asserts; "failed" otherwise; skipped cases are listed apart.
+uac did the safe thing the test asserts; "failed" otherwise. Skipped cases — a known weakness
+kept as a strict ``xfail`` that documents it, or a case needing an optional extra — are counted
+apart, never as held.
 
     python bench/reliability.py [--out FILE]
 """
@@ -29,18 +31,20 @@ DEFAULT_OUT = HERE / "results" / "reliability.json"
 FAMILIES: dict[str, list[str]] = {
     "sandbox escapes": ["tests/test_sandbox.py", "tests/test_sandbox_worker.py"],
     "forged ask certificates": ["tests/test_ask_attacks.py"],
-    "SQL that writes, collides or runs away": [
-        "tests/test_sqlview_attacks.py",
-        "tests/test_sqlview.py",
-    ],
+    "SQL that writes, collides or runs away": ["tests/test_sqlview_attacks.py"],
     "hostile model answers and endpoints": [
         "tests/test_model_attacks.py",
         "tests/test_review.py",
+        "tests/test_attacks_final_model.py",
     ],
     "hostile input files and objects": ["tests/test_input_attacks.py"],
     "checkpoint code attacks": ["tests/test_checkpoint_attacks.py"],
-    "tampered, truncated, damaged or shared stores": ["tests/test_integrity.py"],
-    "forgetting": ["tests/test_forget.py"],
+    "tampered, truncated, damaged or shared stores; forgetting": [
+        "tests/test_integrity.py",
+        "tests/test_forget.py",
+        "tests/test_store_attacks.py",
+        "tests/test_attacks_final_store.py",
+    ],
     "hostile strings in output": ["tests/test_output_attacks.py"],
 }
 
