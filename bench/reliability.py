@@ -4,7 +4,8 @@ Each family is a set of test modules whose cases are attacks — hostile model a
 endpoints, hostile input files, sandbox escapes, SQL that tries to write or run away, forged
 certificates, tampered store files, hostile strings in output. This runs them with pytest (the
 real parts: DuckDB files, the openai client against a local server, subprocesses), reads the
-JUnit report, and writes ``bench/results/reliability.json`` plus a table. A case "held" when
+JUnit report (a family may name test functions, ``file::test``, where a module also holds
+tests that are not attacks), and writes ``bench/results/reliability.json`` plus a table. A case "held" when
 uac did the safe thing the test asserts; "failed" otherwise. Skipped cases — a known weakness
 kept as a strict ``xfail`` that documents it, or a case needing an optional extra — are counted
 apart, never as held.
@@ -29,7 +30,12 @@ ROOT = HERE.parent
 DEFAULT_OUT = HERE / "results" / "reliability.json"
 
 FAMILIES: dict[str, list[str]] = {
-    "sandbox escapes": ["tests/test_sandbox.py", "tests/test_sandbox_worker.py"],
+    "sandbox escapes": [
+        "tests/test_sandbox.py::test_attack_is_refused",
+        "tests/test_sandbox.py::test_attack_is_stopped",
+        "tests/test_sandbox.py::test_attack_runs_and_reaches_nothing",
+        "tests/test_sandbox_worker.py",
+    ],
     "forged ask certificates": ["tests/test_ask_attacks.py"],
     "SQL that writes, collides or runs away": ["tests/test_sqlview_attacks.py"],
     "hostile model answers and endpoints": [
@@ -79,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
-    files = [f for group in FAMILIES.values() for f in group if (ROOT / f).exists()]
+    files = [f for group in FAMILIES.values() for f in group if (ROOT / f.split("::")[0]).exists()]
     with tempfile.TemporaryDirectory() as work:
         report = Path(work) / "junit.xml"
         run(files, report)
@@ -87,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     families = {}
     for family, modules in FAMILIES.items():
         row = {"tried": 0, "held": 0, "failed": 0, "skipped": 0, "modules": modules}
-        for m in modules:
+        for m in {m.split("::")[0] for m in modules}:
             for k, v in per_module.get(m, {}).items():
                 row[k] += v
         families[family] = row
