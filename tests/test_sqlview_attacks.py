@@ -307,8 +307,8 @@ def test_memory_and_threads_leave_the_machine_usable(
     ("values", "column"),
     [
         pytest.param([2**63 - 1, -(2**63)], "BIGINT", id="int64_bounds"),
-        pytest.param([2**63, 1], "HUGEINT", id="just_past_int64"),
-        pytest.param([2**64 - 1, -(2**63)], "HUGEINT", id="uint64_max"),
+        # Ingest refuses ints past 64 bits (test_input_attacks); a store written before that
+        # may hold them, and their columns are checked on sql_type below.
     ],
 )
 def test_ints_beyond_int64_get_a_column_that_holds_them(
