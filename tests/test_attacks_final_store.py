@@ -764,13 +764,6 @@ def test_a_new_type_named_like_a_renamed_table_does_not_read_another_type(db: Pa
 # == 6. two workbenches of one user in one process ===========================================
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="two Workbench objects of the same user on one file each validate against their own "
-    "State (plan_batch runs outside the writer lock on a stale fold), so both 'add' Trip k1 is "
-    "logged twice; the user can never be opened again (raw FoldError 'already exists'). The "
-    "store should refuse the second writer of a user or re-fold before validating",
-)
 def test_two_workbenches_of_one_user_cannot_log_the_same_add_twice(db: Path) -> None:
     a, b = Workbench(db, user="u"), Workbench(db, user="u")
     try:
@@ -784,11 +777,6 @@ def test_two_workbenches_of_one_user_cannot_log_the_same_add_twice(db: Path) -> 
         assert wb.verify().ok and wb.state.get("Trip", "k1").n == 1  # type: ignore[union-attr]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="two workbenches of one user each add 2 new types under Limits(types=3): each passes "
-    "its own check, the user ends with 4 types, past the limit",
-)
 def test_two_workbenches_of_one_user_cannot_pass_the_types_limit_together(db: Path) -> None:
     small = Limits(types=3)
     a, b = Workbench(db, user="u", limits=small), Workbench(db, user="u", limits=small)
@@ -1108,13 +1096,6 @@ def test_a_text_split_across_two_utterances_is_not_found_and_the_dry_run_says_so
 
 
 @pytest.mark.parametrize("where", ["field-name", "type-name"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="a text found only in a field or type name selects every record carrying that name "
-    "(fold matches payload keys and the 'type' value), but the names themselves stay in the "
-    "schema events and the code; the dry run lists the records as going and never says the "
-    "name stays, so a user believes it is gone (raw file still holds it)",
-)
 def test_forget_of_a_text_in_a_name_says_the_name_stays(db: Path, where: str) -> None:
     ev = fa("k1", quorvexalin_dose=5) if where == "field-name" else fa("k1", type=SECRET, x=1)
     with Workbench(db, user="u") as wb:
@@ -1130,12 +1111,6 @@ def quorvexalin_warning(user: Any) -> Any:
         yield Finding(f"{SECRET} warning for this trip", [t])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="forget --text of a text that is in an alert's message (written by a rule in force) "
-    "erases the alert, then the workbench re-folds and the rule raises it again at once: the "
-    "text is back in the log and the file; forget should refuse or say the rule re-writes it",
-)
 def test_a_text_in_an_alert_message_does_not_come_back_at_once(db: Path) -> None:
     with Workbench(db, user="u", rules=[quorvexalin_warning]) as wb:
         wb.ingest([fa("k1", destination="Oslo")])
@@ -1180,13 +1155,6 @@ def test_a_held_reviews_reason_goes_with_the_record_it_names(
     assert raw_count(db, SECRET.lower()) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="forget --text of a text held by an utterance's source erases the utterance, its "
-    "facts, their source and the model call, but the 'extraction' marker event lists the "
-    "batch's utterance sources and is never a seed (plan_forget's kinds leave out "
-    "'extraction'): the text stays in the log and the raw file",
-)
 def test_a_text_in_an_extraction_marker_is_erased(tmp_path: Path, server: ChatServer) -> None:
     db = tmp_path / "x.duckdb"
     source = f"chat-{SECRET}#1"
@@ -1273,12 +1241,6 @@ def test_forget_on_a_memory_store(tmp_path: Path) -> None:
         assert SECRET not in wb.code() and wb.search_index.search(SECRET, 5) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="forget in a read-only workbench of a text that matches nothing calls Store.compact "
-    "(Workbench.forget's 'plan.empty' path) with no read-only check: a raw duckdb IOException "
-    "about 'a.duckdb.compact', where it should be the one-line 'open read-only' StoreError",
-)
 def test_forget_of_nothing_in_a_read_only_workbench_is_one_line(db: Path) -> None:
     with Workbench(db, user="u") as wb:
         wb.ingest([fa("k1", note=SECRET)])
@@ -1289,11 +1251,6 @@ def test_forget_of_nothing_in_a_read_only_workbench_is_one_line(db: Path) -> Non
         ro.forget(text="nothing-like-this")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="beside a writer in the same process, a read-only workbench's forget of a text that "
-    "matches nothing rewrites the whole store file (compact) although it was opened read-only",
-)
 def test_a_read_only_workbench_beside_a_writer_never_rewrites_the_file(db: Path) -> None:
     with Workbench(db, user="u") as wb:
         wb.ingest([fa("k1", note=SECRET)])
@@ -1347,12 +1304,6 @@ def _peer_after_forget(db: Path) -> Workbench:
     return a
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a workbench of the same user open in the process keeps its State after another one "
-    "forgets: its eval and sql still return the forgotten text (compact reconnects the Store "
-    "but nothing re-folds the peer Workbench)",
-)
 def test_a_peer_workbench_no_longer_answers_with_a_forgotten_text(db: Path) -> None:
     a = _peer_after_forget(db)
     try:
@@ -1361,12 +1312,6 @@ def test_a_peer_workbench_no_longer_answers_with_a_forgotten_text(db: Path) -> N
         a.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after another workbench forgot a record, a peer workbench's next ingest and "
-    "checkpoint re-render the record from its stale State: the forgotten text is written back "
-    "into checkpoint_segments and the store file",
-)
 def test_a_peer_workbench_checkpoint_does_not_write_a_forgotten_text_back(db: Path) -> None:
     a = _peer_after_forget(db)
     try:
@@ -1377,12 +1322,6 @@ def test_a_peer_workbench_checkpoint_does_not_write_a_forgotten_text_back(db: Pa
     assert raw_count(db) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a peer workbench with a stale State accepts an update of the record another "
-    "workbench forgot: the log gets an update of a record whose add is erased, and the user "
-    "can no longer be opened (raw FoldError 'is not a current record')",
-)
 def test_a_peer_workbench_cannot_update_a_forgotten_record(db: Path) -> None:
     a = _peer_after_forget(db)
     try:

@@ -57,8 +57,20 @@ class ForgetPlan:
     records: list[tuple[str, str]] = field(default_factory=list)
     # The erased events whose source goes too (see ``forget``), by seq.
     sources: list[int] = field(default_factory=list)
+    # Type and field names that hold the text: structure, not content, so they stay.
+    names: list[str] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
     checkpoints: list[int] = field(default_factory=list)
+
+    def names_note(self) -> str:
+        """What a forget leaves of the text, if any: the names it is part of."""
+        if not self.names:
+            return ""
+        shown = ", ".join(printable(n) for n in self.names[:5])
+        return (
+            f"the name(s) {shown} hold the text and stay: type and field names are the "
+            "schema, not content"
+        )
 
     @property
     def empty(self) -> bool:
@@ -69,11 +81,12 @@ class ForgetPlan:
         for ev in self.events:
             kinds[ev.kind] = kinds.get(ev.kind, 0) + 1
         parts = [plural(n, k) for k, n in sorted(kinds.items())] or ["no events"]
-        return (
+        text = (
             f"{', '.join(parts)} ({plural(len(self.records), 'record')}), "
             f"{plural(len(self.calls), 'model call')}, "
             f"code of {plural(len(self.checkpoints), 'checkpoint')} to re-render"
         )
+        return f"{text}; {self.names_note()}" if self.names else text
 
     def lines(self) -> list[str]:
         """One line per record, event and call, control characters escaped for a terminal."""
@@ -129,7 +142,7 @@ def plan_forget(
     seeds = [
         ev
         for ev in events
-        if ev.kind in ("utterance", "fact", "alert", "review", "rule")
+        if ev.kind in ("utterance", "fact", "alert", "review", "rule", "extraction")
         and (
             (by == "record" and record_of(ev) == (type, key))
             or (by == "source" and ev.source == source)
@@ -137,6 +150,13 @@ def plan_forget(
         )
     ]
     records = {r for ev in seeds if (r := record_of(ev)) is not None}
+    # An alert that holds the text goes with the records it rests on: a rule would raise it
+    # again from them at once.
+    for ev in seeds:
+        if ev.kind == "alert":
+            records.update(
+                (str(e.get("type")), str(e.get("key"))) for e in ev.payload.get("evidence") or ()
+            )
     said = {ev.source for ev in seeds if ev.kind == "utterance" and ev.source}
     for ev in events:  # records extracted from a forgotten utterance go with it
         if ev.kind == "fact" and said & set(ev.payload.get("derived_from") or ()):
@@ -161,6 +181,8 @@ def plan_forget(
         ):
             chosen[ev.seq] = ev
     plan = ForgetPlan(user, by, [chosen[s] for s in sorted(chosen)], sorted(records))
+    if needle is not None:
+        plan.names = _names_holding(store, user, needle)
     plan.sources = [
         ev.seq
         for ev in plan.events
@@ -203,6 +225,16 @@ def _strings(value: Any) -> Iterable[str]:
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from _strings(v)
+
+
+def _names_holding(store: Store, user: str, needle: str) -> list[str]:
+    """The user's type and field names that hold ``needle`` (folded)."""
+    found: list[str] = []
+    for ev in store.events(user, kinds=["schema"]):
+        for name in (ev.payload.get("type"), ev.payload.get("field")):
+            if isinstance(name, str) and needle in fold(name) and name not in found:
+                found.append(name)
+    return found
 
 
 def _needles(plan: ForgetPlan, text: str | None) -> set[str]:

@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -120,6 +121,7 @@ class Store:
         # Each user's chain head (user_seq, hash), read on a user's first append.
         self._heads: dict[str, tuple[int, str]] = {}
         self._lock = _writer_lock(self.path)
+        self._shared = _shared(self.path)
         _OPEN.setdefault(_key(self.path), weakref.WeakSet()).add(self)
 
     def _check_tables(self) -> None:
@@ -179,6 +181,17 @@ class Store:
             writable = any(not s.read_only for s in everyone)
             for s in everyone:
                 s.con = duckdb.connect(self.path, read_only=s.read_only and not writable)
+            self._shared.erasures += 1
+
+    @property
+    def erasures(self) -> int:
+        """How many times a Store of this process rewrote the file after erasing (``forget``);
+        a workbench that saw fewer folds again."""
+        return self._shared.erasures
+
+    def written(self, user: str) -> int:
+        """The seq of the last event a Store of this process appended for ``user`` (0: none)."""
+        return self._shared.written.get(user, 0)
 
     @property
     def last_seq(self) -> int:
@@ -239,6 +252,8 @@ class Store:
             self._append_rows(rows, within)
             self._last_seq = seq
             self._heads.update(heads)
+            for done in logged:
+                self._shared.written[done.user] = done.seq
         return logged
 
     def head_at_seq(self, user: str, seq: int) -> tuple[int, str]:
@@ -431,6 +446,24 @@ _OPEN: dict[str, weakref.WeakSet[Store]] = {}
 
 def _key(path: str) -> str:
     return path if path == ":memory:" else str(Path(path).resolve())
+
+
+@dataclass
+class _Shared:
+    """What the Store objects of one file in this process tell each other."""
+
+    written: dict[str, int] = field(default_factory=dict)
+    erasures: int = 0
+
+
+_SHARED: dict[str, _Shared] = {}
+
+
+def _shared(path: str) -> _Shared:
+    if path == ":memory:":
+        return _Shared()
+    with _WRITER_LOCKS_GUARD:
+        return _SHARED.setdefault(_key(path), _Shared())
 
 
 def _writer_lock(path: str) -> threading.RLock:

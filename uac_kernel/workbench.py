@@ -19,7 +19,7 @@ from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.codegen import rules_code
-from uac_kernel.errors import QueryError, UnknownUser
+from uac_kernel.errors import QueryError, StoreError, UnknownUser
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
 from uac_kernel.fold import State, fold
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
@@ -213,6 +213,7 @@ class Workbench:
     def _load(self) -> None:
         """Fold the user's log into a fresh state and reconcile the standing alerts with it."""
         user = self.user
+        self._erasures = self.store.erasures
         self.state = State(user)
         self.runner = RuleRunner(self.runner.rules.values())
         latest = self.checkpoints.latest()
@@ -229,6 +230,19 @@ class Workbench:
         self._reconcile_alerts(self.runner.rules.keys())
 
     # -- life cycle ------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Fold again if another workbench of this process has since written this user's log,
+        or erased from the store (a forget): this one's state would be stale, and a write
+        checked against it could contradict the log."""
+        if (
+            self.store.erasures == self._erasures
+            and self.store.written(self.user) <= self.state.seq
+        ):
+            return
+        self._drop_sandbox()
+        self._sources, self._sql, self._search = None, None, None
+        self._load()
 
     def close(self) -> None:
         self._drop_sandbox()
@@ -303,7 +317,18 @@ class Workbench:
         self, parsed: Sequence[InputEvent], clock: _Stopwatch
     ) -> tuple[IngestReport, set[str], bool]:
         """Validate, log and fold the events not logged yet; return the types they changed and
-        whether the state's clock moved."""
+        whether the state's clock moved. Under the store's writer lock, after catching up with
+        what another workbench of this process wrote: a batch is checked against the log as it
+        is, not as this workbench last saw it."""
+        if self.store.read_only:
+            return self._write_locked(parsed, clock)  # an append will say it cannot write
+        with self.store.writing():
+            self._sync()
+            return self._write_locked(parsed, clock)
+
+    def _write_locked(
+        self, parsed: Sequence[InputEvent], clock: _Stopwatch
+    ) -> tuple[IngestReport, set[str], bool]:
         known = self._known_sources()
         fresh: list[InputEvent] = []
         seen: set[str] = set()
@@ -424,9 +449,11 @@ class Workbench:
         When the code would be the same as the latest version's, nothing is stored and that
         version comes back with ``new`` False (its ``summary()`` says "no change since N").
         """
-        return self.checkpoints.take(
-            self.state, self.state.take_dirty(), self.runner.rules.values()
-        )
+        with self.store.writing():
+            self._sync()
+            return self.checkpoints.take(
+                self.state, self.state.take_dirty(), self.runner.rules.values()
+            )
 
     def code(self, version: int | None = None) -> str:
         return self.checkpoints.get(version).code
@@ -586,6 +613,7 @@ class Workbench:
         Queries over an unchanged state share one warm, jailed worker process (forked at the
         first of them), so only the first pays for the fork; see ``sandbox.WarmSandbox``.
         """
+        self._sync()
         return self._sandbox().evaluate(expr, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
 
     def _sandbox(self) -> WarmSandbox:
@@ -696,11 +724,13 @@ class Workbench:
 
     def ask(self, question: str) -> Answer:
         """Answer a question by code the model writes over the schema; runs in the sandbox."""
+        self._sync()
         return answer_question(question, self.state, self.search_index, self.store, self.model)
 
     def sql(self, query: str, *, timeout: float | None = None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``), stopped after
         ``timeout`` seconds (default 30, env UAC_SQL_TIMEOUT; see ``sqlview`` for the limits)."""
+        self._sync()
         if self._sql is None:
             self._sql = SqlView()
         return self._sql.query(self.state, query, timeout=timeout)
@@ -716,6 +746,7 @@ class Workbench:
 
     def alerts(self) -> list[Alert]:
         """The alerts standing now, most severe first."""
+        self._sync()
         return self.runner.standing()
 
     def alert_history(self) -> list[LoggedEvent]:
@@ -767,6 +798,11 @@ class Workbench:
 
         if type is not None and key is None:
             raise QueryError(f"say which {type} record to forget: pass its key too")
+        if self.store.read_only and not dry_run:
+            raise StoreError(
+                f"{self.store.path} is open read-only; open it without read_only to forget "
+                "(a dry run works read-only)"
+            )
         plan = plan_forget(self.store, self.user, type=type, key=key, source=source, text=text)
         if dry_run:
             return plan
@@ -793,6 +829,7 @@ class Workbench:
     def review(self) -> list[HeldBatch]:
         """The model answers held for review, oldest first, each operation shown as the record
         before and after it (see ``uac_kernel.review``)."""
+        self._sync()
         from uac_kernel.review import held_batches
 
         return held_batches(self.store, self.state)
