@@ -176,23 +176,20 @@ def batches(
         yield batch
 
 
-def mentioned_records(state: State, text: str) -> list[tuple[str, str]]:
-    """The existing records ``text`` mentions: those whose key or text values share a word
-    (a search token, stop words aside) with it, as (type, key), most shared words first.
-
-    The first ``ExtractionLimits.candidates`` are shown to the model as the records the turns
-    may be about; a change to an existing record not among them all is held for review.
-    """
-    words = set(tokenize(text))
-    scored: list[tuple[int, str, str]] = []
+def mentioned_records(state: State, *texts: str) -> list[list[tuple[str, str]]]:
+    """For each of ``texts``, the existing records it mentions: those whose key or text values
+    share a word (a search token, stop words aside) with it, as (type, key), most shared words
+    first. One pass over the records for all the texts."""
+    words = [set(tokenize(text)) for text in texts]
+    scored: list[list[tuple[int, str, str]]] = [[] for _ in texts]
     for name, ts in state.types.items():
         for key, rec in ts.current.items():
             bag = {key, *(str(v) for v in field_values(rec).values() if isinstance(v, str))}
-            overlap = len(words & set(tokenize(" ".join(bag))))
-            if overlap:
-                scored.append((-overlap, name, key))
-    scored.sort()
-    return [(name, key) for _, name, key in scored]
+            tokens = set(tokenize(" ".join(bag)))
+            for found, said in zip(scored, words, strict=True):
+                if overlap := len(said & tokens):
+                    found.append((-overlap, name, key))
+    return [[(name, key) for _, name, key in sorted(found)] for found in scored]
 
 
 def _turns(batch: list[LoggedEvent]) -> str:
@@ -320,8 +317,13 @@ def propose_batch(
     """Ask for the batch's operations; check the caps and validate (with the input ``bounds``
     the store's workbench applies); retry once with the error."""
     limits = limits or ExtractionLimits()
-    mentioned = mentioned_records(state, _turns(batch))
-    messages = batch_messages(state, batch, mentioned[: limits.candidates])
+    # The model is shown the records its turns, as the prompt writes them, may be about; a
+    # change is held unless the words the people said mention the record (a turn's source,
+    # time and speaker name no record).
+    shown, mentioned = mentioned_records(
+        state, _turns(batch), "\n".join(u.payload["text"] for u in batch)
+    )
+    messages = batch_messages(state, batch, shown[: limits.candidates])
     origin = f"extraction of {batch[0].source}..{batch[-1].source}"
     error = ""
     for _attempt in (1, 2):

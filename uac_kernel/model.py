@@ -235,7 +235,16 @@ class ModelClient:
             parsed = completion.choices[0].message.parsed
             if parsed is None:
                 raise ValueError("the answer was empty or refused")
-        except (ValidationError, ValueError, IndexError, AttributeError, TypeError) as exc:
+        except (
+            ValidationError,
+            ValueError,
+            IndexError,
+            AttributeError,
+            TypeError,
+            # the answer was cut at the token limit, or withheld by the endpoint's filter
+            openai.LengthFinishReasonError,
+            openai.ContentFilterFinishReasonError,
+        ) as exc:
             detail = _validation_detail(exc)
             self._record(
                 user, purpose, key, request, body, tokens_in, tokens_out, latency, "invalid", detail
@@ -270,6 +279,9 @@ class ModelClient:
                 base_url=settings.base_url,
                 timeout=settings.timeout,
                 max_retries=settings.max_retries,
+                # An answer comes from the endpoint named, or the call fails: a redirect to
+                # another host would apply that host's answer under this one's name.
+                http_client=openai.DefaultAsyncHttpxClient(follow_redirects=False),
             ) as client:
                 return await asyncio.wait_for(
                     client.chat.completions.with_raw_response.parse(

@@ -34,6 +34,7 @@ from uac_kernel.store import LoggedEvent, NewEvent, Store
 __all__ = [
     "Change",
     "HeldBatch",
+    "RunBudget",
     "accept_events",
     "held_batches",
     "hold",
@@ -113,6 +114,15 @@ def _text(value: Any) -> str:
 # -- holding --------------------------------------------------------------------------------------
 
 
+@dataclass
+class RunBudget:
+    """The existing records one extraction run may retract or overwrite without review are
+    counted against the records there were when it began, across all its batches."""
+
+    records: int
+    changed: int = 0
+
+
 def hold(
     state: State,
     planned: list[NewEvent],
@@ -120,11 +130,14 @@ def hold(
     limits: ExtractionLimits,
     call_id: int,
     utterances: list[LoggedEvent],
+    run: RunBudget | None = None,
 ) -> InputEvent | None:
     """The ``review`` event that holds a valid answer, or ``None`` if it may be applied.
 
     ``planned`` is the answer planned against ``state``; ``mentioned`` the records its turns
-    mention (``extract.mentioned_records``).
+    mention (``extract.mentioned_records``); ``run`` what the batches applied before it in the
+    same extraction run changed, so many small batches cannot do unreviewed what one may not.
+    An answer that may be applied is charged to ``run``.
     """
     ops = {"add": 0, "update": 0, "retract": 0}
     changed: dict[tuple[str, str], None] = {}  # existing records retracted or overwritten
@@ -145,13 +158,17 @@ def hold(
             now.get(k) is not None and to_json_value(now[k]) != v for k, v in p["fields"].items()
         ):
             changed[record] = None
-    records = sum(state.counts().values())
+    run = run or RunBudget(sum(state.counts().values()))
+    records = run.records
     allowed = limits.changes_allowed(records)
     reasons = []
-    if len(changed) > allowed:
+    if run.changed + len(changed) > allowed:
+        before = (
+            f" (after {run.changed} changed by earlier batches of this run)" if run.changed else ""
+        )
         reasons.append(
-            f"it retracts or overwrites {len(changed)} of {plural(records, 'current record')}, "
-            f"more than the {allowed} one batch may change unreviewed"
+            f"it retracts or overwrites {len(changed)} of {plural(records, 'current record')}"
+            f"{before}, more than the {allowed} one extraction run may change unreviewed"
         )
     if unmentioned:
         names = [f"{t} {k!r}" for t, k in list(unmentioned)[:_SHOWN_KEYS]]
@@ -161,6 +178,7 @@ def hold(
             f"{', '.join(names)}{f' and {more} more' if more else ''}"
         )
     if not reasons:
+        run.changed += len(changed)
         return None
     last = utterances[-1]
     payload = {

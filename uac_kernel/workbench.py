@@ -687,9 +687,10 @@ class Workbench:
             pending_utterances,
             propose_batch,
         )
-        from uac_kernel.review import hold
+        from uac_kernel.review import RunBudget, hold
 
         limits = limits or ExtractionLimits()
+        run = RunBudget(sum(self.state.counts().values()))
         pending = pending_utterances(self.store, self.user)
         report = ExtractionReport(utterances=len(pending))
         groups = list(batches(pending, batch_size, max_chars))
@@ -706,7 +707,13 @@ class Workbench:
                 report.errors.append(proposal.error)
                 continue
             held = hold(
-                self.state, proposal.planned, proposal.mentioned, limits, proposal.call_id, batch
+                self.state,
+                proposal.planned,
+                proposal.mentioned,
+                limits,
+                proposal.call_id,
+                batch,
+                run,
             )
             if held is not None:
                 self.append_parsed([held])
