@@ -137,13 +137,6 @@ def held_batch(wb: Workbench, server: ChatServer) -> int:
 # == hold rules: mass changes smuggled past review ==============================================
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the turn line sent to mentioned_records includes its source, timestamp and speaker, "
-    "so '2025', 'chat', 'user' in a record's key or text make it 'mentioned' by any turn: 3 "
-    "records the turn never names are retracted without review; only the turn's text (the "
-    "speaker's words) should count (extract.mentioned_records(_turns(batch)))",
-)
 @pytest.mark.parametrize(
     "keys",
     [
@@ -164,12 +157,6 @@ def test_turn_metadata_does_not_count_as_a_mention(
         assert wb.state.counts() == {"Secret": 3}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="each batch retracts 3 mentioned records (the floor), so one `extract` run of 4 "
-    "batches retracts all 10 books with no review; the share should bound what one run (or "
-    "the batches since the last review) changes, not each batch alone (review.hold)",
-)
 def test_many_small_batches_cannot_wipe_a_memory_unreviewed(
     tmp_path: Path, server: ChatServer
 ) -> None:
@@ -341,12 +328,6 @@ def test_duplicated_keys_the_record_and_the_applied_answer_agree(
     assert wb.state.counts()["Book"] == 10
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finish_reason 'length' makes openai's parse raise LengthFinishReasonError, which "
-    "model._call does not catch: a raw openai exception escapes and the call is not recorded; "
-    "it should be a one-line ModelOutputInvalid/ModelError recorded as a failed call",
-)
 @pytest.mark.parametrize("finish", ["length", "content_filter"])
 def test_a_cut_or_filtered_answer_is_a_recorded_one_line_error(
     wb: Workbench, server: ChatServer, finish: str
@@ -430,12 +411,6 @@ def test_a_gzip_header_on_a_plain_body(wb: Workbench, server: ChatServer) -> Non
     assert list_calls(wb.store)[0].outcome.startswith("error: ")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the openai client follows redirects: an endpoint that answers 307 to another host "
-    "has that host's answer applied, and the call record names only the first endpoint; a "
-    "redirect to another origin should fail the call (or be recorded as where it went)",
-)
 def test_a_redirect_to_another_host_is_not_followed(wb: Workbench, server: ChatServer) -> None:
     with ChatServer() as other:
         other.enqueue(answer(op("add", "Planted", "p", text="from elsewhere")))
@@ -820,14 +795,6 @@ def asker(tmp_path: Path, server: ChatServer) -> Iterator[Workbench]:
         yield wb
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a failed first expression's error (ValueError: invalid literal ... 'warfarin') is "
-    "sent back to the model, whose second expression returns the literal 'warfarin' with an "
-    "empty certificate: the answer rests on a record the certificate does not name; what a "
-    "failed attempt was handed should stay in the certificate (or errors should not carry "
-    "record values back to the model) (ask.answer_question)",
-)
 def test_a_record_read_by_a_failed_attempt_stays_in_the_certificate(
     asker: Workbench, server: ChatServer
 ) -> None:
@@ -837,13 +804,6 @@ def test_a_record_read_by_a_failed_attempt_stays_in_the_certificate(
     assert [r["key"] for r in got.certificate.records] == ["m1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the certificate lists the first 200 records handed; an expression that reads 200 "
-    "books first pushes the Medication it answers from out of the list (records_total 201 "
-    "says only that one is missing, not which): the records an answer's value came from "
-    "should not be hideable, e.g. keep per-type counts or the last ones read (ask._Trace)",
-)
 def test_reading_200_decoys_first_does_not_hide_the_record_answered_from(
     asker: Workbench, server: ChatServer
 ) -> None:

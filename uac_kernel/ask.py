@@ -8,6 +8,7 @@ the utterances behind them.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,12 @@ class CodeAnswer(BaseModel):
 
 @dataclass
 class Certificate:
-    """What an answer rests on: records handed to the expression and the utterances behind them."""
+    """What an answer rests on: records handed to the expression and the utterances behind them.
+
+    ``records`` lists up to ``TRACE_LIMIT`` of them, every type read represented;
+    ``records_total`` counts all, including what an attempt that failed was handed (its error
+    was shown to the model, and may carry the values the answer gives).
+    """
 
     records: list[dict[str, Any]] = field(default_factory=list)
     records_total: int = 0
@@ -127,10 +133,12 @@ class _Trace:
     ``_`` attribute, which the static check refuses and no builtin can read by name.
     """
 
-    __slots__ = ("ids", "records")
+    __slots__ = ("by_type", "ids")
 
     def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
+        # Up to TRACE_LIMIT records of each type, in the order handed: reading many records of
+        # one type first cannot push a record of another type out of the certificate.
+        self.by_type: dict[str, list[dict[str, Any]]] = {}
         self.ids: set[tuple[str, str, tuple[int, ...]]] = set()
 
     def note(self, records: list[Record]) -> None:
@@ -138,10 +146,16 @@ class _Trace:
             ident = (type(r).__name__, r.key, tuple(r.sources))
             if ident not in self.ids:
                 self.ids.add(ident)
-                if len(self.records) < TRACE_LIMIT:
-                    self.records.append(
-                        {"type": ident[0], "key": ident[1], "sources": list(ident[2])}
-                    )
+                kept = self.by_type.setdefault(ident[0], [])
+                if len(kept) < TRACE_LIMIT:
+                    kept.append({"type": ident[0], "key": ident[1], "sources": list(ident[2])})
+
+    def records(self) -> list[dict[str, Any]]:
+        """At most TRACE_LIMIT records, taken from each type in turn (every type read shows)."""
+        out: list[dict[str, Any]] = []
+        for row in itertools.zip_longest(*self.by_type.values()):
+            out.extend(r for r in row if r is not None)
+        return out[:TRACE_LIMIT]
 
 
 class _TracingView(UserView):
@@ -183,10 +197,31 @@ def run_traced(state: State, index: LogSearch, expression: str) -> tuple[Any, di
     ns["search"] = search_function(index, hits)
 
     def collect() -> dict[str, Any]:
-        return {"records": trace.records, "total": len(trace.ids), "hits": hits[:TRACE_LIMIT]}
+        return {
+            "records": trace.records(),
+            "total": len(trace.ids),
+            "hits": hits[:TRACE_LIMIT],
+        }
 
     value, touched = evaluate_traced(expression, ns, collect)
     return value, touched  # type: ignore[return-value]
+
+
+def merged(earlier: list[dict[str, Any]], last: dict[str, Any]) -> dict[str, Any]:
+    """The trace of the attempt that answered, with what failed attempts before it read: their
+    errors were shown to the model, and may carry the values it answers with."""
+    records: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    hits: list[int] = []
+    for t in [last, *earlier]:
+        for r in t["records"]:
+            if (r["type"], r["key"]) not in seen and len(records) < TRACE_LIMIT:
+                seen.add((r["type"], r["key"]))
+                records.append(r)
+        hits.extend(h for h in t["hits"] if h not in hits)
+    # A record handed to two attempts counts twice.
+    total = sum(int(t["total"]) for t in [last, *earlier])
+    return {"records": records, "total": total, "hits": hits[:TRACE_LIMIT]}
 
 
 def certificate(store: Store, user: str, touched: dict[str, Any]) -> Certificate:
@@ -233,6 +268,7 @@ def answer_question(
         {"role": "user", "content": prompt},
     ]
     answer = Answer(question=question, prompt_chars=len(SYSTEM) + len(prompt))
+    earlier: list[dict[str, Any]] = []  # what failed attempts read
     for attempt in (1, 2):
         reply = client.structured("questions", messages, CodeAnswer, user=state.user)
         answer.attempts = attempt
@@ -241,6 +277,8 @@ def answer_question(
         try:
             value, touched = run_traced(state, index, reply.value.expression)
         except (SandboxRefused, SandboxFailed, SandboxLimit) as exc:
+            if isinstance(exc, SandboxFailed) and isinstance(exc.trace, dict):
+                earlier.append(exc.trace)
             answer.error = str(exc)
             client.reject(reply, answer.error, user=state.user)
             messages += [
@@ -252,6 +290,6 @@ def answer_question(
             ]
             continue
         answer.value, answer.ok, answer.error = value, True, ""
-        answer.certificate = certificate(store, state.user, touched)
+        answer.certificate = certificate(store, state.user, merged(earlier, touched))
         return answer
     return answer

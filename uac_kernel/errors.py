@@ -119,7 +119,15 @@ class SandboxLimit(UacError):
 
 
 class SandboxFailed(UacError):
-    """An expression raised an exception while it ran."""
+    """An expression raised an exception while it ran.
+
+    ``trace`` is what a tracing namespace noted before it failed (``evaluate_traced``), so what
+    a failed attempt read is not lost.
+    """
+
+    def __init__(self, message: str, *, trace: object = None):
+        super().__init__(message)
+        self.trace = trace
 
 
 class MissingExtra(UacError, ImportError):

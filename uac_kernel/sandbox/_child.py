@@ -191,7 +191,13 @@ def _answer(
         payload = pickle.dumps((_KIND_RECURSION, sys.getrecursionlimit()), protocol=5)
         return _KIND_RECURSION, payload
     except BaseException as exc:
-        return _KIND_ERROR, pickle.dumps((_KIND_ERROR, _one_line(exc)), protocol=5)
+        failure: object = _one_line(exc)
+        if collect is not None:
+            # What the expression was handed before it failed: an answer may rest on it later
+            # (a trace that cannot be read is left out; the error still says what failed).
+            with contextlib.suppress(Exception):
+                failure = [failure, to_plain(collect())]
+        return _KIND_ERROR, pickle.dumps((_KIND_ERROR, failure), protocol=5)
 
 
 def _child(code: CodeType, namespace: Mapping[str, object], collect: Collect | None) -> bytes:
@@ -338,6 +344,8 @@ def _outcome(data: bytes, status: int | None, cpu_used: float, budget: _Budget) 
     if kind == _KIND_OK:
         return payload
     if kind == _KIND_ERROR:
+        if isinstance(payload, list) and len(payload) == 2:
+            raise SandboxFailed(str(payload[0]), trace=payload[1])
         raise SandboxFailed(str(payload))
     if kind == _KIND_MEMORY:
         raise _memory_limit(budget)
