@@ -114,7 +114,7 @@ def test_an_answer_retracting_every_record_is_held_and_nothing_changes(
         "state": "held",
         "call_id": call_id,
         "reason": "it retracts or overwrites 23 of 23 current records, more than the 3 one "
-        "batch may change unreviewed; it changes 22 records its turns do not mention: Trip "
+        "extraction run may change unreviewed; it changes 22 records its turns do not mention: Trip "
         "'trip-oslo', Medication 'med-statin', Book 'book-a', Book 'book-b', Book 'book-c' "
         "and 17 more",
         "utterances": ["chat-9#1", "chat-9#2"],
@@ -194,8 +194,8 @@ def test_overwriting_more_than_the_floor_of_mentioned_records_is_held(
         assert report.held == 1
         (held,) = wb.log(kinds=["review"])
         assert held.payload["reason"] == (
-            "it retracts or overwrites 4 of 4 current records, more than the 3 one batch may "
-            "change unreviewed"
+            "it retracts or overwrites 4 of 4 current records, more than the 3 one extraction "
+            "run may change unreviewed"
         )
         # limits are the caller's: with a floor of 4 the same answer applies
         wb.reject(held.payload["call_id"])
