@@ -634,14 +634,6 @@ ADAPTER_TS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="raw OverflowError 'date value out of range' from the adapters: the +30 s per turn "
-    "(LoCoMo, LongMemEval), the +1 s spread of same-second chat messages, and _naive_utc's "
-    "astimezone of an offset date at year 1 are not guarded; should be a one-line EventError "
-    "naming the file and turn",
-)
 @pytest.mark.parametrize("case", sorted(ADAPTER_TS))
 def test_adapter_times_out_of_range_are_one_line(tmp_path: Path, case: str) -> None:
     fmt, data = ADAPTER_TS[case]

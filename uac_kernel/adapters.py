@@ -378,10 +378,10 @@ def _locomo_sample(where: str, sid: str, sample: dict[str, Any]) -> Raw:
                 text += " [shares an image]"
             if "img_url" in turn:
                 meta["img_url"] = turn["img_url"]
-            yield (
-                twhere,
-                _utterance(start + i * TURN_STEP, speaker, text, f"locomo:{sid}:{dia_id}", meta),
+            ts = _later(
+                start, i * TURN_STEP, "turns are 30 s apart", twhere, f"session_{n}_date_time"
             )
+            yield twhere, _utterance(ts, speaker, text, f"locomo:{sid}:{dia_id}", meta)
 
 
 def _locomo_datetime(value: Any, where: str, field: str) -> datetime:
@@ -515,7 +515,10 @@ def _lme_record(where: str, qid: str, rec: dict[str, Any]) -> Raw:
                     raise _fail(twhere, "must be true or false", "has_answer")
                 meta["has_answer"] = turn["has_answer"]
             source = f"longmemeval:{qid}:{session_key}:{i}"
-            yield twhere, _utterance(start + i * TURN_STEP, role, content, source, meta)
+            ts = _later(
+                start, i * TURN_STEP, "turns are 30 s apart", twhere, f"haystack_dates[{k}]"
+            )
+            yield twhere, _utterance(ts, role, content, source, meta)
 
 
 def _lme_datetime(value: Any, where: str, field: str) -> datetime:
@@ -526,7 +529,7 @@ def _lme_datetime(value: Any, where: str, field: str) -> datetime:
             if m is not None:
                 year, month, day, hour, minute = (int(g) for g in m.groups())
                 return datetime(year, month, day, hour, minute)
-            return _naive_utc(datetime.fromisoformat(value))
+            return _naive_utc(datetime.fromisoformat(value), value, where, field)
         except ValueError:
             pass
     raise _fail(where, f"cannot read {value!r} as a date like '2023/05/20 (Sat) 02:21'", field)
@@ -639,7 +642,11 @@ def _chat_messages(
         if isinstance(msg.get("name"), str):
             meta["name"] = msg["name"]
         source = f"chat:{stem}:{conv_key}:{i}"
-        yield where, _utterance(base + timedelta(seconds=spread), role, text, source, meta)
+        field = next((k for k in _TS_KEYS if msg.get(k) is not None), "ts")
+        ts = _later(
+            base, timedelta(seconds=spread), "messages of one second are 1 s apart", where, field
+        )
+        yield where, _utterance(ts, role, text, source, meta)
 
 
 def _chat_text(content: Any, where: str) -> str | None:
@@ -678,7 +685,7 @@ def _chat_ts(obj: dict[str, Any], where: str) -> datetime | None:
             ) from None
     if isinstance(value, str):
         try:
-            return _naive_utc(datetime.fromisoformat(value))
+            return _naive_utc(datetime.fromisoformat(value), value, where, name)
         except ValueError:
             pass
     raise _fail(where, f"{value!r} is neither an ISO 8601 date-time nor unix seconds", name)
@@ -687,8 +694,30 @@ def _chat_ts(obj: dict[str, Any], where: str) -> datetime | None:
 # -- shared --------------------------------------------------------------------------------
 
 
-def _naive_utc(ts: datetime) -> datetime:
-    return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo is not None else ts
+def _naive_utc(ts: datetime, given: str, where: str, field: str) -> datetime:
+    """``ts`` in UTC without an offset; an error naming ``field`` when UTC leaves years 1-9999."""
+    if ts.tzinfo is None:
+        return ts
+    try:
+        return ts.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        raise _fail(
+            where, f"{given!r} in UTC falls outside years 1 to 9999; give a time within them", field
+        ) from None
+
+
+def _later(start: datetime, step: timedelta, why: str, where: str, field: str) -> datetime:
+    """``start + step``, or an error naming the field that dates it when that passes the last
+    time there is (``why`` says where the step comes from)."""
+    try:
+        return start + step
+    except OverflowError:
+        raise _fail(
+            where,
+            f"{start.isoformat()} + {int(step.total_seconds())} s ({why}) falls after "
+            "9999-12-31T23:59:59; give an earlier time",
+            field,
+        ) from None
 
 
 def _utterance(
