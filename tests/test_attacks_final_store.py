@@ -541,13 +541,6 @@ def test_a_10_gb_sparse_jsonl_fails_at_its_second_line_within_1_gb(tmp_path: Pat
     assert "sparse.jsonl:2" in line and "NUL byte at column 1" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac ingest --format locomo` (and longmemeval, chat .json) reads the whole file "
-    "with Path.read_bytes() before parsing (adapters._load_json), so a 10 GB sparse file "
-    "allocates 10 GB: MemoryError traceback under a 1.5 GB limit (or the machine swaps); the "
-    "JSON formats need a size bound or a streaming read, like Event JSONL's line bound",
-)
 @pytest.mark.parametrize("fmt", ["locomo", "longmemeval", "chat"])
 def test_a_10_gb_sparse_json_file_is_refused_without_reading_it_all(
     tmp_path: Path, fmt: str

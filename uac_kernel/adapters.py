@@ -36,6 +36,7 @@ A file of several users (LoCoMo, LongMemEval) yields every user with ``user=None
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -184,7 +185,7 @@ def read_events(
     if fmt == "chat":
         return _parse(_chat(p, limits or DEFAULT_LIMITS), str(p), limits)
     reader = _locomo if fmt == "locomo" else _longmemeval
-    return _parse(reader(p, user), str(p), limits)
+    return _parse(reader(p, user, limits or DEFAULT_LIMITS), str(p), limits)
 
 
 def _parse(raw: Raw, origin: str, limits: Limits | None) -> Iterator[InputEvent]:
@@ -224,21 +225,49 @@ def read_histories(
         yield key, batch
 
 
-def _load_json(path: Path) -> Any:
+def _load_json(path: Path, limits: Limits) -> Any:
+    """The JSON document ``path`` holds, read whole: refused unread above ``limits.json_bytes``
+    (its size on disk; a pipe, which has none, is read at most that far)."""
+    most = limits.json_bytes
+
+    def too_big(size: int | None) -> EventError:
+        has = "it holds more than" if size is None else f"the file has {size:,} bytes, more than"
+        return _fail(
+            str(path),
+            f"{has} the {most:,} bytes a JSON document may take (Limits.json_bytes); split it, "
+            "or give chat as JSONL, a message or conversation a line",
+        )
+
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > most:
+                raise too_big(size)
+            data = handle.read(most + 1)
     except OSError as exc:
         raise _fail(str(path), f"cannot read the file: {exc.strerror}; check the path") from exc
+    except MemoryError:
+        raise _fail(str(path), _NO_MEMORY) from None
+    if len(data) > most:
+        raise too_big(None)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise EventError(
             f"invalid JSON ({exc.msg} at column {exc.colno})", origin=str(path), line=exc.lineno
         ) from exc
+    except MemoryError:
+        raise _fail(str(path), _NO_MEMORY) from None
 
 
-def _json_list(path: Path, what: str) -> list[Any]:
-    data = _load_json(path)
+_NO_MEMORY = (
+    "the file does not fit in memory as one JSON document; split it, or lower Limits.json_bytes "
+    "to refuse such files before reading them"
+)
+
+
+def _json_list(path: Path, what: str, limits: Limits) -> list[Any]:
+    data = _load_json(path, limits)
     if not isinstance(data, list):
         raise _fail(str(path), f"expected a JSON list of {what}, got a {type(data).__name__}")
     return data
@@ -259,10 +288,12 @@ def _missing_user(path: Path, user: str, ids: list[str], what: str) -> EventErro
 # -- LoCoMo --------------------------------------------------------------------------------
 
 
-def _locomo_iter(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _locomo_iter(
+    path: Path, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(position, sample_id, sample) for each sample of a LoCoMo file."""
     seen: set[str] = set()
-    for k, sample in enumerate(_json_list(path, "LoCoMo samples"), 1):
+    for k, sample in enumerate(_json_list(path, "LoCoMo samples", limits), 1):
         where = f"{path}: conversation {k}"
         if not isinstance(sample, dict):
             raise _fail(where, "must be a JSON object with sample_id and conversation")
@@ -327,9 +358,9 @@ def _answer(item: dict[str, Any], name: str, where: str) -> str | None:
     raise _fail(where, "must be a string or a number", name)
 
 
-def _locomo(path: Path, user: str | None) -> Raw:
+def _locomo(path: Path, user: str | None, limits: Limits) -> Raw:
     ids: list[str] = []
-    for where, sid, sample in _locomo_iter(path):
+    for where, sid, sample in _locomo_iter(path, limits):
         ids.append(sid)
         if user is None or sid == user:
             yield from _locomo_sample(where, sid, sample)
@@ -417,10 +448,12 @@ def _month_matches(given: str, name: str) -> bool:
 # -- LongMemEval ---------------------------------------------------------------------------
 
 
-def _lme_iter(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _lme_iter(
+    path: Path, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(position, question_id, record) for each question record of a LongMemEval file."""
     seen: set[str] = set()
-    for k, rec in enumerate(_json_list(path, "LongMemEval question records"), 1):
+    for k, rec in enumerate(_json_list(path, "LongMemEval question records", limits), 1):
         where = f"{path}: record {k}"
         if not isinstance(rec, dict):
             raise _fail(where, "must be a JSON object with question_id and haystack_sessions")
@@ -462,9 +495,9 @@ def longmemeval_questions(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def _longmemeval(path: Path, user: str | None) -> Raw:
+def _longmemeval(path: Path, user: str | None, limits: Limits) -> Raw:
     ids: list[str] = []
-    for where, qid, rec in _lme_iter(path):
+    for where, qid, rec in _lme_iter(path, limits):
         ids.append(qid)
         if user is None or qid == user:
             yield from _lme_record(where, qid, rec)
@@ -543,7 +576,7 @@ def _chat(path: Path, limits: Limits) -> Raw:
     if path.suffix.lower() in _JSONL_SUFFIXES or _first_line_object(_peek(path)) is not None:
         yield from _chat_lines(path, stem, limits)
         return
-    data = _load_json(path)
+    data = _load_json(path, limits)
     if isinstance(data, dict):
         yield from _chat_conversation(str(path), stem, 0, data, set())
     elif isinstance(data, list):
