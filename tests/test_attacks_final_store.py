@@ -292,13 +292,6 @@ def test_the_adapters_hold_an_utterance_to_text_chars_at_and_one_over(
         ),
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="a LoCoMo img_url or a chat message's name goes into meta with no bound at all (the "
-    "adapters skip the event-size check: parse_event(check_unicode=False) never dumps the "
-    "payload), so a 2-3 MiB string is stored in one event; it should be refused like a JSONL "
-    "event over line_bytes",
-)
 def test_an_adapter_meta_string_past_the_event_size_is_refused(
     tmp_path: Path, fmt: str, data: Any
 ) -> None:

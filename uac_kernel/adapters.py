@@ -195,8 +195,9 @@ def _parse(raw: Raw, origin: str, limits: Limits | None) -> Iterator[InputEvent]
 
     for n, (where, obj) in enumerate(raw, 1):
         try:
-            # Every string came out of orjson, which refuses lone surrogates: no second check.
-            yield parse_event(obj, origin, n, check_unicode=False, limits=limits or DEFAULT_LIMITS)
+            # Checked whole (Unicode, and its size as JSON against Limits.line_bytes): unlike an
+            # Event JSONL line, an utterance built from a file's turn has no size bound of its own.
+            yield parse_event(obj, origin, n, limits=limits or DEFAULT_LIMITS)
         except EventError as exc:
             raise _fail(where, exc.reason, exc.field) from exc
 
