@@ -447,12 +447,6 @@ def test_crlf_line_ends_are_read_as_lines(tmp_path: Path) -> None:
         assert [e.payload["text"] for e in wb.log(kinds=["utterance"])] == ["first", "second"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a UTF-32 LE file (BOM FF FE 00 00) is called UTF-16 and the fix offered is "
-    "`iconv -f utf-16`, which turns it into garbage; json_lines tests the UTF-16 BOM before "
-    "the UTF-32 one it begins with; it should name UTF-32 and `iconv -f utf-32`",
-)
 def test_a_utf32_file_is_named_utf32(tmp_path: Path) -> None:
     f = tmp_path / "u32.jsonl"
     f.write_bytes((L1 + "\n").encode("utf-32"))

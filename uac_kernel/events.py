@@ -99,10 +99,10 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
             if n == 1:
                 if raw.startswith(codecs.BOM_UTF8):
                     raw = raw[len(codecs.BOM_UTF8) :]
-                elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                elif (wide := _wide_encoding(raw)) is not None:
                     raise EventError(
-                        "the file is UTF-16 (it starts with a UTF-16 byte order mark); Event "
-                        "JSONL is UTF-8: convert it, e.g. iconv -f utf-16 -t utf-8",
+                        f"the file is {wide} (it starts with a {wide} byte order mark); Event "
+                        f"JSONL is UTF-8: convert it, e.g. iconv -f {wide.lower()} -t utf-8",
                         origin=origin,
                         line=1,
                     )
@@ -122,6 +122,16 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
             except ValueError as exc:
                 raise EventError(str(exc), origin=origin, line=n) from None
             yield n, obj
+
+
+def _wide_encoding(raw: bytes) -> str | None:
+    """UTF-32 or UTF-16 when ``raw`` starts with its byte order mark, else None. UTF-32 is
+    tested first: its little-endian mark (FF FE 00 00) begins with UTF-16's (FF FE)."""
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32"
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    return None
 
 
 # A run of 19 digits: the shortest integer that can fall outside 64 bits.
