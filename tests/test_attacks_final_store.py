@@ -569,12 +569,6 @@ def test_ts_edges_are_taken_or_refused_in_one_line(tmp_path: Path, ts: str, ok: 
             assert wb.store.last_seq == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a valid ts in year 1 (0001-01-01T00:00:00-01:00) makes the shipped clock rule "
-    "schengen_90_180 fail with OverflowError (user.now - 180 days), raising a 'rule failed' "
-    "warning alert on any history that reaches year 1; the rule should clamp at date.min",
-)
 def test_a_ts_in_year_1_does_not_break_a_shipped_rule(tmp_path: Path) -> None:
     with Workbench(tmp_path / "t.duckdb", user="u") as wb:
         report = wb.ingest([utt("hello", "s1", ts="0001-01-01T00:00:00-01:00")])
