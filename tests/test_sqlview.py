@@ -126,10 +126,10 @@ def test_a_syntax_error_is_one_line(wb: Workbench) -> None:
 def test_names_that_differ_in_case_or_end_in_history_get_distinct_tables() -> None:
     assert table_names(["Trip", "TRIP", "Trip_history", "Uac_tables", "Trip_2"]) == {
         "Trip": ("Trip", "Trip_history"),
-        "TRIP": ("TRIP_2", "TRIP_2_history"),
+        "TRIP": ("TRIP_3", "TRIP_3_history"),  # not TRIP_2: that is a type's name
         "Trip_history": ("Trip_history_2", "Trip_history_2_history"),
         "Uac_tables": ("Uac_tables_2", "Uac_tables_2_history"),
-        "Trip_2": ("Trip_2_2", "Trip_2_2_history"),
+        "Trip_2": ("Trip_2", "Trip_2_history"),
     }
     # the earlier type keeps its name, whichever it is
     assert table_names(["Trip_history", "Trip"]) == {

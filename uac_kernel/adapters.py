@@ -36,6 +36,7 @@ A file of several users (LoCoMo, LongMemEval) yields every user with ``user=None
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -184,7 +185,7 @@ def read_events(
     if fmt == "chat":
         return _parse(_chat(p, limits or DEFAULT_LIMITS), str(p), limits)
     reader = _locomo if fmt == "locomo" else _longmemeval
-    return _parse(reader(p, user), str(p), limits)
+    return _parse(reader(p, user, limits or DEFAULT_LIMITS), str(p), limits)
 
 
 def _parse(raw: Raw, origin: str, limits: Limits | None) -> Iterator[InputEvent]:
@@ -194,8 +195,9 @@ def _parse(raw: Raw, origin: str, limits: Limits | None) -> Iterator[InputEvent]
 
     for n, (where, obj) in enumerate(raw, 1):
         try:
-            # Every string came out of orjson, which refuses lone surrogates: no second check.
-            yield parse_event(obj, origin, n, check_unicode=False, limits=limits or DEFAULT_LIMITS)
+            # Checked whole (Unicode, and its size as JSON against Limits.line_bytes): unlike an
+            # Event JSONL line, an utterance built from a file's turn has no size bound of its own.
+            yield parse_event(obj, origin, n, limits=limits or DEFAULT_LIMITS)
         except EventError as exc:
             raise _fail(where, exc.reason, exc.field) from exc
 
@@ -224,21 +226,49 @@ def read_histories(
         yield key, batch
 
 
-def _load_json(path: Path) -> Any:
+def _load_json(path: Path, limits: Limits) -> Any:
+    """The JSON document ``path`` holds, read whole: refused unread above ``limits.json_bytes``
+    (its size on disk; a pipe, which has none, is read at most that far)."""
+    most = limits.json_bytes
+
+    def too_big(size: int | None) -> EventError:
+        has = "it holds more than" if size is None else f"the file has {size:,} bytes, more than"
+        return _fail(
+            str(path),
+            f"{has} the {most:,} bytes a JSON document may take (Limits.json_bytes); split it, "
+            "or give chat as JSONL, a message or conversation a line",
+        )
+
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > most:
+                raise too_big(size)
+            data = handle.read(most + 1)
     except OSError as exc:
         raise _fail(str(path), f"cannot read the file: {exc.strerror}; check the path") from exc
+    except MemoryError:
+        raise _fail(str(path), _NO_MEMORY) from None
+    if len(data) > most:
+        raise too_big(None)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise EventError(
             f"invalid JSON ({exc.msg} at column {exc.colno})", origin=str(path), line=exc.lineno
         ) from exc
+    except MemoryError:
+        raise _fail(str(path), _NO_MEMORY) from None
 
 
-def _json_list(path: Path, what: str) -> list[Any]:
-    data = _load_json(path)
+_NO_MEMORY = (
+    "the file does not fit in memory as one JSON document; split it, or lower Limits.json_bytes "
+    "to refuse such files before reading them"
+)
+
+
+def _json_list(path: Path, what: str, limits: Limits) -> list[Any]:
+    data = _load_json(path, limits)
     if not isinstance(data, list):
         raise _fail(str(path), f"expected a JSON list of {what}, got a {type(data).__name__}")
     return data
@@ -259,10 +289,12 @@ def _missing_user(path: Path, user: str, ids: list[str], what: str) -> EventErro
 # -- LoCoMo --------------------------------------------------------------------------------
 
 
-def _locomo_iter(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _locomo_iter(
+    path: Path, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(position, sample_id, sample) for each sample of a LoCoMo file."""
     seen: set[str] = set()
-    for k, sample in enumerate(_json_list(path, "LoCoMo samples"), 1):
+    for k, sample in enumerate(_json_list(path, "LoCoMo samples", limits), 1):
         where = f"{path}: conversation {k}"
         if not isinstance(sample, dict):
             raise _fail(where, "must be a JSON object with sample_id and conversation")
@@ -327,9 +359,9 @@ def _answer(item: dict[str, Any], name: str, where: str) -> str | None:
     raise _fail(where, "must be a string or a number", name)
 
 
-def _locomo(path: Path, user: str | None) -> Raw:
+def _locomo(path: Path, user: str | None, limits: Limits) -> Raw:
     ids: list[str] = []
-    for where, sid, sample in _locomo_iter(path):
+    for where, sid, sample in _locomo_iter(path, limits):
         ids.append(sid)
         if user is None or sid == user:
             yield from _locomo_sample(where, sid, sample)
@@ -378,10 +410,10 @@ def _locomo_sample(where: str, sid: str, sample: dict[str, Any]) -> Raw:
                 text += " [shares an image]"
             if "img_url" in turn:
                 meta["img_url"] = turn["img_url"]
-            yield (
-                twhere,
-                _utterance(start + i * TURN_STEP, speaker, text, f"locomo:{sid}:{dia_id}", meta),
+            ts = _later(
+                start, i * TURN_STEP, "turns are 30 s apart", twhere, f"session_{n}_date_time"
             )
+            yield twhere, _utterance(ts, speaker, text, f"locomo:{sid}:{dia_id}", meta)
 
 
 def _locomo_datetime(value: Any, where: str, field: str) -> datetime:
@@ -417,10 +449,12 @@ def _month_matches(given: str, name: str) -> bool:
 # -- LongMemEval ---------------------------------------------------------------------------
 
 
-def _lme_iter(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _lme_iter(
+    path: Path, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(position, question_id, record) for each question record of a LongMemEval file."""
     seen: set[str] = set()
-    for k, rec in enumerate(_json_list(path, "LongMemEval question records"), 1):
+    for k, rec in enumerate(_json_list(path, "LongMemEval question records", limits), 1):
         where = f"{path}: record {k}"
         if not isinstance(rec, dict):
             raise _fail(where, "must be a JSON object with question_id and haystack_sessions")
@@ -462,9 +496,9 @@ def longmemeval_questions(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def _longmemeval(path: Path, user: str | None) -> Raw:
+def _longmemeval(path: Path, user: str | None, limits: Limits) -> Raw:
     ids: list[str] = []
-    for where, qid, rec in _lme_iter(path):
+    for where, qid, rec in _lme_iter(path, limits):
         ids.append(qid)
         if user is None or qid == user:
             yield from _lme_record(where, qid, rec)
@@ -515,7 +549,10 @@ def _lme_record(where: str, qid: str, rec: dict[str, Any]) -> Raw:
                     raise _fail(twhere, "must be true or false", "has_answer")
                 meta["has_answer"] = turn["has_answer"]
             source = f"longmemeval:{qid}:{session_key}:{i}"
-            yield twhere, _utterance(start + i * TURN_STEP, role, content, source, meta)
+            ts = _later(
+                start, i * TURN_STEP, "turns are 30 s apart", twhere, f"haystack_dates[{k}]"
+            )
+            yield twhere, _utterance(ts, role, content, source, meta)
 
 
 def _lme_datetime(value: Any, where: str, field: str) -> datetime:
@@ -526,7 +563,7 @@ def _lme_datetime(value: Any, where: str, field: str) -> datetime:
             if m is not None:
                 year, month, day, hour, minute = (int(g) for g in m.groups())
                 return datetime(year, month, day, hour, minute)
-            return _naive_utc(datetime.fromisoformat(value))
+            return _naive_utc(datetime.fromisoformat(value), value, where, field)
         except ValueError:
             pass
     raise _fail(where, f"cannot read {value!r} as a date like '2023/05/20 (Sat) 02:21'", field)
@@ -540,7 +577,7 @@ def _chat(path: Path, limits: Limits) -> Raw:
     if path.suffix.lower() in _JSONL_SUFFIXES or _first_line_object(_peek(path)) is not None:
         yield from _chat_lines(path, stem, limits)
         return
-    data = _load_json(path)
+    data = _load_json(path, limits)
     if isinstance(data, dict):
         yield from _chat_conversation(str(path), stem, 0, data, set())
     elif isinstance(data, list):
@@ -639,7 +676,11 @@ def _chat_messages(
         if isinstance(msg.get("name"), str):
             meta["name"] = msg["name"]
         source = f"chat:{stem}:{conv_key}:{i}"
-        yield where, _utterance(base + timedelta(seconds=spread), role, text, source, meta)
+        field = next((k for k in _TS_KEYS if msg.get(k) is not None), "ts")
+        ts = _later(
+            base, timedelta(seconds=spread), "messages of one second are 1 s apart", where, field
+        )
+        yield where, _utterance(ts, role, text, source, meta)
 
 
 def _chat_text(content: Any, where: str) -> str | None:
@@ -678,7 +719,7 @@ def _chat_ts(obj: dict[str, Any], where: str) -> datetime | None:
             ) from None
     if isinstance(value, str):
         try:
-            return _naive_utc(datetime.fromisoformat(value))
+            return _naive_utc(datetime.fromisoformat(value), value, where, name)
         except ValueError:
             pass
     raise _fail(where, f"{value!r} is neither an ISO 8601 date-time nor unix seconds", name)
@@ -687,8 +728,30 @@ def _chat_ts(obj: dict[str, Any], where: str) -> datetime | None:
 # -- shared --------------------------------------------------------------------------------
 
 
-def _naive_utc(ts: datetime) -> datetime:
-    return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo is not None else ts
+def _naive_utc(ts: datetime, given: str, where: str, field: str) -> datetime:
+    """``ts`` in UTC without an offset; an error naming ``field`` when UTC leaves years 1-9999."""
+    if ts.tzinfo is None:
+        return ts
+    try:
+        return ts.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        raise _fail(
+            where, f"{given!r} in UTC falls outside years 1 to 9999; give a time within them", field
+        ) from None
+
+
+def _later(start: datetime, step: timedelta, why: str, where: str, field: str) -> datetime:
+    """``start + step``, or an error naming the field that dates it when that passes the last
+    time there is (``why`` says where the step comes from)."""
+    try:
+        return start + step
+    except OverflowError:
+        raise _fail(
+            where,
+            f"{start.isoformat()} + {int(step.total_seconds())} s ({why}) falls after "
+            "9999-12-31T23:59:59; give an earlier time",
+            field,
+        ) from None
 
 
 def _utterance(

@@ -24,7 +24,7 @@ from uac_kernel.errors import EventError
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, INT_MAX, INT_MIN, Limits
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
-from uac_kernel.sqlview import INDEX_TABLE
+from uac_kernel.sqlview import INDEX_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
 
 __all__ = ["InputEvent", "json_lines", "parse_event", "parse_jsonl", "parse_objects", "plan_batch"]
@@ -99,10 +99,10 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
             if n == 1:
                 if raw.startswith(codecs.BOM_UTF8):
                     raw = raw[len(codecs.BOM_UTF8) :]
-                elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                elif (wide := _wide_encoding(raw)) is not None:
                     raise EventError(
-                        "the file is UTF-16 (it starts with a UTF-16 byte order mark); Event "
-                        "JSONL is UTF-8: convert it, e.g. iconv -f utf-16 -t utf-8",
+                        f"the file is {wide} (it starts with a {wide} byte order mark); Event "
+                        f"JSONL is UTF-8: convert it, e.g. iconv -f {wide.lower()} -t utf-8",
                         origin=origin,
                         line=1,
                     )
@@ -122,6 +122,16 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
             except ValueError as exc:
                 raise EventError(str(exc), origin=origin, line=n) from None
             yield n, obj
+
+
+def _wide_encoding(raw: bytes) -> str | None:
+    """UTF-32 or UTF-16 when ``raw`` starts with its byte order mark, else None. UTF-32 is
+    tested first: its little-endian mark (FF FE 00 00) begins with UTF-16's (FF FE)."""
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32"
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    return None
 
 
 # A run of 19 digits: the shortest integer that can fall outside 64 bits.
@@ -411,8 +421,10 @@ class _Overlay:
         self.new_types = 0
         self.live: dict[tuple[str, str], datetime | None] = {}
         self.retracted: dict[tuple[str, str], datetime] = {}
-        # Every type's name in lower case, for clashes SQL would see; made at the first new type.
+        # Every type's name in lower case, for clashes SQL would see, and the SQL tables of the
+        # types the view renamed (lower case: (table, type)); made at the first new type.
         self._folded: dict[str, str] | None = None
+        self._renamed: dict[str, tuple[str, str]] = {}
 
     def add_type(self, name: str) -> None:
         self.fields[name] = {}
@@ -430,6 +442,7 @@ class _Overlay:
             )
         if self._folded is None:
             self._folded = {t.lower(): t for t in (*self.state.schema.types, *self.fields)}
+            self._renamed = self._renamed_tables()
         folded = self._folded
         low = name.lower()
         if low == INDEX_TABLE:
@@ -449,7 +462,28 @@ class _Overlay:
                 f"type {name!r} would keep its history in the SQL table {name}_history, which is "
                 f"the name of the existing type {other!r}; choose another name"
             )
+        for own in (low, f"{low}_history"):
+            if (hit := self._renamed.get(own)) is not None:
+                table, other = hit
+                return (
+                    f"type {name!r} would need the SQL table {table}, which holds the existing "
+                    f"type {other!r} (renamed there to stay distinct from a type named like it); "
+                    "choose another name"
+                )
         return None
+
+    def _renamed_tables(self) -> dict[str, tuple[str, str]]:
+        """The SQL tables (lower case) of the existing types the view gave a suffixed name, with
+        the table and the type. Both namings the view may use count: over every type of the
+        schema, and over those with records (the ones it shows)."""
+        schema = list(self.state.schema.types)
+        shown = [t for t in schema if t in self.state.types]
+        out: dict[str, tuple[str, str]] = {}
+        for order in (schema, shown):
+            for t, tables in table_names(order).items():
+                if tables[0] != t:
+                    out.update((table.lower(), (table, t)) for table in tables)
+        return out
 
     def new_field_problem(self, name: str, new_in_event: int, limits: Limits) -> str | None:
         """Why one more field cannot be added to type ``name`` by the event, or None."""

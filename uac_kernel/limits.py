@@ -37,6 +37,11 @@ class Limits:
     """Fields one fact event may add to the schema."""
     types: int = 300
     """Record types of one user."""
+    json_bytes: int = 4 << 30
+    """Bytes of a LoCoMo, LongMemEval or chat file that is one JSON document, which is read whole
+    (4 GiB: LongMemEval-M, the largest such file uac reads, is about 2.7 GB). A larger file is
+    refused before anything is read; line-by-line files (Event JSONL, chat JSONL) have no such
+    bound."""
 
 
 DEFAULT_LIMITS = Limits()

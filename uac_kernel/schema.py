@@ -136,8 +136,14 @@ def _scalar_type(value: Any) -> str | None:
     if isinstance(value, str):
         if _DATE.match(value) and _parse_date(value) is not None:
             return "date"
-        if _DATETIME.match(value) and _parse_datetime(value) is not None:
-            return "datetime"
+        if _DATETIME.match(value):
+            try:
+                if _parse_datetime(value) is not None:
+                    return "datetime"
+            except ValueError:
+                # A date-time past year 9999 (or before 1) in UTC: typed as one, so that coerce
+                # refuses it by its field, as `ts` is refused, rather than typing it as text.
+                return "datetime"
         return "str"
     return None
 
@@ -164,12 +170,19 @@ def _parse_date(text: str) -> date | None:
 
 
 def _parse_datetime(text: str) -> datetime | None:
+    """``text`` as a naive UTC date-time; None if it is none; ValueError saying so if it is one
+    whose UTC form falls outside years 1 to 9999."""
     try:
         parsed = datetime.fromisoformat(text)
-        if parsed.tzinfo is not None:
-            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    except (ValueError, OverflowError):
+    except ValueError:
         return None
+    if parsed.tzinfo is not None:
+        try:
+            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError(
+                f"{_short(text)} in UTC falls outside years 1 to 9999; give a time within them"
+            ) from None
     return parsed
 
 
@@ -202,7 +215,14 @@ def coerce(ftype: str, value: Any) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
                 raise ValueError("expected a finite number, got NaN or infinity")
-            return float(value)
+            as_float = float(value)
+            if as_float != value:  # Python compares an int and a float exactly
+                raise ValueError(
+                    f"the whole number {value} has no exact float (it would be rounded to "
+                    f"{as_float!r}); send it as a float if rounding is fine, or keep such "
+                    "numbers in an int field"
+                )
+            return as_float
     elif ftype == "str":
         if isinstance(value, str):
             return value

@@ -9,9 +9,10 @@ Only the types that changed since the last query are rebuilt.
 
 Names never shadow each other: types are named in the order they first appeared in the log, and
 a type whose table (or ``_history`` table) would clash, ignoring case, with one already named or
-with ``uac_tables`` gets the first free suffix: ``TRIP`` after ``Trip`` is ``TRIP_2`` and
-``TRIP_2_history``. A name once given never changes. Table ``uac_tables`` (``type``,
-``current_table``, ``history_table``) lists which table is which.
+with ``uac_tables`` gets the first free suffix that is no type's name: ``TRIP`` after ``Trip``
+is ``TRIP_2`` and ``TRIP_2_history``. A name once given never changes (ingest refuses a new type
+named like a renamed table). Table ``uac_tables`` (``type``, ``current_table``,
+``history_table``) lists which table is which.
 
 A query cannot change the view: DuckDB's own parser must find exactly one statement and it must
 be a query (``SELECT``, ``WITH``, ``FROM``, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``);
@@ -124,12 +125,20 @@ def default_threads() -> int:
 def table_names(type_names: Iterable[str]) -> dict[str, tuple[str, str]]:
     """Each type's (current, history) table, in the given order (the log's): a name that would
     clash, ignoring case, with one already given or with ``uac_tables`` gets a ``_2``, ``_3``...
-    suffix, so no type hides another and earlier types keep their names as types are added."""
+    suffix, so no type hides another and earlier types keep their names as types are added. A
+    suffixed name is never the name of a type (of any position), so ``FROM Trip_2`` reads type
+    ``Trip_2`` and never ``TRIP`` renamed."""
+    order = list(type_names)
+    types = {t.lower() for t in order}
     taken = {INDEX_TABLE}
     names: dict[str, tuple[str, str]] = {}
-    for name in type_names:
+    for name in order:
         base, n = name, 1
-        while base.lower() in taken or f"{base}_history".lower() in taken:
+        while (
+            base.lower() in taken
+            or f"{base}_history".lower() in taken
+            or (n > 1 and (base.lower() in types or f"{base}_history".lower() in types))
+        ):
             n += 1
             base = f"{name}_{n}"
         taken.update((base.lower(), f"{base}_history".lower()))

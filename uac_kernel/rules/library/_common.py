@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from uac_kernel._display import plural
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
+
+_When = TypeVar("_When", date, datetime)
 
 SCENARIOS = (
     "UaC active-service scenarios (active_service_scenarios.json, Apache-2.0, Bojie Li / Pine AI)"
@@ -235,6 +237,25 @@ def _day(v: Any) -> date | None:
     outside the years 1000–9000 (9999-12-31 often means "never"), so arithmetic cannot overflow."""
     d = v.date() if isinstance(v, datetime) else v if isinstance(v, date) else None
     return d if d is not None and 1000 < d.year < 9000 else None
+
+
+def _before(when: _When, span: timedelta) -> _When:
+    """``when - span``, or the first date (date-time) there is when that falls before year 1.
+
+    The log clock and a record's ``valid_from`` may lie anywhere in years 1-9999 (unlike field
+    dates, which ``_day`` bounds), so a rule's arithmetic on them must not overflow there."""
+    try:
+        return when - span
+    except OverflowError:
+        return type(when).min
+
+
+def _after(when: _When, span: timedelta) -> _When:
+    """``when + span``, or the last date (date-time) there is when that falls after 9999."""
+    try:
+        return when + span
+    except OverflowError:
+        return type(when).max
 
 
 def _first_day(rec: Record, names: Iterable[str]) -> date | None:

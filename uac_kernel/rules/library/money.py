@@ -14,6 +14,7 @@ from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     SCENARIOS,
     SETTLED,
+    _after,
     _at_least,
     _days,
     _first_day,
@@ -155,7 +156,7 @@ def charge_after_cancellation(user: UserView) -> Iterator[Finding]:
     if not index:
         return
     # Only charges after the earliest cancellation can be late: the index hands over those.
-    first = min(eff for subs in index.values() for _, _, eff in subs) + timedelta(days=1)
+    first = _after(min(eff for subs in index.values() for _, _, eff in subs), timedelta(days=1))
     for t in CHARGE_TYPES:
         for c in _from_day(user, t, first, ("date", "charged_on", "paid_on")):
             amount = _number(_get(c, "amount"))
@@ -381,9 +382,9 @@ def wash_sale(user: UserView) -> Iterator[Finding]:
                 else f"{_days(-gap)} before {_label(buy)} buys it"
             )
             fix = (
-                f"sell on or after {bought + timedelta(days=WASH_WINDOW + 1)}"
+                f"sell on or after {_after(bought, timedelta(days=WASH_WINDOW + 1))}"
                 if gap >= 0
-                else f"buy no earlier than {sold + timedelta(days=WASH_WINDOW + 1)}"
+                else f"buy no earlier than {_after(sold, timedelta(days=WASH_WINDOW + 1))}"
             )
             yield Finding(
                 f"{_label(sale)} sells {symbol.upper()} at a loss on {sold}, {timing}"

@@ -20,6 +20,7 @@ from uac_kernel.rules.library._common import (
     STAYS,
     TRAVEL_PARTS,
     TRIP_TYPES,
+    _before,
     _date_fields,
     _dated_from,
     _day,
@@ -286,9 +287,8 @@ def _maybe_running(user: UserView, t: str, now: datetime | None) -> list[Record]
     its table for MEAL_LENGTH). A superset of the spans with ``end > now or start >= now``."""
     if now is None:
         return user.all(t)
-    return _dated_from(
-        user, t, _date_fields(user, t, ("start", "end")), now - timedelta(days=1) - MEAL_LENGTH
-    )
+    since = _before(now, timedelta(days=1) + MEAL_LENGTH)
+    return _dated_from(user, t, _date_fields(user, t, ("start", "end")), since)
 
 
 @rule(

@@ -18,6 +18,7 @@ from uac_kernel.rules.library._common import (
     PASSPORT_MONTHS,
     SCENARIOS,
     TRAVEL_DOCUMENTS,
+    _before,
     _country,
     _day,
     _days,
@@ -309,7 +310,7 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     stays = []
     # Only stays that end inside some coming trip's 180-day window count: none ended before
     # 180 days ago (the index hands over the trips from then on).
-    since = user.today - timedelta(days=180) if user.today else None
+    since = _before(user.today, timedelta(days=180)) if user.today else None
     for t in _from_day(user, "Trip", since, ("start", "end")):
         s = _day(_get(t, "start"))
         if s is not None and not _flag(t, "cancelled") and _SCHENGEN_AREA in _areas(t):
