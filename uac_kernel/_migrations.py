@@ -153,26 +153,24 @@ def m004_user_chains(con: duckdb.DuckDBPyConnection) -> None:
         rows.append(
             (seq, user_seq + 1, rec, ts, kind, user, src, payload, salt, payload_hash, link)
         )
-    con.execute(
+    _rebuild(
+        con,
+        "events",
         """
-        CREATE TABLE events_v2 (
-            seq BIGINT NOT NULL,
-            user_seq BIGINT NOT NULL,
-            recorded_at TIMESTAMP NOT NULL,
-            ts TIMESTAMP NOT NULL,
-            kind VARCHAR NOT NULL,
-            user_id VARCHAR NOT NULL,
-            source VARCHAR,
-            payload VARCHAR NOT NULL,
-            salt VARCHAR NOT NULL,
-            payload_hash VARCHAR NOT NULL,
-            hash VARCHAR NOT NULL
-        )
-        """
+        seq BIGINT NOT NULL,
+        user_seq BIGINT NOT NULL,
+        recorded_at TIMESTAMP NOT NULL,
+        ts TIMESTAMP NOT NULL,
+        kind VARCHAR NOT NULL,
+        user_id VARCHAR NOT NULL,
+        source VARCHAR,
+        payload VARCHAR NOT NULL,
+        salt VARCHAR NOT NULL,
+        payload_hash VARCHAR NOT NULL,
+        hash VARCHAR NOT NULL
+        """,
+        rows,
     )
-    _append(con, "events_v2", rows)
-    con.execute("DROP TABLE events")
-    con.execute("ALTER TABLE events_v2 RENAME TO events")
 
     def head_at(user: str, seq_or_time: datetime | int) -> tuple[int, str]:
         """The user's event chain head at a recording time (calls) or a seq (checkpoints)."""
@@ -204,35 +202,33 @@ def m004_user_chains(con: duckdb.DuckDBPyConnection) -> None:
         )  # fmt: skip
         call_heads[user] = link
         call_rows.append((*row, salt, chash, event_seq, head, link))
-    con.execute(
+    _rebuild(
+        con,
+        "model_calls",
         """
-        CREATE TABLE model_calls_v2 (
-            call_id BIGINT NOT NULL,
-            created_at TIMESTAMP NOT NULL,
-            user_id VARCHAR NOT NULL,
-            purpose VARCHAR NOT NULL,
-            model VARCHAR NOT NULL,
-            base_url VARCHAR NOT NULL,
-            request_key VARCHAR NOT NULL,
-            request VARCHAR NOT NULL,
-            response VARCHAR NOT NULL,
-            content VARCHAR NOT NULL,
-            tokens_in BIGINT NOT NULL,
-            tokens_out BIGINT NOT NULL,
-            latency_ms DOUBLE NOT NULL,
-            outcome VARCHAR NOT NULL,
-            error VARCHAR NOT NULL,
-            salt VARCHAR NOT NULL,
-            content_hash VARCHAR NOT NULL,
-            event_seq BIGINT NOT NULL,
-            event_hash VARCHAR NOT NULL,
-            hash VARCHAR NOT NULL
-        )
-        """
+        call_id BIGINT NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        user_id VARCHAR NOT NULL,
+        purpose VARCHAR NOT NULL,
+        model VARCHAR NOT NULL,
+        base_url VARCHAR NOT NULL,
+        request_key VARCHAR NOT NULL,
+        request VARCHAR NOT NULL,
+        response VARCHAR NOT NULL,
+        content VARCHAR NOT NULL,
+        tokens_in BIGINT NOT NULL,
+        tokens_out BIGINT NOT NULL,
+        latency_ms DOUBLE NOT NULL,
+        outcome VARCHAR NOT NULL,
+        error VARCHAR NOT NULL,
+        salt VARCHAR NOT NULL,
+        content_hash VARCHAR NOT NULL,
+        event_seq BIGINT NOT NULL,
+        event_hash VARCHAR NOT NULL,
+        hash VARCHAR NOT NULL
+        """,
+        call_rows,
     )
-    _append(con, "model_calls_v2", call_rows)
-    con.execute("DROP TABLE model_calls")
-    con.execute("ALTER TABLE model_calls_v2 RENAME TO model_calls")
 
     # Checkpoint segments get salted text hashes; each checkpoint a link naming them.
     segments = con.execute(
@@ -246,21 +242,19 @@ def m004_user_chains(con: duckdb.DuckDBPyConnection) -> None:
         text_hash = content_hash(salt, text)
         stored.setdefault((user, version), {})[segment] = text_hash
         segment_rows.append((user, version, segment, text, salt, text_hash))
-    con.execute(
+    _rebuild(
+        con,
+        "checkpoint_segments",
         """
-        CREATE TABLE checkpoint_segments_v2 (
-            user_id VARCHAR NOT NULL,
-            version INTEGER NOT NULL,
-            segment VARCHAR NOT NULL,
-            text VARCHAR NOT NULL,
-            salt VARCHAR NOT NULL,
-            text_hash VARCHAR NOT NULL
-        )
-        """
+        user_id VARCHAR NOT NULL,
+        version INTEGER NOT NULL,
+        segment VARCHAR NOT NULL,
+        text VARCHAR NOT NULL,
+        salt VARCHAR NOT NULL,
+        text_hash VARCHAR NOT NULL
+        """,
+        segment_rows,
     )
-    _append(con, "checkpoint_segments_v2", segment_rows)
-    con.execute("DROP TABLE checkpoint_segments")
-    con.execute("ALTER TABLE checkpoint_segments_v2 RENAME TO checkpoint_segments")
 
     checkpoints = con.execute(
         "SELECT user_id, version, seq, created_at, records, segments FROM checkpoints "
@@ -277,24 +271,33 @@ def m004_user_chains(con: duckdb.DuckDBPyConnection) -> None:
         )  # fmt: skip
         checkpoint_heads[user] = link
         checkpoint_rows.append((user, version, seq, created, records, count, event_seq, head, link))
-    con.execute(
+    _rebuild(
+        con,
+        "checkpoints",
         """
-        CREATE TABLE checkpoints_v2 (
-            user_id VARCHAR NOT NULL,
-            version INTEGER NOT NULL,
-            seq BIGINT NOT NULL,
-            created_at TIMESTAMP NOT NULL,
-            records INTEGER NOT NULL,
-            segments INTEGER NOT NULL,
-            event_seq BIGINT NOT NULL,
-            event_hash VARCHAR NOT NULL,
-            hash VARCHAR NOT NULL
-        )
-        """
+        user_id VARCHAR NOT NULL,
+        version INTEGER NOT NULL,
+        seq BIGINT NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        records INTEGER NOT NULL,
+        segments INTEGER NOT NULL,
+        event_seq BIGINT NOT NULL,
+        event_hash VARCHAR NOT NULL,
+        hash VARCHAR NOT NULL
+        """,
+        checkpoint_rows,
     )
-    _append(con, "checkpoints_v2", checkpoint_rows)
-    con.execute("DROP TABLE checkpoints")
-    con.execute("ALTER TABLE checkpoints_v2 RENAME TO checkpoints")
+
+
+def _rebuild(
+    con: duckdb.DuckDBPyConnection, table: str, columns: str, rows: list[tuple[Any, ...]]
+) -> None:
+    """Replace ``table`` by one of ``columns`` holding ``rows`` (inside the migration's
+    transaction, so a failure leaves the old table)."""
+    con.execute(f"CREATE TABLE {table}_v2 ({columns})")
+    _append(con, f"{table}_v2", rows)
+    con.execute(f"DROP TABLE {table}")
+    con.execute(f"ALTER TABLE {table}_v2 RENAME TO {table}")
 
 
 def _append(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple[Any, ...]]) -> None:
