@@ -698,16 +698,7 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
         pytest.param("1;2", id="semicolon"),
         pytest.param("\x1b[31m1", id="escape"),
         pytest.param("99999999999999999999999", id="huge"),
-        pytest.param(
-            "²",
-            id="superscript-two",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="'²'.isdigit() is True but int('²') raises ValueError: parse_only lets it "
-                "through and the CLI dies with a traceback; it should be the one-line --only error "
-                "(review.parse_only: use isdecimal or catch ValueError)",
-            ),
-        ),
+        pytest.param("²", id="superscript-two"),
     ],
 )
 def test_review_accept_only_on_the_command_line_is_one_line(
