@@ -1015,12 +1015,6 @@ def test_sql_timeouts_that_are_not_seconds(sqlwb: Workbench, timeout: Any) -> No
         sqlwb.sql("SELECT 1", timeout=timeout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timeout=inf (or 1e300) passes _check_positive, then threading.Timer's wait raises "
-    "OverflowError in the timer thread: a traceback on stderr and the query runs with no time "
-    "limit at all; an unusable timeout should be a one-line QueryError (sqlview.query)",
-)
 @pytest.mark.parametrize("timeout", [float("inf"), 1e300])
 def test_a_timeout_too_large_for_a_timer(
     sqlwb: Workbench, timeout: float, monkeypatch: pytest.MonkeyPatch
@@ -1035,12 +1029,6 @@ def test_a_timeout_too_large_for_a_timer(
     assert died == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac sql --timeout 1e300` prints an OverflowError traceback from the timer thread "
-    "to stderr (and the query has no limit); --timeout should refuse a value no timer can wait "
-    "(cli._seconds refuses inf but not 1e300)",
-)
 def test_uac_sql_timeout_1e300(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     with Workbench(db, user="maya") as wb:

@@ -612,13 +612,15 @@ def _whole(low: int) -> Callable[[str], int]:
 
 
 def _seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
+    """An argparse type: a positive number of seconds, at most a day (sqlview.MAX_TIMEOUT)."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds up to 86400 (a day), got {text!r}"
+        )
     return value
 
 
