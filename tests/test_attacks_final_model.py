@@ -1054,12 +1054,6 @@ def test_a_runaway_recursive_cte_stops_at_the_limit(sqlwb: Workbench) -> None:
     sql_unchanged(sqlwb)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac sql` prints the header line whole (the budget check skips line 0): a column "
-    "named with 120,000 characters prints 120 kB, past the 100 kB the output promises "
-    "(cli.cmd_sql)",
-)
 def test_uac_sql_a_huge_header_is_bounded_too(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     with Workbench(db, user="maya") as wb:

@@ -271,10 +271,14 @@ def cmd_sql(args: argparse.Namespace) -> None:
         return
     used = 0
     for n, line in enumerate(_tsv(result.columns, result.rows)):
-        if used + len(line) > TERMINAL_BUDGET and n > 0:
-            left = len(result.rows) - (n - 1)
+        if used + len(line) > TERMINAL_BUDGET:
+            # The header counts too: column names can be as long as the query allows.
+            cut = "" if n else "the header line is cut, and "
+            if not n:
+                sys.stdout.write(line[:TERMINAL_BUDGET] + "…\n")
+            left = len(result.rows) - max(n - 1, 0)
             print(
-                f"… {plural(left, 'more row', fmt=',')} not shown (the output stops at "
+                f"… {cut}{plural(left, 'more row', fmt=',')} not shown (the output stops at "
                 f"{TERMINAL_BUDGET // 1000} kB); write them all with --out FILE",
                 file=sys.stderr,
             )
