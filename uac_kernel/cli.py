@@ -621,10 +621,10 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value <= 86_400:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive number of seconds up to 86400 (a day), got {text!r}"
-        )
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if value > 86_400:  # a timer cannot wait for 1e300 s (sqlview.MAX_TIMEOUT)
+        raise argparse.ArgumentTypeError(f"expected at most 86400 seconds (a day), got {text!r}")
     return value
 
 
