@@ -40,6 +40,7 @@ from typing import Any
 
 import duckdb
 
+from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.records import Record
@@ -275,7 +276,7 @@ class SqlView:
         try:
             statements = cur.extract_statements(sql)
         except duckdb.Error as exc:
-            raise QueryError(f"SQL failed: {str(exc).splitlines()[0]}") from None
+            raise QueryError(f"SQL failed: {_first_line(exc)}") from None
         check_read_only(statements)
         # DuckDB calls `WITH d AS (DELETE ... RETURNING *) SELECT ...` a SELECT too: its parse
         # tree names a query node of every other kind (DELETE_QUERY_NODE, COPY_QUERY_NODE, ...).
@@ -312,11 +313,16 @@ class SqlView:
                 "environment variable UAC_SQL_MEMORY_MB"
             ) from None
         except duckdb.Error as exc:
-            first = str(exc).splitlines()[0]
             raise QueryError(
-                f"SQL failed: {first}; tables are named after record types, e.g. Trip and"
+                f"SQL failed: {_first_line(exc)}; tables are named after record types, e.g. Trip and"
                 f" Trip_history{self._renamed()}; {INDEX_TABLE} lists them"
             ) from None
+
+
+def _first_line(exc: duckdb.Error) -> str:
+    """The first line of a DuckDB error, escaped: it can quote the query or a stored value
+    (``Could not convert string 'k\x1b]0;...'``), and either may hold control characters."""
+    return printable((str(exc).splitlines() or [""])[0])
 
 
 def _cell(value: Any, column: str) -> Any:
