@@ -1063,13 +1063,6 @@ def test_uac_sql_a_huge_header_is_bounded_too(tmp_path: Path) -> None:
     assert len(done.stdout) <= 100_000 + 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stored string reaches the terminal raw through a DuckDB error: `SELECT "
-    "CAST(key AS INT) FROM Trip` or `SELECT error(key) FROM Trip` puts the key's escape "
-    "sequences and bidi override into `uac: error: SQL failed: ...` unescaped (sqlview.query "
-    "or the CLI's error printing should pass it through printable)",
-)
 @pytest.mark.parametrize(
     "sql",
     [
@@ -1140,26 +1133,8 @@ def test_stored_control_characters_never_reach_the_terminal(
     [
         pytest.param(["history", "Trip", "k"], id="history-unknown-key"),
         pytest.param(["log", "--kind", f"fact{ESC}"], id="log-unknown-kind"),
-        pytest.param(
-            ["sql", f'SELECT "{ESC}" FROM Trip'],
-            id="sql-unknown-column",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="DuckDB's binder error echoes the query's column name raw into `uac: "
-                "error: SQL failed: ...` (sqlview.query: the first line of a duckdb error is "
-                "not passed through printable)",
-            ),
-        ),
-        pytest.param(
-            ["eval", f"user.where('Nope{ESC}', 'n')"],
-            id="eval-unknown-type",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="UserView._orderable writes the type name unquoted ('{name} has no field "
-                "...'): an expression's (or a model's) escape sequence reaches the terminal "
-                "through `uac eval` and `uac ask` errors",
-            ),
-        ),
+        pytest.param(["sql", f'SELECT "{ESC}" FROM Trip'], id="sql-unknown-column"),
+        pytest.param(["eval", f"user.where('Nope{ESC}', 'n')"], id="eval-unknown-type"),
         pytest.param(["history", f"Nope{ESC}", "k"], id="history-unknown-type"),
         pytest.param(["code", "--version", "99"], id="code-unknown-version"),
     ],
@@ -1169,22 +1144,12 @@ def test_errors_that_echo_input_are_escaped(hostile_db: Path, args: list[str]) -
     clean(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac users` prints each user id raw: a user made with an escape sequence in its "
-    "name retitles and clears the terminal of whoever lists the store (cli.cmd_users)",
-)
 def test_uac_users_escapes_user_ids(hostile_db: Path) -> None:
     done = uac("users", db=hostile_db, user="")
     assert done.returncode == 0
     clean(done.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac checkpoints` with none says 'no checkpoints yet for <user>' with the user id "
-    "raw (cli.cmd_checkpoints)",
-)
 def test_uac_checkpoints_escapes_the_user_id(hostile_db: Path) -> None:
     done = uac("checkpoints", db=hostile_db, user=f"eve{ESC}")
     assert done.returncode == 0
@@ -1204,12 +1169,6 @@ def test_uac_ingest_error_on_a_hostile_line_is_escaped(tmp_path: Path) -> None:
     clean(done.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an ingest error names the file as given, raw: a file called 'ev<ESC>]0;...' (say "
-    "from a shared folder, picked by a glob) puts its escape sequences into the one-line error "
-    "(events: the origin is not passed through printable)",
-)
 def test_uac_ingest_error_escapes_the_file_name(tmp_path: Path) -> None:
     db = tmp_path / "i.duckdb"
     bad = tmp_path / f"ev{ESC}.jsonl"
@@ -1218,11 +1177,6 @@ def test_uac_ingest_error_escapes_the_file_name(tmp_path: Path) -> None:
     clean(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac calls` prints model names raw: a model named with an escape sequence (from "
-    "UAC_MODEL or a store made elsewhere) reaches the terminal (cli.cmd_calls)",
-)
 def test_uac_calls_escapes_what_it_prints(tmp_path: Path, server: ChatServer) -> None:
     db = tmp_path / "c.duckdb"
     settings = ModelSettings(model=f"m{ESC}", base_url=server.base_url, max_retries=0)
@@ -1235,12 +1189,6 @@ def test_uac_calls_escapes_what_it_prints(tmp_path: Path, server: ChatServer) ->
     clean(done.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac ask` that fails twice prints '(last code: EXPR)' with the model's expression "
-    "raw: an escape sequence and a newline in it reach the terminal and the error takes two "
-    "lines (cli.cmd_ask: printable(answer.expression))",
-)
 def test_uac_ask_failure_escapes_the_models_code(tmp_path: Path, server: ChatServer) -> None:
     db = tmp_path / "q.duckdb"
     with Workbench(db, user="maya") as wb:
@@ -1295,12 +1243,6 @@ def test_uac_review_escapes_keys_values_and_reasons(tmp_path: Path, server: Chat
 # == what reaches a notebook ===================================================================
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the notebook's text/plain of an answer (magics.answer_text) joins the certificate's "
-    "record keys without printable(), unlike `uac ask`: a key with an escape sequence reaches "
-    "the notebook's text output raw",
-)
 def test_notebook_answer_text_escapes_certificate_keys(
     hostile_db: Path, server: ChatServer
 ) -> None:
@@ -1341,13 +1283,6 @@ def test_notebook_sql_table_escapes_names_and_cells(sqlwb: Workbench) -> None:
     clean(page)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the notebook's SQL table bounds rows (displaylimit) and each cell (2,000 "
-    "characters) but not the number of columns nor a column's name: 400 columns of 2,000 "
-    "characters make an HTML output of 16 MB, and one 1 MB column name goes whole into it "
-    "(magics.Table._repr_html_)",
-)
 def test_notebook_sql_table_html_is_bounded(sqlwb: Workbench) -> None:
     from uac_kernel.magics import Table
 
