@@ -673,16 +673,7 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
         pytest.param("1;2", id="semicolon"),
         pytest.param("\x1b[31m1", id="escape"),
         pytest.param("99999999999999999999999", id="huge"),
-        pytest.param(
-            "²",
-            id="superscript-two",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="'²'.isdigit() is True but int('²') raises ValueError: parse_only lets it "
-                "through and the CLI dies with a traceback; it should be the one-line --only error "
-                "(review.parse_only: use isdecimal or catch ValueError)",
-            ),
-        ),
+        pytest.param("²", id="superscript-two"),
     ],
 )
 def test_review_accept_only_on_the_command_line_is_one_line(
@@ -984,12 +975,6 @@ def test_sql_timeouts_that_are_not_seconds(sqlwb: Workbench, timeout: Any) -> No
         sqlwb.sql("SELECT 1", timeout=timeout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timeout=inf (or 1e300) passes _check_positive, then threading.Timer's wait raises "
-    "OverflowError in the timer thread: a traceback on stderr and the query runs with no time "
-    "limit at all; an unusable timeout should be a one-line QueryError (sqlview.query)",
-)
 @pytest.mark.parametrize("timeout", [float("inf"), 1e300])
 def test_a_timeout_too_large_for_a_timer(
     sqlwb: Workbench, timeout: float, monkeypatch: pytest.MonkeyPatch
@@ -1004,12 +989,6 @@ def test_a_timeout_too_large_for_a_timer(
     assert died == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac sql --timeout 1e300` prints an OverflowError traceback from the timer thread "
-    "to stderr (and the query has no limit); --timeout should refuse a value no timer can wait "
-    "(cli._seconds refuses inf but not 1e300)",
-)
 def test_uac_sql_timeout_1e300(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     with Workbench(db, user="maya") as wb:
@@ -1035,12 +1014,6 @@ def test_a_runaway_recursive_cte_stops_at_the_limit(sqlwb: Workbench) -> None:
     sql_unchanged(sqlwb)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac sql` prints the header line whole (the budget check skips line 0): a column "
-    "named with 120,000 characters prints 120 kB, past the 100 kB the output promises "
-    "(cli.cmd_sql)",
-)
 def test_uac_sql_a_huge_header_is_bounded_too(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     with Workbench(db, user="maya") as wb:
@@ -1050,13 +1023,6 @@ def test_uac_sql_a_huge_header_is_bounded_too(tmp_path: Path) -> None:
     assert len(done.stdout) <= 100_000 + 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stored string reaches the terminal raw through a DuckDB error: `SELECT "
-    "CAST(key AS INT) FROM Trip` or `SELECT error(key) FROM Trip` puts the key's escape "
-    "sequences and bidi override into `uac: error: SQL failed: ...` unescaped (sqlview.query "
-    "or the CLI's error printing should pass it through printable)",
-)
 @pytest.mark.parametrize(
     "sql",
     [
@@ -1127,26 +1093,8 @@ def test_stored_control_characters_never_reach_the_terminal(
     [
         pytest.param(["history", "Trip", "k"], id="history-unknown-key"),
         pytest.param(["log", "--kind", f"fact{ESC}"], id="log-unknown-kind"),
-        pytest.param(
-            ["sql", f'SELECT "{ESC}" FROM Trip'],
-            id="sql-unknown-column",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="DuckDB's binder error echoes the query's column name raw into `uac: "
-                "error: SQL failed: ...` (sqlview.query: the first line of a duckdb error is "
-                "not passed through printable)",
-            ),
-        ),
-        pytest.param(
-            ["eval", f"user.where('Nope{ESC}', 'n')"],
-            id="eval-unknown-type",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="UserView._orderable writes the type name unquoted ('{name} has no field "
-                "...'): an expression's (or a model's) escape sequence reaches the terminal "
-                "through `uac eval` and `uac ask` errors",
-            ),
-        ),
+        pytest.param(["sql", f'SELECT "{ESC}" FROM Trip'], id="sql-unknown-column"),
+        pytest.param(["eval", f"user.where('Nope{ESC}', 'n')"], id="eval-unknown-type"),
         pytest.param(["history", f"Nope{ESC}", "k"], id="history-unknown-type"),
         pytest.param(["code", "--version", "99"], id="code-unknown-version"),
     ],
@@ -1156,22 +1104,12 @@ def test_errors_that_echo_input_are_escaped(hostile_db: Path, args: list[str]) -
     clean(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac users` prints each user id raw: a user made with an escape sequence in its "
-    "name retitles and clears the terminal of whoever lists the store (cli.cmd_users)",
-)
 def test_uac_users_escapes_user_ids(hostile_db: Path) -> None:
     done = uac("users", db=hostile_db, user="")
     assert done.returncode == 0
     clean(done.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac checkpoints` with none says 'no checkpoints yet for <user>' with the user id "
-    "raw (cli.cmd_checkpoints)",
-)
 def test_uac_checkpoints_escapes_the_user_id(hostile_db: Path) -> None:
     done = uac("checkpoints", db=hostile_db, user=f"eve{ESC}")
     assert done.returncode == 0
@@ -1191,12 +1129,6 @@ def test_uac_ingest_error_on_a_hostile_line_is_escaped(tmp_path: Path) -> None:
     clean(done.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an ingest error names the file as given, raw: a file called 'ev<ESC>]0;...' (say "
-    "from a shared folder, picked by a glob) puts its escape sequences into the one-line error "
-    "(events: the origin is not passed through printable)",
-)
 def test_uac_ingest_error_escapes_the_file_name(tmp_path: Path) -> None:
     db = tmp_path / "i.duckdb"
     bad = tmp_path / f"ev{ESC}.jsonl"
@@ -1205,11 +1137,6 @@ def test_uac_ingest_error_escapes_the_file_name(tmp_path: Path) -> None:
     clean(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac calls` prints model names raw: a model named with an escape sequence (from "
-    "UAC_MODEL or a store made elsewhere) reaches the terminal (cli.cmd_calls)",
-)
 def test_uac_calls_escapes_what_it_prints(tmp_path: Path, server: ChatServer) -> None:
     db = tmp_path / "c.duckdb"
     settings = ModelSettings(model=f"m{ESC}", base_url=server.base_url, max_retries=0)
@@ -1222,12 +1149,6 @@ def test_uac_calls_escapes_what_it_prints(tmp_path: Path, server: ChatServer) ->
     clean(done.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`uac ask` that fails twice prints '(last code: EXPR)' with the model's expression "
-    "raw: an escape sequence and a newline in it reach the terminal and the error takes two "
-    "lines (cli.cmd_ask: printable(answer.expression))",
-)
 def test_uac_ask_failure_escapes_the_models_code(tmp_path: Path, server: ChatServer) -> None:
     db = tmp_path / "q.duckdb"
     with Workbench(db, user="maya") as wb:
@@ -1282,12 +1203,6 @@ def test_uac_review_escapes_keys_values_and_reasons(tmp_path: Path, server: Chat
 # == what reaches a notebook ===================================================================
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the notebook's text/plain of an answer (magics.answer_text) joins the certificate's "
-    "record keys without printable(), unlike `uac ask`: a key with an escape sequence reaches "
-    "the notebook's text output raw",
-)
 def test_notebook_answer_text_escapes_certificate_keys(
     hostile_db: Path, server: ChatServer
 ) -> None:
@@ -1328,13 +1243,6 @@ def test_notebook_sql_table_escapes_names_and_cells(sqlwb: Workbench) -> None:
     clean(page)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the notebook's SQL table bounds rows (displaylimit) and each cell (2,000 "
-    "characters) but not the number of columns nor a column's name: 400 columns of 2,000 "
-    "characters make an HTML output of 16 MB, and one 1 MB column name goes whole into it "
-    "(magics.Table._repr_html_)",
-)
 def test_notebook_sql_table_html_is_bounded(sqlwb: Workbench) -> None:
     from uac_kernel.magics import Table
 

@@ -47,6 +47,12 @@ def to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=default, indent=None)
 
 
+def _row(*cells: Any) -> None:
+    """Print one tab-separated line; each cell (a user id, a model name, any stored text) with
+    its control and invisible characters escaped, so it cannot drive the terminal."""
+    print("\t".join(printable(str(c)) for c in cells))
+
+
 def _open(args: argparse.Namespace, *, read_only: bool = False, create: bool = False) -> Workbench:
     """The workbench of ``--user`` (default: the store's only user) in ``--db``.
 
@@ -160,11 +166,13 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
         checkpoints = wb.checkpoints.all()
         if not checkpoints:
-            print(f"no checkpoints yet for {wb.user}; take one with `uac checkpoint`")
+            print(printable(f"no checkpoints yet for {wb.user}; take one with `uac checkpoint`"))
         for cp in checkpoints:
-            print(
-                f"{cp.version}\tseq {cp.seq}\t{plural(cp.records, 'record')}\t"
-                f"{cp.created_at:%Y-%m-%d %H:%M:%S}"
+            _row(
+                cp.version,
+                f"seq {cp.seq}",
+                plural(cp.records, "record"),
+                f"{cp.created_at:%Y-%m-%d %H:%M:%S}",
             )
 
 
@@ -199,9 +207,9 @@ def cmd_diff(args: argparse.Namespace) -> None:
         d = wb.diff(args.a, args.b)
         print(d.summary())
         for t in d.new_types:
-            print(f"  + type {t}")
+            print(printable(f"  + type {t}"))
         for t, fields in d.new_fields.items():
-            print(f"  + fields of {t}: {', '.join(fields)}")
+            print(printable(f"  + fields of {t}: {', '.join(fields)}"))
         for c in d.added:
             print(printable(f"  + {c.type} {c.key}: {to_json(c.after)}"))
         for c in d.changed:
@@ -271,10 +279,14 @@ def cmd_sql(args: argparse.Namespace) -> None:
         return
     used = 0
     for n, line in enumerate(_tsv(result.columns, result.rows)):
-        if used + len(line) > TERMINAL_BUDGET and n > 0:
-            left = len(result.rows) - (n - 1)
+        if used + len(line) > TERMINAL_BUDGET:
+            # The header counts too: column names can be as long as the query allows.
+            cut = "" if n else "the header line is cut, and "
+            if not n:
+                sys.stdout.write(line[:TERMINAL_BUDGET] + "…\n")
+            left = len(result.rows) - max(n - 1, 0)
             print(
-                f"… {plural(left, 'more row', fmt=',')} not shown (the output stops at "
+                f"… {cut}{plural(left, 'more row', fmt=',')} not shown (the output stops at "
                 f"{TERMINAL_BUDGET // 1000} kB); write them all with --out FILE",
                 file=sys.stderr,
             )
@@ -373,12 +385,12 @@ def cmd_ask(args: argparse.Namespace) -> None:
             None,
         )
         if not answer.ok:
-            raise UacError(f"no answer: {answer.error}")
+            raise UacError(f"no answer: {printable(answer.error)}")
         return
     if not answer.ok:
         raise UacError(
-            f"no answer after {plural(answer.attempts, 'attempt')}: {answer.error} "
-            f"(last code: {answer.expression})"
+            f"no answer after {plural(answer.attempts, 'attempt')}: {printable(answer.error)} "
+            f"(last code: {printable(answer.expression)})"
         )
     # The model wrote the code and the explanation, and the log the rest: all escaped.
     _print_json(answer.value, None)
@@ -401,13 +413,18 @@ def cmd_calls(args: argparse.Namespace) -> None:
     try:
         user = None if args.all_users else resolve_user(store, args.user, create=False)
         for c in list_calls(store, user, limit=args.limit):
-            print(
-                f"{c.call_id}\t{c.created_at:%Y-%m-%d %H:%M:%S}\t{c.purpose}\t{c.model}\t"
-                f"{c.tokens_in}+{c.tokens_out} tokens\t{c.latency_ms:.0f} ms\t{c.outcome}"
+            _row(
+                c.call_id,
+                f"{c.created_at:%Y-%m-%d %H:%M:%S}",
+                c.purpose,
+                c.model,
+                f"{c.tokens_in}+{c.tokens_out} tokens",
+                f"{c.latency_ms:.0f} ms",
+                c.outcome,
             )
         print("purpose\tcalls\tfailed\ttokens in\ttokens out")
-        for purpose, n, failed, tin, tout in call_totals(store, user):
-            print(f"{purpose}\t{n}\t{failed}\t{tin}\t{tout}")
+        for totals in call_totals(store, user):
+            _row(*totals)
     finally:
         store.close()
 
@@ -419,19 +436,19 @@ def cmd_users(args: argparse.Namespace) -> None:
     finally:
         store.close()
     if not counts:
-        print(f"{args.db} holds no events yet")
+        print(printable(f"{args.db} holds no events yet"))
         return
     # events: every kind, the schema, alert and extraction events uac writes itself included
     print("user\tevents\tfacts\tutterances")
     for user, kinds in counts.items():
-        print(f"{user}\t{sum(kinds.values())}\t{kinds.get('fact', 0)}\t{kinds.get('utterance', 0)}")
+        _row(user, sum(kinds.values()), kinds.get("fact", 0), kinds.get("utterance", 0))
 
 
 def cmd_state(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
         print("type\tcurrent\tversions")
         for name, n in sorted(wb.state.counts().items()):
-            print(f"{name}\t{n}\t{len(wb.state.history(name))}")
+            _row(name, n, len(wb.state.history(name)))
 
 
 def cmd_history(args: argparse.Namespace) -> None:
@@ -513,7 +530,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
         store.close()
     if not report.ok:
         raise UacError(report.summary(args.db))
-    print(report.summary(args.db))
+    print(printable(report.summary(args.db)))
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
@@ -524,15 +541,15 @@ def cmd_forget(args: argparse.Namespace) -> None:
             type=record[0], key=record[1], source=args.source, text=args.text, dry_run=args.dry_run
         )
         if plan.empty:
-            print(f"nothing of {wb.user} matches; nothing to forget")
+            print(printable(f"nothing of {wb.user} matches; nothing to forget"))
         elif args.dry_run:
-            print(f"would forget: {plan.summary()}")
+            print(printable(f"would forget: {plan.summary()}"))
             for line in plan.lines():
-                print(f"  {line}")
+                print(f"  {printable(line)}")
             print("run again without --dry-run to forget them")
         else:
-            print(f"forgot: {plan.summary()}; the store file was rewritten without them")
-            print(wb.verify().summary(args.db))
+            print(printable(f"forgot: {plan.summary()}; the store file was rewritten without them"))
+            print(printable(wb.verify().summary(args.db)))
 
 
 def cmd_head(args: argparse.Namespace) -> None:
@@ -612,13 +629,15 @@ def _whole(low: int) -> Callable[[str], int]:
 
 
 def _seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
+    """An argparse type: a positive number of seconds, at most a day (sqlview.MAX_TIMEOUT)."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if value > 86_400:  # a timer cannot wait for 1e300 s (sqlview.MAX_TIMEOUT)
+        raise argparse.ArgumentTypeError(f"expected at most 86400 seconds (a day), got {text!r}")
     return value
 
 
@@ -839,7 +858,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except CommandLineError as exc:
-        print(f"uac: error: {exc}", file=sys.stderr)
+        print(f"uac: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     args.db_given = hasattr(args, "db") or bool(os.environ.get("UAC_DB"))
     if not hasattr(args, "db"):
@@ -851,7 +870,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.func(args)
     except UacError as exc:
-        print(f"uac: error: {exc}", file=sys.stderr)
+        # Messages quote input, file names, stored text and model code: escaped here once, so
+        # no message can drive the terminal or take a second line.
+        print(f"uac: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
@@ -863,7 +884,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         from uac_kernel.store import damaged
 
-        print(f"uac: error: {damaged(args.db, exc)}", file=sys.stderr)
+        print(f"uac: error: {printable(str(damaged(args.db, exc)))}", file=sys.stderr)
         return 1
     return 0
 

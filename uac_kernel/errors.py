@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uac_kernel._display import printable
+
 __all__ = [
     "CheckpointNotFound",
     "ChecksumMismatch",
@@ -58,7 +60,10 @@ class EventError(UacError):
     """An event is malformed or contradicts the log. Names the origin, line and field."""
 
     def __init__(self, message: str, *, origin: str = "", line: int | None = None, field: str = ""):
-        where = origin or "<events>"
+        # The origin is a file name or a source as given: shown with control and invisible
+        # characters escaped (the field's repr escapes them too), so the message stays one line
+        # and cannot drive a terminal.
+        where = printable(origin) if origin else "<events>"
         if line is not None:
             where += f":{line}"
         if field:

@@ -68,7 +68,9 @@ _WRAP_LINES = 8  # lines' worth of text a wrapped cell holds (see Table._wrap)
 
 
 def _one_line(text: str) -> str:
-    return re.sub(r"\s*\n\s*", " ", str(text)).strip()
+    """An error message as a notebook shows it: one line, control characters escaped (it may
+    quote input, stored text or model code, and a notebook renders ANSI escapes)."""
+    return printable(re.sub(r"\s*\n\s*", " ", str(text)).strip())
 
 
 def _doc(fn: Callable[..., Any]) -> str:
@@ -110,7 +112,8 @@ _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d(?: \d\d:\d\d(?::\d\d)?)?")
 _TD = 'style="text-align: left; vertical-align: top"'
 
 
-_HTML_CELL_CHARS = 2000  # a cell's text in the HTML table; the value itself stays whole
+_HTML_CELL_CHARS = 2000  # a cell's text (or a column's name) in the HTML table
+_COLUMNS = 40  # columns shown of a table; the result itself keeps them all
 
 
 def _html_cell(value: Any) -> str:
@@ -126,8 +129,8 @@ def _html_cell(value: Any) -> str:
 class Table:
     """Rows shown as an HTML table (every cell escaped) with an aligned text/plain fallback.
 
-    Only the first ``limit`` rows are shown (``limit <= 0``: all); ``columns`` and ``rows`` hold
-    everything. In the text, a cell longer than its width is cut between words, except in the
+    Only the first ``limit`` rows (``limit <= 0``: all) and the first 40 columns are shown;
+    ``columns`` and ``rows`` hold everything. In the text, a cell longer than its width is cut between words, except in the
     ``wrap`` columns — those that are the point of the table — where it runs on over lines.
     """
 
@@ -146,25 +149,34 @@ class Table:
         self.wrap = [c in wrap for c in self.columns]
 
     def _shown(self) -> list[tuple[Any, ...]]:
-        return self.rows if self.limit <= 0 else self.rows[: self.limit]
+        rows = self.rows if self.limit <= 0 else self.rows[: self.limit]
+        return [r[:_COLUMNS] for r in rows]
 
     def _more(self) -> str:
+        notes = []
         hidden = len(self.rows) - len(self._shown())
-        if not hidden:
-            return ""
-        return (
-            f"… {plural(hidden, 'more row')} (showing {self.limit}; %config UacMagics.displaylimit)"
-        )
+        if hidden:
+            notes.append(
+                f"… {plural(hidden, 'more row')} (showing {self.limit}; "
+                "%config UacMagics.displaylimit)"
+            )
+        if len(self.columns) > _COLUMNS:
+            notes.append(
+                f"… {plural(len(self.columns) - _COLUMNS, 'more column')} (showing {_COLUMNS}); "
+                "select fewer columns, or keep the result (r = %uac sql ...) and read r.columns "
+                "and r.rows, or r.records(), in Python"
+            )
+        return "\n".join(notes)
 
     def text(self) -> str:
         shown = [
             [
                 self._wrap(show(v)) if wrap else [self._clip(show(v))]
-                for v, wrap in zip(row, self.wrap, strict=True)
+                for v, wrap in zip(row, self.wrap[:_COLUMNS], strict=True)
             ]
             for row in self._shown()
         ]
-        header = [self._clip(c) for c in self.columns]
+        header = [self._clip(c) for c in self.columns[:_COLUMNS]]
         widths = [len(h) for h in header]
         for row in shown:
             widths = [max(w, *map(len, v)) for w, v in zip(widths, row, strict=True)]
@@ -204,13 +216,13 @@ class Table:
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        head = "".join(f"<th {_TD}>{esc(c)}</th>" for c in self.columns)
+        head = "".join(f"<th {_TD}>{_html_cell(c)}</th>" for c in self.columns[:_COLUMNS])
         body = "".join(
             "<tr>" + "".join(f"<td {_TD}>{_html_cell(v)}</td>" for v in row) + "</tr>"
             for row in self._shown()
         )
         caption = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
-        more = f"<p><em>{esc(self._more())}</em></p>" if self._more() else ""
+        more = "".join(f"<p><em>{esc(note)}</em></p>" for note in self._more().splitlines())
         return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
     def _repr_pretty_(self, p: RepresentationPrinter, cycle: bool) -> None:
@@ -232,7 +244,7 @@ def answer_text(answer: Answer) -> str:
     cert = answer.certificate
     keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
     more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
-    lines.append(f"  records ({cert.records_total}): {keys}{more}")
+    lines.append(f"  records ({cert.records_total}): {printable(keys)}{more}")
     for u in cert.utterances[:5]:
         said = f"[{u['source']}] {u['speaker']}: {u['text']}"
         lines.append(f"  said {show(u['ts'])[:10]} {printable(said)}")

@@ -6,6 +6,7 @@ from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.records import Record
@@ -106,7 +107,9 @@ class UserView:
         ftype = self._state.schema.types.get(name, {}).get(field)
         if ftype is None:
             known = ", ".join(self._state.schema.types.get(name, {})) or "none"
-            raise QueryError(f"{name} has no field {field!r} (its fields: {known})")
+            # The name is as the expression (or a model) wrote it: escaped, it cannot reach a
+            # terminal as control characters.
+            raise QueryError(f"{printable(name)} has no field {field!r} (its fields: {known})")
         if ftype in ("date", "datetime"):
             return "time"
         if ftype in ("int", "float"):

@@ -334,7 +334,8 @@ def parse_only(text: str) -> list[int]:
     numbers = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) < 1:
+        # ASCII digits only: '²'.isdigit() is True, yet int('²') fails.
+        if not (part.isascii() and part.isdigit()) or int(part) < 1:
             raise ReviewError(
                 f"--only takes operation numbers from 1 separated by commas, like 1,3; "
                 f"not {text[:40]!r}"

@@ -20,7 +20,8 @@ anything else is a ``QueryError`` before it runs. As a second wall the query run
 transaction that is always rolled back, so even a table function with side effects leaves nothing.
 
 A query is bounded so that it cannot take the machine: it is interrupted after ``timeout``
-seconds (default 30; env ``UAC_SQL_TIMEOUT``), and the view's database may use at most
+seconds (default 30; env ``UAC_SQL_TIMEOUT``; at most ``MAX_TIMEOUT``, a day, since a timer
+cannot wait for ever), and the view's database may use at most
 ``memory_mb`` of memory (default the smaller of 2 GB and a quarter of the RAM; env
 ``UAC_SQL_MEMORY_MB``) and ``threads`` threads (default half the CPUs, at most 4; env
 ``UAC_SQL_THREADS``). Either limit ends the query with a one-line ``QueryError`` that names it
@@ -40,6 +41,7 @@ from typing import Any
 
 import duckdb
 
+from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.records import Record
@@ -47,6 +49,7 @@ from uac_kernel.records import Record
 __all__ = [
     "DEFAULT_TIMEOUT",
     "INDEX_TABLE",
+    "MAX_TIMEOUT",
     "SqlResult",
     "SqlView",
     "check_read_only",
@@ -57,6 +60,9 @@ __all__ = [
 
 INDEX_TABLE = "uac_tables"
 DEFAULT_TIMEOUT = 30.0
+# threading.Timer cannot wait for inf or 1e300 s (OverflowError in its thread, and the query
+# would run unbounded): a day is longer than any query should take.
+MAX_TIMEOUT = 86_400.0
 _INT64 = (-(2**63), 2**63 - 1)
 _INT128 = (-(2**127), 2**127 - 1)
 _WRITING_NODE = re.compile(r'"type":"([A-Z]+_QUERY_NODE)"')
@@ -186,7 +192,7 @@ class SqlView:
         )
         self.memory_mb = default_memory_mb() if memory_mb is None else memory_mb
         self.threads = default_threads() if threads is None else threads
-        _check_positive("timeout", self.timeout)
+        _check_timeout(self.timeout)
         _check_positive("memory_mb", self.memory_mb)
         _check_positive("threads", self.threads)
         self.con = duckdb.connect(":memory:")
@@ -267,7 +273,7 @@ class SqlView:
     def query(self, state: State, sql: str, *, timeout: float | None = None) -> SqlResult:
         """Run one read-only query; ``timeout`` (seconds) overrides the view's time limit."""
         limit = self.timeout if timeout is None else timeout
-        _check_positive("timeout", limit)
+        _check_timeout(limit)
         try:
             self.refresh(state)
         except duckdb.OutOfMemoryException:
@@ -279,7 +285,7 @@ class SqlView:
         try:
             statements = cur.extract_statements(sql)
         except duckdb.Error as exc:
-            raise QueryError(f"SQL failed: {str(exc).splitlines()[0]}") from None
+            raise QueryError(f"SQL failed: {_first_line(exc)}") from None
         check_read_only(statements)
         # DuckDB calls `WITH d AS (DELETE ... RETURNING *) SELECT ...` a SELECT too: its parse
         # tree names a query node of every other kind (DELETE_QUERY_NODE, COPY_QUERY_NODE, ...).
@@ -316,11 +322,16 @@ class SqlView:
                 "environment variable UAC_SQL_MEMORY_MB"
             ) from None
         except duckdb.Error as exc:
-            first = str(exc).splitlines()[0]
             raise QueryError(
-                f"SQL failed: {first}; tables are named after record types, e.g. Trip and"
+                f"SQL failed: {_first_line(exc)}; tables are named after record types, e.g. Trip and"
                 f" Trip_history{self._renamed()}; {INDEX_TABLE} lists them"
             ) from None
+
+
+def _first_line(exc: duckdb.Error) -> str:
+    """The first line of a DuckDB error, escaped: it can quote the query or a stored value
+    (``Could not convert string 'k\x1b]0;...'``), and either may hold control characters."""
+    return printable((str(exc).splitlines() or [""])[0])
 
 
 def _cell(value: Any, column: str) -> Any:
@@ -335,3 +346,11 @@ def _cell(value: Any, column: str) -> Any:
 def _check_positive(name: str, value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise QueryError(f"the SQL {name} must be a positive number, not {value!r}")
+
+
+def _check_timeout(value: float) -> None:
+    _check_positive("timeout", value)
+    if value > MAX_TIMEOUT:
+        raise QueryError(
+            f"the SQL timeout must be at most {MAX_TIMEOUT:.0f} seconds (a day), not {value!r}"
+        )
