@@ -6,8 +6,8 @@ confuse, two workbenches of one user in one process, kill -9 of checkpoint and e
 on thousands of users, hand-made old stores, forget of text in odd places, and a fresh clone.
 
 Real parts only: DuckDB files in ``tmp_path``, the CLI in subprocesses, the real openai client
-against ``ChatServer``, a real IPython shell. A case marked ``xfail(strict=True)`` documents a
-bug that is still there: its reason says what happens and what should.
+against ``ChatServer``, a real IPython shell. The bugs this pass found were fixed; their cases,
+once strict xfails, now pass like the rest.
 """
 
 from __future__ import annotations
