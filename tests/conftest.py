@@ -6,10 +6,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from uac_kernel.events import parse_objects, plan_batch
 from uac_kernel.fold import State
+from uac_kernel.integrity import Head, verify
 from uac_kernel.schema import infer
 from uac_kernel.store import NewEvent, Store
 
@@ -72,6 +74,23 @@ def children() -> set[int]:
         if int(fields[1]) == os.getpid():
             found.add(int(stat.parent.name))
     return found
+
+
+def tamper(db: Path, sql: str, params: list[Any] | None = None) -> None:
+    """Change a store file as an outside tool would: through a DuckDB connection of its own."""
+    con = duckdb.connect(str(db))
+    con.execute(sql, params or [])
+    con.close()
+
+
+def check(db: Path, user: str | None = None, kept: dict[str, Head] | None = None) -> str:
+    """``verify``'s problem for ``user`` (all users: None), or "" when the store verifies."""
+    store = Store(db, read_only=True)
+    try:
+        report = verify(store, user, kept)
+    finally:
+        store.close()
+    return "" if report.ok else report.problem
 
 
 @pytest.fixture

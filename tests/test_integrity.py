@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import fact
+from conftest import check, fact, tamper
 
 from uac_kernel.errors import StoreError
 from uac_kernel.integrity import Head, heads, verify
@@ -62,21 +62,6 @@ def store_file(db: Path) -> Path:
         a.checkpoint()
         b.ingest(facts("bob", 2, 5))
     return db
-
-
-def tamper(db: Path, sql: str, params: list[object] | None = None) -> None:
-    con = duckdb.connect(str(db))
-    con.execute(sql, params or [])
-    con.close()
-
-
-def check(db: Path, user: str | None = None, kept: dict[str, Head] | None = None) -> str:
-    store = Store(db, read_only=True)
-    try:
-        report = verify(store, user, kept)
-    finally:
-        store.close()
-    return "" if report.ok else report.problem
 
 
 def test_an_untouched_store_verifies_per_user_and_store_wide(store_file: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact
+from conftest import check, fact, tamper
 
 from uac_kernel._chain import GENESIS, call_hash, content_hash, event_hash, new_salt
 from uac_kernel._migrations import MIGRATIONS, _v1_event_hash
@@ -82,21 +82,6 @@ def record_call(store: Store, user: str, text: str, **kw: Any) -> int:
     )
     args.update(kw)
     return store.record_call(**args)
-
-
-def tamper(db: Path, sql: str, params: list[Any] | None = None) -> None:
-    con = duckdb.connect(str(db))
-    con.execute(sql, params or [])
-    con.close()
-
-
-def check(db: Path, user: str | None = None, kept: dict[str, Head] | None = None) -> str:
-    store = Store(db, read_only=True)
-    try:
-        report = verify(store, user, kept)
-    finally:
-        store.close()
-    return "" if report.ok else report.problem
 
 
 def kept_heads(db: Path) -> dict[str, Head]:
