@@ -9,6 +9,7 @@ __all__ = [
     "ChecksumMismatch",
     "CodeError",
     "CommandLineError",
+    "ConstraintError",
     "EditConflict",
     "EventError",
     "FoldError",
@@ -160,3 +161,8 @@ class ChecksumMismatch(UacError):
 class ReviewError(UacError):
     """A decision on a model answer held for review cannot be made: no such held batch, no such
     operation in it, or its answer or turns are no longer there to apply."""
+
+
+class ConstraintError(UacError):
+    """A constraint is not valid (an unknown kind, a bad field, a value out of bounds), or no
+    constraint of that key is in force; the message names where and what to change."""

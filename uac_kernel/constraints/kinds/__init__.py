@@ -1,0 +1,1 @@
+"""One compiler module a constraint kind; each defines ``compile(name, c) -> Rule``."""

@@ -1,0 +1,325 @@
+"""The constraint language: life-admin constraints as typed data, never code.
+
+A constraint names the records it is about (``Select``: a type, optionally one key, field
+values and words they mention) and the dates and quantities it needs (``Moment``: a date field
+of a record, or a fixed date, shifted by days or months). Trusted code in
+``uac_kernel.constraints.compile`` turns each into an ordinary rule; nothing in a constraint is
+ever evaluated.
+
+Six kinds, one discriminated union (``kind``):
+
+- ``obligation``: something to do by a date, with a lead time, that stays an alert (escalating,
+  then overdue) until a record says it is done;
+- ``valid_on``: a document, policy or permit must be valid at a moment, or cover a whole span
+  (coverage gaps between consecutive policies), derived from other records;
+- ``window_limit``: a count, a sum or days present, in a rolling window or a calendar period,
+  against a limit;
+- ``projection``: a quantity that runs out at a rate, or a balance that planned flows take below
+  a threshold, before a date;
+- ``no_overlap`` / ``before``: two commitments that collide (with travel time and time zones),
+  one thing that must happen before another;
+- ``not_while``: X while Y: a food while a drug is active, an allergen in a planned meal, with
+  knowledge tables kept as data (``uac_kernel.constraints.knowledge``).
+
+Every string is bounded, every type and field name is checked like a fact's, unknown keys are
+refused: a constraint that parses is safe to store, render and compile.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from uac_kernel.errors import ConstraintError
+from uac_kernel.schema import check_field_name, check_type_name
+
+__all__ = [
+    "KINDS",
+    "Before",
+    "Constraint",
+    "Moment",
+    "NoOverlap",
+    "NotWhile",
+    "Obligation",
+    "Projection",
+    "Select",
+    "ValidOn",
+    "WindowLimit",
+    "constraint_json",
+    "parse_constraint",
+]
+
+# A title or a quoted source is a sentence; a term is a word or two.
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+Scalar = bool | int | float | Annotated[str, StringConstraints(max_length=300)]
+Severity = Literal["critical", "warning", "info"]
+MAX_ITEMS = 50
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _type_name(v: str) -> str:
+    if (why := check_type_name(v)) is not None:
+        raise ValueError(why)
+    return v
+
+
+def _field_name(v: str) -> str:
+    if (why := check_field_name(v)) is not None:
+        raise ValueError(why)
+    return v
+
+
+TypeName = Annotated[str, Field(max_length=100)]
+FieldName = Annotated[str, Field(max_length=100)]
+
+
+class Select(_Model):
+    """The current records a constraint is about.
+
+    ``type`` alone: every current record of the type. ``key``: that one record. ``where``: field
+    values the record must have (strings compare case-insensitively). ``mentions``: words the
+    record's text fields must name (whole words, case-insensitive, any of them).
+    """
+
+    type: TypeName
+    key: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    where: dict[FieldName, Scalar] = Field(default_factory=dict, max_length=10)
+    mentions: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+    _check_type = field_validator("type")(_type_name)
+
+    @field_validator("where")
+    @classmethod
+    def _check_where(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for name in v:
+            _field_name(name)
+        return v
+
+
+class Moment(_Model):
+    """A date: the first set of ``fields`` of the record in question, or the fixed ``date``;
+    then shifted by ``days`` and ``months`` (negative for before)."""
+
+    fields: list[FieldName] = Field(default_factory=list, max_length=10)
+    date: dt.date | None = None
+    days: int = Field(default=0, ge=-36_600, le=36_600)
+    months: int = Field(default=0, ge=-1_200, le=1_200)
+
+    @field_validator("fields")
+    @classmethod
+    def _check_fields(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _field_name(name)
+        return v
+
+    @model_validator(mode="after")
+    def _needs_a_date(self) -> Moment:
+        if not self.fields and self.date is None:
+            raise ValueError("a moment needs fields (a record's date fields) or a date")
+        return self
+
+
+class _Base(_Model):
+    """What every constraint has: a title (what a person would say), severity, lead time."""
+
+    title: Text
+    severity: Severity = "warning"
+    category: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,59}$")] = "constraint"
+    lead_days: int = Field(default=14, ge=0, le=3_660)
+    cites: Text | None = None  # where the rule comes from: "the user", a regulation, a label
+
+
+class Obligation(_Base):
+    """Do something by a date. Alerts from ``lead_days`` before ``due`` (info, then warning,
+    then critical in the last days) and, once the date passes undone, stays critical and says
+    how many days overdue, until the subject record has one of ``done`` set true (or a
+    ``status`` naming it) or a record matching ``done_by`` exists.
+
+    ``subject`` may be omitted for an obligation with a fixed ``due.date`` ("file by the 15th").
+    """
+
+    kind: Literal["obligation"] = "obligation"
+    subject: Select | None = None
+    due: Moment
+    done: list[FieldName] = Field(default_factory=list, max_length=20)
+    done_by: Select | None = None
+
+
+class ValidOn(_Base):
+    """A ``document`` (passport, visa, policy, permit) must be valid at ``at`` of each record of
+    ``each`` (e.g. a trip's end plus 6 months), or, with ``until``, cover every day from ``at``
+    to ``until`` — together: several consecutive documents may cover the span, and a gap
+    between them is an alert. A document is valid from its first set ``starts`` field (unset:
+    since ever) to its first set ``expires`` field (unset: for good), unless one of ``lapsed``
+    is true (cancelled, lapsed): then it covers nothing.
+    """
+
+    kind: Literal["valid_on"] = "valid_on"
+    document: Select
+    each: Select
+    at: Moment
+    until: Moment | None = None
+    starts: list[FieldName] = Field(
+        default_factory=lambda: ["starts", "start", "valid_from", "effective", "issued"],
+        max_length=10,
+    )
+    expires: list[FieldName] = Field(
+        default_factory=lambda: ["expires", "valid_until", "expiry", "ends", "end"],
+        max_length=10,
+    )
+    lapsed: list[FieldName] = Field(
+        default_factory=lambda: ["cancelled", "lapsed", "terminated", "revoked", "void"],
+        max_length=10,
+    )
+
+
+class WindowLimit(_Base):
+    """A count, sum or days present of ``subject`` records in a window, against ``limit``.
+
+    ``measure``: ``count`` (records dated in the window), ``sum`` (of ``amount``), ``days``
+    (days covered from ``date`` to ``end``, both inclusive). The window is ``window_days`` long
+    and rolling (any window that ends on a day a record covers), or a calendar ``period``
+    (``month``, ``year``, or ``year_from`` a month-day such as ``04-06`` for a UK tax year).
+    Planned (future) records count: the alert comes when a plan would break the limit, and
+    ``warn_at`` (a share of the limit) warns before it does.
+    """
+
+    kind: Literal["window_limit"] = "window_limit"
+    subject: Select
+    measure: Literal["count", "sum", "days"]
+    amount: FieldName | None = None
+    date: list[FieldName] = Field(default_factory=lambda: ["date", "start"], max_length=10)
+    end: list[FieldName] = Field(default_factory=lambda: ["end"], max_length=10)
+    window_days: int | None = Field(default=None, ge=1, le=3_660)
+    period: Literal["month", "year"] | None = None
+    year_from: Annotated[str, StringConstraints(pattern=r"^\d\d-\d\d$")] | None = None
+    limit: float
+    warn_at: float | None = Field(default=None, gt=0, le=1)
+
+
+class Projection(_Base):
+    """A quantity that runs out, or a balance that planned flows take below a threshold.
+
+    Runs out: ``subject``'s ``quantity`` (e.g. pills left), counted on its ``as_of`` date (unset:
+    when the record was last changed), falls by ``rate`` (or the product of the ``rate_fields``,
+    e.g. ``dose_count`` x ``times_per_day``) per ``per``; the alert comes when it reaches
+    ``threshold`` before ``until`` (a Moment of ``until_record``, or of the subject itself, e.g.
+    ``next_refill``; or of each record of ``until_record``, e.g. the end of every coming trip).
+
+    Balance: with ``flows``, the records whose ``flow_amount`` (outflows positive; ``inflow``
+    true or a negative amount: money in) dated up to ``until`` are taken from the quantity.
+    """
+
+    kind: Literal["projection"] = "projection"
+    subject: Select
+    quantity: FieldName
+    as_of: list[FieldName] = Field(default_factory=lambda: ["as_of", "date"], max_length=10)
+    rate: float | None = Field(default=None, ge=0)
+    rate_fields: list[FieldName] = Field(default_factory=list, max_length=5)
+    per: Literal["day", "week", "month"] = "day"
+    flows: Select | None = None
+    flow_amount: FieldName = "amount"
+    flow_date: list[FieldName] = Field(default_factory=lambda: ["date", "due"], max_length=10)
+    threshold: float = 0
+    until: Moment
+    until_record: Select | None = None
+
+
+class NoOverlap(_Base):
+    """No record of ``a`` may overlap one of ``b`` (``b`` unset: another of ``a``), with
+    ``buffer_minutes`` of travel or handover time between them. Times may carry an offset; a
+    record's ``tz`` field (an offset like ``+09:00``) places a naive time in its zone."""
+
+    kind: Literal["no_overlap"] = "no_overlap"
+    a: Select
+    b: Select | None = None
+    start: list[FieldName] = Field(default_factory=lambda: ["start", "date"], max_length=10)
+    end: list[FieldName] = Field(default_factory=lambda: ["end"], max_length=10)
+    buffer_minutes: int = Field(default=0, ge=0, le=7 * 24 * 60)
+
+
+class Before(_Base):
+    """Each record of ``then`` needs a record of ``first`` dated at least ``gap_days`` before
+    it (a vaccination before a trip, a visa appointment before the flight, a deposit before the
+    move-in date); alerts from ``lead_days`` before ``then`` while none is."""
+
+    kind: Literal["before"] = "before"
+    first: Select
+    then: Select
+    first_date: list[FieldName] = Field(
+        default_factory=lambda: ["date", "start", "due"], max_length=10
+    )
+    then_date: list[FieldName] = Field(default_factory=lambda: ["start", "date"], max_length=10)
+    gap_days: int = Field(default=0, ge=0, le=3_660)
+
+
+class NotWhile(_Base):
+    """No record of ``forbidden`` while a record of ``active`` stands: a food or a drug while a
+    drug is taken, an allergen in a planned meal. ``active`` counts while current and not ended
+    (its ``end`` fields, ``active`` false, ``stopped``); ``forbidden`` counts when undated or
+    dated while ``active`` is. Words to look for in ``forbidden``'s text come from its
+    ``mentions``, plus the named ``groups`` of a knowledge ``table`` (e.g. table ``allergens``,
+    group ``shellfish``: crab, shrimp, lobster…)."""
+
+    kind: Literal["not_while"] = "not_while"
+    active: Select
+    forbidden: Select
+    table: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,59}$")] | None = None
+    groups: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+Constraint = Annotated[
+    Obligation | ValidOn | WindowLimit | Projection | NoOverlap | Before | NotWhile,
+    Field(discriminator="kind"),
+]
+KINDS: tuple[str, ...] = (
+    "obligation",
+    "valid_on",
+    "window_limit",
+    "projection",
+    "no_overlap",
+    "before",
+    "not_while",
+)
+_ADAPTER: TypeAdapter[Constraint] = TypeAdapter(Constraint)
+
+
+def parse_constraint(obj: Any, where: str = "constraint") -> Constraint:
+    """``obj`` (a dict from JSON/YAML, or a constraint) as a validated constraint.
+
+    Raises ``ConstraintError`` naming ``where`` and the first bad field.
+    """
+    if isinstance(obj, _Base):
+        obj = obj.model_dump(mode="json")
+    if not isinstance(obj, dict):
+        raise ConstraintError(
+            f"{where}: a constraint is an object with a kind ({', '.join(KINDS)}) and its fields"
+        )
+    try:
+        return _ADAPTER.validate_python(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        at = ".".join(str(p) for p in err["loc"] if p not in KINDS) or "kind"
+        raise ConstraintError(f"{where}: {at}: {err['msg']}; see docs/constraints.md") from None
+
+
+def constraint_json(c: Constraint) -> dict[str, Any]:
+    """``c`` as the JSON object logged and rendered (defaults left out, so it stays short)."""
+    out = c.model_dump(mode="json", exclude_defaults=True)
+    out["kind"] = c.kind
+    return out
