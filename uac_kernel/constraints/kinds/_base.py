@@ -1,0 +1,92 @@
+"""What every constraint compiler shares: finding the records a ``Select`` names, resolving a
+``Moment`` to a date, and the watch set and rule a compiled constraint becomes."""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Iterable
+from datetime import date, timedelta
+
+from uac_kernel.constraints.spec import Constraint, Moment, Select
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+from uac_kernel.rules.engine import Rule, RuleFunc
+from uac_kernel.rules.library._common import _day, _first_term, _get, _norm, _terms, _text
+
+__all__ = ["add_months", "make_rule", "matches", "moment", "select", "text_of", "watch"]
+
+
+def text_of(rec: Record) -> str:
+    """Every string (and list of strings) field of ``rec``, normalised for whole-word matching."""
+    return _norm(_text(rec, rec.__dict__))
+
+
+def matches(rec: Record, s: Select) -> bool:
+    """Whether ``rec`` is one of the records ``s`` names (its type and key are the caller's)."""
+    for name, want in s.where.items():
+        have = _get(rec, name)
+        if isinstance(want, str):
+            if not isinstance(have, str) or have.strip().casefold() != want.strip().casefold():
+                return False
+        elif isinstance(want, bool) or isinstance(have, bool):
+            if have is not want:
+                return False
+        elif have != want:
+            return False
+    return not s.mentions or _first_term(text_of(rec), _terms(*s.mentions)) is not None
+
+
+def select(user: UserView, s: Select, among: Iterable[Record] | None = None) -> list[Record]:
+    """The current records ``s`` names (of ``among``, when given: an index-narrowed subset)."""
+    if s.key is not None:
+        rec = user.get(s.type, s.key)
+        pool: Iterable[Record] = [rec] if rec is not None else []
+    else:
+        pool = user.all(s.type) if among is None else among
+    return [r for r in pool if matches(r, s)]
+
+
+def add_months(d: date, months: int) -> date:
+    """``d`` moved by whole calendar months, the day clamped to the month's length (Aug 31 + 6
+    months is Feb 28/29); unchanged past the years 1–9999."""
+    n = d.year * 12 + d.month - 1 + months
+    year, month = divmod(n, 12)
+    if not 1 <= year <= 9999:
+        return d
+    return date(year, month + 1, min(d.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def moment(m: Moment, rec: Record | None = None) -> date | None:
+    """The date ``m`` names for ``rec``: its first set date field of ``m.fields`` (or ``m.date``
+    when none is), shifted by ``m.months`` then ``m.days``; None when there is no such date."""
+    base = next((d for f in m.fields if rec is not None and (d := _day(_get(rec, f)))), None)
+    base = base or m.date
+    if base is None:
+        return None
+    shifted = add_months(base, m.months)
+    try:
+        return shifted + timedelta(days=m.days)
+    except OverflowError:
+        return shifted
+
+
+def watch(*selects: Select | None) -> frozenset[str]:
+    """The record types a constraint reads: those its selects name."""
+    return frozenset(s.type for s in selects if s is not None)
+
+
+def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], clock: bool) -> Rule:
+    """The ``Rule`` a compiled constraint is: its name, what it reads, its severity and category,
+    and as its source the constraint itself (kind and title), so the alert inspector and
+    ``uac rules`` say which constraint an alert comes from."""
+    cites = f"; {c.cites}" if c.cites else ""
+    return Rule(
+        name=name,
+        func=func,
+        watch=reads,
+        severity=c.severity,
+        category=c.category,
+        source=f"constraint ({c.kind}): {c.title}{cites}",
+        clock=clock,
+        doc=c.title,
+    )
