@@ -176,7 +176,9 @@ def _finding(
         if until < today:
             return None
         lo, hi = max(at, today), until
-        need = f"a valid {kind} every day from {at} to {until}"
+        need = f"a valid {kind} " + (
+            f"every day from {at} to {until}" if until > at else f"on {at}"
+        )
         if lo > at:
             note = f" (the days before today, {today}, are past and not checked)"
     else:
