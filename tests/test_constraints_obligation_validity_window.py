@@ -3,6 +3,7 @@ over fact events: alerts raised, escalated, kept and cleared as the log and its 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -672,3 +673,36 @@ def test_window_rolling_and_calendar_together() -> None:
     assert len(messages) == 2
     assert "3 Withdrawal records in the 7-day window 2025-02-27 – 2025-03-05" in messages[0]
     assert "5 Withdrawal records in the month 2025-03" in messages[1]
+
+
+# -- docs/constraints.md -------------------------------------------------------------------------
+
+DOC_STATES = {
+    "obligation": [
+        add("2025-05-01", "Car", "golf", name="Golf", registration_expires="2025-06-30"),
+        clock("2025-06-05"),
+    ],
+    "valid_on": [
+        add("2025-01-10", "Insurance", "a", starts="2025-01-01", expires="2025-03-31"),
+        add("2025-01-10", "Insurance", "b", starts="2025-04-15", expires="2025-12-31"),
+        add("2025-01-10", "Trip", "peru", destination="Peru", start="2025-03-20", end="2025-04-20"),
+    ],
+    "window_limit": [
+        add("2025-03-01", "Stay", "s1", area="Schengen", start="2025-01-10", end="2025-02-28"),
+        add("2025-03-01", "Stay", "s2", area="Schengen", start="2025-04-01", end="2025-05-15"),
+    ],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DOC_STATES))
+def test_docs_examples_give_the_alerts_they_show(kind: str) -> None:
+    yaml = pytest.importorskip("yaml")
+    text = (Path(__file__).parent.parent / "docs" / "constraints.md").read_text()
+    section = text.split(f"\n## {kind}\n", 1)[1].split("\n## ", 1)[0]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    shown = section.split("\nAlert (", 1)[1]
+    severity, message = shown.split("): `", 1)
+    wb = bench(doc=yaml.safe_load(example))
+    wb.ingest(DOC_STATES[kind])
+    a = one(wb)
+    assert (a.severity, a.message) == (severity, " ".join(message.split("`", 1)[0].split()))
