@@ -474,6 +474,26 @@ def test_window_rolling_days_with_a_planned_stay() -> None:
     ) in a.message
 
 
+def test_window_an_ongoing_breach_keeps_its_id_as_the_clock_moves_through_it() -> None:
+    wb = bench(stays=STAYS)
+    wb.ingest(
+        [
+            add("2025-03-01", "Stay", "s1", area="Schengen", start="2025-01-10", end="2025-02-28"),
+            add("2025-03-01", "Stay", "s2", area="Schengen", start="2025-04-01", end="2025-05-15"),
+        ]
+    )
+    a = one(wb)
+    for day in ("2025-05-11", "2025-05-13", "2025-05-15"):
+        report = wb.ingest([clock(day)])
+        assert not report.raised and not report.cleared
+        assert one(wb).id == a.id
+    assert (
+        "95 days in the 180-day window 2024-11-17 – 2025-05-15, over the limit" in one(wb).message
+    )
+    report = wb.ingest([clock("2025-05-16")])  # the breach is behind: it can no longer change
+    assert alerts(wb) == [] and len(report.cleared) == 1
+
+
 def test_window_days_overlapping_stays_count_once_and_past_breaches_are_not_alerted() -> None:
     c = {**STAYS, "subject": {"type": "Stay"}, "limit": 10, "warn_at": None}
     wb = bench(stays=c)
@@ -670,9 +690,10 @@ def test_window_rolling_and_calendar_together() -> None:
     wb.ingest([add("2025-03-02", "Withdrawal", "w3", date="2025-03-03")])
     wb.ingest([add("2025-03-02", "Withdrawal", "w5", date="2025-03-05")])
     messages = sorted(a.message for a in alerts(wb))
-    assert len(messages) == 2
+    assert len(messages) == 3  # two separate 7-day breaches (a window of 2 between them)
     assert "3 Withdrawal records in the 7-day window 2025-02-27 – 2025-03-05" in messages[0]
-    assert "5 Withdrawal records in the month 2025-03" in messages[1]
+    assert "3 Withdrawal records in the 7-day window 2025-03-03 – 2025-03-09" in messages[1]
+    assert "5 Withdrawal records in the month 2025-03" in messages[2]
 
 
 # -- docs/constraints.md -------------------------------------------------------------------------
@@ -706,3 +727,32 @@ def test_docs_examples_give_the_alerts_they_show(kind: str) -> None:
     wb.ingest(DOC_STATES[kind])
     a = one(wb)
     assert (a.severity, a.message) == (severity, " ".join(message.split("`", 1)[0].split()))
+
+
+# -- together ------------------------------------------------------------------------------------
+
+
+def test_kinds_together_and_called_off_records() -> None:
+    wb = bench(renew=RENEW, cover=COVER, stays={**STAYS, "subject": {"type": "Trip"}})
+    wb.ingest(
+        [
+            add("2025-03-01", "Car", "golf", registration_expires="2025-03-20"),
+            add("2025-03-01", "Insurance", "a", starts="2025-01-01", expires="2026-12-31"),
+            add("2025-03-01", "Trip", "long", start="2025-04-01", end="2025-07-31"),
+            add("2025-03-01", "Trip", "short", start="2026-03-01", end="2026-03-03"),
+        ]
+    )
+    rules = {a.rule: a for a in alerts(wb)}
+    assert set(rules) == {"constraint_renew", "constraint_stays"}
+    assert rules["constraint_renew"].severity == "critical"  # due 2025-02-20: overdue
+    assert "it peaks at 122 in 2025-02-02 – 2025-07-31" in rules["constraint_stays"].message
+    # a cancelled trip needs no cover and spends no days; the bridging policy's retraction and
+    # the trip's cancellation are both seen
+    wb.ingest([update("2025-03-02", "Trip", "long", status="Cancelled")])
+    wb.ingest([retract("2025-03-03", "Insurance", "a")])
+    found = alerts(wb)
+    assert {a.rule for a in found} == {"constraint_renew", "constraint_cover"}
+    cover = next(a for a in found if a.rule == "constraint_cover")
+    assert keys(cover) == {"Trip/short"} and "no Insurance covers 2026-03-01 – 2026-03-03" in (
+        cover.message
+    )

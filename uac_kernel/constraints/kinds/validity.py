@@ -1,7 +1,8 @@
 """``valid_on``: a document must be valid at a moment, or cover every day of a span, derived from
 other records (a passport 6 months past a trip's end; travel insurance for every day of a trip).
 
-For each current ``each`` record:
+For each current ``each`` record (one called off, ``cancelled`` true or a ``status`` saying so,
+needs nothing):
 
 - ``at`` unresolved (the record lacks the date): nothing can be checked; skipped.
 - Without ``until``: checked while ``at`` is today or later (the log clock). Some current,
@@ -34,7 +35,15 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from uac_kernel._display import plural
-from uac_kernel.constraints.kinds._base import lower, make_rule, moment, moment_text, select, watch
+from uac_kernel.constraints.kinds._base import (
+    called_off,
+    lower,
+    make_rule,
+    moment,
+    moment_text,
+    select,
+    watch,
+)
 from uac_kernel.constraints.spec import Moment, ValidOn
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -230,6 +239,8 @@ def compile(name: str, c: ValidOn) -> Rule:
             return
         valid, lapsed = _documents(user, c)
         for rec in each:
+            if called_off(rec):
+                continue  # a cancelled trip needs no cover
             if (f := _finding(c, rec, valid, lapsed, today)) is not None:
                 yield f
 

@@ -2,7 +2,8 @@
 limit (days in a country in any 180-day window, spend per month, contributions per tax year).
 
 What each current ``subject`` record adds (placed by its first set ``date`` field; one with none,
-or for ``sum`` without a number in ``amount`` (default ``amount``), adds nothing):
+one called off (``cancelled`` true or a ``status`` saying so), or for ``sum`` one without a
+number in ``amount`` (default ``amount``), adds nothing):
 
 - ``count``: 1 on its date; ``sum``: its amount on its date;
 - ``days``: every day from its date to its first set ``end`` field, both inclusive; a day covered
@@ -21,10 +22,11 @@ February in other years), each period that ends today or later. Both may be give
 checked. At most ten years ahead are looked at. Planned (future) records count.
 
 Alerts: over ``limit``, the constraint's severity; at ``warn_at`` x ``limit`` or more (a positive
-limit only), one step lower. A rolling alert is about the first window end where the limit
-breaks (or the warning level is reached) in a run of consecutive windows over it, so a new run
-after a quiet spell is a new alert; a calendar alert is about its period. The evidence is the
-records of that window; the message gives its dates, the total, the limit and the records.
+limit only), one step lower. A rolling alert is about a run of windows over the line (see
+``_rolling``): its first breaking day and the records of its windows, so it keeps its id while
+the clock moves through the run, and a new run after a quiet spell is a new alert. A calendar
+alert is about its period and the period's records. The message gives the window's dates, the
+total, the limit and the records.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import accumulate
 
-from uac_kernel.constraints.kinds._base import lower, make_rule, select, watch
+from uac_kernel.constraints.kinds._base import called_off, lower, make_rule, select, watch
 from uac_kernel.constraints.spec import WindowLimit
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -85,7 +87,7 @@ def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> l
     out: list[_Item] = []
     for rec in recs:
         first = _first_day(rec, c.date)
-        if first is None:
+        if first is None or called_off(rec):
             continue
         if c.measure != "days":
             value = 1.0 if c.measure == "count" else _number(_get(rec, amount))
@@ -180,37 +182,68 @@ def _finding(
 
 
 def _rolling(c: WindowLimit, w: int, items: list[_Item], today: date) -> Iterator[Finding]:
-    """The runs of consecutive window ends (days some record covers, from today on) whose
-    window is over the limit or at the warning level; one finding a run."""
+    """One finding a run of window ends over the line (the limit, or the warning level), among
+    the days records cover from ``w`` days back, for each run that reaches today or later.
+
+    A run is told apart from the next by a window under the line between them (between two
+    covered days no day enters a window, so the last window before the next covered day is the
+    lowest). Its identity, the first end where the limit breaks and the records of its windows,
+    stays put while the clock moves through it; the message names its first window from today
+    on that breaks (else that nears the limit) and the peak."""
     span = timedelta(days=w - 1)
-    lo, hi = _before(today, span), _after(today, HORIZON)
-    by_day: dict[date, float] = {}
-    for i in items:
-        if c.measure != "days":
-            by_day[i.first] = by_day.get(i.first, 0.0) + i.value
-            continue
-        a, b = max(i.first, lo), min(i.last, hi)
-        by_day.update((a + timedelta(days=n), 1.0) for n in range((b - a).days + 1))
-    days = sorted(by_day)
-    sums = [0.0, *accumulate(by_day[d] for d in days)]
+    scan = _before(today, span)
+    lo, hi = _before(scan, span), _after(today, HORIZON)
+
+    def tally(sure: bool) -> tuple[list[date], list[float]]:
+        by_day: dict[date, float] = {}
+        for i in items:
+            if c.measure != "days":
+                if lo <= i.first <= hi:
+                    by_day[i.first] = by_day.get(i.first, 0.0) + i.value
+                continue
+            a, b = max(i.first, lo), min(i.sure if sure else i.last, hi)
+            by_day.update((a + timedelta(days=n), 1.0) for n in range((b - a).days + 1))
+        days = sorted(by_day)
+        return days, [0.0, *accumulate(by_day[d] for d in days)]
+
+    def level(tallied: tuple[list[date], list[float]], e: date) -> float:
+        days, sums = tallied
+        return sums[bisect_right(days, e)] - sums[bisect_left(days, e - span)]
+
+    counted, sure = tally(False), tally(True)
     warn_level = c.warn_at * c.limit if c.warn_at is not None and c.limit > 0 else None
-    runs: list[list[tuple[date, float]]] = [[]]  # (window end, total), by runs of ends
-    for e in days[bisect_left(days, today) :]:
-        v = sums[bisect_right(days, e)] - sums[bisect_left(days, e - span)]
-        if v > c.limit or (warn_level is not None and v >= warn_level):
+
+    def hot(v: float) -> bool:
+        return v > c.limit or (warn_level is not None and v >= warn_level)
+
+    runs: list[list[tuple[date, float]]] = [[]]  # (window end, total)
+    prev: date | None = None
+    for e in counted[0][bisect_left(counted[0], scan) :]:
+        if prev is not None and e - prev > DAY and not hot(level(counted, e - DAY)) and runs[-1]:
+            runs.append([])
+        if hot(v := level(counted, e)):
             runs[-1].append((e, v))
         elif runs[-1]:
             runs.append([])
+        prev = e
     for run in runs:
-        if not run:
-            continue
-        breaking = [(e, v) for e, v in run if v > c.limit]
-        e1 = (breaking or run)[0][0]
-        pe, pv = max(run, key=lambda x: x[1])
-        peak = "" if pe == e1 else f"; it peaks at {_num(pv)} in {pe - span} – {pe}"
-        about = f"{'breaks' if breaking else 'nears the limit'} {e1}"
-        where = f"the {w}-day window {e1 - span} – {e1}"
-        f = _finding(c, where, _total(c, items, e1 - span, e1), today, about, peak)
+        if not run or run[-1][0] < today:
+            continue  # a run wholly in the past can no longer change
+        breaking = [e for e, v in run if v > c.limit]
+        ahead = [(e, v) for e, v in run if e >= today]
+        named, value = next(((e, v) for e, v in ahead if v > c.limit), ahead[0])
+        peak_end, peak = max(run, key=lambda x: x[1])
+        shown = (
+            ""
+            if peak_end == named
+            else f"; it peaks at {_num(peak)} in {peak_end - span} – {peak_end}"
+        )
+        first, last = run[0][0] - span, run[-1][0]
+        inside = [i for i in items if i.first <= last and i.last >= first]
+        surest = max(level(sure, e) for e, _ in run)
+        about = f"breaks {breaking[0]}" if breaking else f"nears the limit {run[0][0]}"
+        where = f"the {w}-day window {named - span} – {named}"
+        f = _finding(c, where, _Total(value, surest, inside), today, about, shown)
         if f is not None:
             yield f
 
