@@ -554,9 +554,8 @@ def test_window_count_with_a_limit_of_zero() -> None:
     assert alerts(wb) == []  # February is past
     wb.ingest([add("2025-03-02", "Fee", "f", date="2025-03-02")])
     a = one(wb)
-    assert (
-        a.severity == "warning"
-        and "1 Fee records in the month 2025-03, over the limit of 0" in (a.message)
+    assert a.severity == "warning" and "1 Fee record in the month 2025-03, over the limit of 0" in (
+        a.message
     )
     wb.ingest([retract("2025-03-03", "Fee", "f")])
     assert alerts(wb) == []

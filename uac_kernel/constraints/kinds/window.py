@@ -130,7 +130,7 @@ def _amount(c: WindowLimit, total: float) -> str:
     if c.measure == "days":
         return f"{_num(total)} days"
     if c.measure == "count":
-        return f"{_num(total)} {c.subject.type} records"
+        return f"{_num(total)} {c.subject.type} record{'' if total == 1 else 's'}"
     return f"a total {c.amount or 'amount'} of {_num(total)}"
 
 
