@@ -91,6 +91,9 @@ def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], c
     and as its source the constraint itself (kind and title), so the alert inspector and
     ``uac rules`` say which constraint an alert comes from."""
     cites = f"; {c.cites}" if c.cites else ""
+    # The runner refuses two rules whose functions share a name, and every compiled constraint's
+    # function is a closure of one name: give each its rule's name.
+    func.__name__ = name
     return Rule(
         name=name,
         func=func,

@@ -179,5 +179,4 @@ def compile(name: str, c: Obligation) -> Rule:
             if f is not None:
                 yield f
 
-    check.__name__ = name
     return make_rule(name, c, check, watch(c.subject, c.done_by), clock=True)

@@ -244,5 +244,4 @@ def compile(name: str, c: ValidOn) -> Rule:
             if (f := _finding(c, rec, valid, lapsed, today)) is not None:
                 yield f
 
-    check.__name__ = name
     return make_rule(name, c, check, watch(c.document, c.each), clock=True)

@@ -346,5 +346,4 @@ def compile(name: str, c: WindowLimit) -> Rule:
         if calendar_too:
             yield from _calendar(c, anchor, items, today)
 
-    check.__name__ = name
     return make_rule(name, c, check, watch(c.subject), clock=True)
