@@ -359,7 +359,7 @@ def test_buffer_between_instants_and_a_cancelled_one_skipped() -> None:
     )
     (a,) = alerts(wb)
     assert a.severity == "critical" and keys(a) == {"Appointment/dentist", "Appointment/bank"}
-    assert "only 29 minutes apart, 1 hour needed" in a.message  # an instant holds its minute
+    assert "only 30 minutes apart, 1 hour needed" in a.message
     first = a.id
     wb.ingest([add("2026-04-01T09:00:00", "Appointment", "far", start="2026-05-01T09:00:00")])
     assert [x.id for x in alerts(wb)] == [first]  # stable: evidence is the pair
@@ -484,6 +484,7 @@ def test_a_hotel_stay_by_dates_against_dinners_by_time() -> None:
     ]
     msg = next(a.message for a in found if keys(a) == {"Hotel/h", "Reservation/d1"})
     assert "from 2026-05-10 to 2026-05-12" in msg and "at 2026-05-12 19:30" in msg
+    assert "Reservation 'd1' (Oyster bar) falls within Hotel 'h' (Harbor Inn)" in msg
 
 
 def test_past_pairs_are_not_compared_and_undated_records_are_skipped() -> None:
@@ -562,4 +563,42 @@ def test_before_counts_an_undated_first_and_ignores_past_then() -> None:
     (a,) = alerts(wb)
     assert keys(a) == {"Trip/soon"} and a.severity == "critical"
     wb.ingest([add("2026-02-25T09:00:00", "Vaccination", "yf", name="yellow fever, years ago")])
+    assert alerts(wb) == []
+
+
+def test_instants_collide_at_the_same_moment_and_touching_ends_do_not() -> None:
+    c = {"kind": "no_overlap", "title": "One thing at a time", "a": {"type": "Slot"}}
+    wb = bench(
+        c,
+        clock("2026-04-01T08:00:00"),
+        add("2026-04-01T08:00:00", "Slot", "call", start="2026-04-02T09:00:00"),
+        add("2026-04-01T08:00:00", "Slot", "pickup", start="2026-04-02T09:00:00"),
+        add(
+            "2026-04-01T08:00:00",
+            "Slot",
+            "class",
+            start="2026-04-02T10:00:00",
+            end="2026-04-02T11:00:00",
+        ),
+        add("2026-04-01T08:00:00", "Slot", "lunch", start="2026-04-02T11:00:00"),
+    )
+    (a,) = alerts(wb)
+    assert keys(a) == {"Slot/call", "Slot/pickup"} and "start at the same time" in a.message
+
+
+@pytest.mark.parametrize(
+    "constraint",
+    [
+        PILLS_FOR_TRIPS,
+        BALANCE,
+        NO_DOUBLE_BOOKING,
+        VACCINE,
+        {**NO_DOUBLE_BOOKING, "b": {"type": "Trip", "key": "nope"}},
+    ],
+)
+def test_missing_types_and_bare_records_raise_nothing(constraint: dict[str, Any]) -> None:
+    wb = bench(constraint, clock("2026-04-01T08:00:00"))
+    assert alerts(wb) == []
+    for t in ("Medication", "Trip", "Account", "Payment", "Appointment", "Vaccination"):
+        wb.ingest([add("2026-04-01T09:00:00", t, "bare", note="nothing else")])
     assert alerts(wb) == []

@@ -72,9 +72,9 @@ def _apart(start: date | None, end: date | None, a_start: date | None, a_end: da
 
 def _span(start: date | None, end: date | None) -> str:
     if start is None and end is None:
-        return "with no start or end date"
+        return ""
     since = f"since {start}" if start else "with no start date"
-    return f"{since}, until {end}" if end else f"{since}, with no end date"
+    return f" ({since}, until {end})" if end else f" ({since}, with no end date)"
 
 
 def compile(name: str, c: NotWhile) -> Rule:
@@ -142,8 +142,8 @@ def _finding(
     because = f" (it names '{a_word}')" if a_word else ""
     return Finding(
         message=(
-            f"{c.title}: {what}, {when}, while {_label(a)}{because} stands "
-            f"({_span(a_start, a_end)}); change or cancel {_label(f)}, or record that "
+            f"{c.title}: {what}, {when}, while {_label(a)}{because} stands"
+            f"{_span(a_start, a_end)}; change or cancel {_label(f)}, or record that "
             f"{_label(a)} has ended if it has"
         ),
         evidence=(a, f),

@@ -2,8 +2,8 @@
 
 No overlap: each record's span runs from its first set ``start`` field to its first set ``end``
 field. A date covers its whole day (an end date, that day to its end); a date start with a
-``time`` field ("19:00", "7 pm") is that time; a date-time without an end is an instant, taken
-as its minute. A record's ``tz`` (or ``timezone``) field, an offset (``+09:00``, ``UTC-5``,
+``time`` field ("19:00", "7 pm") is that time; a date-time without an end is an instant (it
+collides with what spans it or starts with it; touching ends do not collide). A record's ``tz`` (or ``timezone``) field, an offset (``+09:00``, ``UTC-5``,
 ``-0500``) or a zone name (``Asia/Tokyo``), places its times and dates in that zone; the log
 stores a time written with its own offset in UTC already, so such a record needs no ``tz``, and
 records without one are compared as given. Two spans collide when fewer than
@@ -49,7 +49,6 @@ __all__ = ["compile"]
 
 CANCELLED = ("cancelled", "canceled", "declined")
 TZ_FIELDS = ("tz", "timezone")
-INSTANT = timedelta(minutes=1)  # a time without an end holds its minute
 _OFFSET = re.compile(r"(?:utc|gmt)?\s*(?:([+-])\s*(\d{1,2})(?::?(\d{2}))?)?", re.IGNORECASE)
 _ZONE = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9_+-]+){1,2}")
 
@@ -126,11 +125,11 @@ def _span(rec: Record, c: NoOverlap) -> _Span | None:
         s = datetime.combine(s, at)
     start = s if isinstance(s, datetime) else datetime.combine(s, time())
     if e is None:
-        end = start + (INSTANT if isinstance(s, datetime) else timedelta(days=1))
+        end = start if isinstance(s, datetime) else start + timedelta(days=1)
         when = f"at {_shown(s)}" if isinstance(s, datetime) else f"on {_shown(s)}"
     else:
         end = e if isinstance(e, datetime) else datetime.combine(e + timedelta(days=1), time())
-        end = max(end, start + INSTANT)
+        end = max(end, start)
         when = f"from {_shown(s)} to {_shown(e)}"
     if zone is not None:
         when += f" ({zone[1]})"
@@ -180,7 +179,7 @@ def _no_overlap(c: NoOverlap) -> RuleFunc:
         )
         for i, x in enumerate(spans):
             for y in spans[i + 1 :]:
-                if y.start >= _after(x.end, buffer):
+                if y.start > x.start and y.start >= _after(x.end, buffer):
                     break  # sorted by start: no later span comes closer
                 if c.b is not None and not _across(side, x, y):
                     continue
@@ -200,6 +199,10 @@ def _collision(c: NoOverlap, x: _Span, y: _Span, buffer: timedelta) -> Finding:
     shared = min(x.end, y.end) - y.start
     if shared > timedelta(0):
         how = f"they overlap by {_duration(shared)}"
+    elif x.start == y.start:
+        how = "they start at the same time"
+    elif y.start < x.end:  # y an instant inside x
+        how = f"{_label(y.rec)} falls within {_label(x.rec)}"
     else:
         how = f"only {_duration(-shared)} apart, {_duration(buffer)} needed between them"
     return Finding(

@@ -74,7 +74,7 @@ def _daily(rec: Record, c: Projection) -> float | None:
 def _which(m: Moment, rec: Record | None) -> str:
     """How ``m`` was taken from ``rec``: ``Trip 'x' end``, ``the date``, with its shift."""
     used = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
-    base = f"{_label(rec)} {used}" if used and rec is not None else "the date"
+    base = f"{_label(rec)} {used}" if used and rec is not None else "the date set"
     shift = [plural(abs(n), unit) for n, unit in ((m.months, "month"), (m.days, "day")) if n]
     if not shift:
         return base
@@ -229,7 +229,7 @@ def _first_drop(
         message=(
             f"{c.title}: {_label(s)} falls to {money(balance, s)} on {day}, below "
             f"{money(c.threshold, s)}, {cause} (from {money(q, s)} on {as_of}{earlier}; "
-            f"checked up to {by} on {until}); move money in or move a payment before {day}"
+            f"checked up to {until}, {by}); move money in or move a payment before {day}"
         ),
         evidence=(s, *(() if u is None else (u,)), *(f for f, _ in flows)),
         severity="critical" if today is not None and day <= today else None,
