@@ -3,6 +3,7 @@ over an in-memory DuckDB log."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -602,3 +603,15 @@ def test_missing_types_and_bare_records_raise_nothing(constraint: dict[str, Any]
     for t in ("Medication", "Trip", "Account", "Payment", "Appointment", "Vaccination"):
         wb.ingest([add("2026-04-01T09:00:00", t, "bare", note="nothing else")])
     assert alerts(wb) == []
+
+
+def test_the_yaml_examples_of_docs_constraints_parse_and_compile() -> None:
+    yaml = pytest.importorskip("yaml")
+    text = (Path(__file__).parent.parent / "docs" / "constraints.md").read_text()
+    blocks = text.split("```yaml\n")[1:]
+    kinds = set()
+    for block in blocks:
+        c = parse_constraint(yaml.safe_load(block.split("```")[0]))
+        assert compile_constraint("doc", c).source.startswith(f"constraint ({c.kind})")
+        kinds.add(c.kind)
+    assert {"projection", "no_overlap", "before", "not_while"} <= kinds
