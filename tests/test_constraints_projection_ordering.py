@@ -181,6 +181,15 @@ def test_zero_rate_never_runs_out_and_missing_fields_are_skipped() -> None:
         add(
             "2026-03-01T09:00:00", "Medication", "nocount", name="x", dose_count=1, times_per_day=1
         ),
+        add(
+            "2026-03-01T09:00:00",
+            "Medication",
+            "huge",
+            name="y",
+            pills_left=10**15,
+            dose_count=1,
+            times_per_day=1,
+        ),
         add("2026-03-01T09:00:00", "Trip", "t", destination="Rome", start="2026-04-01"),
     )
     assert alerts(wb) == []

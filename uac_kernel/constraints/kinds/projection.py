@@ -46,6 +46,7 @@ from uac_kernel.rules.library._common import (
 __all__ = ["compile"]
 
 DAYS_PER = {"day": 1.0, "week": 7.0, "month": 365.2425 / 12}
+MAX_DAYS = 999_999_999  # timedelta's limit: a supply that lasts longer lasts past year 9999
 # Slack when reading until-records by index: add_months clamps a day to its month's length.
 MONTH_SLACK = timedelta(days=3)
 
@@ -75,11 +76,12 @@ def _which(m: Moment, rec: Record | None) -> str:
     """How ``m`` was taken from ``rec``: ``Trip 'x' end``, ``the date``, with its shift."""
     used = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
     base = f"{_label(rec)} {used}" if used and rec is not None else "the date set"
-    shift = [plural(abs(n), unit) for n, unit in ((m.months, "month"), (m.days, "day")) if n]
-    if not shift:
-        return base
-    sign = "plus" if (m.months or m.days) > 0 else "minus"
-    return f"{base} {sign} {' '.join(shift)}"
+    shift = [
+        f"{'plus' if n > 0 else 'minus'} {plural(abs(n), unit)}"
+        for n, unit in ((m.months, "month"), (m.days, "day"))
+        if n
+    ]
+    return " ".join([base, *shift])
 
 
 def _untils(user: UserView, c: Projection, subject: Record) -> list[tuple[Record | None, date]]:
@@ -123,7 +125,8 @@ def _runs_out(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
         out = None  # nothing is used: it never runs out
     else:
         # rounded first, so 0.3 / 0.1 is 3 days, not 4
-        out = _after(as_of, timedelta(days=math.ceil(round(left / daily, 9))))
+        days = min(math.ceil(round(left / daily, 9)), MAX_DAYS)
+        out = _after(as_of, timedelta(days=days))
     what = f"{_n(q)} {c.quantity} on {as_of}, {_n(daily)} a day"
     limit = f"down to {_n(c.threshold)}" if c.threshold else "none left"
     today = user.today
