@@ -557,7 +557,7 @@ def test_before_opens_at_lead_escalates_after_the_deadline_and_clears() -> None:
         [add("2026-02-21T08:00:00", "Vaccination", "yf", name="Yellow fever", date="2026-02-25")]
     )
     (a,) = alerts(wb)
-    assert "(the first one logged, on 2026-02-25, is too late)" in a.message
+    assert "(the one logged, on 2026-02-25, is too late)" in a.message
     wb.ingest([update("2026-02-21T09:00:00", "Vaccination", "yf", date="2026-02-15")])
     assert alerts(wb) == []
     wb.ingest([update("2026-02-21T10:00:00", "Vaccination", "yf", status="cancelled")])

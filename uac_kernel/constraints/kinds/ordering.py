@@ -225,28 +225,63 @@ def _describe(s: Select) -> str:
     return " ".join(parts)
 
 
-def _earliest(user: UserView, c: Before) -> tuple[date | None, bool]:
-    """The earliest date of a (not cancelled) ``first`` record, and whether an undated one
-    exists. Read in date order through the indexes, stopping at each field's first match."""
-    fields = _date_fields(user, c.first.type, c.first_date)
-    if c.first.key is not None or not fields:
-        found = [r for r in select(user, c.first) if not _cancelled(r)]
-        dates = [d for r in found if (d := _first_day(r, c.first_date)) is not None]
-        return min(dates, default=None), len(dates) < len(found)
-    earliest: date | None = None
-    for f in fields:
-        rec = next(
-            (r for r in user.where(c.first.type, f) if matches(r, c.first) and not _cancelled(r)),
-            None,
-        )
-        d = _first_day(rec, c.first_date) if rec is not None else None
-        if d is not None and (earliest is None or d < earliest):
-            earliest = d
-    undated = any(
-        matches(r, c.first) and not _cancelled(r) and _first_day(r, c.first_date) is None
-        for r in user.unset(c.first.type, fields[0])
-    )
-    return earliest, undated
+# Days looked back from a deadline, widening, before the whole history is read: a ``first``
+# record is most often dated shortly before the deadline, and then the slice read is small.
+LOOKBACK = (31, 366, 3_660)
+
+
+class _Firsts:
+    """The (not cancelled) ``first`` records, asked about one deadline at a time."""
+
+    def __init__(self, user: UserView, c: Before):
+        self.user, self.c = user, c
+        self.fields = _date_fields(user, c.first.type, c.first_date)
+        self.all: list[Record] | None = None
+        if c.first.key is not None or not self.fields:
+            self.all = [r for r in select(user, c.first) if not _cancelled(r)]
+
+    def _ok(self, r: Record) -> bool:
+        return matches(r, self.c.first) and not _cancelled(r)
+
+    def undated(self) -> bool:
+        """Whether one exists with no date (it counts: it exists, its date unknown)."""
+        names = self.c.first_date
+        if self.all is not None:
+            return any(_first_day(r, names) is None for r in self.all)
+        unset = self.user.unset(self.c.first.type, self.fields[0])
+        return any(self._ok(r) and _first_day(r, names) is None for r in unset)
+
+    def by(self, deadline: date) -> bool:
+        """Whether one is dated on or before ``deadline``: read in widening slices back from it."""
+        names = self.c.first_date
+        if self.all is not None:
+            return any((d := _first_day(r, names)) is not None and d <= deadline for r in self.all)
+        hi: date = _after(deadline, timedelta(days=1))
+        for back in (*LOOKBACK, None):
+            lo = None if back is None else _before(deadline, timedelta(days=back))
+            for f in self.fields:
+                for r in self.user.where(self.c.first.type, f, since=lo, before=hi):
+                    if self._ok(r) and (d := _first_day(r, names)) is not None and d <= deadline:
+                        return True
+            if lo is None:
+                return False
+            hi = lo
+        return False
+
+    def after(self, deadline: date) -> date | None:
+        """The earliest date of one dated after ``deadline`` (too late), if any."""
+        names = self.c.first_date
+        if self.all is not None:
+            late = [d for r in self.all if (d := _first_day(r, names)) and d > deadline]
+            return min(late, default=None)
+        since = _after(deadline, timedelta(days=1))
+        found = [
+            d
+            for f in self.fields
+            for r in self.user.where(self.c.first.type, f, since=since)
+            if self._ok(r) and (d := _first_day(r, names)) is not None and d > deadline
+        ]
+        return min(found, default=None)
 
 
 def _before_check(c: Before) -> RuleFunc:
@@ -261,16 +296,16 @@ def _before_check(c: Before) -> RuleFunc:
                 thens.append((rec, when))
         if not thens:
             return
-        earliest, undated = _earliest(user, c)
-        if undated:
+        firsts = _Firsts(user, c)
+        if firsts.undated():
             return
         for rec, when in thens:
             deadline = _before(when, gap)
-            if earliest is not None and earliest <= deadline:
-                continue
             if today is not None and today < _before(deadline, lead):
                 continue
-            yield _missing(c, rec, when, deadline, today, need, earliest)
+            if firsts.by(deadline):
+                continue
+            yield _missing(c, rec, when, deadline, today, need, firsts.after(deadline))
 
     return check
 
@@ -284,7 +319,7 @@ def _missing(
     need: str,
     earliest: date | None,
 ) -> Finding:
-    late = f" (the first one logged, on {earliest}, is too late)" if earliest else ""
+    late = f" (the one logged, on {earliest}, is too late)" if earliest else ""
     by = f"a {need} dated by {deadline}" + (
         f", {plural(c.gap_days, 'day')} before it" if c.gap_days else ""
     )
