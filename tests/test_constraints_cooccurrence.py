@@ -229,13 +229,17 @@ def test_no_words_means_every_forbidden_record_counts() -> None:
 
 def test_unknown_tables_and_groups_are_refused_when_parsed() -> None:
     base = {k: v for k, v in GRAPEFRUIT_ON_STATINS.items() if k != "active_groups"}
-    with pytest.raises(ConstraintError, match="no knowledge table 'drugs'; the tables are"):
+    with pytest.raises(
+        ConstraintError, match=r"table: .*no knowledge table 'drugs'; the tables are"
+    ):
         parse_constraint({**base, "table": "drugs"})
     with pytest.raises(
-        ConstraintError, match=r"no group 'lobster' in table 'allergens'.*shellfish"
+        ConstraintError, match=r"groups: .*no group 'lobster' in table 'allergens'.*shellfish"
     ):
         parse_constraint({**base, "table": "allergens", "groups": ["lobster"]})
-    with pytest.raises(ConstraintError, match="no group 'beta blockers' in any knowledge table"):
+    with pytest.raises(
+        ConstraintError, match=r"active_groups: .*no group 'beta blockers' in any knowledge table"
+    ):
         parse_constraint({**base, "table": None, "active_groups": ["beta blockers"]})
 
 

@@ -250,7 +250,7 @@ def test_later_trips_are_counted_in_one_alert() -> None:
 
 def test_projection_without_a_rate_is_refused_when_parsed() -> None:
     c = {k: v for k, v in PILLS_FOR_TRIPS.items() if k != "rate_fields"}
-    with pytest.raises(ConstraintError, match="needs rate or rate_fields"):
+    with pytest.raises(ConstraintError, match=r"projection: .*needs rate or rate_fields"):
         parse_constraint(c)
 
 

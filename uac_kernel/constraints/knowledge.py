@@ -202,10 +202,11 @@ def resolve(table: str | None, group: str) -> tuple[str, str] | str:
     found = [(t.name, g) for t in TABLES.values() for g in t.groups if _key(g) == want]
     if len(found) == 1:
         return found[0]
-    where = f"table {table!r}" if table is not None else "any knowledge table"
-    known = ", ".join(group_names(table)) if table is not None else ", ".join(TABLES)
-    what = "groups" if table is not None else "tables"
-    return f"no group {group!r} in {where}; its {what}: {known}"
+    if table is None:
+        return (
+            f"no group {group!r} in any knowledge table ({', '.join(TABLES)}); name one of theirs"
+        )
+    return f"no group {group!r} in table {table!r}; its groups: {', '.join(group_names(table))}"
 
 
 def problem(table: str | None, groups: Iterable[str]) -> str | None:

@@ -37,6 +37,7 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -292,14 +293,16 @@ class NotWhile(_Base):
     groups: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
     active_groups: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
 
-    @model_validator(mode="after")
-    def _known_groups(self) -> NotWhile:
+    @field_validator("table", "groups", "active_groups")
+    @classmethod
+    def _known_groups(cls, v: Any, info: ValidationInfo) -> Any:
         # Imported here: the tables import the rule library, which may one day import this module.
         from uac_kernel.constraints.knowledge import problem
 
-        if (why := problem(self.table, [*self.groups, *self.active_groups])) is not None:
+        table = v if info.field_name == "table" else info.data.get("table")
+        if (why := problem(table, [] if info.field_name == "table" else v)) is not None:
             raise ValueError(why)
-        return self
+        return v
 
 
 Constraint = Annotated[
@@ -333,7 +336,9 @@ def parse_constraint(obj: Any, where: str = "constraint") -> Constraint:
         return _ADAPTER.validate_python(obj)
     except ValidationError as exc:
         err = exc.errors()[0]
-        at = ".".join(str(p) for p in err["loc"] if p not in KINDS) or "kind"
+        at = ".".join(str(p) for p in err["loc"] if p not in KINDS)
+        # a check of the whole constraint (no field of its own) is named by its kind
+        at = at or (str(obj.get("kind")) if err["type"] == "value_error" else "kind")
         raise ConstraintError(f"{where}: {at}: {err['msg']}; see docs/constraints.md") from None
 
 
