@@ -37,6 +37,7 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -239,6 +240,12 @@ class Projection(_Base):
     until: Moment
     until_record: Select | None = None
 
+    @model_validator(mode="after")
+    def _needs_a_rate(self) -> Projection:
+        if self.flows is None and self.rate is None and not self.rate_fields:
+            raise ValueError("a quantity that runs out needs rate or rate_fields (or flows)")
+        return self
+
 
 class NoOverlap(_Base):
     """No record of ``a`` may overlap one of ``b`` (``b`` unset: another of ``a``), with
@@ -274,13 +281,28 @@ class NotWhile(_Base):
     (its ``end`` fields, ``active`` false, ``stopped``); ``forbidden`` counts when undated or
     dated while ``active`` is. Words to look for in ``forbidden``'s text come from its
     ``mentions``, plus the named ``groups`` of a knowledge ``table`` (e.g. table ``allergens``,
-    group ``shellfish``: crab, shrimp, lobster…)."""
+    group ``shellfish``: crab, shrimp, lobster…; a table without groups: all of its groups).
+    ``active_groups``: groups the active record's text must mention too (e.g. ``statins``),
+    looked up in ``table`` first, then in any table. An unknown table or group is refused here,
+    when the constraint is parsed, so it is never logged."""
 
     kind: Literal["not_while"] = "not_while"
     active: Select
     forbidden: Select
     table: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,59}$")] | None = None
     groups: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+    active_groups: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+    @field_validator("table", "groups", "active_groups")
+    @classmethod
+    def _known_groups(cls, v: Any, info: ValidationInfo) -> Any:
+        # Imported here: the tables import the rule library, which may one day import this module.
+        from uac_kernel.constraints.knowledge import problem
+
+        table = v if info.field_name == "table" else info.data.get("table")
+        if (why := problem(table, [] if info.field_name == "table" else v)) is not None:
+            raise ValueError(why)
+        return v
 
 
 Constraint = Annotated[
@@ -314,7 +336,9 @@ def parse_constraint(obj: Any, where: str = "constraint") -> Constraint:
         return _ADAPTER.validate_python(obj)
     except ValidationError as exc:
         err = exc.errors()[0]
-        at = ".".join(str(p) for p in err["loc"] if p not in KINDS) or "kind"
+        at = ".".join(str(p) for p in err["loc"] if p not in KINDS)
+        # a check of the whole constraint (no field of its own) is named by its kind
+        at = at or (str(obj.get("kind")) if err["type"] == "value_error" else "kind")
         raise ConstraintError(f"{where}: {at}: {err['msg']}; see docs/constraints.md") from None
 
 
