@@ -721,7 +721,9 @@ class Workbench:
                 continue
             ingest = self.append_parsed(proposal.events)
             report.applied += 1
-            report.operations += len(proposal.events) - 1
+            report.constraints += sum(ev.kind == "constraint" for ev in proposal.events)
+            report.operations += sum(ev.kind == "fact" for ev in proposal.events)
+            report.dropped.extend(proposal.dropped)
             report.raised.extend(ingest.raised)
             report.cleared.extend(ingest.cleared)
             report.updated.extend(ingest.updated)
