@@ -324,3 +324,68 @@ def test_the_uac_package_builds_constraints_for_the_workbench() -> None:
         assert report.constraints == ["pay-rent"] and [a.severity for a in report.raised] == [
             "critical"
         ]
+
+
+# -- checkpoint code ------------------------------------------------------------------------
+
+IMPORT = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("model", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+print(json.dumps({"constraints": mod.constraints, "rules": sorted(r.name for r in mod.rules)}))
+"""
+
+
+def test_checkpoint_code_holds_the_constraints_as_literals_and_imports_clean(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from uac_kernel.codegen import parse_module, render_module
+    from uac_kernel.constraints import constraint_json
+
+    db = tmp_path / "s.duckdb"
+    wb = tax_wb(db)
+    hostile = {**TAX, "title": HOSTILE, "done_by": {"type": "Filing", "mentions": [HOSTILE[:80]]}}
+    wb.constrain(hostile, key=HOSTILE)
+    wb.constrain(TAX, key="tax")
+    code = wb.checkpoint().code
+    assert code == render_module(wb.state, wb._code_rules())  # incremental == full, same bytes
+    assert "constraint_" not in code.split("# Constraints in force")[0]  # not listed as rules
+    path = tmp_path / "model.py"
+    path.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", IMPORT, str(path)],
+        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout)
+    assert got["constraints"] == {HOSTILE: constraint_json(parse_constraint(hostile)), "tax": TAX}
+    assert "constraint" not in " ".join(got["rules"])
+    assert not (tmp_path / "x").exists()
+    # the module reads back by its literals, the constraints block ignored as data
+    assert set(parse_module(code).types) == set(wb.state.types)
+    # a retract changes the block; the same log renders the same bytes when folded again
+    wb.retract_constraint("tax")
+    code2 = wb.checkpoint().code
+    assert "'tax'" not in code2.split("# Constraints in force")[1]
+    wb.close()
+    again = Workbench(db)
+    assert render_module(again.state, again._code_rules()) == code2
+    again.close()
+
+
+def test_editing_the_constraints_block_in_a_cell_says_to_use_a_constraint_cell() -> None:
+    from uac_kernel.errors import CodeError
+
+    wb = tax_wb()
+    wb.ingest([fact("2025-04-01", "add", "Trip", "t1", destination="Oslo")])
+    wb.constrain(TAX, key="tax")
+    version = wb.checkpoint().version
+    cell = wb.cell("Trip") + "\nconstraints = {'tax': {}}\n"
+    with pytest.raises(CodeError, match="%%uac constraint"):
+        wb.apply_edit(cell, version=version, part="Trip")
+    assert list(wb.state.constraints) == ["tax"]
+    wb.close()
