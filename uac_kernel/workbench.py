@@ -466,8 +466,9 @@ class Workbench:
         author: str | None = None,
     ) -> IngestReport:
         """Put constraint ``c`` (a model such as ``uac.Obligation(...)``, its JSON as a dict,
-        or a list of them) in force under ``key``, as ``constraint`` events; its rule runs at
-        once and after every later ingest.
+        a list of them, or a mapping of key → constraint) in force under ``key``, as
+        ``constraint`` events appended in one batch; its rule runs at once and after every
+        later ingest.
 
         A ``key`` in force is updated to ``c``; without one the key is a slug of the title,
         made unique. A constraint already in force as given appends nothing. The report's
@@ -477,15 +478,17 @@ class Workbench:
         from uac_kernel.constraints.inforce import as_constraints, constraint_events
 
         parsed = as_constraints(c)
-        if key is not None and len(parsed) > 1:
-            raise ConstraintError(
-                f"one key ({key!r}) for {len(parsed)} constraints; leave the key out (each gets "
-                "one from its title) or put them in force one at a time"
-            )
+        if key is not None:
+            if len(parsed) > 1:
+                raise ConstraintError(
+                    f"one key ({key!r}) for {len(parsed)} constraints; leave the key out (each "
+                    "gets one from its title) or put them in force one at a time"
+                )
+            parsed = [(key, parsed[0][1])]
         self._sync()
         taken = {*self.state.constraints, *(v.key for v in self.state.constraint_history)}
         events, keys = constraint_events(
-            [(key, x) for x in parsed],
+            parsed,
             self.state.constraints,
             taken,
             self.state.now or datetime(1970, 1, 1),

@@ -9,6 +9,8 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from uac_kernel.constraints.compile import compile_constraint
 from uac_kernel.constraints.spec import Constraint, constraint_json, parse_constraint
 from uac_kernel.errors import ConstraintError, UacError
@@ -79,13 +81,22 @@ def slug(title: str) -> str:
     return words[:SLUG_CHARS].rstrip("-") or "constraint"
 
 
-def as_constraints(c: Any, where: str = "constraint") -> list[Constraint]:
-    """``c`` (a constraint model, a dict, or a list of them) as validated constraints."""
+def as_constraints(c: Any, where: str = "constraint") -> list[tuple[str | None, Constraint]]:
+    """``c`` as (key or None, validated constraint) pairs: a constraint model or its JSON
+    object (no key), a list of them, or a mapping of key → constraint (an object without a
+    ``kind`` whose values are all objects)."""
+    if (
+        isinstance(c, dict)
+        and c
+        and "kind" not in c
+        and all(isinstance(v, (dict, BaseModel)) for v in c.values())
+    ):
+        return [(str(k), parse_constraint(v, f"{where} {k!r}")) for k, v in c.items()]
     items = c if isinstance(c, (list, tuple)) else [c]
     if not items:
         raise ConstraintError(f"{where}: an empty list holds no constraint; give at least one")
     return [
-        parse_constraint(item, f"{where} {i}" if len(items) > 1 else where)
+        (None, parse_constraint(item, f"{where} {i}" if len(items) > 1 else where))
         for i, item in enumerate(items, 1)
     ]
 
