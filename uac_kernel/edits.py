@@ -400,7 +400,7 @@ def _refuse_constraints(tree: ast.Module) -> None:
             raise CodeError(
                 f"line {node.lineno}: the constraints block is not edited in a cell; change a "
                 "constraint with a `%%uac constraint --key KEY` cell of YAML or JSON (or `uac "
-                "constrain`), retract one with `%uac constrain --retract KEY`"
+                "constrain`), retract one with `%uac constraint --retract KEY`"
             )
 
 
