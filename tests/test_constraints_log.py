@@ -389,3 +389,38 @@ def test_editing_the_constraints_block_in_a_cell_says_to_use_a_constraint_cell()
         wb.apply_edit(cell, version=version, part="Trip")
     assert list(wb.state.constraints) == ["tax"]
     wb.close()
+
+
+# -- alert inspector and marimo -------------------------------------------------------------
+
+
+def test_the_alert_inspector_shows_the_constraint_behind_an_alert() -> None:
+    from uac_kernel.widgets import AlertInspector, asset
+
+    wb = tax_wb()
+    wb.constrain({**TAX, "title": HOSTILE}, key=HOSTILE)
+    wb.ingest([fact("2025-04-01T10:00:00", "add", "Trip", "t", destination="Oslo")])
+    inspector = AlertInspector(wb)
+    (shown,) = [a for a in inspector.alerts if a["constraint"] is not None]
+    assert shown["constraint"]["key"] == HOSTILE and shown["constraint"]["title"] == HOSTILE.strip()
+    assert json.loads(shown["constraint"]["json"])["lead_days"] == 30
+    js = asset("alert_inspector.js")
+    assert "innerHTML" not in js and 'h("pre", { class: "uac-json", text: c.json })' in js
+    wb.close()
+
+
+def test_marimo_constrain_and_constraints_table() -> None:
+    pytest.importorskip("marimo")
+    import uac.marimo as um
+
+    wb = tax_wb()
+    keys, view = um.constrain(
+        wb, "kind: obligation\ntitle: Pay <b>rent</b>\ndue: {date: 2025-04-03}\n"
+    )
+    assert keys == ["pay-b-rent-b"] and "&lt;b&gt;rent" in view.text and "<b>rent" not in view.text
+    keys, view = um.constrain(wb, "kind: obligation\ntitle: x\n")
+    assert keys == [] and "due: Field required" in view.text
+    assert list(wb.state.constraints) == ["pay-b-rent-b"]
+    table = um.constraints_table(wb)
+    assert type(table).__name__ == "table"
+    wb.close()
