@@ -10,10 +10,21 @@ from datetime import date, timedelta
 from uac_kernel.constraints.spec import Constraint, Moment, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
-from uac_kernel.rules.engine import Rule, RuleFunc
+from uac_kernel.rules.engine import Rule, RuleFunc, Severity
 from uac_kernel.rules.library._common import _day, _first_term, _get, _norm, _terms, _text
 
-__all__ = ["add_months", "make_rule", "matches", "moment", "select", "text_of", "watch"]
+__all__ = [
+    "add_months",
+    "called_off",
+    "lower",
+    "make_rule",
+    "matches",
+    "moment",
+    "moment_text",
+    "select",
+    "text_of",
+    "watch",
+]
 
 
 def text_of(rec: Record) -> str:
@@ -80,6 +91,9 @@ def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], c
     and as its source the constraint itself (kind and title), so the alert inspector and
     ``uac rules`` say which constraint an alert comes from."""
     cites = f"; {c.cites}" if c.cites else ""
+    # The runner refuses two rules whose functions share a name, and every compiled constraint's
+    # function is a closure of one name: give each its rule's name.
+    func.__name__ = name
     return Rule(
         name=name,
         func=func,
@@ -89,4 +103,37 @@ def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], c
         source=f"constraint ({c.kind}): {c.title}{cites}",
         clock=clock,
         doc=c.title,
+    )
+
+
+def lower(severity: Severity) -> Severity:
+    """One step below ``severity``, at least info: for what only nears a limit, or rests on a
+    guess (an unknown end date)."""
+    return "warning" if severity == "critical" else "info"
+
+
+def moment_text(m: Moment, rec: Record | None = None) -> str:
+    """Where the date ``m`` names for ``rec`` comes from, for a message: ``end 2025-07-15, +6
+    months``; ``2025-04-15`` for a fixed date; empty when there is none."""
+    field = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
+    base = f"{field} {_day(_get(rec, field))}" if field and rec is not None else m.date
+    if base is None:
+        return ""
+    shift = [
+        f"{n:+d} {unit}{'' if abs(n) == 1 else 's'}"
+        for n, unit in ((m.months, "month"), (m.days, "day"))
+        if n
+    ]
+    return f"{base}, {' '.join(shift)}" if shift else str(base)
+
+
+CALLED_OFF = frozenset({"cancelled", "canceled"})
+
+
+def called_off(rec: Record) -> bool:
+    """Whether ``rec`` says it will not happen (a cancelled trip, stay or purchase): a
+    ``cancelled``/``canceled`` flag true, or a ``status`` saying so."""
+    status = _get(rec, "status")
+    return any(_get(rec, f) is True for f in CALLED_OFF) or (
+        isinstance(status, str) and status.strip().casefold() in CALLED_OFF
     )
