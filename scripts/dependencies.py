@@ -61,6 +61,7 @@ WHY: dict[str, str] = {
     "ruff": "Lint and format checks in `./scripts/test`.",
     "sentence-transformers": "Runs all-MiniLM-L6-v2 for the embedding-retrieval baseline of `uac bench aggregate` (`uac_kernel.bench.aggregate._systems`).",
     "tiktoken": "Counts prompt tokens with cl100k_base in the benchmarks (`uac_kernel.bench.tokens`: `uac bench aggregate`, `bench/prompt_scale.py`, `bench/scale.py`).",
+    "pyyaml": "Constraint files and `%%uac constraint` cells written in YAML (`uac_kernel.constraints.files`), read with `safe_load` semantics and no aliases.",
     "tqdm": "Progress bars for long ingests, the demo's replay and the benchmarks (`uac_kernel.workbench`, `uac_kernel.demo_run`).",
     "vl-convert-python": "Renders charts to SVG/PNG and bundles Vega's JavaScript so charts draw offline (`uac_kernel.charts`, `uac_kernel._vega_bundle`).",
 }

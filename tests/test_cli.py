@@ -614,3 +614,85 @@ def test_the_demos_try_lines_run_as_printed(tmp_path: Path) -> None:
             check=False,
         )
         assert said.stdout == f"{script.relative_to(ROOT)}\n", said.stderr
+
+
+# -- constraints ----------------------------------------------------------------------------
+
+CONSTRAINTS_YAML = """\
+tax:
+  kind: obligation
+  title: File the tax return
+  due: {date: 2025-04-15}
+  lead_days: 30
+  done_by: {type: TaxReturn}
+rent:
+  kind: obligation
+  title: "Pay rent \\x1b[31m; rm -rf / #"
+  due: {date: 2025-04-03}
+"""
+
+
+def test_constrain_lists_retracts_and_alerts_name_the_constraint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.duckdb")
+    log = tmp_path / "clock.jsonl"
+    log.write_text(
+        json.dumps(
+            {"kind": "utterance", "ts": "2025-04-01T09:00:00", "speaker": "user", "text": "hi"}
+        )
+        + "\n"
+    )
+    assert main(["ingest", str(log), "--db", db]) == 0
+    file = tmp_path / "c.yaml"
+    file.write_text(CONSTRAINTS_YAML)
+    capsys.readouterr()
+    assert main(["constrain", str(file), "--db", db, "--reason", "said so"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("in force: tax, rent;") and "raised [" in out
+    assert main(["constraints", "--db", db]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert [r.split("\t")[:2] for r in rows] == [["tax", "obligation"], ["rent", "obligation"]]
+    assert "\x1b" not in "".join(rows) and rows[0].endswith("constraint_tax")
+    assert main(["alerts", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "    constraint: tax (obligation): File the tax return" in out
+    assert main(["constrain", "--retract", "tax", "--reason", "filed", "--db", db]) == 0
+    assert "constraint 'tax' was retracted: filed" in capsys.readouterr().out
+    assert main(["constraints", "--history", "--json", "--db", db]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [(c["key"], c["retracted"]) for c in shown] == [("tax", True), ("rent", False)]
+    assert shown[0]["constraint"]["lead_days"] == 30
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kind: obligation\ntitle: x\n", "c.yaml: due: Field required"),
+        (
+            "- kind: obligation\n  title: x\n  due: {date: 2025-01-01}\n- kind: obligation\n  title: y\n  due: {days: 3}\n",
+            "c.yaml: item 2: due: Value error, a moment needs",
+        ),
+        (
+            "a: &x {kind: obligation, title: t, due: {date: 2025-01-01}}\nb: *x\n",
+            "line 2: a YAML alias",
+        ),
+        ("a: [unclosed\n", "c.yaml: line 2: invalid YAML"),
+        ('{"kind": "obligation",}', "c.yaml: line 1: invalid JSON"),
+        ("!!python/object:os.system {}\n", "invalid YAML"),
+        (
+            "tax:\n  kind: obligation\n  title: t\n  due: {date: 2025-01-01}\n  code: 'import os'\n",
+            "c.yaml: key 'tax': code: Extra inputs are not permitted",
+        ),
+    ],
+)
+def test_constrain_errors_name_the_file_item_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    file = tmp_path / "c.yaml"
+    file.write_text(text)
+    db = str(tmp_path / "c.duckdb")
+    assert main(["constrain", str(file), "--db", db]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert main(["constraints", "--db", db]) == 1  # nothing was written: no user yet

@@ -1051,3 +1051,84 @@ def test_review_magic_rejects_and_accepts_from_the_line(ip: Any, tmp_path: Path)
         "`uac review` lists them"
     )
     assert wb.state.get("Trip", "trip-oslo") is not None
+
+
+# -- constraints --------------------------------------------------------------------------------
+
+CONSTRAINT_CELL = """%%uac constraint --key refill
+kind: obligation
+title: Refill the amoxicillin prescription
+due: {date: 2024-11-25}
+subject: {type: Medication, key: amox}
+"""
+
+
+def test_a_constraint_cell_puts_it_in_force_and_rerunning_it_edited_updates_it(loaded: Any) -> None:
+    out = run_out(loaded, CONSTRAINT_CELL)
+    assert out.startswith("in force: refill") and "raised [warning] constraint_refill" in out
+    assert list(wb_of(loaded).state.constraints) == ["refill"]
+    assert "appended" in run_out(loaded, CONSTRAINT_CELL.replace("2024-11-25", "2024-11-20"))
+    ops = [e.payload["op"] for e in wb_of(loaded).log(kinds=["constraint"])]
+    assert ops == ["add", "update"]
+    table = run(loaded, "%uac constraints")
+    assert isinstance(table, Table) and [r[:3] for r in table.rows] == [
+        ("refill", "obligation", "Refill the amoxicillin prescription")
+    ]
+    assert table.rows[0][-1] == "constraint_refill"
+    # the alert text names the constraint behind the alert
+    from uac_kernel.magics import alerts_text
+
+    wb = wb_of(loaded)
+    assert "    constraint: refill (obligation): Refill the amoxicillin" in alerts_text(
+        wb.alerts(), wb.constraint_of
+    )
+    out = run_out(loaded, "%uac constraint --retract refill --reason 'course finished'")
+    assert "why: constraint 'refill' was retracted: course finished" in out
+    assert len(run(loaded, "%uac constraints --history").rows) == 2
+
+
+def test_python_constructors_work_in_a_notebook(loaded: Any) -> None:
+    run(
+        loaded,
+        "import uac\nwb.constrain(uac.Obligation(title='Book the dentist', due=uac.Moment(date='2024-11-20')))",
+    )
+    assert list(wb_of(loaded).state.constraints) == ["book-the-dentist"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "words"),
+    [
+        ("%%uac constraint\nkind: obligation\ntitle: x\n", "%%uac constraint: due: Field required"),
+        (
+            "%%uac constraint\n- {kind: obligation, title: x, due: {date: 2024-01-01}}\n- {kind: nope}\n",
+            "%%uac constraint: item 2: kind",
+        ),
+        ("%%uac constraint\n!!python/object/apply:os.system ['touch CANARY']\n", "invalid YAML"),
+        ("%%uac constraint\n", "is a cell magic"),
+        ("%uac constraint --retract nothing", "no constraint 'nothing' is in force"),
+        (
+            "%%uac constraint --key a\n- {kind: obligation, title: x, due: {date: 2024-01-01}}\n"
+            "- {kind: obligation, title: y, due: {date: 2024-01-01}}\n",
+            "--key names one constraint",
+        ),
+    ],
+)
+def test_bad_constraint_cells_are_one_line_usage_errors(
+    loaded: Any, tmp_path: Path, cell: str, words: str
+) -> None:
+    assert words in usage_error(loaded, cell)
+    assert wb_of(loaded).state.constraints == {}
+    assert not (tmp_path / "CANARY").exists()
+
+
+def test_hostile_constraint_titles_and_keys_display_as_data(loaded: Any) -> None:
+    TITLE = HOSTILE + " <script>alert(1)</script>"
+    cell = "%%uac constraint\n" + json.dumps(
+        {HOSTILE[:60]: {"kind": "obligation", "title": TITLE, "due": {"date": "2024-11-19"}}}
+    )
+    run_out(loaded, cell)
+    table = run(loaded, "%uac constraints")
+    html = table._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert table.rows[0][2] == TITLE  # the title as given, as data
+    assert not (Path.cwd() / "CANARY").exists()

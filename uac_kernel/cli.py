@@ -310,6 +310,68 @@ def cmd_alerts(args: argparse.Namespace) -> None:
             print(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
             if evidence:
                 print(f"    evidence: {printable(evidence)}")
+            if (cv := wb.constraint_of(a.rule)) is not None:
+                c = cv.constraint
+                print(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
+
+
+def cmd_constrain(args: argparse.Namespace) -> None:
+    if args.retract is not None:
+        if args.file is not None or args.key is not None:
+            raise CommandLineError("--retract KEY takes no FILE or --key; give one or the other")
+        with _open(args) as wb:
+            _print_report(wb.retract_constraint(args.retract, args.reason), "retracted; ")
+        return
+    if args.file is None:
+        raise CommandLineError("give a YAML or JSON FILE of constraints, or --retract KEY")
+    from uac_kernel.constraints.files import read_constraints
+
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise CommandLineError(f"cannot read {args.file}: {why}") from None
+    found = read_constraints(text, args.file, args.key)
+    with _open(args, create=True) as wb:
+        report = wb.constrain(found, source=args.source, reason=args.reason)
+        _print_report(report, f"in force: {', '.join(report.constraints)}; ")
+
+
+def cmd_constraints(args: argparse.Namespace) -> None:
+    from uac_kernel.constraints import constraint_json, rule_name
+
+    with _open(args, read_only=True) as wb:
+        shown = wb.constraints(history=args.history)
+        if args.json:
+            rows = [
+                {
+                    "key": cv.key,
+                    "kind": cv.constraint.kind,
+                    "title": cv.constraint.title,
+                    "since": cv.valid_from,
+                    "until": cv.valid_to,
+                    "retracted": cv.retracted,
+                    "author": cv.author,
+                    "derived_from": cv.derived_from,
+                    "rule": rule_name(cv.key),
+                    "constraint": constraint_json(cv.constraint),
+                }
+                for cv in shown
+            ]
+            print(printable(to_json(rows)))
+            return
+        if not shown:
+            print("no constraints in force" if not args.history else "no constraints")
+        for cv in shown:
+            by = cv.author or ""
+            if cv.derived_from:
+                by += f" from {', '.join(cv.derived_from)}"
+            until = ""
+            if args.history and cv.valid_to is not None:
+                until = f"until {cv.valid_to.isoformat()}{' (retracted)' if cv.retracted else ''}"
+            _row(cv.key, cv.constraint.kind, cv.constraint.title,
+                 f"since {cv.valid_from.isoformat()}", *([until] if args.history else []),
+                 by.strip() or "-", rule_name(cv.key))  # fmt: skip
 
 
 def cmd_log(args: argparse.Namespace) -> None:
@@ -726,6 +788,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
     )
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
+    p = add(
+        "constrain",
+        cmd_constrain,
+        "put constraints in force from a YAML or JSON file (one, a list, or key: constraint), "
+        "or retract one; see docs/constraints.md",
+    )
+    p.add_argument("file", nargs="?", default=None, metavar="FILE")
+    p.add_argument("--key", default=None, help="the key of the file's one constraint")
+    p.add_argument("--retract", default=None, metavar="KEY", help="retract constraint KEY")
+    p.add_argument("--reason", default=None, help="why (logged with the events)")
+    p.add_argument("--source", default=None, help="where the constraints come from")
+    p = add("constraints", cmd_constraints, "the constraints in force, and the rule of each")
+    p.add_argument("--history", action="store_true", help="every version, ended ones too")
+    p.add_argument("--json", action="store_true")
     p = add("log", cmd_log, "print events of the log")
     p.add_argument("--kind", default=None)
     p.add_argument("--after", type=COUNT, default=0, help="only events after this seq")

@@ -30,6 +30,7 @@ from uac_kernel.rules.library import LIBRARY
 from uac_kernel.schema import FIELD_TYPES, Schema, check_field_name, check_type_name
 
 __all__ = [
+    "CONSTRAINTS",
     "HEADER",
     "RULES",
     "list_target",
@@ -42,6 +43,7 @@ __all__ = [
 
 HEADER = "0"
 RULES = "3"
+CONSTRAINTS = "4"
 # A record longer than this is written one field per line (ruff's line length in this repo).
 LINE = 100
 
@@ -177,6 +179,35 @@ def rules_code(rules: Iterable[Rule]) -> str:
     return text + own + "\nrules = [\n" + "".join(f"    {n},\n" for n in listed) + "]\n"
 
 
+def json_literal(value: Any) -> str:
+    """Python source for a JSON value (objects, arrays, scalars): literals all the way down."""
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{literal(str(k))}: {json_literal(v)}" for k, v in value.items()) + "}"
+        )
+    if isinstance(value, list):
+        return "[" + ", ".join(json_literal(v) for v in value) + "]"
+    return literal(value)
+
+
+def constraints_code(state: State) -> str:
+    """The constraints in force as data: ``constraints = {key: {...}}``, in the order they came
+    into force; empty when the user never had one (so older checkpoints keep their bytes)."""
+    if not state.constraints and not state.constraint_history:
+        return ""
+    from uac_kernel.constraints.spec import constraint_json
+
+    lines = "".join(
+        f"    {literal(key)}: {json_literal(constraint_json(cv.constraint))},\n"
+        for key, cv in state.constraints.items()
+    )
+    return (
+        "\n\n# Constraints in force: typed data that uac compiles into rules (docs/constraints.md).\n"
+        "# Change them with `%%uac constraint` or `uac constrain`, not by editing this block.\n"
+        f"constraints: dict[str, dict] = {{\n{lines}}}\n"
+    )
+
+
 def _block_lines(ts: TypeState, section: str, block: int) -> str:
     lo, hi = block * BLOCK, (block + 1) * BLOCK
     if section == "history":
@@ -199,7 +230,8 @@ def render_segments(
 ) -> dict[str, str]:
     """The segments to (re)write: all of them when ``dirty`` is None, else those it names.
 
-    The header and the rules are always included; they are small.
+    The header, the rules and the constraints are always included; they are small (a user
+    has at most ``Limits.constraints`` in force).
     """
     ordinal = {name: i + 1 for i, name in enumerate(state.types)}
     if dirty is None:
@@ -208,6 +240,8 @@ def render_segments(
             dirty += [(name, "current", b) for b in range((len(ts.order) + BLOCK - 1) // BLOCK)]
             dirty += [(name, "history", b) for b in range((len(ts.history) + BLOCK - 1) // BLOCK)]
     out = {HEADER: _header(state), RULES: rules_code(rules)}
+    if given := constraints_code(state):
+        out[CONSTRAINTS] = given
     for name, section, block in dirty:
         ts = state.types[name]
         t = _type_id(ordinal[name])
@@ -228,7 +262,7 @@ def segment_part(state: State, segment: str) -> tuple[str, str, int] | None:
     """The ``(type, section, block)`` that renders ``segment`` (None: the header or the rules;
     the inverse of the ids ``render_segments`` writes)."""
     parts = segment.split(":")
-    if parts[0] in (HEADER, RULES) or len(parts) < 2:
+    if parts[0] in (HEADER, RULES, CONSTRAINTS) or len(parts) < 2:
         return None
     names = {_type_id(i + 1): name for i, name in enumerate(state.types)}
     name = names.get(parts[1])

@@ -391,6 +391,19 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
     return records
 
 
+def _refuse_constraints(tree: ast.Module) -> None:
+    """A cell that assigns the checkpoint's ``constraints`` block is refused: constraints come
+    into force, change and end as constraint events, which a cell of records does not make."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == "constraints" for t in targets):
+            raise CodeError(
+                f"line {node.lineno}: the constraints block is not edited in a cell; change a "
+                "constraint with a `%%uac constraint --key KEY` cell of YAML or JSON (or `uac "
+                "constrain`), retract one with `%uac constraint --retract KEY`"
+            )
+
+
 def plan_edit(
     base: State,
     current: State,
@@ -406,6 +419,7 @@ def plan_edit(
     record of the type. Only a selected record missing from the cell is retracted; every
     record the cell holds is compared with ``base``, whether selected or not."""
     tree = _parse(code)
+    _refuse_constraints(tree)
     plan = EditPlan(rules=rule_sources(code), merged=current.seq != base.seq)
     if part in (SCHEMA, RULES):
         _check_schema(tree, current, new_ones=part == SCHEMA)

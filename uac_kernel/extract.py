@@ -8,6 +8,11 @@ again the batch stays pending (the failed call is in the call record). An answer
 with an ``extraction`` event naming the utterances it covered, and its facts point back at those
 utterances (``derived_from``) — unless it would change much of what is known, which
 ``uac_kernel.review`` holds for a person to decide.
+
+The same answer may propose constraints (``uac_kernel.constraints``): typed data, validated like
+facts, that trusted code compiles into rules. An invalid one is shown to the model once, then
+dropped with the reason written into the batch's ``extraction`` event; the rest of the batch is
+kept.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, Field
 
 from uac_kernel._display import plural
@@ -32,12 +38,14 @@ from uac_kernel.search import tokenize
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
 __all__ = [
+    "ConstraintOperation",
     "Extraction",
     "ExtractionLimits",
     "ExtractionReport",
     "FactOperation",
     "FieldValue",
     "Proposal",
+    "add_constraints",
     "pending_utterances",
     "propose_batch",
 ]
@@ -60,7 +68,30 @@ extract facts about the people in them as operations on typed records.
   named deadline, due, return_by, warranty_until, renews_on or expires.
 - utterances: the sources of the turns each operation comes from.
 - Extract only what the user's side states; assistant turns are context, not facts. Invent
-  nothing; if nothing is worth remembering, return no operations."""
+  nothing; if nothing is worth remembering, return no operations.
+
+Constraints: when a turn states something that must be checked from now on — a deadline, a
+document or policy that must be valid at a time, a limit on a count, sum or days, a supply that
+runs out, things that must not collide or must come one before another, something to avoid
+while something else holds — also propose a constraint: {"op": "add", "key": a slug,
+"utterances": [...], "constraint": a JSON object as a string}. The object has "kind", "title"
+(the rule in the user's words), optional "severity" (critical for health, legal or money at
+risk; else warning), "lead_days", "category", and its kind's fields. Records are selected by
+{"type": "Passport"}, {"type": "Passport", "key": "..."}, "where": {"field": value} and
+"mentions": [words]; dates are moments {"fields": ["end"], "months": 6} (a record's date field,
+shifted) or {"date": "2025-06-15", "days": -14}. Kinds:
+- obligation: subject (select), due (moment of the subject, or a date), done (flag fields)
+- valid_on: document (select), each (select: e.g. every Trip), at (moment of each), until
+- window_limit: subject, measure "count"|"sum"|"days", amount (field to sum), date, end,
+  window_days or period "month"|"year" (year_from "04-06" for a tax year), limit, warn_at
+- projection: subject, quantity (field), rate or rate_fields (per "day"|"week"|"month"),
+  as_of, threshold, until (moment), until_record (select); for a balance: flows (select of
+  payments), flow_amount, flow_date
+- no_overlap: a, b (selects), buffer_minutes; before: first, then (selects), gap_days
+- not_while: active (select), forbidden (select), table ("allergens", "drug_classes", ...),
+  groups (of the table), active_groups
+"update" replaces a constraint of that key with a new object; "retract" ends it (give a
+reason). Propose constraints only for what the user said must hold; none is fine."""
 
 
 # Characters of a rejected answer shown back to the model with its error (a 100-operation
@@ -82,10 +113,21 @@ class FactOperation(BaseModel):
     utterances: list[str] = Field(description="sources of the turns this operation comes from")
 
 
+class ConstraintOperation(BaseModel):
+    op: Literal["add", "update", "retract"]
+    key: str
+    constraint: str | None = Field(
+        default=None, description="add/update: the constraint as a JSON object (text)"
+    )
+    reason: str | None = None
+    utterances: list[str] = Field(description="sources of the turns this constraint comes from")
+
+
 class Extraction(BaseModel):
     """The model's answer for one batch of utterances."""
 
     operations: list[FactOperation]
+    constraints: list[ConstraintOperation] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -109,6 +151,7 @@ class ExtractionLimits:
     """
 
     max_operations: int = 100
+    max_constraints: int = 20
     max_new_types: int = 10
     max_new_fields: int = 60
     hold_floor: int = 3
@@ -127,6 +170,8 @@ class ExtractionReport:
     pending: int = 0
     held: int = 0  # batches held for review (``Workbench.review``)
     operations: int = 0
+    constraints: int = 0  # constraint operations applied
+    dropped: list[str] = field(default_factory=list)  # invalid constraints dropped, and why
     utterances: int = 0
     errors: list[str] = field(default_factory=list)
     # Alerts the applied batches raised, cleared (each with its reason) and moved in severity.
@@ -140,6 +185,12 @@ class ExtractionReport:
             f"{self.applied} applied ({plural(self.operations, 'fact operation')}), "
             f"{self.pending} left pending"
         )
+        if self.constraints:
+            text += f", {plural(self.constraints, 'constraint operation')}"
+        if self.dropped:
+            text += (
+                f"; {plural(len(self.dropped), 'invalid constraint')} dropped: {self.dropped[0]}"
+            )
         if self.held:
             text += f"; {self.held} held for review (see `uac review`)"
         if self.errors:
@@ -212,6 +263,26 @@ def batch_messages(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
 
 
+def _digest(batch: list[LoggedEvent]) -> str:
+    return hashlib.sha256("|".join(str(u.source) for u in batch).encode()).hexdigest()[:16]
+
+
+def _said_at(
+    cited: list[str], by_source: dict[str | None, LoggedEvent], origin: str, line: int
+) -> datetime:
+    """When the last of the ``cited`` turns was said; an ``EventError`` unless they are all
+    turns of this batch."""
+    unknown = [s for s in cited if s not in by_source]
+    if unknown or not cited:
+        raise EventError(
+            f"utterances must name sources of this batch's turns; got {unknown or 'none'}",
+            origin=origin,
+            line=line,
+            field="utterances",
+        )
+    return max(by_source[s].ts for s in cited)
+
+
 def to_events(
     batch: list[LoggedEvent],
     extraction: Extraction,
@@ -220,22 +291,15 @@ def to_events(
     bounds: Limits = DEFAULT_LIMITS,
 ) -> list[InputEvent]:
     """The operations as validated fact events, plus the ``extraction`` marker; ``only`` keeps
-    the operations of those numbers (from 1), each keeping its number in its source."""
-    by_source = {u.source: u for u in batch}
-    digest = hashlib.sha256("|".join(str(u.source) for u in batch).encode()).hexdigest()[:16]
+    the operations of those numbers (from 1), each keeping its number in its source.
+    Constraints are not among them: ``add_constraints`` plans them one by one."""
+    by_source: dict[str | None, LoggedEvent] = {u.source: u for u in batch}
+    digest = _digest(batch)
     events: list[InputEvent] = []
     for i, op in enumerate(extraction.operations, 1):
         if only is not None and i not in only:
             continue
-        unknown = [s for s in op.utterances if s not in by_source]
-        if unknown or not op.utterances:
-            raise EventError(
-                f"utterances must name sources of this batch's turns; got {unknown or 'none'}",
-                origin=origin,
-                line=i,
-                field="utterances",
-            )
-        ts: datetime = max(by_source[s].ts for s in op.utterances)
+        ts = _said_at(op.utterances, by_source, origin, i)
         obj: dict[str, Any] = {
             "kind": "fact",
             "ts": ts.isoformat(),
@@ -259,6 +323,69 @@ def to_events(
     return events
 
 
+def add_constraints(
+    state: State,
+    batch: list[LoggedEvent],
+    extraction: Extraction,
+    events: list[InputEvent],
+    origin: str,
+    bounds: Limits = DEFAULT_LIMITS,
+) -> list[str]:
+    """Put the answer's valid constraint operations into ``events`` (the answer's fact events
+    and marker, from ``to_events``), before the marker, each planned after the facts and the
+    constraints kept before it; return why each other one was dropped (one line each), also
+    written into the marker, so the log says what the model proposed and was not kept."""
+    by_source: dict[str | None, LoggedEvent] = {u.source: u for u in batch}
+    digest = _digest(batch)
+    facts, marker = events[:-1], events[-1]
+    kept: list[InputEvent] = []
+    dropped: list[str] = []
+    for i, op in enumerate(extraction.constraints, 1):
+        try:
+            ts = _said_at(op.utterances, by_source, origin, i)
+            obj: dict[str, Any] = {
+                "kind": "constraint",
+                "ts": ts.isoformat(),
+                "op": op.op,
+                "key": op.key,
+                "source": f"extract:{digest}:c{i}",
+                "author": "extraction",
+                "derived_from": list(op.utterances),
+            }
+            if op.op != "retract":
+                obj["constraint"] = _constraint_object(op.constraint, origin, i)
+            if op.reason:
+                obj["reason"] = op.reason
+            ev = parse_event(obj, origin, i, limits=bounds)
+            plan_batch(state, [*facts, *kept, ev], bounds)
+        except EventError as exc:
+            dropped.append(f"constraint {i} {_cut(op.key)}: {exc}")
+            continue
+        kept.append(ev)
+    if extraction.constraints:
+        marker.payload["constraints"] = len(kept)
+    if dropped:
+        marker.payload["dropped"] = dropped
+    events[-1:] = [*kept, marker]
+    return dropped
+
+
+def _cut(text: str, most: int = 60) -> str:
+    return repr(text if len(text) <= most else text[:most] + "…")
+
+
+def _constraint_object(text: str | None, origin: str, line: int) -> Any:
+    try:
+        return orjson.loads(text or "")
+    except orjson.JSONDecodeError:
+        raise EventError(
+            "constraint must be a JSON object (as text) with a kind and a title",
+            origin=origin,
+            line=line,
+            field="constraint",
+        ) from None
+
+
 def check_limits(
     state: State, extraction: Extraction, limits: ExtractionLimits, origin: str
 ) -> None:
@@ -270,6 +397,13 @@ def check_limits(
             "batch may have; return only the facts the turns state",
             origin=origin,
             field="operations",
+        )
+    if len(extraction.constraints) > limits.max_constraints:
+        raise EventError(
+            f"the answer has {len(extraction.constraints)} constraints, more than the "
+            f"{limits.max_constraints} one batch may have; propose only what the turns say must hold",
+            origin=origin,
+            field="constraints",
         )
     known = state.schema
     new_types = {op.type for op in ops if op.type not in known.types}
@@ -298,13 +432,15 @@ def check_limits(
 @dataclass
 class Proposal:
     """A batch's answer: the events to append (``None`` if it stayed invalid, with ``error``),
-    what they plan to (schema events included), and the records the turns mention."""
+    what they plan to (schema events included), the records the turns mention, and the
+    constraints it proposed that were dropped as invalid."""
 
     events: list[InputEvent] | None
     error: str = ""
     planned: list[NewEvent] = field(default_factory=list)
     mentioned: set[tuple[str, str]] = field(default_factory=set)
     call_id: int = 0
+    dropped: list[str] = field(default_factory=list)  # invalid constraints left out, and why
 
 
 def propose_batch(
@@ -315,7 +451,12 @@ def propose_batch(
     bounds: Limits = DEFAULT_LIMITS,
 ) -> Proposal:
     """Ask for the batch's operations; check the caps and validate (with the input ``bounds``
-    the store's workbench applies); retry once with the error."""
+    the store's workbench applies); retry once with the error.
+
+    Invalid facts make the whole answer invalid. Invalid constraints do not: they are shown to
+    the model once; what is still invalid then is dropped (the marker event says why), and the
+    rest of the answer is kept — the first answer's, if the retry broke its facts.
+    """
     limits = limits or ExtractionLimits()
     # The model is shown the records its turns, as the prompt writes them, may be about; a
     # change is held unless the words the people said mention the record (a turn's source,
@@ -326,15 +467,24 @@ def propose_batch(
     messages = batch_messages(state, batch, shown[: limits.candidates])
     origin = f"extraction of {batch[0].source}..{batch[-1].source}"
     error = ""
-    for _attempt in (1, 2):
+    kept: Proposal | None = None  # a first answer whose facts were valid
+    for attempt in (1, 2):
         try:
             reply = client.structured("extraction", messages, Extraction, user=state.user)
             check_limits(state, reply.value, limits, origin)
             events = to_events(batch, reply.value, origin, bounds=bounds)
             # a dry run: the validation of an ingested file
+            plan_batch(state, events, bounds)
+            dropped = add_constraints(state, batch, reply.value, events, origin, bounds)
             planned = plan_batch(state, events, bounds)
             events[-1].payload["call_id"] = reply.call_id
-            return Proposal(events, "", planned, set(mentioned), reply.call_id)
+            proposal = Proposal(events, "", planned, set(mentioned), reply.call_id, dropped)
+            if not dropped or attempt == 2:
+                return proposal
+            kept = proposal
+            error = "; ".join(dropped)
+            client.reject(reply, error, user=state.user)
+            answer = reply.value.model_dump_json()
         except ModelOutputInvalid as exc:
             error = exc.detail
             answer = "(not valid JSON for the schema)"
@@ -342,8 +492,8 @@ def propose_batch(
             error = str(exc)
             answer = reply.value.model_dump_json()
             client.reject(reply, error, user=state.user)
-            if len(answer) > MAX_ANSWER_SHOWN:  # a flood is not sent back whole
-                answer = f"(an answer of {len(reply.value.operations)} operations, not repeated)"
+        if len(answer) > MAX_ANSWER_SHOWN:  # a flood is not sent back whole
+            answer = f"(an answer of {len(reply.value.operations)} operations, not repeated)"
         messages = [
             *messages,
             {"role": "assistant", "content": answer},
@@ -352,4 +502,4 @@ def propose_batch(
                 "content": f"That answer was rejected: {error}\nReturn corrected operations.",
             },
         ]
-    return Proposal(None, error)
+    return kept or Proposal(None, error)

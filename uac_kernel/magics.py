@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.lib.pretty import RepresentationPrinter
 
+    from uac_kernel.fold import ConstraintVersion
     from uac_kernel.model import ModelSettings
     from uac_kernel.workbench import IngestReport, Workbench
 
@@ -279,7 +280,11 @@ def _alert_line(verb: str, alert: Alert) -> str:
     return line
 
 
-def alerts_text(alerts: Sequence[Alert]) -> str:
+def alerts_text(
+    alerts: Sequence[Alert], constraint_of: Callable[[str], ConstraintVersion | None] | None = None
+) -> str:
+    """The alerts as text; with ``constraint_of`` (``Workbench.constraint_of``) an alert of a
+    constraint's rule names the constraint."""
     if not alerts:
         return "no alerts"
     lines = []
@@ -290,6 +295,9 @@ def alerts_text(alerts: Sequence[Alert]) -> str:
         )
         if evidence:
             lines.append(f"    evidence: {printable(evidence)}")
+        if constraint_of is not None and (cv := constraint_of(a.rule)) is not None:
+            c = cv.constraint
+            lines.append(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
     return "\n".join(lines)
 
 
@@ -755,7 +763,65 @@ class UacMagics(Magics):
 
             return AlertInspector(wb)
 
-        self._show(make, alerts_text(wb.alerts()))
+        self._show(make, alerts_text(wb.alerts(), wb.constraint_of))
+
+    @subcommand("constraint", cell=True)
+    @magic_arguments(name="uac constraint")
+    @argument("--key", default=None, help="the key of the cell's one constraint")
+    @argument("--retract", default=None, metavar="KEY", help="retract constraint KEY (no cell)")
+    @argument("--reason", default=None, help="why (logged with the events)")
+    def cmd_constraint(self, rest: str, cell: str | None) -> None:
+        """``%%uac constraint [--key K]``: put the constraints of a YAML or JSON cell in force
+        (one constraint, a list, or a mapping of key: constraint; see docs/constraints.md).
+        A key in force is updated, so re-running an edited cell changes the constraint.
+        ``%uac constraint --retract KEY [--reason R]`` retracts one. The cell is read as data,
+        never run."""
+        args = parse_argstring(self.cmd_constraint, rest)
+        reason = _unquote(args.reason) if args.reason else None
+        if args.retract is not None:
+            if cell is not None and cell.strip():
+                raise UsageError("`--retract KEY` takes no cell body; use the line magic")
+            report = self._wb().retract_constraint(_unquote(args.retract), reason)
+            self._print_report(report)
+            return
+        if cell is None or not cell.strip():
+            raise UsageError(
+                "`%%uac constraint` is a cell magic: write the constraint in the cell as YAML "
+                "or JSON (or retract one: %uac constraint --retract KEY)"
+            )
+        from uac_kernel.constraints.files import read_constraints
+
+        key = _unquote(args.key) if args.key else None
+        found = read_constraints(cell, "%%uac constraint", key)
+        report = self._wb().constrain(found, reason=reason)
+        print(printable(f"in force: {', '.join(report.constraints)}"))
+        self._print_report(report)
+
+    @subcommand("constraints")
+    @magic_arguments(name="uac constraints")
+    @argument("--history", action="store_true", help="every version, ended ones too")
+    def cmd_constraints(self, rest: str, cell: str | None) -> Table:
+        """The constraints in force (with ``--history`` every version): key, kind, title,
+        since when, who proposed it and from what, and the rule it is compiled into."""
+        args = parse_argstring(self.cmd_constraints, rest)
+        from uac_kernel.constraints import rule_name
+
+        shown = self._wb(read=True).constraints(history=args.history)
+        rows = [
+            (
+                cv.key,
+                cv.constraint.kind,
+                cv.constraint.title,
+                show(cv.valid_from),
+                "retracted" if cv.retracted else show(cv.valid_to, "in force"),
+                " ".join(x for x in (cv.author or "", *cv.derived_from) if x),
+                rule_name(cv.key),
+            )
+            for cv in shown
+        ]
+        columns = ["key", "kind", "title", "since", "until", "from", "rule"]
+        caption = plural(len(rows), "constraint") + ("" if args.history else " in force")
+        return Table(columns, rows, self.displaylimit, caption=caption, wrap=["title"])
 
     @subcommand("log")
     @magic_arguments(name="uac log")

@@ -11,6 +11,8 @@ show, as functions of an open ``Workbench``:
 ``%uac chart KIND [EXPR]``         ``chart(wb, kind, expr)``
 ``%uac eval EXPR``                 ``evaluate(wb, expr)`` (value and view; or ``wb.eval``)
 ``%uac sql``                       ``wb.sql(query)`` (a plain engine call)
+``%%uac constraint [--key K]``     ``constrain(wb, text, key=K)`` (keys and view)
+``%uac constraints``               ``constraints_table(wb)``
 =================================  ==================================================
 
 Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
@@ -27,6 +29,7 @@ whose one line is the install command.
 from __future__ import annotations
 
 import html
+import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from uac_kernel._extras import require
@@ -41,6 +44,8 @@ __all__ = [
     "CHART_KINDS",
     "alert_inspector",
     "chart",
+    "constrain",
+    "constraints_table",
     "diff_view",
     "evaluate",
     "log_browser",
@@ -114,6 +119,48 @@ def evaluate(wb: Workbench, expr: str) -> tuple[Any, Any]:
     except UacError as exc:
         return None, mo.callout(mo.Html(f"{code}: {html.escape(str(exc))}"), kind="danger")
     return value, mo.Html(f"{code} → <strong>{html.escape(str(value))}</strong>")
+
+
+def constrain(wb: Workbench, text: str, key: str | None = None) -> tuple[list[str], Any]:
+    """Put the constraints of a YAML or JSON ``text`` (from ``mo.ui.code_editor`` or a text
+    area) in force, as ``%%uac constraint`` does; return ``(keys, view)``. The view says which
+    keys are in force and the alerts raised, or shows the one-line error in a red callout (and
+    ``keys`` is empty): nothing is appended then."""
+    from uac_kernel.constraints.files import read_constraints
+
+    mo = _marimo()
+    if not text.strip():
+        hint = "Write a constraint as YAML or JSON: <code>kind: obligation</code>, a title, ..."
+        return [], mo.callout(mo.Html(hint), kind="info")
+    try:
+        report = wb.constrain(read_constraints(text, "constraint", key))
+    except UacError as exc:
+        return [], mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
+    raised = "".join(
+        f"<li>[{html.escape(a.severity)}] {html.escape(a.message)}</li>" for a in report.raised
+    )
+    keys = html.escape(", ".join(report.constraints))
+    return report.constraints, mo.Html(f"in force: <code>{keys}</code><ul>{raised}</ul>")
+
+
+def constraints_table(wb: Workbench, *, history: bool = False) -> Any:
+    """The constraints in force (``history``: every version) as ``mo.ui.table``."""
+    from uac_kernel.constraints import constraint_json, rule_name
+
+    mo = _marimo()
+    rows = [
+        {
+            "key": cv.key,
+            "kind": cv.constraint.kind,
+            "title": cv.constraint.title,
+            "since": cv.valid_from.isoformat(),
+            "until": cv.valid_to.isoformat() if cv.valid_to else "",
+            "rule": rule_name(cv.key),
+            "constraint": json.dumps(constraint_json(cv.constraint), ensure_ascii=False),
+        }
+        for cv in wb.constraints(history=history)
+    ]
+    return mo.ui.table(rows, selection=None)
 
 
 def chart(

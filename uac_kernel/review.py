@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from uac_kernel._display import plural
 from uac_kernel.errors import ReviewError
 from uac_kernel.events import InputEvent
-from uac_kernel.extract import Extraction, ExtractionLimits, to_events
+from uac_kernel.extract import Extraction, ExtractionLimits, add_constraints, to_events
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.records import field_values
@@ -143,6 +143,9 @@ def hold(
     changed: dict[tuple[str, str], None] = {}  # existing records retracted or overwritten
     unmentioned: dict[tuple[str, str], None] = {}  # existing records changed, not mentioned
     for ev in planned:
+        if ev.kind == "constraint" and ev.payload["op"] != "add":
+            # replacing or ending a rule in force is a change like overwriting a record
+            changed[("constraint", ev.payload["key"])] = None
         if ev.kind != "fact":
             continue
         p = ev.payload
@@ -305,7 +308,10 @@ def accept_events(
             f"the turns of held batch {batch} are not all in the log any more (forgotten?); "
             f"reject it with `uac review reject {batch}`"
         )
-    events = to_events(utterances, answer, f"held batch {batch}", only=numbers, bounds=bounds)
+    origin = f"held batch {batch}"
+    events = to_events(utterances, answer, origin, only=numbers, bounds=bounds)
+    # the answer's constraints come with its facts; those no longer valid are left out
+    add_constraints(state, utterances, answer, events, origin, bounds)
     events[-1].payload["call_id"] = batch
     decision = {
         "state": "accepted",

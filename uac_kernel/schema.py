@@ -59,6 +59,7 @@ MODULE_NAMES = frozenset(
         "records",
         "history",
         "rules",
+        "constraints",
     }
 )
 

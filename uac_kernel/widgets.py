@@ -15,6 +15,7 @@ They run wherever anywidget does — JupyterLab, Notebook 7, VS Code — and in 
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -396,6 +397,7 @@ class AlertInspector(_Widget):
                     "category": a.category,
                     "message": a.message,
                     "evidence": evidence,
+                    "constraint": _constraint(wb, a.rule),
                     "history": history.get(a.id, []),
                 }
             )
@@ -420,6 +422,18 @@ class AlertInspector(_Widget):
         self.counts = {
             s: sum(a.severity == s for a in standing) for s in ("critical", "warning", "info")
         }
+
+
+def _constraint(wb: Workbench, rule: str) -> dict[str, str] | None:
+    """The constraint whose rule raised an alert (key, kind, title, its JSON), or None."""
+    cv = wb.constraint_of(rule)
+    if cv is None:
+        return None
+    from uac_kernel.constraints import constraint_json
+
+    c = cv.constraint
+    text = json.dumps(constraint_json(c), ensure_ascii=False, indent=2)
+    return {"key": cv.key, "kind": c.kind, "title": c.title, "json": text}
 
 
 def _record_now(wb: Workbench, type_name: str, key: str) -> dict[str, Any]:

@@ -66,6 +66,24 @@ function render({ model, el }) {
     );
   }
 
+  // The constraint a rule was compiled from: its key, kind and title, and the JSON it is
+  // (every string set as text, never as markup).
+  function constraint(c) {
+    return h(
+      "div",
+      { class: "uac-constraint" },
+      h("h4", { text: "Constraint" }),
+      h(
+        "p",
+        {},
+        h("code", { text: c.key }),
+        h("span", { class: "uac-muted", text: ` (${c.kind}) ` }),
+        h("span", { text: c.title }),
+      ),
+      h("pre", { class: "uac-json", text: c.json }),
+    );
+  }
+
   function alertItem(a, withEvidence) {
     return h(
       "details",
@@ -80,6 +98,7 @@ function render({ model, el }) {
         h("span", { class: "uac-message", text: ` — ${a.message}` }),
         a.not_in_force ? h("span", { class: "uac-muted", text: " (rule not in force)" }) : null,
       ),
+      withEvidence && a.constraint ? constraint(a.constraint) : null,
       withEvidence ? [h("h4", { text: "Evidence" }), evidence(a.evidence)] : null,
       history(a.history),
     );

@@ -329,9 +329,8 @@ def parse_constraint(obj: Any, where: str = "constraint") -> Constraint:
     if isinstance(obj, _Base):
         obj = obj.model_dump(mode="json")
     if not isinstance(obj, dict):
-        raise ConstraintError(
-            f"{where}: a constraint is an object with a kind ({', '.join(KINDS)}) and its fields"
-        )
+        why = f"a constraint is an object with a kind ({', '.join(KINDS)}) and its fields"
+        raise ConstraintError(f"{where}: {why}", reason=why)
     try:
         return _ADAPTER.validate_python(obj)
     except ValidationError as exc:
@@ -339,7 +338,8 @@ def parse_constraint(obj: Any, where: str = "constraint") -> Constraint:
         at = ".".join(str(p) for p in err["loc"] if p not in KINDS)
         # a check of the whole constraint (no field of its own) is named by its kind
         at = at or (str(obj.get("kind")) if err["type"] == "value_error" else "kind")
-        raise ConstraintError(f"{where}: {at}: {err['msg']}; see docs/constraints.md") from None
+        why = f"{err['msg']}; see docs/constraints.md"
+        raise ConstraintError(f"{where}: {at}: {why}", field=at, reason=why) from None
 
 
 def constraint_json(c: Constraint) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""Constraints written by hand: a YAML or JSON text (a file for ``uac constrain``, a
+``%%uac constraint`` cell) holding one constraint object, a list of them, or a mapping of
+key → constraint. Read as data only: JSON by the JSON parser, YAML by PyYAML's safe loader
+with aliases refused (an alias can make a small text a huge value), never by running it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from uac_kernel.constraints.spec import Constraint, parse_constraint
+from uac_kernel.errors import ConstraintError
+
+__all__ = ["MAX_CHARS", "read_constraints"]
+
+# A constraint is a few hundred characters; a file of the most a user may have in force fits.
+MAX_CHARS = 1 << 20
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing aliases."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise ConstraintError(
+                f"line {mark.line + 1}: a YAML alias (*name); write the value out in full"
+            )
+        return super().compose_node(parent, index)
+
+
+def _load(text: str, origin: str) -> Any:
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConstraintError(
+                f"{origin}: line {exc.lineno}: invalid JSON ({exc.msg}); fix it or write YAML"
+            ) from None
+    try:
+        return yaml.load(text, Loader=_Loader)  # the safe loader, aliases refused
+    except ConstraintError as exc:
+        raise ConstraintError(f"{origin}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "not YAML"
+        raise ConstraintError(f"{origin}: {where}invalid YAML ({problem})") from None
+
+
+def read_constraints(
+    text: str, origin: str, key: str | None = None
+) -> dict[str, Constraint] | list[Constraint]:
+    """The constraints ``text`` holds, for ``Workbench.constrain``: by key (a mapping, or one
+    constraint with ``key``), else as a list.
+
+    Errors are ``ConstraintError``s naming ``origin``, the item (its number or key) and the
+    field: ``rules.yaml: item 2: due.fields: ...``.
+    """
+    if len(text) > MAX_CHARS:
+        raise ConstraintError(
+            f"{origin}: {len(text):,} characters; a constraint file holds at most {MAX_CHARS:,}"
+        )
+    data = _load(text, origin)
+    if isinstance(data, dict) and data and "kind" not in data:
+        if key is not None and len(data) > 1:
+            raise ConstraintError(_one_key(origin, len(data)))
+        return {
+            str(k) if key is None else key: parse_constraint(v, f"{origin}: key {str(k)!r}")
+            for k, v in data.items()
+        }
+    if isinstance(data, list):
+        if not data:
+            raise ConstraintError(f"{origin}: an empty list holds no constraint")
+        if key is not None and len(data) > 1:
+            raise ConstraintError(_one_key(origin, len(data)))
+        found = [parse_constraint(v, f"{origin}: item {i}") for i, v in enumerate(data, 1)]
+    else:
+        found = [parse_constraint(data, origin)]
+    return {key: found[0]} if key is not None else found
+
+
+def _one_key(origin: str, n: int) -> str:
+    return (
+        f"{origin}: --key names one constraint but the text holds {n}; leave --key out or "
+        "write a mapping of key: constraint"
+    )
