@@ -502,8 +502,8 @@ class AlertBenchResult:
             f"{self.set}, {self.line}" + (f" ({self.note})" if self.note else ""),
             *self.table(),
             "",
-            f"{'scenario':<13}{'expected':<48}{'got':<10}outcome",
-            *(_row(o) for o in self.outcomes),
+            f"{'scenario':<{_idw(self.outcomes)}}{'expected':<48}{'got':<10}outcome",
+            *(_row(o, _idw(self.outcomes)) for o in self.outcomes),
             "",
             *self.details(),
             self.summary_line(),
@@ -565,9 +565,14 @@ def _outcome(o: ScenarioOutcome) -> str:
     return text + ("; FALSE CRITICAL" if o.false_critical else "")
 
 
-def _row(o: ScenarioOutcome) -> str:
+def _idw(outcomes: list[ScenarioOutcome]) -> int:
+    """The width of the scenario column: the longest id and two spaces."""
+    return max((len(o.id) for o in outcomes), default=8) + 2
+
+
+def _row(o: ScenarioOutcome, width: int) -> str:
     want = f"{o.expected_type} ({o.expected_severity})"
-    return f"{o.id:<13}{want:<48}{o.severity or '-':<10}{_outcome(o)}"
+    return f"{o.id:<{width}}{want:<48}{o.severity or '-':<10}{_outcome(o)}"
 
 
 def _write(out_dir: str | Path, day: str, data: dict[str, Any], text: str) -> tuple[Path, Path]:
@@ -802,14 +807,14 @@ class AlertBench:
                 if r.outcomes:
                     lines += r.table()
             ran = [r for r in runs if r.outcomes]
-            lines += [
-                "",
-                f"{'scenario':<13}{'expected':<48}" + "".join(f"{r.line:<26}" for r in ran),
-            ]
-            for i, o in enumerate(ran[0].outcomes if ran else []):
+            rows = ran[0].outcomes if ran else []
+            w = _idw(rows)
+            head = f"{'scenario':<{w}}{'expected':<48}" + "".join(f"{r.line:<26}" for r in ran)
+            lines += ["", head.rstrip()]
+            for i, o in enumerate(rows):
                 want = f"{o.expected_type} ({o.expected_severity})"
                 cells = "".join(f"{_cell(r.outcomes[i]):<26}" for r in ran)
-                lines.append(f"{o.id:<13}{want:<48}{cells}".rstrip())
+                lines.append(f"{o.id:<{w}}{want:<48}{cells}".rstrip())
             for r in ran:
                 lines += ["", f"-- {name}, {r.line}: details", *r.details()]
         lines += ["", "summary"]
