@@ -2,30 +2,52 @@
 
 from typing import Any
 
+from uac import constraints
 from uac_kernel import (
     Alert,
+    Before,
     Finding,
     IngestReport,
+    Moment,
+    NoOverlap,
+    NotWhile,
+    Obligation,
+    Projection,
     Record,
     Rule,
+    Select,
     UacError,
+    ValidOn,
+    WindowLimit,
     Workbench,
     __version__,
     open,
+    parse_constraint,
     rule,
 )
 
 __all__ = [
     "Alert",
+    "Before",
     "Finding",
     "IngestReport",
+    "Moment",
+    "NoOverlap",
+    "NotWhile",
+    "Obligation",
+    "Projection",
     "Record",
     "Rule",
+    "Select",
     "UacError",
+    "ValidOn",
+    "WindowLimit",
     "Workbench",
     "__version__",
+    "constraints",
     "load_ipython_extension",
     "open",
+    "parse_constraint",
     "rule",
     "unload_ipython_extension",
 ]

@@ -8,20 +8,42 @@ from typing import TYPE_CHECKING, Any
 from uac_kernel.errors import UacError
 
 if TYPE_CHECKING:
+    from uac_kernel.constraints.spec import (
+        Before,
+        Moment,
+        NoOverlap,
+        NotWhile,
+        Obligation,
+        Projection,
+        Select,
+        ValidOn,
+        WindowLimit,
+        parse_constraint,
+    )
     from uac_kernel.records import Record
     from uac_kernel.rules.engine import Alert, Finding, Rule, rule
     from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = [
     "Alert",
+    "Before",
     "Finding",
     "IngestReport",
+    "Moment",
+    "NoOverlap",
+    "NotWhile",
+    "Obligation",
+    "Projection",
     "Record",
     "Rule",
+    "Select",
     "UacError",
+    "ValidOn",
+    "WindowLimit",
     "Workbench",
     "__version__",
     "open",
+    "parse_constraint",
     "rule",
 ]
 
@@ -54,6 +76,16 @@ _LAZY = {
     "Finding": "uac_kernel.rules.engine",
     "Rule": "uac_kernel.rules.engine",
     "rule": "uac_kernel.rules.engine",
+    "Before": "uac_kernel.constraints.spec",
+    "Moment": "uac_kernel.constraints.spec",
+    "NoOverlap": "uac_kernel.constraints.spec",
+    "NotWhile": "uac_kernel.constraints.spec",
+    "Obligation": "uac_kernel.constraints.spec",
+    "Projection": "uac_kernel.constraints.spec",
+    "Select": "uac_kernel.constraints.spec",
+    "ValidOn": "uac_kernel.constraints.spec",
+    "WindowLimit": "uac_kernel.constraints.spec",
+    "parse_constraint": "uac_kernel.constraints.spec",
 }
 
 

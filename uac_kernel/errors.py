@@ -165,4 +165,14 @@ class ReviewError(UacError):
 
 class ConstraintError(UacError):
     """A constraint is not valid (an unknown kind, a bad field, a value out of bounds), or no
-    constraint of that key is in force; the message names where and what to change."""
+    constraint of that key is in force; the message names where and what to change.
+
+    ``field`` is the dotted path of the bad field within the constraint (empty when the whole
+    object is wrong) and ``reason`` the message without its place, so a caller that names the
+    place its own way (an event's file and line) can say it once.
+    """
+
+    def __init__(self, message: str, *, field: str = "", reason: str = ""):
+        super().__init__(message)
+        self.field = field
+        self.reason = reason or message

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from uac_kernel._display import show
-from uac_kernel.errors import EventError
+from uac_kernel.errors import ConstraintError, EventError
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, INT_MAX, INT_MIN, Limits
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
@@ -29,7 +29,7 @@ from uac_kernel.store import NewEvent, dump_payload
 
 __all__ = ["InputEvent", "json_lines", "parse_event", "parse_jsonl", "parse_objects", "plan_batch"]
 
-KINDS = ("utterance", "fact")
+KINDS = ("utterance", "fact", "constraint")
 _EXACT_JSON: dict[str, type] = {"str": str, "int": int, "bool": bool}
 OPS = ("add", "update", "retract")
 _ALLOWED = {
@@ -42,6 +42,17 @@ _ALLOWED = {
         "type",
         "key",
         "fields",
+        "reason",
+        "author",
+        "derived_from",
+    },
+    "constraint": {
+        "kind",
+        "ts",
+        "source",
+        "op",
+        "key",
+        "constraint",
         "reason",
         "author",
         "derived_from",
@@ -275,6 +286,8 @@ def parse_event(
     payload.pop("source", None)
     if kind == "utterance":
         _check_utterance(payload, fail, limits)
+    elif kind == "constraint":
+        _check_constraint_shape(payload, fail, limits)
     else:
         _check_fact_shape(payload, fail, limits)
     if source is None:
@@ -389,6 +402,11 @@ def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
                 why := _compound_problem(value, max_chars, max_items)
             ) is not None:
                 raise fail(why, f"fields.{name}")
+    _check_provenance(p, fail, limits)
+
+
+def _check_provenance(p: dict[str, Any], fail: Any, limits: Limits) -> None:
+    """The reason, author and derived_from a fact or constraint event may carry."""
     if "reason" in p:
         if not isinstance(p["reason"], str):
             raise fail("reason must be a string", "reason")
@@ -411,6 +429,33 @@ def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
                 raise fail(why, "derived_from")
 
 
+def _check_constraint_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
+    """Op and key as a fact's; the constraint parsed by the constraint language and stored in
+    its canonical JSON (``constraint_json``), so the log holds only what parses."""
+    from uac_kernel.constraints.spec import constraint_json, parse_constraint
+
+    op = p.get("op")
+    if op not in OPS:
+        raise fail(f"unknown op {_show(op)}; use one of {', '.join(OPS)}", "op")
+    if (why := _name_problem("key", p.get("key"), KEY_CHARS)) is not None:
+        raise fail(why, "key")
+    if op == "retract":
+        if "constraint" in p:
+            raise fail(
+                "a retract carries no constraint; use update to change a constraint", "constraint"
+            )
+    else:
+        if "constraint" not in p:
+            raise fail(f"an {op} needs the whole constraint: a JSON object", "constraint")
+        try:
+            c = parse_constraint(p["constraint"])
+        except ConstraintError as exc:
+            path = f"constraint.{exc.field}" if exc.field else "constraint"
+            raise fail(exc.reason, path) from None
+        p["constraint"] = constraint_json(c)
+    _check_provenance(p, fail, limits)
+
+
 class _Overlay:
     """The state as the batch so far would leave it: enough to validate the next event."""
 
@@ -425,6 +470,18 @@ class _Overlay:
         # types the view renamed (lower case: (table, type)); made at the first new type.
         self._folded: dict[str, str] | None = None
         self._renamed: dict[str, tuple[str, str]] = {}
+        # Constraint keys the batch put in force (their ts) or retracted (None), and how many
+        # constraints are in force after the batch so far.
+        self.constraints: dict[str, datetime | None] = {}
+        self.constraints_in_force = len(state.constraints)
+
+    def constraint_since(self, key: str) -> tuple[bool, datetime | None]:
+        """Whether constraint ``key`` is in force, and since when."""
+        if key in self.constraints:
+            since = self.constraints[key]
+            return since is not None, since
+        cv = self.state.constraints.get(key)
+        return cv is not None, cv.valid_from if cv else None
 
     def add_type(self, name: str) -> None:
         self.fields[name] = {}
@@ -553,6 +610,8 @@ def plan_batch(
     out: list[NewEvent] = []
     user = state.user
     for ev in batch:
+        if ev.kind == "constraint":
+            _plan_constraint(overlay, ev, limits)
         if ev.kind != "fact":
             out.append(NewEvent(ev.ts, ev.kind, user, ev.payload, ev.source))
             continue
@@ -613,6 +672,41 @@ def plan_batch(
             overlay.retracted[(name, key)] = ev.ts
         out.append(NewEvent(ev.ts, "fact", user, payload, ev.source))
     return out
+
+
+def _plan_constraint(overlay: _Overlay, ev: InputEvent, limits: Limits) -> None:
+    """Check a constraint event against the constraints in force (as the batch so far leaves
+    them): an add of a key in force, an update or retract of one not in force, a change dated
+    before the version it changes, or one constraint too many is an ``EventError``."""
+    key, op = ev.payload["key"], ev.payload["op"]
+    current, since = overlay.constraint_since(key)
+    if op == "add" and current:
+        raise _fail(
+            ev, f"constraint {key!r} is already in force; use op 'update' to change it", "key"
+        )
+    if op != "add":
+        if not current:
+            what = "nothing to retract" if op == "retract" else "add it first (op 'add')"
+            raise _fail(ev, f"constraint {key!r} is not in force; {what}", "key")
+        if since is not None and ev.ts < since:
+            raise _fail(
+                ev,
+                f"ts is before the current version of constraint {key!r} ({since.isoformat()}); "
+                "a change must be dated on or after the version it changes",
+                "ts",
+            )
+    if op == "add":
+        if overlay.constraints_in_force >= limits.constraints:
+            raise _fail(
+                ev,
+                f"a new constraint would put {overlay.constraints_in_force + 1} in force, more "
+                f"than the {limits.constraints} a user may have; retract ones that no longer apply",
+                "key",
+            )
+        overlay.constraints_in_force += 1
+    elif op == "retract":
+        overlay.constraints_in_force -= 1
+    overlay.constraints[key] = None if op == "retract" else ev.ts
 
 
 def _too_long(chars: int, most: int) -> str:

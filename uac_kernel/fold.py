@@ -1,4 +1,5 @@
-"""State = fold(log): deterministic application of schema and fact events to typed records.
+"""State = fold(log): deterministic application of schema and fact events to typed records,
+and of constraint events to the constraints in force.
 
 The fold is incremental by construction: applying one event touches one record. It also notes
 which parts of the generated code the event made stale (``dirty``) and which record types
@@ -9,16 +10,27 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from uac_kernel.errors import FoldError
+from uac_kernel.errors import ConstraintError, FoldError
 from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.schema import Schema, reader
 from uac_kernel.store import LoggedEvent
 
-__all__ = ["BLOCK", "FieldIndex", "State", "TypeState", "fold", "order_value"]
+if TYPE_CHECKING:
+    from uac_kernel.constraints.spec import Constraint
+
+__all__ = [
+    "BLOCK",
+    "ConstraintVersion",
+    "FieldIndex",
+    "State",
+    "TypeState",
+    "fold",
+    "order_value",
+]
 
 # Records per block of generated code: a change re-renders one block, never the whole type.
 BLOCK = 50
@@ -152,6 +164,29 @@ class TypeState:
                 idx.add(key, after)
 
 
+@dataclass(frozen=True, slots=True)
+class ConstraintVersion:
+    """One version of a constraint: in force from ``valid_from`` until ``valid_to`` (None: it
+    still is), put there by the events ``sources`` (log seqs: the add, then each update).
+
+    ``source`` is the log source of the latest of those events, ``author`` and
+    ``derived_from`` who proposed it and the utterances it was derived from, ``reason`` why it
+    was added or changed; an ended version says whether it was ``retracted`` and ``ended_because``.
+    """
+
+    key: str
+    constraint: Constraint
+    valid_from: datetime
+    sources: tuple[int, ...]
+    source: str | None = None
+    author: str | None = None
+    derived_from: tuple[str, ...] = ()
+    reason: str | None = None
+    valid_to: datetime | None = None
+    retracted: bool = False
+    ended_because: str | None = None
+
+
 class State:
     """The typed state of one user at one point of the log."""
 
@@ -167,6 +202,11 @@ class State:
         self.type_seq: dict[str, int] = {}
         # Types given new fields since the last settle (see ``TypeState.settle``).
         self._stale: set[str] = set()
+        # Constraints in force by key (in the order they came into force), their ended
+        # versions, and the keys changed since ``take_changed_constraints``.
+        self.constraints: dict[str, ConstraintVersion] = {}
+        self.constraint_history: list[ConstraintVersion] = []
+        self.changed_constraints: set[str] = set()
 
     # -- reading -------------------------------------------------------------------------
 
@@ -243,6 +283,8 @@ class State:
             self._apply_schema(ev.payload)
         elif ev.kind == "fact":
             self._apply_fact(ev)
+        elif ev.kind == "constraint":
+            self._apply_constraint(ev)
 
     def _settle(self) -> None:
         for name in self._stale:
@@ -256,6 +298,51 @@ class State:
     def take_changed_types(self) -> set[str]:
         changed, self.changed_types = self.changed_types, set()
         return changed
+
+    def take_changed_constraints(self) -> set[str]:
+        """The keys of the constraints added, updated or retracted since the last call."""
+        changed, self.changed_constraints = self.changed_constraints, set()
+        return changed
+
+    def _apply_constraint(self, ev: LoggedEvent) -> None:
+        # Imported here: the constraints package imports the rule engine, which imports this.
+        from uac_kernel.constraints.spec import parse_constraint
+
+        p = ev.payload
+        key, op = p["key"], p["op"]
+        old = self.constraints.get(key)
+        if (op == "add") == (old is not None):
+            state = "already in force" if old is not None else "not in force"
+            raise FoldError(f"event {ev.seq}: constraint {key!r} is {state} for op {op!r}")
+        if old is not None:
+            ended = replace(
+                old,
+                valid_to=ev.ts,
+                retracted=op == "retract",
+                ended_because=p.get("reason") if op == "retract" else None,
+            )
+            self.constraint_history.append(ended)
+        if op == "retract":
+            del self.constraints[key]
+        elif op in ("add", "update"):
+            try:
+                c = parse_constraint(p["constraint"], f"event {ev.seq}: constraint {key!r}")
+            except ConstraintError as exc:
+                raise FoldError(str(exc)) from None
+            cited = p.get("derived_from")
+            self.constraints[key] = ConstraintVersion(
+                key=key,
+                constraint=c,
+                valid_from=ev.ts,
+                sources=(*old.sources, ev.seq) if old is not None else (ev.seq,),
+                source=ev.source,
+                author=p.get("author", old.author if old is not None else None),
+                derived_from=tuple(cited) if cited is not None else old.derived_from if old else (),
+                reason=p.get("reason"),
+            )
+        else:
+            raise FoldError(f"event {ev.seq}: unknown op {op!r}")
+        self.changed_constraints.add(key)
 
     def _apply_schema(self, payload: dict[str, Any]) -> None:
         name = payload["type"]

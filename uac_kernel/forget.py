@@ -4,8 +4,11 @@
 
 - the events selected, and with them whole records: a fact event takes every event of its
   record and the utterances it was extracted from; an utterance takes the records extracted
+  from it; a constraint event, likewise, every event of its constraint (which is then no longer
+  in force) and the utterances it was derived from, and an utterance the constraints derived
   from it;
-- alerts whose evidence names a forgotten record, or that hold the text;
+- alerts whose evidence names a forgotten record, or that hold the text, and the alerts of a
+  forgotten constraint's rule;
 - model calls whose request or answer holds any of the forgotten content;
 - checkpoint code, which is re-rendered from the log without it.
 
@@ -31,6 +34,7 @@ import orjson
 from uac_kernel._chain import ERASED, content_hash, digest, new_salt
 from uac_kernel._display import plural, printable, shorten
 from uac_kernel.codegen import RULES, render_segments, segment_part
+from uac_kernel.constraints.compile import rule_name
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.store import LoggedEvent, NewEvent, Store
@@ -139,10 +143,13 @@ def plan_forget(
             return (str(ev.payload.get("type")), str(ev.payload.get("key")))
         return None
 
+    def constraint_of(ev: LoggedEvent) -> str | None:
+        return str(ev.payload.get("key")) if ev.kind == "constraint" else None
+
     seeds = [
         ev
         for ev in events
-        if ev.kind in ("utterance", "fact", "alert", "review", "rule", "extraction")
+        if ev.kind in ("utterance", "fact", "alert", "review", "rule", "extraction", "constraint")
         and (
             (by == "record" and record_of(ev) == (type, key))
             or (by == "source" and ev.source == source)
@@ -157,17 +164,27 @@ def plan_forget(
             records.update(
                 (str(e.get("type")), str(e.get("key"))) for e in ev.payload.get("evidence") or ()
             )
+    constraints = {k for ev in seeds if (k := constraint_of(ev)) is not None}
     said = {ev.source for ev in seeds if ev.kind == "utterance" and ev.source}
-    for ev in events:  # records extracted from a forgotten utterance go with it
+    for ev in events:  # records and constraints derived from a forgotten utterance go with it
         if ev.kind == "fact" and said & set(ev.payload.get("derived_from") or ()):
             records.add((str(ev.payload["type"]), str(ev.payload["key"])))
+        elif ev.kind == "constraint" and said & set(ev.payload.get("derived_from") or ()):
+            constraints.add(str(ev.payload["key"]))
     origins = {
-        s for ev in events if record_of(ev) in records for s in ev.payload.get("derived_from") or ()
+        s
+        for ev in events
+        if record_of(ev) in records or constraint_of(ev) in constraints
+        for s in ev.payload.get("derived_from") or ()
     }
+    # A forgotten constraint's alerts go with it: they were raised by its rule.
+    rules = {rule_name(k) for k in constraints}
     chosen: dict[int, LoggedEvent] = {ev.seq: ev for ev in seeds}
     for ev in events:
         if (
             record_of(ev) in records
+            or constraint_of(ev) in constraints
+            or (ev.kind == "alert" and ev.payload.get("rule") in rules)
             or (ev.kind == "utterance" and ev.source in origins)
             or (
                 ev.kind == "alert"
@@ -247,6 +264,9 @@ def _needles(plan: ForgetPlan, text: str | None) -> set[str]:
         elif ev.kind == "fact":
             found.add(str(ev.payload.get("key", "")))
             found.update(v for v in _strings(ev.payload.get("fields") or {}) if isinstance(v, str))
+        elif ev.kind == "constraint":
+            found.add(str(ev.payload.get("key", "")))
+            found.add(str((ev.payload.get("constraint") or {}).get("title", "")))
     return {n for n in found if len(n) >= MIN_NEEDLE}
 
 

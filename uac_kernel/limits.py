@@ -37,6 +37,9 @@ class Limits:
     """Fields one fact event may add to the schema."""
     types: int = 300
     """Record types of one user."""
+    constraints: int = 200
+    """Constraints of one user in force at once: each is a rule run after every change of the
+    types it reads, so a user needs tens, not thousands."""
     json_bytes: int = 4 << 30
     """Bytes of a LoCoMo, LongMemEval or chat file that is one JSON document, which is read whole
     (4 GiB: LongMemEval-M, the largest such file uac reads, is about 2.7 GB). A larger file is

@@ -41,7 +41,17 @@ __all__ = [
     "event_hash",
 ]
 
-EVENT_KINDS = ("utterance", "fact", "schema", "alert", "rule", "extraction", "review", "forget")
+EVENT_KINDS = (
+    "utterance",
+    "fact",
+    "schema",
+    "alert",
+    "rule",
+    "extraction",
+    "review",
+    "forget",
+    "constraint",
+)
 """The kinds of event uac writes to the log."""
 _FETCH = 50_000
 

@@ -19,9 +19,9 @@ from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.codegen import rules_code
-from uac_kernel.errors import QueryError, StoreError, UnknownUser
+from uac_kernel.errors import ConstraintError, QueryError, StoreError, UnknownUser
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
-from uac_kernel.fold import State, fold
+from uac_kernel.fold import ConstraintVersion, State, fold
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.query import UserView, namespace
 from uac_kernel.records import Record
@@ -93,6 +93,32 @@ def resolve_user(store: Store, user: str | None, *, create: bool) -> str:
     raise UnknownUser(unknown_user_message(store.path, user, users), users=users)
 
 
+def _check_compiles(planned: Iterable[NewEvent]) -> None:
+    """Compile each constraint a batch puts in force, so one this uac cannot turn into a rule
+    is refused before anything is appended."""
+    for ev in planned:
+        if ev.kind == "constraint" and ev.payload["op"] != "retract":
+            from uac_kernel.constraints import compile_constraint, parse_constraint
+
+            key = ev.payload["key"]
+            c = parse_constraint(ev.payload["constraint"], f"constraint {key!r}")
+            try:
+                compile_constraint(key, c)
+            except ImportError as exc:
+                raise ConstraintError(
+                    f"constraint {key!r}: kind {c.kind!r} has no compiler in this uac ({exc}); "
+                    "use another kind or upgrade uac"
+                ) from None
+
+
+def _key_of(rules: dict[str, str], rule: str) -> str | None:
+    return next((k for k, name in rules.items() if name == rule), None)
+
+
+def _of(cv: ConstraintVersion | None) -> str:
+    return f"constraint {cv.key!r}" if cv is not None else "its constraint"
+
+
 def unknown_user_message(path: str, user: str, users: list[str]) -> str:
     """``user 'may' has no events in STORE; users here: maya``."""
     return f"user {user!r} has no events in {path}; users here: {_user_list(user, users)}"
@@ -151,6 +177,9 @@ class IngestReport:
     raised: list[Alert] = field(default_factory=list)
     cleared: list[ClearedAlert] = field(default_factory=list)
     updated: list[Alert] = field(default_factory=list)
+    # The keys of the constraints the call put in force, changed or retracted (``constrain``,
+    # ``retract_constraint``; a constraint already in force as given is listed too).
+    constraints: list[str] = field(default_factory=list)
     # Where the time went, in seconds: parse, validate, write (the log), fold, rules. "rules"
     # also holds the GC's one walk over the batch's new records once it resumes (see _no_gc).
     seconds: dict[str, float] = field(default_factory=dict)
@@ -203,6 +232,8 @@ class Workbench:
             raise
         self.checkpoints = Checkpoints(self.store, self.user)
         self.runner = RuleRunner(rules)
+        # The rule in force for each constraint in force, by constraint key.
+        self._constraint_rules: dict[str, str] = {}
         self._sources: set[str] | None = None
         self._sql: SqlView | None = None
         self._search: LogSearch | None = None
@@ -215,7 +246,9 @@ class Workbench:
         user = self.user
         self._erasures = self.store.erasures
         self.state = State(user)
-        self.runner = RuleRunner(self.runner.rules.values())
+        own = set(self._constraint_rules.values())
+        self.runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
+        self._constraint_rules = {}
         latest = self.checkpoints.latest()
         with _no_gc():
             if latest is not None:
@@ -226,6 +259,9 @@ class Workbench:
             else:
                 self.state.apply_all(self.store.events(user))
         self.state.take_changed_types()
+        for cv in self.state.constraints.values():  # each compiled once per open
+            self._put_in_force(cv)
+        self.state.take_changed_constraints()
         self.runner.run(self.view, None)
         self._reconcile_alerts(self.runner.rules.keys())
 
@@ -342,6 +378,7 @@ class Workbench:
         if not fresh:
             return report, set(), False
         planned = plan_batch(self.state, fresh, self.limits)
+        _check_compiles(planned)
         clock.lap("validate")
         logged = self.store.append(planned)
         clock.lap("write")
@@ -364,8 +401,23 @@ class Workbench:
     def _run_rules(
         self, report: IngestReport, changed: set[str], clock_moved: bool, clock: _Stopwatch
     ) -> IngestReport:
-        if changed or clock_moved:
+        constrained = self.state.take_changed_constraints()
+        if changed or clock_moved or constrained:
+            ended = self._constraints_changed(constrained)
             change = self.runner.run(self.view, changed, clock_moved)
+            if constrained:
+                # A new or changed constraint's rule runs on the whole state, whatever changed.
+                names = [
+                    self._constraint_rules[k] for k in constrained if k in self.state.constraints
+                ]
+                again = self.runner.run(self.view, None, only=names)
+                change.raised += [a for a in again.raised if a not in change.raised]
+                change.updated += again.updated
+                change.cleared += [
+                    as_cleared(a, f"{_of(self.constraint_of(a.rule))} was updated ({a.reason})")
+                    for a in again.cleared
+                ]
+            change.cleared += ended
             self._log_alerts(change)
             report.raised, report.cleared, report.updated = (
                 change.raised,
@@ -375,6 +427,119 @@ class Workbench:
             clock.lap("rules")
         report.seconds = clock.laps
         return report
+
+    # -- constraints ----------------------------------------------------------------------
+
+    def _put_in_force(self, cv: ConstraintVersion) -> None:
+        from uac_kernel.constraints.inforce import in_force_rule
+
+        r = in_force_rule(cv)
+        self.runner.add(r)
+        self._constraint_rules[cv.key] = r.name
+
+    def _constraints_changed(self, keys: Collection[str]) -> list[ClearedAlert]:
+        """Put the rules of the constraints ``keys`` in force, in their new version, or take
+        those of retracted ones out; return the alerts the retracted ones had standing."""
+        cleared: list[ClearedAlert] = []
+        for key in sorted(keys):
+            cv = self.state.constraints.get(key)
+            if cv is not None:
+                self._put_in_force(cv)
+                continue
+            name = self._constraint_rules.pop(key, None)
+            if name is None:
+                continue
+            ended = next(v for v in reversed(self.state.constraint_history) if v.key == key)
+            because = f": {ended.ended_because}" if ended.ended_because else ""
+            reason = f"constraint {key!r} was retracted{because}"
+            cleared += [as_cleared(a, reason) for a in self.runner.remove(name)]
+        return cleared
+
+    def constrain(
+        self,
+        c: Any,
+        key: str | None = None,
+        *,
+        source: str | None = None,
+        derived_from: Sequence[str] = (),
+        reason: str | None = None,
+        author: str | None = None,
+    ) -> IngestReport:
+        """Put constraint ``c`` (a model such as ``uac.Obligation(...)``, its JSON as a dict,
+        or a list of them) in force under ``key``, as ``constraint`` events; its rule runs at
+        once and after every later ingest.
+
+        A ``key`` in force is updated to ``c``; without one the key is a slug of the title,
+        made unique. A constraint already in force as given appends nothing. The report's
+        ``constraints`` lists the keys. A constraint that does not parse or compile is a
+        ``ConstraintError`` and nothing is appended.
+        """
+        from uac_kernel.constraints.inforce import as_constraints, constraint_events
+
+        parsed = as_constraints(c)
+        if key is not None and len(parsed) > 1:
+            raise ConstraintError(
+                f"one key ({key!r}) for {len(parsed)} constraints; leave the key out (each gets "
+                "one from its title) or put them in force one at a time"
+            )
+        self._sync()
+        taken = {*self.state.constraints, *(v.key for v in self.state.constraint_history)}
+        events, keys = constraint_events(
+            [(key, x) for x in parsed],
+            self.state.constraints,
+            taken,
+            self.state.now or datetime(1970, 1, 1),
+            seq=self.state.seq,
+            source=source,
+            author=author,
+            derived_from=derived_from,
+            reason=reason,
+        )
+        report = self.ingest(events, origin="constrain") if events else IngestReport()
+        report.constraints = keys
+        return report
+
+    def retract_constraint(self, key: str, reason: str | None = None) -> IngestReport:
+        """Take constraint ``key`` out of force: its rule stops and its standing alerts clear,
+        saying it was retracted (and ``reason``). The constraint stays in the history."""
+        self._sync()
+        if key not in self.state.constraints:
+            keys = sorted(self.state.constraints)
+            raise ConstraintError(
+                f"no constraint {key!r} is in force.{did_you_mean(key, keys)} In force: "
+                f"{', '.join(keys) or 'none'}"
+            )
+        event: dict[str, Any] = {
+            "kind": "constraint",
+            "ts": (self.state.now or datetime(1970, 1, 1)).isoformat(),
+            "op": "retract",
+            "key": key,
+            "source": f"retract:{key}@{self.state.seq}",
+        }
+        if reason is not None:
+            event["reason"] = reason
+        report = self.ingest([event], origin="retract")
+        report.constraints = [key]
+        return report
+
+    def constraints(self, *, history: bool = False) -> list[ConstraintVersion]:
+        """The constraints in force, in the order they came into force; with ``history`` every
+        version, superseded and retracted ones too, oldest first."""
+        self._sync()
+        current = list(self.state.constraints.values())
+        if not history:
+            return current
+        return sorted([*self.state.constraint_history, *current], key=lambda v: v.sources)
+
+    def constraint_of(self, rule: str) -> ConstraintVersion | None:
+        """The constraint in force whose rule is ``rule`` (an alert's ``rule``), or None."""
+        key = _key_of(self._constraint_rules, rule)
+        return self.state.constraints.get(key) if key is not None else None
+
+    def _code_rules(self) -> list[Rule]:
+        """The rules checkpoint code lists: constraints are rendered as data, not as rules."""
+        own = set(self._constraint_rules.values())
+        return [r for r in self.runner.rules.values() if r.name not in own]
 
     def _known_sources(self) -> set[str]:
         if self._sources is None:
@@ -451,9 +616,7 @@ class Workbench:
         """
         with self.store.writing():
             self._sync()
-            return self.checkpoints.take(
-                self.state, self.state.take_dirty(), self.runner.rules.values()
-            )
+            return self.checkpoints.take(self.state, self.state.take_dirty(), self._code_rules())
 
     def code(self, version: int | None = None) -> str:
         return self.checkpoints.get(version).code
@@ -507,7 +670,7 @@ class Workbench:
         state = self.state_at_seq(cp.seq)
         sel = Selection.of(key, where, last)
         keys = self._select(state, part, sel, cp.version)
-        code = render_part(state, part, rules_code(self.runner.rules.values()), keys)
+        code = render_part(state, part, rules_code(self._code_rules()), keys)
         ts = state.types.get(part)
         return Cell(part, cp.version, code, sel, keys, len(ts.current) if ts else 0)
 

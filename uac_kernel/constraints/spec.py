@@ -239,6 +239,12 @@ class Projection(_Base):
     until: Moment
     until_record: Select | None = None
 
+    @model_validator(mode="after")
+    def _needs_a_rate(self) -> Projection:
+        if self.flows is None and self.rate is None and not self.rate_fields:
+            raise ValueError("a quantity that runs out needs rate or rate_fields (or flows)")
+        return self
+
 
 class NoOverlap(_Base):
     """No record of ``a`` may overlap one of ``b`` (``b`` unset: another of ``a``), with
@@ -274,13 +280,26 @@ class NotWhile(_Base):
     (its ``end`` fields, ``active`` false, ``stopped``); ``forbidden`` counts when undated or
     dated while ``active`` is. Words to look for in ``forbidden``'s text come from its
     ``mentions``, plus the named ``groups`` of a knowledge ``table`` (e.g. table ``allergens``,
-    group ``shellfish``: crab, shrimp, lobster…)."""
+    group ``shellfish``: crab, shrimp, lobster…; a table without groups: all of its groups).
+    ``active_groups``: groups the active record's text must mention too (e.g. ``statins``),
+    looked up in ``table`` first, then in any table. An unknown table or group is refused here,
+    when the constraint is parsed, so it is never logged."""
 
     kind: Literal["not_while"] = "not_while"
     active: Select
     forbidden: Select
     table: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,59}$")] | None = None
     groups: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+    active_groups: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+    @model_validator(mode="after")
+    def _known_groups(self) -> NotWhile:
+        # Imported here: the tables import the rule library, which may one day import this module.
+        from uac_kernel.constraints.knowledge import problem
+
+        if (why := problem(self.table, [*self.groups, *self.active_groups])) is not None:
+            raise ValueError(why)
+        return self
 
 
 Constraint = Annotated[
@@ -307,15 +326,15 @@ def parse_constraint(obj: Any, where: str = "constraint") -> Constraint:
     if isinstance(obj, _Base):
         obj = obj.model_dump(mode="json")
     if not isinstance(obj, dict):
-        raise ConstraintError(
-            f"{where}: a constraint is an object with a kind ({', '.join(KINDS)}) and its fields"
-        )
+        why = f"a constraint is an object with a kind ({', '.join(KINDS)}) and its fields"
+        raise ConstraintError(f"{where}: {why}", reason=why)
     try:
         return _ADAPTER.validate_python(obj)
     except ValidationError as exc:
         err = exc.errors()[0]
         at = ".".join(str(p) for p in err["loc"] if p not in KINDS) or "kind"
-        raise ConstraintError(f"{where}: {at}: {err['msg']}; see docs/constraints.md") from None
+        why = f"{err['msg']}; see docs/constraints.md"
+        raise ConstraintError(f"{where}: {at}: {why}", field=at, reason=why) from None
 
 
 def constraint_json(c: Constraint) -> dict[str, Any]:

@@ -281,6 +281,11 @@ class RuleRunner:
         self.rules[r.name] = r
         self.active.setdefault(r.name, {})
 
+    def remove(self, name: str) -> list[Alert]:
+        """Take rule ``name`` out of force; return the alerts it had standing (now cleared)."""
+        self.rules.pop(name, None)
+        return list(self.active.pop(name, {}).values())
+
     def standing(self) -> list[Alert]:
         order = {s: i for i, s in enumerate(SEVERITIES)}
         alerts = [a for per_rule in self.active.values() for a in per_rule.values()]

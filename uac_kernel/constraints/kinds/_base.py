@@ -10,10 +10,20 @@ from datetime import date, timedelta
 from uac_kernel.constraints.spec import Constraint, Moment, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
-from uac_kernel.rules.engine import Rule, RuleFunc
+from uac_kernel.rules.engine import Rule, RuleFunc, Severity
 from uac_kernel.rules.library._common import _day, _first_term, _get, _norm, _terms, _text
 
-__all__ = ["add_months", "make_rule", "matches", "moment", "select", "text_of", "watch"]
+__all__ = [
+    "add_months",
+    "lower",
+    "make_rule",
+    "matches",
+    "moment",
+    "moment_text",
+    "select",
+    "text_of",
+    "watch",
+]
 
 
 def text_of(rec: Record) -> str:
@@ -90,3 +100,24 @@ def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], c
         clock=clock,
         doc=c.title,
     )
+
+
+def lower(severity: Severity) -> Severity:
+    """One step below ``severity``, at least info: for what only nears a limit, or rests on a
+    guess (an unknown end date)."""
+    return "warning" if severity == "critical" else "info"
+
+
+def moment_text(m: Moment, rec: Record | None = None) -> str:
+    """Where the date ``m`` names for ``rec`` comes from, for a message: ``end 2025-07-15, +6
+    months``; ``2025-04-15`` for a fixed date; empty when there is none."""
+    field = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
+    base = f"{field} {_day(_get(rec, field))}" if field and rec is not None else m.date
+    if base is None:
+        return ""
+    shift = [
+        f"{n:+d} {unit}{'' if abs(n) == 1 else 's'}"
+        for n, unit in ((m.months, "month"), (m.days, "day"))
+        if n
+    ]
+    return f"{base}, {' '.join(shift)}" if shift else str(base)

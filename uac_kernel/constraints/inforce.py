@@ -1,0 +1,158 @@
+"""Constraints in force in a workbench: the rule each becomes, the keys new ones get, and the
+events that put them in force, change or retract them (the ``constraint`` events of
+docs/constraints.md "In the log")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from uac_kernel.constraints.compile import compile_constraint
+from uac_kernel.constraints.spec import Constraint, constraint_json, parse_constraint
+from uac_kernel.errors import ConstraintError, UacError
+from uac_kernel.fold import ConstraintVersion
+from uac_kernel.query import UserView
+from uac_kernel.rules.engine import Finding, Rule, RuleFunc
+
+__all__ = ["as_constraints", "constraint_events", "describe", "in_force_rule", "slug"]
+
+# A key made from a title: short enough to read in a table.
+SLUG_CHARS = 60
+
+
+def in_force_rule(cv: ConstraintVersion) -> Rule:
+    """The rule that checks ``cv`` in a workbench.
+
+    Its function is bound to the rule's own name: compiled rules of one kind share their inner
+    function's name, and a runner refuses two rules bound to one name. A constraint this uac
+    cannot compile (a kind a later version added) becomes a rule that fails, so it stands as a
+    ``rule_error`` alert that says why, instead of making the store unopenable.
+    """
+    try:
+        r = compile_constraint(cv.key, cv.constraint)
+    except (ImportError, UacError) as exc:
+        return _failing(cv, exc)
+    return Rule(
+        name=r.name,
+        func=_named(r.name, r.func),
+        watch=r.watch,
+        severity=r.severity,
+        category=r.category,
+        source=r.source,
+        clock=r.clock,
+        doc=r.doc,
+    )
+
+
+def _named(name: str, func: RuleFunc) -> RuleFunc:
+    def run(user: UserView) -> Iterable[Finding]:
+        return func(user)
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+def _failing(cv: ConstraintVersion, exc: BaseException) -> Rule:
+    from uac_kernel.constraints.compile import rule_name
+
+    name = rule_name(cv.key)
+    why = f"constraint {cv.key!r} ({cv.constraint.kind}) cannot be compiled: {exc}"
+
+    def run(user: UserView) -> Iterable[Finding]:
+        raise ConstraintError(f"{why}; retract it or upgrade uac")
+
+    run.__name__ = run.__qualname__ = name
+    # Read no type: it fails once when put in force, and its alert stands until it is retracted.
+    return Rule(name=name, func=run, watch=frozenset(), source=describe(cv), doc=why)
+
+
+def describe(cv: ConstraintVersion) -> str:
+    """``constraint 'key' (kind): title``, one line."""
+    return f"constraint {cv.key!r} ({cv.constraint.kind}): {cv.constraint.title}"
+
+
+def slug(title: str) -> str:
+    """A key made from a title: lower-case words joined by ``-`` (``constraint`` when none)."""
+    words = re.sub(r"[^a-z0-9]+", "-", title.casefold()).strip("-")
+    return words[:SLUG_CHARS].rstrip("-") or "constraint"
+
+
+def as_constraints(c: Any, where: str = "constraint") -> list[Constraint]:
+    """``c`` (a constraint model, a dict, or a list of them) as validated constraints."""
+    items = c if isinstance(c, (list, tuple)) else [c]
+    if not items:
+        raise ConstraintError(f"{where}: an empty list holds no constraint; give at least one")
+    return [
+        parse_constraint(item, f"{where} {i}" if len(items) > 1 else where)
+        for i, item in enumerate(items, 1)
+    ]
+
+
+def constraint_events(
+    items: Sequence[tuple[str | None, Constraint]],
+    in_force: dict[str, ConstraintVersion],
+    taken: Collection[str],
+    ts: datetime,
+    *,
+    seq: int,
+    source: str | None,
+    author: str | None,
+    derived_from: Sequence[str],
+    reason: str | None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The events that put ``items`` ((key or None, constraint)) in force, and their keys.
+
+    A key in force is updated, others added; no key: a slug of the title, made unique among
+    ``taken`` (every key ever used) and the batch. A constraint already in force as it is
+    (under its key, or, with no key, under any) needs no event: its key is returned alone.
+    Each event gets a source of its own (``source`` numbered when there are several), so one
+    logged at the same time as an earlier one of the same content is not taken for it.
+    """
+    events: list[dict[str, Any]] = []
+    keys: list[str] = []
+    used = set(taken)
+    for i, (key, c) in enumerate(items, 1):
+        body = constraint_json(c)
+        if key is None:
+            same = next(
+                (k for k, cv in in_force.items() if constraint_json(cv.constraint) == body), None
+            )
+            if same is not None:
+                keys.append(same)
+                continue
+            key = base = slug(c.title)
+            n = 1
+            while key in used:
+                n += 1
+                key = f"{base}-{n}"
+        elif key in in_force and constraint_json(in_force[key].constraint) == body:
+            keys.append(key)
+            continue
+        used.add(key)
+        keys.append(key)
+        ev: dict[str, Any] = {
+            "kind": "constraint",
+            "ts": ts.isoformat(),
+            "op": "update" if key in in_force else "add",
+            "key": key,
+            "constraint": body,
+            "source": _source(source, key, seq, i, len(items)),
+        }
+        if author is not None:
+            ev["author"] = author
+        if derived_from:
+            ev["derived_from"] = list(derived_from)
+        if reason is not None:
+            ev["reason"] = reason
+        events.append(ev)
+    return events, keys
+
+
+def _source(source: str | None, key: str, seq: int, i: int, n: int) -> str:
+    if source is None:
+        # The log position makes it unique: the same constraint put back after a retract at
+        # the same time is a new event, not one already logged.
+        return f"constraint:{key}@{seq}"
+    return source if n == 1 else f"{source}#{i}"

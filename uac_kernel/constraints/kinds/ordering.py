@@ -1,0 +1,305 @@
+"""``no_overlap`` and ``before``: commitments that collide, and one thing due before another.
+
+No overlap: each record's span runs from its first set ``start`` field to its first set ``end``
+field. A date covers its whole day (an end date, that day to its end); a date start with a
+``time`` field ("19:00", "7 pm") is that time; a date-time without an end is an instant, taken
+as its minute. A record's ``tz`` (or ``timezone``) field, an offset (``+09:00``, ``UTC-5``,
+``-0500``) or a zone name (``Asia/Tokyo``), places its times and dates in that zone; the log
+stores a time written with its own offset in UTC already, so such a record needs no ``tz``, and
+records without one are compared as given. Two spans collide when fewer than
+``buffer_minutes`` separate them. Cancelled or declined records (``status``, or a flag of that
+name) and records over before today are left out; the records are read through the date
+indexes and swept in start order, so the cost follows the records ahead, not every pair.
+
+Before: each ``then`` record not yet past, dated T, needs a ``first`` record dated by T minus
+``gap_days`` (an undated one counts: it exists, its date unknown). The alert opens
+``lead_days`` before that deadline, while none is logged, and is critical once the deadline
+has passed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from uac_kernel._display import plural
+from uac_kernel.constraints.kinds._base import make_rule, matches, select, watch
+from uac_kernel.constraints.spec import Before, NoOverlap, Select
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+from uac_kernel.rules.engine import Finding, Rule, RuleFunc
+from uac_kernel.rules.library._common import (
+    _after,
+    _before,
+    _date_fields,
+    _dated_from,
+    _day,
+    _first_day,
+    _flag,
+    _get,
+    _label,
+    _not_past,
+)
+from uac_kernel.rules.library.schedule import _clock_time
+
+__all__ = ["compile"]
+
+CANCELLED = ("cancelled", "canceled", "declined")
+TZ_FIELDS = ("tz", "timezone")
+INSTANT = timedelta(minutes=1)  # a time without an end holds its minute
+_OFFSET = re.compile(r"(?:utc|gmt)?\s*(?:([+-])\s*(\d{1,2})(?::?(\d{2}))?)?", re.IGNORECASE)
+_ZONE = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9_+-]+){1,2}")
+
+
+def compile(name: str, c: NoOverlap | Before) -> Rule:
+    if isinstance(c, NoOverlap):
+        return make_rule(name, c, _no_overlap(c), watch(c.a, c.b), clock=True)
+    return make_rule(name, c, _before_check(c), watch(c.first, c.then), clock=True)
+
+
+# -- no_overlap ---------------------------------------------------------------------------------
+
+
+def _cancelled(rec: Record) -> bool:
+    status = _get(rec, "status")
+    return _flag(rec, *CANCELLED) or (
+        isinstance(status, str) and status.strip().casefold() in CANCELLED
+    )
+
+
+def _zone(rec: Record) -> tuple[tzinfo, str] | None:
+    """The zone a record's ``tz`` field names, and the text; None when unset or unreadable."""
+    text = next((v for f in TZ_FIELDS if isinstance(v := _get(rec, f), str) and v.strip()), None)
+    if text is None:
+        return None
+    text = text.strip()
+    m = _OFFSET.fullmatch(text)
+    if m is not None or text.upper() == "Z":
+        if m is None or m.group(1) is None:
+            return UTC, text
+        hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+        if hours > 14 or minutes >= 60:
+            return None
+        sign = -1 if m.group(1) == "-" else 1
+        return timezone(sign * timedelta(hours=hours, minutes=minutes)), text
+    if _ZONE.fullmatch(text) is None:  # a zone name, never a path: data picks no file
+        return None
+    try:
+        return ZoneInfo(text), text
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def _utc(local: datetime, zone: tuple[tzinfo, str] | None) -> datetime:
+    if zone is None:
+        return local
+    try:
+        return local.replace(tzinfo=zone[0]).astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        return local
+
+
+def _shown(v: date) -> str:
+    if isinstance(v, datetime):
+        return v.strftime("%Y-%m-%d %H:%M")
+    return v.isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    rec: Record
+    start: datetime  # UTC when the record says its zone, else as given
+    end: datetime
+    when: str  # as the record gives it, for messages
+
+
+def _span(rec: Record, c: NoOverlap) -> _Span | None:
+    s = next((v for f in c.start if _day(v := _get(rec, f)) is not None), None)
+    if s is None:
+        return None
+    e = next((v for f in c.end if _day(v := _get(rec, f)) is not None), None)
+    zone = _zone(rec)
+    if not isinstance(s, datetime) and (at := _clock_time(_get(rec, "time"))) is not None:
+        s = datetime.combine(s, at)
+    start = s if isinstance(s, datetime) else datetime.combine(s, time())
+    if e is None:
+        end = start + (INSTANT if isinstance(s, datetime) else timedelta(days=1))
+        when = f"at {_shown(s)}" if isinstance(s, datetime) else f"on {_shown(s)}"
+    else:
+        end = e if isinstance(e, datetime) else datetime.combine(e + timedelta(days=1), time())
+        end = max(end, start + INSTANT)
+        when = f"from {_shown(s)} to {_shown(e)}"
+    if zone is not None:
+        when += f" ({zone[1]})"
+    return _Span(rec, _utc(start, zone), _utc(end, zone), when)
+
+
+def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
+    """Spans of the current records of ``sel`` not over before today (a day of slack for
+    zones), read through the start and end indexes."""
+    today = user.today
+    pool = None
+    if today is not None:
+        fields = _date_fields(user, sel.type, [*c.start, *c.end])
+        pool = _dated_from(user, sel.type, fields, _before(today, timedelta(days=1)))
+    cutoff = datetime.combine(_before(today, timedelta(days=1)), time()) if today else None
+    out = []
+    for rec in select(user, sel, pool):
+        if _cancelled(rec) or (span := _span(rec, c)) is None:
+            continue
+        if cutoff is None or span.end > cutoff:
+            out.append(span)
+    return out
+
+
+def _duration(td: timedelta) -> str:
+    minutes = int(td.total_seconds() // 60)
+    days, rest = divmod(minutes, 24 * 60)
+    hours, mins = divmod(rest, 60)
+    parts = [plural(n, unit) for n, unit in ((days, "day"), (hours, "hour"), (mins, "minute")) if n]
+    return " ".join(parts) or "0 minutes"
+
+
+def _no_overlap(c: NoOverlap) -> RuleFunc:
+    buffer = timedelta(minutes=c.buffer_minutes)
+
+    def check(user: UserView) -> Iterator[Finding]:
+        a = _spans(user, c.a, c)
+        b = a if c.b is None else _spans(user, c.b, c)
+        side = {(type(s.rec).__name__, s.rec.key): 0 for s in a}
+        if c.b is not None:
+            for s in b:
+                ident = (type(s.rec).__name__, s.rec.key)
+                side[ident] = 2 if ident in side else 1  # 0: a only, 1: b only, 2: both
+        spans = sorted(
+            {(type(s.rec).__name__, s.rec.key): s for s in [*a, *b]}.values(),
+            key=lambda s: (s.start, type(s.rec).__name__, s.rec.key),
+        )
+        for i, x in enumerate(spans):
+            for y in spans[i + 1 :]:
+                if y.start >= _after(x.end, buffer):
+                    break  # sorted by start: no later span comes closer
+                if c.b is not None and not _across(side, x, y):
+                    continue
+                yield _collision(c, x, y, buffer)
+
+    return check
+
+
+def _across(side: dict[tuple[str, str], int], x: _Span, y: _Span) -> bool:
+    """Whether one of ``x``, ``y`` is an ``a`` record and the other a ``b`` record."""
+    sx = side[(type(x.rec).__name__, x.rec.key)]
+    sy = side[(type(y.rec).__name__, y.rec.key)]
+    return sx == 2 or sy == 2 or sx != sy
+
+
+def _collision(c: NoOverlap, x: _Span, y: _Span, buffer: timedelta) -> Finding:
+    shared = min(x.end, y.end) - y.start
+    if shared > timedelta(0):
+        how = f"they overlap by {_duration(shared)}"
+    else:
+        how = f"only {_duration(-shared)} apart, {_duration(buffer)} needed between them"
+    return Finding(
+        message=(
+            f"{c.title}: {_label(x.rec)} {x.when} and {_label(y.rec)} {y.when}: {how}; "
+            "move or cancel one of them"
+        ),
+        evidence=(x.rec, y.rec),
+    )
+
+
+# -- before ---------------------------------------------------------------------------------------
+
+
+def _describe(s: Select) -> str:
+    parts = [s.type if s.key is None else f"{s.type} '{s.key}'"]
+    parts += [f"{k} {v}" for k, v in s.where.items()]
+    if s.mentions:
+        parts.append("mentioning " + " or ".join(s.mentions))
+    return " ".join(parts)
+
+
+def _earliest(user: UserView, c: Before) -> tuple[date | None, bool]:
+    """The earliest date of a (not cancelled) ``first`` record, and whether an undated one
+    exists. Read in date order through the indexes, stopping at each field's first match."""
+    fields = _date_fields(user, c.first.type, c.first_date)
+    if c.first.key is not None or not fields:
+        found = [r for r in select(user, c.first) if not _cancelled(r)]
+        dates = [d for r in found if (d := _first_day(r, c.first_date)) is not None]
+        return min(dates, default=None), len(dates) < len(found)
+    earliest: date | None = None
+    for f in fields:
+        rec = next(
+            (r for r in user.where(c.first.type, f) if matches(r, c.first) and not _cancelled(r)),
+            None,
+        )
+        d = _first_day(rec, c.first_date) if rec is not None else None
+        if d is not None and (earliest is None or d < earliest):
+            earliest = d
+    undated = any(
+        matches(r, c.first) and not _cancelled(r) and _first_day(r, c.first_date) is None
+        for r in user.unset(c.first.type, fields[0])
+    )
+    return earliest, undated
+
+
+def _before_check(c: Before) -> RuleFunc:
+    gap, lead = timedelta(days=c.gap_days), timedelta(days=c.lead_days)
+    need = _describe(c.first)
+
+    def check(user: UserView) -> Iterator[Finding]:
+        today = user.today
+        thens = []
+        for rec in select(user, c.then, _not_past(user, c.then.type, today, c.then_date)):
+            if not _cancelled(rec) and (when := _first_day(rec, c.then_date)) is not None:
+                thens.append((rec, when))
+        if not thens:
+            return
+        earliest, undated = _earliest(user, c)
+        if undated:
+            return
+        for rec, when in thens:
+            deadline = _before(when, gap)
+            if earliest is not None and earliest <= deadline:
+                continue
+            if today is not None and today < _before(deadline, lead):
+                continue
+            yield _missing(c, rec, when, deadline, today, need, earliest)
+
+    return check
+
+
+def _missing(
+    c: Before,
+    rec: Record,
+    when: date,
+    deadline: date,
+    today: date | None,
+    need: str,
+    earliest: date | None,
+) -> Finding:
+    late = f" (the first one logged, on {earliest}, is too late)" if earliest else ""
+    by = f"a {need} dated by {deadline}" + (
+        f", {plural(c.gap_days, 'day')} before it" if c.gap_days else ""
+    )
+    if today is not None and today > deadline:
+        return Finding(
+            message=(
+                f"{c.title}: {_label(rec)} on {when} needed {by}; the deadline passed "
+                f"{plural((today - deadline).days, 'day')} ago with none logged{late}; arrange "
+                f"it now or move {_label(rec)}"
+            ),
+            evidence=(rec,),
+            severity="critical",
+        )
+    left = f", {plural((deadline - today).days, 'day')} left" if today is not None else ""
+    return Finding(
+        message=(
+            f"{c.title}: {_label(rec)} on {when} needs {by}; none is logged{late}{left}; "
+            f"book or record it by {deadline}"
+        ),
+        evidence=(rec,),
+    )

@@ -1,0 +1,236 @@
+"""``projection``: a quantity that runs out before a date, or a balance that planned flows take
+below a threshold.
+
+Runs out: the subject's ``quantity`` counted on its ``as_of`` date (unset: the day its current
+version became valid, so a refill logged as an update restarts the count) falls by ``rate`` (or
+the product of the ``rate_fields``) per day, week (/7) or month (/30.44, a mean Gregorian
+month). The run-out date is the first day it is down to ``threshold``: ``as_of`` plus
+ceil((quantity - threshold) / daily rate) days; the days before it are covered. The alert comes
+when that day falls before ``until`` (a moment of the subject, or of each ``until_record`` not
+yet past), with units left today and the shortfall; once the day has come, one critical alert
+says it ran out. A zero rate never runs out.
+
+Balance: with ``flows``, the quantity at ``as_of`` takes each flow dated from ``as_of`` to
+``until`` (``flow_amount``: positive out, negative in, or in when ``inflow`` is true), a day at
+a time; the first day the balance ends below ``threshold`` is the alert, naming that day's
+flows (critical once that day has come).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import date, timedelta
+
+from uac_kernel._display import plural
+from uac_kernel.constraints.kinds._base import add_months, make_rule, moment, select, watch
+from uac_kernel.constraints.spec import Moment, Projection
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+from uac_kernel.rules.engine import Finding, Rule
+from uac_kernel.rules.library._common import (
+    _after,
+    _before,
+    _date_fields,
+    _dated_from,
+    _day,
+    _first_day,
+    _from_day,
+    _get,
+    _label,
+    _money,
+    _number,
+)
+
+__all__ = ["compile"]
+
+DAYS_PER = {"day": 1.0, "week": 7.0, "month": 365.2425 / 12}
+# Slack when reading until-records by index: add_months clamps a day to its month's length.
+MONTH_SLACK = timedelta(days=3)
+
+
+def _n(x: float) -> str:
+    return f"{x:,.2f}".rstrip("0").rstrip(".")
+
+
+def _as_of(rec: Record, c: Projection) -> date | None:
+    return _first_day(rec, c.as_of) or (_day(rec.valid_from) if rec.valid_from else None)
+
+
+def _daily(rec: Record, c: Projection) -> float | None:
+    """The amount used a day, or None when the record lacks a rate field."""
+    rate = c.rate
+    if rate is None:
+        rate = 1.0
+        for f in c.rate_fields:
+            v = _number(_get(rec, f))
+            if v is None or v < 0:
+                return None
+            rate *= v
+    return rate / DAYS_PER[c.per]
+
+
+def _which(m: Moment, rec: Record | None) -> str:
+    """How ``m`` was taken from ``rec``: ``Trip 'x' end``, ``the date``, with its shift."""
+    used = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
+    base = f"{_label(rec)} {used}" if used and rec is not None else "the date"
+    shift = [plural(abs(n), unit) for n, unit in ((m.months, "month"), (m.days, "day")) if n]
+    if not shift:
+        return base
+    sign = "plus" if (m.months or m.days) > 0 else "minus"
+    return f"{base} {sign} {' '.join(shift)}"
+
+
+def _untils(user: UserView, c: Projection, subject: Record) -> list[tuple[Record | None, date]]:
+    """The ``until`` dates to check for ``subject``: of each ``until_record`` not yet past (read
+    from the index, from about today back by the moment's shift), or of the subject itself."""
+    today = user.today
+    found: list[tuple[Record | None, date]] = []
+    if c.until_record is None:
+        if (d := moment(c.until, subject)) is not None:
+            found.append((None, d))
+    else:
+        since = None
+        if today is not None:
+            back = _before(today, timedelta(days=c.until.days))
+            since = _before(add_months(back, -c.until.months), MONTH_SLACK)
+        pool = _from_day(user, c.until_record.type, since, c.until.fields)
+        for r in select(user, c.until_record, pool):
+            if (d := moment(c.until, r)) is not None:
+                found.append((r, d))
+    return [(r, d) for r, d in found if today is None or d >= today]
+
+
+def compile(name: str, c: Projection) -> Rule:
+    check = _balance if c.flows is not None else _runs_out
+
+    def run(user: UserView) -> Iterator[Finding]:
+        for subject in select(user, c.subject):
+            yield from check(user, c, subject)
+
+    return make_rule(name, c, run, watch(c.subject, c.until_record, c.flows), clock=True)
+
+
+def _runs_out(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
+    q, as_of, daily = _number(_get(s, c.quantity)), _as_of(s, c), _daily(s, c)
+    if q is None or as_of is None or daily is None:
+        return
+    left = q - c.threshold
+    if left <= 0:
+        out: date | None = as_of
+    elif daily == 0:
+        out = None  # nothing is used: it never runs out
+    else:
+        # rounded first, so 0.3 / 0.1 is 3 days, not 4
+        out = _after(as_of, timedelta(days=math.ceil(round(left / daily, 9))))
+    what = f"{_n(q)} {c.quantity} on {as_of}, {_n(daily)} a day"
+    limit = f"down to {_n(c.threshold)}" if c.threshold else "none left"
+    today = user.today
+    if out is not None and today is not None and out <= today:
+        yield Finding(
+            message=(
+                f"{c.title}: {_label(s)} ran out on {out} ({limit}; {what}); "
+                f"refill or replace it now, or update {c.quantity} and as_of if there is more"
+            ),
+            evidence=(s,),
+            severity="critical",
+            about="ran out",
+        )
+        return
+    if out is None:
+        return
+    # One alert a subject: the first until it falls short of (refilling before the run-out
+    # day mends the later ones too); the later ones are counted in the message.
+    short_of = sorted(((d, u) for u, d in _untils(user, c, s) if out < d), key=lambda p: p[0])
+    if not short_of:
+        return
+    until, u = short_of[0]
+    used = daily * max(0, (today - as_of).days) if today is not None else 0.0
+    short = (until - out).days
+    later = f" (and {plural(len(short_of) - 1, 'later date')})" if len(short_of) > 1 else ""
+    yield Finding(
+        message=(
+            f"{c.title}: {_label(s)} runs out on {out} ({limit}; {what}, "
+            f"{_n(max(q - used, 0))} left today), before {_which(c.until, u or s)} on "
+            f"{until}{later}: {plural(short, 'day')} short, {_n(short * daily)} {c.quantity} "
+            f"more needed; refill before {out}"
+        ),
+        evidence=(s,) if u is None else (s, u),
+    )
+
+
+def _balance(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
+    flows_sel = c.flows
+    if flows_sel is None:
+        return
+    q, as_of = _number(_get(s, c.quantity)), _as_of(s, c)
+    if q is None or as_of is None:
+        return
+    untils = _untils(user, c, s)
+    if not untils:
+        return
+    last = max(d for _, d in untils)
+    fields = _date_fields(user, flows_sel.type, c.flow_date)
+    pool = _dated_from(user, flows_sel.type, fields, as_of) if fields else []
+    by_day: dict[date, list[tuple[Record, float]]] = defaultdict(list)
+    for f in select(user, flows_sel, pool):
+        day, amount = _first_day(f, c.flow_date), _number(_get(f, c.flow_amount))
+        if day is None or amount is None or not as_of <= day <= last:
+            continue
+        out = -abs(amount) if _get(f, "inflow") is True else amount
+        by_day[day].append((f, out))
+    yield from _first_drop(user, c, s, q, as_of, untils, by_day)
+
+
+def _first_drop(
+    user: UserView,
+    c: Projection,
+    s: Record,
+    q: float,
+    as_of: date,
+    untils: list[tuple[Record | None, date]],
+    by_day: dict[date, list[tuple[Record, float]]],
+) -> Iterator[Finding]:
+    """The first day the balance ends below the threshold by the last ``until``, checked
+    against the first ``until`` on or after it; nothing if it stays above."""
+    money = _money
+    balance, before, count = q, 0.0, 0
+    drop: tuple[date, list[tuple[Record, float]]] | None = (as_of, []) if q < c.threshold else None
+    for day in sorted(by_day):
+        if drop is not None:
+            break
+        flows = sorted(by_day[day], key=lambda p: (type(p[0]).__name__, p[0].key))
+        balance -= sum(out for _, out in flows)
+        if balance < c.threshold:
+            drop = (day, flows)
+        else:
+            before += sum(out for _, out in flows)
+            count += len(flows)
+    if drop is None:
+        return
+    day, flows = drop
+    ahead = [(u, d) for u, d in untils if d >= day]
+    if not ahead:
+        return  # the balance is counted from after every until date
+    u, until = min(ahead, key=lambda p: p[1])
+    today = user.today
+    named = ", ".join(
+        f"{_label(f)} {'-' if out >= 0 else '+'}{money(abs(out), s)}" for f, out in flows
+    )
+    earlier = (
+        f"; {plural(count, 'earlier flow')} net {'-' if before >= 0 else '+'}{money(abs(before), s)}"
+        if count
+        else ""
+    )
+    cause = f"after {named}" if flows else "already at the start"
+    by = _which(c.until, u or s)
+    yield Finding(
+        message=(
+            f"{c.title}: {_label(s)} falls to {money(balance, s)} on {day}, below "
+            f"{money(c.threshold, s)}, {cause} (from {money(q, s)} on {as_of}{earlier}; "
+            f"checked up to {by} on {until}); move money in or move a payment before {day}"
+        ),
+        evidence=(s, *(() if u is None else (u,)), *(f for f, _ in flows)),
+        severity="critical" if today is not None and day <= today else None,
+    )

@@ -1,0 +1,317 @@
+"""``window_limit``: a count, a sum or days present of the selected records in a window, against a
+limit (days in a country in any 180-day window, spend per month, contributions per tax year).
+
+What each current ``subject`` record adds (placed by its first set ``date`` field; one with none,
+or for ``sum`` without a number in ``amount`` (default ``amount``), adds nothing):
+
+- ``count``: 1 on its date; ``sum``: its amount on its date;
+- ``days``: every day from its date to its first set ``end`` field, both inclusive; a day covered
+  by several records counts once. A record with no end counts one day when its type has no end
+  field at all (a dated event). When its type has an end field this record leaves unset, it is a
+  stay whose end is not known yet: begun on or before today, it counts every day through today
+  (the log clock: that much presence the log does not contradict), and a breach that holds only
+  with those assumed days is reported one severity step lower, saying so; planned later, it
+  counts its first day. An end before the date counts the date alone.
+
+Windows: ``window_days`` rolling (every window of that many days that ends on a day some record
+covers, from today on: a window wholly in the past can no longer change, so its breach is not
+alerted), or a calendar ``period`` (``month``, ``year``; ``year_from`` ``MM-DD`` makes it a year
+starting on that day, e.g. ``04-06`` for the UK tax year; a 29 February start falls on 28
+February in other years), each period that ends today or later. Both may be given: both are
+checked. At most ten years ahead are looked at. Planned (future) records count.
+
+Alerts: over ``limit``, the constraint's severity; at ``warn_at`` x ``limit`` or more (a positive
+limit only), one step lower. A rolling alert is about the first window end where the limit
+breaks (or the warning level is reached) in a run of consecutive windows over it, so a new run
+after a quiet spell is a new alert; a calendar alert is about its period. The evidence is the
+records of that window; the message gives its dates, the total, the limit and the records.
+"""
+
+from __future__ import annotations
+
+import calendar
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+from itertools import accumulate
+
+from uac_kernel.constraints.kinds._base import lower, make_rule, select, watch
+from uac_kernel.constraints.spec import WindowLimit
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+from uac_kernel.rules.engine import Finding, Rule
+from uac_kernel.rules.library._common import (
+    _after,
+    _before,
+    _date_fields,
+    _first_day,
+    _from_day,
+    _get,
+    _label,
+    _number,
+)
+
+__all__ = ["HORIZON", "compile"]
+
+HORIZON = timedelta(days=3660)  # how far ahead windows are looked at
+DAY = timedelta(days=1)
+SHOWN = 8  # records named in a message; the rest are counted
+
+
+@dataclass(frozen=True)
+class _Item:
+    """What one record adds: ``value`` on each day of [``first``, ``last``] (one day for count
+    and sum); ``sure`` is the last day its own dates vouch for (``last`` may run on to today for a
+    stay with no end)."""
+
+    rec: Record
+    first: date
+    last: date
+    sure: date
+    value: float
+
+
+@dataclass(frozen=True)
+class _Total:
+    value: float
+    sure: float  # without the days assumed for stays with no end
+    items: list[_Item]
+
+
+def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> list[_Item]:
+    amount = c.amount or "amount"
+    has_end = bool(_date_fields(user, c.subject.type, c.end))
+    out: list[_Item] = []
+    for rec in recs:
+        first = _first_day(rec, c.date)
+        if first is None:
+            continue
+        if c.measure != "days":
+            value = 1.0 if c.measure == "count" else _number(_get(rec, amount))
+            if value is not None:
+                out.append(_Item(rec, first, first, first, value))
+            continue
+        end = _first_day(rec, c.end)
+        if end is not None:
+            out.append(_Item(rec, first, max(first, end), max(first, end), 1.0))
+        elif has_end and first <= today:
+            out.append(_Item(rec, first, today, first, 1.0))
+        else:
+            out.append(_Item(rec, first, first, first, 1.0))
+    return out
+
+
+def _total(c: WindowLimit, items: list[_Item], lo: date, hi: date) -> _Total:
+    """The total of [``lo``, ``hi``]: days counted once however many records cover them."""
+    inside = [i for i in items if i.first <= hi and i.last >= lo]
+    if c.measure != "days":
+        value = sum(i.value for i in inside)
+        return _Total(value, value, inside)
+    days: set[date] = set()
+    sure: set[date] = set()
+    for i in inside:
+        a, b = max(i.first, lo), min(i.last, hi)
+        days.update(a + timedelta(days=n) for n in range((b - a).days + 1))
+        if i.sure >= a:
+            s = min(i.sure, b)
+            sure.update(a + timedelta(days=n) for n in range((s - a).days + 1))
+    return _Total(float(len(days)), float(len(sure)), inside)
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:,.2f}"
+
+
+def _amount(c: WindowLimit, total: float) -> str:
+    """``91 days``, ``4 Payment records``, ``a total amount of 1,250.50``."""
+    if c.measure == "days":
+        return f"{_num(total)} days"
+    if c.measure == "count":
+        return f"{_num(total)} {c.subject.type} records"
+    return f"a total {c.amount or 'amount'} of {_num(total)}"
+
+
+def _listing(c: WindowLimit, items: list[_Item], today: date) -> str:
+    def one(i: _Item) -> str:
+        if c.measure == "days":
+            span = f"{i.first}" if i.first == i.last else f"{i.first} – {i.last}"
+            if i.last > i.sure:
+                span += f" (no end: counted through today, {today})"
+            return f"{_label(i.rec)} {span}"
+        if c.measure == "sum":
+            return f"{_label(i.rec)} {i.first}: {_num(i.value)}"
+        return f"{_label(i.rec)} {i.first}"
+
+    ordered = sorted(items, key=lambda i: (i.first, i.rec.key))
+    shown = "; ".join(one(i) for i in ordered[:SHOWN])
+    more = len(ordered) - SHOWN
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def _finding(
+    c: WindowLimit, where: str, total: _Total, today: date, about: str, peak: str = ""
+) -> Finding | None:
+    over = total.value > c.limit
+    warn_level = c.warn_at * c.limit if c.warn_at is not None and c.limit > 0 else None
+    if not over and (warn_level is None or total.value < warn_level):
+        return None
+    if over:
+        severity = c.severity if total.sure > c.limit else lower(c.severity)
+        state = f"over the limit of {_num(c.limit)}"
+        if total.sure <= c.limit:
+            state += (
+                f" only with the days assumed for stays with no end ({_num(total.sure)} without "
+                "them): set their end dates"
+            )
+        act = "Move, shorten or drop what is planned in it, or correct the records if wrong"
+    else:
+        severity = lower(c.severity)
+        share = round(100 * total.value / c.limit)
+        state = f"{share}% of the limit of {_num(c.limit)} (warning from {_num(warn_level or 0)})"
+        act = "Plan what is still to come in it with the limit in mind"
+    return Finding(
+        f"{c.title}: {_amount(c, total.value)} in {where}, {state}{peak}: "
+        f"{_listing(c, total.items, today)}. {act}.",
+        [i.rec for i in total.items],
+        severity=severity,
+        about=about,
+    )
+
+
+def _rolling(c: WindowLimit, w: int, items: list[_Item], today: date) -> Iterator[Finding]:
+    """The runs of consecutive window ends (days some record covers, from today on) whose
+    window is over the limit or at the warning level; one finding a run."""
+    span = timedelta(days=w - 1)
+    lo, hi = _before(today, span), _after(today, HORIZON)
+    by_day: dict[date, float] = {}
+    for i in items:
+        if c.measure != "days":
+            by_day[i.first] = by_day.get(i.first, 0.0) + i.value
+            continue
+        a, b = max(i.first, lo), min(i.last, hi)
+        by_day.update((a + timedelta(days=n), 1.0) for n in range((b - a).days + 1))
+    days = sorted(by_day)
+    sums = [0.0, *accumulate(by_day[d] for d in days)]
+    warn_level = c.warn_at * c.limit if c.warn_at is not None and c.limit > 0 else None
+    runs: list[list[tuple[date, float]]] = [[]]  # (window end, total), by runs of ends
+    for e in days[bisect_left(days, today) :]:
+        v = sums[bisect_right(days, e)] - sums[bisect_left(days, e - span)]
+        if v > c.limit or (warn_level is not None and v >= warn_level):
+            runs[-1].append((e, v))
+        elif runs[-1]:
+            runs.append([])
+    for run in runs:
+        if not run:
+            continue
+        breaking = [(e, v) for e, v in run if v > c.limit]
+        e1 = (breaking or run)[0][0]
+        pe, pv = max(run, key=lambda x: x[1])
+        peak = "" if pe == e1 else f"; it peaks at {_num(pv)} in {pe - span} – {pe}"
+        about = f"{'breaks' if breaking else 'nears the limit'} {e1}"
+        where = f"the {w}-day window {e1 - span} – {e1}"
+        f = _finding(c, where, _total(c, items, e1 - span, e1), today, about, peak)
+        if f is not None:
+            yield f
+
+
+def _year_start(year: int, month: int, day: int) -> date:
+    return date(year, month, min(day, calendar.monthrange(year, month)[1]))
+
+
+def _period(c: WindowLimit, d: date, anchor: tuple[int, int] | None) -> tuple[date, date, str]:
+    """The calendar period holding ``d``: its first and last day and its label."""
+    if anchor is not None:
+        m, dd = anchor
+        start = _year_start(d.year, m, dd)
+        if d < start:
+            start = _year_start(d.year - 1, m, dd)
+        end = _year_start(start.year + 1, m, dd) - DAY
+        return start, end, f"the year {start} – {end}"
+    if c.period == "month":
+        last = calendar.monthrange(d.year, d.month)[1]
+        return d.replace(day=1), d.replace(day=last), f"the month {d:%Y-%m}"
+    return date(d.year, 1, 1), date(d.year, 12, 31), f"the year {d.year}"
+
+
+def _anchor(c: WindowLimit) -> tuple[int, int] | None:
+    """``year_from`` as (month, day); None when there is none. Raises ValueError when it names
+    no day of the year."""
+    if c.year_from is None:
+        return None
+    m, dd = (int(x) for x in c.year_from.split("-"))
+    if not 1 <= m <= 12 or not 1 <= dd <= calendar.monthrange(2000, m)[1]:
+        raise ValueError(c.year_from)
+    return m, dd
+
+
+def _calendar(
+    c: WindowLimit, anchor: tuple[int, int] | None, items: list[_Item], today: date
+) -> Iterator[Finding]:
+    """One finding a period ending today or later whose total is over the limit or at the
+    warning level."""
+    horizon = _after(today, HORIZON)
+    periods: dict[date, tuple[date, str]] = {}
+    for i in items:
+        d = max(i.first, _period(c, today, anchor)[0])
+        while d <= min(i.last, horizon):
+            start, end, label = _period(c, d, anchor)
+            periods[start] = (end, label)
+            d = end + DAY
+    for start, (end, label) in sorted(periods.items()):
+        f = _finding(c, label, _total(c, items, start, end), today, f"period {start}")
+        if f is not None:
+            yield f
+
+
+def compile(name: str, c: WindowLimit) -> Rule:
+    """The rule that checks ``c``: see the module docstring."""
+
+    def check(user: UserView) -> Iterator[Finding]:
+        today = user.today
+        if today is None:
+            return
+        try:
+            anchor = _anchor(c)
+        except ValueError:
+            yield Finding(
+                f"{c.title}: year_from {c.year_from!r} is not a day of the year (MM-DD, such as "
+                "04-06); correct the constraint, nothing is checked until then.",
+                severity="warning",
+                about="unchecked",
+            )
+            return
+        calendar_too = c.period is not None or anchor is not None
+        if c.window_days is None and not calendar_too:
+            yield Finding(
+                f"{c.title}: this limit has neither window_days nor a period, so there is no "
+                "window to count in; give window_days (e.g. 180) or period (month, year).",
+                severity="warning",
+                about="unchecked",
+            )
+            return
+        # Only records that reach into a window not yet past matter: read those through the
+        # date indexes (plus, for days, stays with no end, which run on to today).
+        since = today
+        if c.window_days is not None:
+            since = _before(today, timedelta(days=c.window_days - 1))
+        if calendar_too:
+            since = min(since, _period(c, today, anchor)[0])
+        fields = [*c.date, *c.end] if c.measure == "days" else list(c.date)
+        among = _from_day(user, c.subject.type, since, fields)
+        ends = _date_fields(user, c.subject.type, c.end)
+        if c.measure == "days" and ends:
+            seen = {r.key for r in among}
+            among += [
+                r
+                for r in user.unset(c.subject.type, ends[0])
+                if r.key not in seen and all(_get(r, f) is None for f in ends[1:])
+            ]
+        items = _items(user, c, select(user, c.subject, among=among), today)
+        if c.window_days is not None:
+            yield from _rolling(c, c.window_days, items, today)
+        if calendar_too:
+            yield from _calendar(c, anchor, items, today)
+
+    check.__name__ = name
+    return make_rule(name, c, check, watch(c.subject), clock=True)
