@@ -71,7 +71,7 @@ from tqdm.auto import tqdm
 
 from uac_kernel import __version__
 from uac_kernel.constraints.spec import parse_constraint
-from uac_kernel.errors import UacError
+from uac_kernel.errors import ConstraintError, UacError
 from uac_kernel.events import KINDS as EVENT_KINDS
 from uac_kernel.extract import Extraction, FactOperation, FieldValue
 from uac_kernel.model import ModelSettings
@@ -191,7 +191,10 @@ class ConstraintOp(_Strict):
         elif self.constraint is None:
             raise ValueError(f"constraint {self.key}: an {self.op} needs the constraint")
         else:
-            parse_constraint(self.constraint, f"constraint {self.key}")
+            try:
+                parse_constraint(self.constraint, f"constraint {self.key}")
+            except ConstraintError as exc:  # as a validation error: the file's loader names where
+                raise ValueError(str(exc)) from exc
         return self
 
 
