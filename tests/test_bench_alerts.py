@@ -546,3 +546,29 @@ def test_extraction_path_depends_on_what_the_model_extracts(fixtures: list[Fixtu
         res = run([fx], model=settings, progress=False)
     (o,) = res.outcomes
     assert not o.caught and o.reason.startswith("rule silent at trigger")
+
+
+def test_with_a_model_line_b_counts_only_what_the_extraction_proposes(
+    fixtures: list[Fixture], tmp_path: Path
+) -> None:
+    fx = next(f for f in fixtures if f.id == "schedule_01")
+    path = tmp_path / "one.json"
+    path.write_text(
+        json.dumps(
+            {
+                "about": "one scenario",
+                "credit": "test",
+                "license": "Apache-2.0",
+                "scenarios": [fx.model_dump(mode="json")],
+            }
+        )
+    )
+    with ChatServer(scripted_extraction(fixtures)) as server:
+        settings = ModelSettings(model="scripted-extractor", base_url=server.base_url)
+        bench = run_all(["public"], model=settings, progress=False, paths={"public": path})
+    lib, plus = bench.results
+    assert lib.caught == lib.total == 1 and lib.mode == "extraction by scripted-extractor"
+    # this build's extraction answer carries no constraints: line b says so rather than
+    # repeating the scripted ones, which would not be the model's
+    assert not plus.outcomes and plus.note.startswith("not run with a model")
+    assert bench.report().rstrip("\n").splitlines()[-1] == lib.summary_line()

@@ -690,10 +690,10 @@ def _score(
     if trigger is None:
         o.reason = f"trigger session {fx.trigger_session} was not replayed"
         return o
-    o.early = [(s.session_id, a.rule) for s in o.sessions[:trigger] for a in s.raised if counts(a)]
-    o.late = [
-        (s.session_id, a.rule) for s in o.sessions[trigger + 1 :] for a in s.raised if counts(a)
-    ]
+    earlier = [(s.session_id, a) for s in o.sessions[:trigger] for a in s.raised if counts(a)]
+    later = [(s.session_id, a) for s in o.sessions[trigger + 1 :] for a in s.raised if counts(a)]
+    o.early = [(sid, a.rule) for sid, a in earlier]
+    o.late = [(sid, a.rule) for sid, a in later]
     hits = [a for a in o.sessions[trigger].raised if counts(a)]
     if hits:
         o.caught = True
@@ -706,10 +706,8 @@ def _score(
             f" ({', '.join(missing)} not shipped)" if missing else ""
         )
         return o
-    earlier = [(s.session_id, a) for s in o.sessions[:trigger] for a in s.raised if counts(a)]
     standing = {a.id for a in o.sessions[trigger].standing}
     early = [(sid, a) for sid, a in earlier if a.id in standing]
-    later = [(s.session_id, a) for s in o.sessions[trigger + 1 :] for a in s.raised if counts(a)]
     others = sorted({a.rule for a in o.sessions[trigger].raised})
     wanted = ", ".join(rules) or f"a {fx.category} constraint"
     if early:
