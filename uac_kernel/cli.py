@@ -552,8 +552,9 @@ def cmd_bench_alerts(args: argparse.Namespace) -> None:
     model = None
     if args.model or args.base_url:
         model = ModelSettings.resolve(model=args.model, base_url=args.base_url, spelled=MODEL_FLAGS)
-    result = alerts.run(model=model, out_dir=Path(args.out) if args.out else None)
-    print(result.report())
+    sets = ("public", "holdout") if args.set == "all" else (args.set,)
+    bench = alerts.run_all(sets, model=model, out_dir=Path(args.out) if args.out else None)
+    print(bench.report(), end="")
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> None:
@@ -903,7 +904,13 @@ def build_parser() -> argparse.ArgumentParser:
             "alerts", cmd_bench_alerts, "the 40 active-service scenarios: alerts raised in time?"
         )
     )
-    p.add_argument("--out", default=None, help="directory for the JSON and text results")
+    p.add_argument("--out", default="bench/results", help="directory for the JSON and text results")
+    p.add_argument(
+        "--set",
+        choices=("public", "holdout", "all"),
+        default="all",
+        help="the public 40, our held-out scenarios, or both (default)",
+    )
     p = model_options(
         add_bench(
             "locomo", cmd_bench_locomo, "LoCoMo through uac: extract, ask, score (needs a model)"
