@@ -72,8 +72,7 @@ from tqdm.auto import tqdm
 from uac_kernel import __version__
 from uac_kernel.constraints.spec import parse_constraint
 from uac_kernel.errors import ConstraintError, UacError
-from uac_kernel.events import KINDS as EVENT_KINDS
-from uac_kernel.extract import Extraction, FactOperation, FieldValue
+from uac_kernel.extract import ConstraintOperation, Extraction, FactOperation, FieldValue
 from uac_kernel.model import ModelSettings
 from uac_kernel.rules.engine import Alert
 from uac_kernel.workbench import Workbench
@@ -269,18 +268,13 @@ def constraint_events(fx: Fixture, session: Session) -> list[dict[str, Any]]:
     ]
 
 
-def constraint_events_supported() -> bool:
-    """Whether this build's log takes constraint events (they land in another piece of work)."""
-    return "constraint" in EVENT_KINDS
-
-
 _SOURCE = re.compile(r"\[(scenario:([^:\]\s]+):(\d+):\d+)\]")
 
 
 def scripted_extraction(fixtures: Iterable[Fixture]) -> Callable[[dict[str, Any]], str]:
     """A chat-completions responder (for ``uac_kernel.testing.ChatServer``) that answers an
-    extraction request with the fixture facts of the sessions whose turns it names: a stand-in
-    for a model that extracts exactly what the fixture says."""
+    extraction request with the fixture facts and scripted constraints of the sessions whose
+    turns it names: a stand-in for a model that extracts exactly what the fixture says."""
     by_session = {(fx.id, s.session_id): s for fx in fixtures for s in fx.sessions}
 
     def respond(body: dict[str, Any]) -> str:
@@ -301,7 +295,18 @@ def scripted_extraction(fixtures: Iterable[Fixture]) -> Callable[[dict[str, Any]
             if key in by_session
             for f in by_session[key].facts
         ]
-        return Extraction(operations=ops).model_dump_json()
+        proposed = [
+            ConstraintOperation(
+                op=c.op,
+                key=c.key,
+                constraint=None if c.constraint is None else json.dumps(c.constraint),
+                utterances=sources,
+            )
+            for key in sessions
+            if key in by_session
+            for c in by_session[key].constraints
+        ]
+        return Extraction(operations=ops, constraints=proposed).model_dump_json()
 
     return respond
 
@@ -773,15 +778,9 @@ def run(
     return result
 
 
-def _constraints_note(model: ModelSettings | None) -> tuple[bool, str]:
-    """Whether line b can run here, and its label (the ceiling) or why it cannot."""
-    if not constraint_events_supported():
-        return False, "not run: this build's log does not take constraint events yet"
-    if model is None:
-        return True, CEILING
-    if "constraints" not in Extraction.model_fields:
-        return False, "not run with a model: this build's extraction does not propose constraints"
-    return True, "the constraints the model's extraction proposed"
+def _constraints_note(model: ModelSettings | None) -> str:
+    """Line b's label: the scripted ceiling offline, the model's own proposals with one."""
+    return CEILING if model is None else "the constraints the model's extraction proposed"
 
 
 @dataclass
@@ -866,18 +865,17 @@ def run_all(
     """Both lines on each of ``sets`` (``public``, ``holdout``), one replay a scenario scored
     twice: constraint alerts are not seen on the library line, so it is the library alone."""
     files = {**SETS, **(paths or {})}
-    b, note = _constraints_note(model)
+    note = _constraints_note(model)
     results: list[AlertBenchResult] = []
     for name in sets:
         items = load_fixtures(files[name])
         lib: list[ScenarioOutcome] = []
         plus: list[ScenarioOutcome] = []
         for fx in tqdm(items, desc=name, unit="scenario", disable=not progress):
-            r = _replay_scenario(fx, model, constraints=b)
+            r = _replay_scenario(fx, model, constraints=True)
             lib.append(_score(fx, r.sessions, r.errors, shipped=r.shipped))
-            if b:
-                errs = r.errors + r.constraint_errors
-                plus.append(_score(fx, r.sessions, errs, constraints=True, shipped=r.shipped))
+            errs = r.errors + r.constraint_errors
+            plus.append(_score(fx, r.sessions, errs, constraints=True, shipped=r.shipped))
         results.append(AlertBenchResult(lib, mode=_mode(model), set=name))
         results.append(
             AlertBenchResult(plus, mode=_mode(model), line=CONSTRAINTS_LINE, set=name, note=note)
