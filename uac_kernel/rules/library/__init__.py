@@ -2,8 +2,9 @@
 
 Design material: the 40 scenarios of ``active_service_scenarios.json`` (Apache-2.0, © 2026 the
 "User as Code" authors, Bojie Li / Pine AI), from the paper "User as Code: Executable Memory for
-Personalized Agents". Its five categories are the categories here (plus ``contradiction``), and
-each rule is written to fire on the typed facts those stories produce, not on their wording.
+Personalized Agents". Its five categories are the categories here (plus ``contradiction``). No
+rule names or is tuned to a scenario: rules key on record shapes and the field conventions of
+``docs/rules.md``, and each cites the regulation, label or official guidance it applies.
 
 Every rule reads only the record types in its ``watch`` list (or, with ``watch=None``, only the
 types that carry the fields it needs), reads fields with ``_get(rec, field)``, skips a

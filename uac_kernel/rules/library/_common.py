@@ -17,10 +17,6 @@ from uac_kernel.records import Record
 
 _When = TypeVar("_When", date, datetime)
 
-SCENARIOS = (
-    "UaC active-service scenarios (active_service_scenarios.json, Apache-2.0, Bojie Li / Pine AI)"
-)
-
 
 # -- text matching ---------------------------------------------------------------------------
 # Text is compared as lowercase word tokens, naively singularised, padded with spaces, so a term

@@ -15,7 +15,6 @@ from uac_kernel.rules.library._common import (
     DEADLINE_FIELDS,
     DEADLINE_LEAD_DAYS,
     NOTICE_FIELDS,
-    SCENARIOS,
     SETTLED,
     _date_fields,
     _dated_from,
@@ -39,7 +38,10 @@ __all__ = ["deadline_approaching", "tax_filing_deadline"]
     clock=True,
     severity="warning",
     category="warranty_deadline_expiration",
-    source=f"{SCENARIOS}: deadline_01 – deadline_05, deadline_07, deadline_08",
+    source="FTC, Businessperson's Guide to Federal Warranty Law (Magnuson-Moss Warranty Act, 15 "
+    "U.S.C. 2301 ff.: a written warranty's duration bounds a claim); Restore Online Shoppers' "
+    "Confidence Act (15 U.S.C. 8403) and FTC Negative Option Rule (16 CFR 425) on automatic "
+    "renewals; Regulation Z, 12 CFR 1026.55 (promotional rates end on a stated date)",
 )
 def deadline_approaching(user: UserView) -> Iterator[Finding]:
     """Reads, on current records of any type, the date fields ``deadline``, ``due``, ``return_by``,
@@ -120,7 +122,7 @@ def _us_filing_due(tax_year: int, extended: bool) -> date:
     category="warranty_deadline_expiration",
     source="IRS, Instructions for Form 1040 and Publication 17 (individual returns are due April "
     "15 of the following year, or the next business day; Form 4868 extends filing to October "
-    f"15); {SCENARIOS}: deadline_02",
+    "15)",
 )
 def tax_filing_deadline(user: UserView) -> Iterator[Finding]:
     """Reads ``TaxReturn``/``TaxFiling``/``Taxes``/``Tax`` records with a whole-number

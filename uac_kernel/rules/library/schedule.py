@@ -16,7 +16,6 @@ from uac_kernel.rules.library._common import (
     MAX_ALL_DAY_COMMITMENT,
     MEAL_TYPES,
     NOT_COMMITMENTS,
-    SCENARIOS,
     STAYS,
     TRAVEL_PARTS,
     TRIP_TYPES,
@@ -295,7 +294,8 @@ def _maybe_running(user: UserView, t: str, now: datetime | None) -> list[Record]
     watch=None,
     severity="warning",
     category="scheduling_conflicts",
-    source=f"{SCENARIOS}: schedule_01 – schedule_08",
+    source="RFC 5545 (iCalendar), 3.6.1 and 3.8.2.2: an event occupies [DTSTART, DTEND), so "
+    "touching ends do not overlap; a one-day DATE event ends the next day",
 )
 def overlapping_commitments(user: UserView) -> Iterator[Finding]:
     """Reads ``start``/``end`` of current records of any type that has a ``start`` field, plus

@@ -16,7 +16,6 @@ from uac_kernel.rules.library._common import (
     CERTIFICATES,
     MIN_BLANK_PAGES,
     PASSPORT_MONTHS,
-    SCENARIOS,
     TRAVEL_DOCUMENTS,
     _before,
     _country,
@@ -136,8 +135,7 @@ def _passport_findings(
     severity="critical",
     category="travel_document_validity",
     source="U.S. Department of State, travel.state.gov country information (passport validity "
-    f"and blank pages; many countries require six months' validity); {SCENARIOS}: "
-    "travel_01, travel_04, travel_05",
+    "and blank pages; many countries require six months' validity)",
 )
 def passport_validity(user: UserView) -> Iterator[Finding]:
     """Reads current ``Trip`` (``start``, ``end``, ``country``, ``destination``, ``international``,
@@ -227,8 +225,8 @@ def _areas(trip: Record) -> set[str]:
     clock=True,
     severity="critical",
     category="travel_document_validity",
-    source="U.S. Department of State, travel.state.gov country information (visas); "
-    f"{SCENARIOS}: travel_03, travel_07",
+    source="U.S. Department of State, travel.state.gov country information (visas: validity "
+    "dates and number of entries)",
 )
 def visa_validity(user: UserView) -> Iterator[Finding]:
     """Reads current ``Visa`` records (``country``, ``starts``, ``expires``, ``entries``/
@@ -297,7 +295,7 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
     severity="critical",
     category="travel_document_validity",
     source="Schengen Borders Code (Regulation (EU) 2016/399), Article 6: at most 90 days in any "
-    f"180-day period; {SCENARIOS}: travel_08",
+    "180-day period",
 )
 def schengen_90_180(user: UserView) -> Iterator[Finding]:
     """Reads ``Trip`` records (``country``/``countries``, ``start``, ``end``; skips ``cancelled``
@@ -351,7 +349,9 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     clock=True,
     severity="critical",
     category="travel_document_validity",
-    source=f"{SCENARIOS}: deadline_06, travel_06, finance_04",
+    source="U.S. Department of State, travel.state.gov (documents must be valid for the whole "
+    "trip); WHO International Health Regulations (2005), Annex 6 (certificates of vaccination "
+    "valid for a stated period); insurers' policy terms (no cover outside the policy period)",
 )
 def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
     """Reads ``expires`` of current ``DriverLicense``, ``License``, ``IDCard``, ``Insurance``,
