@@ -1043,7 +1043,9 @@ def test_deadline_severity_by_days_left(tmp_path: Path) -> None:
         ],
     )
     alerts = {next(iter(keys(a))): a for a in fire(lib.deadline_approaching, view)}
-    assert set(alerts) == {"Warranty/fridge", "Purchase/espresso", "Task/taxes"}
+    assert set(alerts) == {"Warranty/fridge", "Purchase/espresso", "Task/taxes", "Task/past"}
+    assert alerts["Task/past"].severity == "critical"
+    assert "passed 2 days ago" in alerts["Task/past"].message
     assert (
         alerts["Warranty/fridge"].severity == "info"
         and "in 9 days" in alerts["Warranty/fridge"].message
@@ -1563,7 +1565,6 @@ def test_tax_return_near_misses(tmp_path: Path) -> None:
             add("2024-11-05", "TaxReturn", "ca", tax_year=2024, country="Canada"),
             add("2024-11-05", "TaxReturn", "own", tax_year=2024, due="2025-04-30"),
             add("2024-11-05", "TaxReturn", "ext", tax_year=2024, extension=True),
-            add("2024-11-05", "TaxReturn", "old", tax_year=2023),
             add("2024-11-05", "TaxReturn", "odd", tax_year=10**9, year="2024"),
             clock("2025-04-01"),
         ],
