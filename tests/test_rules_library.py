@@ -1867,3 +1867,234 @@ def test_indexed_rules_follow_updates_retracts_and_reopening(tmp_path: Path) -> 
     ]
     assert rules_of(wb) == []
     wb.close()
+
+
+# -- overdue, cancelled, gaps and unknown ends ------------------------------------------------
+
+
+def upd(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
+    return fact(ts, "update", type_, key, **fields)
+
+
+def test_overdue_obligation_escalates_under_one_id_until_done(tmp_path: Path) -> None:
+    store, st = Store(tmp_path / "u.duckdb"), State("u")
+
+    def append(events: list[dict[str, Any]]) -> None:
+        st.apply_all(store.append(plan_batch(st, parse_objects(events))))
+
+    append([add("2026-02-01", "Task", "permit", title="renew parking permit", due="2026-03-10")])
+    view, runner = UserView(st), RuleRunner([lib.deadline_approaching])
+    append([clock("2026-03-05")])
+    (warn,) = runner.run(view, None).raised
+    assert warn.severity == "warning" and "in 5 days" in warn.message
+    append([clock("2026-03-13")])
+    change = runner.run(view, set(), clock_moved=True)
+    (late,) = change.raised or change.updated
+    assert late.id == warn.id and late.severity == "critical" and change.cleared == []
+    assert "passed 3 days ago" in late.message and "overdue" in late.message
+    append([upd("2026-03-14", "Task", "permit", status="Done")])
+    assert fire(lib.deadline_approaching, view) == []
+
+
+def test_a_closed_window_is_not_overdue(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-01-04", "Purchase", "lamp", name="floor lamp", return_by="2026-02-03"),
+            add("2026-01-04", "Bill", "water", name="water bill", due="2026-02-01", paid=True),
+            clock("2026-02-09"),
+        ],
+    )
+    assert fire(lib.deadline_approaching, view) == []
+
+
+def test_overdue_tax_return_until_filed(tmp_path: Path) -> None:
+    events = [add("2022-09-01", "TaxReturn", "t22", tax_year=2022), clock("2023-05-02")]
+    alert = one(lib.tax_filing_deadline, build(tmp_path, events))
+    # 2023-04-15 is a Saturday and Emancipation Day is observed on Monday the 17th.
+    assert alert.severity == "critical" and "was due 2023-04-18, 14 days ago" in alert.message
+    assert "5% of the unpaid tax" in alert.message
+    (tmp_path / "filed").mkdir()
+    filed = [*events, upd("2023-05-03", "TaxReturn", "t22", status="filed")]
+    assert fire(lib.tax_filing_deadline, build(tmp_path / "filed", filed)) == []
+
+
+def test_cancelled_policy_covers_nothing(tmp_path: Path) -> None:
+    trip = add(
+        "2026-05-02", "Trip", "lisbon", destination="Lisbon", start="2026-06-11", end="2026-06-18"
+    )
+    for i, void in enumerate(({"status": "Cancelled"}, {"lapsed": True}, {"terminated": True})):
+        (tmp_path / str(i)).mkdir()
+        view = build(
+            tmp_path / str(i),
+            [
+                add(
+                    "2026-01-15", "TravelInsurance", "ti", provider="Allianz", expires="2027-01-14"
+                ),
+                trip,
+                upd("2026-05-20", "TravelInsurance", "ti", **void),
+            ],
+        )
+        alert = one(lib.document_expires_before_trip, view)
+        assert alert.severity == "critical", void
+        assert (
+            "covers nothing" in alert.message
+            and "on 8 days: 2026-06-11 – 2026-06-18" in alert.message
+        )
+
+
+def test_a_later_policy_does_not_mask_a_gap(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-08-01", "HealthInsurance", "old", provider="Aetna", expires="2026-07-31"),
+            add(
+                "2026-06-20",
+                "HealthInsurance",
+                "new",
+                provider="Cigna",
+                effective="2026-08-20",
+                expires="2027-08-19",
+            ),
+            add(
+                "2026-07-01",
+                "Trip",
+                "oslo",
+                destination="Oslo",
+                start="2026-07-25",
+                end="2026-08-22",
+            ),
+            clock("2026-07-02"),
+        ],
+    )
+    alerts = fire(lib.document_expires_before_trip, view)
+    gap = [a for a in alerts if "Trip/oslo" in keys(a)]
+    between = [a for a in alerts if "Trip/oslo" not in keys(a)]
+    assert len(gap) == 1 and gap[0].severity == "warning"
+    assert "on 19 days: 2026-08-01 – 2026-08-19" in gap[0].message
+    assert len(between) == 1 and keys(between[0]) == {"HealthInsurance/old", "HealthInsurance/new"}
+    assert "2026-08-01 – 2026-08-19 (19 days)" in between[0].message
+    (tmp_path / "dep").mkdir()
+    later = build(
+        tmp_path / "dep",
+        [
+            add("2025-08-01", "HealthInsurance", "old", expires="2026-07-31"),
+            add("2026-06-20", "HealthInsurance", "new", starts="2026-08-20", expires="2027-08-19"),
+            add(
+                "2026-07-01", "Trip", "t", destination="Quito", start="2026-08-10", end="2026-08-25"
+            ),
+        ],
+    )
+    (alert,) = [a for a in fire(lib.document_expires_before_trip, later) if "Trip/t" in keys(a)]
+    assert alert.severity == "critical" and "on 10 days: 2026-08-10 – 2026-08-19" in alert.message
+
+
+def test_continuous_policies_and_open_ended_documents_are_silent(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-08-01", "HealthInsurance", "a", expires="2026-07-31"),
+            add(
+                "2026-06-20",
+                "HealthInsurance",
+                "b",
+                effective_from="2026-08-01",
+                expires="2027-07-31",
+            ),
+            add("2025-03-01", "DriverLicense", "dl", number="D123"),
+            add(
+                "2026-07-01", "Trip", "t", destination="Perth", start="2026-07-25", end="2026-08-12"
+            ),
+        ],
+    )
+    assert fire(lib.document_expires_before_trip, view) == []
+
+
+def test_trip_without_an_end_is_not_a_one_day_trip(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2019-03-01", "Passport", "p", holder="me", expires="2026-11-20", country="USA"),
+            add(
+                "2026-08-01",
+                "Trip",
+                "peru",
+                destination="Cusco",
+                country="Peru",
+                start="2026-09-01",
+            ),
+        ],
+    )
+    alert = one(lib.passport_validity, view)
+    assert alert.severity == "critical" and "return date is not recorded" in alert.message
+    assert "at most 80 days after you come back" in alert.message
+    (tmp_path / "days").mkdir()
+    stated = build(
+        tmp_path / "days",
+        [
+            add("2019-03-01", "Passport", "p", expires="2026-09-10", country="USA"),
+            add(
+                "2026-08-01",
+                "Trip",
+                "t",
+                destination="Lima",
+                country="Peru",
+                start="2026-09-01",
+                days=14,
+            ),
+        ],
+    )
+    assert "during your trip" in one(lib.passport_validity, stated).message  # ends 09-14
+
+
+def test_visa_and_documents_with_an_unknown_return(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-05-01", "Visa", "v", country="India", expires="2026-10-30"),
+            add("2026-05-01", "DriverLicense", "dl", expires="2026-09-20"),
+            add("2026-08-01", "Trip", "t", destination="Pune", country="India", start="2026-09-01"),
+        ],
+    )
+    visa = one(lib.visa_validity, view)
+    assert visa.severity == "warning" and "no return date recorded" in visa.message
+    assert fire(lib.document_expires_before_trip, view) == []  # the first day is covered
+
+
+def test_schengen_with_an_unknown_return_and_a_stated_length(tmp_path: Path) -> None:
+    past = add("2026-03-01", "Trip", "it", country="Italy", start="2026-02-01", end="2026-03-31")
+    view = build(
+        tmp_path,
+        [
+            past,
+            add("2026-04-20", "Trip", "fr", country="France", start="2026-05-10"),
+            clock("2026-04-20"),
+        ],
+    )
+    alert = one(lib.schengen_90_180, view)
+    # 59 days used from Feb 1 to Mar 31; from May 10, 31 more keep the count at 90.
+    assert alert.severity == "warning" and "leave by 2026-06-09 (31 days at most)" in alert.message
+    (tmp_path / "stated").mkdir()
+    longer = add(
+        "2026-03-05", "Trip", "it", country="Italy", start="2026-02-05", end="2026-03-04", days=40
+    )
+    plan = add("2026-04-20", "Trip", "es", country="Spain", start="2026-06-01", end="2026-07-31")
+    alert = one(
+        lib.schengen_90_180, build(tmp_path / "stated", [longer, plan, clock("2026-04-20")])
+    )
+    # By dates 28 + 61 = 89 days; the stated 40 days make it 101.
+    assert alert.severity == "critical" and "to 101 days" in alert.message
+    assert "states 40 days, 12 days more" in alert.message and keys(alert) == {"Trip/it", "Trip/es"}
+
+
+def test_overlap_with_a_trip_of_unknown_end_checks_its_first_day(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-04-01", "Trip", "t", destination="Denver", start="2026-05-04"),
+            add("2026-04-01", "Appointment", "later", title="dentist", start="2026-05-06T09:00:00"),
+            add("2026-04-01", "Appointment", "same", title="physio", start="2026-05-04T15:00:00"),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert keys(alert) == {"Trip/t", "Appointment/same"} and "end not recorded" in alert.message

@@ -32,6 +32,7 @@ from uac_kernel.rules.library._common import (
     _split,
     _terms,
     _text,
+    _trip_end,
 )
 
 __all__ = ["overlapping_commitments"]
@@ -51,6 +52,7 @@ class _Span:
     rec: Record
     assumed_end: bool = False  # a meal without an end: MEAL_LENGTH assumed
     open_start: bool = False  # a date start (time unknown) with a timed end, e.g. a checkout
+    open_end: bool = False  # a trip with no end or length recorded: only its first day is known
 
     @property
     def type(self) -> str:
@@ -60,6 +62,8 @@ class _Span:
         if self.all_day:
             last = (self.end - timedelta(days=1)).date()
             first = self.start.date()
+            if self.open_end:
+                return f"from {first} (end not recorded: only the first day is checked)"
             return str(first) if last == first else f"{first} – {last}"
         if self.open_start:
             return f"{self.start.date()} – {self.end.strftime('%Y-%m-%d %H:%M')}"
@@ -96,11 +100,13 @@ def _span(rec: Record) -> _Span | None:
             if e <= start or (e - start > MAX_ALL_DAY_COMMITMENT and not long_ok):
                 return None
             return _Span(start, e, False, rec, open_start=True)
-        last = _day(e) or s
-        end = datetime.combine(last + timedelta(days=1), time())
+        # A trip's end may come from its stated length; an unknown one is not its first day,
+        # but that day is all that is known to be taken.
+        last = _trip_end(rec) if long_ok else _day(e)
+        end = datetime.combine((last or s) + timedelta(days=1), time())
         if end <= start or (end - start > MAX_ALL_DAY_COMMITMENT and not long_ok):
             return None
-        return _Span(start, end, True, rec)
+        return _Span(start, end, True, rec, open_end=long_ok and last is None)
     return None
 
 

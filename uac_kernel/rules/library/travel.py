@@ -443,7 +443,7 @@ def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
     """Reads current ``DriverLicense``, ``License``, ``IDCard``, ``Insurance``,
     ``HealthInsurance``, ``TravelInsurance``, ``HealthCertificate``, ``Certificate`` and
     ``Vaccination`` records: ``expires``, a start (``start``/``starts``/``effective``/
-    ``effective_date``/``valid_from``), ``renewed``/``replaced`` (coverage continues past
+    ``effective_date``/``effective_from``), ``renewed``/``replaced`` (coverage continues past
     ``expires``) and what voids one (``cancelled``/``lapsed``/``terminated``/``void``/``revoked``/
     ``suspended`` true, or such a ``status``); and coming trips (``start``, ``end`` or a stated
     length).
@@ -499,7 +499,7 @@ def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
                 )
 
 
-DOC_START = ("start", "starts", "effective", "effective_date", "valid_from", "begins")
+DOC_START = ("start", "starts", "effective", "effective_date", "effective_from", "begins")
 INSURANCE_TYPES = ("Insurance", "HealthInsurance", "TravelInsurance")
 
 
