@@ -2098,3 +2098,373 @@ def test_overlap_with_a_trip_of_unknown_end_checks_its_first_day(tmp_path: Path)
     )
     alert = one(lib.overlapping_commitments, view)
     assert keys(alert) == {"Trip/t", "Appointment/same"} and "end not recorded" in alert.message
+
+
+# -- medication supply ------------------------------------------------------------------------
+
+
+def test_supply_runs_out_before_refill_and_trip(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-03-02",
+                "Medication",
+                "levo",
+                name="levothyroxine",
+                pills_left=20,
+                times_per_day=1,
+                as_of="2026-03-02",
+                next_refill="2026-03-29",
+            ),
+            add(
+                "2026-03-02",
+                "Medication",
+                "metformin",
+                name="metformin",
+                quantity=84,
+                times_per_day=2,
+                pills_per_dose=1,
+            ),
+            add(
+                "2026-03-03",
+                "Trip",
+                "t",
+                destination="Nairobi",
+                start="2026-03-25",
+                end="2026-04-20",
+            ),
+            clock("2026-03-05"),
+        ],
+    )
+    alerts = fire(lib.medication_supply, view)
+    by = {
+        (next(k for k in keys(a) if k.startswith("Medication")), "Trip/t" in keys(a)): a
+        for a in alerts
+    }
+    refill = by[("Medication/levo", False)]
+    # 20 tablets from 2026-03-02 at 1 a day last through 03-21: 7 days short of the refill.
+    assert refill.severity == "warning" and "runs out on 2026-03-22" in refill.message
+    assert "7 days before its next refill on 2026-03-29" in refill.message
+    # metformin 84 at 2 a day from 03-02 (when stated) lasts 42 days: out 04-13, mid-trip.
+    trip = by[("Medication/metformin", True)]
+    assert "runs out on 2026-04-13" in trip.message and "while you are away" in trip.message
+    # The refill is due after departure, so levothyroxine runs short for the trip too.
+    assert "before you leave" in by[("Medication/levo", True)].message
+    assert len(alerts) == 3
+
+
+def test_supply_ran_out_and_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-01-10",
+                "Medication",
+                "ran",
+                name="sertraline",
+                count=30,
+                per_day=1,
+                as_of="2026-01-10",
+            ),
+            add(
+                "2026-01-10",
+                "Medication",
+                "prn",
+                name="albuterol",
+                count=2,
+                per_day=4,
+                as_needed=True,
+            ),
+            add(
+                "2026-01-10",
+                "Medication",
+                "stop",
+                name="lisinopril",
+                count=5,
+                per_day=1,
+                active=False,
+            ),
+            add("2026-01-10", "Medication", "plenty", name="atorvastatin", count=90, per_day=1),
+            add("2026-01-10", "Medication", "norate", name="aspirin", count=3),
+            clock("2026-02-15"),
+        ],
+    )
+    alert = one(lib.medication_supply, view)
+    assert keys(alert) == {"Medication/ran"} and alert.severity == "critical"
+    assert "ran out on 2026-02-09" in alert.message and "6 days ago" in alert.message
+
+
+# -- residence-day limits ---------------------------------------------------------------------
+
+
+def test_uk_statutory_residence_test(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Residence", "home", city="Toronto", country="Canada"),
+            add(
+                "2026-04-01",
+                "Trip",
+                "a",
+                destination="London",
+                country="UK",
+                start="2026-04-10",
+                end="2026-07-31",
+            ),
+            add(
+                "2026-04-01",
+                "Trip",
+                "b",
+                destination="Edinburgh",
+                country="United Kingdom",
+                start="2026-10-01",
+                end="2027-01-15",
+            ),
+            clock("2026-08-15"),
+        ],
+    )
+    alert = one(lib.residence_day_limits, view)
+    # Midnights: 112 (Apr 10 - Jul 30) + 106 (Oct 1 - Jan 14) = 218 in the tax year from 6 April.
+    assert keys(alert) == {"Trip/b"} and alert.severity == "warning"
+    assert "218 days in the UK tax year 2026-04-06 – 2027-04-05" in alert.message
+    assert "HMRC RDR3" in alert.message
+
+
+def test_us_substantial_presence_and_visa_waiver(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2020-01-01", "Passport", "p", country="Germany", expires="2031-01-01"),
+            add("2024-05-01", "Trip", "y1", country="USA", start="2024-05-01", end="2024-10-31"),
+            add(
+                "2025-05-01",
+                "Trip",
+                "y2",
+                country="United States",
+                start="2025-03-01",
+                end="2025-06-30",
+            ),
+            add("2026-01-05", "Trip", "y3", country="US", start="2026-02-01", end="2026-05-25"),
+            clock("2026-01-20"),
+        ],
+    )
+    alerts = {
+        a.message.split("against ")[1].split(" (")[0]: a
+        for a in fire(lib.residence_day_limits, view)
+    }
+    spt = alerts["the US substantial presence test"]
+    # 114 days in 2026 + 122/3 + 184/6 = 185.3 weighted days: 183 or more.
+    assert "114 days in 2026, 122 in 2025 and 184 in 2024" in spt.message
+    assert "185.3 weighted days" in spt.message and spt.severity == "warning"
+    vwp = alerts["the US Visa Waiver Program"]
+    assert "114 days in one visit" in vwp.message and len(alerts) == 2
+
+
+def test_stated_stay_limit_and_home_country(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Residence", "home", country="Canada"),
+            add("2025-01-01", "StayLimit", "th", country="Thailand", days=60, window_days=180),
+            add(
+                "2026-01-05",
+                "Trip",
+                "th1",
+                country="Thailand",
+                start="2026-01-10",
+                end="2026-02-08",
+            ),
+            add(
+                "2026-01-05",
+                "Trip",
+                "th2",
+                country="Thailand",
+                start="2026-04-01",
+                end="2026-05-05",
+            ),
+            add("2026-01-05", "Trip", "ca", country="Canada", start="2026-06-01", end="2026-12-31"),
+            clock("2026-01-06"),
+        ],
+    )
+    alert = one(lib.residence_day_limits, view)
+    assert keys(alert) == {"Trip/th2", "StayLimit/th"} and alert.severity == "critical"
+    assert "65 days in the 180 days 2025-11-07 – 2026-05-05" in alert.message
+
+
+# -- contributions and budgets ----------------------------------------------------------------
+
+
+def test_ira_and_hsa_contributions_over_the_limit(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2025-02-01",
+                "Contribution",
+                "r1",
+                account_type="Roth IRA",
+                amount=4000.0,
+                date="2025-02-01",
+            ),
+            add(
+                "2025-06-01",
+                "Contribution",
+                "r2",
+                account_type="traditional IRA",
+                amount=3500.0,
+                date="2025-06-01",
+            ),
+            add(
+                "2025-03-01",
+                "Deposit",
+                "h1",
+                account="HSA",
+                amount=4000.0,
+                date="2025-03-01",
+                coverage="family",
+            ),
+            add("2025-09-01", "Deposit", "h2", account="HSA", amount=4000.0, date="2025-09-01"),
+            add(
+                "2025-04-01",
+                "Contribution",
+                "k",
+                account_type="401(k)",
+                amount=1200.0,
+                date="2025-04-01",
+                employer=True,
+            ),
+            clock("2025-09-02"),
+        ],
+    )
+    alert = one(lib.annual_contribution_limit, view)
+    assert keys(alert) == {"Contribution/r2"}
+    assert "USD 7,500.00" in alert.message and "USD 500.00 over" in alert.message
+    assert "USD 7,000.00" in alert.message and "4973" in alert.message
+
+
+def test_isa_tax_year_and_a_year_missing_from_the_table(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2029-04-01",
+                "Contribution",
+                "old",
+                account_type="ISA",
+                amount=15000.0,
+                date="2029-04-01",
+            ),
+            add(
+                "2029-04-10",
+                "Contribution",
+                "a",
+                account_type="Stocks and Shares ISA",
+                amount=15000.0,
+                date="2029-04-10",
+            ),
+            add(
+                "2029-12-10",
+                "Contribution",
+                "b",
+                account_type="cash ISA",
+                amount=6000.0,
+                date="2029-12-10",
+            ),
+            clock("2029-12-11"),
+        ],
+    )
+    alert = one(lib.annual_contribution_limit, view)
+    assert keys(alert) == {"Contribution/b"} and "tax year 2029-30" in alert.message
+    assert "GBP 21,000.00" in alert.message and "the 2026 limit" in alert.message
+
+
+def test_monthly_budget_exceeded(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-02-01", "Budget", "food", category="dining", limit=300.0, per="month"),
+            add("2026-02-20", "Expense", "e0", category="dining", amount=280.0, date="2026-02-20"),
+            add("2026-03-02", "Expense", "e1", category="dining", amount=180.0, date="2026-03-02"),
+            add("2026-03-09", "Expense", "e2", category="dining", amount=150.0, date="2026-03-09"),
+            add(
+                "2026-03-10", "Expense", "g", category="groceries", amount=400.0, date="2026-03-10"
+            ),
+            clock("2026-03-12"),
+        ],
+    )
+    alert = one(lib.budget_exceeded, view)
+    assert keys(alert) == {"Budget/food", "Expense/e2"}
+    assert "330.00" in alert.message and "30.00 over the 300.00 limit" in alert.message
+
+
+# -- balances projected -----------------------------------------------------------------------
+
+
+def test_balance_falls_below_zero_and_minimum(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-05-01",
+                "Account",
+                "chk",
+                name="joint checking",
+                balance=3200.0,
+                balance_as_of="2026-05-01",
+                min_balance=500.0,
+            ),
+            add("2026-05-01", "Bill", "rent", name="rent", amount=2100.0, due="2026-05-05"),
+            add("2026-05-01", "Payment", "car", name="car repair", amount=900.0, date="2026-05-08"),
+            add(
+                "2026-05-01",
+                "Income",
+                "pay",
+                name="salary",
+                amount=2600.0,
+                next_date="2026-05-15",
+                frequency="monthly",
+            ),
+            add(
+                "2026-05-01",
+                "Payment",
+                "done",
+                name="old",
+                amount=5000.0,
+                date="2026-05-03",
+                paid=True,
+            ),
+            clock("2026-05-02"),
+        ],
+    )
+    alert = one(lib.balance_projection, view)
+    # 3,200 - 2,100 = 1,100 on 05-05 (above 500); - 900 = 200 on 05-08: 300 below the minimum.
+    assert alert.severity == "warning" and "falls to 200.00 on 2026-05-08" in alert.message
+    assert "below the minimum 500.00 by 300.00" in alert.message
+    assert keys(alert) == {"Account/chk", "Bill/rent", "Payment/car"}
+    (tmp_path / "neg").mkdir()
+    neg = build(
+        tmp_path / "neg",
+        [
+            add("2026-05-01", "Account", "chk", balance=800.0),
+            add("2026-05-01", "Transfer", "t", amount=1000.0, date="2026-05-20", account="chk"),
+            clock("2026-05-02"),
+        ],
+    )
+    alert = one(lib.balance_projection, neg)
+    assert alert.severity == "critical" and "below zero by 200.00" in alert.message
+
+
+def test_unknown_bill_amounts_are_said_not_guessed(tmp_path: Path) -> None:
+    events = [
+        add("2026-09-03", "Account", "sav", name="savings", balance=1800.0),
+        add("2026-09-03", "Income", "pay", name="stipend", next_date="2026-09-30"),
+        add("2026-09-03", "Bill", "power", name="electricity", paid=False),
+    ]
+    assert fire(lib.balance_projection, build(tmp_path, events)) == []  # nothing planned
+    (tmp_path / "gift").mkdir()
+    plan = add("2026-09-10", "Purchase", "bike", item="e-bike", amount=1400.0, date="2026-09-12")
+    alert = one(lib.balance_projection, build(tmp_path / "gift", [*events, plan]))
+    assert alert.severity == "warning" and "comes down to 400.00 on 2026-09-12" in alert.message
+    assert "1 unpaid bill(s) before the next income on 2026-09-30" in alert.message
+    assert "cannot be known" in alert.message
