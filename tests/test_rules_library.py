@@ -2468,3 +2468,40 @@ def test_unknown_bill_amounts_are_said_not_guessed(tmp_path: Path) -> None:
     assert alert.severity == "warning" and "comes down to 400.00 on 2026-09-12" in alert.message
     assert "1 unpaid bill(s) before the next income on 2026-09-30" in alert.message
     assert "cannot be known" in alert.message
+
+
+@pytest.mark.parametrize(
+    "value", ["??", 0, -1, 10**12, 1e308, True, "9999-12-31", "0001-01-01", "1000-01-02"]
+)
+def test_supply_stay_limit_and_money_rules_survive_odd_values(tmp_path: Path, value: Any) -> None:
+    fields = [
+        "quantity",
+        "times_per_day",
+        "pills_per_dose",
+        "as_of",
+        "next_refill",
+        "days",
+        "nights",
+        "window_days",
+        "balance",
+        "balance_as_of",
+        "min_balance",
+        "horizon_days",
+        "amount",
+        "limit",
+        "tax_year",
+        "next_date",
+        "due",
+        "date",
+        "start",
+        "end",
+    ]
+    text = {"country": "UK", "account_type": "IRA", "per": "month", "frequency": "monthly"}
+    types = ["Medication", "Trip", "StayLimit", "Contribution", "Budget", "Account", "Income"]
+    types += ["Bill", "Expense", "TravelInsurance"]
+    events = [clock("2026-01-01")]
+    events += [add("2026-01-01", t, "odd", **dict.fromkeys(fields, value), **text) for t in types]
+    view = build(tmp_path, events)
+    runner = RuleRunner(lib.LIBRARY)
+    runner.run(view, None)
+    assert not [a for a in runner.standing() if a.category == "rule_error"]
