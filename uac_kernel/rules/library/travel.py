@@ -159,7 +159,8 @@ def _passport_findings(
     "and blank pages; many countries require six months' validity)",
 )
 def passport_validity(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Trip`` (``start``, ``end``, ``country``, ``destination``, ``international``,
+    """Reads current ``Trip`` (``start``, ``end`` or a stated ``days``/``nights``, ``country``,
+    ``destination``, ``international``,
     traveller names in ``traveller(s)``/``companions``; skips ``cancelled`` and ended trips),
     ``Passport`` (``holder``, ``expires``, ``blank_pages``, ``country``/``nationality``) and
     ``Residence.country``.
@@ -172,9 +173,11 @@ def passport_validity(user: UserView) -> Iterator[Finding]:
     the return; critical if it has fewer than 2 ``blank_pages``. A trip to the passport's own
     country (``country``/``nationality``) is checked only for expiry before its end (its
     citizens need no remaining validity or pages to enter), and not at all if the user also
-    lives there (domestic). A named traveller with no passport in that name but one with the
-    same first name and another surname: critical. A trip's alerts clear once it has ended
-    (the rule re-runs as the log's clock moves).
+    lives there (domestic). A trip with no end recorded is checked against its departure: the
+    validity left after the return is at most that left after departure (critical under 90 days,
+    warning under 183), and the message says the return date is unknown. A named traveller with
+    no passport in that name but one with the same first name and another surname: critical. A
+    trip's alerts clear once it has ended (the rule re-runs as the log's clock moves).
     """
     residence = _countries(*(_get(r, "country") for r in user.all("Residence")))
     home = residence | _countries(
@@ -256,7 +259,9 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
 
     For each coming trip to a visa's country flags (critical): the visa ``starts`` after the trip
     starts; it ``expires`` before the trip ends; it is single-entry and already ``used``, or an
-    earlier trip to the same country began within its validity.
+    earlier trip to the same country began within its validity. A trip with no end recorded
+    (no ``end``, ``days`` or ``nights``): a visa expiring before arrival is critical, one
+    expiring later a warning naming the date to leave by.
     """
     visas: dict[str, list[Record]] = defaultdict(list)
     for v in user.all("Visa"):
