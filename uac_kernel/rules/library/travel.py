@@ -478,7 +478,7 @@ def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
             at_start = gaps[0][0] == start
             n = sum((hi - lo).days + 1 for lo, hi in gaps)
             where = ", ".join(f"{lo}" if lo == hi else f"{lo} – {hi}" for lo, hi in gaps)
-            unknown = "" if end else " (days after the first cannot be checked until it is)"
+            unknown = "" if end else "; later days cannot be checked without a return date"
             yield Finding(
                 f"No {t} in force covers {_label(trip)} ({_span_text(start, end)}) on "
                 f"{_days(n)}: {where}{unknown}. {_describe(docs, start)} Renew or replace it before "
