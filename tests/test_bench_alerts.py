@@ -53,10 +53,9 @@ CATEGORIES = {
     "warranty_deadline_expiration",
 }
 # The numbers of the offline run: a change in a rule or the fixture that moves them shows here.
-CAUGHT, SEVERITY_MATCHED = 35, 27
+CAUGHT, SEVERITY_MATCHED = 36, 28
 MISSES = {
     "travel_02": "no rule for transit_visa_required",
-    "travel_08": "rule silent at trigger: schengen_90_180",
     "health_05": "no rule for dosage_exceeds_weight_guideline",
     "finance_08": "no rule for cash_flow_risk",
     "deadline_08": "rule silent at trigger: deadline_approaching",
@@ -236,7 +235,7 @@ def test_summary_line_and_report(result: AlertBenchResult) -> None:
     assert SUMMARY.match(line)
     report = result.report()
     assert report.rstrip("\n").splitlines()[-1] == line
-    assert "travel_document_validity" in report and "misses (5)" in report
+    assert "travel_document_validity" in report and f"misses ({len(MISSES)})" in report
     for i, why in MISSES.items():
         assert f"  {i}: {why}" in report
 

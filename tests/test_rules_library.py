@@ -1043,7 +1043,9 @@ def test_deadline_severity_by_days_left(tmp_path: Path) -> None:
         ],
     )
     alerts = {next(iter(keys(a))): a for a in fire(lib.deadline_approaching, view)}
-    assert set(alerts) == {"Warranty/fridge", "Purchase/espresso", "Task/taxes"}
+    assert set(alerts) == {"Warranty/fridge", "Purchase/espresso", "Task/taxes", "Task/past"}
+    assert alerts["Task/past"].severity == "critical"
+    assert "passed 2 days ago" in alerts["Task/past"].message
     assert (
         alerts["Warranty/fridge"].severity == "info"
         and "in 9 days" in alerts["Warranty/fridge"].message
@@ -1563,7 +1565,6 @@ def test_tax_return_near_misses(tmp_path: Path) -> None:
             add("2024-11-05", "TaxReturn", "ca", tax_year=2024, country="Canada"),
             add("2024-11-05", "TaxReturn", "own", tax_year=2024, due="2025-04-30"),
             add("2024-11-05", "TaxReturn", "ext", tax_year=2024, extension=True),
-            add("2024-11-05", "TaxReturn", "old", tax_year=2023),
             add("2024-11-05", "TaxReturn", "odd", tax_year=10**9, year="2024"),
             clock("2025-04-01"),
         ],
@@ -1866,3 +1867,641 @@ def test_indexed_rules_follow_updates_retracts_and_reopening(tmp_path: Path) -> 
     ]
     assert rules_of(wb) == []
     wb.close()
+
+
+# -- overdue, cancelled, gaps and unknown ends ------------------------------------------------
+
+
+def upd(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
+    return fact(ts, "update", type_, key, **fields)
+
+
+def test_overdue_obligation_escalates_under_one_id_until_done(tmp_path: Path) -> None:
+    store, st = Store(tmp_path / "u.duckdb"), State("u")
+
+    def append(events: list[dict[str, Any]]) -> None:
+        st.apply_all(store.append(plan_batch(st, parse_objects(events))))
+
+    append([add("2026-02-01", "Task", "permit", title="renew parking permit", due="2026-03-10")])
+    view, runner = UserView(st), RuleRunner([lib.deadline_approaching])
+    append([clock("2026-03-05")])
+    (warn,) = runner.run(view, None).raised
+    assert warn.severity == "warning" and "in 5 days" in warn.message
+    append([clock("2026-03-13")])
+    change = runner.run(view, set(), clock_moved=True)
+    (late,) = change.raised or change.updated
+    assert late.id == warn.id and late.severity == "critical" and change.cleared == []
+    assert "passed 3 days ago" in late.message and "overdue" in late.message
+    append([upd("2026-03-14", "Task", "permit", status="Done")])
+    assert fire(lib.deadline_approaching, view) == []
+
+
+def test_a_closed_window_is_not_overdue(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-01-04", "Purchase", "lamp", name="floor lamp", return_by="2026-02-03"),
+            add("2026-01-04", "Bill", "water", name="water bill", due="2026-02-01", paid=True),
+            clock("2026-02-09"),
+        ],
+    )
+    assert fire(lib.deadline_approaching, view) == []
+
+
+def test_overdue_tax_return_until_filed(tmp_path: Path) -> None:
+    events = [add("2022-09-01", "TaxReturn", "t22", tax_year=2022), clock("2023-05-02")]
+    alert = one(lib.tax_filing_deadline, build(tmp_path, events))
+    # 2023-04-15 is a Saturday and Emancipation Day is observed on Monday the 17th.
+    assert alert.severity == "critical" and "was due 2023-04-18, 14 days ago" in alert.message
+    assert "5% of the unpaid tax" in alert.message
+    (tmp_path / "filed").mkdir()
+    filed = [*events, upd("2023-05-03", "TaxReturn", "t22", status="filed")]
+    assert fire(lib.tax_filing_deadline, build(tmp_path / "filed", filed)) == []
+
+
+def test_cancelled_policy_covers_nothing(tmp_path: Path) -> None:
+    trip = add(
+        "2026-05-02", "Trip", "lisbon", destination="Lisbon", start="2026-06-11", end="2026-06-18"
+    )
+    for i, void in enumerate(({"status": "Cancelled"}, {"lapsed": True}, {"terminated": True})):
+        (tmp_path / str(i)).mkdir()
+        view = build(
+            tmp_path / str(i),
+            [
+                add(
+                    "2026-01-15", "TravelInsurance", "ti", provider="Allianz", expires="2027-01-14"
+                ),
+                trip,
+                upd("2026-05-20", "TravelInsurance", "ti", **void),
+            ],
+        )
+        alert = one(lib.document_expires_before_trip, view)
+        assert alert.severity == "critical", void
+        assert (
+            "covers nothing" in alert.message
+            and "on 8 days: 2026-06-11 – 2026-06-18" in alert.message
+        )
+
+
+def test_a_later_policy_does_not_mask_a_gap(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-08-01", "HealthInsurance", "old", provider="Aetna", expires="2026-07-31"),
+            add(
+                "2026-06-20",
+                "HealthInsurance",
+                "new",
+                provider="Cigna",
+                effective="2026-08-20",
+                expires="2027-08-19",
+            ),
+            add(
+                "2026-07-01",
+                "Trip",
+                "oslo",
+                destination="Oslo",
+                start="2026-07-25",
+                end="2026-08-22",
+            ),
+            clock("2026-07-02"),
+        ],
+    )
+    alerts = fire(lib.document_expires_before_trip, view)
+    gap = [a for a in alerts if "Trip/oslo" in keys(a)]
+    between = [a for a in alerts if "Trip/oslo" not in keys(a)]
+    assert len(gap) == 1 and gap[0].severity == "warning"
+    assert "on 19 days: 2026-08-01 – 2026-08-19" in gap[0].message
+    assert len(between) == 1 and keys(between[0]) == {"HealthInsurance/old", "HealthInsurance/new"}
+    assert "2026-08-01 – 2026-08-19 (19 days)" in between[0].message
+    (tmp_path / "dep").mkdir()
+    later = build(
+        tmp_path / "dep",
+        [
+            add("2025-08-01", "HealthInsurance", "old", expires="2026-07-31"),
+            add("2026-06-20", "HealthInsurance", "new", starts="2026-08-20", expires="2027-08-19"),
+            add(
+                "2026-07-01", "Trip", "t", destination="Quito", start="2026-08-10", end="2026-08-25"
+            ),
+        ],
+    )
+    (alert,) = [a for a in fire(lib.document_expires_before_trip, later) if "Trip/t" in keys(a)]
+    assert alert.severity == "critical" and "on 10 days: 2026-08-10 – 2026-08-19" in alert.message
+
+
+def test_continuous_policies_and_open_ended_documents_are_silent(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-08-01", "HealthInsurance", "a", expires="2026-07-31"),
+            add(
+                "2026-06-20",
+                "HealthInsurance",
+                "b",
+                effective_from="2026-08-01",
+                expires="2027-07-31",
+            ),
+            add("2025-03-01", "DriverLicense", "dl", number="D123"),
+            add(
+                "2026-07-01", "Trip", "t", destination="Perth", start="2026-07-25", end="2026-08-12"
+            ),
+        ],
+    )
+    assert fire(lib.document_expires_before_trip, view) == []
+
+
+def test_trip_without_an_end_is_not_a_one_day_trip(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2019-03-01", "Passport", "p", holder="me", expires="2026-11-20", country="USA"),
+            add(
+                "2026-08-01",
+                "Trip",
+                "peru",
+                destination="Cusco",
+                country="Peru",
+                start="2026-09-01",
+            ),
+        ],
+    )
+    alert = one(lib.passport_validity, view)
+    assert alert.severity == "critical" and "return date is not recorded" in alert.message
+    assert "at most 80 days after you come back" in alert.message
+    (tmp_path / "days").mkdir()
+    stated = build(
+        tmp_path / "days",
+        [
+            add("2019-03-01", "Passport", "p", expires="2026-09-10", country="USA"),
+            add(
+                "2026-08-01",
+                "Trip",
+                "t",
+                destination="Lima",
+                country="Peru",
+                start="2026-09-01",
+                days=14,
+            ),
+        ],
+    )
+    assert "during your trip" in one(lib.passport_validity, stated).message  # ends 09-14
+
+
+def test_visa_and_documents_with_an_unknown_return(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-05-01", "Visa", "v", country="India", expires="2026-10-30"),
+            add("2026-05-01", "DriverLicense", "dl", expires="2026-09-20"),
+            add("2026-08-01", "Trip", "t", destination="Pune", country="India", start="2026-09-01"),
+        ],
+    )
+    visa = one(lib.visa_validity, view)
+    assert visa.severity == "warning" and "no return date recorded" in visa.message
+    assert fire(lib.document_expires_before_trip, view) == []  # the first day is covered
+
+
+def test_schengen_with_an_unknown_return_and_a_stated_length(tmp_path: Path) -> None:
+    past = add("2026-03-01", "Trip", "it", country="Italy", start="2026-02-01", end="2026-03-31")
+    view = build(
+        tmp_path,
+        [
+            past,
+            add("2026-04-20", "Trip", "fr", country="France", start="2026-05-10"),
+            clock("2026-04-20"),
+        ],
+    )
+    alert = one(lib.schengen_90_180, view)
+    # 59 days used from Feb 1 to Mar 31; from May 10, 31 more keep the count at 90.
+    assert alert.severity == "warning" and "leave by 2026-06-09 (31 days at most)" in alert.message
+    (tmp_path / "stated").mkdir()
+    longer = add(
+        "2026-03-05", "Trip", "it", country="Italy", start="2026-02-05", end="2026-03-04", days=40
+    )
+    plan = add("2026-04-20", "Trip", "es", country="Spain", start="2026-06-01", end="2026-07-31")
+    alert = one(
+        lib.schengen_90_180, build(tmp_path / "stated", [longer, plan, clock("2026-04-20")])
+    )
+    # By dates 28 + 61 = 89 days; the stated 40 days make it 101.
+    assert alert.severity == "critical" and "to 101 days" in alert.message
+    assert "states 40 days, 12 days more" in alert.message and keys(alert) == {"Trip/it", "Trip/es"}
+
+
+def test_overlap_with_a_trip_of_unknown_end_checks_its_first_day(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-04-01", "Trip", "t", destination="Denver", start="2026-05-04"),
+            add("2026-04-01", "Appointment", "later", title="dentist", start="2026-05-06T09:00:00"),
+            add("2026-04-01", "Appointment", "same", title="physio", start="2026-05-04T15:00:00"),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert keys(alert) == {"Trip/t", "Appointment/same"} and "end not recorded" in alert.message
+
+
+# -- medication supply ------------------------------------------------------------------------
+
+
+def test_supply_runs_out_before_refill_and_trip(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-03-02",
+                "Medication",
+                "levo",
+                name="levothyroxine",
+                pills_left=20,
+                times_per_day=1,
+                as_of="2026-03-02",
+                next_refill="2026-03-29",
+            ),
+            add(
+                "2026-03-02",
+                "Medication",
+                "metformin",
+                name="metformin",
+                quantity=84,
+                times_per_day=2,
+                pills_per_dose=1,
+            ),
+            add(
+                "2026-03-03",
+                "Trip",
+                "t",
+                destination="Nairobi",
+                start="2026-03-25",
+                end="2026-04-20",
+            ),
+            clock("2026-03-05"),
+        ],
+    )
+    alerts = fire(lib.medication_supply, view)
+    by = {
+        (next(k for k in keys(a) if k.startswith("Medication")), "Trip/t" in keys(a)): a
+        for a in alerts
+    }
+    refill = by[("Medication/levo", False)]
+    # 20 tablets from 2026-03-02 at 1 a day last through 03-21: 7 days short of the refill.
+    assert refill.severity == "warning" and "runs out on 2026-03-22" in refill.message
+    assert "7 days before its next refill on 2026-03-29" in refill.message
+    # metformin 84 at 2 a day from 03-02 (when stated) lasts 42 days: out 04-13, mid-trip.
+    trip = by[("Medication/metformin", True)]
+    assert "runs out on 2026-04-13" in trip.message and "while you are away" in trip.message
+    # The refill is due after departure, so levothyroxine runs short for the trip too.
+    assert "before you leave" in by[("Medication/levo", True)].message
+    assert len(alerts) == 3
+
+
+def test_supply_ran_out_and_near_misses(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-01-10",
+                "Medication",
+                "ran",
+                name="sertraline",
+                count=30,
+                per_day=1,
+                as_of="2026-01-10",
+            ),
+            add(
+                "2026-01-10",
+                "Medication",
+                "prn",
+                name="albuterol",
+                count=2,
+                per_day=4,
+                as_needed=True,
+            ),
+            add(
+                "2026-01-10",
+                "Medication",
+                "stop",
+                name="lisinopril",
+                count=5,
+                per_day=1,
+                active=False,
+            ),
+            add("2026-01-10", "Medication", "plenty", name="atorvastatin", count=90, per_day=1),
+            add("2026-01-10", "Medication", "norate", name="aspirin", count=3),
+            clock("2026-02-15"),
+        ],
+    )
+    alert = one(lib.medication_supply, view)
+    assert keys(alert) == {"Medication/ran"} and alert.severity == "critical"
+    assert "ran out on 2026-02-09" in alert.message and "6 days ago" in alert.message
+
+
+# -- residence-day limits ---------------------------------------------------------------------
+
+
+def test_uk_statutory_residence_test(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-01-01", "Residence", "home", city="Toronto", country="Canada"),
+            add(
+                "2026-04-01",
+                "Trip",
+                "a",
+                destination="London",
+                country="UK",
+                start="2026-04-10",
+                end="2026-07-31",
+            ),
+            add(
+                "2026-04-01",
+                "Trip",
+                "b",
+                destination="Edinburgh",
+                country="United Kingdom",
+                start="2026-10-01",
+                end="2027-01-15",
+            ),
+            clock("2026-08-15"),
+        ],
+    )
+    alert = one(lib.residence_day_limits, view)
+    # Midnights: 112 (Apr 10 - Jul 30) + 106 (Oct 1 - Jan 14) = 218 in the tax year from 6 April.
+    assert keys(alert) == {"Trip/b"} and alert.severity == "warning"
+    assert "218 days in the UK tax year 2026-04-06 – 2027-04-05" in alert.message
+    assert "HMRC RDR3" in alert.message
+
+
+def test_us_substantial_presence_and_visa_waiver(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2020-01-01", "Passport", "p", country="Germany", expires="2031-01-01"),
+            add("2024-05-01", "Trip", "y1", country="USA", start="2024-05-01", end="2024-10-31"),
+            add(
+                "2025-05-01",
+                "Trip",
+                "y2",
+                country="United States",
+                start="2025-03-01",
+                end="2025-06-30",
+            ),
+            add("2026-01-05", "Trip", "y3", country="US", start="2026-02-01", end="2026-05-25"),
+            clock("2026-01-20"),
+        ],
+    )
+    alerts = {
+        a.message.split("against ")[1].split(" (")[0]: a
+        for a in fire(lib.residence_day_limits, view)
+    }
+    spt = alerts["the US substantial presence test"]
+    # 114 days in 2026 + 122/3 + 184/6 = 185.3 weighted days: 183 or more.
+    assert "114 days in 2026, 122 in 2025 and 184 in 2024" in spt.message
+    assert "185.3 weighted days" in spt.message and spt.severity == "warning"
+    vwp = alerts["the US Visa Waiver Program"]
+    assert "114 days in one visit" in vwp.message and len(alerts) == 2
+
+
+def test_stated_stay_limit_and_home_country(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "Residence", "home", country="Canada"),
+            add("2025-01-01", "StayLimit", "th", country="Thailand", days=60, window_days=180),
+            add(
+                "2026-01-05",
+                "Trip",
+                "th1",
+                country="Thailand",
+                start="2026-01-10",
+                end="2026-02-08",
+            ),
+            add(
+                "2026-01-05",
+                "Trip",
+                "th2",
+                country="Thailand",
+                start="2026-04-01",
+                end="2026-05-05",
+            ),
+            add("2026-01-05", "Trip", "ca", country="Canada", start="2026-06-01", end="2026-12-31"),
+            clock("2026-01-06"),
+        ],
+    )
+    alert = one(lib.residence_day_limits, view)
+    assert keys(alert) == {"Trip/th2", "StayLimit/th"} and alert.severity == "critical"
+    assert "65 days in the 180 days 2025-11-07 – 2026-05-05" in alert.message
+
+
+# -- contributions and budgets ----------------------------------------------------------------
+
+
+def test_ira_and_hsa_contributions_over_the_limit(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2025-02-01",
+                "Contribution",
+                "r1",
+                account_type="Roth IRA",
+                amount=4000.0,
+                date="2025-02-01",
+            ),
+            add(
+                "2025-06-01",
+                "Contribution",
+                "r2",
+                account_type="traditional IRA",
+                amount=3500.0,
+                date="2025-06-01",
+            ),
+            add(
+                "2025-03-01",
+                "Deposit",
+                "h1",
+                account="HSA",
+                amount=4000.0,
+                date="2025-03-01",
+                coverage="family",
+            ),
+            add("2025-09-01", "Deposit", "h2", account="HSA", amount=4000.0, date="2025-09-01"),
+            add(
+                "2025-04-01",
+                "Contribution",
+                "k",
+                account_type="401(k)",
+                amount=1200.0,
+                date="2025-04-01",
+                employer=True,
+            ),
+            clock("2025-09-02"),
+        ],
+    )
+    alert = one(lib.annual_contribution_limit, view)
+    assert keys(alert) == {"Contribution/r2"}
+    assert "USD 7,500.00" in alert.message and "USD 500.00 over" in alert.message
+    assert "USD 7,000.00" in alert.message and "4973" in alert.message
+
+
+def test_isa_tax_year_and_a_year_missing_from_the_table(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2029-04-01",
+                "Contribution",
+                "old",
+                account_type="ISA",
+                amount=15000.0,
+                date="2029-04-01",
+            ),
+            add(
+                "2029-04-10",
+                "Contribution",
+                "a",
+                account_type="Stocks and Shares ISA",
+                amount=15000.0,
+                date="2029-04-10",
+            ),
+            add(
+                "2029-12-10",
+                "Contribution",
+                "b",
+                account_type="cash ISA",
+                amount=6000.0,
+                date="2029-12-10",
+            ),
+            clock("2029-12-11"),
+        ],
+    )
+    alert = one(lib.annual_contribution_limit, view)
+    assert keys(alert) == {"Contribution/b"} and "tax year 2029-30" in alert.message
+    assert "GBP 21,000.00" in alert.message and "the 2026 limit" in alert.message
+
+
+def test_monthly_budget_exceeded(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2026-02-01", "Budget", "food", category="dining", limit=300.0, per="month"),
+            add("2026-02-20", "Expense", "e0", category="dining", amount=280.0, date="2026-02-20"),
+            add("2026-03-02", "Expense", "e1", category="dining", amount=180.0, date="2026-03-02"),
+            add("2026-03-09", "Expense", "e2", category="dining", amount=150.0, date="2026-03-09"),
+            add(
+                "2026-03-10", "Expense", "g", category="groceries", amount=400.0, date="2026-03-10"
+            ),
+            clock("2026-03-12"),
+        ],
+    )
+    alert = one(lib.budget_exceeded, view)
+    assert keys(alert) == {"Budget/food", "Expense/e2"}
+    assert "330.00" in alert.message and "30.00 over the 300.00 limit" in alert.message
+
+
+# -- balances projected -----------------------------------------------------------------------
+
+
+def test_balance_falls_below_zero_and_minimum(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-05-01",
+                "Account",
+                "chk",
+                name="joint checking",
+                balance=3200.0,
+                balance_as_of="2026-05-01",
+                min_balance=500.0,
+            ),
+            add("2026-05-01", "Bill", "rent", name="rent", amount=2100.0, due="2026-05-05"),
+            add("2026-05-01", "Payment", "car", name="car repair", amount=900.0, date="2026-05-08"),
+            add(
+                "2026-05-01",
+                "Income",
+                "pay",
+                name="salary",
+                amount=2600.0,
+                next_date="2026-05-15",
+                frequency="monthly",
+            ),
+            add(
+                "2026-05-01",
+                "Payment",
+                "done",
+                name="old",
+                amount=5000.0,
+                date="2026-05-03",
+                paid=True,
+            ),
+            clock("2026-05-02"),
+        ],
+    )
+    alert = one(lib.balance_projection, view)
+    # 3,200 - 2,100 = 1,100 on 05-05 (above 500); - 900 = 200 on 05-08: 300 below the minimum.
+    assert alert.severity == "warning" and "falls to 200.00 on 2026-05-08" in alert.message
+    assert "below the minimum 500.00 by 300.00" in alert.message
+    assert keys(alert) == {"Account/chk", "Bill/rent", "Payment/car"}
+    (tmp_path / "neg").mkdir()
+    neg = build(
+        tmp_path / "neg",
+        [
+            add("2026-05-01", "Account", "chk", balance=800.0),
+            add("2026-05-01", "Transfer", "t", amount=1000.0, date="2026-05-20", account="chk"),
+            clock("2026-05-02"),
+        ],
+    )
+    alert = one(lib.balance_projection, neg)
+    assert alert.severity == "critical" and "below zero by 200.00" in alert.message
+
+
+def test_unknown_bill_amounts_are_said_not_guessed(tmp_path: Path) -> None:
+    events = [
+        add("2026-09-03", "Account", "sav", name="savings", balance=1800.0),
+        add("2026-09-03", "Income", "pay", name="stipend", next_date="2026-09-30"),
+        add("2026-09-03", "Bill", "power", name="electricity", paid=False),
+    ]
+    assert fire(lib.balance_projection, build(tmp_path, events)) == []  # nothing planned
+    (tmp_path / "gift").mkdir()
+    plan = add("2026-09-10", "Purchase", "bike", item="e-bike", amount=1400.0, date="2026-09-12")
+    alert = one(lib.balance_projection, build(tmp_path / "gift", [*events, plan]))
+    assert alert.severity == "warning" and "comes down to 400.00 on 2026-09-12" in alert.message
+    assert "1 unpaid bill(s) before the next income on 2026-09-30" in alert.message
+    assert "cannot be known" in alert.message
+
+
+@pytest.mark.parametrize(
+    "value", ["??", 0, -1, 10**12, 1e308, True, "9999-12-31", "0001-01-01", "1000-01-02"]
+)
+def test_supply_stay_limit_and_money_rules_survive_odd_values(tmp_path: Path, value: Any) -> None:
+    fields = [
+        "quantity",
+        "times_per_day",
+        "pills_per_dose",
+        "as_of",
+        "next_refill",
+        "days",
+        "nights",
+        "window_days",
+        "balance",
+        "balance_as_of",
+        "min_balance",
+        "horizon_days",
+        "amount",
+        "limit",
+        "tax_year",
+        "next_date",
+        "due",
+        "date",
+        "start",
+        "end",
+    ]
+    text = {"country": "UK", "account_type": "IRA", "per": "month", "frequency": "monthly"}
+    types = ["Medication", "Trip", "StayLimit", "Contribution", "Budget", "Account", "Income"]
+    types += ["Bill", "Expense", "TravelInsurance"]
+    events = [clock("2026-01-01")]
+    events += [add("2026-01-01", t, "odd", **dict.fromkeys(fields, value), **text) for t in types]
+    view = build(tmp_path, events)
+    runner = RuleRunner(lib.LIBRARY)
+    runner.run(view, None)
+    assert not [a for a in runner.standing() if a.category == "rule_error"]

@@ -2,8 +2,9 @@
 
 Design material: the 40 scenarios of ``active_service_scenarios.json`` (Apache-2.0, © 2026 the
 "User as Code" authors, Bojie Li / Pine AI), from the paper "User as Code: Executable Memory for
-Personalized Agents". Its five categories are the categories here (plus ``contradiction``), and
-each rule is written to fire on the typed facts those stories produce, not on their wording.
+Personalized Agents". Its five categories are the categories here (plus ``contradiction``). No
+rule names or is tuned to a scenario: rules key on record shapes and the field conventions of
+``docs/rules.md``, and each cites the regulation, label or official guidance it applies.
 
 Every rule reads only the record types in its ``watch`` list (or, with ``watch=None``, only the
 types that carry the fields it needs), reads fields with ``_get(rec, field)``, skips a
@@ -11,14 +12,17 @@ record that lacks what it needs, measures time with ``user.today`` (the log cloc
 the wall clock. The drug and food tables (in ``health``) are short lists written for it from the
 public sources named beside them; nothing is copied from a label or a database.
 
-One module a category: ``health``, ``travel``, ``schedule``, ``deadlines``, ``contradictions``,
-``money``; ``_common`` holds what they share. ``LIBRARY`` is every shipped rule, in force by
+One module a category: ``health``, ``supply`` (medication supply), ``travel``, ``residence``
+(days present against residence limits), ``schedule``, ``deadlines``, ``contradictions``,
+``money``, ``limits`` (annual contributions, budgets), ``cashflow`` (balances projected);
+``_common`` holds what they share. ``LIBRARY`` is every shipped rule, in force by
 default.
 """
 
 from __future__ import annotations
 
 from uac_kernel.rules.engine import Rule
+from uac_kernel.rules.library.cashflow import balance_projection
 from uac_kernel.rules.library.contradictions import conflicting_records
 from uac_kernel.rules.library.deadlines import deadline_approaching, tax_filing_deadline
 from uac_kernel.rules.library.health import (
@@ -29,6 +33,7 @@ from uac_kernel.rules.library.health import (
     food_drug_interaction,
     pregnancy_teratogenic_medication,
 )
+from uac_kernel.rules.library.limits import annual_contribution_limit, budget_exceeded
 from uac_kernel.rules.library.money import (
     charge_after_cancellation,
     investment_against_risk_tolerance,
@@ -37,7 +42,9 @@ from uac_kernel.rules.library.money import (
     transfer_during_freeze,
     wash_sale,
 )
+from uac_kernel.rules.library.residence import residence_day_limits
 from uac_kernel.rules.library.schedule import overlapping_commitments
+from uac_kernel.rules.library.supply import medication_supply
 from uac_kernel.rules.library.travel import (
     document_expires_before_trip,
     passport_validity,
@@ -48,6 +55,9 @@ from uac_kernel.rules.library.travel import (
 __all__ = [
     "LIBRARY",
     "activity_medical_clearance",
+    "annual_contribution_limit",
+    "balance_projection",
+    "budget_exceeded",
     "charge_after_cancellation",
     "conflicting_records",
     "deadline_approaching",
@@ -57,10 +67,12 @@ __all__ = [
     "food_allergy_exposure",
     "food_drug_interaction",
     "investment_against_risk_tolerance",
+    "medication_supply",
     "overlapping_commitments",
     "passport_validity",
     "payment_from_closed_account",
     "pregnancy_teratogenic_medication",
+    "residence_day_limits",
     "schengen_90_180",
     "tax_filing_deadline",
     "transaction_over_limit",
@@ -90,4 +102,9 @@ LIBRARY: tuple[Rule, ...] = (
     tax_filing_deadline,
     wash_sale,
     investment_against_risk_tolerance,
+    medication_supply,
+    residence_day_limits,
+    annual_contribution_limit,
+    budget_exceeded,
+    balance_projection,
 )

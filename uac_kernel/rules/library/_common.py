@@ -17,10 +17,6 @@ from uac_kernel.records import Record
 
 _When = TypeVar("_When", date, datetime)
 
-SCENARIOS = (
-    "UaC active-service scenarios (active_service_scenarios.json, Apache-2.0, Bojie Li / Pine AI)"
-)
-
 
 # -- text matching ---------------------------------------------------------------------------
 # Text is compared as lowercase word tokens, naively singularised, padded with spaces, so a term
@@ -58,6 +54,18 @@ def _classes(text: str, table: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 # -- field conventions -------------------------------------------------------------------------
 SETTLED = _split("done resolved cancelled returned filed completed paid renewed submitted")
+# A ``status`` text naming one of these settles a record as the flags do ("Filed", "paid").
+SETTLED_STATUS = _terms(
+    "done, resolved, cancelled, canceled, returned, filed, completed, complete, paid, renewed,",
+    "submitted, closed",
+)
+# A deadline in one of these fields is an obligation: once its date passes undone it is overdue
+# and stays an alert until the record is settled. The other deadline fields are windows (a
+# return, a warranty, a promotion, a renewal) that simply close.
+OBLIGATION_FIELDS = ("deadline", "due")
+# A document or policy in one of these states covers nothing, whatever its dates say.
+VOID_FLAGS = _split("cancelled lapsed terminated void revoked suspended")
+VOID_STATUS = _terms("cancelled, canceled, lapsed, terminated, void, revoked, suspended, expired")
 DEADLINE_FIELDS = _split(
     "deadline due return_by warranty_until warranty_expires renews_on expires ends promo_ends"
 )
@@ -159,6 +167,40 @@ def _get(rec: Record, name: str) -> Any:
 def _flag(rec: Record, *names: str) -> bool:
     values = rec.__dict__
     return any(values.get(n) is True for n in names)
+
+
+def _status(rec: Record, terms: Iterable[str]) -> str | None:
+    """The first of ``terms`` that the record's ``status`` text names, or None."""
+    st = _get(rec, "status")
+    return _first_term(_norm(st), terms) if isinstance(st, str) else None
+
+
+def _settled(rec: Record) -> bool:
+    """Done: a settled flag (``done``, ``filed``, ``paid``, ...) is true, or ``status`` says so."""
+    return _flag(rec, *SETTLED) or _status(rec, SETTLED_STATUS) is not None
+
+
+def _void(rec: Record) -> str | None:
+    """Why a document or policy covers nothing (``cancelled``, ``lapsed``, ... true, or a
+    ``status`` saying so), or None when it is in force."""
+    hit = next((f for f in VOID_FLAGS if _get(rec, f) is True), None)
+    return hit or _status(rec, VOID_STATUS)
+
+
+# A trip's length, when its end date is missing: ``days`` counts the days away (first and last
+# included), ``nights`` the nights (the return is the day after the last night).
+def _trip_end(rec: Record) -> date | None:
+    """The last day of a trip or stay: ``end``, else ``start`` plus a stated ``days``/``nights``;
+    None when unknown (never the start day: an unknown end is unknown)."""
+    start, end = _day(_get(rec, "start")), _day(_get(rec, "end"))
+    if end is not None or start is None:
+        return max(end, start) if end and start else end
+    days, nights = _number(_get(rec, "days")), _number(_get(rec, "nights"))
+    if days is not None and 1 <= days <= 3660:
+        return start + timedelta(days=int(days) - 1)
+    if nights is not None and 0 <= nights <= 3660:
+        return start + timedelta(days=int(nights))
+    return None
 
 
 def _text(rec: Record, names: Iterable[str]) -> str:

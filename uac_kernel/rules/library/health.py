@@ -14,7 +14,6 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
-    SCENARIOS,
     _classes,
     _current_meds,
     _day,
@@ -234,7 +233,7 @@ def _allergies(user: UserView) -> list[tuple[Record, str, bool]]:
     category="drug_interactions_health_safety",
     source="FDA prescribing information, Contraindications: amoxicillin, cephalexin (Keflex), "
     "sulfamethoxazole/trimethoprim (Bactrim); AAAAI/ACAAI drug allergy practice parameter "
-    f"(2022) on penicillin-cephalosporin cross-reactivity; {SCENARIOS}: health_02",
+    "(2022) on penicillin-cephalosporin cross-reactivity",
 )
 def drug_allergy_cross_reactivity(user: UserView) -> Iterator[Finding]:
     """Reads ``Allergy.substance``/``severity``/``reaction`` (skips ``absent``/``resolved`` true)
@@ -277,8 +276,7 @@ FOOD_TEXT = _split("name title item items dish dishes cuisine venue restaurant d
     watch=["Allergy", *FOOD_TYPES],
     severity="warning",
     category="drug_interactions_health_safety",
-    source="FDA, Food Allergies: the nine major food allergens (FALCPA 2004, FASTER Act 2021); "
-    f"{SCENARIOS}: health_04",
+    source="FDA, Food Allergies: the nine major food allergens (FALCPA 2004, FASTER Act 2021)",
 )
 def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
     """Reads ``Allergy.substance``/``severity``/``reaction`` and the text fields (name, title, item,
@@ -322,7 +320,7 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
     source="FDA prescribing information: phenelzine (Nardil) and sertraline (Zoloft), "
     "Contraindications; warfarin (Coumadin), Drug Interactions; simvastatin (Zocor), "
     "lovastatin and atorvastatin "
-    f"(Lipitor), Contraindications / Drug Interactions; {SCENARIOS}: health_01, health_07",
+    "(Lipitor), Contraindications / Drug Interactions",
 )
 def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
     """Reads current ``Medication`` and ``Supplement`` names (``name``/``item``/``generic``/
@@ -356,7 +354,7 @@ def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
     category="drug_interactions_health_safety",
     source="FDA consumer update 'Grapefruit Juice and Some Drugs Don't Mix'; FDA prescribing "
     "information: simvastatin (Zocor), phenelzine (Nardil, tyramine), warfarin (Coumadin, "
-    f"vitamin K); {SCENARIOS}: health_03",
+    "vitamin K)",
 )
 def food_drug_interaction(user: UserView) -> Iterator[Finding]:
     """Reads current ``Medication`` names and the ``item``/``name``/``items``/``dish`` of current
@@ -398,7 +396,7 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
     source="FDA prescribing information, Contraindications / Boxed Warning: isotretinoin "
     "(iPLEDGE), thalidomide, methotrexate, misoprostol, warfarin, valproate, ACE inhibitors "
     "and ARBs; "
-    f"FDA Drug Safety Communication on statins in pregnancy (2021); {SCENARIOS}: health_08",
+    "FDA Drug Safety Communication on statins in pregnancy (2021)",
 )
 def pregnancy_teratogenic_medication(user: UserView) -> Iterator[Finding]:
     """Reads current ``Condition.name`` (containing "pregnan"; skips ``resolved`` true, ``active``
@@ -490,7 +488,7 @@ def _current_conditions(user: UserView) -> list[tuple[Record, str]]:
     severity="critical",
     category="drug_interactions_health_safety",
     source="WRSTC/UHMS Diver Medical | Participant Questionnaire (2020): conditions that need a "
-    f"physician's written approval before diving; {SCENARIOS}: health_06",
+    "physician's written approval before diving",
 )
 def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
     """Reads current ``Condition.name`` (skips ``resolved``/``absent`` true, ``active`` false or

@@ -12,7 +12,6 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
-    SCENARIOS,
     SETTLED,
     _after,
     _at_least,
@@ -71,7 +70,9 @@ def _pending(
     watch=["Instruction", "Transfer", "Wire", "Payment", "Freeze"],
     severity="critical",
     category="financial_authorization_conflicts",
-    source=f"{SCENARIOS}: finance_01",
+    source="FINRA Rule 2165 (temporary holds on disbursements) and Regulation E, 12 CFR 1005 "
+    "(an account holder's authorization governs transfers): a stated hold outranks a later "
+    "instruction until it is lifted",
 )
 def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
     """Reads ``Freeze`` records and ``Instruction`` records that forbid outflows (``freeze``/
@@ -130,7 +131,9 @@ CHARGE_TYPES = ("Transaction", "Payment", "Charge", "Purchase")
     watch=["Subscription", *CHARGE_TYPES],
     severity="warning",
     category="financial_authorization_conflicts",
-    source=f"{SCENARIOS}: finance_03",
+    source="FTC Negative Option Rule (16 CFR 425) and Restore Online Shoppers' Confidence Act "
+    "(15 U.S.C. 8403): no charges after cancellation; Fair Credit Billing Act (15 U.S.C. 1666): "
+    "dispute a billing error within 60 days",
 )
 def charge_after_cancellation(user: UserView) -> Iterator[Finding]:
     """Reads current ``Subscription`` records with ``cancelled`` true (``name``/``service``/
@@ -190,7 +193,8 @@ def charge_after_cancellation(user: UserView) -> Iterator[Finding]:
     watch=["Account", "Payment", "Autopay", "Transfer", "Bill"],
     severity="critical",
     category="financial_authorization_conflicts",
-    source=f"{SCENARIOS}: finance_05",
+    source="Regulation E, 12 CFR 1005.10 (preauthorized transfers) and CFPB guidance: move "
+    "automatic payments before an account closes, or they fail or bounce",
 )
 def payment_from_closed_account(user: UserView) -> Iterator[Finding]:
     """Reads ``Account`` records with ``closed`` or ``closing`` true or a ``closes_on``/
@@ -242,7 +246,8 @@ _INSTRUMENT = ("card", "account", "payment_method", "instrument")
     watch=[*LIMIT_TYPES, *CHARGE_TYPES],
     severity="warning",
     category="financial_authorization_conflicts",
-    source=f"{SCENARIOS}: finance_02",
+    source="UCC Article 4A-202 (a payment order binds only as authorized) and card issuers' "
+    "per-transaction limits: a charge above a stated limit needs the approval the limit names",
 )
 def transaction_over_limit(user: UserView) -> Iterator[Finding]:
     """Reads per-transaction ``Limit``/``Authorization``/``SpendingLimit`` records (``amount`` or
@@ -341,7 +346,7 @@ def _at_a_loss(rec: Record) -> bool:
     category="financial_authorization_conflicts",
     source="IRS Publication 550, Wash Sales (a loss is disallowed when substantially identical "
     "stock is bought within 30 days before or after the sale); Revenue Ruling 2008-5 (a purchase "
-    f"in the seller's IRA counts); {SCENARIOS}: finance_07",
+    "in the seller's IRA counts)",
 )
 def wash_sale(user: UserView) -> Iterator[Finding]:
     """Reads ``Trade``/``Order``/``Sale``/``Sell``/``Buy``/``StockPurchase``/``StockSale``/
@@ -412,7 +417,7 @@ RISK_FIELDS = ("risk", "risk_level", "volatility")
     severity="warning",
     category="financial_authorization_conflicts",
     source="FINRA Rule 2111 (Suitability): a recommendation must fit the customer's investment "
-    f"profile, risk tolerance included; {SCENARIOS}: finance_06",
+    "profile, risk tolerance included",
 )
 def investment_against_risk_tolerance(user: UserView) -> Iterator[Finding]:
     """Reads ``risk_tolerance`` on current records of any type (conservative, cautious, low, ...)

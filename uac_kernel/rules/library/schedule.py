@@ -16,7 +16,6 @@ from uac_kernel.rules.library._common import (
     MAX_ALL_DAY_COMMITMENT,
     MEAL_TYPES,
     NOT_COMMITMENTS,
-    SCENARIOS,
     STAYS,
     TRAVEL_PARTS,
     TRIP_TYPES,
@@ -33,6 +32,7 @@ from uac_kernel.rules.library._common import (
     _split,
     _terms,
     _text,
+    _trip_end,
 )
 
 __all__ = ["overlapping_commitments"]
@@ -52,6 +52,7 @@ class _Span:
     rec: Record
     assumed_end: bool = False  # a meal without an end: MEAL_LENGTH assumed
     open_start: bool = False  # a date start (time unknown) with a timed end, e.g. a checkout
+    open_end: bool = False  # a trip with no end or length recorded: only its first day is known
 
     @property
     def type(self) -> str:
@@ -61,6 +62,8 @@ class _Span:
         if self.all_day:
             last = (self.end - timedelta(days=1)).date()
             first = self.start.date()
+            if self.open_end:
+                return f"from {first} (end not recorded: only the first day is checked)"
             return str(first) if last == first else f"{first} – {last}"
         if self.open_start:
             return f"{self.start.date()} – {self.end.strftime('%Y-%m-%d %H:%M')}"
@@ -97,11 +100,13 @@ def _span(rec: Record) -> _Span | None:
             if e <= start or (e - start > MAX_ALL_DAY_COMMITMENT and not long_ok):
                 return None
             return _Span(start, e, False, rec, open_start=True)
-        last = _day(e) or s
-        end = datetime.combine(last + timedelta(days=1), time())
+        # A trip's end may come from its stated length; an unknown one is not its first day,
+        # but that day is all that is known to be taken.
+        last = _trip_end(rec) if long_ok else _day(e)
+        end = datetime.combine((last or s) + timedelta(days=1), time())
         if end <= start or (end - start > MAX_ALL_DAY_COMMITMENT and not long_ok):
             return None
-        return _Span(start, end, True, rec)
+        return _Span(start, end, True, rec, open_end=long_ok and last is None)
     return None
 
 
@@ -295,7 +300,8 @@ def _maybe_running(user: UserView, t: str, now: datetime | None) -> list[Record]
     watch=None,
     severity="warning",
     category="scheduling_conflicts",
-    source=f"{SCENARIOS}: schedule_01 – schedule_08",
+    source="RFC 5545 (iCalendar), 3.6.1 and 3.8.2.2: an event occupies [DTSTART, DTEND), so "
+    "touching ends do not overlap; a one-day DATE event ends the next day",
 )
 def overlapping_commitments(user: UserView) -> Iterator[Finding]:
     """Reads ``start``/``end`` of current records of any type that has a ``start`` field, plus

@@ -16,7 +16,6 @@ from uac_kernel.rules.library._common import (
     CERTIFICATES,
     MIN_BLANK_PAGES,
     PASSPORT_MONTHS,
-    SCENARIOS,
     TRAVEL_DOCUMENTS,
     _before,
     _country,
@@ -27,24 +26,33 @@ from uac_kernel.rules.library._common import (
     _get,
     _label,
     _norm,
+    _number,
     _terms,
+    _trip_end,
+    _void,
 )
 
 __all__ = ["document_expires_before_trip", "passport_validity", "schengen_90_180", "visa_validity"]
 
 
 # -- travel ----------------------------------------------------------------------------------
-def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date]]:
-    """Current, not cancelled trips that have not ended: (trip, start, end or start)."""
+def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date | None]]:
+    """Current, not cancelled trips that have not ended: (trip, start, end), the end None when
+    neither ``end`` nor a stated length gives it. A trip with an unknown end is coming while it
+    has not started: what can be checked without its end is checked before departure."""
     today = user.today
     # A trip that has not ended starts or ends from today on: the index reads just those.
     for trip in _from_day(user, "Trip", today, ("start", "end")):
         start = _day(_get(trip, "start"))
         if start is None or _flag(trip, "cancelled"):
             continue
-        end = max(_day(_get(trip, "end")) or start, start)
-        if today is None or end >= today:
+        end = _trip_end(trip)
+        if today is None or (end or start) >= today:
             yield trip, start, end
+
+
+def _span_text(start: date, end: date | None) -> str:
+    return f"{start} – {end}" if end else f"from {start}, return date not recorded"
 
 
 def _trip_where(trip: Record) -> str:
@@ -85,10 +93,11 @@ def _passports_for(trip: Record, best: dict[str, Record]) -> list[Record]:
 
 
 def _passport_findings(
-    p: Record, trip: Record, where: str, start: date, end: date, own: bool
+    p: Record, trip: Record, where: str, start: date, end: date | None, own: bool
 ) -> Iterator[Finding]:
     """``own``: the trip goes to the passport's own country, which lets its citizens in on it
-    whatever its remaining validity or blank pages; it must only be valid for the journey."""
+    whatever its remaining validity or blank pages; it must only be valid for the journey.
+    ``end`` None: the return is unknown, so the margin after it is at most that after departure."""
     exp = _day(_get(p, "expires")) or date.max
     if exp < start:
         yield Finding(
@@ -96,13 +105,24 @@ def _passport_findings(
             f"on {start} ({_label(trip)}): you cannot travel on it. Renew it now.",
             [p, trip],
         )
-    elif exp <= end:
+    elif end is not None and exp <= end:
         yield Finding(
             f"{_label(p)} expires {exp}, during your trip to {where} ({start} – {end}, "
             f"{_label(trip)}): renew it before you leave.",
             [p, trip],
         )
-    elif not own and exp != date.max and exp < end + PASSPORT_MONTHS:
+    elif end is None and not own and exp != date.max and exp < start + PASSPORT_MONTHS:
+        after = (exp - start).days
+        yield Finding(
+            f"{_label(p)} expires {exp}, {_days(after)} after you leave for {where} on {start} "
+            f"({_label(trip)}). The return date is not recorded, so the passport will be valid "
+            f"at most {_days(after)} after you come back, and it may expire while you are away. "
+            "Many countries require six months' validity beyond the stay: check the entry rules "
+            "on travel.state.gov, record the return date, and renew before you go.",
+            [p, trip],
+            severity="critical" if after < 90 else "warning",
+        )
+    elif end is not None and not own and exp != date.max and exp < end + PASSPORT_MONTHS:
         after = (exp - end).days
         yield Finding(
             f"{_label(p)} expires {exp}, only {_days(after)} after you return from {where} on "
@@ -136,11 +156,11 @@ def _passport_findings(
     severity="critical",
     category="travel_document_validity",
     source="U.S. Department of State, travel.state.gov country information (passport validity "
-    f"and blank pages; many countries require six months' validity); {SCENARIOS}: "
-    "travel_01, travel_04, travel_05",
+    "and blank pages; many countries require six months' validity)",
 )
 def passport_validity(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Trip`` (``start``, ``end``, ``country``, ``destination``, ``international``,
+    """Reads current ``Trip`` (``start``, ``end`` or a stated ``days``/``nights``, ``country``,
+    ``destination``, ``international``,
     traveller names in ``traveller(s)``/``companions``; skips ``cancelled`` and ended trips),
     ``Passport`` (``holder``, ``expires``, ``blank_pages``, ``country``/``nationality``) and
     ``Residence.country``.
@@ -153,9 +173,11 @@ def passport_validity(user: UserView) -> Iterator[Finding]:
     the return; critical if it has fewer than 2 ``blank_pages``. A trip to the passport's own
     country (``country``/``nationality``) is checked only for expiry before its end (its
     citizens need no remaining validity or pages to enter), and not at all if the user also
-    lives there (domestic). A named traveller with no passport in that name but one with the
-    same first name and another surname: critical. A trip's alerts clear once it has ended
-    (the rule re-runs as the log's clock moves).
+    lives there (domestic). A trip with no end recorded is checked against its departure: the
+    validity left after the return is at most that left after departure (critical under 90 days,
+    warning under 183), and the message says the return date is unknown. A named traveller with
+    no passport in that name but one with the same first name and another surname: critical. A
+    trip's alerts clear once it has ended (the rule re-runs as the log's clock moves).
     """
     residence = _countries(*(_get(r, "country") for r in user.all("Residence")))
     home = residence | _countries(
@@ -227,8 +249,8 @@ def _areas(trip: Record) -> set[str]:
     clock=True,
     severity="critical",
     category="travel_document_validity",
-    source="U.S. Department of State, travel.state.gov country information (visas); "
-    f"{SCENARIOS}: travel_03, travel_07",
+    source="U.S. Department of State, travel.state.gov country information (visas: validity "
+    "dates and number of entries)",
 )
 def visa_validity(user: UserView) -> Iterator[Finding]:
     """Reads current ``Visa`` records (``country``, ``starts``, ``expires``, ``entries``/
@@ -237,7 +259,9 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
 
     For each coming trip to a visa's country flags (critical): the visa ``starts`` after the trip
     starts; it ``expires`` before the trip ends; it is single-entry and already ``used``, or an
-    earlier trip to the same country began within its validity.
+    earlier trip to the same country began within its validity. A trip with no end recorded
+    (no ``end``, ``days`` or ``nights``): a visa expiring before arrival is critical, one
+    expiring later a warning naming the date to leave by.
     """
     visas: dict[str, list[Record]] = defaultdict(list)
     for v in user.all("Visa"):
@@ -259,11 +283,20 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
                     [v, trip],
                     about="starts",
                 )
-            if expires is not None and expires < end:
+            if expires is not None and end is None and expires >= start:
                 yield Finding(
-                    f"{_label(v)} expires {expires}, {_days((end - expires).days)} before your "
-                    f"trip to {where} ends on {end} ({_label(trip)}): shorten the stay or extend "
-                    "the visa.",
+                    f"{_label(v)} expires {expires} and {_label(trip)} to {where} starts {start} "
+                    "with no return date recorded: leave by the visa's expiry or extend it, and "
+                    "record the return date so it can be checked.",
+                    [v, trip],
+                    about="expires",
+                    severity="warning",
+                )
+            elif expires is not None and expires < (end or start):
+                yield Finding(
+                    f"{_label(v)} expires {expires}, {_days(((end or start) - expires).days)} before "
+                    f"your trip to {where} ({_span_text(start, end)}, {_label(trip)}) ends: "
+                    "shorten the stay or extend the visa.",
                     [v, trip],
                     about="expires",
                 )
@@ -297,24 +330,34 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
     severity="critical",
     category="travel_document_validity",
     source="Schengen Borders Code (Regulation (EU) 2016/399), Article 6: at most 90 days in any "
-    f"180-day period; {SCENARIOS}: travel_08",
+    "180-day period",
 )
 def schengen_90_180(user: UserView) -> Iterator[Finding]:
-    """Reads ``Trip`` records (``country``/``countries``, ``start``, ``end``; skips ``cancelled``
-    and, for the trip checked, ``resident``/``visa_exempt_long_stay`` true).
+    """Reads ``Trip`` records (``country``/``countries``, ``start``, ``end`` or a stated length
+    ``days``/``nights``; skips ``cancelled`` and, for the trip checked, ``resident``/
+    ``visa_exempt_long_stay`` true).
 
     For each coming trip to a Schengen country, counts the distinct days spent in the Schengen
     area (entry and exit days included) in the 180 days ending on the trip's last day, the trip
-    itself included; flags more than 90 (critical) with the days used, planned and allowed.
+    itself included; flags more than 90 (critical) with the days used, planned and allowed. A
+    stay whose stated ``days`` exceed its dates counts the stated days (the records disagree and
+    an overstay bars entry, so the count errs safe; the message says so). A coming trip with no
+    end recorded: the date by which to leave, when earlier stays leave fewer than 90 days (warning).
     """
-    stays = []
+    stays: list[tuple[Record, date, date]] = []
+    extra: dict[str, int] = {}  # stated days beyond a stay's dates
     # Only stays that end inside some coming trip's 180-day window count: none ended before
     # 180 days ago (the index hands over the trips from then on).
     since = _before(user.today, timedelta(days=180)) if user.today else None
     for t in _from_day(user, "Trip", since, ("start", "end")):
         s = _day(_get(t, "start"))
-        if s is not None and not _flag(t, "cancelled") and _SCHENGEN_AREA in _areas(t):
-            stays.append((t, s, max(_day(_get(t, "end")) or s, s)))
+        if s is None or _flag(t, "cancelled") or _SCHENGEN_AREA not in _areas(t):
+            continue
+        e = _trip_end(t)
+        stated = _number(_get(t, "days"))
+        if e is not None and stated is not None and (e - s).days + 1 < stated <= 3660:
+            extra[t.key] = int(stated) - (e - s).days - 1
+        stays.append((t, s, e or s))  # an unknown end counts the days known: the first
     coming = [
         (trip, start, end)
         for trip, start, end in _upcoming_trips(user)
@@ -323,26 +366,72 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     if not stays or not coming:
         return
     # Each day in the area, once, with the stays that cover it (bounded to the windows asked).
-    first = min(end for _, _, end in coming) - timedelta(days=179)
-    last = max(end for _, _, end in coming)
+    first = min(start for _, start, _ in coming) - timedelta(days=179)
+    last = max((end or start) + timedelta(days=89) for _, start, end in coming)
     covered: dict[date, list[Record]] = defaultdict(list)
     for t, s, e in stays:
         lo, hi = max(s, first), min(e, last)
         for i in range(max((hi - lo).days + 1, 0)):
             covered[lo + timedelta(days=i)].append(t)
+
+    def used(window: date, upto: date, skip: Record | None) -> tuple[set[date], list[Record]]:
+        """Days in the area from ``window`` to ``upto`` by stays other than ``skip``, and the
+        stays inside the window whose stated length adds days their dates lack."""
+        days = {
+            window + timedelta(days=i)
+            for i in range((upto - window).days + 1)
+            if any(t is not skip for t in covered.get(window + timedelta(days=i), ()))
+        }
+        longer = [
+            t for t, s, e in stays if t.key in extra and t is not skip and window <= s and e <= upto
+        ]
+        return days, longer
+
     for trip, start, end in coming:
+        if end is None:
+            # Staying on from the first day: the last day that keeps within 90 in 180.
+            stay_until = None
+            for i in range(90):
+                d = start + timedelta(days=i)
+                before, longer = used(d - timedelta(days=179), d, trip)
+                total = len({x for x in before if x < start}) + i + 1
+                total += sum(extra[t.key] for t in longer)
+                if total > 90:
+                    break
+                stay_until = d
+            if stay_until is None or stay_until < start + timedelta(days=89):
+                can = (
+                    f"leave by {stay_until} ({_days((stay_until - start).days + 1)} at most)"
+                    if stay_until
+                    else "you have no days left: do not enter"
+                )
+                yield Finding(
+                    f"{_label(trip)} starts {start} with no return date recorded, and earlier "
+                    f"Schengen stays count against the 90 days in any 180: {can}. Record the "
+                    "return date so it can be checked.",
+                    [trip],
+                    severity="warning" if stay_until else "critical",
+                )
+            continue
         window = end - timedelta(days=179)
-        days = [window + timedelta(days=i) for i in range(180)]
-        days = [d for d in days if d in covered]
-        before = [d for d in days if d < start and any(t is not trip for t in covered[d])]
-        if len(days) > 90:
+        before, longer = used(window, end, trip)
+        own = {start + timedelta(days=i) for i in range((end - start).days + 1)}
+        total = len(before | own) + sum(extra[t.key] for t in longer)
+        if total > 90:
+            prior = len({d for d in before if d < start}) + sum(extra[t.key] for t in longer)
+            note = "".join(
+                f" {_label(t)} states {int(_get(t, 'days'))} days, {_days(extra[t.key])} more "
+                "than its dates cover: counted as stated, to be safe; correct the dates if the "
+                "stated length is wrong."
+                for t in longer
+            )
             planned = (end - start).days + 1
             yield Finding(
                 f"{_label(trip)} ({start} – {end}, {planned} days) would bring your time in the "
-                f"Schengen area to {len(days)} days in the 180 days up to {end}, over the 90-day "
-                f"limit: {len(before)} days are already used since {window}, so at most "
-                f"{max(90 - len(before), 0)} days remain. Shorten or move the trip.",
-                [trip],
+                f"Schengen area to {total} days in the 180 days up to {end}, over the 90-day "
+                f"limit: {prior} days are already used since {window}, so at most "
+                f"{max(90 - prior, 0)} days remain. Shorten or move the trip.{note}",
+                [trip, *longer],
             )
 
 
@@ -351,42 +440,129 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     clock=True,
     severity="critical",
     category="travel_document_validity",
-    source=f"{SCENARIOS}: deadline_06, travel_06, finance_04",
+    source="U.S. Department of State, travel.state.gov (documents must be valid for the whole "
+    "trip); WHO International Health Regulations (2005), Annex 6 (certificates of vaccination "
+    "valid for a stated period); insurers' policy terms (no cover outside the policy period)",
 )
 def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
-    """Reads ``expires`` of current ``DriverLicense``, ``License``, ``IDCard``, ``Insurance``,
+    """Reads current ``DriverLicense``, ``License``, ``IDCard``, ``Insurance``,
     ``HealthInsurance``, ``TravelInsurance``, ``HealthCertificate``, ``Certificate`` and
-    ``Vaccination`` records (skips ``renewed``/``replaced``/``cancelled`` true) and current trips
-    (``start``, ``end``).
+    ``Vaccination`` records: ``expires``, a start (``start``/``starts``/``effective``/
+    ``effective_date``/``effective_from``), ``renewed``/``replaced`` (coverage continues past
+    ``expires``) and what voids one (``cancelled``/``lapsed``/``terminated``/``void``/``revoked``/
+    ``suspended`` true, or such a ``status``); and coming trips (``start``, ``end`` or a stated
+    length).
 
-    Of each type only the document with the latest ``expires`` counts (an old one that was
-    replaced is not flagged). Flags it if it expires on or before a coming trip's end: critical if
-    it has expired by departure (warning for certificates and vaccinations, which only some
-    destinations check), warning if it expires during the trip.
+    The documents of a type are intervals, all of them: a trip is covered on the days some
+    document in force covers. A cancelled or lapsed one covers nothing. Flags the uncovered days
+    of a coming trip, named: critical when the departure day is uncovered (warning for
+    certificates and vaccinations, which only some destinations check), warning for a gap later
+    in the trip. A trip with no end recorded is checked on the days known, its first. Also flags
+    a coming gap between two insurance policies of one type (one ends before the next starts):
+    warning, with the uncovered days.
     """
-    docs: dict[str, tuple[Record, date]] = {}
+    coverage: dict[str, tuple[list[Record], list[tuple[date | None, date | None]]]] = {}
     for t in TRAVEL_DOCUMENTS:
-        for d in user.all(t):
-            exp = _day(_get(d, "expires"))
-            settled = _flag(d, "renewed", "replaced", "cancelled")
-            if exp and not settled and (t not in docs or exp > docs[t][1]):
-                docs[t] = (d, exp)
-    if not docs:
+        docs = user.all(t)
+        spans = [_doc_span(d) for d in docs if not _void(d)]
+        bounded = any(_void(d) or _get(d, "expires") is not None for d in docs)
+        if docs and bounded:
+            coverage[t] = (docs, [sp for sp in spans if sp is not None])
+    if not coverage:
         return
     for trip, start, end in _upcoming_trips(user):
-        for t, (doc, exp) in docs.items():
-            if exp < start:
+        for t, (docs, spans) in coverage.items():
+            gaps = _uncovered(spans, start, end or start)
+            if not gaps:
+                continue
+            at_start = gaps[0][0] == start
+            n = sum((hi - lo).days + 1 for lo, hi in gaps)
+            where = ", ".join(f"{lo}" if lo == hi else f"{lo} – {hi}" for lo, hi in gaps)
+            unknown = "" if end else "; later days cannot be checked without a return date"
+            yield Finding(
+                f"No {t} in force covers {_label(trip)} ({_span_text(start, end)}) on "
+                f"{_days(n)}: {where}{unknown}. {_describe(docs, start)} Renew or replace it before "
+                "you go, or confirm you won't need it there.",
+                [*docs, trip],
+                severity=None if at_start and t not in CERTIFICATES else "warning",
+            )
+    today = user.today
+    for t in INSURANCE_TYPES:
+        if t not in coverage:
+            continue
+        docs = [d for d in coverage[t][0] if not _void(d)]
+        for a, b, lo, hi in _policy_gaps(docs):
+            if today is None or hi >= today:
                 yield Finding(
-                    f"{_label(doc)} expires {exp}, {_days((start - exp).days)} before "
-                    f"{_label(trip)} starts on {start}: renew it before you go, or confirm you "
-                    "won't need it.",
-                    [doc, trip],
-                    severity="warning" if t in CERTIFICATES else None,
-                )
-            elif exp <= end:
-                yield Finding(
-                    f"{_label(doc)} expires {exp}, during {_label(trip)} ({start} – {end}): "
-                    "renew it before you leave.",
-                    [doc, trip],
+                    f"{_label(a)} ends {lo - timedelta(days=1)} and {_label(b)} starts "
+                    f"{hi + timedelta(days=1)}: no {t} covers {lo} – {hi} "
+                    f"({_days((hi - lo).days + 1)}). Move the new policy's start or extend the "
+                    "old one so the cover is continuous.",
+                    [a, b],
+                    about="gap",
                     severity="warning",
                 )
+
+
+DOC_START = ("start", "starts", "effective", "effective_date", "effective_from", "begins")
+INSURANCE_TYPES = ("Insurance", "HealthInsurance", "TravelInsurance")
+
+
+def _doc_span(d: Record) -> tuple[date | None, date | None]:
+    """The days a document in force covers: (first or None, last or None: open)."""
+    first = next((x for f in DOC_START if (x := _day(_get(d, f))) is not None), None)
+    renewed = _flag(d, "renewed", "replaced")
+    return first, None if renewed else _day(_get(d, "expires"))
+
+
+def _uncovered(
+    spans: list[tuple[date | None, date | None]], lo: date, hi: date
+) -> list[tuple[date, date]]:
+    """The runs of days from ``lo`` to ``hi`` that no span covers, in order."""
+    gaps: list[tuple[date, date]] = []
+    day = lo
+    for first, last in sorted(spans, key=lambda sp: sp[0] or date.min):
+        if day > hi:
+            break
+        if last is not None and last < day:
+            continue
+        if first is not None and first > day:
+            gaps.append((day, min(first - timedelta(days=1), hi)))
+        if last is None:
+            return gaps
+        day = max(day, last + timedelta(days=1))
+    if day <= hi:
+        gaps.append((day, hi))
+    return gaps
+
+
+def _policy_gaps(docs: list[Record]) -> Iterator[tuple[Record, Record, date, date]]:
+    """Consecutive policies with days between them: (earlier, later, first and last day
+    uncovered). Only a later policy with a start date can show a gap."""
+    spans = sorted(
+        ((d, *_doc_span(d)) for d in docs), key=lambda x: (x[1] or date.min, x[2] or date.max)
+    )
+    reach: Record | None = None  # the policy covering furthest so far, and its last day
+    ends: date | None = None
+    for d, first, last in spans:
+        gap = ends is not None and first is not None and first > ends + timedelta(days=1)
+        if reach is not None and ends is not None and first is not None and gap:
+            yield reach, d, ends + timedelta(days=1), first - timedelta(days=1)
+        if reach is None or (ends is not None and (last is None or last > ends)):
+            reach, ends = d, last
+
+
+def _describe(docs: list[Record], start: date) -> str:
+    """What each document covers, or why it covers nothing, against a trip from ``start``."""
+    parts = []
+    for d in docs[:4]:
+        why = _void(d)
+        first, last = _doc_span(d)
+        if why:
+            parts.append(f"{_label(d)} is {why}: it covers nothing")
+        elif last is not None and last < start:
+            parts.append(f"{_label(d)} expires {last}, {_days((start - last).days)} before {start}")
+        else:
+            until = last or ("open-ended" if _flag(d, "renewed", "replaced") else "no end date")
+            parts.append(f"{_label(d)} covers {first or '…'} – {until}")
+    return "; ".join(parts) + "."

@@ -1,0 +1,256 @@
+"""Residence-day limits: days present in a country against a legal limit or a stated one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from uac_kernel.query import UserView
+from uac_kernel.records import Record
+from uac_kernel.rules.engine import Finding, Severity, rule
+from uac_kernel.rules.library._common import (
+    _before,
+    _country,
+    _day,
+    _days,
+    _flag,
+    _from_day,
+    _get,
+    _label,
+    _number,
+    _text,
+    _trip_end,
+)
+from uac_kernel.rules.library.travel import _countries, _upcoming_trips
+
+__all__ = ["residence_day_limits"]
+
+
+@dataclass(frozen=True, slots=True)
+class StayLimit:
+    """A limit on days present in ``country``: ``days`` or more (``over``: more than ``days``)
+    in a ``period`` — ``"tax_year_uk"`` (6 April – 5 April), ``"calendar_year"``,
+    ``"substantial_presence"`` (the US weighted three-year test), ``"visit"`` (one stay) or a
+    rolling window of ``window`` days."""
+
+    country: str
+    name: str
+    days: int
+    period: str
+    source: str
+    consequence: str
+    over: bool = False  # the limit is broken by more than ``days`` (else by reaching it)
+    midnights: bool = False  # a day counts when present at midnight (else any part of a day)
+    window: int = 0
+    severity: Severity = "warning"
+
+
+# Tax-residence tests and per-visit limits, each from its official source. Schengen's 90/180 is
+# the rule ``schengen_90_180``. A test for a country is skipped when the user lives there or
+# holds its passport (it concerns visitors).
+STAY_LIMITS: tuple[StayLimit, ...] = (
+    StayLimit(
+        _country("United Kingdom"),
+        "the UK Statutory Residence Test",
+        183,
+        "tax_year_uk",
+        "HMRC RDR3, Statutory Residence Test guidance (Finance Act 2013, Schedule 45)",
+        "you become UK tax resident for that tax year",
+        midnights=True,
+    ),
+    StayLimit(
+        _country("Canada"),
+        "Canada's 183-day rule",
+        183,
+        "calendar_year",
+        "Income Tax Act (Canada) s. 250(1)(a); CRA Income Tax Folio S5-F1-C1",
+        "you are deemed resident in Canada for the year and taxed on worldwide income",
+    ),
+    StayLimit(
+        _country("United States"),
+        "the US substantial presence test",
+        183,
+        "substantial_presence",
+        "26 U.S.C. 7701(b)(3); IRS Publication 519 (31 days this year and 183 days counting "
+        "all of this year, a third of last year and a sixth of the year before)",
+        "you become a US resident for tax purposes for the year",
+    ),
+    StayLimit(
+        _country("United States"),
+        "the US Visa Waiver Program (ESTA)",
+        90,
+        "visit",
+        "8 U.S.C. 1187(a); 8 CFR 217.2 (admission for at most 90 days)",
+        "if you enter visa-free under the VWP you overstay, which bars visa-free travel later",
+        over=True,
+    ),
+)
+STATED_LIMIT_TYPES = ("StayLimit", "ResidenceLimit")
+_VWP_EXEMPT = frozenset({_country("United States"), _country("Canada")})  # no VWP needed
+LOOKBACK = timedelta(days=3 * 366)  # the substantial presence test looks back two years
+
+
+def _uk_tax_year(d: date) -> tuple[date, date]:
+    first = date(d.year if d >= date(d.year, 4, 6) else d.year - 1, 4, 6)
+    return first, date(first.year + 1, 4, 5)
+
+
+def _presence(trips: list[tuple[Record, date, date]], midnights: bool) -> set[date]:
+    days: set[date] = set()
+    for _, s, e in trips:
+        last = e - timedelta(days=1) if midnights and e > s else e
+        days.update(s + timedelta(days=i) for i in range((last - s).days + 1))
+    return days
+
+
+def _count(days: set[date], lo: date, hi: date) -> int:
+    return sum(1 for d in days if lo <= d <= hi)
+
+
+def _stated(user: UserView) -> list[tuple[StayLimit, Record]]:
+    """Limits stated by ``StayLimit``/``ResidenceLimit`` records: ``country``, ``days`` (or
+    ``limit``/``max_days``), ``window_days`` (none: per visit)."""
+    out = []
+    for t in STATED_LIMIT_TYPES:
+        for r in user.all(t):
+            country = _text(r, ("country",))
+            days = next(
+                (
+                    x
+                    for n in ("days", "limit", "max_days")
+                    if (x := _number(_get(r, n))) is not None
+                ),
+                None,
+            )
+            window = _number(_get(r, "window_days"))
+            if not country.strip() or days is None or not 0 < days < 3660 or _flag(r, "cancelled"):
+                continue
+            ok_window = window is not None and 0 < window <= 3660
+            out.append(
+                (
+                    StayLimit(
+                        _country(country),
+                        f"the stated limit of {_label(r)}",
+                        int(days),
+                        "rolling" if ok_window else "visit",
+                        "stated by the user",
+                        "you break the limit you recorded",
+                        over=True,
+                        window=int(window) if ok_window and window else 0,
+                        severity="critical",
+                    ),
+                    r,
+                )
+            )
+    return out
+
+
+@rule(
+    watch=["Trip", "Residence", "Passport", *STATED_LIMIT_TYPES],
+    clock=True,
+    severity="warning",
+    category="travel_document_validity",
+    source="HMRC RDR3 (UK Statutory Residence Test, 183 days in a tax year from 6 April); "
+    "26 U.S.C. 7701(b)(3) and IRS Publication 519 (substantial presence test); Income Tax Act "
+    "(Canada) s. 250(1)(a) (183 days); 8 U.S.C. 1187 and 8 CFR 217.2 (Visa Waiver Program, 90 "
+    "days a visit); a limit stated in a StayLimit/ResidenceLimit record",
+)
+def residence_day_limits(user: UserView) -> Iterator[Finding]:
+    """Reads ``Trip`` records (``country``/``countries``, ``start``, ``end`` or a stated length;
+    skips ``cancelled``), home countries (``Residence.country``, ``Passport.country``/
+    ``nationality``) and ``StayLimit``/``ResidenceLimit`` records (``country``, ``days``/
+    ``limit``/``max_days``, ``window_days``; none means per visit).
+
+    For each coming trip to a country with a limit, counts the days present from the user's
+    trips: the UK Statutory Residence Test (183 days at midnight in a tax year from 6 April),
+    Canada's 183 days in a calendar year, the US substantial presence test (31 days this year
+    and 183 weighted days over three years), the US Visa Waiver Program's 90 days a visit
+    (warning, for travellers who are not US or Canadian), and stated limits (critical). The tax
+    tests are skipped for the user's own countries. A trip with no end recorded counts its first
+    day only, and the message says so.
+    """
+    today = user.today
+    limits = [(lim, None) for lim in STAY_LIMITS] + _stated(user)
+    if today is None or not any(lim.country for lim, _ in limits):
+        return
+    coming = list(_upcoming_trips(user))
+    if not coming:
+        return
+    wanted = {lim.country for lim, _ in limits}
+    home = _countries(*(_get(r, "country") for r in user.all("Residence")))
+    passports = _countries(
+        *(_get(p, n) for p in user.all("Passport") for n in ("country", "nationality"))
+    )
+    by_country: dict[str, list[tuple[Record, date, date]]] = {}
+    open_ended: set[str] = set()
+    for t in _from_day(user, "Trip", _before(today, LOOKBACK), ("start", "end")):
+        s = _day(_get(t, "start"))
+        if s is None or _flag(t, "cancelled"):
+            continue
+        e = _trip_end(t)
+        if e is None:
+            open_ended.add(t.key)
+        for c in _countries(_get(t, "country"), _get(t, "countries")) & wanted:
+            by_country.setdefault(c, []).append((t, s, e or s))
+    for lim, stated in limits:
+        stays = by_country.get(lim.country)
+        if not stays:
+            continue
+        if stated is None and (lim.country in home | passports):
+            continue
+        if lim.period == "visit" and stated is None and passports & _VWP_EXEMPT:
+            continue
+        days = _presence(stays, lim.midnights)
+        for trip, start, end in coming:
+            if trip.key not in {t.key for t, _, _ in stays}:
+                continue
+            last = end or start
+            span = _check(lim, days, start, last)
+            if span is None:
+                continue
+            note = (
+                " The trip's return date is not recorded, so only its first day was counted: "
+                "the real count may be higher."
+                if trip.key in open_ended
+                else ""
+            )
+            yield Finding(
+                f"{_label(trip)} ({start} – {end or 'return not recorded'}) brings your days in "
+                f"{_text(trip, ('country', 'destination')) or lim.country.strip().title()} to "
+                f"{span}, against {lim.name} ({lim.days} days; {lim.source}): "
+                f"{lim.consequence}. Shorten or move the trip, or take advice before you go."
+                + note,
+                [trip, *([stated] if stated is not None else [])],
+                about=lim.name,
+                severity=lim.severity,
+            )
+
+
+def _check(lim: StayLimit, days: set[date], start: date, last: date) -> str | None:
+    """The days counted, said, when the trip from ``start`` to ``last`` breaks ``lim``."""
+    broken = (lambda n: n > lim.days) if lim.over else (lambda n: n >= lim.days)
+    if lim.period == "visit":
+        n = (last - start).days + 1
+        return f"{_days(n)} in one visit" if broken(n) else None
+    if lim.period == "rolling":
+        lo = last - timedelta(days=lim.window - 1)
+        n = _count(days, lo, last)
+        return f"{_days(n)} in the {lim.window} days {lo} – {last}" if broken(n) else None
+    if lim.period == "tax_year_uk":
+        lo, hi = _uk_tax_year(last)
+        n = _count(days, lo, hi)
+        return f"{_days(n)} in the UK tax year {lo} – {hi}" if broken(n) else None
+    year = last.year
+    n = _count(days, date(year, 1, 1), date(year, 12, 31))
+    if lim.period == "calendar_year":
+        return f"{_days(n)} in {year}" if broken(n) else None
+    prior = _count(days, date(year - 1, 1, 1), date(year - 1, 12, 31))
+    second = _count(days, date(year - 2, 1, 1), date(year - 2, 12, 31))
+    weighted = n + prior / 3 + second / 6
+    if n >= 31 and broken(int(weighted)):
+        return (
+            f"{_days(n)} in {year}, {prior} in {year - 1} and {second} in {year - 2}: "
+            f"{n} + {prior}/3 + {second}/6 = {weighted:.1f} weighted days"
+        )
+    return None
