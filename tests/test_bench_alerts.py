@@ -53,11 +53,10 @@ CATEGORIES = {
     "warranty_deadline_expiration",
 }
 # The numbers of the offline run: a change in a rule or the fixture that moves them shows here.
-CAUGHT, SEVERITY_MATCHED = 36, 28
+CAUGHT, SEVERITY_MATCHED = 37, 29
 MISSES = {
     "travel_02": "no rule for transit_visa_required",
     "health_05": "no rule for dosage_exceeds_weight_guideline",
-    "finance_08": "no rule for cash_flow_risk",
     "deadline_08": "rule silent at trigger: deadline_approaching",
 }
 SUMMARY = re.compile(r"^alerts: (\d+)/(\d+) scenarios caught, (\d+) false critical$")

@@ -140,7 +140,7 @@ ALERT_TYPE_RULES: dict[str, tuple[str, ...]] = {
     "insurance_lapse_risk": ("document_expires_before_trip",),
     "risk_tolerance_contradiction": ("investment_against_risk_tolerance",),
     "wash_sale_violation": ("wash_sale",),
-    "cash_flow_risk": (),
+    "cash_flow_risk": ("balance_projection",),
     # scheduling_conflicts
     "scheduling_conflict": _OVERLAP,
     "double_booking": _OVERLAP,
