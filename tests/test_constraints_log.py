@@ -296,8 +296,10 @@ def test_forget_by_source_takes_the_constraint_out_of_force_and_verify_holds(
 def test_forget_by_text_erases_a_constraint_title() -> None:
     wb = tax_wb()
     wb.constrain({**TAX, "title": "Renew the Quorblax permit"}, key="permit")
+    assert "Quorblax" in wb.checkpoint().code
     wb.forget(text="Quorblax")
     assert wb.constraints() == []
+    assert "Quorblax" not in wb.code(1) and verify(wb.store, "me").ok
     assert not any("Quorblax" in json.dumps(e.payload) for e in wb.store.events(erased=True))
     wb.close()
 
