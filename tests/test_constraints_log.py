@@ -296,8 +296,10 @@ def test_forget_by_source_takes_the_constraint_out_of_force_and_verify_holds(
 def test_forget_by_text_erases_a_constraint_title() -> None:
     wb = tax_wb()
     wb.constrain({**TAX, "title": "Renew the Quorblax permit"}, key="permit")
+    assert "Quorblax" in wb.checkpoint().code
     wb.forget(text="Quorblax")
     assert wb.constraints() == []
+    assert "Quorblax" not in wb.code(1) and verify(wb.store, "me").ok
     assert not any("Quorblax" in json.dumps(e.payload) for e in wb.store.events(erased=True))
     wb.close()
 
@@ -423,4 +425,20 @@ def test_marimo_constrain_and_constraints_table() -> None:
     assert list(wb.state.constraints) == ["pay-b-rent-b"]
     table = um.constraints_table(wb)
     assert type(table).__name__ == "table"
+    wb.close()
+
+
+def test_sql_has_a_table_of_the_constraints_in_force() -> None:
+    wb = tax_wb()
+    wb.constrain(TAX, key="tax")
+    wb.constrain({**TAX, "title": HOSTILE}, key="odd")
+    rows = wb.sql("SELECT key, kind, title, json->>'lead_days', rule FROM uac_constraints").rows
+    assert rows == [
+        ("tax", "obligation", "File the tax return", "30", "constraint_tax"),
+        ("odd", "obligation", HOSTILE.strip(), "30", "constraint_odd"),
+    ]
+    wb.retract_constraint("tax")
+    assert wb.sql("SELECT key FROM uac_constraints").rows == [("odd",)]
+    with pytest.raises(EventError, match="the SQL view's table uac_constraints"):
+        wb.ingest([fact("2025-04-02", "add", "Uac_constraints", "k", x=1)])
     wb.close()

@@ -1132,3 +1132,8 @@ def test_hostile_constraint_titles_and_keys_display_as_data(loaded: Any) -> None
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert table.rows[0][2] == TITLE  # the title as given, as data
     assert not (Path.cwd() / "CANARY").exists()
+
+
+def test_constrain_is_the_same_cell_as_constraint(loaded: Any) -> None:
+    out = run_out(loaded, CONSTRAINT_CELL.replace("%%uac constraint", "%%uac constrain"))
+    assert out.startswith("in force: refill")

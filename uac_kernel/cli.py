@@ -726,9 +726,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
-        name: str, fn: Callable[[argparse.Namespace], None], help: str
+        name: str,
+        fn: Callable[[argparse.Namespace], None],
+        help: str,
+        aliases: Sequence[str] = (),
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common], help=help, description=help)
+        p = sub.add_parser(
+            name, parents=[common], help=help, description=help, aliases=list(aliases)
+        )
         p.set_defaults(func=fn)
         return p
 
@@ -790,10 +795,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
     p = add(
-        "constrain",
+        "constrain",  # `uac constraint` too, as the notebook's `%%uac constraint`
         cmd_constrain,
         "put constraints in force from a YAML or JSON file (one, a list, or key: constraint), "
         "or retract one; see docs/constraints.md",
+        aliases=["constraint"],
     )
     p.add_argument("file", nargs="?", default=None, metavar="FILE")
     p.add_argument("--key", default=None, help="the key of the file's one constraint")

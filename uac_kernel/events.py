@@ -24,7 +24,7 @@ from uac_kernel.errors import ConstraintError, EventError
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, INT_MAX, INT_MIN, Limits
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
-from uac_kernel.sqlview import INDEX_TABLE, table_names
+from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
 
 __all__ = ["InputEvent", "json_lines", "parse_event", "parse_jsonl", "parse_objects", "plan_batch"]
@@ -502,8 +502,8 @@ class _Overlay:
             self._renamed = self._renamed_tables()
         folded = self._folded
         low = name.lower()
-        if low == INDEX_TABLE:
-            return f"type name {name!r} is the SQL view's table {INDEX_TABLE}; choose another name"
+        if low in (INDEX_TABLE, CONSTRAINTS_TABLE):
+            return f"type name {name!r} is the SQL view's table {low}; choose another name"
         if (other := folded.get(low)) is not None:
             return (
                 f"type {name!r} differs from the existing type {other!r} only in case, which SQL "

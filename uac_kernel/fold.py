@@ -207,6 +207,8 @@ class State:
         self.constraints: dict[str, ConstraintVersion] = {}
         self.constraint_history: list[ConstraintVersion] = []
         self.changed_constraints: set[str] = set()
+        # The seq of the last constraint event (the SQL view refreshes its table by it).
+        self.constraint_seq = 0
 
     # -- reading -------------------------------------------------------------------------
 
@@ -343,6 +345,7 @@ class State:
         else:
             raise FoldError(f"event {ev.seq}: unknown op {op!r}")
         self.changed_constraints.add(key)
+        self.constraint_seq = ev.seq
 
     def _apply_schema(self, payload: dict[str, Any]) -> None:
         name = payload["type"]

@@ -776,7 +776,18 @@ class UacMagics(Magics):
         A key in force is updated, so re-running an edited cell changes the constraint.
         ``%uac constraint --retract KEY [--reason R]`` retracts one. The cell is read as data,
         never run."""
-        args = parse_argstring(self.cmd_constraint, rest)
+        self._constrain(parse_argstring(self.cmd_constraint, rest), cell)
+
+    @subcommand("constrain", cell=True)
+    @magic_arguments(name="uac constrain")
+    @argument("--key", default=None, help="the key of the cell's one constraint")
+    @argument("--retract", default=None, metavar="KEY", help="retract constraint KEY (no cell)")
+    @argument("--reason", default=None, help="why (logged with the events)")
+    def cmd_constrain(self, rest: str, cell: str | None) -> None:
+        """``%%uac constrain``: the same as ``%%uac constraint`` (the CLI's verb)."""
+        self._constrain(parse_argstring(self.cmd_constrain, rest), cell)
+
+    def _constrain(self, args: Any, cell: str | None) -> None:
         reason = _unquote(args.reason) if args.reason else None
         if args.retract is not None:
             if cell is not None and cell.strip():

@@ -12,7 +12,8 @@ a type whose table (or ``_history`` table) would clash, ignoring case, with one 
 with ``uac_tables`` gets the first free suffix that is no type's name: ``TRIP`` after ``Trip``
 is ``TRIP_2`` and ``TRIP_2_history``. A name once given never changes (ingest refuses a new type
 named like a renamed table). Table ``uac_tables`` (``type``, ``current_table``,
-``history_table``) lists which table is which.
+``history_table``) lists which table is which, and ``uac_constraints`` (``key``, ``kind``,
+``title``, ``json``, ``valid_from``, ``rule``) the constraints in force.
 
 A query cannot change the view: DuckDB's own parser must find exactly one statement and it must
 be a query (``SELECT``, ``WITH``, ``FROM``, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``);
@@ -40,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
+import orjson
 
 from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
@@ -47,6 +49,7 @@ from uac_kernel.fold import State
 from uac_kernel.records import Record
 
 __all__ = [
+    "CONSTRAINTS_TABLE",
     "DEFAULT_TIMEOUT",
     "INDEX_TABLE",
     "MAX_TIMEOUT",
@@ -59,6 +62,7 @@ __all__ = [
 ]
 
 INDEX_TABLE = "uac_tables"
+CONSTRAINTS_TABLE = "uac_constraints"
 DEFAULT_TIMEOUT = 30.0
 # threading.Timer cannot wait for inf or 1e300 s (OverflowError in its thread, and the query
 # would run unbounded): a day is longer than any query should take.
@@ -123,6 +127,11 @@ def default_memory_mb() -> int:
     return int(_env_number("UAC_SQL_MEMORY_MB", min(2048, max(ram_mb // 4, 64))))
 
 
+_CONSTRAINT_COLUMNS = (
+    "key VARCHAR, kind VARCHAR, title VARCHAR, json JSON, valid_from TIMESTAMP, rule VARCHAR"
+)
+
+
 def default_threads() -> int:
     """The SQL view's threads: env UAC_SQL_THREADS, else half the CPUs (1 to 4)."""
     return int(_env_number("UAC_SQL_THREADS", min(4, max(1, (os.cpu_count() or 2) // 2))))
@@ -136,7 +145,7 @@ def table_names(type_names: Iterable[str]) -> dict[str, tuple[str, str]]:
     ``Trip_2`` and never ``TRIP`` renamed."""
     order = list(type_names)
     types = {t.lower() for t in order}
-    taken = {INDEX_TABLE}
+    taken = {INDEX_TABLE, CONSTRAINTS_TABLE}
     names: dict[str, tuple[str, str]] = {}
     for name in order:
         base, n = name, 1
@@ -207,6 +216,8 @@ class SqlView:
         self.con.execute(
             f"CREATE TABLE {INDEX_TABLE} (type VARCHAR, current_table VARCHAR, history_table VARCHAR)"
         )
+        self._constraints_seq = 0
+        self.con.execute(f"CREATE TABLE {CONSTRAINTS_TABLE} ({_CONSTRAINT_COLUMNS})")
 
     def refresh(self, state: State) -> None:
         names = table_names(t for t in state.schema.types if t in state.types)
@@ -222,6 +233,8 @@ class SqlView:
             )
             self.con.execute("COMMIT")
             self.tables = names
+        if state.constraint_seq != self._constraints_seq:
+            self._load_constraints(state)
         for name, ts in state.types.items():
             seq = state.type_seq.get(name, 0)
             if self._built.get(name) == seq:
@@ -236,6 +249,30 @@ class SqlView:
             self._load(current, columns, list(ts.current.values()), history=False)
             self._load(history, columns, versions, history=True)
             self._built[name] = seq
+
+    def _load_constraints(self, state: State) -> None:
+        from uac_kernel.constraints import constraint_json, rule_name
+
+        rows = [
+            (
+                cv.key,
+                cv.constraint.kind,
+                cv.constraint.title,
+                orjson.dumps(constraint_json(cv.constraint)).decode(),
+                cv.valid_from,
+                rule_name(cv.key),
+            )
+            for cv in state.constraints.values()
+        ]
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        con.execute(f"CREATE OR REPLACE TABLE {CONSTRAINTS_TABLE} ({_CONSTRAINT_COLUMNS})")
+        if rows:
+            appender = con.appender(CONSTRAINTS_TABLE)
+            appender.append_rows(rows)
+            appender.flush()
+        con.execute("COMMIT")
+        self._constraints_seq = state.constraint_seq
 
     def _load(
         self, table: str, columns: Sequence[tuple[str, str]], records: list[Record], history: bool
