@@ -93,9 +93,10 @@ def resolve_user(store: Store, user: str | None, *, create: bool) -> str:
     raise UnknownUser(unknown_user_message(store.path, user, users), users=users)
 
 
-def _check_compiles(planned: Iterable[NewEvent]) -> None:
+def _check_compiles(planned: Iterable[NewEvent], taken: Collection[str] = ()) -> None:
     """Compile each constraint a batch puts in force, so one this uac cannot turn into a rule
-    is refused before anything is appended."""
+    is refused before anything is appended; so is one whose rule would take the name of a
+    rule in force that is not a constraint's (``taken``)."""
     for ev in planned:
         if ev.kind == "constraint" and ev.payload["op"] != "retract":
             from uac_kernel.constraints import compile_constraint, parse_constraint
@@ -103,12 +104,17 @@ def _check_compiles(planned: Iterable[NewEvent]) -> None:
             key = ev.payload["key"]
             c = parse_constraint(ev.payload["constraint"], f"constraint {key!r}")
             try:
-                compile_constraint(key, c)
+                name = compile_constraint(key, c).name
             except ImportError as exc:
                 raise ConstraintError(
                     f"constraint {key!r}: kind {c.kind!r} has no compiler in this uac ({exc}); "
                     "use another kind or upgrade uac"
                 ) from None
+            if name in taken:
+                raise ConstraintError(
+                    f"constraint {key!r} would be rule {name!r}, the name of a rule in force "
+                    "that is not a constraint's; choose another key"
+                )
 
 
 def _key_of(rules: dict[str, str], rule: str) -> str | None:
@@ -378,7 +384,8 @@ class Workbench:
         if not fresh:
             return report, set(), False
         planned = plan_batch(self.state, fresh, self.limits)
-        _check_compiles(planned)
+        own = set(self._constraint_rules.values())
+        _check_compiles(planned, [n for n in self.runner.rules if n not in own])
         clock.lap("validate")
         logged = self.store.append(planned)
         clock.lap("write")

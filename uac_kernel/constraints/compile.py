@@ -33,13 +33,18 @@ _MODULES = {
 }
 
 
+_HASHED = re.compile(r"_[0-9a-f]{12}$")
+
+
 def rule_name(key: str) -> str:
-    """The rule name of the constraint ``key``: ``constraint_`` + the key as an identifier."""
-    slug = re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")[:60]
-    name = f"constraint_{slug}" if slug else "constraint"
-    if name.removeprefix("constraint_") != key:
-        name += "_" + hashlib.sha256(key.encode()).hexdigest()[:6]
-    return name
+    """The rule name of the constraint ``key``: ``constraint_`` + the key, when the key is
+    already a lower-case identifier; otherwise + a slug of it and 12 hex digits of its hash.
+    A plain name never ends like a hashed one, so two keys never share a rule."""
+    slug = re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")[:48]
+    if slug == key and not _HASHED.search(key):
+        return f"constraint_{slug}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return f"constraint_{slug}_{digest}" if slug else f"constraint_{digest}"
 
 
 def compile_constraint(key: str, c: Constraint) -> Rule:

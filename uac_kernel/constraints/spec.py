@@ -31,6 +31,7 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -61,12 +62,31 @@ __all__ = [
     "parse_constraint",
 ]
 
+
+def _has_a_word(v: str) -> str:
+    # zero-width and punctuation-only text would be an invisible title or a term that matches
+    # nothing (or, with its words removed, everything)
+    if not any(ch.isalnum() for ch in v):
+        raise ValueError("must contain a word (a letter or a digit)")
+    return v
+
+
 # A title or a quoted source is a sentence; a term is a word or two.
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
-Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+Text = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=300),
+    AfterValidator(_has_a_word),
+]
+Term = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=80),
+    AfterValidator(_has_a_word),
+]
 Scalar = bool | int | float | Annotated[str, StringConstraints(max_length=300)]
 Severity = Literal["critical", "warning", "info"]
 MAX_ITEMS = 50
+# Alert categories the engine gives its own alerts (a rule that fails).
+RESERVED_CATEGORIES = frozenset({"rule_error"})
 
 
 class _Model(BaseModel):
@@ -117,6 +137,8 @@ class Moment(_Model):
     then shifted by ``days`` and ``months`` (negative for before)."""
 
     fields: list[FieldName] = Field(default_factory=list, max_length=10)
+    # the years rules read in records (1001-8999: 9999-12-31 often means "never"); with the
+    # bounded shifts below, a moment never leaves the calendar
     date: dt.date | None = None
     days: int = Field(default=0, ge=-36_600, le=36_600)
     months: int = Field(default=0, ge=-1_200, le=1_200)
@@ -126,6 +148,13 @@ class Moment(_Model):
     def _check_fields(cls, v: list[str]) -> list[str]:
         for name in v:
             _field_name(name)
+        return v
+
+    @field_validator("date")
+    @classmethod
+    def _in_the_calendar(cls, v: dt.date | None) -> dt.date | None:
+        if v is not None and not 1000 < v.year < 9000:
+            raise ValueError("must be a date in the years 1001 to 8999")
         return v
 
     @model_validator(mode="after")
@@ -143,6 +172,13 @@ class _Base(_Model):
     category: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,59}$")] = "constraint"
     lead_days: int = Field(default=14, ge=0, le=3_660)
     cites: Text | None = None  # where the rule comes from: "the user", a regulation, a label
+
+    @field_validator("category")
+    @classmethod
+    def _not_reserved(cls, v: str) -> str:
+        if v in RESERVED_CATEGORIES:
+            raise ValueError(f"{v!r} is reserved for the engine's own alerts; name another")
+        return v
 
 
 class Obligation(_Base):
@@ -209,8 +245,18 @@ class WindowLimit(_Base):
     window_days: int | None = Field(default=None, ge=1, le=3_660)
     period: Literal["month", "year"] | None = None
     year_from: Annotated[str, StringConstraints(pattern=r"^\d\d-\d\d$")] | None = None
-    limit: float
+    limit: float = Field(ge=0)
     warn_at: float | None = Field(default=None, gt=0, le=1)
+
+    @field_validator("year_from")
+    @classmethod
+    def _a_day_of_the_year(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:  # 2000 is a leap year, so 02-29 is a day of the year
+                dt.date.fromisoformat(f"2000-{v}")
+            except ValueError:
+                raise ValueError(f"{v!r} is not a day of the year (MM-DD, e.g. 04-06)") from None
+        return v
 
 
 class Projection(_Base):
