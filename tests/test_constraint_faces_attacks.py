@@ -364,3 +364,201 @@ def test_duplicate_keys_in_a_constraint_file_are_refused(
     (tmp_path / name).write_bytes(data)
     one_line_error(uac(capsys, db, "constrain", str(tmp_path / name)), name, "twice")
     assert snapshot(db) == before
+
+
+# -- uac ingest: constraint events among facts; a bad one on line 57 ----------------------------
+
+
+def mixed(bad: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """56 good lines (facts, utterances, constraints), then ``bad`` on line 57, then 3 more."""
+    events: list[dict[str, Any]] = []
+    for i in range(56):
+        if i % 4 == 0:
+            events.append(cev("2025-04-02T09:00:00", "add", f"c{i}", {**TAX, "title": f"Task {i}"}))
+        elif i % 4 == 1:
+            events.append(clock("2025-04-02T09:00:00", source=f"chat#{i}", text=f"turn {i}"))
+        else:
+            events.append(fact("2025-04-02T09:00:00", "add", "Trip", f"t{i}", destination=f"City {i}"))
+    if bad is not None:
+        events.append(bad)
+    events += [fact("2025-04-03T09:00:00", "add", "Trip", f"after{i}", destination="X") for i in range(3)]
+    return events
+
+
+BAD_LINES: list[Any] = [
+    pytest.param(cev("2025-04-02", "add", "x", {**TAX, "due": {"fields": ["bad field"]}}), "constraint.due.fields", id="bad-field-inside"),
+    pytest.param(cev("2025-04-02", "add", "x", {"kind": "exec", "title": "x"}), "constraint", id="unknown-kind"),
+    pytest.param(cev("2025-04-02", "add", "x", None), "constraint", id="add-without-constraint"),
+    pytest.param(cev("2025-04-02", "add", "tax", TAX), "key", id="add-of-key-in-force"),
+    pytest.param(cev("2025-04-02", "update", "ghost", TAX), "key", id="update-of-key-not-in-force"),
+    pytest.param(cev("2025-04-02", "retract", "ghost"), "key", id="retract-of-key-not-in-force"),
+    pytest.param(cev("2025-01-01", "update", "tax", {**TAX, "lead_days": 3}), "ts", id="update-dated-before-version"),
+    pytest.param(cev("2025-04-02", "add", "", TAX), "key", id="empty-key"),
+    pytest.param(cev("2025-04-02", "add", "x" * 201, TAX), "key", id="key-over-200"),
+    pytest.param(cev("2025-04-02", "add", "x", "kind: obligation"), "constraint", id="constraint-as-yaml-text"),
+    pytest.param(cev("2025-04-02", "add", "x", {**TAX, "title": "t" * 301}), "constraint.title", id="title-over-300"),
+    pytest.param(cev("2025-04-02", "add", "x", {**TAX, "lead_days": 10**30}), "constraint.lead_days", id="huge-int"),
+    pytest.param(cev("2025-04-02", "frobnicate", "x", TAX), "op", id="unknown-op"),
+    pytest.param(cev("2025-04-02", "add", "x", TAX, derived_from="chat#1"), "derived_from", id="derived-from-not-a-list"),
+    pytest.param(cev("2025-04-02", "add", "c0", TAX), "key", id="add-twice-within-the-batch"),
+    pytest.param(
+        cev("2025-04-02", "add", "x", {**TAX, "subject": {"type": "Trip", "where": {f"f{i}": i for i in range(11)}}}),
+        "constraint.subject.where",
+        id="where-over-10",
+    ),
+]
+
+
+@pytest.mark.parametrize(("bad", "field"), BAD_LINES)
+def test_a_bad_constraint_on_line_57_leaves_the_log_byte_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: dict[str, Any], field: str
+) -> None:
+    db = base_store(tmp_path)
+    before = snapshot(db)
+    raw = db.read_bytes()
+    path = jsonl(tmp_path / "mixed.jsonl", mixed(bad))
+    line = one_line_error(uac(capsys, db, "ingest", str(path)), "mixed.jsonl", "57", field)
+    assert "line 57" in line or "mixed.jsonl:57" in line
+    assert snapshot(db) == before
+    assert db.read_bytes() == raw  # nothing written at all
+    with Workbench(db, read_only=True) as wb:
+        assert list(wb.state.constraints) == ["tax"] and not wb.state.types.get("Trip")
+
+
+def test_the_same_batch_without_the_bad_line_lands_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = base_store(tmp_path)
+    path = jsonl(tmp_path / "mixed.jsonl", mixed(None))
+    run = uac(capsys, db, "ingest", str(path))
+    assert run.code == 0, run.err
+    with Workbench(db, read_only=True) as wb:
+        assert len(wb.state.constraints) == 15 and len(wb.state.all("Trip")) == 31
+    no_rule_errors(db)
+    assert uac(capsys, db, "verify").code == 0
+
+
+def test_a_bad_constraint_in_a_new_store_leaves_no_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "fresh.duckdb"
+    path = jsonl(tmp_path / "mixed.jsonl", mixed(BAD_LINES[0].values[0]))
+    one_line_error(uac(capsys, db, "ingest", str(path)), "57")
+    assert not db.exists()
+
+
+# -- uac constrain --retract, uac constraints --json/--history ----------------------------------
+
+RETRACTS: list[Any] = [
+    pytest.param(["--retract", "ghost"], ["'ghost'", "tax"], id="unknown-key-names-those-in-force"),
+    pytest.param(["--retract", "tax", "x.yaml"], ["--retract"], id="retract-with-file"),
+    pytest.param(["--retract", "tax", "--key", "k"], ["--retract"], id="retract-with-key"),
+    pytest.param(["--retract", "\x1b[31mtax\nrm -rf /"], ["\\x1b[31mtax\\nrm -rf /"], id="control-chars-in-key"),
+    pytest.param(["--retract", ""], ["''"], id="empty-key"),
+    pytest.param([], ["FILE", "--retract"], id="neither-file-nor-retract"),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), RETRACTS)
+def test_a_bad_retract_is_one_line_and_appends_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: list[str]
+) -> None:
+    db = base_store(tmp_path)
+    before = snapshot(db)
+    one_line_error(uac(capsys, db, "constrain", *args), *words)
+    assert snapshot(db) == before
+
+
+def test_retract_twice_then_history_json_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = base_store(tmp_path)
+    odd = "odd\nkey\t\x1b[2J"
+    with Workbench(db) as wb:
+        wb.constrain({**TAX, "title": NASTY[:300]}, key=odd)
+    run = uac(capsys, db, "constrain", "--retract", "tax", "--reason", "done\nby\x1b[31m me")
+    assert run.code == 0 and "\x1b" not in run.out
+    assert "cleared" in run.out and "why: constraint 'tax' was retracted: done\\nby\\u001b[31m me" in run.out
+    one_line_error(uac(capsys, db, "constrain", "--retract", "tax"), "'tax'")
+    shown = uac(capsys, db, "constraints", "--json")
+    assert shown.code == 0 and len(shown.out.splitlines()) == 1 and "\x1b" not in shown.out
+    rows = json.loads(shown.out)
+    assert [r["key"] for r in rows] == [odd] and rows[0]["title"] == NASTY[:300].strip()
+    hist = json.loads(uac(capsys, db, "constraints", "--history", "--json").out)
+    assert [(r["key"], r["retracted"]) for r in hist] == [("tax", True), (odd, False)]
+    text = uac(capsys, db, "constraints", "--history")
+    lines = text.out.splitlines()
+    assert len(lines) == 2 and "\x1b" not in text.out and all(ln.count("\t") == 6 for ln in lines)
+    assert "odd\\nkey\\t\\u001b[2J" in lines[1]
+
+
+# -- uac alerts, uac sql, the alert inspector -----------------------------------------------------
+
+
+def test_alerts_name_a_hostile_constraint_on_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "s.duckdb"
+    with Workbench(db) as wb:
+        wb.ingest([clock("2025-04-01T09:00:00")])
+        wb.constrain({**TAX, "title": NASTY[:300]}, key="k\nq")
+    run = uac(capsys, db, "alerts")
+    assert run.code == 0
+    lines = run.out.splitlines()
+    assert lines[0].startswith("[warning] constraint_k_q_") or lines[0].startswith("[info] constraint_k_q_")
+    assert lines[-1].startswith("    constraint: k\\nq (obligation): '''")
+    assert "\n __import__" not in run.out and "\x1b" not in run.out
+    got = json.loads(uac(capsys, db, "alerts", "--json").out)
+    assert got[0]["message"].startswith(NASTY[:300].strip()[:40])
+    no_rule_errors(db)
+
+
+SQL_TITLES = [
+    "'); DROP TABLE uac_constraints; --",
+    "x' OR '1'='1",
+    "\"; ATTACH '/tmp/evil.db' AS e; --",
+    "$$ || (SELECT 1) || $$",
+]
+
+
+@pytest.mark.parametrize("title", SQL_TITLES, ids=["drop-table", "or-1-1", "attach", "dollar-quote"])
+def test_sql_injection_through_titles_stays_data(tmp_path: Path, capsys: pytest.CaptureFixture[str], title: str) -> None:
+    db = base_store(tmp_path)
+    with Workbench(db) as wb:
+        wb.constrain({**TAX, "title": title}, key=title)
+    run = uac(capsys, db, "sql", "--json", "SELECT key, title, rule FROM uac_constraints ORDER BY valid_from, key")
+    assert run.code == 0, run.err
+    rows = json.loads(run.out)
+    assert sorted(r["title"] for r in rows) == sorted(["File the tax return", title])
+    assert sorted(r["key"] for r in rows) == sorted(["tax", title])
+    assert not Path("/tmp/evil.db").exists()
+
+
+@pytest.mark.parametrize(
+    "type_name", ["Uac_constraints", "UAC_CONSTRAINTS", "Uac_Constraints", "Uac_constraints_"],
+    ids=["cap", "upper", "mixed", "trailing-underscore"],
+)
+def test_a_record_type_named_like_the_constraints_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], type_name: str
+) -> None:
+    db = base_store(tmp_path)
+    path = jsonl(tmp_path / "t.jsonl", [fact("2025-04-02", "add", type_name, "k", title="shadow")])
+    run = uac(capsys, db, "ingest", str(path))
+    if type_name.lower() == "uac_constraints":
+        one_line_error(run, "t.jsonl", "uac_constraints")
+    else:
+        assert run.code == 0, run.err
+    got = json.loads(uac(capsys, db, "sql", "--json", "SELECT title FROM uac_constraints").out)
+    assert got == [{"title": "File the tax return"}]
+
+
+def test_the_alert_inspector_state_holds_hostile_titles_as_data() -> None:
+    from uac_kernel.widgets import AlertInspector, asset
+
+    with Workbench() as wb:
+        wb.ingest([clock("2025-04-01T09:00:00")])
+        title = "</script><script>alert(1)</script>" + NASTY[:200]
+        wb.constrain({**TAX, "title": title}, key="<img src=x onerror=alert(2)>")
+        inspector = AlertInspector(wb)
+        state = inspector.get_state()
+        wire = json.loads(json.dumps(state["alerts"]))  # what the front end receives
+        (shown,) = [a for a in wire if a["constraint"] is not None]
+        assert shown["constraint"]["title"] == title.strip()
+        assert shown["constraint"]["key"] == "<img src=x onerror=alert(2)>"
+        assert json.loads(shown["constraint"]["json"])["title"] == title.strip()
+        assert shown["message"].startswith(title.strip()[:30])
+    js = asset("alert_inspector.js")
+    assert "innerHTML" not in js and "outerHTML" not in js and "insertAdjacentHTML" not in js
+    assert "textContent" in js or "text:" in js
