@@ -562,3 +562,166 @@ def test_the_alert_inspector_state_holds_hostile_titles_as_data() -> None:
     js = asset("alert_inspector.js")
     assert "innerHTML" not in js and "outerHTML" not in js and "insertAdjacentHTML" not in js
     assert "textContent" in js or "text:" in js
+
+
+# -- forget and verify after constraint events ---------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["text", "source"])
+def test_forget_of_a_constraint_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    db = tmp_path / "s.duckdb"
+    with Workbench(db) as wb:
+        wb.ingest([clock("2025-04-01T09:00:00"), clock("2025-04-01T09:10:00", "chat#7", "remind me about the Vexlorian permit")])
+        wb.constrain({**TAX, "title": "Renew the Vexlorian permit"}, key="permit", source="ex#7", derived_from=["chat#7"])
+        wb.constrain({**TAX, "title": "Renew the Vexlorian permit", "lead_days": 20}, key="permit")
+        wb.constrain({**TAX, "title": "Pay rent"}, key="rent")
+        assert {wb.constraint_of(a.rule).key for a in wb.alerts() if wb.constraint_of(a.rule)} == {"permit", "rent"}  # type: ignore[union-attr]
+    args = ["--text", "Vexlorian"] if how == "text" else ["--source", "ex#7"]
+    run = uac(capsys, db, "forget", *args)
+    assert run.code == 0, run.err
+    assert uac(capsys, db, "verify").code == 0
+    with Workbench(db, read_only=True) as wb:
+        assert list(wb.state.constraints) == ["rent"]
+        assert [wb.constraint_of(a.rule).key for a in wb.alerts() if wb.constraint_of(a.rule)] == ["rent"]  # type: ignore[union-attr]
+        assert not any(a.rule.startswith("constraint_permit") for a in wb.alerts())
+        assert not [e for e in wb.store.events(erased=True) if "Vexlorian" in json.dumps(e.payload)]
+    assert "Vexlorian" not in uac(capsys, db, "constraints", "--history", "--json").out
+    assert "Vexlorian" not in uac(capsys, db, "sql", "--json", "SELECT * FROM uac_constraints").out
+    assert b"Vexlorian" not in db.read_bytes()
+
+
+def test_verify_holds_after_every_kind_of_constraint_event(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = base_store(tmp_path)
+    path = jsonl(
+        tmp_path / "c.jsonl",
+        [
+            cev("2025-04-02", "update", "tax", {**TAX, "lead_days": 3}),
+            cev("2025-04-03", "add", "rent", {**TAX, "title": "Pay rent"}),
+            cev("2025-04-04", "retract", "tax", reason="filed"),
+            cev("2025-04-05", "add", "tax", {**TAX, "title": "File again"}),
+        ],
+    )
+    assert uac(capsys, db, "ingest", str(path)).code == 0
+    assert uac(capsys, db, "verify").code == 0
+    hist = json.loads(uac(capsys, db, "constraints", "--history", "--json").out)
+    assert [(r["key"], r["retracted"]) for r in hist] == [("tax", False), ("tax", True), ("rent", False), ("tax", False)] or len(hist) == 4
+    no_rule_errors(db)
+
+
+# -- checkpoint code: hostile titles and keys as escaped literals, imported fresh ----------------
+
+IMPORT = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("model", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+print(json.dumps(mod.constraints))
+"""
+
+CODE_TITLES: list[Any] = [
+    pytest.param("'''", id="triple-single"),
+    pytest.param('"""', id="triple-double"),
+    pytest.param("ends with a backslash \\", id="trailing-backslash"),
+    pytest.param("line one\nline two\r\nthree", id="newlines"),
+    pytest.param("x'''+__import__('os').system('touch CANARY')+'''", id="break-out-import"),
+    pytest.param('x"""+__import__("os").system("touch CANARY")+"""', id="break-out-import-double"),
+    pytest.param("\\N{BULLET} \\x41 \\u0041 {0} %s", id="escape-sequences-literal"),
+    pytest.param("sep\u2028para\u2029end\x85", id="unicode-line-separators"),
+    pytest.param("nul\x00byte\x0b\x0c", id="nul-and-form-feed"),
+    pytest.param("# coding: latin-1", id="coding-cookie"),
+    pytest.param("\ufeffbom title", id="bom-in-title"),
+]
+
+
+@pytest.mark.parametrize("title", CODE_TITLES)
+def test_checkpoint_code_renders_a_hostile_title_and_key_as_literals(tmp_path: Path, title: str) -> None:
+    from uac_kernel.codegen import parse_module
+    from uac_kernel.constraints import constraint_json, parse_constraint
+
+    db = tmp_path / "s.duckdb"
+    body = {
+        **TAX,
+        "title": title,
+        "subject": {"type": "Trip", "where": {"note": title}, "mentions": [title[:80]]},
+    }
+    with Workbench(db) as wb:
+        wb.ingest([clock("2025-04-01T09:00:00"), fact("2025-04-01", "add", "Trip", "t", destination=title)])
+        wb.constrain(body, key=title)
+        wb.constrain(TAX, key="constraints")  # a key named like the block itself
+        code = wb.checkpoint().code
+        types = set(wb.state.types)
+        no_rule_errors_wb = [a for a in wb.alerts() if "rule_error" in a.rule]
+    assert no_rule_errors_wb == []
+    path = tmp_path / "model.py"
+    path.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", IMPORT, str(path)],
+        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout)
+    assert got == {title: constraint_json(parse_constraint(body)), "constraints": TAX}
+    assert not (tmp_path / "CANARY").exists()
+    assert set(parse_module(code).types) == types
+
+
+# -- %%uac cell edits touching the constraints block ----------------------------------------------
+
+SILENT = (
+    "a cell that edits the constraints block other than by a plain name assignment (subscript, del, "
+    "tuple, walrus, method call) is accepted as 'no change' instead of refused"
+)
+CELL_EDITS: list[Any] = [
+    pytest.param("constraints = {}", id="assign"),
+    pytest.param("constraints: dict = {}", id="annotated-assign"),
+    pytest.param("constraints |= {'x': {}}", id="aug-assign"),
+    pytest.param("x = constraints = {}", id="chained-assign"),
+    pytest.param("constraints['tax'] = {'kind': 'obligation', 'title': 'gone', 'due': {'date': '2030-01-01'}}", id="subscript-assign", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("constraints['tax']['lead_days'] = 1", id="nested-subscript-assign", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("constraints, y = {}, 1", id="tuple-assign", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("del constraints", id="del", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("del constraints['tax']", id="del-item", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("constraints.update({'x': {}})", id="method-call", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("constraints.clear()", id="clear-call", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("(constraints := {})", id="walrus", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param("for constraints in [{}]: pass", id="for-target"),
+]
+OTHER_STATEMENTS = ["import os as constraints", "globals()['constraints'] = {}", "print(constraints)"]
+
+
+def _cell_refused(wb: Workbench, version: int, extra: str) -> Exception | None:
+    cell = wb.cell("Trip") + "\n" + extra + "\n"
+    try:
+        wb.apply_edit(cell, version=version, part="Trip")
+    except Exception as exc:  # noqa: BLE001 — what the cell face shows is the point
+        return exc
+    return None
+
+
+@pytest.mark.parametrize("extra", CELL_EDITS)
+def test_a_cell_that_touches_the_constraints_block_is_refused_and_changes_nothing(extra: str) -> None:
+    from uac_kernel.errors import UacError
+
+    with Workbench() as wb:
+        wb.ingest([clock("2025-04-01T09:00:00"), fact("2025-04-01", "add", "Trip", "t1", destination="Oslo")])
+        wb.constrain(TAX, key="tax")
+        version = wb.checkpoint().version
+        n = len(list(wb.store.events(erased=True)))
+        err = _cell_refused(wb, version, extra)
+        assert isinstance(err, UacError), f"accepted or crashed: {err!r}"
+        assert "\n" not in str(err) and "line " in str(err)
+        assert list(wb.state.constraints) == ["tax"] and wb.state.constraints["tax"].constraint.title == TAX["title"]
+        assert len(list(wb.store.events(erased=True))) == n
+
+
+@pytest.mark.parametrize("extra", OTHER_STATEMENTS, ids=["import-as", "globals-subscript", "print"])
+def test_other_statements_naming_constraints_are_not_run_and_change_nothing(extra: str) -> None:
+    with Workbench() as wb:
+        wb.ingest([clock("2025-04-01T09:00:00"), fact("2025-04-01", "add", "Trip", "t1", destination="Oslo")])
+        wb.constrain(TAX, key="tax")
+        version = wb.checkpoint().version
+        n = len(list(wb.store.events(erased=True)))
+        _cell_refused(wb, version, extra)  # refused or ignored; never run
+        assert list(wb.state.constraints) == ["tax"] and len(list(wb.store.events(erased=True))) == n
