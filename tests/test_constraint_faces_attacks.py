@@ -725,3 +725,106 @@ def test_other_statements_naming_constraints_are_not_run_and_change_nothing(extr
         n = len(list(wb.store.events(erased=True)))
         _cell_refused(wb, version, extra)  # refused or ignored; never run
         assert list(wb.state.constraints) == ["tax"] and len(list(wb.store.events(erased=True))) == n
+
+
+# -- %%uac constraint and %uac constraints in a real IPython shell --------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel_shell() -> Iterator[Any]:
+    pytest.importorskip("ipykernel")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    from ipykernel.inprocess.manager import InProcessKernelManager
+
+    km = InProcessKernelManager()
+    km.start_kernel()
+    kernel = km.kernel
+    yield kernel.shell
+    km.shutdown_kernel()
+    type(kernel.shell).clear_instance()
+    type(kernel).clear_instance()
+    _RETIRED.append(kernel)
+
+
+_RETIRED: list[Any] = []
+
+
+@pytest.fixture
+def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.chdir(tmp_path)
+    shell = kernel_shell
+    shell.reset(new_session=False)
+    shell.payload_manager.clear_payload()
+    shell.config.pop("UacMagics", None)
+    for src in ("%load_ext uac", f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}",
+                "%config UacMagics.user = 'maya'", "%uac open"):  # fmt: skip
+        shell.run_cell(src).raise_error()
+    wb = shell.user_ns["wb"]
+    wb.ingest([clock("2025-04-01T09:00:00")])
+    wb.constrain(TAX, key="tax")
+    yield shell
+    shell.run_cell("%unload_ext uac")
+
+
+def usage_error(shell: Any, source: str) -> str:
+    from IPython.core.error import UsageError
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        result = shell.run_cell(source)
+    err = result.error_in_exec
+    assert isinstance(err, UsageError), repr(err)[:500]
+    message = str(err)
+    assert "\n" not in message and "Traceback" not in cap.stderr
+    return message
+
+
+MAGIC_CELLS: list[Any] = [
+    pytest.param("%%uac constraint\n" + BOMB, ["%%uac constraint", "alias"], id="alias-bomb"),
+    pytest.param(
+        "%%uac constraint\nkind: obligation\ntitle: !!python/object/apply:os.system ['touch CANARY']\ndue: {date: 2025-04-15}\n",
+        ["%%uac constraint", "line 2"],
+        id="python-tag",
+    ),
+    pytest.param("%%uac constraint\n", ["cell magic"], id="empty-cell"),
+    pytest.param("%%uac constraint\nkind: obligation\ntitle: x\ndue:\n\tdate: 2025-04-15\n", ["line 4"], id="tabs"),
+    pytest.param("%%uac constraint\n- " + json.dumps(TAX) + "\n- {kind: obligation, title: y}\n", ["item 2", "due"], id="list-item-2-bad"),
+    pytest.param("%%uac constraint --key k\n- " + json.dumps(TAX) + "\n- " + json.dumps(TAX) + "\n", ["--key"], id="key-with-two"),
+    pytest.param("%uac constraint", ["cell magic"], id="line-magic-without-cell"),
+    pytest.param("%uac constraint --retract ghost", ["'ghost'", "tax"], id="retract-unknown"),
+    pytest.param("%%uac constraint --retract tax\n" + json.dumps(TAX), ["retract"], id="retract-with-cell"),
+    pytest.param("%%uac constraint --key ''\n" + json.dumps(TAX), ["key"], id="empty-key-flag"),
+    pytest.param("%%uac constraint\n{\"kind\": \"obligation\", \"title\": \"x\", \"due\": ", ["invalid JSON"], id="truncated-json"),
+    pytest.param(
+        "%%uac constraint\n" + "[" * 50_000 + "]" * 50_000,
+        ["%%uac constraint"],
+        id="json-50k-nesting",
+        marks=pytest.mark.xfail(strict=True, reason="deeply nested JSON in a constraint cell raises RecursionError, not a UsageError one-liner"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "words"), MAGIC_CELLS)
+def test_a_bad_constraint_cell_is_a_one_line_usage_error(ip: Any, tmp_path: Path, source: str, words: list[str]) -> None:
+    wb = ip.user_ns["wb"]
+    n = len(list(wb.store.events(erased=True)))
+    message = usage_error(ip, source)
+    for w in words:
+        assert w in message, (w, message)
+    assert len(list(wb.store.events(erased=True))) == n and list(wb.state.constraints) == ["tax"]
+    assert not (tmp_path / "CANARY").exists()
+
+
+def test_constraints_magic_shows_hostile_titles_as_escaped_data(ip: Any) -> None:
+    from IPython.utils.capture import capture_output
+
+    wb = ip.user_ns["wb"]
+    title = "<script>alert(1)</script>" + NASTY[:200]
+    wb.constrain({**TAX, "title": title}, key="<b>k</b>")
+    with capture_output():
+        result = ip.run_cell("%uac constraints")
+    result.raise_error()
+    table = result.result
+    assert [r[:3] for r in table.rows][1] == ("<b>k</b>", "obligation", title.strip())
+    html = table._repr_html_()
+    assert "<script>" not in html and "<b>k</b>" not in html and "&lt;script&gt;" in html
