@@ -828,3 +828,188 @@ def test_constraints_magic_shows_hostile_titles_as_escaped_data(ip: Any) -> None
     assert [r[:3] for r in table.rows][1] == ("<b>k</b>", "obligation", title.strip())
     html = table._repr_html_()
     assert "<script>" not in html and "<b>k</b>" not in html and "&lt;script&gt;" in html
+
+
+# -- extraction: a model proposes hostile constraints (real openai client, ChatServer) ------------
+
+TURN = clock("2025-05-20T09:00:00", "chat-1#1", "I must send the signed lease back to the landlord by June 1st.")
+LEASE = {
+    "op": "add",
+    "type": "Lease",
+    "key": "lease-flat",
+    "fields": [{"name": "landlord", "value": "the landlord"}],
+    "utterances": ["chat-1#1"],
+}
+RETURN_LEASE = {
+    "kind": "obligation",
+    "title": "Send the signed lease back by June 1st",
+    "subject": {"type": "Lease", "key": "lease-flat"},
+    "due": {"date": "2025-06-01"},
+}
+
+
+def proposal(key: str, constraint: Any, op: str = "add", utterances: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"op": op, "key": key, "utterances": utterances or ["chat-1#1"], **extra}
+    if op != "retract":
+        out["constraint"] = constraint if isinstance(constraint, str) else json.dumps(constraint)
+    return out
+
+
+def answer(facts: list[dict[str, Any]], constraints: list[dict[str, Any]]) -> str:
+    return json.dumps({"operations": facts, "constraints": constraints})
+
+
+@pytest.fixture
+def server() -> Iterator[Any]:
+    from uac_kernel.testing import ChatServer
+
+    with ChatServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def mwb(tmp_path: Path, server: Any) -> Iterator[Workbench]:
+    from uac_kernel.model import ModelSettings
+
+    settings = ModelSettings(model="stand-in", base_url=server.base_url, max_retries=0)
+    with Workbench(tmp_path / "u.duckdb", user="maya", model=settings) as wb:
+        wb.ingest([TURN])
+        yield wb
+
+
+def constraint_events(wb: Workbench) -> list[Any]:
+    return [e for e in wb.log() if e.kind == "constraint"]
+
+
+def nested(depth: int) -> str:
+    where_value = "[" * depth + "1" + "]" * depth
+    return '{"kind": "obligation", "title": "t", "due": {"date": "2025-06-01"}, "subject": {"type": "Lease", "where": {"a": ' + where_value + "}}}"
+
+
+HOSTILE_PROPOSALS: list[Any] = [
+    pytest.param(proposal("long", {**RETURN_LEASE, "title": "x" * 10_000}), "title", id="10k-title"),
+    pytest.param(proposal("long-json", json.dumps({**RETURN_LEASE, "subject": {"type": "Lease", "mentions": ["w" * 70] * 140}})), "mentions", id="10k-json-many-mentions"),
+    pytest.param(proposal("deep", nested(100)), "where", id="100-levels-nesting"),
+    pytest.param(proposal("deeper", nested(5000)), "JSON object", id="5000-levels-nesting"),
+    pytest.param(proposal("nan", '{"kind": "projection", "title": "t", "subject": {"type": "Lease"}, "quantity": "n", "rate": NaN}'), "JSON object", id="nan-literal"),
+    pytest.param(proposal("dbl", json.dumps(json.dumps(RETURN_LEASE))), "constraint", id="double-encoded"),
+    pytest.param(proposal("made-up", RETURN_LEASE, utterances=["chat-9#9"]), "utterances", id="utterance-that-does-not-exist"),
+    pytest.param(proposal("code", {"kind": "obligation", "title": "t", "due": {"date": "2025-06-01"}, "code": "__import__('os').system('touch CANARY')"}), "code", id="code-field"),
+    pytest.param(proposal("", RETURN_LEASE), "key", id="empty-key"),
+    pytest.param(proposal("k" * 201, RETURN_LEASE), "key", id="key-over-200"),
+    pytest.param(proposal("ghost", None, op="retract", reason="gone"), "ghost", id="retract-of-key-not-in-force"),
+]
+
+
+@pytest.mark.parametrize(("bad", "why"), HOSTILE_PROPOSALS)
+def test_a_hostile_proposal_is_dropped_with_its_reason_and_the_facts_are_kept(
+    mwb: Workbench, server: Any, tmp_path: Path, bad: dict[str, Any], why: str
+) -> None:
+    wrong = answer([LEASE], [proposal("ok", RETURN_LEASE), bad])
+    server.enqueue(wrong, wrong)
+    report = mwb.extract(progress=False)
+    assert (report.applied, report.operations, report.constraints, report.pending) == (1, 1, 1, 0)
+    assert len(report.dropped) == 1 and why in report.dropped[0] and "\n" not in report.dropped[0]
+    assert len(report.dropped[0]) < 1000
+    assert mwb.state.get("Lease", "lease-flat") is not None
+    assert [c.key for c in mwb.constraints()] == ["ok"]
+    marker = next(e for e in reversed(mwb.log()) if e.kind == "extraction").payload
+    assert marker["dropped"] == report.dropped
+    assert not [a for a in mwb.alerts() if "rule_error" in a.rule]
+    assert not (tmp_path / "CANARY").exists()
+
+
+@pytest.mark.parametrize(
+    "key", ["../../etc/passwd", "a\nb\r\nc", "constraints", "__import__('os')", "x'''y"],
+    ids=["path", "newlines", "block-name", "import-call", "triple-quote"],
+)
+def test_a_proposed_key_that_looks_like_a_path_or_code_is_data(mwb: Workbench, server: Any, tmp_path: Path, key: str) -> None:
+    server.enqueue(answer([LEASE], [proposal(key, RETURN_LEASE)]))
+    report = mwb.extract(progress=False)
+    assert report.applied == 1
+    if report.dropped:  # refused: with a reason naming the key
+        assert "key" in report.dropped[0] and mwb.constraints() == []
+        return
+    (cv,) = mwb.constraints()
+    assert cv.key == key
+    rule = [a.rule for a in mwb.alerts() if mwb.constraint_of(a.rule) is not None]
+    assert rule and all(r.isidentifier() for r in rule)
+    code = mwb.checkpoint().code
+    path = tmp_path / "model.py"
+    path.write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-I", "-c", IMPORT, str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert list(json.loads(done.stdout)) == [key]
+    assert not list(tmp_path.glob("etc*")) and not (tmp_path.parent / "etc").exists()
+
+
+def test_a_flood_over_the_cap_applies_nothing_and_keeps_the_batch_pending(mwb: Workbench, server: Any) -> None:
+    flood = answer([LEASE], [proposal(f"c{i}", {**RETURN_LEASE, "title": f"t{i}"}) for i in range(21)])
+    server.enqueue(flood, flood)
+    report = mwb.extract(progress=False)
+    assert (report.applied, report.pending) == (1 - 1, 1)
+    assert "21 constraints" in report.errors[0]
+    assert constraint_events(mwb) == [] and mwb.state.get("Lease", "lease-flat") is None
+    # the retry message does not send the flood back whole
+    assert len(server.requests[1]["messages"][-2]["content"]) < 20_000
+
+
+def test_a_valid_constraint_with_an_invalid_fact_never_half_applies(mwb: Workbench, server: Any) -> None:
+    bad_fact = {**LEASE, "fields": [{"name": "bad name!", "value": 1}]}
+    wrong = answer([bad_fact], [proposal("ok", RETURN_LEASE)])
+    server.enqueue(wrong, wrong)
+    n = len(list(mwb.store.events(erased=True)))
+    report = mwb.extract(progress=False)
+    assert (report.applied, report.pending) == (0, 1)
+    assert constraint_events(mwb) == [] and mwb.constraints() == []
+    assert mwb.state.get("Lease", "lease-flat") is None
+    kinds = [e.kind for e in list(mwb.store.events(erased=True))[n:]]
+    assert "constraint" not in kinds and "fact" not in kinds
+
+
+def _in_force(wb: Workbench, n: int) -> None:
+    for i in range(n):
+        wb.constrain({**RETURN_LEASE, "title": f"Standing duty {i}", "subject": {"type": "Lease"}}, key=f"duty{i}")
+
+
+def test_a_retract_of_every_constraint_in_force_is_held_for_review(mwb: Workbench, server: Any) -> None:
+    _in_force(mwb, 5)
+    mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Drop all of them.")])
+    server.enqueue(answer([], [proposal(f"duty{i}", None, op="retract", utterances=["chat-1#2"], reason="user said") for i in range(5)]))
+    report = mwb.extract(progress=False)
+    assert report.held == 1 and report.applied == 0
+    assert [c.key for c in mwb.constraints()] == [f"duty{i}" for i in range(5)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a model may retract a constraint in force that the batch's turns never mention, without review (records get the mention check; constraints do not)",
+)
+def test_a_retract_of_a_constraint_the_turns_never_mention_is_held(mwb: Workbench, server: Any) -> None:
+    _in_force(mwb, 1)
+    mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "What a sunny morning.")])
+    server.enqueue(answer([], [proposal("duty0", None, op="retract", utterances=["chat-1#2"], reason="done")]))
+    report = mwb.extract(progress=False)
+    assert report.held == 1
+    assert [c.key for c in mwb.constraints()] == ["duty0"]
+
+
+def test_an_update_of_every_constraint_in_force_is_held_for_review(mwb: Workbench, server: Any) -> None:
+    _in_force(mwb, 5)
+    mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Nothing much.")])
+    loose = {**RETURN_LEASE, "title": "whatever", "due": {"date": "2099-01-01"}, "subject": {"type": "Lease"}}
+    server.enqueue(answer([], [proposal(f"duty{i}", loose, op="update", utterances=["chat-1#2"]) for i in range(5)]))
+    report = mwb.extract(progress=False)
+    assert report.held == 1
+    assert {c.constraint.title for c in mwb.constraints()} == {f"Standing duty {i}" for i in range(5)}
+
+
+def test_a_constraint_citing_an_earlier_batchs_utterance_is_dropped(mwb: Workbench, server: Any) -> None:
+    server.enqueue(answer([LEASE], []))
+    assert mwb.extract(progress=False).applied == 1
+    mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Also the keys by June 2nd.")])
+    wrong = answer([], [proposal("keys", {**RETURN_LEASE, "title": "Keys"}, utterances=["chat-1#1"])])
+    server.enqueue(wrong, wrong)
+    report = mwb.extract(progress=False)
+    assert report.constraints == 0 and len(report.dropped) == 1 and "chat-1#1" in report.dropped[0]
+    assert mwb.constraints() == [] and report.applied == 1  # the batch itself lands (its marker)
