@@ -1013,3 +1013,121 @@ def test_a_constraint_citing_an_earlier_batchs_utterance_is_dropped(mwb: Workben
     report = mwb.extract(progress=False)
     assert report.constraints == 0 and len(report.dropped) == 1 and "chat-1#1" in report.dropped[0]
     assert mwb.constraints() == [] and report.applied == 1  # the batch itself lands (its marker)
+
+
+# -- two processes: one appends constraints, another reads `uac constraints` ----------------------
+
+WRITER = """
+import sys, time
+from uac_kernel.workbench import Workbench
+db, n = sys.argv[1], int(sys.argv[2])
+with Workbench(db) as wb:
+    print("open", flush=True)
+    for i in range(n):
+        wb.constrain({"kind": "obligation", "title": f"Duty {i}", "due": {"date": "2025-06-01"}}, key=f"c{i:03d}")
+    print("done", flush=True)
+"""
+
+
+def _reader_ok_or_one_line(done: subprocess.CompletedProcess[str], db: Path) -> list[str] | None:
+    """The keys a reader saw, or None when it got a clean one-line error naming the store."""
+    assert "Traceback" not in done.stderr, done.stderr[-1500:]
+    if done.returncode != 0:
+        lines = done.stderr.splitlines()
+        assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith("uac: error: "), done.stderr
+        assert db.name in lines[0]
+        return None
+    return [r["key"] for r in json.loads(done.stdout)]
+
+
+def test_a_reader_while_a_writer_holds_the_store(tmp_path: Path) -> None:
+    db = base_store(tmp_path)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
+        seen: list[list[str] | None] = []
+        for _ in range(3):
+            done = subprocess.run(
+                [*UAC, "constraints", "--json", "--db", str(db)],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            seen.append(_reader_ok_or_one_line(done, db))
+            one = subprocess.run(
+                [*UAC, "constraints", "--db", str(db)], capture_output=True, text=True, timeout=120, check=False
+            )
+            assert "Traceback" not in one.stderr, one.stderr[-1500:]
+        for keys in seen:
+            if keys is not None:  # a consistent view: 'tax', then a prefix of c000, c001, ...
+                assert keys[0] == "tax" and keys[1:] == [f"c{i:03d}" for i in range(len(keys) - 1)]
+    finally:
+        out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err[-1500:]
+    with Workbench(db, read_only=True) as wb:
+        assert len(wb.state.constraints) == 61
+
+
+def test_readers_between_cli_writers_see_whole_batches(tmp_path: Path) -> None:
+    db = base_store(tmp_path)
+    files = []
+    for b in range(4):
+        f = tmp_path / f"b{b}.yaml"
+        f.write_text(
+            "".join(f"b{b}k{i}:\n  kind: obligation\n  title: Batch {b} item {i}\n  due: {{date: 2025-06-01}}\n" for i in range(5)),
+            encoding="utf-8",
+        )
+        files.append(f)
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import subprocess, sys, time\n"
+         "for f in sys.argv[2:]:\n"
+         "    for _ in range(300):  # the store has one writer: retry while a reader holds it\n"
+         "        r = subprocess.run([sys.executable, '-m', 'uac_kernel.cli', 'constrain', '--db', sys.argv[1], f],\n"
+         "                           capture_output=True, text=True)\n"
+         "        if r.returncode == 0: break\n"
+         "        assert len(r.stderr.splitlines()) == 1 and 'is open in process' in r.stderr, r.stderr\n"
+         "        time.sleep(0.05)\n"
+         "    else: raise SystemExit('never got the store')\n",
+         str(db), *map(str, files)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        seen = []
+        while writer.poll() is None and len(seen) < 12:
+            done = subprocess.run(
+                [*UAC, "constraints", "--json", "--db", str(db)],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            seen.append(_reader_ok_or_one_line(done, db))
+        for keys in seen:
+            if keys is not None:  # never half a file: whole batches of five
+                assert keys[0] == "tax" and (len(keys) - 1) % 5 == 0, keys
+    finally:
+        _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err[-1500:]
+    with Workbench(db, read_only=True) as wb:
+        assert len(wb.state.constraints) == 21
+
+
+def test_constrain_while_another_process_writes_is_a_one_line_lock_error(tmp_path: Path) -> None:
+    db = base_store(tmp_path)
+    (tmp_path / "c.yaml").write_text("kind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n", encoding="utf-8")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
+        done = subprocess.run(
+            [*UAC, "constrain", "--db", str(db), str(tmp_path / "c.yaml")],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert "Traceback" not in done.stderr
+        if done.returncode != 0:
+            lines = done.stderr.splitlines()
+            assert len(lines) == 1 and db.name in lines[0], done.stderr
+    finally:
+        _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err[-1500:]
+    with Workbench(db, read_only=True) as wb:
+        assert len(wb.state.constraints) in (41, 42)
