@@ -589,6 +589,9 @@ def test_forget_of_a_constraint_through_the_cli(
         assert not [e for e in wb.store.events(erased=True) if "Vexlorian" in json.dumps(e.payload)]
     assert "Vexlorian" not in uac(capsys, db, "constraints", "--history", "--json").out
     assert "Vexlorian" not in uac(capsys, db, "sql", "--json", "SELECT * FROM uac_constraints").out
+    with Workbench(db) as wb:
+        code = wb.checkpoint().code
+        assert "Vexlorian" not in code and "'rent'" in code.split("# Constraints in force")[1]
     assert b"Vexlorian" not in db.read_bytes()
 
 
@@ -1226,3 +1229,71 @@ def test_an_impossible_year_from_is_refused_when_parsed(
     (tmp_path / "w.json").write_text(json.dumps(body), encoding="utf-8")
     one_line_error(uac(capsys, db, "constrain", str(tmp_path / "w.json")), "w.json", "year_from")
     assert snapshot(db) == before
+
+
+# -- bounds and edges of the faces ---------------------------------------------------------------
+
+
+def test_a_file_over_the_constraints_in_force_limit_appends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = base_store(tmp_path)
+    before = snapshot(db)
+    many = {f"k{i}": {**TAX, "title": f"Duty {i}"} for i in range(200)}  # with 'tax': 201 in force
+    (tmp_path / "many.json").write_text(json.dumps(many), encoding="utf-8")
+    one_line_error(uac(capsys, db, "constrain", str(tmp_path / "many.json")), "200")
+    assert snapshot(db) == before
+
+
+def test_constraints_faces_on_a_store_without_constraints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "s.duckdb"
+    with Workbench(db) as wb:
+        wb.ingest([clock("2025-04-01T09:00:00")])
+    assert uac(capsys, db, "constraints").out == "no constraints in force\n"
+    assert json.loads(uac(capsys, db, "constraints", "--json").out) == []
+    run = uac(capsys, db, "sql", "--json", "SELECT * FROM uac_constraints")
+    assert run.code == 0 and json.loads(run.out) == []
+    one_line_error(uac(capsys, tmp_path / "none.duckdb", "constraints"), "none.duckdb")
+    assert not (tmp_path / "none.duckdb").exists()
+
+
+INGEST_BOUNDS: list[Any] = [
+    pytest.param(cev("2025-04-02", "add", "x", TAX, derived_from=[f"chat#{i}" for i in range(10_000)]), "derived_from", id="10k-derived-from"),
+    pytest.param(cev("2025-04-02", "retract", "tax", reason=["not", "text"]), "reason", id="reason-not-a-string"),
+    pytest.param(cev("2025-04-02", "retract", "tax", reason="r" * 1_100_000), "line", id="1m-reason-over-line-bytes"),
+    pytest.param(cev("2025-04-02", "add", "x", TAX, source="s" * 100_000), "source", id="100k-source"),
+    pytest.param(cev("2025-04-02", "add", "x", TAX, author={"name": "me"}), "author", id="author-not-a-string"),
+]
+
+
+@pytest.mark.parametrize(("bad", "field"), INGEST_BOUNDS)
+def test_oversized_constraint_event_fields_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: dict[str, Any], field: str
+) -> None:
+    db = base_store(tmp_path)
+    before = snapshot(db)
+    path = jsonl(tmp_path / "b.jsonl", [clock("2025-04-02T08:00:00"), bad])
+    line = one_line_error(uac(capsys, db, "ingest", str(path)), "b.jsonl", "2", field)
+    assert len(line) < 2000
+    assert snapshot(db) == before
+
+
+def test_rerunning_the_same_constraint_cell_appends_nothing(ip: Any) -> None:
+    from IPython.utils.capture import capture_output
+
+    wb = ip.user_ns["wb"]
+    cell = "%%uac constraint --key rent\nkind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n"
+    for _ in range(3):
+        with capture_output():
+            ip.run_cell(cell).raise_error()
+    assert [e.payload["key"] for e in wb.log(kinds=["constraint"])] == ["tax", "rent"]
+
+
+def test_a_model_retract_with_a_long_reason_is_kept_as_data(mwb: Workbench, server: Any) -> None:
+    mwb.constrain(RETURN_LEASE, key="return-lease")
+    mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Forget the lease deadline, the signed lease went back.")])
+    retract = proposal("return-lease", None, op="retract", utterances=["chat-1#2"], reason="because " * 5000)
+    server.enqueue(answer([], [retract]), answer([], [retract]))
+    report = mwb.extract(progress=False)
+    events = constraint_events(mwb)
+    # under the 1,000,000-character bound of a reason (Limits.value_chars): applied, kept as said
+    assert report.constraints == 1 and report.dropped == [] and mwb.constraints() == []
+    assert events[-1].payload["reason"] == "because " * 5000
