@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,10 +41,16 @@ NASTY = "'''\"\"\"\\ \\n \n __import__('os').system('touch CANARY') {0} </script
 
 
 def clock(ts: str, source: str | None = None, text: str = "hello") -> dict[str, Any]:
-    return {"kind": "utterance", "ts": ts, "speaker": "user", "text": text, "source": source or f"u@{ts}"}
+    return {
+        "kind": "utterance",
+        "ts": ts,
+        "speaker": "user",
+        "text": text,
+        "source": source or f"u@{ts}",
+    }
 
 
-def cev(ts: str, op: str, key: str, body: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+def cev(ts: str, op: str, key: str, body: Any = None, **extra: Any) -> dict[str, Any]:
     ev: dict[str, Any] = {"kind": "constraint", "ts": ts, "op": op, "key": key, **extra}
     if body is not None:
         ev["constraint"] = body
@@ -60,7 +65,10 @@ def jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
 def snapshot(db: Path) -> list[tuple[Any, ...]]:
     """Every event of the store, erased ones too: seq, kind, payload, hash."""
     with Workbench(db, read_only=True) as wb:
-        return [(e.seq, e.kind, json.dumps(e.payload, sort_keys=True), e.hash) for e in wb.store.events(erased=True)]
+        return [
+            (e.seq, e.kind, json.dumps(e.payload, sort_keys=True), e.hash)
+            for e in wb.store.events(erased=True)
+        ]
 
 
 def base_store(tmp_path: Path) -> Path:
@@ -108,7 +116,9 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 )
 
 BAD_FILES: list[Any] = [
-    pytest.param("bomb.yaml", BOMB.encode(), ["bomb.yaml", "line 2", "alias"], id="yaml-billion-laughs"),
+    pytest.param(
+        "bomb.yaml", BOMB.encode(), ["bomb.yaml", "line 2", "alias"], id="yaml-billion-laughs"
+    ),
     pytest.param(
         "alias.yaml",
         b"t: &t File it\nx:\n  kind: obligation\n  title: *t\n  due: {date: 2025-04-15}\n",
@@ -133,7 +143,12 @@ BAD_FILES: list[Any] = [
         ["name.yaml", "invalid YAML"],
         id="python-name-tag",
     ),
-    pytest.param("huge.json", b'{"kind": "obligation", "title": "' + b"x" * (1 << 20) + b'"}', ["huge.json", "at most"], id="huge-file"),
+    pytest.param(
+        "huge.json",
+        b'{"kind": "obligation", "title": "' + b"x" * (1 << 20) + b'"}',
+        ["huge.json", "at most"],
+        id="huge-file",
+    ),
     pytest.param("scalar.yaml", b"42\n", ["scalar.yaml"], id="scalar-int"),
     pytest.param("str.yaml", b"just some words\n", ["str.yaml"], id="scalar-string"),
     pytest.param("null.yaml", b"~\n", ["null.yaml"], id="yaml-null"),
@@ -160,7 +175,12 @@ BAD_FILES: list[Any] = [
     ),
     pytest.param(
         "events.jsonl",
-        (json.dumps(cev("2025-04-01", "add", "k", TAX)) + "\n" + json.dumps(cev("2025-04-01", "add", "j", TAX)) + "\n").encode(),
+        (
+            json.dumps(cev("2025-04-01", "add", "k", TAX))
+            + "\n"
+            + json.dumps(cev("2025-04-01", "add", "j", TAX))
+            + "\n"
+        ).encode(),
         ["events.jsonl", "line 2", "invalid JSON"],
         id="jsonl-of-events",
     ),
@@ -172,7 +192,15 @@ BAD_FILES: list[Any] = [
     ),
     pytest.param(
         "item3.yaml",
-        ("- " + json.dumps(TAX) + "\n- " + json.dumps(TAX) + "\n- " + json.dumps({**TAX, "lead_days": "soon"}) + "\n").encode(),
+        (
+            "- "
+            + json.dumps(TAX)
+            + "\n- "
+            + json.dumps(TAX)
+            + "\n- "
+            + json.dumps({**TAX, "lead_days": "soon"})
+            + "\n"
+        ).encode(),
         ["item3.yaml", "item 3", "lead_days"],
         id="third-item-bad-nothing-of-the-first-two",
     ),
@@ -184,7 +212,9 @@ BAD_FILES: list[Any] = [
     ),
     pytest.param(
         "kind.json",
-        json.dumps({"kind": "run_code", "title": "x", "code": "__import__('os').system('touch CANARY')"}).encode(),
+        json.dumps(
+            {"kind": "run_code", "title": "x", "code": "__import__('os').system('touch CANARY')"}
+        ).encode(),
         ["kind.json", "kind"],
         id="unknown-kind-with-code",
     ),
@@ -280,7 +310,9 @@ def test_a_bad_constraint_file_is_one_line_and_appends_nothing(
     assert not (tmp_path / "CANARY").exists()
 
 
-def test_a_bad_file_does_not_create_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_file_does_not_create_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "new.duckdb"
     (tmp_path / "c.yaml").write_text("kind: obligation\ntitle: x\n", encoding="utf-8")
     one_line_error(uac(capsys, db, "constrain", str(tmp_path / "c.yaml")), "due")
@@ -288,7 +320,12 @@ def test_a_bad_file_does_not_create_a_store(tmp_path: Path, capsys: pytest.Captu
 
 
 GOOD_FILES: list[Any] = [
-    pytest.param("bom.json", b"\xef\xbb\xbf" + json.dumps({**TAX, "title": "Pay rent"}).encode(), ["pay-rent"], id="utf8-bom-json"),
+    pytest.param(
+        "bom.json",
+        b"\xef\xbb\xbf" + json.dumps({**TAX, "title": "Pay rent"}).encode(),
+        ["pay-rent"],
+        id="utf8-bom-json",
+    ),
     pytest.param(
         "bom.yaml",
         b"\xef\xbb\xbfkind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n",
@@ -378,31 +415,68 @@ def mixed(bad: dict[str, Any] | None) -> list[dict[str, Any]]:
         elif i % 4 == 1:
             events.append(clock("2025-04-02T09:00:00", source=f"chat#{i}", text=f"turn {i}"))
         else:
-            events.append(fact("2025-04-02T09:00:00", "add", "Trip", f"t{i}", destination=f"City {i}"))
+            events.append(
+                fact("2025-04-02T09:00:00", "add", "Trip", f"t{i}", destination=f"City {i}")
+            )
     if bad is not None:
         events.append(bad)
-    events += [fact("2025-04-03T09:00:00", "add", "Trip", f"after{i}", destination="X") for i in range(3)]
+    events += [
+        fact("2025-04-03T09:00:00", "add", "Trip", f"after{i}", destination="X") for i in range(3)
+    ]
     return events
 
 
 BAD_LINES: list[Any] = [
-    pytest.param(cev("2025-04-02", "add", "x", {**TAX, "due": {"fields": ["bad field"]}}), "constraint.due.fields", id="bad-field-inside"),
-    pytest.param(cev("2025-04-02", "add", "x", {"kind": "exec", "title": "x"}), "constraint", id="unknown-kind"),
+    pytest.param(
+        cev("2025-04-02", "add", "x", {**TAX, "due": {"fields": ["bad field"]}}),
+        "constraint.due.fields",
+        id="bad-field-inside",
+    ),
+    pytest.param(
+        cev("2025-04-02", "add", "x", {"kind": "exec", "title": "x"}),
+        "constraint",
+        id="unknown-kind",
+    ),
     pytest.param(cev("2025-04-02", "add", "x", None), "constraint", id="add-without-constraint"),
     pytest.param(cev("2025-04-02", "add", "tax", TAX), "key", id="add-of-key-in-force"),
     pytest.param(cev("2025-04-02", "update", "ghost", TAX), "key", id="update-of-key-not-in-force"),
     pytest.param(cev("2025-04-02", "retract", "ghost"), "key", id="retract-of-key-not-in-force"),
-    pytest.param(cev("2025-01-01", "update", "tax", {**TAX, "lead_days": 3}), "ts", id="update-dated-before-version"),
+    pytest.param(
+        cev("2025-01-01", "update", "tax", {**TAX, "lead_days": 3}),
+        "ts",
+        id="update-dated-before-version",
+    ),
     pytest.param(cev("2025-04-02", "add", "", TAX), "key", id="empty-key"),
     pytest.param(cev("2025-04-02", "add", "x" * 201, TAX), "key", id="key-over-200"),
-    pytest.param(cev("2025-04-02", "add", "x", "kind: obligation"), "constraint", id="constraint-as-yaml-text"),
-    pytest.param(cev("2025-04-02", "add", "x", {**TAX, "title": "t" * 301}), "constraint.title", id="title-over-300"),
-    pytest.param(cev("2025-04-02", "add", "x", {**TAX, "lead_days": 10**30}), "constraint.lead_days", id="huge-int"),
+    pytest.param(
+        cev("2025-04-02", "add", "x", "kind: obligation"),
+        "constraint",
+        id="constraint-as-yaml-text",
+    ),
+    pytest.param(
+        cev("2025-04-02", "add", "x", {**TAX, "title": "t" * 301}),
+        "constraint.title",
+        id="title-over-300",
+    ),
+    pytest.param(
+        cev("2025-04-02", "add", "x", {**TAX, "lead_days": 10**30}),
+        "constraint.lead_days",
+        id="huge-int",
+    ),
     pytest.param(cev("2025-04-02", "frobnicate", "x", TAX), "op", id="unknown-op"),
-    pytest.param(cev("2025-04-02", "add", "x", TAX, derived_from="chat#1"), "derived_from", id="derived-from-not-a-list"),
+    pytest.param(
+        cev("2025-04-02", "add", "x", TAX, derived_from="chat#1"),
+        "derived_from",
+        id="derived-from-not-a-list",
+    ),
     pytest.param(cev("2025-04-02", "add", "c0", TAX), "key", id="add-twice-within-the-batch"),
     pytest.param(
-        cev("2025-04-02", "add", "x", {**TAX, "subject": {"type": "Trip", "where": {f"f{i}": i for i in range(11)}}}),
+        cev(
+            "2025-04-02",
+            "add",
+            "x",
+            {**TAX, "subject": {"type": "Trip", "where": {f"f{i}": i for i in range(11)}}},
+        ),
         "constraint.subject.where",
         id="where-over-10",
     ),
@@ -425,7 +499,9 @@ def test_a_bad_constraint_on_line_57_leaves_the_log_byte_identical(
         assert list(wb.state.constraints) == ["tax"] and not wb.state.types.get("Trip")
 
 
-def test_the_same_batch_without_the_bad_line_lands_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_same_batch_without_the_bad_line_lands_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = base_store(tmp_path)
     path = jsonl(tmp_path / "mixed.jsonl", mixed(None))
     run = uac(capsys, db, "ingest", str(path))
@@ -436,7 +512,9 @@ def test_the_same_batch_without_the_bad_line_lands_whole(tmp_path: Path, capsys:
     assert uac(capsys, db, "verify").code == 0
 
 
-def test_a_bad_constraint_in_a_new_store_leaves_no_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_constraint_in_a_new_store_leaves_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "fresh.duckdb"
     path = jsonl(tmp_path / "mixed.jsonl", mixed(BAD_LINES[0].values[0]))
     one_line_error(uac(capsys, db, "ingest", str(path)), "57")
@@ -449,7 +527,11 @@ RETRACTS: list[Any] = [
     pytest.param(["--retract", "ghost"], ["'ghost'", "tax"], id="unknown-key-names-those-in-force"),
     pytest.param(["--retract", "tax", "x.yaml"], ["--retract"], id="retract-with-file"),
     pytest.param(["--retract", "tax", "--key", "k"], ["--retract"], id="retract-with-key"),
-    pytest.param(["--retract", "\x1b[31mtax\nrm -rf /"], ["\\x1b[31mtax\\nrm -rf /"], id="control-chars-in-key"),
+    pytest.param(
+        ["--retract", "\x1b[31mtax\nrm -rf /"],
+        ["\\x1b[31mtax\\nrm -rf /"],
+        id="control-chars-in-key",
+    ),
     pytest.param(["--retract", ""], ["''"], id="empty-key"),
     pytest.param([], ["FILE", "--retract"], id="neither-file-nor-retract"),
 ]
@@ -465,14 +547,19 @@ def test_a_bad_retract_is_one_line_and_appends_nothing(
     assert snapshot(db) == before
 
 
-def test_retract_twice_then_history_json_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_retract_twice_then_history_json_and_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = base_store(tmp_path)
     odd = "odd\nkey\t\x1b[2J"
     with Workbench(db) as wb:
         wb.constrain({**TAX, "title": NASTY[:300]}, key=odd)
     run = uac(capsys, db, "constrain", "--retract", "tax", "--reason", "done\nby\x1b[31m me")
     assert run.code == 0 and "\x1b" not in run.out
-    assert "cleared" in run.out and "why: constraint 'tax' was retracted: done\\nby\\u001b[31m me" in run.out
+    assert (
+        "cleared" in run.out
+        and "why: constraint 'tax' was retracted: done\\nby\\u001b[31m me" in run.out
+    )
     one_line_error(uac(capsys, db, "constrain", "--retract", "tax"), "'tax'")
     shown = uac(capsys, db, "constraints", "--json")
     assert shown.code == 0 and len(shown.out.splitlines()) == 1 and "\x1b" not in shown.out
@@ -489,7 +576,9 @@ def test_retract_twice_then_history_json_and_text(tmp_path: Path, capsys: pytest
 # -- uac alerts, uac sql, the alert inspector -----------------------------------------------------
 
 
-def test_alerts_name_a_hostile_constraint_on_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_alerts_name_a_hostile_constraint_on_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "s.duckdb"
     with Workbench(db) as wb:
         wb.ingest([clock("2025-04-01T09:00:00")])
@@ -497,7 +586,9 @@ def test_alerts_name_a_hostile_constraint_on_one_line_each(tmp_path: Path, capsy
     run = uac(capsys, db, "alerts")
     assert run.code == 0
     lines = run.out.splitlines()
-    assert lines[0].startswith("[warning] constraint_k_q_") or lines[0].startswith("[info] constraint_k_q_")
+    assert lines[0].startswith("[warning] constraint_k_q_") or lines[0].startswith(
+        "[info] constraint_k_q_"
+    )
     assert lines[-1].startswith("    constraint: k\\nq (obligation): '''")
     assert "\n __import__" not in run.out and "\x1b" not in run.out
     got = json.loads(uac(capsys, db, "alerts", "--json").out)
@@ -513,12 +604,22 @@ SQL_TITLES = [
 ]
 
 
-@pytest.mark.parametrize("title", SQL_TITLES, ids=["drop-table", "or-1-1", "attach", "dollar-quote"])
-def test_sql_injection_through_titles_stays_data(tmp_path: Path, capsys: pytest.CaptureFixture[str], title: str) -> None:
+@pytest.mark.parametrize(
+    "title", SQL_TITLES, ids=["drop-table", "or-1-1", "attach", "dollar-quote"]
+)
+def test_sql_injection_through_titles_stays_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], title: str
+) -> None:
     db = base_store(tmp_path)
     with Workbench(db) as wb:
         wb.constrain({**TAX, "title": title}, key=title)
-    run = uac(capsys, db, "sql", "--json", "SELECT key, title, rule FROM uac_constraints ORDER BY valid_from, key")
+    run = uac(
+        capsys,
+        db,
+        "sql",
+        "--json",
+        "SELECT key, title, rule FROM uac_constraints ORDER BY valid_from, key",
+    )
     assert run.code == 0, run.err
     rows = json.loads(run.out)
     assert sorted(r["title"] for r in rows) == sorted(["File the tax return", title])
@@ -527,7 +628,8 @@ def test_sql_injection_through_titles_stays_data(tmp_path: Path, capsys: pytest.
 
 
 @pytest.mark.parametrize(
-    "type_name", ["Uac_constraints", "UAC_CONSTRAINTS", "Uac_Constraints", "Uac_constraints_"],
+    "type_name",
+    ["Uac_constraints", "UAC_CONSTRAINTS", "Uac_Constraints", "Uac_constraints_"],
     ids=["cap", "upper", "mixed", "trailing-underscore"],
 )
 def test_a_record_type_named_like_the_constraints_table(
@@ -567,24 +669,39 @@ def test_the_alert_inspector_state_holds_hostile_titles_as_data() -> None:
 # -- forget and verify after constraint events ---------------------------------------------------
 
 
+def constraint_keys(wb: Workbench) -> set[str]:
+    """The keys of the constraints behind the standing alerts."""
+    return {cv.key for a in wb.alerts() if (cv := wb.constraint_of(a.rule)) is not None}
+
+
 @pytest.mark.parametrize("how", ["text", "source"])
 def test_forget_of_a_constraint_through_the_cli(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
     db = tmp_path / "s.duckdb"
     with Workbench(db) as wb:
-        wb.ingest([clock("2025-04-01T09:00:00"), clock("2025-04-01T09:10:00", "chat#7", "remind me about the Vexlorian permit")])
-        wb.constrain({**TAX, "title": "Renew the Vexlorian permit"}, key="permit", source="ex#7", derived_from=["chat#7"])
+        wb.ingest(
+            [
+                clock("2025-04-01T09:00:00"),
+                clock("2025-04-01T09:10:00", "chat#7", "remind me about the Vexlorian permit"),
+            ]
+        )
+        wb.constrain(
+            {**TAX, "title": "Renew the Vexlorian permit"},
+            key="permit",
+            source="ex#7",
+            derived_from=["chat#7"],
+        )
         wb.constrain({**TAX, "title": "Renew the Vexlorian permit", "lead_days": 20}, key="permit")
         wb.constrain({**TAX, "title": "Pay rent"}, key="rent")
-        assert {wb.constraint_of(a.rule).key for a in wb.alerts() if wb.constraint_of(a.rule)} == {"permit", "rent"}  # type: ignore[union-attr]
+        assert constraint_keys(wb) == {"permit", "rent"}
     args = ["--text", "Vexlorian"] if how == "text" else ["--source", "ex#7"]
     run = uac(capsys, db, "forget", *args)
     assert run.code == 0, run.err
     assert uac(capsys, db, "verify").code == 0
     with Workbench(db, read_only=True) as wb:
         assert list(wb.state.constraints) == ["rent"]
-        assert [wb.constraint_of(a.rule).key for a in wb.alerts() if wb.constraint_of(a.rule)] == ["rent"]  # type: ignore[union-attr]
+        assert constraint_keys(wb) == {"rent"}
         assert not any(a.rule.startswith("constraint_permit") for a in wb.alerts())
         assert not [e for e in wb.store.events(erased=True) if "Vexlorian" in json.dumps(e.payload)]
     assert "Vexlorian" not in uac(capsys, db, "constraints", "--history", "--json").out
@@ -595,7 +712,9 @@ def test_forget_of_a_constraint_through_the_cli(
     assert b"Vexlorian" not in db.read_bytes()
 
 
-def test_verify_holds_after_every_kind_of_constraint_event(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_holds_after_every_kind_of_constraint_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = base_store(tmp_path)
     path = jsonl(
         tmp_path / "c.jsonl",
@@ -609,7 +728,12 @@ def test_verify_holds_after_every_kind_of_constraint_event(tmp_path: Path, capsy
     assert uac(capsys, db, "ingest", str(path)).code == 0
     assert uac(capsys, db, "verify").code == 0
     hist = json.loads(uac(capsys, db, "constraints", "--history", "--json").out)
-    assert [(r["key"], r["retracted"]) for r in hist] == [("tax", False), ("tax", True), ("rent", False), ("tax", False)] or len(hist) == 4
+    assert [(r["key"], r["retracted"]) for r in hist] == [
+        ("tax", False),
+        ("tax", True),
+        ("rent", False),
+        ("tax", False),
+    ] or len(hist) == 4
     no_rule_errors(db)
 
 
@@ -639,7 +763,9 @@ CODE_TITLES: list[Any] = [
 
 
 @pytest.mark.parametrize("title", CODE_TITLES)
-def test_checkpoint_code_renders_a_hostile_title_and_key_as_literals(tmp_path: Path, title: str) -> None:
+def test_checkpoint_code_renders_a_hostile_title_and_key_as_literals(
+    tmp_path: Path, title: str
+) -> None:
     from uac_kernel.codegen import parse_module
     from uac_kernel.constraints import constraint_json, parse_constraint
 
@@ -650,7 +776,12 @@ def test_checkpoint_code_renders_a_hostile_title_and_key_as_literals(tmp_path: P
         "subject": {"type": "Trip", "where": {"note": title}, "mentions": [title[:80]]},
     }
     with Workbench(db) as wb:
-        wb.ingest([clock("2025-04-01T09:00:00"), fact("2025-04-01", "add", "Trip", "t", destination=title)])
+        wb.ingest(
+            [
+                clock("2025-04-01T09:00:00"),
+                fact("2025-04-01", "add", "Trip", "t", destination=title),
+            ]
+        )
         wb.constrain(body, key=title)
         wb.constrain(TAX, key="constraints")  # a key named like the block itself
         code = wb.checkpoint().code
@@ -681,53 +812,96 @@ CELL_EDITS: list[Any] = [
     pytest.param("constraints: dict = {}", id="annotated-assign"),
     pytest.param("constraints |= {'x': {}}", id="aug-assign"),
     pytest.param("x = constraints = {}", id="chained-assign"),
-    pytest.param("constraints['tax'] = {'kind': 'obligation', 'title': 'gone', 'due': {'date': '2030-01-01'}}", id="subscript-assign", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param("constraints['tax']['lead_days'] = 1", id="nested-subscript-assign", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param("constraints, y = {}, 1", id="tuple-assign", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param(
+        "constraints['tax'] = {'kind': 'obligation', 'title': 'gone', 'due': {'date': '2030-01-01'}}",
+        id="subscript-assign",
+        marks=pytest.mark.xfail(strict=True, reason=SILENT),
+    ),
+    pytest.param(
+        "constraints['tax']['lead_days'] = 1",
+        id="nested-subscript-assign",
+        marks=pytest.mark.xfail(strict=True, reason=SILENT),
+    ),
+    pytest.param(
+        "constraints, y = {}, 1",
+        id="tuple-assign",
+        marks=pytest.mark.xfail(strict=True, reason=SILENT),
+    ),
     pytest.param("del constraints", id="del", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param("del constraints['tax']", id="del-item", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param("constraints.update({'x': {}})", id="method-call", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param("constraints.clear()", id="clear-call", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param("(constraints := {})", id="walrus", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
+    pytest.param(
+        "del constraints['tax']", id="del-item", marks=pytest.mark.xfail(strict=True, reason=SILENT)
+    ),
+    pytest.param(
+        "constraints.update({'x': {}})",
+        id="method-call",
+        marks=pytest.mark.xfail(strict=True, reason=SILENT),
+    ),
+    pytest.param(
+        "constraints.clear()", id="clear-call", marks=pytest.mark.xfail(strict=True, reason=SILENT)
+    ),
+    pytest.param(
+        "(constraints := {})", id="walrus", marks=pytest.mark.xfail(strict=True, reason=SILENT)
+    ),
     pytest.param("for constraints in [{}]: pass", id="for-target"),
 ]
-OTHER_STATEMENTS = ["import os as constraints", "globals()['constraints'] = {}", "print(constraints)"]
+OTHER_STATEMENTS = [
+    "import os as constraints",
+    "globals()['constraints'] = {}",
+    "print(constraints)",
+]
 
 
 def _cell_refused(wb: Workbench, version: int, extra: str) -> Exception | None:
     cell = wb.cell("Trip") + "\n" + extra + "\n"
     try:
         wb.apply_edit(cell, version=version, part="Trip")
-    except Exception as exc:  # noqa: BLE001 — what the cell face shows is the point
+    except Exception as exc:
         return exc
     return None
 
 
 @pytest.mark.parametrize("extra", CELL_EDITS)
-def test_a_cell_that_touches_the_constraints_block_is_refused_and_changes_nothing(extra: str) -> None:
+def test_a_cell_that_touches_the_constraints_block_is_refused_and_changes_nothing(
+    extra: str,
+) -> None:
     from uac_kernel.errors import UacError
 
     with Workbench() as wb:
-        wb.ingest([clock("2025-04-01T09:00:00"), fact("2025-04-01", "add", "Trip", "t1", destination="Oslo")])
+        wb.ingest(
+            [
+                clock("2025-04-01T09:00:00"),
+                fact("2025-04-01", "add", "Trip", "t1", destination="Oslo"),
+            ]
+        )
         wb.constrain(TAX, key="tax")
         version = wb.checkpoint().version
         n = len(list(wb.store.events(erased=True)))
         err = _cell_refused(wb, version, extra)
         assert isinstance(err, UacError), f"accepted or crashed: {err!r}"
         assert "\n" not in str(err) and "line " in str(err)
-        assert list(wb.state.constraints) == ["tax"] and wb.state.constraints["tax"].constraint.title == TAX["title"]
+        assert (
+            list(wb.state.constraints) == ["tax"]
+            and wb.state.constraints["tax"].constraint.title == TAX["title"]
+        )
         assert len(list(wb.store.events(erased=True))) == n
 
 
 @pytest.mark.parametrize("extra", OTHER_STATEMENTS, ids=["import-as", "globals-subscript", "print"])
 def test_other_statements_naming_constraints_are_not_run_and_change_nothing(extra: str) -> None:
     with Workbench() as wb:
-        wb.ingest([clock("2025-04-01T09:00:00"), fact("2025-04-01", "add", "Trip", "t1", destination="Oslo")])
+        wb.ingest(
+            [
+                clock("2025-04-01T09:00:00"),
+                fact("2025-04-01", "add", "Trip", "t1", destination="Oslo"),
+            ]
+        )
         wb.constrain(TAX, key="tax")
         version = wb.checkpoint().version
         n = len(list(wb.store.events(erased=True)))
         _cell_refused(wb, version, extra)  # refused or ignored; never run
-        assert list(wb.state.constraints) == ["tax"] and len(list(wb.store.events(erased=True))) == n
+        assert (
+            list(wb.state.constraints) == ["tax"] and len(list(wb.store.events(erased=True))) == n
+        )
 
 
 # -- %%uac constraint and %uac constraints in a real IPython shell --------------------------------
@@ -790,25 +964,48 @@ MAGIC_CELLS: list[Any] = [
         id="python-tag",
     ),
     pytest.param("%%uac constraint\n", ["cell magic"], id="empty-cell"),
-    pytest.param("%%uac constraint\nkind: obligation\ntitle: x\ndue:\n\tdate: 2025-04-15\n", ["line 4"], id="tabs"),
-    pytest.param("%%uac constraint\n- " + json.dumps(TAX) + "\n- {kind: obligation, title: y}\n", ["item 2", "due"], id="list-item-2-bad"),
-    pytest.param("%%uac constraint --key k\n- " + json.dumps(TAX) + "\n- " + json.dumps(TAX) + "\n", ["--key"], id="key-with-two"),
+    pytest.param(
+        "%%uac constraint\nkind: obligation\ntitle: x\ndue:\n\tdate: 2025-04-15\n",
+        ["line 4"],
+        id="tabs",
+    ),
+    pytest.param(
+        "%%uac constraint\n- " + json.dumps(TAX) + "\n- {kind: obligation, title: y}\n",
+        ["item 2", "due"],
+        id="list-item-2-bad",
+    ),
+    pytest.param(
+        "%%uac constraint --key k\n- " + json.dumps(TAX) + "\n- " + json.dumps(TAX) + "\n",
+        ["--key"],
+        id="key-with-two",
+    ),
     pytest.param("%uac constraint", ["cell magic"], id="line-magic-without-cell"),
     pytest.param("%uac constraint --retract ghost", ["'ghost'", "tax"], id="retract-unknown"),
-    pytest.param("%%uac constraint --retract tax\n" + json.dumps(TAX), ["retract"], id="retract-with-cell"),
+    pytest.param(
+        "%%uac constraint --retract tax\n" + json.dumps(TAX), ["retract"], id="retract-with-cell"
+    ),
     pytest.param("%%uac constraint --key ''\n" + json.dumps(TAX), ["key"], id="empty-key-flag"),
-    pytest.param("%%uac constraint\n{\"kind\": \"obligation\", \"title\": \"x\", \"due\": ", ["invalid JSON"], id="truncated-json"),
+    pytest.param(
+        '%%uac constraint\n{"kind": "obligation", "title": "x", "due": ',
+        ["invalid JSON"],
+        id="truncated-json",
+    ),
     pytest.param(
         "%%uac constraint\n" + "[" * 50_000 + "]" * 50_000,
         ["%%uac constraint"],
         id="json-50k-nesting",
-        marks=pytest.mark.xfail(strict=True, reason="deeply nested JSON in a constraint cell raises RecursionError, not a UsageError one-liner"),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="deeply nested JSON in a constraint cell raises RecursionError, not a UsageError one-liner",
+        ),
     ),
 ]
 
 
 @pytest.mark.parametrize(("source", "words"), MAGIC_CELLS)
-def test_a_bad_constraint_cell_is_a_one_line_usage_error(ip: Any, tmp_path: Path, source: str, words: list[str]) -> None:
+def test_a_bad_constraint_cell_is_a_one_line_usage_error(
+    ip: Any, tmp_path: Path, source: str, words: list[str]
+) -> None:
     wb = ip.user_ns["wb"]
     n = len(list(wb.store.events(erased=True)))
     message = usage_error(ip, source)
@@ -835,7 +1032,11 @@ def test_constraints_magic_shows_hostile_titles_as_escaped_data(ip: Any) -> None
 
 # -- extraction: a model proposes hostile constraints (real openai client, ChatServer) ------------
 
-TURN = clock("2025-05-20T09:00:00", "chat-1#1", "I must send the signed lease back to the landlord by June 1st.")
+TURN = clock(
+    "2025-05-20T09:00:00",
+    "chat-1#1",
+    "I must send the signed lease back to the landlord by June 1st.",
+)
 LEASE = {
     "op": "add",
     "type": "Lease",
@@ -851,7 +1052,9 @@ RETURN_LEASE = {
 }
 
 
-def proposal(key: str, constraint: Any, op: str = "add", utterances: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+def proposal(
+    key: str, constraint: Any, op: str = "add", utterances: list[str] | None = None, **extra: Any
+) -> dict[str, Any]:
     out: dict[str, Any] = {"op": op, "key": key, "utterances": utterances or ["chat-1#1"], **extra}
     if op != "retract":
         out["constraint"] = constraint if isinstance(constraint, str) else json.dumps(constraint)
@@ -886,21 +1089,65 @@ def constraint_events(wb: Workbench) -> list[Any]:
 
 def nested(depth: int) -> str:
     where_value = "[" * depth + "1" + "]" * depth
-    return '{"kind": "obligation", "title": "t", "due": {"date": "2025-06-01"}, "subject": {"type": "Lease", "where": {"a": ' + where_value + "}}}"
+    return (
+        '{"kind": "obligation", "title": "t", "due": {"date": "2025-06-01"}, "subject": {"type": "Lease", "where": {"a": '
+        + where_value
+        + "}}}"
+    )
 
 
 HOSTILE_PROPOSALS: list[Any] = [
-    pytest.param(proposal("long", {**RETURN_LEASE, "title": "x" * 10_000}), "title", id="10k-title"),
-    pytest.param(proposal("long-json", json.dumps({**RETURN_LEASE, "subject": {"type": "Lease", "mentions": ["w" * 70] * 140}})), "mentions", id="10k-json-many-mentions"),
+    pytest.param(
+        proposal("long", {**RETURN_LEASE, "title": "x" * 10_000}), "title", id="10k-title"
+    ),
+    pytest.param(
+        proposal(
+            "long-json",
+            json.dumps(
+                {**RETURN_LEASE, "subject": {"type": "Lease", "mentions": ["w" * 70] * 140}}
+            ),
+        ),
+        "mentions",
+        id="10k-json-many-mentions",
+    ),
     pytest.param(proposal("deep", nested(100)), "where", id="100-levels-nesting"),
     pytest.param(proposal("deeper", nested(5000)), "JSON object", id="5000-levels-nesting"),
-    pytest.param(proposal("nan", '{"kind": "projection", "title": "t", "subject": {"type": "Lease"}, "quantity": "n", "rate": NaN}'), "JSON object", id="nan-literal"),
-    pytest.param(proposal("dbl", json.dumps(json.dumps(RETURN_LEASE))), "constraint", id="double-encoded"),
-    pytest.param(proposal("made-up", RETURN_LEASE, utterances=["chat-9#9"]), "utterances", id="utterance-that-does-not-exist"),
-    pytest.param(proposal("code", {"kind": "obligation", "title": "t", "due": {"date": "2025-06-01"}, "code": "__import__('os').system('touch CANARY')"}), "code", id="code-field"),
+    pytest.param(
+        proposal(
+            "nan",
+            '{"kind": "projection", "title": "t", "subject": {"type": "Lease"}, "quantity": "n", "rate": NaN}',
+        ),
+        "JSON object",
+        id="nan-literal",
+    ),
+    pytest.param(
+        proposal("dbl", json.dumps(json.dumps(RETURN_LEASE))), "constraint", id="double-encoded"
+    ),
+    pytest.param(
+        proposal("made-up", RETURN_LEASE, utterances=["chat-9#9"]),
+        "utterances",
+        id="utterance-that-does-not-exist",
+    ),
+    pytest.param(
+        proposal(
+            "code",
+            {
+                "kind": "obligation",
+                "title": "t",
+                "due": {"date": "2025-06-01"},
+                "code": "__import__('os').system('touch CANARY')",
+            },
+        ),
+        "code",
+        id="code-field",
+    ),
     pytest.param(proposal("", RETURN_LEASE), "key", id="empty-key"),
     pytest.param(proposal("k" * 201, RETURN_LEASE), "key", id="key-over-200"),
-    pytest.param(proposal("ghost", None, op="retract", reason="gone"), "ghost", id="retract-of-key-not-in-force"),
+    pytest.param(
+        proposal("ghost", None, op="retract", reason="gone"),
+        "ghost",
+        id="retract-of-key-not-in-force",
+    ),
 ]
 
 
@@ -923,10 +1170,13 @@ def test_a_hostile_proposal_is_dropped_with_its_reason_and_the_facts_are_kept(
 
 
 @pytest.mark.parametrize(
-    "key", ["../../etc/passwd", "a\nb\r\nc", "constraints", "__import__('os')", "x'''y"],
+    "key",
+    ["../../etc/passwd", "a\nb\r\nc", "constraints", "__import__('os')", "x'''y"],
     ids=["path", "newlines", "block-name", "import-call", "triple-quote"],
 )
-def test_a_proposed_key_that_looks_like_a_path_or_code_is_data(mwb: Workbench, server: Any, tmp_path: Path, key: str) -> None:
+def test_a_proposed_key_that_looks_like_a_path_or_code_is_data(
+    mwb: Workbench, server: Any, tmp_path: Path, key: str
+) -> None:
     server.enqueue(answer([LEASE], [proposal(key, RETURN_LEASE)]))
     report = mwb.extract(progress=False)
     assert report.applied == 1
@@ -940,14 +1190,25 @@ def test_a_proposed_key_that_looks_like_a_path_or_code_is_data(mwb: Workbench, s
     code = mwb.checkpoint().code
     path = tmp_path / "model.py"
     path.write_text(code, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-I", "-c", IMPORT, str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", IMPORT, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-1500:]
     assert list(json.loads(done.stdout)) == [key]
     assert not list(tmp_path.glob("etc*")) and not (tmp_path.parent / "etc").exists()
 
 
-def test_a_flood_over_the_cap_applies_nothing_and_keeps_the_batch_pending(mwb: Workbench, server: Any) -> None:
-    flood = answer([LEASE], [proposal(f"c{i}", {**RETURN_LEASE, "title": f"t{i}"}) for i in range(21)])
+def test_a_flood_over_the_cap_applies_nothing_and_keeps_the_batch_pending(
+    mwb: Workbench, server: Any
+) -> None:
+    flood = answer(
+        [LEASE], [proposal(f"c{i}", {**RETURN_LEASE, "title": f"t{i}"}) for i in range(21)]
+    )
     server.enqueue(flood, flood)
     report = mwb.extract(progress=False)
     assert (report.applied, report.pending) == (1 - 1, 1)
@@ -957,7 +1218,9 @@ def test_a_flood_over_the_cap_applies_nothing_and_keeps_the_batch_pending(mwb: W
     assert len(server.requests[1]["messages"][-2]["content"]) < 20_000
 
 
-def test_a_valid_constraint_with_an_invalid_fact_never_half_applies(mwb: Workbench, server: Any) -> None:
+def test_a_valid_constraint_with_an_invalid_fact_never_half_applies(
+    mwb: Workbench, server: Any
+) -> None:
     bad_fact = {**LEASE, "fields": [{"name": "bad name!", "value": 1}]}
     wrong = answer([bad_fact], [proposal("ok", RETURN_LEASE)])
     server.enqueue(wrong, wrong)
@@ -972,13 +1235,28 @@ def test_a_valid_constraint_with_an_invalid_fact_never_half_applies(mwb: Workben
 
 def _in_force(wb: Workbench, n: int) -> None:
     for i in range(n):
-        wb.constrain({**RETURN_LEASE, "title": f"Standing duty {i}", "subject": {"type": "Lease"}}, key=f"duty{i}")
+        wb.constrain(
+            {**RETURN_LEASE, "title": f"Standing duty {i}", "subject": {"type": "Lease"}},
+            key=f"duty{i}",
+        )
 
 
-def test_a_retract_of_every_constraint_in_force_is_held_for_review(mwb: Workbench, server: Any) -> None:
+def test_a_retract_of_every_constraint_in_force_is_held_for_review(
+    mwb: Workbench, server: Any
+) -> None:
     _in_force(mwb, 5)
     mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Drop all of them.")])
-    server.enqueue(answer([], [proposal(f"duty{i}", None, op="retract", utterances=["chat-1#2"], reason="user said") for i in range(5)]))
+    server.enqueue(
+        answer(
+            [],
+            [
+                proposal(
+                    f"duty{i}", None, op="retract", utterances=["chat-1#2"], reason="user said"
+                )
+                for i in range(5)
+            ],
+        )
+    )
     report = mwb.extract(progress=False)
     assert report.held == 1 and report.applied == 0
     assert [c.key for c in mwb.constraints()] == [f"duty{i}" for i in range(5)]
@@ -988,30 +1266,52 @@ def test_a_retract_of_every_constraint_in_force_is_held_for_review(mwb: Workbenc
     strict=True,
     reason="a model may retract a constraint in force that the batch's turns never mention, without review (records get the mention check; constraints do not)",
 )
-def test_a_retract_of_a_constraint_the_turns_never_mention_is_held(mwb: Workbench, server: Any) -> None:
+def test_a_retract_of_a_constraint_the_turns_never_mention_is_held(
+    mwb: Workbench, server: Any
+) -> None:
     _in_force(mwb, 1)
     mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "What a sunny morning.")])
-    server.enqueue(answer([], [proposal("duty0", None, op="retract", utterances=["chat-1#2"], reason="done")]))
+    server.enqueue(
+        answer([], [proposal("duty0", None, op="retract", utterances=["chat-1#2"], reason="done")])
+    )
     report = mwb.extract(progress=False)
     assert report.held == 1
     assert [c.key for c in mwb.constraints()] == ["duty0"]
 
 
-def test_an_update_of_every_constraint_in_force_is_held_for_review(mwb: Workbench, server: Any) -> None:
+def test_an_update_of_every_constraint_in_force_is_held_for_review(
+    mwb: Workbench, server: Any
+) -> None:
     _in_force(mwb, 5)
     mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Nothing much.")])
-    loose = {**RETURN_LEASE, "title": "whatever", "due": {"date": "2099-01-01"}, "subject": {"type": "Lease"}}
-    server.enqueue(answer([], [proposal(f"duty{i}", loose, op="update", utterances=["chat-1#2"]) for i in range(5)]))
+    loose = {
+        **RETURN_LEASE,
+        "title": "whatever",
+        "due": {"date": "2099-01-01"},
+        "subject": {"type": "Lease"},
+    }
+    server.enqueue(
+        answer(
+            [],
+            [proposal(f"duty{i}", loose, op="update", utterances=["chat-1#2"]) for i in range(5)],
+        )
+    )
     report = mwb.extract(progress=False)
     assert report.held == 1
-    assert {c.constraint.title for c in mwb.constraints()} == {f"Standing duty {i}" for i in range(5)}
+    assert {c.constraint.title for c in mwb.constraints()} == {
+        f"Standing duty {i}" for i in range(5)
+    }
 
 
-def test_a_constraint_citing_an_earlier_batchs_utterance_is_dropped(mwb: Workbench, server: Any) -> None:
+def test_a_constraint_citing_an_earlier_batchs_utterance_is_dropped(
+    mwb: Workbench, server: Any
+) -> None:
     server.enqueue(answer([LEASE], []))
     assert mwb.extract(progress=False).applied == 1
     mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Also the keys by June 2nd.")])
-    wrong = answer([], [proposal("keys", {**RETURN_LEASE, "title": "Keys"}, utterances=["chat-1#1"])])
+    wrong = answer(
+        [], [proposal("keys", {**RETURN_LEASE, "title": "Keys"}, utterances=["chat-1#1"])]
+    )
     server.enqueue(wrong, wrong)
     report = mwb.extract(progress=False)
     assert report.constraints == 0 and len(report.dropped) == 1 and "chat-1#1" in report.dropped[0]
@@ -1037,7 +1337,9 @@ def _reader_ok_or_one_line(done: subprocess.CompletedProcess[str], db: Path) -> 
     assert "Traceback" not in done.stderr, done.stderr[-1500:]
     if done.returncode != 0:
         lines = done.stderr.splitlines()
-        assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith("uac: error: "), done.stderr
+        assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith("uac: error: "), (
+            done.stderr
+        )
         assert db.name in lines[0]
         return None
     return [r["key"] for r in json.loads(done.stdout)]
@@ -1046,7 +1348,10 @@ def _reader_ok_or_one_line(done: subprocess.CompletedProcess[str], db: Path) -> 
 def test_a_reader_while_a_writer_holds_the_store(tmp_path: Path) -> None:
     db = base_store(tmp_path)
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(db), "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", WRITER, str(db), "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
@@ -1058,14 +1363,18 @@ def test_a_reader_while_a_writer_holds_the_store(tmp_path: Path) -> None:
             )  # fmt: skip
             seen.append(_reader_ok_or_one_line(done, db))
             one = subprocess.run(
-                [*UAC, "constraints", "--db", str(db)], capture_output=True, text=True, timeout=120, check=False
+                [*UAC, "constraints", "--db", str(db)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
             )
             assert "Traceback" not in one.stderr, one.stderr[-1500:]
         for keys in seen:
             if keys is not None:  # a consistent view: 'tax', then a prefix of c000, c001, ...
                 assert keys[0] == "tax" and keys[1:] == [f"c{i:03d}" for i in range(len(keys) - 1)]
     finally:
-        out, err = writer.communicate(timeout=300)
+        _out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err[-1500:]
     with Workbench(db, read_only=True) as wb:
         assert len(wb.state.constraints) == 61
@@ -1077,7 +1386,10 @@ def test_readers_between_cli_writers_see_whole_batches(tmp_path: Path) -> None:
     for b in range(4):
         f = tmp_path / f"b{b}.yaml"
         f.write_text(
-            "".join(f"b{b}k{i}:\n  kind: obligation\n  title: Batch {b} item {i}\n  due: {{date: 2025-06-01}}\n" for i in range(5)),
+            "".join(
+                f"b{b}k{i}:\n  kind: obligation\n  title: Batch {b} item {i}\n  due: {{date: 2025-06-01}}\n"
+                for i in range(5)
+            ),
             encoding="utf-8",
         )
         files.append(f)
@@ -1096,7 +1408,7 @@ def test_readers_between_cli_writers_see_whole_batches(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        seen = []
+        seen: list[list[str] | None] = []
         while writer.poll() is None and len(seen) < 12:
             done = subprocess.run(
                 [*UAC, "constraints", "--json", "--db", str(db)],
@@ -1115,9 +1427,14 @@ def test_readers_between_cli_writers_see_whole_batches(tmp_path: Path) -> None:
 
 def test_constrain_while_another_process_writes_is_a_one_line_lock_error(tmp_path: Path) -> None:
     db = base_store(tmp_path)
-    (tmp_path / "c.yaml").write_text("kind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n", encoding="utf-8")
+    (tmp_path / "c.yaml").write_text(
+        "kind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n", encoding="utf-8"
+    )
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(db), "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", WRITER, str(db), "40"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
@@ -1142,62 +1459,147 @@ OVERFLOW = "a compiled constraint rule crashes (OverflowError: float infinity to
 DATA_CASES: list[Any] = [
     pytest.param(
         [fact("2025-04-01", "add", "Medication", "m", pills_left=1e300, as_of="2025-04-01")],
-        {"kind": "projection", "title": "t", "subject": {"type": "Medication"}, "quantity": "pills_left", "rate": 1e-300, "until": {"date": "2026-01-01"}},
+        {
+            "kind": "projection",
+            "title": "t",
+            "subject": {"type": "Medication"},
+            "quantity": "pills_left",
+            "rate": 1e-300,
+            "until": {"date": "2026-01-01"},
+        },
         id="projection-1e300-pills",
         marks=pytest.mark.xfail(strict=True, reason=OVERFLOW),
     ),
     pytest.param(
-        [fact("2025-04-01", "add", "Expense", f"e{i}", amount=1e308, date="2025-04-01") for i in range(2)],
-        {"kind": "window_limit", "title": "t", "subject": {"type": "Expense"}, "measure": "sum", "period": "month", "limit": 1},
+        [
+            fact("2025-04-01", "add", "Expense", f"e{i}", amount=1e308, date="2025-04-01")
+            for i in range(2)
+        ],
+        {
+            "kind": "window_limit",
+            "title": "t",
+            "subject": {"type": "Expense"},
+            "measure": "sum",
+            "period": "month",
+            "limit": 1,
+        },
         id="window-sum-overflows-to-inf",
         marks=pytest.mark.xfail(strict=True, reason=OVERFLOW),
     ),
     pytest.param(
-        [fact("2025-04-01", "add", "Medication", "m", pills_left=10, as_of="2025-04-01", dose=1e200, times=1e200)],
-        {"kind": "projection", "title": "t", "subject": {"type": "Medication"}, "quantity": "pills_left", "rate_fields": ["dose", "times"], "until": {"date": "2026-01-01"}},
+        [
+            fact(
+                "2025-04-01",
+                "add",
+                "Medication",
+                "m",
+                pills_left=10,
+                as_of="2025-04-01",
+                dose=1e200,
+                times=1e200,
+            )
+        ],
+        {
+            "kind": "projection",
+            "title": "t",
+            "subject": {"type": "Medication"},
+            "quantity": "pills_left",
+            "rate_fields": ["dose", "times"],
+            "until": {"date": "2026-01-01"},
+        },
         id="projection-rate-product-inf",
     ),
     pytest.param(
         [fact("2025-04-01", "add", "Medication", "m", pills_left=10, as_of="2025-04-01")],
-        {"kind": "projection", "title": "t", "subject": {"type": "Medication"}, "quantity": "pills_left", "rate": 1e-300, "until": {"date": "2026-01-01"}},
+        {
+            "kind": "projection",
+            "title": "t",
+            "subject": {"type": "Medication"},
+            "quantity": "pills_left",
+            "rate": 1e-300,
+            "until": {"date": "2026-01-01"},
+        },
         id="projection-tiny-rate",
     ),
     pytest.param(
         [fact("2025-04-01", "add", "Car", "c", expires="9999-12-01")],
-        {"kind": "obligation", "title": "t", "subject": {"type": "Car"}, "due": {"fields": ["expires"], "months": 1200}},
+        {
+            "kind": "obligation",
+            "title": "t",
+            "subject": {"type": "Car"},
+            "due": {"fields": ["expires"], "months": 1200},
+        },
         id="obligation-due-past-year-9999",
     ),
     pytest.param(
         [fact("2025-04-01", "add", "Car", "c", expires="0001-01-02")],
-        {"kind": "obligation", "title": "t", "subject": {"type": "Car"}, "due": {"fields": ["expires"], "days": -36600}},
+        {
+            "kind": "obligation",
+            "title": "t",
+            "subject": {"type": "Car"},
+            "due": {"fields": ["expires"], "days": -36600},
+        },
         id="obligation-due-before-year-1",
     ),
     pytest.param(
         [fact("2025-04-01", "add", "Stay", "s", start="2025-04-01", end="9999-12-31")],
-        {"kind": "window_limit", "title": "t", "subject": {"type": "Stay"}, "measure": "days", "window_days": 180, "limit": 90},
+        {
+            "kind": "window_limit",
+            "title": "t",
+            "subject": {"type": "Stay"},
+            "measure": "days",
+            "window_days": 180,
+            "limit": 90,
+        },
         id="window-stay-to-9999",
     ),
     pytest.param(
-        [fact("2025-04-01", "add", "Appointment", "a", start="9999-12-31T23:00:00", end="9999-12-31T23:59:00"),
-         fact("2025-04-01", "add", "Appointment", "b", start="9999-12-31T23:30:00")],
+        [
+            fact(
+                "2025-04-01",
+                "add",
+                "Appointment",
+                "a",
+                start="9999-12-31T23:00:00",
+                end="9999-12-31T23:59:00",
+            ),
+            fact("2025-04-01", "add", "Appointment", "b", start="9999-12-31T23:30:00"),
+        ],
         {"kind": "no_overlap", "title": "t", "a": {"type": "Appointment"}, "buffer_minutes": 10080},
         id="overlap-at-the-end-of-time",
     ),
     pytest.param(
-        [fact("2025-04-01", "add", "Appointment", "a", start="9999-12-31", tz="-12:00"),
-         fact("2025-04-01", "add", "Appointment", "b", start="9999-12-31", tz="+14:00")],
+        [
+            fact("2025-04-01", "add", "Appointment", "a", start="9999-12-31", tz="-12:00"),
+            fact("2025-04-01", "add", "Appointment", "b", start="9999-12-31", tz="+14:00"),
+        ],
         {"kind": "no_overlap", "title": "t", "a": {"type": "Appointment"}},
         id="overlap-tz-past-9999",
     ),
     pytest.param(
         [fact("2025-04-01", "add", "Trip", "t", start="0001-01-01")],
-        {"kind": "before", "title": "t", "first": {"type": "Vax"}, "then": {"type": "Trip"}, "gap_days": 3660},
+        {
+            "kind": "before",
+            "title": "t",
+            "first": {"type": "Vax"},
+            "then": {"type": "Trip"},
+            "gap_days": 3660,
+        },
         id="before-gap-before-year-1",
     ),
     pytest.param(
-        [fact("2025-04-01", "add", "Trip", "t", start="2025-05-01", end="9999-12-31"),
-         fact("2025-04-01", "add", "Insurance", "i", start="2025-05-01", expires="2025-06-01")],
-        {"kind": "valid_on", "title": "t", "document": {"type": "Insurance"}, "each": {"type": "Trip"}, "at": {"fields": ["start"]}, "until": {"fields": ["end"], "months": 1200}},
+        [
+            fact("2025-04-01", "add", "Trip", "t", start="2025-05-01", end="9999-12-31"),
+            fact("2025-04-01", "add", "Insurance", "i", start="2025-05-01", expires="2025-06-01"),
+        ],
+        {
+            "kind": "valid_on",
+            "title": "t",
+            "document": {"type": "Insurance"},
+            "each": {"type": "Trip"},
+            "at": {"fields": ["start"]},
+            "until": {"fields": ["end"], "months": 1200},
+        },
         id="valid-on-until-past-9999",
     ),
 ]
@@ -1205,10 +1607,16 @@ DATA_CASES: list[Any] = [
 
 @pytest.mark.parametrize(("facts", "body"), DATA_CASES)
 def test_a_constraint_over_extreme_data_never_becomes_a_rule_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], facts: list[dict[str, Any]], body: dict[str, Any]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    facts: list[dict[str, Any]],
+    body: dict[str, Any],
 ) -> None:
     db = tmp_path / "s.duckdb"
-    path = jsonl(tmp_path / "e.jsonl", [clock("2025-04-01T09:00:00"), *facts, cev("2025-04-01T10:00:00", "add", "k", body)])
+    path = jsonl(
+        tmp_path / "e.jsonl",
+        [clock("2025-04-01T09:00:00"), *facts, cev("2025-04-01T10:00:00", "add", "k", body)],
+    )
     run = uac(capsys, db, "ingest", str(path))
     assert run.code == 0, run.err
     assert "failed:" not in run.out
@@ -1225,7 +1633,14 @@ def test_an_impossible_year_from_is_refused_when_parsed(
 ) -> None:
     db = base_store(tmp_path)
     before = snapshot(db)
-    body = {"kind": "window_limit", "title": "t", "subject": {"type": "Expense"}, "measure": "sum", "year_from": year_from, "limit": 1}
+    body = {
+        "kind": "window_limit",
+        "title": "t",
+        "subject": {"type": "Expense"},
+        "measure": "sum",
+        "year_from": year_from,
+        "limit": 1,
+    }
     (tmp_path / "w.json").write_text(json.dumps(body), encoding="utf-8")
     one_line_error(uac(capsys, db, "constrain", str(tmp_path / "w.json")), "w.json", "year_from")
     assert snapshot(db) == before
@@ -1234,7 +1649,9 @@ def test_an_impossible_year_from_is_refused_when_parsed(
 # -- bounds and edges of the faces ---------------------------------------------------------------
 
 
-def test_a_file_over_the_constraints_in_force_limit_appends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_over_the_constraints_in_force_limit_appends_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = base_store(tmp_path)
     before = snapshot(db)
     many = {f"k{i}": {**TAX, "title": f"Duty {i}"} for i in range(200)}  # with 'tax': 201 in force
@@ -1243,7 +1660,9 @@ def test_a_file_over_the_constraints_in_force_limit_appends_nothing(tmp_path: Pa
     assert snapshot(db) == before
 
 
-def test_constraints_faces_on_a_store_without_constraints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_constraints_faces_on_a_store_without_constraints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "s.duckdb"
     with Workbench(db) as wb:
         wb.ingest([clock("2025-04-01T09:00:00")])
@@ -1256,11 +1675,29 @@ def test_constraints_faces_on_a_store_without_constraints(tmp_path: Path, capsys
 
 
 INGEST_BOUNDS: list[Any] = [
-    pytest.param(cev("2025-04-02", "add", "x", TAX, derived_from=[f"chat#{i}" for i in range(10_000)]), "derived_from", id="10k-derived-from"),
-    pytest.param(cev("2025-04-02", "retract", "tax", reason=["not", "text"]), "reason", id="reason-not-a-string"),
-    pytest.param(cev("2025-04-02", "retract", "tax", reason="r" * 1_100_000), "line", id="1m-reason-over-line-bytes"),
-    pytest.param(cev("2025-04-02", "add", "x", TAX, source="s" * 100_000), "source", id="100k-source"),
-    pytest.param(cev("2025-04-02", "add", "x", TAX, author={"name": "me"}), "author", id="author-not-a-string"),
+    pytest.param(
+        cev("2025-04-02", "add", "x", TAX, derived_from=[f"chat#{i}" for i in range(10_000)]),
+        "derived_from",
+        id="10k-derived-from",
+    ),
+    pytest.param(
+        cev("2025-04-02", "retract", "tax", reason=["not", "text"]),
+        "reason",
+        id="reason-not-a-string",
+    ),
+    pytest.param(
+        cev("2025-04-02", "retract", "tax", reason="r" * 1_100_000),
+        "line",
+        id="1m-reason-over-line-bytes",
+    ),
+    pytest.param(
+        cev("2025-04-02", "add", "x", TAX, source="s" * 100_000), "source", id="100k-source"
+    ),
+    pytest.param(
+        cev("2025-04-02", "add", "x", TAX, author={"name": "me"}),
+        "author",
+        id="author-not-a-string",
+    ),
 ]
 
 
@@ -1280,7 +1717,9 @@ def test_rerunning_the_same_constraint_cell_appends_nothing(ip: Any) -> None:
     from IPython.utils.capture import capture_output
 
     wb = ip.user_ns["wb"]
-    cell = "%%uac constraint --key rent\nkind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n"
+    cell = (
+        "%%uac constraint --key rent\nkind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n"
+    )
     for _ in range(3):
         with capture_output():
             ip.run_cell(cell).raise_error()
@@ -1289,8 +1728,18 @@ def test_rerunning_the_same_constraint_cell_appends_nothing(ip: Any) -> None:
 
 def test_a_model_retract_with_a_long_reason_is_kept_as_data(mwb: Workbench, server: Any) -> None:
     mwb.constrain(RETURN_LEASE, key="return-lease")
-    mwb.ingest([clock("2025-05-21T09:00:00", "chat-1#2", "Forget the lease deadline, the signed lease went back.")])
-    retract = proposal("return-lease", None, op="retract", utterances=["chat-1#2"], reason="because " * 5000)
+    mwb.ingest(
+        [
+            clock(
+                "2025-05-21T09:00:00",
+                "chat-1#2",
+                "Forget the lease deadline, the signed lease went back.",
+            )
+        ]
+    )
+    retract = proposal(
+        "return-lease", None, op="retract", utterances=["chat-1#2"], reason="because " * 5000
+    )
     server.enqueue(answer([], [retract]), answer([], [retract]))
     report = mwb.extract(progress=False)
     events = constraint_events(mwb)
@@ -1307,7 +1756,8 @@ NORWAY = pytest.mark.xfail(
 
 @pytest.mark.parametrize(
     "word",
-    [pytest.param(w, id=w, marks=NORWAY) for w in ("NO", "no", "Off")] + [pytest.param("y", id="y")],
+    [pytest.param(w, id=w, marks=NORWAY) for w in ("NO", "no", "Off")]
+    + [pytest.param("y", id="y")],
 )
 def test_yaml_11_booleans_in_where_values_are_not_silently_changed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], word: str
@@ -1324,13 +1774,21 @@ def test_yaml_11_booleans_in_where_values_are_not_silently_changed(
         assert cv.constraint.then.where == {"country": word}  # type: ignore[union-attr]
 
 
-def test_printable_escapes_bidi_and_carriage_returns_in_constraint_faces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_printable_escapes_bidi_and_carriage_returns_in_constraint_faces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "s.duckdb"
     title = "Pay \u202erent\u202c now\rOVERWRITE\u200b"
     with Workbench(db) as wb:
         wb.ingest([clock("2025-04-01T09:00:00")])
         wb.constrain({**TAX, "title": title}, key="k\u202e")
-    for args in (["alerts"], ["constraints"], ["constraints", "--history"], ["constraints", "--json"], ["alerts", "--json"]):
+    for args in (
+        ["alerts"],
+        ["constraints"],
+        ["constraints", "--history"],
+        ["constraints", "--json"],
+        ["alerts", "--json"],
+    ):
         out = uac(capsys, db, *args).out
         assert "\u202e" not in out and "\r" not in out and "\u200b" not in out, args
 
@@ -1373,3 +1831,53 @@ def test_a_never_ending_file_is_refused_after_its_bound(tmp_path: Path) -> None:
         t.join(5)
     lines = done.stderr.splitlines()
     assert done.returncode == 1 and len(lines) == 1 and "at most" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "DELETE FROM uac_constraints",
+        "DROP TABLE uac_constraints",
+        "UPDATE uac_constraints SET title = 'x'",
+        "INSERT INTO uac_constraints (key) VALUES ('evil')",
+        "CREATE TABLE uac_constraints2 AS SELECT * FROM uac_constraints",
+        "SELECT 1; DROP TABLE uac_constraints",
+    ],
+    ids=["delete", "drop", "update", "insert", "create", "stacked"],
+)
+def test_sql_cannot_change_the_constraints_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str
+) -> None:
+    db = base_store(tmp_path)
+    before = snapshot(db)
+    one_line_error(uac(capsys, db, "sql", query))
+    assert snapshot(db) == before
+    rows = json.loads(uac(capsys, db, "sql", "--json", "SELECT key FROM uac_constraints").out)
+    assert rows == [{"key": "tax"}]
+
+
+def test_the_cli_alias_constraint_retracts_like_constrain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = base_store(tmp_path)
+    run = uac(capsys, db, "constraint", "--retract", "tax", "--reason", "filed")
+    assert run.code == 0 and "why: constraint 'tax' was retracted: filed" in run.out
+    assert uac(capsys, db, "constraints").out == "no constraints in force\n"
+    assert uac(capsys, db, "verify").code == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="marimo's constrain lets RecursionError out on deeply nested JSON instead of showing the error",
+)
+def test_marimo_constrain_with_deep_nesting_shows_an_error() -> None:
+    pytest.importorskip("marimo")
+    import uac.marimo as um
+
+    with Workbench() as wb:
+        wb.ingest([clock("2025-04-01T09:00:00")])
+        try:
+            keys, _view = um.constrain(wb, "[" * 50_000 + "]" * 50_000)
+        except RecursionError:
+            pytest.fail("RecursionError escaped uac.marimo.constrain")
+        assert keys == [] and wb.constraints() == []
