@@ -160,7 +160,8 @@ def rules_code(rules: Iterable[Rule]) -> str:
         text += f"from uac.rules import (  # noqa: E402\n{imports})\n"
     own = ""
     for r in ordered:
-        if r.name in shipped:
+        # a compiled constraint's function is uac's own code; the constraint is rendered as data
+        if r.name in shipped or r.func.__module__.startswith("uac_kernel.constraints."):
             continue
         found = _rule_source(r)
         if found is None:

@@ -16,7 +16,7 @@ from uac_kernel.constraints.spec import Constraint, constraint_json, parse_const
 from uac_kernel.errors import ConstraintError, UacError
 from uac_kernel.fold import ConstraintVersion
 from uac_kernel.query import UserView
-from uac_kernel.rules.engine import Finding, Rule, RuleFunc
+from uac_kernel.rules.engine import Finding, Rule
 
 __all__ = ["as_constraints", "constraint_events", "describe", "in_force_rule", "slug"]
 
@@ -25,35 +25,15 @@ SLUG_CHARS = 60
 
 
 def in_force_rule(cv: ConstraintVersion) -> Rule:
-    """The rule that checks ``cv`` in a workbench.
-
-    Its function is bound to the rule's own name: compiled rules of one kind share their inner
-    function's name, and a runner refuses two rules bound to one name. A constraint this uac
-    cannot compile (a kind a later version added) becomes a rule that fails, so it stands as a
-    ``rule_error`` alert that says why, instead of making the store unopenable.
+    """The rule that checks ``cv`` in a workbench (its function bears the rule's own name,
+    ``kinds._base.make_rule``). A constraint this uac cannot compile (a kind a later version
+    added) becomes a rule that fails, so it stands as a ``rule_error`` alert that says why,
+    instead of making the store unopenable.
     """
     try:
-        r = compile_constraint(cv.key, cv.constraint)
+        return compile_constraint(cv.key, cv.constraint)
     except (ImportError, UacError) as exc:
         return _failing(cv, exc)
-    return Rule(
-        name=r.name,
-        func=_named(r.name, r.func),
-        watch=r.watch,
-        severity=r.severity,
-        category=r.category,
-        source=r.source,
-        clock=r.clock,
-        doc=r.doc,
-    )
-
-
-def _named(name: str, func: RuleFunc) -> RuleFunc:
-    def run(user: UserView) -> Iterable[Finding]:
-        return func(user)
-
-    run.__name__ = run.__qualname__ = name
-    return run
 
 
 def _failing(cv: ConstraintVersion, exc: BaseException) -> Rule:
