@@ -46,11 +46,6 @@ def rules(found: list[Any]) -> set[str]:
 TRIP = {"country": "Spain", "start": "2026-09-01", "end": "2026-09-10", "destination": "Madrid"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(a) trip rules read only the `cancelled` flag, not a `status` of cancelled, which "
-    "the deadline, document and constraint conventions all treat as called off",
-)
 @pytest.mark.parametrize(
     ("rule", "other"),
     [

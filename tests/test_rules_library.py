@@ -856,6 +856,57 @@ def test_double_booked_dinners(tmp_path: Path) -> None:
     assert "2024-11-15 19:30–21:00" in alert.message
 
 
+@pytest.mark.parametrize(
+    "called_off",
+    [
+        {"cancelled": True},
+        {"canceled": True},
+        {"declined": True},
+        {"status": "Cancelled"},
+        {"status": "canceled by the venue"},
+        {"status": "declined"},
+        {"status": "void"},
+        {"status": "called off"},
+    ],
+)
+def test_a_booking_called_off_by_flag_or_status_collides_with_nothing(
+    tmp_path: Path, called_off: dict[str, Any]
+) -> None:
+    dinner = {"start": "2024-11-15T19:00:00", "end": "2024-11-15T21:00:00"}
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-28", "Reservation", "a", name="Chez Laurent", **dinner),
+            add("2024-10-28", "Reservation", "b", name="Steakhouse 55", **dinner, **called_off),
+        ],
+    )
+    assert fire(lib.overlapping_commitments, view) == []
+
+
+@pytest.mark.parametrize("status", ["confirmed", "tentative", "rescheduled", "pending"])
+def test_a_status_that_calls_nothing_off_keeps_the_record(tmp_path: Path, status: str) -> None:
+    dinner = {"start": "2024-11-15T19:00:00", "end": "2024-11-15T21:00:00"}
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-28", "Reservation", "a", name="Chez Laurent", **dinner),
+            add("2024-10-28", "Reservation", "b", name="Steakhouse 55", status=status, **dinner),
+        ],
+    )
+    assert len(fire(lib.overlapping_commitments, view)) == 1
+
+
+def test_a_medication_called_off_by_status_interacts_with_nothing(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-28", "Medication", "w", name="warfarin"),
+            add("2024-10-28", "Medication", "i", name="ibuprofen", status="Cancelled"),
+        ],
+    )
+    assert fire(lib.drug_drug_interaction, view) == []
+
+
 def test_trip_over_an_important_event_is_critical(tmp_path: Path) -> None:
     view = build(
         tmp_path,

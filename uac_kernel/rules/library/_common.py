@@ -53,6 +53,11 @@ def _classes(text: str, table: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 
 # -- field conventions -------------------------------------------------------------------------
+# A record called off (a trip, booking, appointment, policy, order, medication...) will not
+# happen or holds no more: one of these flags true, or a ``status`` naming one ("Cancelled by
+# the airline", "declined", "called off").
+CALLED_OFF_FLAGS = _split("cancelled canceled declined void called_off")
+CALLED_OFF_STATUS = _terms("cancelled, canceled, declined, void, voided, called off")
 SETTLED = _split("done resolved cancelled returned filed completed paid renewed submitted")
 # A ``status`` text naming one of these settles a record as the flags do ("Filed", "paid").
 SETTLED_STATUS = _terms(
@@ -64,8 +69,8 @@ SETTLED_STATUS = _terms(
 # return, a warranty, a promotion, a renewal) that simply close.
 OBLIGATION_FIELDS = ("deadline", "due")
 # A document or policy in one of these states covers nothing, whatever its dates say.
-VOID_FLAGS = _split("cancelled lapsed terminated void revoked suspended")
-VOID_STATUS = _terms("cancelled, canceled, lapsed, terminated, void, revoked, suspended, expired")
+VOID_FLAGS = (*CALLED_OFF_FLAGS, *_split("lapsed terminated revoked suspended"))
+VOID_STATUS = (*CALLED_OFF_STATUS, *_terms("lapsed, terminated, revoked, suspended, expired"))
 DEADLINE_FIELDS = _split(
     "deadline due return_by warranty_until warranty_expires renews_on expires ends promo_ends"
 )
@@ -175,9 +180,17 @@ def _status(rec: Record, terms: Iterable[str]) -> str | None:
     return _first_term(_norm(st), terms) if isinstance(st, str) else None
 
 
+def _called_off(rec: Record) -> bool:
+    """Whether ``rec`` says it will not happen or holds no more (a cancelled trip, a declined
+    invitation, a void booking): a flag of ``CALLED_OFF_FLAGS`` true, or a ``status`` naming one.
+    The one test of cancellation every rule and compiled constraint uses."""
+    return _flag(rec, *CALLED_OFF_FLAGS) or _status(rec, CALLED_OFF_STATUS) is not None
+
+
 def _settled(rec: Record) -> bool:
-    """Done: a settled flag (``done``, ``filed``, ``paid``, ...) is true, or ``status`` says so."""
-    return _flag(rec, *SETTLED) or _status(rec, SETTLED_STATUS) is not None
+    """Done: a settled flag (``done``, ``filed``, ``paid``, ...) is true, or ``status`` says so;
+    a record called off is settled too."""
+    return _flag(rec, *SETTLED) or _status(rec, SETTLED_STATUS) is not None or _called_off(rec)
 
 
 def _void(rec: Record) -> str | None:
@@ -337,7 +350,7 @@ def _current_meds(
     out = []
     for t in types:
         for m in user.all(t):
-            if _get(m, "active") is False or _flag(m, "stopped", "discontinued", "cancelled"):
+            if _get(m, "active") is False or _flag(m, "stopped", "discontinued") or _called_off(m):
                 continue
             end = _day(_get(m, "end"))
             if end is not None and today is not None and end < today:

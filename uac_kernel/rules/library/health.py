@@ -14,6 +14,7 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
+    _called_off,
     _classes,
     _current_meds,
     _day,
@@ -294,7 +295,7 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
     today = user.today
     for t in FOOD_TYPES:
         for rec in _uneaten(user, t, today):
-            if _flag(rec, "cancelled", "avoid", "avoids"):
+            if _flag(rec, "avoid", "avoids") or _called_off(rec):
                 continue
             text = _norm(_text(rec, FOOD_TEXT))
             for allergy, substance, severe, groups in allergies:
@@ -373,7 +374,7 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
     today = user.today
     for t in ("FoodHabit", "Meal", "Supplement"):
         for food in _uneaten(user, t, today):
-            if _flag(food, "avoid", "avoids", "stopped", "cancelled"):
+            if _flag(food, "avoid", "avoids", "stopped") or _called_off(food):
                 continue
             found = _classes(_norm(_text(food, ("item", "name", "items", "dish"))), FOOD_CLASSES)
             for drug_classes, food_cls, severity, risk, advice in FOOD_PAIRS:
@@ -509,7 +510,7 @@ def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
     today = user.today
     for t in ACTIVITY_TYPES:
         for rec in _not_past(user, t, today, ("end", "start", "date")):
-            if _flag(rec, "cancelled", "cleared", "medical_clearance"):
+            if _flag(rec, "cleared", "medical_clearance") or _called_off(rec):
                 continue
             text = _norm(_text(rec, ACTIVITY_TEXT))
             for activity, (terms, risky, why) in ACTIVITY_CLEARANCE.items():

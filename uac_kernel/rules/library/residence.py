@@ -11,10 +11,10 @@ from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
     _before,
+    _called_off,
     _country,
     _day,
     _days,
-    _flag,
     _from_day,
     _get,
     _label,
@@ -124,7 +124,7 @@ def _stated(user: UserView) -> list[tuple[StayLimit, Record]]:
                 None,
             )
             window = _number(_get(r, "window_days"))
-            if not country.strip() or days is None or not 0 < days < 3660 or _flag(r, "cancelled"):
+            if not country.strip() or days is None or not 0 < days < 3660 or _called_off(r):
                 continue
             ok_window = window is not None and 0 < window <= 3660
             out.append(
@@ -186,7 +186,7 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
     open_ended: set[str] = set()
     for t in _from_day(user, "Trip", _before(today, LOOKBACK), ("start", "end")):
         s = _day(_get(t, "start"))
-        if s is None or _flag(t, "cancelled"):
+        if s is None or _called_off(t):
             continue
         e = _trip_end(t)
         if e is None:

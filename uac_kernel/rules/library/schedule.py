@@ -20,6 +20,7 @@ from uac_kernel.rules.library._common import (
     TRAVEL_PARTS,
     TRIP_TYPES,
     _before,
+    _called_off,
     _date_fields,
     _dated_from,
     _day,
@@ -226,7 +227,7 @@ def _weekly(rec: Record) -> _Weekly | None:
     ``start_time`` (and ``end_time``), or a datetime ``start`` whose ``recurrence``/``frequency``/
     ``repeats``/``every`` says weekly, daily or names weekdays; bounded by ``since``/``until``,
     minus the dates in ``skip_dates``. Every other week, monthly and the like are left out."""
-    if _flag(rec, "cancelled", "declined"):
+    if _called_off(rec):
         return None
     rule_text = _norm(_text(rec, RECURRENCE_FIELDS))
     if _first_term(rule_text, NOT_WEEKLY):
@@ -337,7 +338,7 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
         if fields.get("start") not in DATE_TYPES:
             continue  # no date start: no span (see _span)
         for rec in _maybe_running(user, t, now):
-            if _flag(rec, "cancelled", "declined"):
+            if _called_off(rec):
                 continue
             sp = _span(rec)
             if sp is not None and (now is None or sp.end > now or sp.start >= now):

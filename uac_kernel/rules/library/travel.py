@@ -18,6 +18,7 @@ from uac_kernel.rules.library._common import (
     PASSPORT_MONTHS,
     TRAVEL_DOCUMENTS,
     _before,
+    _called_off,
     _country,
     _day,
     _days,
@@ -44,7 +45,7 @@ def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date | None]
     # A trip that has not ended starts or ends from today on: the index reads just those.
     for trip in _from_day(user, "Trip", today, ("start", "end")):
         start = _day(_get(trip, "start"))
-        if start is None or _flag(trip, "cancelled"):
+        if start is None or _called_off(trip):
             continue
         end = _trip_end(trip)
         if today is None or (end or start) >= today:
@@ -185,7 +186,7 @@ def passport_validity(user: UserView) -> Iterator[Finding]:
     )
     best: dict[str, Record] = {}
     for p in user.all("Passport"):
-        if _flag(p, "cancelled", "lost", "replaced"):
+        if _flag(p, "lost", "replaced") or _called_off(p):
             continue
         holder = _norm(str(_get(p, "holder") or "")).strip()
         exp = _day(_get(p, "expires")) or date.min
@@ -265,7 +266,7 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
     """
     visas: dict[str, list[Record]] = defaultdict(list)
     for v in user.all("Visa"):
-        if not _flag(v, "cancelled"):
+        if not _called_off(v):
             for area in _countries(_get(v, "country")):
                 visas[area].append(v)
     if not visas:
@@ -351,7 +352,7 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     since = _before(user.today, timedelta(days=180)) if user.today else None
     for t in _from_day(user, "Trip", since, ("start", "end")):
         s = _day(_get(t, "start"))
-        if s is None or _flag(t, "cancelled") or _SCHENGEN_AREA not in _areas(t):
+        if s is None or _called_off(t) or _SCHENGEN_AREA not in _areas(t):
             continue
         e = _trip_end(t)
         stated = _number(_get(t, "days"))
