@@ -65,10 +65,6 @@ def test_a_trip_with_status_cancelled_needs_nothing(rule: str, other: dict[str, 
     assert rule not in rules(found), [a.message for a in found]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(a) visa_validity counts a cancelled earlier trip as having used a single-entry visa",
-)
 def test_a_cancelled_trip_does_not_use_a_single_entry_visa() -> None:
     found = alerts(
         [

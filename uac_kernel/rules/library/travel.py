@@ -260,7 +260,7 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
 
     For each coming trip to a visa's country flags (critical): the visa ``starts`` after the trip
     starts; it ``expires`` before the trip ends; it is single-entry and already ``used``, or an
-    earlier trip to the same country began within its validity. A trip with no end recorded
+    earlier trip to the same country (not called off) began within its validity. A trip with no end recorded
     (no ``end``, ``days`` or ``nights``): a visa expiring before arrival is critical, one
     expiring later a warning naming the date to leave by.
     """
@@ -271,7 +271,12 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
                 visas[area].append(v)
     if not visas:
         return
-    trips = [(t, s, _areas(t)) for t in user.all("Trip") if (s := _day(_get(t, "start")))]
+    # A trip called off never entered the country, so it used no entry.
+    trips = [
+        (t, s, _areas(t))
+        for t in user.all("Trip")
+        if (s := _day(_get(t, "start"))) and not _called_off(t)
+    ]
     for trip, start, end in _upcoming_trips(user):
         where = _trip_where(trip) or "your destination"
         for v in {id(v): v for a in sorted(_areas(trip)) for v in visas.get(a, ())}.values():
