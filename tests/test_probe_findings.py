@@ -95,11 +95,6 @@ def test_a_cancelled_trip_does_not_use_a_single_entry_visa() -> None:
     assert "visa_validity" not in rules(found), [a.message for a in found]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(a) overlapping_commitments ignores a record's `tz`, the zone convention the "
-    "constraints document for naive times, and compares wall clocks across zones",
-)
 def test_overlap_reads_a_tz_zone_name() -> None:
     found = alerts(
         [

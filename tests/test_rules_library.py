@@ -907,6 +907,71 @@ def test_a_medication_called_off_by_status_interacts_with_nothing(tmp_path: Path
     assert fire(lib.drug_drug_interaction, view) == []
 
 
+def test_overlap_places_times_in_the_zone_a_record_names(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            # 09:00-10:00 in Tokyo (UTC+9) is 00:00-01:00 UTC
+            add(
+                "2026-03-25",
+                "Meeting",
+                "tokyo",
+                start="2026-04-03T09:00",
+                end="2026-04-03T10:00",
+                tz="Asia/Tokyo",
+            ),
+            # 20:30-21:30 EDT (UTC-4) is 00:30-01:30 UTC
+            add(
+                "2026-03-25",
+                "Call",
+                "ny",
+                start="2026-04-02T20:30",
+                end="2026-04-02T21:30",
+                timezone="UTC-4",
+            ),
+            # the same wall clock as the Tokyo meeting, in London (BST, UTC+1): 08:00 UTC
+            add(
+                "2026-03-25",
+                "Meeting",
+                "london",
+                start="2026-04-03T09:00",
+                end="2026-04-03T10:00",
+                tz="Europe/London",
+            ),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert keys(alert) == {"Meeting/tokyo", "Call/ny"}
+    assert "2026-04-03 09:00–10:00 (Asia/Tokyo)" in alert.message
+    assert "2026-04-02 20:30–21:30 (UTC-4)" in alert.message
+    assert "overlap: 2026-04-03 00:30–01:00 UTC" in alert.message
+
+
+def test_an_unreadable_zone_leaves_times_as_given(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-03-25",
+                "Meeting",
+                "a",
+                start="2026-04-03T09:00",
+                end="2026-04-03T10:00",
+                tz="../../etc/passwd",
+            ),
+            add(
+                "2026-03-25",
+                "Meeting",
+                "b",
+                start="2026-04-03T09:30",
+                end="2026-04-03T10:30",
+                tz="UTC+99",
+            ),
+        ],
+    )
+    assert "(overlap: 2026-04-03 09:30–10:00)" in one(lib.overlapping_commitments, view).message
+
+
 def test_trip_over_an_important_event_is_critical(tmp_path: Path) -> None:
     view = build(
         tmp_path,

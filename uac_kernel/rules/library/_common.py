@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from uac_kernel._display import plural
 from uac_kernel.query import UserView
@@ -214,6 +215,48 @@ def _trip_end(rec: Record) -> date | None:
     if nights is not None and 0 <= nights <= 3660:
         return start + timedelta(days=int(nights))
     return None
+
+
+# A record's zone: ``tz`` or ``timezone``, an offset (``+09:00``, ``UTC-5``, ``-0500``, ``Z``)
+# or an IANA zone name (``Asia/Tokyo``). The log stores a time written with its own offset in
+# UTC already, so only naive local times need one; records without one are compared as given.
+TZ_FIELDS = ("tz", "timezone")
+_OFFSET = re.compile(r"(?:utc|gmt)?\s*(?:([+-])\s*(\d{1,2})(?::?(\d{2}))?)?", re.IGNORECASE)
+_ZONE = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9_+-]+){1,2}")
+
+
+def _zone(rec: Record) -> tuple[tzinfo, str] | None:
+    """The zone a record's ``tz``/``timezone`` field names, and its text; None when unset or
+    unreadable."""
+    text = next((v for f in TZ_FIELDS if isinstance(v := _get(rec, f), str) and v.strip()), None)
+    if text is None:
+        return None
+    text = text.strip()
+    m = _OFFSET.fullmatch(text)
+    if m is not None or text.upper() == "Z":
+        if m is None or m.group(1) is None:
+            return UTC, text
+        hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+        if hours > 14 or minutes >= 60:
+            return None
+        sign = -1 if m.group(1) == "-" else 1
+        return timezone(sign * timedelta(hours=hours, minutes=minutes)), text
+    if _ZONE.fullmatch(text) is None:  # a zone name, never a path: data picks no file
+        return None
+    try:
+        return ZoneInfo(text), text
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def _utc(local: datetime, zone: tuple[tzinfo, str] | None) -> datetime:
+    """A naive local time in ``zone`` as naive UTC (the log's clock); as given without a zone."""
+    if zone is None:
+        return local
+    try:
+        return local.replace(tzinfo=zone[0]).astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        return local
 
 
 def _text(rec: Record, names: Iterable[str]) -> str:
