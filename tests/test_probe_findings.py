@@ -123,11 +123,6 @@ def test_overlap_reads_a_tz_zone_name() -> None:
     assert "overlapping_commitments" in rules(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(a) food_allergy_exposure does not know foods the shipped `allergens` table maps "
-    "to the same allergen (baklava, pesto, nougat -> tree nuts)",
-)
 def test_food_allergy_rule_knows_the_shipped_allergen_table() -> None:
     found = alerts(
         [

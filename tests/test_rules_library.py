@@ -225,6 +225,39 @@ def test_mild_food_allergy_is_a_warning_and_avoided_food_is_silent(tmp_path: Pat
     assert alert.severity == "warning" and keys(alert) == {"Allergy/peanut", "Meal/m1"}
 
 
+def test_food_allergy_rule_and_the_allergens_table_know_the_same_foods(tmp_path: Path) -> None:
+    from uac_kernel.constraints.knowledge import TABLES
+    from uac_kernel.rules.library.health import FOOD_ALLERGENS
+
+    rule_words = {w.strip() for terms in FOOD_ALLERGENS.values() for w in terms}
+    assert {w for ws in TABLES["allergens"].groups.values() for w in ws} == rule_words
+    view = build(
+        tmp_path,
+        [
+            add("2026-02-12", "Allergy", "n", substance="tree nuts", severity="anaphylaxis"),
+            add(
+                "2026-02-12",
+                "Meal",
+                "m",
+                name="dessert",
+                items=["pistachio baklava"],
+                date="2026-02-14",
+            ),
+            add(
+                "2026-02-12",
+                "Reservation",
+                "r",
+                name="Trattoria",
+                dish="pasta al pesto",
+                start="2026-02-15T19:00",
+            ),
+        ],
+    )
+    found = fire(lib.food_allergy_exposure, view)
+    assert len(found) == 2 and {a.severity for a in found} == {"critical"}
+    assert {k for a in found for k in keys(a)} == {"Allergy/n", "Meal/m", "Reservation/r"}
+
+
 def test_ssri_with_maoi_is_critical(tmp_path: Path) -> None:
     view = build(
         tmp_path,

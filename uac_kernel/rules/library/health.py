@@ -160,25 +160,40 @@ TERATOGENS: dict[str, tuple[Severity, tuple[str, ...], str]] = {
 
 # -- foods -----------------------------------------------------------------------------------
 # The nine major food allergens of US law (FDA, FALCPA 2004 and FASTER Act 2021) with common
-# foods and dishes that contain them; "seafood" counts as both fish and shellfish.
+# foods and dishes that contain them (FDA, "Food Allergies: What You Need to Know"); "seafood"
+# counts as both fish and shellfish. The one allergen table: the constraint knowledge table
+# ``allergens`` is built from it.
 FOOD_ALLERGENS: dict[str, tuple[str, ...]] = {
     "shellfish": _terms(
         "shellfish, shrimp, prawn, lobster, crab, crayfish, crawfish, langoustine, scampi,",
-        "scallop, oyster, clam, mussel, seafood",
+        "scallop, oyster, clam, mussel, seafood, paella, bisque, shrimp paste, ceviche, cioppino",
     ),
     "fish": _terms(
-        "fish, salmon, tuna, cod, halibut, anchovy, anchovies, sardine, sushi, sashimi, seafood"
+        "fish, salmon, tuna, cod, halibut, anchovy, anchovies, sardine, sushi, sashimi, seafood,",
+        "fish sauce, trout, tilapia, mackerel, herring, bass, swordfish, worcestershire",
     ),
-    "peanut": _terms("peanut, groundnut, satay"),
+    "peanut": _terms("peanut, groundnut, satay, peanut butter, pad thai, kung pao"),
     "tree nut": _terms(
         "tree nut, nut, almond, walnut, cashew, pecan, pistachio, hazelnut, macadamia, praline,",
-        "marzipan",
+        "marzipan, brazil nut, pine nut, pesto, nutella, baklava, nougat",
     ),
-    "milk": _terms("milk, dairy, cheese, butter, cream, yogurt"),
-    "egg": _terms("egg, omelet, omelette, mayonnaise, meringue"),
-    "wheat": _terms("wheat, gluten, bread, pasta, flour, couscous"),
-    "soy": _terms("soy, soya, tofu, edamame, miso, tempeh"),
-    "sesame": _terms("sesame, tahini, hummus"),
+    "milk": _terms(
+        "milk, dairy, cheese, butter, cream, yogurt, ghee, paneer, ricotta, mozzarella, parmesan,",
+        "custard, ice cream, whey, casein, buttermilk, alfredo, bechamel, latte, cappuccino,",
+        "milkshake",
+    ),
+    "egg": _terms(
+        "egg, omelet, omelette, mayonnaise, meringue, aioli, hollandaise, custard, frittata,",
+        "quiche, carbonara, eggnog, souffle",
+    ),
+    "wheat": _terms(
+        "wheat, gluten, bread, pasta, flour, couscous, noodle, ramen, udon, pizza, cake, cracker,",
+        "seitan, tempura, dumpling, bulgur, semolina, spelt, croissant",
+    ),
+    "soy": _terms(
+        "soy, soya, tofu, edamame, miso, tempeh, soybean, soy sauce, tamari, natto, soy milk"
+    ),
+    "sesame": _terms("sesame, tahini, hummus, halva, halvah, benne, gomasio, za'atar"),
 }
 
 # Foods that interact with drugs: FDA consumer update "Grapefruit Juice and Some Drugs Don't Mix"
