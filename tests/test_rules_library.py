@@ -2441,6 +2441,37 @@ def test_stated_stay_limit_and_home_country(tmp_path: Path) -> None:
     assert "65 days in the 180 days 2025-11-07 – 2026-05-05" in alert.message
 
 
+@pytest.mark.parametrize(("today", "alerts"), [("2026-03-20", 0), ("2026-04-15", 1)])
+def test_an_open_ended_stay_under_way_counts_through_today(
+    tmp_path: Path, today: str, alerts: int
+) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "StayLimit", "th", country="Thailand", days=60, window_days=180),
+            add(
+                "2026-01-05",
+                "Trip",
+                "th1",
+                country="Thailand",
+                start="2026-01-10",
+                end="2026-02-08",
+            ),
+            add("2026-02-20", "Trip", "th2", country="Thailand", start="2026-03-01"),
+            clock(today),
+        ],
+    )
+    found = fire(lib.residence_day_limits, view)
+    assert len(found) == alerts
+    if found:
+        (alert,) = found
+        # 30 days of th1 and 46 of th2 (Mar 1 - Apr 15) in the 180 days to today; 30 + 30 fit.
+        assert keys(alert) == {"Trip/th2", "StayLimit/th"} and alert.severity == "critical"
+        assert "76 days in the 180 days 2025-10-18 – 2026-04-15" in alert.message
+        assert "counted through today (2026-04-15)" in alert.message
+        assert "you had to leave by 2026-03-30" in alert.message
+
+
 # -- contributions and budgets ----------------------------------------------------------------
 
 
