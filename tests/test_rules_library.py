@@ -225,6 +225,39 @@ def test_mild_food_allergy_is_a_warning_and_avoided_food_is_silent(tmp_path: Pat
     assert alert.severity == "warning" and keys(alert) == {"Allergy/peanut", "Meal/m1"}
 
 
+def test_food_allergy_rule_and_the_allergens_table_know_the_same_foods(tmp_path: Path) -> None:
+    from uac_kernel.constraints.knowledge import TABLES
+    from uac_kernel.rules.library.health import FOOD_ALLERGENS
+
+    rule_words = {w.strip() for terms in FOOD_ALLERGENS.values() for w in terms}
+    assert {w for ws in TABLES["allergens"].groups.values() for w in ws} == rule_words
+    view = build(
+        tmp_path,
+        [
+            add("2026-02-12", "Allergy", "n", substance="tree nuts", severity="anaphylaxis"),
+            add(
+                "2026-02-12",
+                "Meal",
+                "m",
+                name="dessert",
+                items=["pistachio baklava"],
+                date="2026-02-14",
+            ),
+            add(
+                "2026-02-12",
+                "Reservation",
+                "r",
+                name="Trattoria",
+                dish="pasta al pesto",
+                start="2026-02-15T19:00",
+            ),
+        ],
+    )
+    found = fire(lib.food_allergy_exposure, view)
+    assert len(found) == 2 and {a.severity for a in found} == {"critical"}
+    assert {k for a in found for k in keys(a)} == {"Allergy/n", "Meal/m", "Reservation/r"}
+
+
 def test_ssri_with_maoi_is_critical(tmp_path: Path) -> None:
     view = build(
         tmp_path,
@@ -854,6 +887,122 @@ def test_double_booked_dinners(tmp_path: Path) -> None:
     alert = one(lib.overlapping_commitments, view)
     assert alert.severity == "warning" and keys(alert) == {"Reservation/chez", "Reservation/steak"}
     assert "2024-11-15 19:30–21:00" in alert.message
+
+
+@pytest.mark.parametrize(
+    "called_off",
+    [
+        {"cancelled": True},
+        {"canceled": True},
+        {"declined": True},
+        {"status": "Cancelled"},
+        {"status": "canceled by the venue"},
+        {"status": "declined"},
+        {"status": "void"},
+        {"status": "called off"},
+    ],
+)
+def test_a_booking_called_off_by_flag_or_status_collides_with_nothing(
+    tmp_path: Path, called_off: dict[str, Any]
+) -> None:
+    dinner = {"start": "2024-11-15T19:00:00", "end": "2024-11-15T21:00:00"}
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-28", "Reservation", "a", name="Chez Laurent", **dinner),
+            add("2024-10-28", "Reservation", "b", name="Steakhouse 55", **dinner, **called_off),
+        ],
+    )
+    assert fire(lib.overlapping_commitments, view) == []
+
+
+@pytest.mark.parametrize("status", ["confirmed", "tentative", "rescheduled", "pending"])
+def test_a_status_that_calls_nothing_off_keeps_the_record(tmp_path: Path, status: str) -> None:
+    dinner = {"start": "2024-11-15T19:00:00", "end": "2024-11-15T21:00:00"}
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-28", "Reservation", "a", name="Chez Laurent", **dinner),
+            add("2024-10-28", "Reservation", "b", name="Steakhouse 55", status=status, **dinner),
+        ],
+    )
+    assert len(fire(lib.overlapping_commitments, view)) == 1
+
+
+def test_a_medication_called_off_by_status_interacts_with_nothing(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2024-10-28", "Medication", "w", name="warfarin"),
+            add("2024-10-28", "Medication", "i", name="ibuprofen", status="Cancelled"),
+        ],
+    )
+    assert fire(lib.drug_drug_interaction, view) == []
+
+
+def test_overlap_places_times_in_the_zone_a_record_names(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            # 09:00-10:00 in Tokyo (UTC+9) is 00:00-01:00 UTC
+            add(
+                "2026-03-25",
+                "Meeting",
+                "tokyo",
+                start="2026-04-03T09:00",
+                end="2026-04-03T10:00",
+                tz="Asia/Tokyo",
+            ),
+            # 20:30-21:30 EDT (UTC-4) is 00:30-01:30 UTC
+            add(
+                "2026-03-25",
+                "Call",
+                "ny",
+                start="2026-04-02T20:30",
+                end="2026-04-02T21:30",
+                timezone="UTC-4",
+            ),
+            # the same wall clock as the Tokyo meeting, in London (BST, UTC+1): 08:00 UTC
+            add(
+                "2026-03-25",
+                "Meeting",
+                "london",
+                start="2026-04-03T09:00",
+                end="2026-04-03T10:00",
+                tz="Europe/London",
+            ),
+        ],
+    )
+    alert = one(lib.overlapping_commitments, view)
+    assert keys(alert) == {"Meeting/tokyo", "Call/ny"}
+    assert "2026-04-03 09:00–10:00 (Asia/Tokyo)" in alert.message
+    assert "2026-04-02 20:30–21:30 (UTC-4)" in alert.message
+    assert "overlap: 2026-04-03 00:30–01:00 UTC" in alert.message
+
+
+def test_an_unreadable_zone_leaves_times_as_given(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(
+                "2026-03-25",
+                "Meeting",
+                "a",
+                start="2026-04-03T09:00",
+                end="2026-04-03T10:00",
+                tz="../../etc/passwd",
+            ),
+            add(
+                "2026-03-25",
+                "Meeting",
+                "b",
+                start="2026-04-03T09:30",
+                end="2026-04-03T10:30",
+                tz="UTC+99",
+            ),
+        ],
+    )
+    assert "(overlap: 2026-04-03 09:30–10:00)" in one(lib.overlapping_commitments, view).message
 
 
 def test_trip_over_an_important_event_is_critical(tmp_path: Path) -> None:
@@ -2290,6 +2439,37 @@ def test_stated_stay_limit_and_home_country(tmp_path: Path) -> None:
     alert = one(lib.residence_day_limits, view)
     assert keys(alert) == {"Trip/th2", "StayLimit/th"} and alert.severity == "critical"
     assert "65 days in the 180 days 2025-11-07 – 2026-05-05" in alert.message
+
+
+@pytest.mark.parametrize(("today", "alerts"), [("2026-03-20", 0), ("2026-04-15", 1)])
+def test_an_open_ended_stay_under_way_counts_through_today(
+    tmp_path: Path, today: str, alerts: int
+) -> None:
+    view = build(
+        tmp_path,
+        [
+            add("2025-01-01", "StayLimit", "th", country="Thailand", days=60, window_days=180),
+            add(
+                "2026-01-05",
+                "Trip",
+                "th1",
+                country="Thailand",
+                start="2026-01-10",
+                end="2026-02-08",
+            ),
+            add("2026-02-20", "Trip", "th2", country="Thailand", start="2026-03-01"),
+            clock(today),
+        ],
+    )
+    found = fire(lib.residence_day_limits, view)
+    assert len(found) == alerts
+    if found:
+        (alert,) = found
+        # 30 days of th1 and 46 of th2 (Mar 1 - Apr 15) in the 180 days to today; 30 + 30 fit.
+        assert keys(alert) == {"Trip/th2", "StayLimit/th"} and alert.severity == "critical"
+        assert "76 days in the 180 days 2025-10-18 – 2026-04-15" in alert.message
+        assert "counted through today (2026-04-15)" in alert.message
+        assert "you had to leave by 2026-03-30" in alert.message
 
 
 # -- contributions and budgets ----------------------------------------------------------------

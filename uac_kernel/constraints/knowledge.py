@@ -45,42 +45,24 @@ def _words(*lists: Iterable[str] | str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-# The nine major food allergens of US law: FALCPA 2004 (milk, egg, fish, crustacean shellfish,
-# tree nuts, peanuts, wheat, soybeans) and the FASTER Act 2021 (sesame), with common foods and
-# dishes made with them (FDA, "Food Allergies: What You Need to Know").
+# The nine major food allergens of US law, from the health rules' table (one list for both):
+# FALCPA 2004 (milk, egg, fish, crustacean shellfish, tree nuts, peanuts, wheat, soybeans) and
+# the FASTER Act 2021 (sesame), with common foods and dishes made with them.
 _ALLERGENS = Table(
     name="allergens",
     maps="major food allergen -> foods and dishes that contain it",
     source="FDA: Food Allergen Labeling and Consumer Protection Act of 2004 (FALCPA) and FASTER "
     "Act of 2021; FDA consumer page 'Food Allergies: What You Need to Know'",
     groups={
-        "milk": _words(
-            FOOD_ALLERGENS["milk"],
-            "ghee, paneer, ricotta, mozzarella, parmesan, custard, ice cream, whey, casein, "
-            "buttermilk, alfredo, bechamel, latte, cappuccino, milkshake",
-        ),
-        "egg": _words(
-            FOOD_ALLERGENS["egg"],
-            "aioli, hollandaise, custard, frittata, quiche, carbonara, eggnog, souffle",
-        ),
-        "fish": _words(
-            FOOD_ALLERGENS["fish"],
-            "fish sauce, trout, tilapia, mackerel, herring, bass, swordfish, worcestershire",
-        ),
-        "shellfish": _words(
-            FOOD_ALLERGENS["shellfish"], "paella, bisque, shrimp paste, ceviche, cioppino"
-        ),
-        "tree nuts": _words(
-            FOOD_ALLERGENS["tree nut"], "brazil nut, pine nut, pesto, nutella, baklava, nougat"
-        ),
-        "peanuts": _words(FOOD_ALLERGENS["peanut"], "peanut butter, pad thai, kung pao"),
-        "wheat": _words(
-            FOOD_ALLERGENS["wheat"],
-            "noodle, ramen, udon, pizza, cake, cracker, seitan, tempura, dumpling, bulgur, "
-            "semolina, spelt, croissant",
-        ),
-        "soy": _words(FOOD_ALLERGENS["soy"], "soybean, soy sauce, tamari, natto, soy milk"),
-        "sesame": _words(FOOD_ALLERGENS["sesame"], "halva, halvah, benne, gomasio, za'atar"),
+        "milk": _words(FOOD_ALLERGENS["milk"]),
+        "egg": _words(FOOD_ALLERGENS["egg"]),
+        "fish": _words(FOOD_ALLERGENS["fish"]),
+        "shellfish": _words(FOOD_ALLERGENS["shellfish"]),
+        "tree nuts": _words(FOOD_ALLERGENS["tree nut"]),
+        "peanuts": _words(FOOD_ALLERGENS["peanut"]),
+        "wheat": _words(FOOD_ALLERGENS["wheat"]),
+        "soy": _words(FOOD_ALLERGENS["soy"]),
+        "sesame": _words(FOOD_ALLERGENS["sesame"]),
     },
 )
 

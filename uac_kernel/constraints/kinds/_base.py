@@ -11,6 +11,7 @@ from uac_kernel.constraints.spec import Constraint, Moment, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule, RuleFunc, Severity
+from uac_kernel.rules.library._common import _called_off as called_off
 from uac_kernel.rules.library._common import _day, _first_term, _get, _norm, _terms, _text
 
 __all__ = [
@@ -125,15 +126,3 @@ def moment_text(m: Moment, rec: Record | None = None) -> str:
         if n
     ]
     return f"{base}, {' '.join(shift)}" if shift else str(base)
-
-
-CALLED_OFF = frozenset({"cancelled", "canceled"})
-
-
-def called_off(rec: Record) -> bool:
-    """Whether ``rec`` says it will not happen (a cancelled trip, stay or purchase): a
-    ``cancelled``/``canceled`` flag true, or a ``status`` saying so."""
-    status = _get(rec, "status")
-    return any(_get(rec, f) is True for f in CALLED_OFF) or (
-        isinstance(status, str) and status.strip().casefold() in CALLED_OFF
-    )

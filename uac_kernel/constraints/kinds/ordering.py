@@ -19,11 +19,9 @@ has passed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import date, datetime, time, timedelta
 
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import make_rule, matches, select, watch
@@ -42,15 +40,14 @@ from uac_kernel.rules.library._common import (
     _get,
     _label,
     _not_past,
+    _utc,
+    _zone,
 )
 from uac_kernel.rules.library.schedule import _clock_time
 
 __all__ = ["compile"]
 
 CANCELLED = ("cancelled", "canceled", "declined")
-TZ_FIELDS = ("tz", "timezone")
-_OFFSET = re.compile(r"(?:utc|gmt)?\s*(?:([+-])\s*(\d{1,2})(?::?(\d{2}))?)?", re.IGNORECASE)
-_ZONE = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9_+-]+){1,2}")
 
 
 def compile(name: str, c: NoOverlap | Before) -> Rule:
@@ -67,38 +64,6 @@ def _cancelled(rec: Record) -> bool:
     return _flag(rec, *CANCELLED) or (
         isinstance(status, str) and status.strip().casefold() in CANCELLED
     )
-
-
-def _zone(rec: Record) -> tuple[tzinfo, str] | None:
-    """The zone a record's ``tz`` field names, and the text; None when unset or unreadable."""
-    text = next((v for f in TZ_FIELDS if isinstance(v := _get(rec, f), str) and v.strip()), None)
-    if text is None:
-        return None
-    text = text.strip()
-    m = _OFFSET.fullmatch(text)
-    if m is not None or text.upper() == "Z":
-        if m is None or m.group(1) is None:
-            return UTC, text
-        hours, minutes = int(m.group(2)), int(m.group(3) or 0)
-        if hours > 14 or minutes >= 60:
-            return None
-        sign = -1 if m.group(1) == "-" else 1
-        return timezone(sign * timedelta(hours=hours, minutes=minutes)), text
-    if _ZONE.fullmatch(text) is None:  # a zone name, never a path: data picks no file
-        return None
-    try:
-        return ZoneInfo(text), text
-    except (ZoneInfoNotFoundError, ValueError):
-        return None
-
-
-def _utc(local: datetime, zone: tuple[tzinfo, str] | None) -> datetime:
-    if zone is None:
-        return local
-    try:
-        return local.replace(tzinfo=zone[0]).astimezone(UTC).replace(tzinfo=None)
-    except OverflowError:
-        return local
 
 
 def _shown(v: date) -> str:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from uac_kernel._display import plural
 from uac_kernel.query import UserView
@@ -53,6 +54,11 @@ def _classes(text: str, table: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 
 # -- field conventions -------------------------------------------------------------------------
+# A record called off (a trip, booking, appointment, policy, order, medication...) will not
+# happen or holds no more: one of these flags true, or a ``status`` naming one ("Cancelled by
+# the airline", "declined", "called off").
+CALLED_OFF_FLAGS = _split("cancelled canceled declined void called_off")
+CALLED_OFF_STATUS = _terms("cancelled, canceled, declined, void, voided, called off")
 SETTLED = _split("done resolved cancelled returned filed completed paid renewed submitted")
 # A ``status`` text naming one of these settles a record as the flags do ("Filed", "paid").
 SETTLED_STATUS = _terms(
@@ -64,8 +70,8 @@ SETTLED_STATUS = _terms(
 # return, a warranty, a promotion, a renewal) that simply close.
 OBLIGATION_FIELDS = ("deadline", "due")
 # A document or policy in one of these states covers nothing, whatever its dates say.
-VOID_FLAGS = _split("cancelled lapsed terminated void revoked suspended")
-VOID_STATUS = _terms("cancelled, canceled, lapsed, terminated, void, revoked, suspended, expired")
+VOID_FLAGS = (*CALLED_OFF_FLAGS, *_split("lapsed terminated revoked suspended"))
+VOID_STATUS = (*CALLED_OFF_STATUS, *_terms("lapsed, terminated, revoked, suspended, expired"))
 DEADLINE_FIELDS = _split(
     "deadline due return_by warranty_until warranty_expires renews_on expires ends promo_ends"
 )
@@ -175,9 +181,17 @@ def _status(rec: Record, terms: Iterable[str]) -> str | None:
     return _first_term(_norm(st), terms) if isinstance(st, str) else None
 
 
+def _called_off(rec: Record) -> bool:
+    """Whether ``rec`` says it will not happen or holds no more (a cancelled trip, a declined
+    invitation, a void booking): a flag of ``CALLED_OFF_FLAGS`` true, or a ``status`` naming one.
+    The one test of cancellation every rule and compiled constraint uses."""
+    return _flag(rec, *CALLED_OFF_FLAGS) or _status(rec, CALLED_OFF_STATUS) is not None
+
+
 def _settled(rec: Record) -> bool:
-    """Done: a settled flag (``done``, ``filed``, ``paid``, ...) is true, or ``status`` says so."""
-    return _flag(rec, *SETTLED) or _status(rec, SETTLED_STATUS) is not None
+    """Done: a settled flag (``done``, ``filed``, ``paid``, ...) is true, or ``status`` says so;
+    a record called off is settled too."""
+    return _flag(rec, *SETTLED) or _status(rec, SETTLED_STATUS) is not None or _called_off(rec)
 
 
 def _void(rec: Record) -> str | None:
@@ -201,6 +215,48 @@ def _trip_end(rec: Record) -> date | None:
     if nights is not None and 0 <= nights <= 3660:
         return start + timedelta(days=int(nights))
     return None
+
+
+# A record's zone: ``tz`` or ``timezone``, an offset (``+09:00``, ``UTC-5``, ``-0500``, ``Z``)
+# or an IANA zone name (``Asia/Tokyo``). The log stores a time written with its own offset in
+# UTC already, so only naive local times need one; records without one are compared as given.
+TZ_FIELDS = ("tz", "timezone")
+_OFFSET = re.compile(r"(?:utc|gmt)?\s*(?:([+-])\s*(\d{1,2})(?::?(\d{2}))?)?", re.IGNORECASE)
+_ZONE = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9_+-]+){1,2}")
+
+
+def _zone(rec: Record) -> tuple[tzinfo, str] | None:
+    """The zone a record's ``tz``/``timezone`` field names, and its text; None when unset or
+    unreadable."""
+    text = next((v for f in TZ_FIELDS if isinstance(v := _get(rec, f), str) and v.strip()), None)
+    if text is None:
+        return None
+    text = text.strip()
+    m = _OFFSET.fullmatch(text)
+    if m is not None or text.upper() == "Z":
+        if m is None or m.group(1) is None:
+            return UTC, text
+        hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+        if hours > 14 or minutes >= 60:
+            return None
+        sign = -1 if m.group(1) == "-" else 1
+        return timezone(sign * timedelta(hours=hours, minutes=minutes)), text
+    if _ZONE.fullmatch(text) is None:  # a zone name, never a path: data picks no file
+        return None
+    try:
+        return ZoneInfo(text), text
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def _utc(local: datetime, zone: tuple[tzinfo, str] | None) -> datetime:
+    """A naive local time in ``zone`` as naive UTC (the log's clock); as given without a zone."""
+    if zone is None:
+        return local
+    try:
+        return local.replace(tzinfo=zone[0]).astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        return local
 
 
 def _text(rec: Record, names: Iterable[str]) -> str:
@@ -337,7 +393,7 @@ def _current_meds(
     out = []
     for t in types:
         for m in user.all(t):
-            if _get(m, "active") is False or _flag(m, "stopped", "discontinued", "cancelled"):
+            if _get(m, "active") is False or _flag(m, "stopped", "discontinued") or _called_off(m):
                 continue
             end = _day(_get(m, "end"))
             if end is not None and today is not None and end < today:

@@ -11,6 +11,7 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
+    _called_off,
     _first_day,
     _flag,
     _from_day,
@@ -106,7 +107,9 @@ def balance_projection(user: UserView) -> Iterator[Finding]:
         for r in _from_day(user, t, today, OUT_DATES)
         if not _settled(r) and not _flag(r, "sent", "executed")
     ]
-    incomes = [r for t in INCOME_TYPES for r in user.all(t) if not _flag(r, "cancelled", "ended")]
+    incomes = [
+        r for t in INCOME_TYPES for r in user.all(t) if not (_flag(r, "ended") or _called_off(r))
+    ]
     for acct in accounts:
         yield from _project(acct, only, outs, incomes, today)
 

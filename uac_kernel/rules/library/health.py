@@ -14,6 +14,7 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
+    _called_off,
     _classes,
     _current_meds,
     _day,
@@ -159,25 +160,40 @@ TERATOGENS: dict[str, tuple[Severity, tuple[str, ...], str]] = {
 
 # -- foods -----------------------------------------------------------------------------------
 # The nine major food allergens of US law (FDA, FALCPA 2004 and FASTER Act 2021) with common
-# foods and dishes that contain them; "seafood" counts as both fish and shellfish.
+# foods and dishes that contain them (FDA, "Food Allergies: What You Need to Know"); "seafood"
+# counts as both fish and shellfish. The one allergen table: the constraint knowledge table
+# ``allergens`` is built from it.
 FOOD_ALLERGENS: dict[str, tuple[str, ...]] = {
     "shellfish": _terms(
         "shellfish, shrimp, prawn, lobster, crab, crayfish, crawfish, langoustine, scampi,",
-        "scallop, oyster, clam, mussel, seafood",
+        "scallop, oyster, clam, mussel, seafood, paella, bisque, shrimp paste, ceviche, cioppino",
     ),
     "fish": _terms(
-        "fish, salmon, tuna, cod, halibut, anchovy, anchovies, sardine, sushi, sashimi, seafood"
+        "fish, salmon, tuna, cod, halibut, anchovy, anchovies, sardine, sushi, sashimi, seafood,",
+        "fish sauce, trout, tilapia, mackerel, herring, bass, swordfish, worcestershire",
     ),
-    "peanut": _terms("peanut, groundnut, satay"),
+    "peanut": _terms("peanut, groundnut, satay, peanut butter, pad thai, kung pao"),
     "tree nut": _terms(
         "tree nut, nut, almond, walnut, cashew, pecan, pistachio, hazelnut, macadamia, praline,",
-        "marzipan",
+        "marzipan, brazil nut, pine nut, pesto, nutella, baklava, nougat",
     ),
-    "milk": _terms("milk, dairy, cheese, butter, cream, yogurt"),
-    "egg": _terms("egg, omelet, omelette, mayonnaise, meringue"),
-    "wheat": _terms("wheat, gluten, bread, pasta, flour, couscous"),
-    "soy": _terms("soy, soya, tofu, edamame, miso, tempeh"),
-    "sesame": _terms("sesame, tahini, hummus"),
+    "milk": _terms(
+        "milk, dairy, cheese, butter, cream, yogurt, ghee, paneer, ricotta, mozzarella, parmesan,",
+        "custard, ice cream, whey, casein, buttermilk, alfredo, bechamel, latte, cappuccino,",
+        "milkshake",
+    ),
+    "egg": _terms(
+        "egg, omelet, omelette, mayonnaise, meringue, aioli, hollandaise, custard, frittata,",
+        "quiche, carbonara, eggnog, souffle",
+    ),
+    "wheat": _terms(
+        "wheat, gluten, bread, pasta, flour, couscous, noodle, ramen, udon, pizza, cake, cracker,",
+        "seitan, tempura, dumpling, bulgur, semolina, spelt, croissant",
+    ),
+    "soy": _terms(
+        "soy, soya, tofu, edamame, miso, tempeh, soybean, soy sauce, tamari, natto, soy milk"
+    ),
+    "sesame": _terms("sesame, tahini, hummus, halva, halvah, benne, gomasio, za'atar"),
 }
 
 # Foods that interact with drugs: FDA consumer update "Grapefruit Juice and Some Drugs Don't Mix"
@@ -294,7 +310,7 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
     today = user.today
     for t in FOOD_TYPES:
         for rec in _uneaten(user, t, today):
-            if _flag(rec, "cancelled", "avoid", "avoids"):
+            if _flag(rec, "avoid", "avoids") or _called_off(rec):
                 continue
             text = _norm(_text(rec, FOOD_TEXT))
             for allergy, substance, severe, groups in allergies:
@@ -373,7 +389,7 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
     today = user.today
     for t in ("FoodHabit", "Meal", "Supplement"):
         for food in _uneaten(user, t, today):
-            if _flag(food, "avoid", "avoids", "stopped", "cancelled"):
+            if _flag(food, "avoid", "avoids", "stopped") or _called_off(food):
                 continue
             found = _classes(_norm(_text(food, ("item", "name", "items", "dish"))), FOOD_CLASSES)
             for drug_classes, food_cls, severity, risk, advice in FOOD_PAIRS:
@@ -509,7 +525,7 @@ def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
     today = user.today
     for t in ACTIVITY_TYPES:
         for rec in _not_past(user, t, today, ("end", "start", "date")):
-            if _flag(rec, "cancelled", "cleared", "medical_clearance"):
+            if _flag(rec, "cleared", "medical_clearance") or _called_off(rec):
                 continue
             text = _norm(_text(rec, ACTIVITY_TEXT))
             for activity, (terms, risky, why) in ACTIVITY_CLEARANCE.items():

@@ -13,6 +13,7 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
+    _called_off,
     _first_day,
     _first_term,
     _flag,
@@ -149,7 +150,7 @@ def annual_contribution_limit(user: UserView) -> Iterator[Finding]:
             kind = _kind(rec)
             if amount is None or amount <= 0 or kind is None:
                 continue
-            if _flag(rec, "cancelled", "employer", "rollover"):
+            if _flag(rec, "employer", "rollover") or _called_off(rec):
                 continue
             year = _tax_year(rec, ANNUAL_LIMITS[kind])
             if year is None or (since is not None and year < since.year):
@@ -219,7 +220,7 @@ def budget_exceeded(user: UserView) -> Iterator[Finding]:
             cap = cap if cap is not None else _number(_get(b, "amount"))
             per = _norm(_text(b, ("per", "period")))
             monthly, yearly = _first_term(per, _MONTH), _first_term(per, _YEAR)
-            if cap is None or cap <= 0 or not (monthly or yearly) or _flag(b, "cancelled"):
+            if cap is None or cap <= 0 or not (monthly or yearly) or _called_off(b):
                 continue
             first = date(today.year, today.month, 1) if monthly else date(today.year, 1, 1)
             cat = _words(_text(b, ("category",)), _CATEGORY_STOP)
@@ -233,7 +234,7 @@ def budget_exceeded(user: UserView) -> Iterator[Finding]:
             amount, when = _number(_get(s, "amount")), _first_day(s, ("date",))
             if amount is None or amount <= 0 or when is None or when > today:
                 continue
-            if not _flag(s, "cancelled", "refunded"):
+            if not (_flag(s, "refunded") or _called_off(s)):
                 what = _words(_text(s, ("category", "merchant", "name", "item")), _CATEGORY_STOP)
                 spends.append((s, amount, when, what))
     spends.sort(key=lambda x: (x[2], x[0].key))

@@ -12,9 +12,9 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
-    SETTLED,
     _after,
     _at_least,
+    _called_off,
     _days,
     _first_day,
     _first_term,
@@ -25,6 +25,7 @@ from uac_kernel.rules.library._common import (
     _money,
     _norm,
     _number,
+    _settled,
     _split,
     _terms,
     _text,
@@ -60,7 +61,7 @@ def _pending(
     rec: Record, today: date | None, fields: Iterable[str] = ("date", "scheduled", "on", "due")
 ) -> bool:
     """Not done, sent or cancelled, and not dated in the past (recurring ones always pending)."""
-    if _flag(rec, *SETTLED, "sent", "executed"):
+    if _settled(rec) or _flag(rec, "sent", "executed"):
         return False
     d = _first_day(rec, fields)
     return _flag(rec, "recurring") or d is None or today is None or d >= today
@@ -96,7 +97,7 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
             ):
                 until = _first_day(r, ("until", "ends", "end"))
                 starts = _first_day(r, ("starts", "since"))
-                if not _flag(r, "cancelled", "lifted") and (
+                if not (_flag(r, "lifted") or _called_off(r)) and (
                     until is None or today is None or until >= today
                 ):
                     account = _words(_text(r, ("account",)), _ACCOUNT_STOP)
@@ -148,7 +149,7 @@ def charge_after_cancellation(user: UserView) -> Iterator[Finding]:
     """
     index: dict[str, list[tuple[Record, frozenset[str], date]]] = defaultdict(list)
     for s in user.all("Subscription"):
-        if _get(s, "cancelled") is not True:
+        if not _called_off(s):
             continue
         words = _words(_text(s, ("name", "service", "merchant", "provider")), _MERCHANT_STOP)
         eff = _first_day(s, ("cancel_effective", "effective", "cancelled_on", "ends", "end"))
@@ -280,7 +281,7 @@ def transaction_over_limit(user: UserView) -> Iterator[Finding]:
         # Only amounts above the lowest cap can break a limit: the index reads just those.
         for tx in _at_least(user, t, "amount", lowest):
             amount = _number(_get(tx, "amount"))
-            if amount is None or _flag(tx, "approved", "authorized", "cancelled"):
+            if amount is None or _flag(tx, "approved", "authorized") or _called_off(tx):
                 continue
             instrument = _words(_text(tx, _INSTRUMENT), _ACCOUNT_STOP)
             when = _first_day(tx, ("date", "charged_on", "paid_on")) or (
@@ -311,7 +312,7 @@ WASH_WINDOW = 30  # days before and after the sale (IRS Publication 550, Wash Sa
 def _trade(rec: Record, today: date | None) -> tuple[str, str, date] | None:
     """(side, normalised symbol, date) of a trade that is not cancelled; a trade with no date is
     planned for the log clock's day, an executed one without a date is dated when recorded."""
-    if _flag(rec, "cancelled"):
+    if _called_off(rec):
         return None
     t = type(rec).__name__
     action = _norm(_text(rec, ("action", "side", "kind", "type")))
@@ -437,7 +438,7 @@ def investment_against_risk_tolerance(user: UserView) -> Iterator[Finding]:
         if "risk_tolerance" in fields:
             for r in user.all(t):
                 text = _norm(_text(r, ("risk_tolerance",)))
-                if (hit := _first_term(text, CAUTIOUS_WORDS)) and not _flag(r, "cancelled"):
+                if (hit := _first_term(text, CAUTIOUS_WORDS)) and not _called_off(r):
                     tolerances.append((r, hit))
         elif any(f in fields for f in RISK_FIELDS):
             for r in user.all(t):

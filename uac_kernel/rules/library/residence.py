@@ -11,10 +11,10 @@ from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
     _before,
+    _called_off,
     _country,
     _day,
     _days,
-    _flag,
     _from_day,
     _get,
     _label,
@@ -22,7 +22,7 @@ from uac_kernel.rules.library._common import (
     _text,
     _trip_end,
 )
-from uac_kernel.rules.library.travel import _countries, _upcoming_trips
+from uac_kernel.rules.library.travel import _countries
 
 __all__ = ["residence_day_limits"]
 
@@ -124,7 +124,7 @@ def _stated(user: UserView) -> list[tuple[StayLimit, Record]]:
                 None,
             )
             window = _number(_get(r, "window_days"))
-            if not country.strip() or days is None or not 0 < days < 3660 or _flag(r, "cancelled"):
+            if not country.strip() or days is None or not 0 < days < 3660 or _called_off(r):
                 continue
             ok_window = window is not None and 0 < window <= 3660
             out.append(
@@ -167,32 +167,31 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
     Canada's 183 days in a calendar year, the US substantial presence test (31 days this year
     and 183 weighted days over three years), the US Visa Waiver Program's 90 days a visit
     (warning, for travellers who are not US or Canadian), and stated limits (critical). The tax
-    tests are skipped for the user's own countries. A trip with no end recorded counts its first
-    day only, and the message says so.
+    tests are skipped for the user's own countries. A trip with no end recorded counts through
+    today while under way (the message says by when it had to end to stay within the limit),
+    else its first day only, and the message says so.
     """
     today = user.today
     limits = [(lim, None) for lim in STAY_LIMITS] + _stated(user)
     if today is None or not any(lim.country for lim, _ in limits):
         return
-    coming = list(_upcoming_trips(user))
-    if not coming:
-        return
     wanted = {lim.country for lim, _ in limits}
+    # (trip, start, last day counted, end when known) of the trips to a country with a limit; a
+    # trip with no end recorded counts through today while under way, else its first day only.
+    by_country: dict[str, list[tuple[Record, date, date, date | None]]] = {}
+    for t in _from_day(user, "Trip", _before(today, LOOKBACK), ("start", "end")):
+        s = _day(_get(t, "start"))
+        if s is None or _called_off(t):
+            continue
+        e = _trip_end(t)
+        for c in _countries(_get(t, "country"), _get(t, "countries")) & wanted:
+            by_country.setdefault(c, []).append((t, s, e or max(s, today), e))
+    if not any(last >= today for stays in by_country.values() for _, _, last, _ in stays):
+        return  # no trip to such a country lies ahead or is under way
     home = _countries(*(_get(r, "country") for r in user.all("Residence")))
     passports = _countries(
         *(_get(p, n) for p in user.all("Passport") for n in ("country", "nationality"))
     )
-    by_country: dict[str, list[tuple[Record, date, date]]] = {}
-    open_ended: set[str] = set()
-    for t in _from_day(user, "Trip", _before(today, LOOKBACK), ("start", "end")):
-        s = _day(_get(t, "start"))
-        if s is None or _flag(t, "cancelled"):
-            continue
-        e = _trip_end(t)
-        if e is None:
-            open_ended.add(t.key)
-        for c in _countries(_get(t, "country"), _get(t, "countries")) & wanted:
-            by_country.setdefault(c, []).append((t, s, e or s))
     for lim, stated in limits:
         stays = by_country.get(lim.country)
         if not stays:
@@ -201,30 +200,62 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
             continue
         if lim.period == "visit" and stated is None and passports & _VWP_EXEMPT:
             continue
-        days = _presence(stays, lim.midnights)
-        for trip, start, end in coming:
-            if trip.key not in {t.key for t, _, _ in stays}:
-                continue
-            last = end or start
+        days = _presence([(t, s, last) for t, s, last, _ in stays], lim.midnights)
+        for trip, start, last, end in stays:
+            if last < today:
+                continue  # over: what it did is counted for the trips ahead
             span = _check(lim, days, start, last)
             if span is None:
                 continue
-            note = (
-                " The trip's return date is not recorded, so only its first day was counted: "
-                "the real count may be higher."
-                if trip.key in open_ended
-                else ""
-            )
+            todo = " Shorten or move the trip, or take advice before you go."
+            if end is None and start >= today:
+                todo += (
+                    " The trip's return date is not recorded, so only its first day was "
+                    "counted: the real count may be higher."
+                )
+            elif end is None:
+                others = [(t, s, x) for t, s, x, _ in stays if t is not trip]
+                todo = _under_way(lim, others, start, today)
             yield Finding(
                 f"{_label(trip)} ({start} – {end or 'return not recorded'}) brings your days in "
                 f"{_text(trip, ('country', 'destination')) or lim.country.strip().title()} to "
                 f"{span}, against {lim.name} ({lim.days} days; {lim.source}): "
-                f"{lim.consequence}. Shorten or move the trip, or take advice before you go."
-                + note,
+                f"{lim.consequence}.{todo}",
                 [trip, *([stated] if stated is not None else [])],
                 about=lim.name,
                 severity=lim.severity,
             )
+
+
+def _under_way(
+    lim: StayLimit, others: list[tuple[Record, date, date]], start: date, today: date
+) -> str:
+    """What a message says of a stay begun on ``start`` with no end recorded, counted through
+    ``today``: the last day it could have ended within ``lim``, found by adding its days one
+    by one to the other trips' (the count may fall again as a year or window turns, so the
+    first day it breaks is looked for, not solved for)."""
+    days = _presence(others, lim.midnights)
+    day = start
+    while day <= today:
+        # Present at midnight: a stay ending on ``day`` spends its nights up to the one before.
+        if not lim.midnights or day == start:
+            days.add(day)
+        else:
+            days.add(day - timedelta(days=1))
+        if _check(lim, days, start, day) is not None:
+            break
+        day += timedelta(days=1)
+    leave = day - timedelta(days=1)
+    told = (
+        "the limit was already broken on arrival"
+        if leave < start
+        else f"to stay within the limit you had to leave by {leave}"
+    )
+    return (
+        f" The trip is under way with no return date recorded, so it was counted through "
+        f"today ({today}): {told}. Leave as soon as you can or take advice, and record the "
+        "return date."
+    )
 
 
 def _check(lim: StayLimit, days: set[date], start: date, last: date) -> str | None:

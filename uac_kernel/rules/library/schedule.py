@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
@@ -20,6 +20,7 @@ from uac_kernel.rules.library._common import (
     TRAVEL_PARTS,
     TRIP_TYPES,
     _before,
+    _called_off,
     _date_fields,
     _dated_from,
     _day,
@@ -33,6 +34,8 @@ from uac_kernel.rules.library._common import (
     _terms,
     _text,
     _trip_end,
+    _utc,
+    _zone,
 )
 
 __all__ = ["overlapping_commitments"]
@@ -53,12 +56,15 @@ class _Span:
     assumed_end: bool = False  # a meal without an end: MEAL_LENGTH assumed
     open_start: bool = False  # a date start (time unknown) with a timed end, e.g. a checkout
     open_end: bool = False  # a trip with no end or length recorded: only its first day is known
+    given: str = ""  # times placed by a ``tz``: as the record gives them (start/end are UTC)
 
     @property
     def type(self) -> str:
         return type(self.rec).__name__
 
     def when(self) -> str:
+        if self.given:
+            return self.given
         if self.all_day:
             last = (self.end - timedelta(days=1)).date()
             first = self.start.date()
@@ -77,6 +83,16 @@ class _Span:
 
 
 def _span(rec: Record) -> _Span | None:
+    """The record's span; timed ones in UTC when the record names its zone (``tz``), so times
+    in two zones compare; whole days stay the dates given (a day is a day where it is spent)."""
+    sp = _local_span(rec)
+    if sp is None or sp.all_day or (zone := _zone(rec)) is None:
+        return sp
+    given = f"{sp.when()} ({zone[1]})"
+    return replace(sp, start=_utc(sp.start, zone), end=_utc(sp.end, zone), given=given)
+
+
+def _local_span(rec: Record) -> _Span | None:
     s, e = _get(rec, "start"), _get(rec, "end")
     if _day(s) is None:
         return None
@@ -226,7 +242,7 @@ def _weekly(rec: Record) -> _Weekly | None:
     ``start_time`` (and ``end_time``), or a datetime ``start`` whose ``recurrence``/``frequency``/
     ``repeats``/``every`` says weekly, daily or names weekdays; bounded by ``since``/``until``,
     minus the dates in ``skip_dates``. Every other week, monthly and the like are left out."""
-    if _flag(rec, "cancelled", "declined"):
+    if _called_off(rec):
         return None
     rule_text = _norm(_text(rec, RECURRENCE_FIELDS))
     if _first_term(rule_text, NOT_WEEKLY):
@@ -315,7 +331,8 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
     except a meal (Reservation, Dinner, Lunch, Breakfast, Brunch, Meal), which holds the table
     for about 90 minutes; a date ``start``/``end`` covers whole days (ranges over 31 days count
     only for Trip/Vacation/Travel); a date ``start`` with a datetime ``end`` (a checkout at noon)
-    runs from that day's midnight to the end. Skipped: state-like types (Medication,
+    runs from that day's midnight to the end. A ``tz``/``timezone`` field (an offset or a zone
+    name) places a record's times in that zone, so times in two zones compare in UTC. Skipped: state-like types (Medication,
     Subscription, Residence, ...), cancelled or declined records, ranges that ended before the
     log clock, a trip vs its own Flight/Hotel/Lodging or a record at the trip's destination, a
     Hotel/Lodging stay vs anything but another timed stay or travel, hotel nights (dates) vs
@@ -337,7 +354,7 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
         if fields.get("start") not in DATE_TYPES:
             continue  # no date start: no span (see _span)
         for rec in _maybe_running(user, t, now):
-            if _flag(rec, "cancelled", "declined"):
+            if _called_off(rec):
                 continue
             sp = _span(rec)
             if sp is not None and (now is None or sp.end > now or sp.start >= now):
@@ -370,6 +387,8 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
             shared = overlap.when()
             if (a.assumed_end and a.end <= sp.end) or (sp.assumed_end and sp.end <= a.end):
                 shared = f"from {overlap.start.strftime('%Y-%m-%d %H:%M')}"  # the end is a guess
+            if a.given or sp.given:
+                shared += " UTC"
             important = _flag(a.rec, *IMPORTANT) or _flag(sp.rec, *IMPORTANT)
             yield Finding(
                 f"{_label(a.rec)} on {a.when()} overlaps {_label(sp.rec)} on {sp.when()} "

@@ -18,6 +18,7 @@ from uac_kernel.rules.library._common import (
     PASSPORT_MONTHS,
     TRAVEL_DOCUMENTS,
     _before,
+    _called_off,
     _country,
     _day,
     _days,
@@ -44,7 +45,7 @@ def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date | None]
     # A trip that has not ended starts or ends from today on: the index reads just those.
     for trip in _from_day(user, "Trip", today, ("start", "end")):
         start = _day(_get(trip, "start"))
-        if start is None or _flag(trip, "cancelled"):
+        if start is None or _called_off(trip):
             continue
         end = _trip_end(trip)
         if today is None or (end or start) >= today:
@@ -185,7 +186,7 @@ def passport_validity(user: UserView) -> Iterator[Finding]:
     )
     best: dict[str, Record] = {}
     for p in user.all("Passport"):
-        if _flag(p, "cancelled", "lost", "replaced"):
+        if _flag(p, "lost", "replaced") or _called_off(p):
             continue
         holder = _norm(str(_get(p, "holder") or "")).strip()
         exp = _day(_get(p, "expires")) or date.min
@@ -259,18 +260,23 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
 
     For each coming trip to a visa's country flags (critical): the visa ``starts`` after the trip
     starts; it ``expires`` before the trip ends; it is single-entry and already ``used``, or an
-    earlier trip to the same country began within its validity. A trip with no end recorded
+    earlier trip to the same country (not called off) began within its validity. A trip with no end recorded
     (no ``end``, ``days`` or ``nights``): a visa expiring before arrival is critical, one
     expiring later a warning naming the date to leave by.
     """
     visas: dict[str, list[Record]] = defaultdict(list)
     for v in user.all("Visa"):
-        if not _flag(v, "cancelled"):
+        if not _called_off(v):
             for area in _countries(_get(v, "country")):
                 visas[area].append(v)
     if not visas:
         return
-    trips = [(t, s, _areas(t)) for t in user.all("Trip") if (s := _day(_get(t, "start")))]
+    # A trip called off never entered the country, so it used no entry.
+    trips = [
+        (t, s, _areas(t))
+        for t in user.all("Trip")
+        if (s := _day(_get(t, "start"))) and not _called_off(t)
+    ]
     for trip, start, end in _upcoming_trips(user):
         where = _trip_where(trip) or "your destination"
         for v in {id(v): v for a in sorted(_areas(trip)) for v in visas.get(a, ())}.values():
@@ -351,7 +357,7 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     since = _before(user.today, timedelta(days=180)) if user.today else None
     for t in _from_day(user, "Trip", since, ("start", "end")):
         s = _day(_get(t, "start"))
-        if s is None or _flag(t, "cancelled") or _SCHENGEN_AREA not in _areas(t):
+        if s is None or _called_off(t) or _SCHENGEN_AREA not in _areas(t):
             continue
         e = _trip_end(t)
         stated = _number(_get(t, "days"))
