@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import uac
 from uac_kernel.codegen import parse_module
+from uac_kernel.constraints.spec import constraint_json
 from uac_kernel.demo import demo_events
 from uac_kernel.errors import RuleError
 from uac_kernel.fold import State
@@ -65,7 +66,16 @@ def described_state(state: State, rules: list[str]) -> dict[str, Any]:
             "history": [_record(r, fields) for r in ts.history],
         }
     when = state.now.isoformat() if state.now else None
-    return {"user": state.user, "seq": state.seq, "clock": when, "types": types, "rules": rules}
+    # constraints in force are data in the module (a compiled constraint's rule is not listed)
+    given = {k: constraint_json(cv.constraint) for k, cv in state.constraints.items()}
+    return {
+        "user": state.user,
+        "seq": state.seq,
+        "clock": when,
+        "types": types,
+        "rules": rules,
+        "constraints": given,
+    }
 
 
 def _record(rec: Any, fields: dict[str, str]) -> list[str]:
@@ -104,7 +114,8 @@ for i, path in enumerate(sys.argv[1:]):
                                "history": [rec(r, fields) for r in mod.history[cls]]}
     clock = mod.clock.isoformat() if mod.clock else None
     out.append({"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types,
-                "rules": sorted(r.name for r in mod.rules)})
+                "rules": sorted(r.name for r in mod.rules),
+                "constraints": getattr(mod, "constraints", {})})
 print(json.dumps(out))
 """
 
@@ -162,7 +173,14 @@ def describe_module_here(mod: ModuleType) -> dict[str, Any]:
         }
     clock = mod.clock.isoformat() if mod.clock else None
     rules = sorted(r.name for r in mod.rules)
-    return {"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types, "rules": rules}
+    return {
+        "user": mod.user_id,
+        "seq": mod.seq,
+        "clock": clock,
+        "types": types,
+        "rules": rules,
+        "constraints": getattr(mod, "constraints", {}),
+    }
 
 
 def _annotation(ann: Any) -> str:

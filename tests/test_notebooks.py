@@ -163,12 +163,14 @@ def _checkpoint_cell(tmp: Path) -> str:
             "from __future__ import annotations",
             "import json",
             "from uac_kernel.codegen import render_module",
+            "from uac_kernel.constraints.spec import constraint_json",
             inspect.getsource(_record),
             inspect.getsource(described_state),
             f"open({str(tmp / 'nb_model.py')!r}, 'w', encoding='utf-8').write(",
             "    render_module(wb.state, wb.runner.rules.values()))",
             f"open({str(tmp / 'nb_truth.json')!r}, 'w').write(",
-            "    json.dumps(described_state(wb.state, sorted(wb.runner.rules))))",
+            "    json.dumps(described_state(wb.state, sorted(",
+            "        n for n in wb.runner.rules if wb.constraint_of(n) is None))))",
         ]
     )
 
