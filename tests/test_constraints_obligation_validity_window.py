@@ -530,6 +530,16 @@ def test_window_an_open_stay_counts_to_today_at_a_lower_severity() -> None:
     assert one(wb).severity == "critical"
 
 
+def test_window_an_open_stay_counts_to_today_in_a_type_with_no_end_field() -> None:
+    c = {**STAYS, "subject": {"type": "Stay"}, "warn_at": None, "limit": 30}
+    wb = bench(stays=c)
+    # no Stay has ever had an end: the one placed by its start still runs on to today
+    wb.ingest([add("2025-01-01", "Stay", "open", start="2025-01-02"), clock("2025-03-01")])
+    a = one(wb)
+    assert a.severity == "warning" and "59 days" in a.message
+    assert "Stay 'open' 2025-01-02 – 2025-03-01 (no end: counted through today" in a.message
+
+
 def test_window_a_dated_event_type_without_end_counts_one_day() -> None:
     c = {**STAYS, "subject": {"type": "Visit"}, "measure": "days", "limit": 2, "warn_at": None}
     wb = bench(visits=c)

@@ -7,12 +7,13 @@ number in ``amount`` (default ``amount``), adds nothing):
 
 - ``count``: 1 on its date; ``sum``: its amount on its date;
 - ``days``: every day from its date to its first set ``end`` field, both inclusive; a day covered
-  by several records counts once. A record with no end counts one day when its type has no end
-  field at all (a dated event). When its type has an end field this record leaves unset, it is a
-  stay whose end is not known yet: begun on or before today, it counts every day through today
-  (the log clock: that much presence the log does not contradict), and a breach that holds only
-  with those assumed days is reported one severity step lower, saying so; planned later, it
-  counts its first day. An end before the date counts the date alone.
+  by several records counts once. A record with no end set counts one day when it is a dated
+  event: placed by its ``date`` field in a type with no end field at all (a visit). Otherwise (a
+  type with an end field this record leaves unset, or a record placed by another field, such as
+  ``start``) it is a stay whose end is not known yet: begun on or before today, it counts every
+  day through today (the log clock: that much presence the log does not contradict), and a
+  breach that holds only with those assumed days is reported one severity step lower, saying
+  so; planned later, it counts its first day. An end before the date counts the date alone.
 
 Windows: ``window_days`` rolling (every window of that many days that ends on a day some record
 covers, from today on: a window wholly in the past can no longer change, so its breach is not
@@ -47,6 +48,7 @@ from uac_kernel.rules.library._common import (
     _after,
     _before,
     _date_fields,
+    _day,
     _first_day,
     _from_day,
     _get,
@@ -97,11 +99,31 @@ def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> l
         end = _first_day(rec, c.end)
         if end is not None:
             out.append(_Item(rec, first, max(first, end), max(first, end), 1.0))
-        elif has_end and first <= today:
+        elif (has_end or _placed_by(rec, c.date) != EVENT_DATE) and first <= today:
             out.append(_Item(rec, first, today, first, 1.0))
         else:
             out.append(_Item(rec, first, first, first, 1.0))
     return out
+
+
+EVENT_DATE = "date"  # the field that dates a one-day event; any other starts a span
+
+
+def _placed_by(rec: Record, names: list[str]) -> str | None:
+    """The first of ``names`` that ``rec`` sets to a date."""
+    return next((f for f in names if _day(_get(rec, f)) is not None), None)
+
+
+def _open(user: UserView, c: WindowLimit, since: date) -> list[Record]:
+    """Records of the subject's type with no end set that a read from ``since`` leaves out
+    (begun before it): with an end field, those leaving it unset; without one, those placed by
+    a field other than ``date`` (an event's ``date`` counts one day, so is never open)."""
+    t = c.subject.type
+    ends = _date_fields(user, t, c.end)
+    if ends:
+        return [r for r in user.unset(t, ends[0]) if all(_get(r, f) is None for f in ends[1:])]
+    starts = _date_fields(user, t, [f for f in c.date if f != EVENT_DATE])
+    return [r for f in starts for r in user.where(t, f, before=since)]
 
 
 def _total(c: WindowLimit, items: list[_Item], lo: date, hi: date) -> _Total:
@@ -332,14 +354,12 @@ def compile(name: str, c: WindowLimit) -> Rule:
             since = min(since, _period(c, today, anchor)[0])
         fields = [*c.date, *c.end] if c.measure == "days" else list(c.date)
         among = _from_day(user, c.subject.type, since, fields)
-        ends = _date_fields(user, c.subject.type, c.end)
-        if c.measure == "days" and ends:
+        if c.measure == "days":
             seen = {r.key for r in among}
-            among += [
-                r
-                for r in user.unset(c.subject.type, ends[0])
-                if r.key not in seen and all(_get(r, f) is None for f in ends[1:])
-            ]
+            for r in _open(user, c, since):
+                if r.key not in seen:
+                    seen.add(r.key)
+                    among.append(r)
         items = _items(user, c, select(user, c.subject, among=among), today)
         if c.window_days is not None:
             yield from _rolling(c, c.window_days, items, today)
