@@ -564,6 +564,19 @@ def test_before_opens_at_lead_escalates_after_the_deadline_and_clears() -> None:
     assert len(alerts(wb)) == 1
 
 
+def test_before_a_first_logged_too_late_alerts_before_the_lead_time() -> None:
+    wb = bench(
+        VACCINE,
+        add("2026-01-01T08:00:00", "Trip", "accra", country="Ghana", start="2026-06-01"),
+        add("2026-01-01T08:00:00", "Vaccination", "yf", name="Yellow fever", date="2026-05-28"),
+    )
+    (a,) = alerts(wb)  # deadline May 22, months away: the order is broken already
+    assert a.severity == "warning" and keys(a) == {"Trip/accra"}
+    assert "(the one logged, on 2026-05-28, is too late), 141 days left" in a.message
+    wb.ingest([update("2026-01-02T08:00:00", "Vaccination", "yf", date="2026-05-20")])
+    assert alerts(wb) == []
+
+
 def test_before_counts_an_undated_first_and_ignores_past_then() -> None:
     wb = bench(
         VACCINE,

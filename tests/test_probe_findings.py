@@ -193,11 +193,6 @@ def test_window_days_open_stay_counts_through_today_in_a_fresh_log() -> None:
     assert "constraint_c" in rules(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(a) `before` holds back an ordering already broken by a logged `first` record "
-    "dated too late until lead_days before the deadline",
-)
 def test_before_alerts_a_first_record_known_too_late_at_once() -> None:
     c = {
         "kind": "before",

@@ -263,7 +263,8 @@ class NoOverlap(_Base):
 class Before(_Base):
     """Each record of ``then`` needs a record of ``first`` dated at least ``gap_days`` before
     it (a vaccination before a trip, a visa appointment before the flight, a deposit before the
-    move-in date); alerts from ``lead_days`` before ``then`` while none is."""
+    move-in date); alerts from ``lead_days`` before ``then`` while none is, and at once when the
+    only ones logged are dated too late."""
 
     kind: Literal["before"] = "before"
     first: Select

@@ -14,7 +14,7 @@ indexes and swept in start order, so the cost follows the records ahead, not eve
 Before: each ``then`` record not yet past, dated T, needs a ``first`` record dated by T minus
 ``gap_days`` (an undated one counts: it exists, its date unknown). The alert opens
 ``lead_days`` before that deadline, while none is logged, and is critical once the deadline
-has passed.
+has passed; when the only ones logged are dated after the deadline (too late), it opens at once.
 """
 
 from __future__ import annotations
@@ -301,11 +301,14 @@ def _before_check(c: Before) -> RuleFunc:
             return
         for rec, when in thens:
             deadline = _before(when, gap)
-            if today is not None and today < _before(deadline, lead):
-                continue
+            early = today is not None and today < _before(deadline, lead)
             if firsts.by(deadline):
                 continue
-            yield _missing(c, rec, when, deadline, today, need, firsts.after(deadline))
+            # one logged too late already breaks the order: no lead time to wait for
+            late = firsts.after(deadline)
+            if early and late is None:
+                continue
+            yield _missing(c, rec, when, deadline, today, need, late)
 
     return check
 
