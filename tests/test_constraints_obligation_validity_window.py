@@ -12,6 +12,7 @@ from conftest import fact
 from uac_kernel import Workbench
 from uac_kernel.constraints.compile import compile_constraint
 from uac_kernel.constraints.spec import parse_constraint
+from uac_kernel.errors import ConstraintError
 from uac_kernel.rules.engine import Alert
 from uac_kernel.workbench import IngestReport
 
@@ -379,6 +380,34 @@ def test_valid_on_a_moment_months_later_at_a_month_end() -> None:
     assert a.severity == "critical"
     assert "needs a valid Passport on 2026-02-28 (end 2025-08-31, +6 months)" in a.message
     assert "Passport 'p' ends 2026-02-27: 2026-02-28 uncovered" in a.message
+
+
+def test_valid_on_a_trip_end_from_its_start_and_stated_length() -> None:
+    c = {**PASSPORT, "at": {"fields": ["end"], "start": ["start"], "months": 6}}
+    wb = bench(passport=c)
+    wb.ingest(
+        [
+            add("2025-01-10", "Passport", "p", expires="2026-02-10"),
+            # 10 nights from 2025-08-01: home 2025-08-11, + 6 months = 2026-02-11
+            add("2025-01-10", "Trip", "t", start="2025-08-01", nights=10),
+        ]
+    )
+    a = one(wb)
+    assert "needs a valid Passport on 2026-02-11 (start 2025-08-01 + 10 nights, +6 months)" in (
+        a.message
+    )
+    # 10 days count both ends: the last day is 2025-08-10, + 6 months = 2026-02-10, covered
+    wb.ingest([update("2025-01-11", "Trip", "t", nights=None, days=10)])
+    assert alerts(wb) == []
+    # a set end wins over the stated length
+    wb.ingest([update("2025-01-12", "Trip", "t", end="2025-08-20")])
+    assert "needs a valid Passport on 2026-02-20 (end 2025-08-20, +6 months)" in one(wb).message
+
+
+def test_moment_needs_fields_start_or_a_date() -> None:
+    assert parse_constraint({**PASSPORT, "at": {"start": ["start"], "nights": ["stay"]}})
+    with pytest.raises(ConstraintError, match="at: Value error, a moment needs fields"):
+        parse_constraint({**PASSPORT, "at": {"length": ["days"], "months": 6}})
 
 
 def test_valid_on_clears_once_the_moment_is_past() -> None:

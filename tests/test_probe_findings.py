@@ -219,18 +219,13 @@ def test_before_alerts_a_first_record_known_too_late_at_once() -> None:
 # -- (b) the constraint language -------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(b) a Moment cannot take a record's end from its start plus a stated length "
-    "(`days`/`nights`), the trip convention the library reads",
-)
 def test_moment_end_of_a_trip_given_as_nights() -> None:
     c = {
         "kind": "valid_on",
         "title": "Passport valid 6 months past the trip",
         "document": {"type": "Passport"},
         "each": {"type": "Trip"},
-        "at": {"fields": ["end"], "months": 6},
+        "at": {"fields": ["end"], "start": ["start"], "months": 6},
     }
     found = alerts(
         [

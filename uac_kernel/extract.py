@@ -79,7 +79,8 @@ while something else holds — also propose a constraint: {"op": "add", "key": a
 risk; else warning), "lead_days", "category", and its kind's fields. Records are selected by
 {"type": "Passport"}, {"type": "Passport", "key": "..."}, "where": {"field": value} and
 "mentions": [words]; dates are moments {"fields": ["end"], "months": 6} (a record's date field,
-shifted) or {"date": "2025-06-15", "days": -14}. Kinds:
+shifted; add "start": ["start"] to fall back on start plus a stated "days"/"nights" length) or
+{"date": "2025-06-15", "days": -14}. Kinds:
 - obligation: subject (select), due (moment of the subject, or a date), done (flag fields)
 - valid_on: document (select), each (select: e.g. every Trip), at (moment of each), until
 - window_limit: subject, measure "count"|"sum"|"days", amount (field to sum), date, end,

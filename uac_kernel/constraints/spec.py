@@ -113,15 +113,21 @@ class Select(_Model):
 
 
 class Moment(_Model):
-    """A date: the first set of ``fields`` of the record in question, or the fixed ``date``;
-    then shifted by ``days`` and ``months`` (negative for before)."""
+    """A date: the first set of ``fields`` of the record in question; when none is set and
+    ``start`` is given, the end a stated length gives (the first set ``start`` date plus the
+    first set number of ``length``, days counted with both ends, so ``days: 10`` ends 9 days
+    after the start, or of ``nights``, so ``nights: 10`` ends 10 days after it); else the fixed
+    ``date``. Then shifted by ``days`` and ``months`` (negative for before)."""
 
     fields: list[FieldName] = Field(default_factory=list, max_length=10)
     date: dt.date | None = None
     days: int = Field(default=0, ge=-36_600, le=36_600)
     months: int = Field(default=0, ge=-1_200, le=1_200)
+    start: list[FieldName] = Field(default_factory=list, max_length=10)
+    length: list[FieldName] = Field(default_factory=lambda: ["days"], max_length=10)
+    nights: list[FieldName] = Field(default_factory=lambda: ["nights"], max_length=10)
 
-    @field_validator("fields")
+    @field_validator("fields", "start", "length", "nights")
     @classmethod
     def _check_fields(cls, v: list[str]) -> list[str]:
         for name in v:
@@ -130,8 +136,8 @@ class Moment(_Model):
 
     @model_validator(mode="after")
     def _needs_a_date(self) -> Moment:
-        if not self.fields and self.date is None:
-            raise ValueError("a moment needs fields (a record's date fields) or a date")
+        if not self.fields and not self.start and self.date is None:
+            raise ValueError("a moment needs fields (a record's date fields), start or a date")
         return self
 
 

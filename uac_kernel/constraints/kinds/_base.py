@@ -11,7 +11,15 @@ from uac_kernel.constraints.spec import Constraint, Moment, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule, RuleFunc, Severity
-from uac_kernel.rules.library._common import _day, _first_term, _get, _norm, _terms, _text
+from uac_kernel.rules.library._common import (
+    _day,
+    _first_term,
+    _get,
+    _norm,
+    _number,
+    _terms,
+    _text,
+)
 
 __all__ = [
     "add_months",
@@ -22,6 +30,7 @@ __all__ = [
     "moment",
     "moment_text",
     "select",
+    "stated_end",
     "text_of",
     "watch",
 ]
@@ -67,14 +76,46 @@ def add_months(d: date, months: int) -> date:
     return date(year, month + 1, min(d.day, calendar.monthrange(year, month + 1)[1]))
 
 
-def moment(m: Moment, rec: Record | None = None) -> date | None:
-    """The date ``m`` names for ``rec``: its first set date field of ``m.fields`` (or ``m.date``
-    when none is), shifted by ``m.months`` then ``m.days``; None when there is no such date."""
-    base = next((d for f in m.fields if rec is not None and (d := _day(_get(rec, f)))), None)
-    base = base or m.date
-    if base is None:
+MAX_LENGTH = 36_600  # days: a stated length beyond a century is bad data, not a span
+
+
+def stated_end(m: Moment, rec: Record) -> tuple[date, str] | None:
+    """The end ``rec``'s ``m.start`` and a stated length give, and how, for a message (``start
+    2026-10-20 + 21 nights``); None without both. Days count both ends, nights the nights."""
+    first, start = next(((d, f) for f in m.start if (d := _day(_get(rec, f)))), (None, ""))
+    if first is None:
         return None
-    shifted = add_months(base, m.months)
+    for names, spent, unit in ((m.length, 1, "day"), (m.nights, 0, "night")):
+        for f in names:
+            n = _number(_get(rec, f))
+            if n is not None and spent <= n <= MAX_LENGTH and n == int(n):
+                try:
+                    end = first + timedelta(days=int(n) - spent)
+                except OverflowError:
+                    return None
+                return end, f"{start} {first} + {int(n)} {unit}{'' if n == 1 else 's'}"
+    return None
+
+
+def _base_date(m: Moment, rec: Record | None) -> tuple[date, str] | None:
+    """The date ``m`` starts from for ``rec`` (before its shift), and where it comes from."""
+    if rec is not None:
+        for f in m.fields:
+            if (found := _day(_get(rec, f))) is not None:
+                return found, f"{f} {found}"
+        if (stated := stated_end(m, rec)) is not None:
+            return stated
+    return (m.date, str(m.date)) if m.date is not None else None
+
+
+def moment(m: Moment, rec: Record | None = None) -> date | None:
+    """The date ``m`` names for ``rec``: its first set date field of ``m.fields`` (else the end
+    its ``m.start`` and a stated length give, else ``m.date``), shifted by ``m.months`` then
+    ``m.days``; None when there is no such date."""
+    found = _base_date(m, rec)
+    if found is None:
+        return None
+    shifted = add_months(found[0], m.months)
     try:
         return shifted + timedelta(days=m.days)
     except OverflowError:
@@ -115,10 +156,10 @@ def lower(severity: Severity) -> Severity:
 def moment_text(m: Moment, rec: Record | None = None) -> str:
     """Where the date ``m`` names for ``rec`` comes from, for a message: ``end 2025-07-15, +6
     months``; ``2025-04-15`` for a fixed date; empty when there is none."""
-    field = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
-    base = f"{field} {_day(_get(rec, field))}" if field and rec is not None else m.date
-    if base is None:
+    found = _base_date(m, rec)
+    if found is None:
         return ""
+    base = found[1]
     shift = [
         f"{n:+d} {unit}{'' if abs(n) == 1 else 's'}"
         for n, unit in ((m.months, "month"), (m.days, "day"))

@@ -24,7 +24,14 @@ from collections.abc import Iterator
 from datetime import date, timedelta
 
 from uac_kernel._display import plural
-from uac_kernel.constraints.kinds._base import add_months, make_rule, moment, select, watch
+from uac_kernel.constraints.kinds._base import (
+    add_months,
+    make_rule,
+    moment,
+    select,
+    stated_end,
+    watch,
+)
 from uac_kernel.constraints.spec import Moment, Projection
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -75,7 +82,9 @@ def _daily(rec: Record, c: Projection) -> float | None:
 def _which(m: Moment, rec: Record | None) -> str:
     """How ``m`` was taken from ``rec``: ``Trip 'x' end``, ``the date``, with its shift."""
     used = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
-    base = f"{_label(rec)} {used}" if used and rec is not None else "the date set"
+    stated = stated_end(m, rec) if rec is not None and used is None else None
+    src = used or (stated[1] if stated else None)
+    base = f"{_label(rec)} {src}" if rec is not None and src else "the date set"
     shift = [
         f"{'plus' if n > 0 else 'minus'} {plural(abs(n), unit)}"
         for n, unit in ((m.months, "month"), (m.days, "day"))
