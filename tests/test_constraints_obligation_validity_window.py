@@ -569,6 +569,69 @@ def test_window_an_open_stay_counts_to_today_in_a_type_with_no_end_field() -> No
     assert "Stay 'open' 2025-01-02 – 2025-03-01 (no end: counted through today" in a.message
 
 
+def test_window_where_takes_any_of_a_list_list_fields_and_country_names() -> None:
+    c = {**STAYS, "subject": {"type": "Stay", "where": {"country": ["UK", "Ireland"]}}}
+    c = {**c, "limit": 10, "warn_at": None}
+    wb = bench(stays=c)
+    wb.ingest(
+        [
+            add(
+                "2025-01-01",
+                "Stay",
+                "gb",
+                country="Great Britain",
+                start="2025-02-01",
+                end="2025-02-05",
+            ),
+            add(
+                "2025-01-01", "Stay", "ie", country="ireland", start="2025-02-06", end="2025-02-08"
+            ),
+            add("2025-01-01", "Stay", "fr", country="France", start="2025-02-09", end="2025-02-20"),
+        ]
+    )
+    assert alerts(wb) == []  # 8 days in the UK or Ireland; France is not selected
+    wb.ingest(
+        [
+            add(
+                "2025-01-02",
+                "Stay",
+                "uk",
+                country="United Kingdom",
+                start="2025-03-01",
+                end="2025-03-03",
+            )
+        ]
+    )
+    a = one(wb)
+    assert "11 days" in a.message and keys(a) == {"Stay/gb", "Stay/ie", "Stay/uk"}
+    # a list field matches by any member; other fields compare as text, not as countries
+    tagged = {**c, "subject": {"type": "Stay", "where": {"tags": "work", "city": "GB"}}}
+    wb = bench(stays=tagged)
+    wb.ingest(
+        [
+            add(
+                "2025-01-01",
+                "Stay",
+                "a",
+                tags=["Work", "family"],
+                city="gb",
+                start="2025-02-01",
+                end="2025-02-11",
+            ),
+            add(
+                "2025-01-01",
+                "Stay",
+                "b",
+                tags=["work"],
+                city="London",
+                start="2025-03-01",
+                end="2025-03-11",
+            ),
+        ]
+    )
+    assert keys(one(wb)) == {"Stay/a"}
+
+
 def test_window_a_dated_event_type_without_end_counts_one_day() -> None:
     c = {**STAYS, "subject": {"type": "Visit"}, "measure": "days", "limit": 2, "warn_at": None}
     wb = bench(visits=c)

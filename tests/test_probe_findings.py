@@ -271,11 +271,6 @@ def test_select_spans_two_record_types() -> None:
     assert "constraint_c" in rules(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(b) `where` takes one literal value: it cannot match a set of values or the "
-    "aliases the library knows (UK = United Kingdom = GB)",
-)
 def test_where_matches_a_country_by_any_of_its_names() -> None:
     c = {
         "kind": "window_limit",

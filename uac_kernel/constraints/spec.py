@@ -93,13 +93,18 @@ class Select(_Model):
     """The current records a constraint is about.
 
     ``type`` alone: every current record of the type. ``key``: that one record. ``where``: field
-    values the record must have (strings compare case-insensitively). ``mentions``: words the
-    record's text fields must name (whole words, case-insensitive, any of them).
+    values the record must have (strings compare case-insensitively; a list of values: any of
+    them; a list field of the record: any of its members; ``country``, ``countries``,
+    ``destination`` and ``nationality`` compare by country, so ``UK`` matches ``United
+    Kingdom``). ``mentions``: words the record's text fields must name (whole words,
+    case-insensitive, any of them).
     """
 
     type: TypeName
     key: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    where: dict[FieldName, Scalar] = Field(default_factory=dict, max_length=10)
+    where: dict[
+        FieldName, Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=MAX_ITEMS)]
+    ] = Field(default_factory=dict, max_length=10)
     mentions: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
 
     _check_type = field_validator("type")(_type_name)

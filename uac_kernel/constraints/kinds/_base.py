@@ -6,12 +6,14 @@ from __future__ import annotations
 import calendar
 from collections.abc import Iterable
 from datetime import date, timedelta
+from typing import Any
 
 from uac_kernel.constraints.spec import Constraint, Moment, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule, RuleFunc, Severity
 from uac_kernel.rules.library._common import (
+    _country,
     _day,
     _first_term,
     _get,
@@ -41,17 +43,32 @@ def text_of(rec: Record) -> str:
     return _norm(_text(rec, rec.__dict__))
 
 
+# Fields naming countries: ``where`` compares them by country (UK = GB = United Kingdom).
+COUNTRY_FIELDS = frozenset({"country", "countries", "destination", "nationality"})
+
+
+def _same(have: Any, want: Any, country: bool) -> bool:
+    """Whether one value of a record equals one wanted value."""
+    if isinstance(want, str):
+        if not isinstance(have, str):
+            return False
+        if country:
+            return _country(have) == _country(want)
+        return have.strip().casefold() == want.strip().casefold()
+    if isinstance(want, bool) or isinstance(have, bool):
+        return have is want
+    return bool(have == want)
+
+
 def matches(rec: Record, s: Select) -> bool:
-    """Whether ``rec`` is one of the records ``s`` names (its type and key are the caller's)."""
+    """Whether ``rec`` is one of the records ``s`` names (its type and key are the caller's):
+    each ``where`` field has one of the wanted values (a list field: in one of its members)."""
     for name, want in s.where.items():
         have = _get(rec, name)
-        if isinstance(want, str):
-            if not isinstance(have, str) or have.strip().casefold() != want.strip().casefold():
-                return False
-        elif isinstance(want, bool) or isinstance(have, bool):
-            if have is not want:
-                return False
-        elif have != want:
+        haves = have if isinstance(have, list) else [have]
+        wants = want if isinstance(want, list) else [want]
+        country = name in COUNTRY_FIELDS
+        if not any(_same(h, w, country) for h in haves for w in wants):
             return False
     return not s.mentions or _first_term(text_of(rec), _terms(*s.mentions)) is not None
 

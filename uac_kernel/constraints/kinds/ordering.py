@@ -219,7 +219,9 @@ def _collision(c: NoOverlap, x: _Span, y: _Span, buffer: timedelta) -> Finding:
 
 def _describe(s: Select) -> str:
     parts = [s.type if s.key is None else f"{s.type} '{s.key}'"]
-    parts += [f"{k} {v}" for k, v in s.where.items()]
+    parts += [
+        f"{k} {' or '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in s.where.items()
+    ]
     if s.mentions:
         parts.append("mentioning " + " or ".join(s.mentions))
     return " ".join(parts)
