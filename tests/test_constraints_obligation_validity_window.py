@@ -632,6 +632,40 @@ def test_window_where_takes_any_of_a_list_list_fields_and_country_names() -> Non
     assert keys(one(wb)) == {"Stay/a"}
 
 
+def test_window_and_valid_on_read_every_type_of_a_select() -> None:
+    spend = {
+        "kind": "window_limit",
+        "title": "Dining under 400 a month",
+        "subject": {"type": ["Expense", "Transaction"], "where": {"category": "dining"}},
+        "measure": "count",
+        "period": "month",
+        "limit": 1,
+    }
+    assert parse_constraint(spend).subject.also == ["Transaction"]  # type: ignore[union-attr]
+    wb = bench(spend=spend)
+    wb.ingest(
+        [
+            add("2025-03-01", "Expense", "a", category="dining", date="2025-03-05"),
+            add("2025-03-01", "Transaction", "a", category="Dining", date="2025-03-20"),
+            add("2025-03-01", "Transaction", "b", category="rent", date="2025-03-01"),
+        ]
+    )
+    a = one(wb)
+    assert "2 Expense or Transaction records in the month 2025-03" in a.message
+    assert keys(a) == {"Expense/a", "Transaction/a"}
+    cover = {**PASSPORT, "document": {"type": "Passport", "also": ["IdCard"]}}
+    wb = bench(passport=cover)
+    wb.ingest(
+        [
+            add("2025-01-10", "Trip", "t", end="2025-03-01"),
+            add("2025-01-10", "Passport", "p", expires="2025-05-01"),
+        ]
+    )
+    assert "needs a valid Passport or IdCard on 2025-09-01" in one(wb).message
+    wb.ingest([add("2025-01-11", "IdCard", "id", expires="2030-01-01")])
+    assert alerts(wb) == []
+
+
 def test_window_a_dated_event_type_without_end_counts_one_day() -> None:
     c = {**STAYS, "subject": {"type": "Visit"}, "measure": "days", "limit": 2, "warn_at": None}
     wb = bench(visits=c)

@@ -637,3 +637,66 @@ def test_the_yaml_examples_of_docs_constraints_parse_and_compile() -> None:
         assert compile_constraint("doc", c).source.startswith(f"constraint ({c.kind})")
         kinds.add(c.kind)
     assert {"projection", "no_overlap", "before", "not_while"} <= kinds
+
+
+# -- selects of several types ------------------------------------------------------------------
+
+
+def test_balance_flows_and_before_firsts_span_several_types() -> None:
+    c = {**BALANCE, "flows": {"type": "Payment", "also": ["Bill"]}}
+    wb = bench(
+        c,
+        add("2026-06-01T09:00:00", "Account", "checking", balance=1000.0, as_of="2026-06-01"),
+        add("2026-06-01T09:00:00", "Payment", "x", amount=300.0, date="2026-06-05"),
+        add("2026-06-01T09:00:00", "Bill", "x", amount=300.0, date="2026-06-10"),
+    )
+    (a,) = alerts(wb)  # 1000 - 300 - 300 = 400 < 500: both types' flows count, same key or not
+    assert (
+        keys(a) == {"Account/checking", "Bill/x"} and "falls to 400.00 on 2026-06-10" in a.message
+    )
+    shot = {
+        **VACCINE,
+        "first": {"type": ["Vaccination", "Appointment"], "mentions": ["yellow fever"]},
+    }
+    wb = bench(
+        shot,
+        add("2026-01-01T08:00:00", "Trip", "accra", country="Ghana", start="2026-03-01"),
+        clock("2026-02-10T08:00:00"),
+    )
+    (a,) = alerts(wb)
+    assert (
+        "needs a Vaccination or Appointment mentioning yellow fever dated by 2026-02-19"
+        in a.message
+    )
+    wb.ingest(
+        [add("2026-02-10T09:00:00", "Appointment", "yf", name="yellow fever", start="2026-02-12")]
+    )
+    assert alerts(wb) == []
+
+
+def test_no_overlap_between_types_tells_records_of_one_key_apart() -> None:
+    c = {
+        "kind": "no_overlap",
+        "title": "One thing at a time",
+        "a": {"type": "Meeting", "also": ["Class"]},
+    }
+    wb = bench(
+        c,
+        clock("2026-04-01T08:00:00"),
+        add(
+            "2026-04-01T08:00:00",
+            "Meeting",
+            "x",
+            start="2026-04-02T09:00:00",
+            end="2026-04-02T10:00:00",
+        ),
+        add(
+            "2026-04-01T08:00:00",
+            "Class",
+            "x",
+            start="2026-04-02T09:30:00",
+            end="2026-04-02T11:00:00",
+        ),
+    )
+    (a,) = alerts(wb)
+    assert keys(a) == {"Meeting/x", "Class/x"} and "overlap by 30 minutes" in a.message

@@ -242,11 +242,6 @@ def test_moment_end_of_a_trip_given_as_nights() -> None:
     assert "constraint_c" in rules(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(b) a Select names one record type, so a sum or a flow cannot span the types "
-    "extractors use for one thing (Expense and Transaction; Payment and Bill)",
-)
 def test_select_spans_two_record_types() -> None:
     c = {
         "kind": "window_limit",

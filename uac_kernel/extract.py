@@ -77,7 +77,8 @@ while something else holds — also propose a constraint: {"op": "add", "key": a
 "utterances": [...], "constraint": a JSON object as a string}. The object has "kind", "title"
 (the rule in the user's words), optional "severity" (critical for health, legal or money at
 risk; else warning), "lead_days", "category", and its kind's fields. Records are selected by
-{"type": "Passport"}, {"type": "Passport", "key": "..."}, "where": {"field": value or [any of
+{"type": "Passport"}, {"type": "Passport", "key": "..."}, "also": [more types read as one,
+e.g. "Transaction" beside "Expense"], "where": {"field": value or [any of
 values]} and
 "mentions": [words]; dates are moments {"fields": ["end"], "months": 6} (a record's date field,
 shifted; add "start": ["start"] to fall back on start plus a stated "days"/"nights" length) or

@@ -92,7 +92,9 @@ FieldName = Annotated[str, Field(max_length=100)]
 class Select(_Model):
     """The current records a constraint is about.
 
-    ``type`` alone: every current record of the type. ``key``: that one record. ``where``: field
+    ``type`` alone: every current record of the type; ``also``: of these types too (the types
+    extractors use for one thing: Expense and Transaction; ``type`` may be given as a list, its
+    first name then ``type`` and the rest ``also``). ``key``: that one record (of any of them). ``where``: field
     values the record must have (strings compare case-insensitively; a list of values: any of
     them; a list field of the record: any of its members; ``country``, ``countries``,
     ``destination`` and ``nationality`` compare by country, so ``UK`` matches ``United
@@ -106,8 +108,34 @@ class Select(_Model):
         FieldName, Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=MAX_ITEMS)]
     ] = Field(default_factory=dict, max_length=10)
     mentions: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+    also: list[TypeName] = Field(default_factory=list, max_length=10)
 
     _check_type = field_validator("type")(_type_name)
+
+    @field_validator("also")
+    @classmethod
+    def _check_also(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _type_name(name)
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_list(cls, data: Any) -> Any:
+        """``type: [A, B]`` is ``type: A, also: [B]``."""
+        if isinstance(data, dict) and isinstance(t := data.get("type"), list) and t:
+            also = data.get("also", [])
+            data = {
+                **data,
+                "type": t[0],
+                "also": [*t[1:], *(also if isinstance(also, list) else [also])],
+            }
+        return data
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """Every type the select reads: ``type`` then ``also``, each once."""
+        return tuple(dict.fromkeys([self.type, *self.also]))
 
     @field_validator("where")
     @classmethod

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import calendar
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from typing import Any
 
@@ -26,14 +26,17 @@ from uac_kernel.rules.library._common import (
 __all__ = [
     "add_months",
     "called_off",
+    "ident",
     "lower",
     "make_rule",
     "matches",
     "moment",
     "moment_text",
+    "read",
     "select",
     "stated_end",
     "text_of",
+    "types_text",
     "watch",
 ]
 
@@ -74,13 +77,30 @@ def matches(rec: Record, s: Select) -> bool:
 
 
 def select(user: UserView, s: Select, among: Iterable[Record] | None = None) -> list[Record]:
-    """The current records ``s`` names (of ``among``, when given: an index-narrowed subset)."""
+    """The current records ``s`` names, of all its types (of ``among``, when given: an
+    index-narrowed subset, read with ``read``)."""
     if s.key is not None:
-        rec = user.get(s.type, s.key)
-        pool: Iterable[Record] = [rec] if rec is not None else []
+        key = s.key
+        pool: Iterable[Record] = [r for t in s.types if (r := user.get(t, key)) is not None]
     else:
-        pool = user.all(s.type) if among is None else among
+        pool = read(s, user.all) if among is None else among
     return [r for r in pool if matches(r, s)]
+
+
+def read(s: Select, fetch: Callable[[str], Iterable[Record]]) -> list[Record]:
+    """What ``fetch`` reads of each type ``s`` names, together: an index-narrowed read of one
+    type (``lambda t: _from_day(user, t, since, fields)``) made for all of them."""
+    return [r for t in s.types for r in fetch(t)]
+
+
+def ident(rec: Record) -> tuple[str, str]:
+    """A record's identity across types: its type's name and its key."""
+    return type(rec).__name__, rec.key
+
+
+def types_text(s: Select) -> str:
+    """The types ``s`` names, for a message: ``Passport``, ``Expense or Transaction``."""
+    return " or ".join(s.types)
 
 
 def add_months(d: date, months: int) -> date:
@@ -141,7 +161,7 @@ def moment(m: Moment, rec: Record | None = None) -> date | None:
 
 def watch(*selects: Select | None) -> frozenset[str]:
     """The record types a constraint reads: those its selects name."""
-    return frozenset(s.type for s in selects if s is not None)
+    return frozenset(t for s in selects if s is not None for t in s.types)
 
 
 def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], clock: bool) -> Rule:

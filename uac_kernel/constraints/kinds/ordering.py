@@ -26,7 +26,14 @@ from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from uac_kernel._display import plural
-from uac_kernel.constraints.kinds._base import make_rule, matches, select, watch
+from uac_kernel.constraints.kinds._base import (
+    make_rule,
+    matches,
+    read,
+    select,
+    types_text,
+    watch,
+)
 from uac_kernel.constraints.spec import Before, NoOverlap, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -142,8 +149,9 @@ def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
     today = user.today
     pool = None
     if today is not None:
-        fields = _date_fields(user, sel.type, [*c.start, *c.end])
-        pool = _dated_from(user, sel.type, fields, _before(today, timedelta(days=1)))
+        since = _before(today, timedelta(days=1))
+        names = [*c.start, *c.end]
+        pool = read(sel, lambda t: _dated_from(user, t, _date_fields(user, t, names), since))
     cutoff = datetime.combine(_before(today, timedelta(days=1)), time()) if today else None
     out = []
     for rec in select(user, sel, pool):
@@ -218,7 +226,7 @@ def _collision(c: NoOverlap, x: _Span, y: _Span, buffer: timedelta) -> Finding:
 
 
 def _describe(s: Select) -> str:
-    parts = [s.type if s.key is None else f"{s.type} '{s.key}'"]
+    parts = [types_text(s) if s.key is None else f"{types_text(s)} '{s.key}'"]
     parts += [
         f"{k} {' or '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in s.where.items()
     ]
@@ -237,10 +245,14 @@ class _Firsts:
 
     def __init__(self, user: UserView, c: Before):
         self.user, self.c = user, c
-        self.fields = _date_fields(user, c.first.type, c.first_date)
+        # each type's date fields: the index reads are made per type
+        self.fields = {t: _date_fields(user, t, c.first_date) for t in c.first.types}
         self.all: list[Record] | None = None
-        if c.first.key is not None or not self.fields:
+        if c.first.key is not None or not all(self.fields.values()):
             self.all = [r for r in select(user, c.first) if not _cancelled(r)]
+
+    def _indexes(self) -> list[tuple[str, str]]:
+        return [(t, f) for t, fs in self.fields.items() for f in fs]
 
     def _ok(self, r: Record) -> bool:
         return matches(r, self.c.first) and not _cancelled(r)
@@ -250,7 +262,7 @@ class _Firsts:
         names = self.c.first_date
         if self.all is not None:
             return any(_first_day(r, names) is None for r in self.all)
-        unset = self.user.unset(self.c.first.type, self.fields[0])
+        unset = [r for t, fs in self.fields.items() for r in self.user.unset(t, fs[0])]
         return any(self._ok(r) and _first_day(r, names) is None for r in unset)
 
     def by(self, deadline: date) -> bool:
@@ -261,8 +273,8 @@ class _Firsts:
         hi: date = _after(deadline, timedelta(days=1))
         for back in (*LOOKBACK, None):
             lo = None if back is None else _before(deadline, timedelta(days=back))
-            for f in self.fields:
-                for r in self.user.where(self.c.first.type, f, since=lo, before=hi):
+            for t, f in self._indexes():
+                for r in self.user.where(t, f, since=lo, before=hi):
                     if self._ok(r) and (d := _first_day(r, names)) is not None and d <= deadline:
                         return True
             if lo is None:
@@ -279,8 +291,8 @@ class _Firsts:
         since = _after(deadline, timedelta(days=1))
         found = [
             d
-            for f in self.fields
-            for r in self.user.where(self.c.first.type, f, since=since)
+            for t, f in self._indexes()
+            for r in self.user.where(t, f, since=since)
             if self._ok(r) and (d := _first_day(r, names)) is not None and d > deadline
         ]
         return min(found, default=None)
@@ -293,7 +305,8 @@ def _before_check(c: Before) -> RuleFunc:
     def check(user: UserView) -> Iterator[Finding]:
         today = user.today
         thens = []
-        for rec in select(user, c.then, _not_past(user, c.then.type, today, c.then_date)):
+        pool = read(c.then, lambda t: _not_past(user, t, today, c.then_date))
+        for rec in select(user, c.then, pool):
             if not _cancelled(rec) and (when := _first_day(rec, c.then_date)) is not None:
                 thens.append((rec, when))
         if not thens:

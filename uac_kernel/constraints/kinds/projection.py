@@ -28,6 +28,7 @@ from uac_kernel.constraints.kinds._base import (
     add_months,
     make_rule,
     moment,
+    read,
     select,
     stated_end,
     watch,
@@ -106,8 +107,9 @@ def _untils(user: UserView, c: Projection, subject: Record) -> list[tuple[Record
         if today is not None:
             back = _before(today, timedelta(days=c.until.days))
             since = _before(add_months(back, -c.until.months), MONTH_SLACK)
-        pool = _from_day(user, c.until_record.type, since, c.until.fields)
-        for r in select(user, c.until_record, pool):
+        sel = c.until_record
+        pool = read(sel, lambda t: _from_day(user, t, since, c.until.fields))
+        for r in select(user, sel, pool):
             if (d := moment(c.until, r)) is not None:
                 found.append((r, d))
     return [(r, d) for r, d in found if today is None or d >= today]
@@ -183,8 +185,9 @@ def _balance(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
     if not untils:
         return
     last = max(d for _, d in untils)
-    fields = _date_fields(user, flows_sel.type, c.flow_date)
-    pool = _dated_from(user, flows_sel.type, fields, as_of) if fields else []
+    pool = read(
+        flows_sel, lambda t: _dated_from(user, t, _date_fields(user, t, c.flow_date), as_of)
+    )
     by_day: dict[date, list[tuple[Record, float]]] = defaultdict(list)
     for f in select(user, flows_sel, pool):
         day, amount = _first_day(f, c.flow_date), _number(_get(f, c.flow_amount))

@@ -41,7 +41,9 @@ from uac_kernel.constraints.kinds._base import (
     make_rule,
     moment,
     moment_text,
+    read,
     select,
+    types_text,
     watch,
 )
 from uac_kernel.constraints.spec import Moment, ValidOn
@@ -102,7 +104,7 @@ def _candidates(user: UserView, c: ValidOn, today: date) -> list[Record]:
         return select(user, c.each)
     since = min(_before(today, timedelta(days=_reach(m))) for m in moments)
     fields = [f for m in moments for f in m.fields]
-    return select(user, c.each, among=_from_day(user, c.each.type, since, fields))
+    return select(user, c.each, among=read(c.each, lambda t: _from_day(user, t, since, fields)))
 
 
 @dataclass
@@ -169,7 +171,7 @@ def _finding(
     if at is None:
         return None
     until = moment(c.until, rec) if c.until is not None else None
-    kind = c.document.type
+    kind = types_text(c.document)
     note = ""
     hi: date | None
     if c.until is None or (until is not None and until < at):

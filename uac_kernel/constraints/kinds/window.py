@@ -39,7 +39,16 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import accumulate
 
-from uac_kernel.constraints.kinds._base import called_off, lower, make_rule, select, watch
+from uac_kernel.constraints.kinds._base import (
+    called_off,
+    ident,
+    lower,
+    make_rule,
+    read,
+    select,
+    types_text,
+    watch,
+)
 from uac_kernel.constraints.spec import WindowLimit
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -85,7 +94,7 @@ class _Total:
 
 def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> list[_Item]:
     amount = c.amount or "amount"
-    has_end = bool(_date_fields(user, c.subject.type, c.end))
+    has_end = {t: bool(_date_fields(user, t, c.end)) for t in c.subject.types}
     out: list[_Item] = []
     for rec in recs:
         first = _first_day(rec, c.date)
@@ -99,7 +108,9 @@ def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> l
         end = _first_day(rec, c.end)
         if end is not None:
             out.append(_Item(rec, first, max(first, end), max(first, end), 1.0))
-        elif (has_end or _placed_by(rec, c.date) != EVENT_DATE) and first <= today:
+        elif (has_end[type(rec).__name__] or _placed_by(rec, c.date) != EVENT_DATE) and (
+            first <= today
+        ):
             out.append(_Item(rec, first, today, first, 1.0))
         else:
             out.append(_Item(rec, first, first, first, 1.0))
@@ -114,11 +125,10 @@ def _placed_by(rec: Record, names: list[str]) -> str | None:
     return next((f for f in names if _day(_get(rec, f)) is not None), None)
 
 
-def _open(user: UserView, c: WindowLimit, since: date) -> list[Record]:
-    """Records of the subject's type with no end set that a read from ``since`` leaves out
-    (begun before it): with an end field, those leaving it unset; without one, those placed by
-    a field other than ``date`` (an event's ``date`` counts one day, so is never open)."""
-    t = c.subject.type
+def _open(user: UserView, c: WindowLimit, t: str, since: date) -> list[Record]:
+    """Records of type ``t`` with no end set that a read from ``since`` leaves out (begun before
+    it): with an end field, those leaving it unset; without one, those placed by a field other
+    than ``date`` (an event's ``date`` counts one day, so is never open)."""
     ends = _date_fields(user, t, c.end)
     if ends:
         return [r for r in user.unset(t, ends[0]) if all(_get(r, f) is None for f in ends[1:])]
@@ -152,7 +162,7 @@ def _amount(c: WindowLimit, total: float) -> str:
     if c.measure == "days":
         return f"{_num(total)} days"
     if c.measure == "count":
-        return f"{_num(total)} {c.subject.type} record{'' if total == 1 else 's'}"
+        return f"{_num(total)} {types_text(c.subject)} record{'' if total == 1 else 's'}"
     return f"a total {c.amount or 'amount'} of {_num(total)}"
 
 
@@ -167,7 +177,7 @@ def _listing(c: WindowLimit, items: list[_Item], today: date) -> str:
             return f"{_label(i.rec)} {i.first}: {_num(i.value)}"
         return f"{_label(i.rec)} {i.first}"
 
-    ordered = sorted(items, key=lambda i: (i.first, i.rec.key))
+    ordered = sorted(items, key=lambda i: (i.first, *ident(i.rec)))
     shown = "; ".join(one(i) for i in ordered[:SHOWN])
     more = len(ordered) - SHOWN
     return shown + (f"; and {more} more" if more > 0 else "")
@@ -353,12 +363,12 @@ def compile(name: str, c: WindowLimit) -> Rule:
         if calendar_too:
             since = min(since, _period(c, today, anchor)[0])
         fields = [*c.date, *c.end] if c.measure == "days" else list(c.date)
-        among = _from_day(user, c.subject.type, since, fields)
+        among = read(c.subject, lambda t: _from_day(user, t, since, fields))
         if c.measure == "days":
-            seen = {r.key for r in among}
-            for r in _open(user, c, since):
-                if r.key not in seen:
-                    seen.add(r.key)
+            seen = {ident(r) for r in among}
+            for r in read(c.subject, lambda t: _open(user, c, t, since)):
+                if ident(r) not in seen:
+                    seen.add(ident(r))
                     among.append(r)
         items = _items(user, c, select(user, c.subject, among=among), today)
         if c.window_days is not None:
