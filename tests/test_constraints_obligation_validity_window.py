@@ -410,6 +410,48 @@ def test_moment_needs_fields_start_or_a_date() -> None:
         parse_constraint({**PASSPORT, "at": {"length": ["days"], "months": 6}})
 
 
+def test_valid_on_match_needs_a_document_for_each_traveller() -> None:
+    c = {**PASSPORT, "match": {"holder": "travellers"}}
+    wb = bench(passport=c)
+    wb.ingest(
+        [
+            add("2025-01-10", "Trip", "t", end="2025-03-01", travellers=["Sam", "Lena", "sam"]),
+            add("2025-01-10", "Passport", "s", holder="sam", expires="2031-05-01"),
+            add("2025-01-10", "Passport", "l", holder="Lena", expires="2025-06-01"),
+        ]
+    )
+    a = one(wb)  # Sam's passport does not cover Lena
+    assert a.message.startswith(
+        "Passport valid six months past the return: Trip 't' for holder Lena needs a valid "
+        "Passport on 2025-09-01"
+    )
+    assert keys(a) == {"Trip/t", "Passport/l"}
+    wb.ingest([update("2025-01-11", "Passport", "l", expires="2030-01-01")])
+    assert alerts(wb) == []
+    # a trip naming no travellers asks for any valid passport
+    wb.ingest([add("2025-01-12", "Trip", "solo", end="2025-04-01")])
+    assert alerts(wb) == []
+
+
+def test_valid_on_match_compares_countries_by_country() -> None:
+    c = {
+        **PASSPORT,
+        "document": {"type": "Visa"},
+        "at": {"fields": ["start"]},
+        "match": {"country": "country"},
+    }
+    wb = bench(visa=c)
+    wb.ingest(
+        [
+            add("2025-01-10", "Trip", "t", start="2025-03-01", country="UK"),
+            add("2025-01-10", "Visa", "v", country="Ghana", expires="2026-01-01"),
+        ]
+    )
+    assert "Trip 't' for country UK needs a valid Visa on 2025-03-01" in one(wb).message
+    wb.ingest([add("2025-01-11", "Visa", "gb", country="United Kingdom", expires="2026-01-01")])
+    assert alerts(wb) == []
+
+
 def test_valid_on_clears_once_the_moment_is_past() -> None:
     c = {**PASSPORT, "at": {"fields": ["start"]}, "title": "Visa on arrival day"}
     wb = bench(visa=c)

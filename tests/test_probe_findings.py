@@ -292,11 +292,6 @@ def test_where_matches_a_country_by_any_of_its_names() -> None:
     assert "constraint_c" in rules(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(b) valid_on asks that some document be valid, not one per person: it cannot tie "
-    "a document's holder to each of a record's travellers",
-)
 def test_valid_on_each_traveller_needs_their_own_document() -> None:
     c = {
         "kind": "valid_on",
@@ -304,6 +299,7 @@ def test_valid_on_each_traveller_needs_their_own_document() -> None:
         "document": {"type": "Passport"},
         "each": {"type": "Trip"},
         "at": {"fields": ["end"], "months": 6},
+        "match": {"holder": "travellers"},
     }
     found = alerts(
         [

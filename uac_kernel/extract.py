@@ -84,7 +84,8 @@ values]} and
 shifted; add "start": ["start"] to fall back on start plus a stated "days"/"nights" length) or
 {"date": "2025-06-15", "days": -14}. Kinds:
 - obligation: subject (select), due (moment of the subject, or a date), done (flag fields)
-- valid_on: document (select), each (select: e.g. every Trip), at (moment of each), until
+- valid_on: document (select), each (select: e.g. every Trip), at (moment of each), until,
+  match ({"holder": "travellers"}: each traveller needs their own document)
 - window_limit: subject, measure "count"|"sum"|"days", amount (field to sum), date, end,
   window_days or period "month"|"year" (year_from "04-06" for a tax year), limit, warn_at
 - projection: subject, quantity (field), rate or rate_fields (per "day"|"week"|"month"),

@@ -207,6 +207,12 @@ class ValidOn(_Base):
     between them is an alert. A document is valid from its first set ``starts`` field (unset:
     since ever) to its first set ``expires`` field (unset: for good), unless one of ``lapsed``
     is true (cancelled, lapsed): then it covers nothing.
+
+    ``match`` ties a document to whom (or what) it is for: document field -> ``each`` record
+    field, e.g. ``{"holder": "travellers"}``. Only documents whose field has the record's value
+    count; a list on the ``each`` side means each of its members needs a document of their own
+    (every traveller their own passport). An ``each`` record that leaves the field unset asks for
+    any document, as without ``match``.
     """
 
     kind: Literal["valid_on"] = "valid_on"
@@ -226,6 +232,15 @@ class ValidOn(_Base):
         default_factory=lambda: ["cancelled", "lapsed", "terminated", "revoked", "void"],
         max_length=10,
     )
+    match: dict[FieldName, FieldName] = Field(default_factory=dict, max_length=5)
+
+    @field_validator("match")
+    @classmethod
+    def _check_match(cls, v: dict[str, str]) -> dict[str, str]:
+        for doc_field, each_field in v.items():
+            _field_name(doc_field)
+            _field_name(each_field)
+        return v
 
 
 class WindowLimit(_Base):

@@ -24,6 +24,7 @@ from uac_kernel.rules.library._common import (
 )
 
 __all__ = [
+    "COUNTRY_FIELDS",
     "add_months",
     "called_off",
     "ident",
@@ -33,6 +34,7 @@ __all__ = [
     "moment",
     "moment_text",
     "read",
+    "same",
     "select",
     "stated_end",
     "text_of",
@@ -50,7 +52,7 @@ def text_of(rec: Record) -> str:
 COUNTRY_FIELDS = frozenset({"country", "countries", "destination", "nationality"})
 
 
-def _same(have: Any, want: Any, country: bool) -> bool:
+def same(have: Any, want: Any, country: bool) -> bool:
     """Whether one value of a record equals one wanted value."""
     if isinstance(want, str):
         if not isinstance(have, str):
@@ -71,7 +73,7 @@ def matches(rec: Record, s: Select) -> bool:
         haves = have if isinstance(have, list) else [have]
         wants = want if isinstance(want, list) else [want]
         country = name in COUNTRY_FIELDS
-        if not any(_same(h, w, country) for h in haves for w in wants):
+        if not any(same(h, w, country) for h in haves for w in wants):
             return False
     return not s.mentions or _first_term(text_of(rec), _terms(*s.mentions)) is not None
 
