@@ -700,3 +700,73 @@ def test_no_overlap_between_types_tells_records_of_one_key_apart() -> None:
     )
     (a,) = alerts(wb)
     assert keys(a) == {"Meeting/x", "Class/x"} and "overlap by 30 minutes" in a.message
+
+
+def test_no_overlap_expands_weekly_commitments_with_buffer_skips_and_zones() -> None:
+    c = {
+        "kind": "no_overlap",
+        "title": "Nothing on top of class",
+        "a": {"type": "Class"},
+        "b": {"type": "Event"},
+        "buffer_minutes": 30,
+    }
+    wb = bench(
+        c,
+        clock("2026-09-08T09:00:00"),
+        add(
+            "2026-09-08T09:00:00",
+            "Class",
+            "c",
+            weekday="Tuesday",
+            start_time="18:00",
+            end_time="19:30",
+        ),
+        add("2026-09-08T09:00:00", "Class", "yoga", weekday="Tuesday", start_time="18:00"),
+        # Wednesday: no class; Tuesday 20:00 is within the 30-minute buffer of 19:30
+        add(
+            "2026-09-08T09:00:00",
+            "Event",
+            "wed",
+            start="2026-09-16T18:30:00",
+            end="2026-09-16T19:00:00",
+        ),
+        add(
+            "2026-09-08T09:00:00",
+            "Event",
+            "late",
+            start="2026-09-15T19:45:00",
+            end="2026-09-15T21:00:00",
+        ),
+    )
+    (a,) = alerts(wb)  # two weekly classes are not compared with each other
+    assert keys(a) == {"Class/c", "Event/late"}
+    assert a.message.startswith(
+        "Nothing on top of class: Event 'late' from 2026-09-15 19:45 to 2026-09-15 21:00 falls on "
+        "Class 'c', every Tuesday 18:00–19:30 (the one on 2026-09-15, with 30 minutes needed "
+        "between them); move one of them, or add 2026-09-15 to the weekly one's skip_dates"
+    )
+    wb.ingest([update("2026-09-08T10:00:00", "Class", "c", skip_dates=["2026-09-15"])])
+    assert alerts(wb) == []
+    # a class in Tokyo at 09:00 on Wednesdays is Tuesday 20:00 in New York (EDT)
+    wb.ingest(
+        [
+            add(
+                "2026-09-08T11:00:00",
+                "Class",
+                "jp",
+                weekday="Wednesday",
+                start_time="09:00",
+                end_time="10:00",
+                tz="Asia/Tokyo",
+            ),
+            add(
+                "2026-09-08T11:00:00",
+                "Event",
+                "ny",
+                start="2026-09-22T20:15:00",
+                tz="America/New_York",
+            ),
+        ]
+    )
+    (a,) = alerts(wb)
+    assert keys(a) == {"Class/jp", "Event/ny"} and "(the one on 2026-09-23" in a.message

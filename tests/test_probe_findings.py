@@ -323,11 +323,6 @@ def test_valid_on_each_traveller_needs_their_own_document() -> None:
     assert "constraint_c" in rules(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(b) no_overlap reads only dated spans: a weekly commitment (weekday with "
-    "start_time/end_time), which the library expands, collides with nothing",
-)
 def test_no_overlap_with_a_weekly_commitment() -> None:
     c = {
         "kind": "no_overlap",

@@ -304,7 +304,8 @@ class Projection(_Base):
 class NoOverlap(_Base):
     """No record of ``a`` may overlap one of ``b`` (``b`` unset: another of ``a``), with
     ``buffer_minutes`` of travel or handover time between them. Times may carry an offset; a
-    record's ``tz`` field (an offset like ``+09:00``) places a naive time in its zone."""
+    record's ``tz`` field (an offset like ``+09:00``) places a naive time in its zone. Weekly
+    commitments (a weekday with ``start_time``/``end_time``) collide on their occurrences."""
 
     kind: Literal["no_overlap"] = "no_overlap"
     a: Select

@@ -7,7 +7,10 @@ collides with what spans it or starts with it; touching ends do not collide). A 
 ``-0500``) or a zone name (``Asia/Tokyo``), places its times and dates in that zone; the log
 stores a time written with its own offset in UTC already, so such a record needs no ``tz``, and
 records without one are compared as given. Two spans collide when fewer than
-``buffer_minutes`` separate them. Cancelled or declined records (``status``, or a flag of that
+``buffer_minutes`` separate them. A weekly commitment (the library's ``_weekly`` reading: a
+weekday with ``start_time``/``end_time``, or a ``start`` that repeats weekly) collides with each
+span of the other side that meets one of its occurrences (``_weekly_clash``), its times taken in
+its own ``tz``; two weekly ones are not compared. Cancelled or declined records (``status``, or a flag of that
 name) and records over before today are left out; the records are read through the date
 indexes and swept in start order, so the cost follows the records ahead, not every pair.
 
@@ -27,6 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
+    ident,
     make_rule,
     matches,
     read,
@@ -50,7 +54,15 @@ from uac_kernel.rules.library._common import (
     _label,
     _not_past,
 )
-from uac_kernel.rules.library.schedule import _clock_time
+from uac_kernel.rules.library.schedule import (
+    RECURRENCE_FIELDS,
+    WEEKDAY_FIELDS,
+    _clock_time,
+    _Weekly,
+    _weekly,
+    _weekly_clash,
+)
+from uac_kernel.rules.library.schedule import _Span as _DaySpan
 
 __all__ = ["compile"]
 
@@ -120,6 +132,21 @@ class _Span:
     start: datetime  # UTC when the record says its zone, else as given
     end: datetime
     when: str  # as the record gives it, for messages
+    zone: tuple[tzinfo, str] | None = None
+
+    def local(self, zone: tuple[tzinfo, str] | None) -> tuple[datetime, datetime]:
+        """Start and end in ``zone`` (None: as the record gives them)."""
+        if self.zone is None:
+            return self.start, self.end
+        to = (zone or self.zone)[0]
+
+        def there(d: datetime) -> datetime:
+            try:
+                return d.replace(tzinfo=UTC).astimezone(to).replace(tzinfo=None)
+            except OverflowError:
+                return d
+
+        return there(self.start), there(self.end)
 
 
 def _span(rec: Record, c: NoOverlap) -> _Span | None:
@@ -140,12 +167,33 @@ def _span(rec: Record, c: NoOverlap) -> _Span | None:
         when = f"from {_shown(s)} to {_shown(e)}"
     if zone is not None:
         when += f" ({zone[1]})"
-    return _Span(rec, _utc(start, zone), _utc(end, zone), when)
+    return _Span(rec, _utc(start, zone), _utc(end, zone), when, zone)
+
+
+def _weeklies(user: UserView, sel: Select) -> list[_Weekly]:
+    """The weekly commitments ``sel`` names (a weekday with ``start_time``/``end_time``, or a
+    ``start`` that repeats weekly: the library's reading), not cancelled, not ended before
+    today; only types with a weekday or recurrence field are read."""
+    today = user.today
+    kinds = (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)
+    out = []
+    for t in sel.types:
+        if not any(f in user.field_types(t) for f in kinds):
+            continue
+        for rec in select(user, sel.model_copy(update={"type": t, "also": []})):
+            w = _weekly(rec)
+            if (
+                w is not None
+                and not _cancelled(rec)
+                and (w.last is None or today is None or w.last >= today)
+            ):
+                out.append(w)
+    return out
 
 
 def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
     """Spans of the current records of ``sel`` not over before today (a day of slack for
-    zones), read through the start and end indexes."""
+    zones), read through the start and end indexes; weekly commitments are not spans."""
     today = user.today
     pool = None
     if today is not None:
@@ -155,7 +203,7 @@ def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
     cutoff = datetime.combine(_before(today, timedelta(days=1)), time()) if today else None
     out = []
     for rec in select(user, sel, pool):
-        if _cancelled(rec) or (span := _span(rec, c)) is None:
+        if _cancelled(rec) or _weekly(rec) is not None or (span := _span(rec, c)) is None:
             continue
         if cutoff is None or span.end > cutoff:
             out.append(span)
@@ -192,8 +240,42 @@ def _no_overlap(c: NoOverlap) -> RuleFunc:
                 if c.b is not None and not _across(side, x, y):
                     continue
                 yield _collision(c, x, y, buffer)
+        yield from _weekly_collisions(c, user, a, b, buffer)
 
     return check
+
+
+def _weekly_collisions(
+    c: NoOverlap, user: UserView, a: list[_Span], b: list[_Span], buffer: timedelta
+) -> Iterator[Finding]:
+    """Each span that falls on an occurrence of a weekly commitment of the other side (either
+    side's, without ``b``), within ``buffer``; two weekly ones are not compared. The weekly
+    times are in the weekly record's zone, if it names one; the span is placed in it."""
+    wa = _weeklies(user, c.a)
+    pairs = [(w, b) for w in wa]
+    if c.b is not None:
+        pairs += [(w, a) for w in _weeklies(user, c.b)]
+    seen: set[tuple[tuple[str, str], tuple[str, str]]] = set()
+    for w, spans in pairs:
+        zone = _zone(w.rec)
+        for sp in spans:
+            pair = (ident(w.rec), ident(sp.rec))
+            if pair[0] == pair[1] or pair in seen:
+                continue
+            seen.add(pair)
+            lo, hi = sp.local(zone)
+            day = _weekly_clash(w, _DaySpan(_before(lo, buffer), _after(hi, buffer), False, sp.rec))
+            if day is not None:
+                yield Finding(
+                    message=(
+                        f"{c.title}: {_label(sp.rec)} {sp.when} falls on {_label(w.rec)}, "
+                        f"{w.when()} (the one on {day}"
+                        + (f", with {_duration(buffer)} needed between them" if buffer else "")
+                        + f"); move one of them, or add {day} to the weekly one's skip_dates if "
+                        "it will be missed"
+                    ),
+                    evidence=(w.rec, sp.rec),
+                )
 
 
 def _across(side: dict[tuple[str, str], int], x: _Span, y: _Span) -> bool:
