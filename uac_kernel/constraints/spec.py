@@ -94,11 +94,11 @@ class Select(_Model):
 
     ``type`` alone: every current record of the type; ``also``: of these types too (the types
     extractors use for one thing: Expense and Transaction; ``type`` may be given as a list, its
-    first name then ``type`` and the rest ``also``). ``key``: that one record (of any of them). ``where``: field
-    values the record must have (strings compare case-insensitively; a list of values: any of
-    them; a list field of the record: any of its members; ``country``, ``countries``,
-    ``destination`` and ``nationality`` compare by country, so ``UK`` matches ``United
-    Kingdom``). ``mentions``: words the record's text fields must name (whole words,
+    first name then ``type`` and the rest ``also``). ``key``: that one record (of any of them).
+    ``where``: field values the record must have (strings compare case-insensitively; a list of
+    values: any of them; a list field of the record: any of its members; ``country``,
+    ``countries``, ``destination`` and ``nationality`` compare by country, so ``UK`` matches
+    ``United Kingdom``). ``mentions``: words the record's text fields must name (whole words,
     case-insensitive, any of them).
     """
 

@@ -10,8 +10,8 @@ records without one are compared as given. Two spans collide when fewer than
 ``buffer_minutes`` separate them. A weekly commitment (the library's ``_weekly`` reading: a
 weekday with ``start_time``/``end_time``, or a ``start`` that repeats weekly) collides with each
 span of the other side that meets one of its occurrences (``_weekly_clash``), its times taken in
-its own ``tz``; two weekly ones are not compared. Cancelled or declined records (``status``, or a flag of that
-name) and records over before today are left out; the records are read through the date
+its own ``tz``; two weekly ones are not compared. Cancelled or declined records (``status``,
+or a flag of that name) and records over before today are left out; the records are read through the date
 indexes and swept in start order, so the cost follows the records ahead, not every pair.
 
 Before: each ``then`` record not yet past, dated T, needs a ``first`` record dated by T minus
