@@ -609,6 +609,16 @@ def test_window_an_open_stay_counts_to_today_in_a_type_with_no_end_field() -> No
     a = one(wb)
     assert a.severity == "warning" and "59 days" in a.message
     assert "Stay 'open' 2025-01-02 – 2025-03-01 (no end: counted through today" in a.message
+    # a date-time start is a moment (an appointment), not a stay: one day, long past
+    wb = bench(visits={**c, "subject": {"type": "Appointment"}, "limit": 1})
+    wb.ingest(
+        [
+            add("2025-01-01", "Appointment", "a", start="2025-01-02T10:00:00"),
+            add("2025-01-01", "Appointment", "b", start="2025-01-05T10:00:00"),
+            clock("2025-03-01"),
+        ]
+    )
+    assert alerts(wb) == []
 
 
 def test_window_where_takes_any_of_a_list_list_fields_and_country_names() -> None:

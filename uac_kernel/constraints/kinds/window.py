@@ -8,12 +8,12 @@ number in ``amount`` (default ``amount``), adds nothing):
 - ``count``: 1 on its date; ``sum``: its amount on its date;
 - ``days``: every day from its date to its first set ``end`` field, both inclusive; a day covered
   by several records counts once. A record with no end set counts one day when it is a dated
-  event: placed by its ``date`` field in a type with no end field at all (a visit). Otherwise (a
-  type with an end field this record leaves unset, or a record placed by another field, such as
-  ``start``) it is a stay whose end is not known yet: begun on or before today, it counts every
-  day through today (the log clock: that much presence the log does not contradict), and a
-  breach that holds only with those assumed days is reported one severity step lower, saying
-  so; planned later, it counts its first day. An end before the date counts the date alone.
+  event: in a type with no end field at all, placed by its ``date`` field or by a date-time (a
+  visit, an appointment). Otherwise (a type with an end field this record leaves unset, or a
+  plain date in another field, such as ``start``) it is a stay whose end is not known yet:
+  begun on or before today, it counts every day through today (the log clock: that much
+  presence the log does not contradict), and a breach that holds only with those assumed days
+  is reported one severity step lower, saying so; planned later, it counts its first day. An end before the date counts the date alone.
 
 Windows: ``window_days`` rolling (every window of that many days that ends on a day some record
 covers, from today on: a window wholly in the past can no longer change, so its breach is not
@@ -36,7 +36,7 @@ import calendar
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from itertools import accumulate
 
 from uac_kernel.constraints.kinds._base import (
@@ -108,9 +108,7 @@ def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> l
         end = _first_day(rec, c.end)
         if end is not None:
             out.append(_Item(rec, first, max(first, end), max(first, end), 1.0))
-        elif (has_end[type(rec).__name__] or _placed_by(rec, c.date) != EVENT_DATE) and (
-            first <= today
-        ):
+        elif (has_end[type(rec).__name__] or _begins_a_stay(rec, c.date)) and first <= today:
             out.append(_Item(rec, first, today, first, 1.0))
         else:
             out.append(_Item(rec, first, first, first, 1.0))
@@ -120,9 +118,11 @@ def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> l
 EVENT_DATE = "date"  # the field that dates a one-day event; any other starts a span
 
 
-def _placed_by(rec: Record, names: list[str]) -> str | None:
-    """The first of ``names`` that ``rec`` sets to a date."""
-    return next((f for f in names if _day(_get(rec, f)) is not None), None)
+def _begins_a_stay(rec: Record, names: list[str]) -> bool:
+    """Whether ``rec``'s first set date field of ``names`` begins a stay: a plain date in a field
+    other than ``date`` (a ``start`` day); a date-time is a moment (an appointment)."""
+    field = next((f for f in names if _day(_get(rec, f)) is not None), None)
+    return field not in (None, EVENT_DATE) and not isinstance(_get(rec, field), datetime)
 
 
 def _open(user: UserView, c: WindowLimit, t: str, since: date) -> list[Record]:
