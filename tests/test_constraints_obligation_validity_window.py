@@ -382,6 +382,76 @@ def test_valid_on_a_moment_months_later_at_a_month_end() -> None:
     assert "Passport 'p' ends 2026-02-27: 2026-02-28 uncovered" in a.message
 
 
+def test_valid_on_a_trip_end_from_its_start_and_stated_length() -> None:
+    c = {**PASSPORT, "at": {"fields": ["end"], "start": ["start"], "months": 6}}
+    wb = bench(passport=c)
+    wb.ingest(
+        [
+            add("2025-01-10", "Passport", "p", expires="2026-02-10"),
+            # 10 nights from 2025-08-01: home 2025-08-11, + 6 months = 2026-02-11
+            add("2025-01-10", "Trip", "t", start="2025-08-01", nights=10),
+        ]
+    )
+    a = one(wb)
+    assert "needs a valid Passport on 2026-02-11 (start 2025-08-01 + 10 nights, +6 months)" in (
+        a.message
+    )
+    # 10 days count both ends: the last day is 2025-08-10, + 6 months = 2026-02-10, covered
+    wb.ingest([update("2025-01-11", "Trip", "t", nights=None, days=10)])
+    assert alerts(wb) == []
+    # a set end wins over the stated length
+    wb.ingest([update("2025-01-12", "Trip", "t", end="2025-08-20")])
+    assert "needs a valid Passport on 2026-02-20 (end 2025-08-20, +6 months)" in one(wb).message
+
+
+def test_moment_needs_fields_start_or_a_date() -> None:
+    assert parse_constraint({**PASSPORT, "at": {"start": ["start"], "nights": ["stay"]}})
+    with pytest.raises(ConstraintError, match="at: Value error, a moment needs fields"):
+        parse_constraint({**PASSPORT, "at": {"length": ["days"], "months": 6}})
+
+
+def test_valid_on_match_needs_a_document_for_each_traveller() -> None:
+    c = {**PASSPORT, "match": {"holder": "travellers"}}
+    wb = bench(passport=c)
+    wb.ingest(
+        [
+            add("2025-01-10", "Trip", "t", end="2025-03-01", travellers=["Sam", "Lena", "sam"]),
+            add("2025-01-10", "Passport", "s", holder="sam", expires="2031-05-01"),
+            add("2025-01-10", "Passport", "l", holder="Lena", expires="2025-06-01"),
+        ]
+    )
+    a = one(wb)  # Sam's passport does not cover Lena
+    assert a.message.startswith(
+        "Passport valid six months past the return: Trip 't' for holder Lena needs a valid "
+        "Passport on 2025-09-01"
+    )
+    assert keys(a) == {"Trip/t", "Passport/l"}
+    wb.ingest([update("2025-01-11", "Passport", "l", expires="2030-01-01")])
+    assert alerts(wb) == []
+    # a trip naming no travellers asks for any valid passport
+    wb.ingest([add("2025-01-12", "Trip", "solo", end="2025-04-01")])
+    assert alerts(wb) == []
+
+
+def test_valid_on_match_compares_countries_by_country() -> None:
+    c = {
+        **PASSPORT,
+        "document": {"type": "Visa"},
+        "at": {"fields": ["start"]},
+        "match": {"country": "country"},
+    }
+    wb = bench(visa=c)
+    wb.ingest(
+        [
+            add("2025-01-10", "Trip", "t", start="2025-03-01", country="UK"),
+            add("2025-01-10", "Visa", "v", country="Ghana", expires="2026-01-01"),
+        ]
+    )
+    assert "Trip 't' for country UK needs a valid Visa on 2025-03-01" in one(wb).message
+    wb.ingest([add("2025-01-11", "Visa", "gb", country="United Kingdom", expires="2026-01-01")])
+    assert alerts(wb) == []
+
+
 def test_valid_on_clears_once_the_moment_is_past() -> None:
     c = {**PASSPORT, "at": {"fields": ["start"]}, "title": "Visa on arrival day"}
     wb = bench(visa=c)
@@ -529,6 +599,123 @@ def test_window_an_open_stay_counts_to_today_at_a_lower_severity() -> None:
     # with its end set the count is certain: full severity
     wb.ingest([update("2025-04-16", "Stay", "open", end="2025-04-30")])
     assert one(wb).severity == "critical"
+
+
+def test_window_an_open_stay_counts_to_today_in_a_type_with_no_end_field() -> None:
+    c = {**STAYS, "subject": {"type": "Stay"}, "warn_at": None, "limit": 30}
+    wb = bench(stays=c)
+    # no Stay has ever had an end: the one placed by its start still runs on to today
+    wb.ingest([add("2025-01-01", "Stay", "open", start="2025-01-02"), clock("2025-03-01")])
+    a = one(wb)
+    assert a.severity == "warning" and "59 days" in a.message
+    assert "Stay 'open' 2025-01-02 – 2025-03-01 (no end: counted through today" in a.message
+    # a date-time start is a moment (an appointment), not a stay: one day, long past
+    wb = bench(visits={**c, "subject": {"type": "Appointment"}, "limit": 1})
+    wb.ingest(
+        [
+            add("2025-01-01", "Appointment", "a", start="2025-01-02T10:00:00"),
+            add("2025-01-01", "Appointment", "b", start="2025-01-05T10:00:00"),
+            clock("2025-03-01"),
+        ]
+    )
+    assert alerts(wb) == []
+
+
+def test_window_where_takes_any_of_a_list_list_fields_and_country_names() -> None:
+    c = {**STAYS, "subject": {"type": "Stay", "where": {"country": ["UK", "Ireland"]}}}
+    c = {**c, "limit": 10, "warn_at": None}
+    wb = bench(stays=c)
+    wb.ingest(
+        [
+            add(
+                "2025-01-01",
+                "Stay",
+                "gb",
+                country="Great Britain",
+                start="2025-02-01",
+                end="2025-02-05",
+            ),
+            add(
+                "2025-01-01", "Stay", "ie", country="ireland", start="2025-02-06", end="2025-02-08"
+            ),
+            add("2025-01-01", "Stay", "fr", country="France", start="2025-02-09", end="2025-02-20"),
+        ]
+    )
+    assert alerts(wb) == []  # 8 days in the UK or Ireland; France is not selected
+    wb.ingest(
+        [
+            add(
+                "2025-01-02",
+                "Stay",
+                "uk",
+                country="United Kingdom",
+                start="2025-03-01",
+                end="2025-03-03",
+            )
+        ]
+    )
+    a = one(wb)
+    assert "11 days" in a.message and keys(a) == {"Stay/gb", "Stay/ie", "Stay/uk"}
+    # a list field matches by any member; other fields compare as text, not as countries
+    tagged = {**c, "subject": {"type": "Stay", "where": {"tags": "work", "city": "GB"}}}
+    wb = bench(stays=tagged)
+    wb.ingest(
+        [
+            add(
+                "2025-01-01",
+                "Stay",
+                "a",
+                tags=["Work", "family"],
+                city="gb",
+                start="2025-02-01",
+                end="2025-02-11",
+            ),
+            add(
+                "2025-01-01",
+                "Stay",
+                "b",
+                tags=["work"],
+                city="London",
+                start="2025-03-01",
+                end="2025-03-11",
+            ),
+        ]
+    )
+    assert keys(one(wb)) == {"Stay/a"}
+
+
+def test_window_and_valid_on_read_every_type_of_a_select() -> None:
+    spend = {
+        "kind": "window_limit",
+        "title": "Dining under 400 a month",
+        "subject": {"type": ["Expense", "Transaction"], "where": {"category": "dining"}},
+        "measure": "count",
+        "period": "month",
+        "limit": 1,
+    }
+    assert parse_constraint(spend).subject.also == ["Transaction"]  # type: ignore[union-attr]
+    wb = bench(spend=spend)
+    wb.ingest(
+        [
+            add("2025-03-01", "Expense", "a", category="dining", date="2025-03-05"),
+            add("2025-03-01", "Transaction", "a", category="Dining", date="2025-03-20"),
+            add("2025-03-01", "Transaction", "b", category="rent", date="2025-03-01"),
+        ]
+    )
+    a = one(wb)
+    assert "2 Expense or Transaction records in the month 2025-03" in a.message
+    assert keys(a) == {"Expense/a", "Transaction/a"}
+    cover = {**PASSPORT, "document": {"type": "Passport", "also": ["IdCard"]}}
+    wb = bench(passport=cover)
+    wb.ingest(
+        [
+            add("2025-01-10", "Trip", "t", end="2025-03-01"),
+            add("2025-01-10", "Passport", "p", expires="2025-05-01"),
+        ]
+    )
+    assert "needs a valid Passport or IdCard on 2025-09-01" in one(wb).message
+    wb.ingest([add("2025-01-11", "IdCard", "id", expires="2030-01-01")])
+    assert alerts(wb) == []
 
 
 def test_window_a_dated_event_type_without_end_counts_one_day() -> None:

@@ -564,6 +564,19 @@ def test_before_opens_at_lead_escalates_after_the_deadline_and_clears() -> None:
     assert len(alerts(wb)) == 1
 
 
+def test_before_a_first_logged_too_late_alerts_before_the_lead_time() -> None:
+    wb = bench(
+        VACCINE,
+        add("2026-01-01T08:00:00", "Trip", "accra", country="Ghana", start="2026-06-01"),
+        add("2026-01-01T08:00:00", "Vaccination", "yf", name="Yellow fever", date="2026-05-28"),
+    )
+    (a,) = alerts(wb)  # deadline May 22, months away: the order is broken already
+    assert a.severity == "warning" and keys(a) == {"Trip/accra"}
+    assert "(the one logged, on 2026-05-28, is too late), 141 days left" in a.message
+    wb.ingest([update("2026-01-02T08:00:00", "Vaccination", "yf", date="2026-05-20")])
+    assert alerts(wb) == []
+
+
 def test_before_counts_an_undated_first_and_ignores_past_then() -> None:
     wb = bench(
         VACCINE,
@@ -624,3 +637,136 @@ def test_the_yaml_examples_of_docs_constraints_parse_and_compile() -> None:
         assert compile_constraint("doc", c).source.startswith(f"constraint ({c.kind})")
         kinds.add(c.kind)
     assert {"projection", "no_overlap", "before", "not_while"} <= kinds
+
+
+# -- selects of several types ------------------------------------------------------------------
+
+
+def test_balance_flows_and_before_firsts_span_several_types() -> None:
+    c = {**BALANCE, "flows": {"type": "Payment", "also": ["Bill"]}}
+    wb = bench(
+        c,
+        add("2026-06-01T09:00:00", "Account", "checking", balance=1000.0, as_of="2026-06-01"),
+        add("2026-06-01T09:00:00", "Payment", "x", amount=300.0, date="2026-06-05"),
+        add("2026-06-01T09:00:00", "Bill", "x", amount=300.0, date="2026-06-10"),
+    )
+    (a,) = alerts(wb)  # 1000 - 300 - 300 = 400 < 500: both types' flows count, same key or not
+    assert (
+        keys(a) == {"Account/checking", "Bill/x"} and "falls to 400.00 on 2026-06-10" in a.message
+    )
+    shot = {
+        **VACCINE,
+        "first": {"type": ["Vaccination", "Appointment"], "mentions": ["yellow fever"]},
+    }
+    wb = bench(
+        shot,
+        add("2026-01-01T08:00:00", "Trip", "accra", country="Ghana", start="2026-03-01"),
+        clock("2026-02-10T08:00:00"),
+    )
+    (a,) = alerts(wb)
+    assert (
+        "needs a Vaccination or Appointment mentioning yellow fever dated by 2026-02-19"
+        in a.message
+    )
+    wb.ingest(
+        [add("2026-02-10T09:00:00", "Appointment", "yf", name="yellow fever", start="2026-02-12")]
+    )
+    assert alerts(wb) == []
+
+
+def test_no_overlap_between_types_tells_records_of_one_key_apart() -> None:
+    c = {
+        "kind": "no_overlap",
+        "title": "One thing at a time",
+        "a": {"type": "Meeting", "also": ["Class"]},
+    }
+    wb = bench(
+        c,
+        clock("2026-04-01T08:00:00"),
+        add(
+            "2026-04-01T08:00:00",
+            "Meeting",
+            "x",
+            start="2026-04-02T09:00:00",
+            end="2026-04-02T10:00:00",
+        ),
+        add(
+            "2026-04-01T08:00:00",
+            "Class",
+            "x",
+            start="2026-04-02T09:30:00",
+            end="2026-04-02T11:00:00",
+        ),
+    )
+    (a,) = alerts(wb)
+    assert keys(a) == {"Meeting/x", "Class/x"} and "overlap by 30 minutes" in a.message
+
+
+def test_no_overlap_expands_weekly_commitments_with_buffer_skips_and_zones() -> None:
+    c = {
+        "kind": "no_overlap",
+        "title": "Nothing on top of class",
+        "a": {"type": "Class"},
+        "b": {"type": "Event"},
+        "buffer_minutes": 30,
+    }
+    wb = bench(
+        c,
+        clock("2026-09-08T09:00:00"),
+        add(
+            "2026-09-08T09:00:00",
+            "Class",
+            "c",
+            weekday="Tuesday",
+            start_time="18:00",
+            end_time="19:30",
+        ),
+        add("2026-09-08T09:00:00", "Class", "yoga", weekday="Tuesday", start_time="18:00"),
+        # Wednesday: no class; Tuesday 20:00 is within the 30-minute buffer of 19:30
+        add(
+            "2026-09-08T09:00:00",
+            "Event",
+            "wed",
+            start="2026-09-16T18:30:00",
+            end="2026-09-16T19:00:00",
+        ),
+        add(
+            "2026-09-08T09:00:00",
+            "Event",
+            "late",
+            start="2026-09-15T19:45:00",
+            end="2026-09-15T21:00:00",
+        ),
+    )
+    (a,) = alerts(wb)  # two weekly classes are not compared with each other
+    assert keys(a) == {"Class/c", "Event/late"}
+    assert a.message.startswith(
+        "Nothing on top of class: Event 'late' from 2026-09-15 19:45 to 2026-09-15 21:00 falls on "
+        "Class 'c', every Tuesday 18:00–19:30 (the one on 2026-09-15, with 30 minutes needed "
+        "between them); move one of them, or add 2026-09-15 to the weekly one's skip_dates"
+    )
+    wb.ingest([update("2026-09-08T10:00:00", "Class", "c", skip_dates=["2026-09-15"])])
+    assert alerts(wb) == []
+    # a class in Tokyo at 09:00 on Wednesdays is Tuesday 20:00 in New York (EDT)
+    wb.ingest(
+        [
+            add(
+                "2026-09-08T11:00:00",
+                "Class",
+                "jp",
+                weekday="Wednesday",
+                start_time="09:00",
+                end_time="10:00",
+                tz="Asia/Tokyo",
+            ),
+            add(
+                "2026-09-08T11:00:00",
+                "Event",
+                "ny",
+                start="2026-09-22T20:15:00",
+                tz="America/New_York",
+            ),
+        ]
+    )
+    (a,) = alerts(wb)
+    assert keys(a) == {"Class/jp", "Event/ny"} and "(the one on 2026-09-23" in a.message

@@ -77,11 +77,15 @@ while something else holds — also propose a constraint: {"op": "add", "key": a
 "utterances": [...], "constraint": a JSON object as a string}. The object has "kind", "title"
 (the rule in the user's words), optional "severity" (critical for health, legal or money at
 risk; else warning), "lead_days", "category", and its kind's fields. Records are selected by
-{"type": "Passport"}, {"type": "Passport", "key": "..."}, "where": {"field": value} and
+{"type": "Passport"}, {"type": "Passport", "key": "..."}, "also": [more types read as one,
+e.g. "Transaction" beside "Expense"], "where": {"field": value or [any of
+values]} and
 "mentions": [words]; dates are moments {"fields": ["end"], "months": 6} (a record's date field,
-shifted) or {"date": "2025-06-15", "days": -14}. Kinds:
+shifted; add "start": ["start"] to fall back on start plus a stated "days"/"nights" length) or
+{"date": "2025-06-15", "days": -14}. Kinds:
 - obligation: subject (select), due (moment of the subject, or a date), done (flag fields)
-- valid_on: document (select), each (select: e.g. every Trip), at (moment of each), until
+- valid_on: document (select), each (select: e.g. every Trip), at (moment of each), until,
+  match ({"holder": "travellers"}: each traveller needs their own document)
 - window_limit: subject, measure "count"|"sum"|"days", amount (field to sum), date, end,
   window_days or period "month"|"year" (year_from "04-06" for a tax year), limit, warn_at
 - projection: subject, quantity (field), rate or rate_fields (per "day"|"week"|"month"),

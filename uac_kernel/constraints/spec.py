@@ -112,17 +112,50 @@ FieldName = Annotated[str, Field(max_length=100)]
 class Select(_Model):
     """The current records a constraint is about.
 
-    ``type`` alone: every current record of the type. ``key``: that one record. ``where``: field
-    values the record must have (strings compare case-insensitively). ``mentions``: words the
-    record's text fields must name (whole words, case-insensitive, any of them).
+    ``type`` alone: every current record of the type; ``also``: of these types too (the types
+    extractors use for one thing: Expense and Transaction; ``type`` may be given as a list, its
+    first name then ``type`` and the rest ``also``). ``key``: that one record (of any of them).
+    ``where``: field values the record must have (strings compare case-insensitively; a list of
+    values: any of them; a list field of the record: any of its members; ``country``,
+    ``countries``, ``destination`` and ``nationality`` compare by country, so ``UK`` matches
+    ``United Kingdom``). ``mentions``: words the record's text fields must name (whole words,
+    case-insensitive, any of them).
     """
 
     type: TypeName
     key: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    where: dict[FieldName, Scalar] = Field(default_factory=dict, max_length=10)
+    where: dict[
+        FieldName, Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=MAX_ITEMS)]
+    ] = Field(default_factory=dict, max_length=10)
     mentions: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
+    also: list[TypeName] = Field(default_factory=list, max_length=10)
 
     _check_type = field_validator("type")(_type_name)
+
+    @field_validator("also")
+    @classmethod
+    def _check_also(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _type_name(name)
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_list(cls, data: Any) -> Any:
+        """``type: [A, B]`` is ``type: A, also: [B]``."""
+        if isinstance(data, dict) and isinstance(t := data.get("type"), list) and t:
+            also = data.get("also", [])
+            data = {
+                **data,
+                "type": t[0],
+                "also": [*t[1:], *(also if isinstance(also, list) else [also])],
+            }
+        return data
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """Every type the select reads: ``type`` then ``also``, each once."""
+        return tuple(dict.fromkeys([self.type, *self.also]))
 
     @field_validator("where")
     @classmethod
@@ -133,8 +166,11 @@ class Select(_Model):
 
 
 class Moment(_Model):
-    """A date: the first set of ``fields`` of the record in question, or the fixed ``date``;
-    then shifted by ``days`` and ``months`` (negative for before)."""
+    """A date: the first set of ``fields`` of the record in question; when none is set and
+    ``start`` is given, the end a stated length gives (the first set ``start`` date plus the
+    first set number of ``length``, days counted with both ends, so ``days: 10`` ends 9 days
+    after the start, or of ``nights``, so ``nights: 10`` ends 10 days after it); else the fixed
+    ``date``. Then shifted by ``days`` and ``months`` (negative for before)."""
 
     fields: list[FieldName] = Field(default_factory=list, max_length=10)
     # the years rules read in records (1001-8999: 9999-12-31 often means "never"); with the
@@ -142,8 +178,11 @@ class Moment(_Model):
     date: dt.date | None = None
     days: int = Field(default=0, ge=-36_600, le=36_600)
     months: int = Field(default=0, ge=-1_200, le=1_200)
+    start: list[FieldName] = Field(default_factory=list, max_length=10)
+    length: list[FieldName] = Field(default_factory=lambda: ["days"], max_length=10)
+    nights: list[FieldName] = Field(default_factory=lambda: ["nights"], max_length=10)
 
-    @field_validator("fields")
+    @field_validator("fields", "start", "length", "nights")
     @classmethod
     def _check_fields(cls, v: list[str]) -> list[str]:
         for name in v:
@@ -159,8 +198,8 @@ class Moment(_Model):
 
     @model_validator(mode="after")
     def _needs_a_date(self) -> Moment:
-        if not self.fields and self.date is None:
-            raise ValueError("a moment needs fields (a record's date fields) or a date")
+        if not self.fields and not self.start and self.date is None:
+            raise ValueError("a moment needs fields (a record's date fields), start or a date")
         return self
 
 
@@ -204,6 +243,12 @@ class ValidOn(_Base):
     between them is an alert. A document is valid from its first set ``starts`` field (unset:
     since ever) to its first set ``expires`` field (unset: for good), unless one of ``lapsed``
     is true (cancelled, lapsed): then it covers nothing.
+
+    ``match`` ties a document to whom (or what) it is for: document field -> ``each`` record
+    field, e.g. ``{"holder": "travellers"}``. Only documents whose field has the record's value
+    count; a list on the ``each`` side means each of its members needs a document of their own
+    (every traveller their own passport). An ``each`` record that leaves the field unset asks for
+    any document, as without ``match``.
     """
 
     kind: Literal["valid_on"] = "valid_on"
@@ -223,6 +268,15 @@ class ValidOn(_Base):
         default_factory=lambda: ["cancelled", "lapsed", "terminated", "revoked", "void"],
         max_length=10,
     )
+    match: dict[FieldName, FieldName] = Field(default_factory=dict, max_length=5)
+
+    @field_validator("match")
+    @classmethod
+    def _check_match(cls, v: dict[str, str]) -> dict[str, str]:
+        for doc_field, each_field in v.items():
+            _field_name(doc_field)
+            _field_name(each_field)
+        return v
 
 
 class WindowLimit(_Base):
@@ -296,7 +350,8 @@ class Projection(_Base):
 class NoOverlap(_Base):
     """No record of ``a`` may overlap one of ``b`` (``b`` unset: another of ``a``), with
     ``buffer_minutes`` of travel or handover time between them. Times may carry an offset; a
-    record's ``tz`` field (an offset like ``+09:00``) places a naive time in its zone."""
+    record's ``tz`` field (an offset like ``+09:00``) places a naive time in its zone. Weekly
+    commitments (a weekday with ``start_time``/``end_time``) collide on their occurrences."""
 
     kind: Literal["no_overlap"] = "no_overlap"
     a: Select
@@ -309,7 +364,8 @@ class NoOverlap(_Base):
 class Before(_Base):
     """Each record of ``then`` needs a record of ``first`` dated at least ``gap_days`` before
     it (a vaccination before a trip, a visa appointment before the flight, a deposit before the
-    move-in date); alerts from ``lead_days`` before ``then`` while none is."""
+    move-in date); alerts from ``lead_days`` before ``then`` while none is, and at once when the
+    only ones logged are dated too late."""
 
     kind: Literal["before"] = "before"
     first: Select

@@ -4,26 +4,42 @@
 from __future__ import annotations
 
 import calendar
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, timedelta
+from typing import Any
 
 from uac_kernel.constraints.spec import Constraint, Moment, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule, RuleFunc, Severity
 from uac_kernel.rules.library._common import _called_off as called_off
-from uac_kernel.rules.library._common import _day, _first_term, _get, _norm, _terms, _text
+from uac_kernel.rules.library._common import (
+    _country,
+    _day,
+    _first_term,
+    _get,
+    _norm,
+    _number,
+    _terms,
+    _text,
+)
 
 __all__ = [
+    "COUNTRY_FIELDS",
     "add_months",
     "called_off",
+    "ident",
     "lower",
     "make_rule",
     "matches",
     "moment",
     "moment_text",
+    "read",
+    "same",
     "select",
+    "stated_end",
     "text_of",
+    "types_text",
     "watch",
 ]
 
@@ -33,29 +49,61 @@ def text_of(rec: Record) -> str:
     return _norm(_text(rec, rec.__dict__))
 
 
+# Fields naming countries: ``where`` compares them by country (UK = GB = United Kingdom).
+COUNTRY_FIELDS = frozenset({"country", "countries", "destination", "nationality"})
+
+
+def same(have: Any, want: Any, country: bool) -> bool:
+    """Whether one value of a record equals one wanted value."""
+    if isinstance(want, str):
+        if not isinstance(have, str):
+            return False
+        if country:
+            return _country(have) == _country(want)
+        return have.strip().casefold() == want.strip().casefold()
+    if isinstance(want, bool) or isinstance(have, bool):
+        return have is want
+    return bool(have == want)
+
+
 def matches(rec: Record, s: Select) -> bool:
-    """Whether ``rec`` is one of the records ``s`` names (its type and key are the caller's)."""
+    """Whether ``rec`` is one of the records ``s`` names (its type and key are the caller's):
+    each ``where`` field has one of the wanted values (a list field: in one of its members)."""
     for name, want in s.where.items():
         have = _get(rec, name)
-        if isinstance(want, str):
-            if not isinstance(have, str) or have.strip().casefold() != want.strip().casefold():
-                return False
-        elif isinstance(want, bool) or isinstance(have, bool):
-            if have is not want:
-                return False
-        elif have != want:
+        haves = have if isinstance(have, list) else [have]
+        wants = want if isinstance(want, list) else [want]
+        country = name in COUNTRY_FIELDS
+        if not any(same(h, w, country) for h in haves for w in wants):
             return False
     return not s.mentions or _first_term(text_of(rec), _terms(*s.mentions)) is not None
 
 
 def select(user: UserView, s: Select, among: Iterable[Record] | None = None) -> list[Record]:
-    """The current records ``s`` names (of ``among``, when given: an index-narrowed subset)."""
+    """The current records ``s`` names, of all its types (of ``among``, when given: an
+    index-narrowed subset, read with ``read``)."""
     if s.key is not None:
-        rec = user.get(s.type, s.key)
-        pool: Iterable[Record] = [rec] if rec is not None else []
+        key = s.key
+        pool: Iterable[Record] = [r for t in s.types if (r := user.get(t, key)) is not None]
     else:
-        pool = user.all(s.type) if among is None else among
+        pool = read(s, user.all) if among is None else among
     return [r for r in pool if matches(r, s)]
+
+
+def read(s: Select, fetch: Callable[[str], Iterable[Record]]) -> list[Record]:
+    """What ``fetch`` reads of each type ``s`` names, together: an index-narrowed read of one
+    type (``lambda t: _from_day(user, t, since, fields)``) made for all of them."""
+    return [r for t in s.types for r in fetch(t)]
+
+
+def ident(rec: Record) -> tuple[str, str]:
+    """A record's identity across types: its type's name and its key."""
+    return type(rec).__name__, rec.key
+
+
+def types_text(s: Select) -> str:
+    """The types ``s`` names, for a message: ``Passport``, ``Expense or Transaction``."""
+    return " or ".join(s.types)
 
 
 def add_months(d: date, months: int) -> date:
@@ -68,14 +116,46 @@ def add_months(d: date, months: int) -> date:
     return date(year, month + 1, min(d.day, calendar.monthrange(year, month + 1)[1]))
 
 
-def moment(m: Moment, rec: Record | None = None) -> date | None:
-    """The date ``m`` names for ``rec``: its first set date field of ``m.fields`` (or ``m.date``
-    when none is), shifted by ``m.months`` then ``m.days``; None when there is no such date."""
-    base = next((d for f in m.fields if rec is not None and (d := _day(_get(rec, f)))), None)
-    base = base or m.date
-    if base is None:
+MAX_LENGTH = 36_600  # days: a stated length beyond a century is bad data, not a span
+
+
+def stated_end(m: Moment, rec: Record) -> tuple[date, str] | None:
+    """The end ``rec``'s ``m.start`` and a stated length give, and how, for a message (``start
+    2026-10-20 + 21 nights``); None without both. Days count both ends, nights the nights."""
+    first, start = next(((d, f) for f in m.start if (d := _day(_get(rec, f)))), (None, ""))
+    if first is None:
         return None
-    shifted = add_months(base, m.months)
+    for names, spent, unit in ((m.length, 1, "day"), (m.nights, 0, "night")):
+        for f in names:
+            n = _number(_get(rec, f))
+            if n is not None and spent <= n <= MAX_LENGTH and n == int(n):
+                try:
+                    end = first + timedelta(days=int(n) - spent)
+                except OverflowError:
+                    return None
+                return end, f"{start} {first} + {int(n)} {unit}{'' if n == 1 else 's'}"
+    return None
+
+
+def _base_date(m: Moment, rec: Record | None) -> tuple[date, str] | None:
+    """The date ``m`` starts from for ``rec`` (before its shift), and where it comes from."""
+    if rec is not None:
+        for f in m.fields:
+            if (found := _day(_get(rec, f))) is not None:
+                return found, f"{f} {found}"
+        if (stated := stated_end(m, rec)) is not None:
+            return stated
+    return (m.date, str(m.date)) if m.date is not None else None
+
+
+def moment(m: Moment, rec: Record | None = None) -> date | None:
+    """The date ``m`` names for ``rec``: its first set date field of ``m.fields`` (else the end
+    its ``m.start`` and a stated length give, else ``m.date``), shifted by ``m.months`` then
+    ``m.days``; None when there is no such date."""
+    found = _base_date(m, rec)
+    if found is None:
+        return None
+    shifted = add_months(found[0], m.months)
     try:
         return shifted + timedelta(days=m.days)
     except OverflowError:
@@ -84,7 +164,7 @@ def moment(m: Moment, rec: Record | None = None) -> date | None:
 
 def watch(*selects: Select | None) -> frozenset[str]:
     """The record types a constraint reads: those its selects name."""
-    return frozenset(s.type for s in selects if s is not None)
+    return frozenset(t for s in selects if s is not None for t in s.types)
 
 
 def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], clock: bool) -> Rule:
@@ -116,10 +196,10 @@ def lower(severity: Severity) -> Severity:
 def moment_text(m: Moment, rec: Record | None = None) -> str:
     """Where the date ``m`` names for ``rec`` comes from, for a message: ``end 2025-07-15, +6
     months``; ``2025-04-15`` for a fixed date; empty when there is none."""
-    field = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
-    base = f"{field} {_day(_get(rec, field))}" if field and rec is not None else m.date
-    if base is None:
+    found = _base_date(m, rec)
+    if found is None:
         return ""
+    base = found[1]
     shift = [
         f"{n:+d} {unit}{'' if abs(n) == 1 else 's'}"
         for n, unit in ((m.months, "month"), (m.days, "day"))

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from datetime import date
 
 from uac_kernel.constraints import knowledge
-from uac_kernel.constraints.kinds._base import make_rule, select, text_of, watch
+from uac_kernel.constraints.kinds._base import ident, make_rule, read, select, text_of, watch
 from uac_kernel.constraints.spec import NotWhile
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -97,7 +97,7 @@ def compile(name: str, c: NotWhile) -> Rule:
         if not actives:
             return
         fields = (*FORBIDDEN_DATE, *FORBIDDEN_END)
-        pool = select(user, forbidden, _from_day(user, forbidden.type, today, fields))
+        pool = select(user, forbidden, read(forbidden, lambda t: _from_day(user, t, today, fields)))
         for f in pool:
             start = _first_day(f, FORBIDDEN_DATE)
             end = _first_day(f, FORBIDDEN_END) or start
@@ -107,7 +107,7 @@ def compile(name: str, c: NotWhile) -> Rule:
             if hit is None:
                 continue
             for a, a_word in actives:
-                if type(a) is type(f) and a.key == f.key:
+                if ident(a) == ident(f):
                     continue
                 a_start, a_end = _first_day(a, ACTIVE_START), _first_day(a, ACTIVE_END)
                 if _apart(start, end, a_start, a_end):

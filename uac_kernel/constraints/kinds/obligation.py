@@ -33,6 +33,7 @@ from uac_kernel.constraints.kinds._base import (
     moment,
     moment_text,
     select,
+    types_text,
     watch,
 )
 from uac_kernel.constraints.spec import Obligation
@@ -132,7 +133,7 @@ def _finding(c: Obligation, rec: Record | None, due: date, today: date) -> Findi
         when = "today" if left == 0 else "tomorrow" if left == 1 else f"in {left} days"
         state = f", {when} (today is {today}), and it is not done yet"
         act = "Do it before then and"
-    log = f"log the {c.done_by.type} record that shows it was done" if c.done_by else ""
+    log = f"log the {types_text(c.done_by)} record that shows it was done" if c.done_by else ""
     if rec is not None:
         then = f"mark {what} done (set {(c.done or DONE)[0]} true, or its status to done)"
         then += f", or {log}" if log else ""

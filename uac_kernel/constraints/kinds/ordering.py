@@ -7,14 +7,17 @@ collides with what spans it or starts with it; touching ends do not collide). A 
 ``-0500``) or a zone name (``Asia/Tokyo``), places its times and dates in that zone; the log
 stores a time written with its own offset in UTC already, so such a record needs no ``tz``, and
 records without one are compared as given. Two spans collide when fewer than
-``buffer_minutes`` separate them. Cancelled or declined records (``status``, or a flag of that
-name) and records over before today are left out; the records are read through the date
+``buffer_minutes`` separate them. A weekly commitment (the library's ``_weekly`` reading: a
+weekday with ``start_time``/``end_time``, or a ``start`` that repeats weekly) collides with each
+span of the other side that meets one of its occurrences (``_weekly_clash``), its times taken in
+its own ``tz``; two weekly ones are not compared. Cancelled or declined records (``status``,
+or a flag of that name) and records over before today are left out; the records are read through the date
 indexes and swept in start order, so the cost follows the records ahead, not every pair.
 
 Before: each ``then`` record not yet past, dated T, needs a ``first`` record dated by T minus
 ``gap_days`` (an undated one counts: it exists, its date unknown). The alert opens
 ``lead_days`` before that deadline, while none is logged, and is critical once the deadline
-has passed.
+has passed; when the only ones logged are dated after the deadline (too late), it opens at once.
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from uac_kernel._display import plural
-from uac_kernel.constraints.kinds._base import make_rule, matches, select, watch
+from uac_kernel.constraints.kinds._base import (
+    ident,
+    make_rule,
+    matches,
+    read,
+    select,
+    types_text,
+    watch,
+)
 from uac_kernel.constraints.spec import Before, NoOverlap, Select
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -43,7 +54,15 @@ from uac_kernel.rules.library._common import (
     _utc,
     _zone,
 )
-from uac_kernel.rules.library.schedule import _clock_time
+from uac_kernel.rules.library.schedule import (
+    RECURRENCE_FIELDS,
+    WEEKDAY_FIELDS,
+    _clock_time,
+    _Weekly,
+    _weekly,
+    _weekly_clash,
+)
+from uac_kernel.rules.library.schedule import _Span as _DaySpan
 
 __all__ = ["compile"]
 
@@ -78,6 +97,21 @@ class _Span:
     start: datetime  # UTC when the record says its zone, else as given
     end: datetime
     when: str  # as the record gives it, for messages
+    zone: tuple[tzinfo, str] | None = None
+
+    def local(self, zone: tuple[tzinfo, str] | None) -> tuple[datetime, datetime]:
+        """Start and end in ``zone`` (None: as the record gives them)."""
+        if self.zone is None:
+            return self.start, self.end
+        to = (zone or self.zone)[0]
+
+        def there(d: datetime) -> datetime:
+            try:
+                return d.replace(tzinfo=UTC).astimezone(to).replace(tzinfo=None)
+            except OverflowError:
+                return d
+
+        return there(self.start), there(self.end)
 
 
 def _span(rec: Record, c: NoOverlap) -> _Span | None:
@@ -98,21 +132,43 @@ def _span(rec: Record, c: NoOverlap) -> _Span | None:
         when = f"from {_shown(s)} to {_shown(e)}"
     if zone is not None:
         when += f" ({zone[1]})"
-    return _Span(rec, _utc(start, zone), _utc(end, zone), when)
+    return _Span(rec, _utc(start, zone), _utc(end, zone), when, zone)
+
+
+def _weeklies(user: UserView, sel: Select) -> list[_Weekly]:
+    """The weekly commitments ``sel`` names (a weekday with ``start_time``/``end_time``, or a
+    ``start`` that repeats weekly: the library's reading), not cancelled, not ended before
+    today; only types with a weekday or recurrence field are read."""
+    today = user.today
+    kinds = (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)
+    out = []
+    for t in sel.types:
+        if not any(f in user.field_types(t) for f in kinds):
+            continue
+        for rec in select(user, sel.model_copy(update={"type": t, "also": []})):
+            w = _weekly(rec)
+            if (
+                w is not None
+                and not _cancelled(rec)
+                and (w.last is None or today is None or w.last >= today)
+            ):
+                out.append(w)
+    return out
 
 
 def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
     """Spans of the current records of ``sel`` not over before today (a day of slack for
-    zones), read through the start and end indexes."""
+    zones), read through the start and end indexes; weekly commitments are not spans."""
     today = user.today
     pool = None
     if today is not None:
-        fields = _date_fields(user, sel.type, [*c.start, *c.end])
-        pool = _dated_from(user, sel.type, fields, _before(today, timedelta(days=1)))
+        since = _before(today, timedelta(days=1))
+        names = [*c.start, *c.end]
+        pool = read(sel, lambda t: _dated_from(user, t, _date_fields(user, t, names), since))
     cutoff = datetime.combine(_before(today, timedelta(days=1)), time()) if today else None
     out = []
     for rec in select(user, sel, pool):
-        if _cancelled(rec) or (span := _span(rec, c)) is None:
+        if _cancelled(rec) or _weekly(rec) is not None or (span := _span(rec, c)) is None:
             continue
         if cutoff is None or span.end > cutoff:
             out.append(span)
@@ -149,8 +205,42 @@ def _no_overlap(c: NoOverlap) -> RuleFunc:
                 if c.b is not None and not _across(side, x, y):
                     continue
                 yield _collision(c, x, y, buffer)
+        yield from _weekly_collisions(c, user, a, b, buffer)
 
     return check
+
+
+def _weekly_collisions(
+    c: NoOverlap, user: UserView, a: list[_Span], b: list[_Span], buffer: timedelta
+) -> Iterator[Finding]:
+    """Each span that falls on an occurrence of a weekly commitment of the other side (either
+    side's, without ``b``), within ``buffer``; two weekly ones are not compared. The weekly
+    times are in the weekly record's zone, if it names one; the span is placed in it."""
+    wa = _weeklies(user, c.a)
+    pairs = [(w, b) for w in wa]
+    if c.b is not None:
+        pairs += [(w, a) for w in _weeklies(user, c.b)]
+    seen: set[tuple[tuple[str, str], tuple[str, str]]] = set()
+    for w, spans in pairs:
+        zone = _zone(w.rec)
+        for sp in spans:
+            pair = (ident(w.rec), ident(sp.rec))
+            if pair[0] == pair[1] or pair in seen:
+                continue
+            seen.add(pair)
+            lo, hi = sp.local(zone)
+            day = _weekly_clash(w, _DaySpan(_before(lo, buffer), _after(hi, buffer), False, sp.rec))
+            if day is not None:
+                yield Finding(
+                    message=(
+                        f"{c.title}: {_label(sp.rec)} {sp.when} falls on {_label(w.rec)}, "
+                        f"{w.when()} (the one on {day}"
+                        + (f", with {_duration(buffer)} needed between them" if buffer else "")
+                        + f"); move one of them, or add {day} to the weekly one's skip_dates if "
+                        "it will be missed"
+                    ),
+                    evidence=(w.rec, sp.rec),
+                )
 
 
 def _across(side: dict[tuple[str, str], int], x: _Span, y: _Span) -> bool:
@@ -183,8 +273,10 @@ def _collision(c: NoOverlap, x: _Span, y: _Span, buffer: timedelta) -> Finding:
 
 
 def _describe(s: Select) -> str:
-    parts = [s.type if s.key is None else f"{s.type} '{s.key}'"]
-    parts += [f"{k} {v}" for k, v in s.where.items()]
+    parts = [types_text(s) if s.key is None else f"{types_text(s)} '{s.key}'"]
+    parts += [
+        f"{k} {' or '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in s.where.items()
+    ]
     if s.mentions:
         parts.append("mentioning " + " or ".join(s.mentions))
     return " ".join(parts)
@@ -200,10 +292,14 @@ class _Firsts:
 
     def __init__(self, user: UserView, c: Before):
         self.user, self.c = user, c
-        self.fields = _date_fields(user, c.first.type, c.first_date)
+        # each type's date fields: the index reads are made per type
+        self.fields = {t: _date_fields(user, t, c.first_date) for t in c.first.types}
         self.all: list[Record] | None = None
-        if c.first.key is not None or not self.fields:
+        if c.first.key is not None or not all(self.fields.values()):
             self.all = [r for r in select(user, c.first) if not _cancelled(r)]
+
+    def _indexes(self) -> list[tuple[str, str]]:
+        return [(t, f) for t, fs in self.fields.items() for f in fs]
 
     def _ok(self, r: Record) -> bool:
         return matches(r, self.c.first) and not _cancelled(r)
@@ -213,7 +309,7 @@ class _Firsts:
         names = self.c.first_date
         if self.all is not None:
             return any(_first_day(r, names) is None for r in self.all)
-        unset = self.user.unset(self.c.first.type, self.fields[0])
+        unset = [r for t, fs in self.fields.items() for r in self.user.unset(t, fs[0])]
         return any(self._ok(r) and _first_day(r, names) is None for r in unset)
 
     def by(self, deadline: date) -> bool:
@@ -224,8 +320,8 @@ class _Firsts:
         hi: date = _after(deadline, timedelta(days=1))
         for back in (*LOOKBACK, None):
             lo = None if back is None else _before(deadline, timedelta(days=back))
-            for f in self.fields:
-                for r in self.user.where(self.c.first.type, f, since=lo, before=hi):
+            for t, f in self._indexes():
+                for r in self.user.where(t, f, since=lo, before=hi):
                     if self._ok(r) and (d := _first_day(r, names)) is not None and d <= deadline:
                         return True
             if lo is None:
@@ -242,8 +338,8 @@ class _Firsts:
         since = _after(deadline, timedelta(days=1))
         found = [
             d
-            for f in self.fields
-            for r in self.user.where(self.c.first.type, f, since=since)
+            for t, f in self._indexes()
+            for r in self.user.where(t, f, since=since)
             if self._ok(r) and (d := _first_day(r, names)) is not None and d > deadline
         ]
         return min(found, default=None)
@@ -256,7 +352,8 @@ def _before_check(c: Before) -> RuleFunc:
     def check(user: UserView) -> Iterator[Finding]:
         today = user.today
         thens = []
-        for rec in select(user, c.then, _not_past(user, c.then.type, today, c.then_date)):
+        pool = read(c.then, lambda t: _not_past(user, t, today, c.then_date))
+        for rec in select(user, c.then, pool):
             if not _cancelled(rec) and (when := _first_day(rec, c.then_date)) is not None:
                 thens.append((rec, when))
         if not thens:
@@ -266,11 +363,14 @@ def _before_check(c: Before) -> RuleFunc:
             return
         for rec, when in thens:
             deadline = _before(when, gap)
-            if today is not None and today < _before(deadline, lead):
-                continue
+            early = today is not None and today < _before(deadline, lead)
             if firsts.by(deadline):
                 continue
-            yield _missing(c, rec, when, deadline, today, need, firsts.after(deadline))
+            # one logged too late already breaks the order: no lead time to wait for
+            late = firsts.after(deadline)
+            if early and late is None:
+                continue
+            yield _missing(c, rec, when, deadline, today, need, late)
 
     return check
 

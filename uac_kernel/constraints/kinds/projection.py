@@ -24,7 +24,15 @@ from collections.abc import Iterator
 from datetime import date, timedelta
 
 from uac_kernel._display import plural
-from uac_kernel.constraints.kinds._base import add_months, make_rule, moment, select, watch
+from uac_kernel.constraints.kinds._base import (
+    add_months,
+    make_rule,
+    moment,
+    read,
+    select,
+    stated_end,
+    watch,
+)
 from uac_kernel.constraints.spec import Moment, Projection
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -75,7 +83,9 @@ def _daily(rec: Record, c: Projection) -> float | None:
 def _which(m: Moment, rec: Record | None) -> str:
     """How ``m`` was taken from ``rec``: ``Trip 'x' end``, ``the date``, with its shift."""
     used = next((f for f in m.fields if rec is not None and _day(_get(rec, f))), None)
-    base = f"{_label(rec)} {used}" if used and rec is not None else "the date set"
+    stated = stated_end(m, rec) if rec is not None and used is None else None
+    src = used or (stated[1] if stated else None)
+    base = f"{_label(rec)} {src}" if rec is not None and src else "the date set"
     shift = [
         f"{'plus' if n > 0 else 'minus'} {plural(abs(n), unit)}"
         for n, unit in ((m.months, "month"), (m.days, "day"))
@@ -97,8 +107,9 @@ def _untils(user: UserView, c: Projection, subject: Record) -> list[tuple[Record
         if today is not None:
             back = _before(today, timedelta(days=c.until.days))
             since = _before(add_months(back, -c.until.months), MONTH_SLACK)
-        pool = _from_day(user, c.until_record.type, since, c.until.fields)
-        for r in select(user, c.until_record, pool):
+        sel = c.until_record
+        pool = read(sel, lambda t: _from_day(user, t, since, c.until.fields))
+        for r in select(user, sel, pool):
             if (d := moment(c.until, r)) is not None:
                 found.append((r, d))
     return [(r, d) for r, d in found if today is None or d >= today]
@@ -174,8 +185,9 @@ def _balance(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
     if not untils:
         return
     last = max(d for _, d in untils)
-    fields = _date_fields(user, flows_sel.type, c.flow_date)
-    pool = _dated_from(user, flows_sel.type, fields, as_of) if fields else []
+    pool = read(
+        flows_sel, lambda t: _dated_from(user, t, _date_fields(user, t, c.flow_date), as_of)
+    )
     by_day: dict[date, list[tuple[Record, float]]] = defaultdict(list)
     for f in select(user, flows_sel, pool):
         day, amount = _first_day(f, c.flow_date), _number(_get(f, c.flow_amount))

@@ -33,15 +33,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import Any
 
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
+    COUNTRY_FIELDS,
     called_off,
     lower,
     make_rule,
     moment,
     moment_text,
+    read,
+    same,
     select,
+    types_text,
     watch,
 )
 from uac_kernel.constraints.spec import Moment, ValidOn
@@ -102,7 +107,7 @@ def _candidates(user: UserView, c: ValidOn, today: date) -> list[Record]:
         return select(user, c.each)
     since = min(_before(today, timedelta(days=_reach(m))) for m in moments)
     fields = [f for m in moments for f in m.fields]
-    return select(user, c.each, among=_from_day(user, c.each.type, since, fields))
+    return select(user, c.each, among=read(c.each, lambda t: _from_day(user, t, since, fields)))
 
 
 @dataclass
@@ -161,15 +166,52 @@ def _gap_text(g: _Gap, kind: str) -> str:
     return f"{', '.join(sides)}: {what}" if sides else f"no {kind} covers {_days(g.first, g.last)}"
 
 
+Whose = tuple[tuple[str, Any], ...]  # (document field, value) pairs a document must have
+
+
+def _whose(c: ValidOn, rec: Record) -> list[Whose]:
+    """For whom ``rec`` needs a document: one tuple of (document field, value) per person or
+    thing its ``match`` fields name, a list field giving one per member; ``[()]``, any
+    document, without ``match`` or when ``rec`` leaves those fields unset."""
+    out: list[Whose] = [()]
+    for doc_field, each_field in c.match.items():
+        have = _get(rec, each_field)
+        values = [v for v in (have if isinstance(have, list) else [have]) if v not in (None, "")]
+        unique = [v for i, v in enumerate(values) if v not in values[:i]]
+        if unique:
+            out = [(*w, (doc_field, v)) for w in out for v in unique]
+    return out
+
+
+def _theirs(doc: _Doc, whose: Whose) -> bool:
+    """Whether ``doc`` is for ``whose``: each field has the value (a list field: a member)."""
+    for field, want in whose:
+        have = _get(doc.rec, field)
+        haves = have if isinstance(have, list) else [have]
+        if not any(same(h, want, field in COUNTRY_FIELDS) for h in haves):
+            return False
+    return True
+
+
 def _finding(
-    c: ValidOn, rec: Record, valid: list[_Doc], lapsed: list[_Doc], today: date
+    c: ValidOn,
+    rec: Record,
+    valid: list[_Doc],
+    lapsed: list[_Doc],
+    today: date,
+    whose: Whose = (),
 ) -> Finding | None:
-    """The alert about ``rec``'s need for a valid document, or None when it is met."""
+    """The alert about ``rec``'s need for a valid document (for ``whose``, when ``match`` names
+    one), or None when it is met."""
+    if whose:
+        valid = [d for d in valid if _theirs(d, whose)]
+        lapsed = [d for d in lapsed if _theirs(d, whose)]
+    who = " for " + ", ".join(f"{f} {v}" for f, v in whose) if whose else ""
     at = moment(c.at, rec)
     if at is None:
         return None
     until = moment(c.until, rec) if c.until is not None else None
-    kind = c.document.type
+    kind = types_text(c.document)
     note = ""
     hi: date | None
     if c.until is None or (until is not None and until < at):
@@ -221,9 +263,10 @@ def _finding(
         {(type(r).__name__, r.key): r for r in [rec, *named, *(d.rec for d in void)]}.values()
     )
     return Finding(
-        f"{c.title}: {_label(rec)} needs {need}{note}; {found}. {act}.",
+        f"{c.title}: {_label(rec)}{who} needs {need}{note}; {found}. {act}.",
         evidence,
         severity=severity,
+        about=who.strip(),
     )
 
 
@@ -241,7 +284,8 @@ def compile(name: str, c: ValidOn) -> Rule:
         for rec in each:
             if called_off(rec):
                 continue  # a cancelled trip needs no cover
-            if (f := _finding(c, rec, valid, lapsed, today)) is not None:
-                yield f
+            for whose in _whose(c, rec):
+                if (f := _finding(c, rec, valid, lapsed, today, whose)) is not None:
+                    yield f
 
     return make_rule(name, c, check, watch(c.document, c.each), clock=True)

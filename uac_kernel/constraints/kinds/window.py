@@ -7,12 +7,13 @@ number in ``amount`` (default ``amount``), adds nothing):
 
 - ``count``: 1 on its date; ``sum``: its amount on its date;
 - ``days``: every day from its date to its first set ``end`` field, both inclusive; a day covered
-  by several records counts once. A record with no end counts one day when its type has no end
-  field at all (a dated event). When its type has an end field this record leaves unset, it is a
-  stay whose end is not known yet: begun on or before today, it counts every day through today
-  (the log clock: that much presence the log does not contradict), and a breach that holds only
-  with those assumed days is reported one severity step lower, saying so; planned later, it
-  counts its first day. An end before the date counts the date alone.
+  by several records counts once. A record with no end set counts one day when it is a dated
+  event: in a type with no end field at all, placed by its ``date`` field or by a date-time (a
+  visit, an appointment). Otherwise (a type with an end field this record leaves unset, or a
+  plain date in another field, such as ``start``) it is a stay whose end is not known yet:
+  begun on or before today, it counts every day through today (the log clock: that much
+  presence the log does not contradict), and a breach that holds only with those assumed days
+  is reported one severity step lower, saying so; planned later, it counts its first day. An end before the date counts the date alone.
 
 Windows: ``window_days`` rolling (every window of that many days that ends on a day some record
 covers, from today on: a window wholly in the past can no longer change, so its breach is not
@@ -35,10 +36,19 @@ import calendar
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from itertools import accumulate
 
-from uac_kernel.constraints.kinds._base import called_off, lower, make_rule, select, watch
+from uac_kernel.constraints.kinds._base import (
+    called_off,
+    ident,
+    lower,
+    make_rule,
+    read,
+    select,
+    types_text,
+    watch,
+)
 from uac_kernel.constraints.spec import WindowLimit
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
@@ -47,6 +57,7 @@ from uac_kernel.rules.library._common import (
     _after,
     _before,
     _date_fields,
+    _day,
     _first_day,
     _from_day,
     _get,
@@ -83,7 +94,7 @@ class _Total:
 
 def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> list[_Item]:
     amount = c.amount or "amount"
-    has_end = bool(_date_fields(user, c.subject.type, c.end))
+    has_end = {t: bool(_date_fields(user, t, c.end)) for t in c.subject.types}
     out: list[_Item] = []
     for rec in recs:
         first = _first_day(rec, c.date)
@@ -97,11 +108,32 @@ def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> l
         end = _first_day(rec, c.end)
         if end is not None:
             out.append(_Item(rec, first, max(first, end), max(first, end), 1.0))
-        elif has_end and first <= today:
+        elif (has_end[type(rec).__name__] or _begins_a_stay(rec, c.date)) and first <= today:
             out.append(_Item(rec, first, today, first, 1.0))
         else:
             out.append(_Item(rec, first, first, first, 1.0))
     return out
+
+
+EVENT_DATE = "date"  # the field that dates a one-day event; any other starts a span
+
+
+def _begins_a_stay(rec: Record, names: list[str]) -> bool:
+    """Whether ``rec``'s first set date field of ``names`` begins a stay: a plain date in a field
+    other than ``date`` (a ``start`` day); a date-time is a moment (an appointment)."""
+    field = next((f for f in names if _day(_get(rec, f)) is not None), None)
+    return field not in (None, EVENT_DATE) and not isinstance(_get(rec, field), datetime)
+
+
+def _open(user: UserView, c: WindowLimit, t: str, since: date) -> list[Record]:
+    """Records of type ``t`` with no end set that a read from ``since`` leaves out (begun before
+    it): with an end field, those leaving it unset; without one, those placed by a field other
+    than ``date`` (an event's ``date`` counts one day, so is never open)."""
+    ends = _date_fields(user, t, c.end)
+    if ends:
+        return [r for r in user.unset(t, ends[0]) if all(_get(r, f) is None for f in ends[1:])]
+    starts = _date_fields(user, t, [f for f in c.date if f != EVENT_DATE])
+    return [r for f in starts for r in user.where(t, f, before=since)]
 
 
 def _total(c: WindowLimit, items: list[_Item], lo: date, hi: date) -> _Total:
@@ -130,7 +162,7 @@ def _amount(c: WindowLimit, total: float) -> str:
     if c.measure == "days":
         return f"{_num(total)} days"
     if c.measure == "count":
-        return f"{_num(total)} {c.subject.type} record{'' if total == 1 else 's'}"
+        return f"{_num(total)} {types_text(c.subject)} record{'' if total == 1 else 's'}"
     return f"a total {c.amount or 'amount'} of {_num(total)}"
 
 
@@ -145,7 +177,7 @@ def _listing(c: WindowLimit, items: list[_Item], today: date) -> str:
             return f"{_label(i.rec)} {i.first}: {_num(i.value)}"
         return f"{_label(i.rec)} {i.first}"
 
-    ordered = sorted(items, key=lambda i: (i.first, i.rec.key))
+    ordered = sorted(items, key=lambda i: (i.first, *ident(i.rec)))
     shown = "; ".join(one(i) for i in ordered[:SHOWN])
     more = len(ordered) - SHOWN
     return shown + (f"; and {more} more" if more > 0 else "")
@@ -331,15 +363,13 @@ def compile(name: str, c: WindowLimit) -> Rule:
         if calendar_too:
             since = min(since, _period(c, today, anchor)[0])
         fields = [*c.date, *c.end] if c.measure == "days" else list(c.date)
-        among = _from_day(user, c.subject.type, since, fields)
-        ends = _date_fields(user, c.subject.type, c.end)
-        if c.measure == "days" and ends:
-            seen = {r.key for r in among}
-            among += [
-                r
-                for r in user.unset(c.subject.type, ends[0])
-                if r.key not in seen and all(_get(r, f) is None for f in ends[1:])
-            ]
+        among = read(c.subject, lambda t: _from_day(user, t, since, fields))
+        if c.measure == "days":
+            seen = {ident(r) for r in among}
+            for r in read(c.subject, lambda t: _open(user, c, t, since)):
+                if ident(r) not in seen:
+                    seen.add(ident(r))
+                    among.append(r)
         items = _items(user, c, select(user, c.subject, among=among), today)
         if c.window_days is not None:
             yield from _rolling(c, c.window_days, items, today)
