@@ -149,6 +149,9 @@ FILES = [
     ("unknown_kind_10k", line({"kind": "k" * 10_000, "ts": TS}), 1, "kind", "unknown kind 'kkkk"),
     ("op_is_a_list", line({**add(nights=1), "op": ["add"]}), 1, "op", "unknown op"),
     ("type_is_a_number", line({**add(nights=1), "type": 5}), 1, "type", "must start with a capital"),
+    ("duplicate_field", line(add(nights=1)) + line(add(key="t2", nights=1)).replace(b'"nights": 1', b'"nights": 1, "nights": 9'), 2, "", "the key 'nights' appears twice"),
+    ("duplicate_top_key", line(add(nights=1)).replace(b'"op": "add"', b'"op": "add", "op": "retract"'), 1, "", "the key 'op' appears twice"),
+    ("quote_colon_in_a_string_is_no_key", line(utter(text='she wrote "a": b')) + line(add(key="t3", **{"": 1})), 2, "fields.", "must be lower_snake_case"),
 ]  # fmt: skip
 
 

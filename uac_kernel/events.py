@@ -165,7 +165,36 @@ def _loads(raw: bytes) -> Any:
     else:
         if _LONG_NUMBER.search(raw):
             obj = _exact_loads(raw, "")
+    # Every key in the text is a string closed by a quote before its colon, so when the parsed
+    # keys are as many as such quote-colons there can be no duplicate (the usual line costs one
+    # count). Otherwise a string held a quote-colon, or a key came twice: look precisely.
+    if type(obj) in (dict, list) and _keys(obj) != len(_KEY_END.findall(raw)):
+        json.loads(raw, object_pairs_hook=_no_duplicate)
     return obj
+
+
+_KEY_END = re.compile(rb'"\s*:')
+
+
+def _keys(value: Any) -> int:
+    """The keys of every object in a JSON object or array (a call per object or array, not
+    per scalar)."""
+    n = len(value) if type(value) is dict else 0
+    for v in value.values() if type(value) is dict else value:
+        if type(v) is dict or type(v) is list:
+            n += _keys(v)
+    return n
+
+
+def _no_duplicate(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            # JSON leaves a repeated name to the reader; one that keeps the last value would log
+            # what a person reading the first one did not see
+            raise ValueError(f"the key {_cut(key)!r} appears twice in one object; keep one of them")
+        seen.add(key)
+    return dict(pairs)
 
 
 def _exact_loads(raw: bytes, problem: str) -> Any:
