@@ -267,20 +267,12 @@ BAD_FILES: list[Any] = [
         b"[" * 200_000 + b"]" * 200_000,
         ["deep.json"],
         id="json-200k-nesting",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="deeply nested JSON raises RecursionError out of read_constraints: a traceback, not a one-line error",
-        ),
     ),
     pytest.param(
         "deep.yaml",
         b"a: " + b"[" * 100_000 + b"]" * 100_000 + b"\n",
         ["deep.yaml"],
         id="yaml-100k-flow-nesting",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="deeply nested YAML raises RecursionError out of PyYAML's composer: a traceback, not a one-line error",
-        ),
     ),
     pytest.param(
         "deepblock.yaml",
@@ -994,10 +986,6 @@ MAGIC_CELLS: list[Any] = [
         "%%uac constraint\n" + "[" * 50_000 + "]" * 50_000,
         ["%%uac constraint"],
         id="json-50k-nesting",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="deeply nested JSON in a constraint cell raises RecursionError, not a UsageError one-liner",
-        ),
     ),
 ]
 
@@ -1866,10 +1854,6 @@ def test_the_cli_alias_constraint_retracts_like_constrain(
     assert uac(capsys, db, "verify").code == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="marimo's constrain lets RecursionError out on deeply nested JSON instead of showing the error",
-)
 def test_marimo_constrain_with_deep_nesting_shows_an_error() -> None:
     pytest.importorskip("marimo")
     import uac.marimo as um

@@ -1,7 +1,8 @@
 """Constraints written by hand: a YAML or JSON text (a file for ``uac constrain``, a
 ``%%uac constraint`` cell) holding one constraint object, a list of them, or a mapping of
 key → constraint. Read as data only: JSON by the JSON parser, YAML by PyYAML's safe loader
-with aliases refused (an alias can make a small text a huge value), never by running it."""
+with aliases refused (an alias can make a small text a huge value), never by running it.
+Nesting deeper than ``MAX_DEPTH`` and a text over ``MAX_CHARS`` are refused."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import yaml
 from uac_kernel.constraints.spec import Constraint, parse_constraint
 from uac_kernel.errors import ConstraintError
 
-__all__ = ["MAX_CHARS", "read_constraints"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "read_constraints"]
 
 # A constraint is a few hundred characters; a file of the most a user may have in force fits.
 MAX_CHARS = 1 << 20
+# A constraint nests a few levels (a mapping of them, a constraint, a Select, a where); far
+# more is not a constraint, and deep data would exhaust the parsers' recursion.
+MAX_DEPTH = 32
 
 
 class _Loader(yaml.SafeLoader):
@@ -32,6 +36,37 @@ class _Loader(yaml.SafeLoader):
 
 
 def _load(text: str, origin: str) -> Any:
+    try:
+        data = _parse(text, origin)
+    except RecursionError:  # the parsers recurse per level of nesting
+        raise ConstraintError(_too_deep(origin)) from None
+    if _depth(data) > MAX_DEPTH:
+        raise ConstraintError(_too_deep(origin))
+    return data
+
+
+def _too_deep(origin: str) -> str:
+    return (
+        f"{origin}: lists and mappings nest more than {MAX_DEPTH} levels deep; a constraint "
+        "nests a few, see docs/constraints.md"
+    )
+
+
+def _depth(data: Any) -> int:
+    """How deep lists and mappings nest in ``data`` (without recursion: it may be deep)."""
+    most, todo = 0, [(data, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, dict | list):
+            most = max(most, depth)
+            if depth <= MAX_DEPTH:
+                todo.extend(
+                    (v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)
+                )
+    return most
+
+
+def _parse(text: str, origin: str) -> Any:
     if text.lstrip()[:1] in ("{", "["):
         try:
             return json.loads(text)
