@@ -380,10 +380,6 @@ DUPLICATES: list[Any] = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="duplicate keys in a constraint file are silently resolved to the last one: a constraint or a field is dropped without a word",
-)
 @pytest.mark.parametrize(("name", "data"), DUPLICATES)
 def test_duplicate_keys_in_a_constraint_file_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes

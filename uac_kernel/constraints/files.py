@@ -2,7 +2,8 @@
 ``%%uac constraint`` cell) holding one constraint object, a list of them, or a mapping of
 key → constraint. Read as data only: JSON by the JSON parser, YAML by PyYAML's safe loader
 with aliases refused (an alias can make a small text a huge value), never by running it.
-Nesting deeper than ``MAX_DEPTH`` and a text over ``MAX_CHARS`` are refused."""
+A key given twice in one mapping, nesting deeper than ``MAX_DEPTH`` and a text over
+``MAX_CHARS`` are refused."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ MAX_DEPTH = 32
 
 
 class _Loader(yaml.SafeLoader):
-    """The safe loader, refusing aliases."""
+    """The safe loader, refusing aliases and a key given twice in one mapping."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -33,6 +34,41 @@ class _Loader(yaml.SafeLoader):
                 f"line {mark.line + 1}: a YAML alias (*name); write the value out in full"
             )
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        # PyYAML keeps the last of two equal keys: a constraint or a field would be dropped
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: the safe constructor refuses it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise ConstraintError(_twice(key, key_node.start_mark.line + 1, first))
+        return super().construct_mapping(node, deep)
+
+
+def _twice(key: Any, line: int | None, first: int | None = None) -> str:
+    where = f"line {line}: " if line is not None else ""
+    also = f" (first on line {first})" if first is not None else ""
+    return f"{where}key {_cut(str(key))!r} is given twice{also}; keep one of them"
+
+
+def _cut(text: str, most: int = 60) -> str:
+    return text if len(text) <= most else text[:most] + "..."
+
+
+def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (``json`` keeps the last one)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ConstraintError(_twice(key, None))
+        found[key] = value
+    return found
 
 
 def _load(text: str, origin: str) -> Any:
@@ -69,7 +105,9 @@ def _depth(data: Any) -> int:
 def _parse(text: str, origin: str) -> Any:
     if text.lstrip()[:1] in ("{", "["):
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_no_twice)
+        except ConstraintError as exc:
+            raise ConstraintError(f"{origin}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise ConstraintError(
                 f"{origin}: line {exc.lineno}: invalid JSON ({exc.msg}); fix it or write YAML"
