@@ -14,6 +14,7 @@ import yaml
 
 from uac_kernel.constraints.spec import Constraint, parse_constraint
 from uac_kernel.errors import ConstraintError
+from uac_kernel.events import KEY_CHARS
 
 __all__ = ["MAX_CHARS", "MAX_DEPTH", "read_constraints"]
 
@@ -136,23 +137,40 @@ def read_constraints(
         raise ConstraintError(
             f"{origin}: {len(text):,} characters; a constraint file holds at most {MAX_CHARS:,}"
         )
+    if key is not None:
+        _check_key(key, f"{origin}: --key")
     data = _load(text, origin)
     if isinstance(data, dict) and data and "kind" not in data:
         if key is not None and len(data) > 1:
             raise ConstraintError(_one_key(origin, len(data)))
-        return {
-            str(k) if key is None else key: parse_constraint(v, f"{origin}: key {str(k)!r}")
-            for k, v in data.items()
-        }
+        found: dict[str, Constraint] = {}
+        for i, (k, v) in enumerate(data.items(), 1):
+            if key is None:
+                _check_key(str(k), f"{origin}: item {i}: key")
+            found[str(k) if key is None else key] = parse_constraint(
+                v, f"{origin}: key {_cut(str(k))!r}"
+            )
+        return found
     if isinstance(data, list):
         if not data:
             raise ConstraintError(f"{origin}: an empty list holds no constraint")
         if key is not None and len(data) > 1:
             raise ConstraintError(_one_key(origin, len(data)))
-        found = [parse_constraint(v, f"{origin}: item {i}") for i, v in enumerate(data, 1)]
+        listed = [parse_constraint(v, f"{origin}: item {i}") for i, v in enumerate(data, 1)]
     else:
-        found = [parse_constraint(data, origin)]
-    return {key: found[0]} if key is not None else found
+        listed = [parse_constraint(data, origin)]
+    return {key: listed[0]} if key is not None else listed
+
+
+def _check_key(key: str, where: str) -> None:
+    """A key as a constraint event's (``events.KEY_CHARS``), refused here where the file and
+    the item can be named."""
+    if not key:
+        raise ConstraintError(f"{where}: the key is empty; give the constraint a key")
+    if len(key) > KEY_CHARS:
+        raise ConstraintError(
+            f"{where}: the key {_cut(key)!r} has {len(key):,} characters; at most {KEY_CHARS}"
+        )
 
 
 def _one_key(origin: str, n: int) -> str:
