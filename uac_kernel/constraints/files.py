@@ -3,11 +3,12 @@
 key → constraint. Read as data only: JSON by the JSON parser, YAML by PyYAML's safe loader
 with aliases refused (an alias can make a small text a huge value), never by running it.
 A key given twice in one mapping, nesting deeper than ``MAX_DEPTH`` and a text over
-``MAX_CHARS`` are refused."""
+``MAX_CHARS`` are refused; YAML booleans are YAML 1.2's (true/false), so `NO` stays a word."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -50,6 +51,17 @@ class _Loader(yaml.SafeLoader):
             if first != key_node.start_mark.line + 1:
                 raise ConstraintError(_twice(key, key_node.start_mark.line + 1, first))
         return super().construct_mapping(node, deep)
+
+
+# YAML 1.2 core schema booleans only: YAML 1.1 also reads yes/no/on/off/y/n as booleans, so
+# `country: NO` would silently become false (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in found if tag != "tag:yaml.org,2002:bool"]
+    for first, found in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def _twice(key: Any, line: int | None, first: int | None = None) -> str:
