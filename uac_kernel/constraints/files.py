@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -17,7 +18,7 @@ from uac_kernel.constraints.spec import Constraint, parse_constraint
 from uac_kernel.errors import ConstraintError
 from uac_kernel.events import KEY_CHARS
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "read_constraints"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "read_constraint_file", "read_constraints"]
 
 # A constraint is a few hundred characters; a file of the most a user may have in force fits.
 MAX_CHARS = 1 << 20
@@ -183,6 +184,20 @@ def _check_key(key: str, where: str) -> None:
         raise ConstraintError(
             f"{where}: the key {_cut(key)!r} has {len(key):,} characters; at most {KEY_CHARS}"
         )
+
+
+def read_constraint_file(path: str) -> str:
+    """The text of constraint file ``path``, reading at most ``MAX_CHARS`` + 1 bytes: a pipe or
+    device that never ends, or a huge file, is refused at the bound, not read whole. An
+    ``OSError`` or ``UnicodeDecodeError`` is the caller's to report."""
+    with Path(path).open("rb") as f:
+        data = f.read(MAX_CHARS + 1)
+    if len(data) > MAX_CHARS:
+        raise ConstraintError(
+            f"{path}: more than {MAX_CHARS:,} bytes; a constraint file holds at most "
+            f"{MAX_CHARS:,}: split it"
+        )
+    return data.decode("utf-8")
 
 
 def _one_key(origin: str, n: int) -> str:
