@@ -783,10 +783,6 @@ def test_checkpoint_code_renders_a_hostile_title_and_key_as_literals(
 
 # -- %%uac cell edits touching the constraints block ----------------------------------------------
 
-SILENT = (
-    "a cell that edits the constraints block other than by a plain name assignment (subscript, del, "
-    "tuple, walrus, method call) is accepted as 'no change' instead of refused"
-)
 CELL_EDITS: list[Any] = [
     pytest.param("constraints = {}", id="assign"),
     pytest.param("constraints: dict = {}", id="annotated-assign"),
@@ -795,33 +791,14 @@ CELL_EDITS: list[Any] = [
     pytest.param(
         "constraints['tax'] = {'kind': 'obligation', 'title': 'gone', 'due': {'date': '2030-01-01'}}",
         id="subscript-assign",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
     ),
-    pytest.param(
-        "constraints['tax']['lead_days'] = 1",
-        id="nested-subscript-assign",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
-    ),
-    pytest.param(
-        "constraints, y = {}, 1",
-        id="tuple-assign",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
-    ),
-    pytest.param("del constraints", id="del", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param(
-        "del constraints['tax']", id="del-item", marks=pytest.mark.xfail(strict=True, reason=SILENT)
-    ),
-    pytest.param(
-        "constraints.update({'x': {}})",
-        id="method-call",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
-    ),
-    pytest.param(
-        "constraints.clear()", id="clear-call", marks=pytest.mark.xfail(strict=True, reason=SILENT)
-    ),
-    pytest.param(
-        "(constraints := {})", id="walrus", marks=pytest.mark.xfail(strict=True, reason=SILENT)
-    ),
+    pytest.param("constraints['tax']['lead_days'] = 1", id="nested-subscript-assign"),
+    pytest.param("constraints, y = {}, 1", id="tuple-assign"),
+    pytest.param("del constraints", id="del"),
+    pytest.param("del constraints['tax']", id="del-item"),
+    pytest.param("constraints.update({'x': {}})", id="method-call"),
+    pytest.param("constraints.clear()", id="clear-call"),
+    pytest.param("(constraints := {})", id="walrus"),
     pytest.param("for constraints in [{}]: pass", id="for-target"),
 ]
 OTHER_STATEMENTS = [
