@@ -1215,10 +1215,6 @@ def test_a_retract_of_every_constraint_in_force_is_held_for_review(
     assert [c.key for c in mwb.constraints()] == [f"duty{i}" for i in range(5)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a model may retract a constraint in force that the batch's turns never mention, without review (records get the mention check; constraints do not)",
-)
 def test_a_retract_of_a_constraint_the_turns_never_mention_is_held(
     mwb: Workbench, server: Any
 ) -> None:
