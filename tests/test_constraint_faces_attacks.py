@@ -229,20 +229,12 @@ BAD_FILES: list[Any] = [
         b"'':\n  kind: obligation\n  title: x\n  due: {date: 2025-04-15}\n",
         ["emptykey.yaml", "key"],
         id="mapping-empty-key",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="a bad key of a mapping file is reported as 'constrain:1: field key', naming neither the file nor the item",
-        ),
     ),
     pytest.param(
         "longkey.yaml",
         ("k" * 201 + ":\n  kind: obligation\n  title: x\n  due: {date: 2025-04-15}\n").encode(),
         ["longkey.yaml", "key"],
         id="mapping-key-over-200",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="a bad key of a mapping file is reported as 'constrain:1: field key', naming neither the file nor the item",
-        ),
     ),
     pytest.param(
         "complexkey.yaml",
@@ -267,20 +259,12 @@ BAD_FILES: list[Any] = [
         b"[" * 200_000 + b"]" * 200_000,
         ["deep.json"],
         id="json-200k-nesting",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="deeply nested JSON raises RecursionError out of read_constraints: a traceback, not a one-line error",
-        ),
     ),
     pytest.param(
         "deep.yaml",
         b"a: " + b"[" * 100_000 + b"]" * 100_000 + b"\n",
         ["deep.yaml"],
         id="yaml-100k-flow-nesting",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="deeply nested YAML raises RecursionError out of PyYAML's composer: a traceback, not a one-line error",
-        ),
     ),
     pytest.param(
         "deepblock.yaml",
@@ -388,10 +372,6 @@ DUPLICATES: list[Any] = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="duplicate keys in a constraint file are silently resolved to the last one: a constraint or a field is dropped without a word",
-)
 @pytest.mark.parametrize(("name", "data"), DUPLICATES)
 def test_duplicate_keys_in_a_constraint_file_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes
@@ -803,10 +783,6 @@ def test_checkpoint_code_renders_a_hostile_title_and_key_as_literals(
 
 # -- %%uac cell edits touching the constraints block ----------------------------------------------
 
-SILENT = (
-    "a cell that edits the constraints block other than by a plain name assignment (subscript, del, "
-    "tuple, walrus, method call) is accepted as 'no change' instead of refused"
-)
 CELL_EDITS: list[Any] = [
     pytest.param("constraints = {}", id="assign"),
     pytest.param("constraints: dict = {}", id="annotated-assign"),
@@ -815,33 +791,14 @@ CELL_EDITS: list[Any] = [
     pytest.param(
         "constraints['tax'] = {'kind': 'obligation', 'title': 'gone', 'due': {'date': '2030-01-01'}}",
         id="subscript-assign",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
     ),
-    pytest.param(
-        "constraints['tax']['lead_days'] = 1",
-        id="nested-subscript-assign",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
-    ),
-    pytest.param(
-        "constraints, y = {}, 1",
-        id="tuple-assign",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
-    ),
-    pytest.param("del constraints", id="del", marks=pytest.mark.xfail(strict=True, reason=SILENT)),
-    pytest.param(
-        "del constraints['tax']", id="del-item", marks=pytest.mark.xfail(strict=True, reason=SILENT)
-    ),
-    pytest.param(
-        "constraints.update({'x': {}})",
-        id="method-call",
-        marks=pytest.mark.xfail(strict=True, reason=SILENT),
-    ),
-    pytest.param(
-        "constraints.clear()", id="clear-call", marks=pytest.mark.xfail(strict=True, reason=SILENT)
-    ),
-    pytest.param(
-        "(constraints := {})", id="walrus", marks=pytest.mark.xfail(strict=True, reason=SILENT)
-    ),
+    pytest.param("constraints['tax']['lead_days'] = 1", id="nested-subscript-assign"),
+    pytest.param("constraints, y = {}, 1", id="tuple-assign"),
+    pytest.param("del constraints", id="del"),
+    pytest.param("del constraints['tax']", id="del-item"),
+    pytest.param("constraints.update({'x': {}})", id="method-call"),
+    pytest.param("constraints.clear()", id="clear-call"),
+    pytest.param("(constraints := {})", id="walrus"),
     pytest.param("for constraints in [{}]: pass", id="for-target"),
 ]
 OTHER_STATEMENTS = [
@@ -994,10 +951,6 @@ MAGIC_CELLS: list[Any] = [
         "%%uac constraint\n" + "[" * 50_000 + "]" * 50_000,
         ["%%uac constraint"],
         id="json-50k-nesting",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="deeply nested JSON in a constraint cell raises RecursionError, not a UsageError one-liner",
-        ),
     ),
 ]
 
@@ -1262,10 +1215,6 @@ def test_a_retract_of_every_constraint_in_force_is_held_for_review(
     assert [c.key for c in mwb.constraints()] == [f"duty{i}" for i in range(5)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a model may retract a constraint in force that the batch's turns never mention, without review (records get the mention check; constraints do not)",
-)
 def test_a_retract_of_a_constraint_the_turns_never_mention_is_held(
     mwb: Workbench, server: Any
 ) -> None:
@@ -1748,16 +1697,9 @@ def test_a_model_retract_with_a_long_reason_is_kept_as_data(mwb: Workbench, serv
     assert events[-1].payload["reason"] == "because " * 5000
 
 
-NORWAY = pytest.mark.xfail(
-    strict=True,
-    reason="YAML 1.1 reads `where: {country: NO}` as false: the constraint is logged matching country == false and never fires for Norway",
-)
-
-
 @pytest.mark.parametrize(
     "word",
-    [pytest.param(w, id=w, marks=NORWAY) for w in ("NO", "no", "Off")]
-    + [pytest.param("y", id="y")],
+    [pytest.param(w, id=w) for w in ("NO", "no", "Off", "y")],
 )
 def test_yaml_11_booleans_in_where_values_are_not_silently_changed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], word: str
@@ -1796,10 +1738,6 @@ def test_printable_escapes_bidi_and_carriage_returns_in_constraint_faces(
 FIFO_WRITE = 2 << 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="uac constrain reads the whole FILE before checking its 1 MiB bound: a pipe or device that never ends hangs it (and a huge file is read whole into memory)",
-)
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
 def test_a_never_ending_file_is_refused_after_its_bound(tmp_path: Path) -> None:
     import threading
@@ -1866,10 +1804,6 @@ def test_the_cli_alias_constraint_retracts_like_constrain(
     assert uac(capsys, db, "verify").code == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="marimo's constrain lets RecursionError out on deeply nested JSON instead of showing the error",
-)
 def test_marimo_constrain_with_deep_nesting_shows_an_error() -> None:
     pytest.importorskip("marimo")
     import uac.marimo as um

@@ -324,10 +324,10 @@ def cmd_constrain(args: argparse.Namespace) -> None:
         return
     if args.file is None:
         raise CommandLineError("give a YAML or JSON FILE of constraints, or --retract KEY")
-    from uac_kernel.constraints.files import read_constraints
+    from uac_kernel.constraints.files import read_constraint_file, read_constraints
 
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
+        text = read_constraint_file(args.file)
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
         raise CommandLineError(f"cannot read {args.file}: {why}") from None

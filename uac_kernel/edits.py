@@ -392,16 +392,47 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
 
 
 def _refuse_constraints(tree: ast.Module) -> None:
-    """A cell that assigns the checkpoint's ``constraints`` block is refused: constraints come
-    into force, change and end as constraint events, which a cell of records does not make."""
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if any(isinstance(t, ast.Name) and t.id == "constraints" for t in targets):
-            raise CodeError(
-                f"line {node.lineno}: the constraints block is not edited in a cell; change a "
-                "constraint with a `%%uac constraint --key KEY` cell of YAML or JSON (or `uac "
-                "constrain`), retract one with `%uac constraint --retract KEY`"
-            )
+    """A cell that writes, deletes or calls a method on the checkpoint's ``constraints`` block
+    (anywhere in a statement: ``constraints['k'] = ...``, ``del``, a tuple target, ``:=``,
+    ``.update()``) is refused: constraints come into force, change and end as constraint
+    events, which a cell of records does not make, so such an edit would be silently lost."""
+    for node in ast.walk(tree):
+        targets: list[ast.expr]
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = node.targets
+        elif isinstance(
+            node,
+            ast.AugAssign
+            | ast.AnnAssign
+            | ast.NamedExpr
+            | ast.For
+            | ast.AsyncFor
+            | ast.comprehension,
+        ):
+            targets = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            targets = [node.func.value]
+        else:
+            continue
+        for target in targets:
+            if _names_constraints(target):
+                raise CodeError(
+                    f"line {target.lineno}: the constraints block is not edited in a cell; "
+                    "change a constraint with a `%%uac constraint --key KEY` cell of YAML or "
+                    "JSON (or `uac constrain`), retract one with `%uac constraint --retract KEY`"
+                )
+
+
+def _names_constraints(target: ast.expr) -> bool:
+    """Whether ``target`` is ``constraints``, a part of it (``constraints['k'][...]``,
+    ``constraints.x``) or a tuple or list holding one."""
+    if isinstance(target, ast.Tuple | ast.List):
+        return any(_names_constraints(t) for t in target.elts)
+    while isinstance(target, ast.Subscript | ast.Attribute | ast.Starred):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == "constraints"
 
 
 def plan_edit(

@@ -1,7 +1,7 @@
 """Model answers held for review, and the decisions a person makes on them.
 
 An extraction answer that would retract or overwrite much of what is known, or change records
-its turns do not mention (see ``ExtractionLimits``), is not applied. A ``review`` event records
+or constraints its turns do not mention (see ``ExtractionLimits``), is not applied. A ``review`` event records
 the hold — the call that gave the answer, why it is held, how many operations of each kind —
 and its utterances are not sent to the model again. The answer itself stays where every answer
 is, in the call record (``model_calls``), so it is never copied into the log twice.
@@ -29,6 +29,7 @@ from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.records import field_values
 from uac_kernel.schema import to_json_value
+from uac_kernel.search import tokenize
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
 __all__ = [
@@ -142,10 +143,19 @@ def hold(
     ops = {"add": 0, "update": 0, "retract": 0}
     changed: dict[tuple[str, str], None] = {}  # existing records retracted or overwritten
     unmentioned: dict[tuple[str, str], None] = {}  # existing records changed, not mentioned
+    ignored: dict[str, None] = {}  # constraints in force changed, not mentioned
+    said: set[str] | None = None  # the words of the turns, read once a constraint needs them
     for ev in planned:
         if ev.kind == "constraint" and ev.payload["op"] != "add":
             # replacing or ending a rule in force is a change like overwriting a record
-            changed[("constraint", ev.payload["key"])] = None
+            key = ev.payload["key"]
+            changed[("constraint", key)] = None
+            if said is None:
+                said = set(tokenize("\n".join(u.payload["text"] for u in utterances)))
+            if (cv := state.constraints.get(key)) is not None and not said & set(
+                tokenize(f"{key} {cv.constraint.title}")
+            ):
+                ignored[key] = None
         if ev.kind != "fact":
             continue
         p = ev.payload
@@ -180,6 +190,15 @@ def hold(
             f"it changes {plural(len(unmentioned), 'record')} its turns do not mention: "
             f"{', '.join(names)}{f' and {more} more' if more else ''}"
         )
+    if ignored:
+        # as records are (extract.mentioned_records): the turns share no word with the key
+        # or the title of the constraint the answer ends or replaces
+        names = [repr(k) for k in list(ignored)[:_SHOWN_KEYS]]
+        more = len(ignored) - len(names)
+        reasons.append(
+            f"it retracts or updates {plural(len(ignored), 'constraint')} its turns do not "
+            f"mention: {', '.join(names)}{f' and {more} more' if more else ''}"
+        )
     if not reasons:
         run.changed += len(changed)
         return None
@@ -189,7 +208,7 @@ def hold(
         "call_id": call_id,
         "reason": "; ".join(reasons),
         "utterances": [u.source for u in utterances],
-        "counts": {**ops, "changed": len(changed), "unmentioned": len(unmentioned)},
+        "counts": {**ops, "changed": len(changed), "unmentioned": len(unmentioned) + len(ignored)},
     }
     return InputEvent("review", 1, last.ts, "review", f"review:{call_id}:held", payload)
 
