@@ -620,10 +620,6 @@ RECORDS: list[Any] = [
         ],
         [("warning", "over the limit of 100")],
         id="sum-overflows-to-inf",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="window_limit: a sum that overflows to inf crashes _num (int(inf)) and becomes a rule_error alert",
-        ),
     ),
     pytest.param(
         {**SPEND, "period": None, "window_days": 30},
@@ -633,20 +629,12 @@ RECORDS: list[Any] = [
         ],
         [("warning", "over the limit of 100")],
         id="rolling-sum-overflows-to-inf",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="window_limit rolling: a sum that overflows to inf crashes _num (int(inf)): rule_error",
-        ),
     ),
     pytest.param(
         {**PILLS, "rate": 1e-300},
         [add("2025-01-02", "Medication", "m", pills_left=1e308, as_of="2025-01-01")],
         [],
         id="supply-that-never-runs-out",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="projection: quantity/rate overflows to inf and math.ceil(inf) raises OverflowError: rule_error",
-        ),
     ),
     pytest.param(
         sub(COVER, "document.where", {}),

@@ -59,7 +59,13 @@ MAX_DAYS = 999_999_999  # timedelta's limit: a supply that lasts longer lasts pa
 MONTH_SLACK = timedelta(days=3)
 
 
+BIG = 1e15  # beyond this a number is said in scientific notation, not 16+ digits
+
+
 def _n(x: float) -> str:
+    """``12.5``, ``1,200``; ``1e+308`` for a huge one rather than 309 digits."""
+    if not math.isfinite(x) or abs(x) >= BIG:
+        return f"{x:.4g}"
     return f"{x:,.2f}".rstrip("0").rstrip(".")
 
 
@@ -135,8 +141,10 @@ def _runs_out(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
     elif daily == 0:
         out = None  # nothing is used: it never runs out
     else:
-        # rounded first, so 0.3 / 0.1 is 3 days, not 4
-        days = min(math.ceil(round(left / daily, 9)), MAX_DAYS)
+        # rounded first, so 0.3 / 0.1 is 3 days, not 4; a quotient past the largest float (a
+        # huge supply, a tiny rate) is inf, which lasts past year 9999 like any over MAX_DAYS
+        ratio = round(left / daily, 9)
+        days = MAX_DAYS if not ratio < MAX_DAYS else math.ceil(ratio)
         out = _after(as_of, timedelta(days=days))
     what = f"{_n(q)} {c.quantity} on {as_of}, {_n(daily)} a day"
     limit = f"down to {_n(c.threshold)}" if c.threshold else "none left"
