@@ -364,12 +364,17 @@ def _before_check(c: Before) -> RuleFunc:
         for rec, when in thens:
             deadline = _before(when, gap)
             early = today is not None and today < _before(deadline, lead)
-            if firsts.by(deadline):
-                continue
-            # one logged too late already breaks the order: no lead time to wait for
-            late = firsts.after(deadline)
-            if early and late is None:
-                continue
+            # One logged too late already breaks the order: no lead time to wait for. Before
+            # the lead time only that can alert, so the few records dated after the deadline
+            # are read first, and the past (by the deadline) only when one of them exists.
+            if early:
+                late = firsts.after(deadline)
+                if late is None or firsts.by(deadline):
+                    continue
+            else:
+                if firsts.by(deadline):
+                    continue
+                late = firsts.after(deadline)
             yield _missing(c, rec, when, deadline, today, need, late)
 
     return check
