@@ -973,10 +973,6 @@ COST: list[Any] = [
     pytest.param(
         {**NOT_WHILE, "active": {"type": "Entry"}, "forbidden": {"type": "Meal"}},
         id="not-while-active",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="not_while: every active record is read (select over user.all) before a forbidden one is known to exist; ended ones are dropped only after reading",
-        ),
     ),
     pytest.param(
         {

@@ -88,7 +88,9 @@ def compile(name: str, c: NotWhile) -> Rule:
     def check(user: UserView) -> Iterator[Finding]:
         today = user.today
         actives = []
-        for rec in select(user, c.active):
+        # Only those not ended before today can stand: read through the end indexes.
+        pool = read(c.active, lambda t: _from_day(user, t, today, ACTIVE_END))
+        for rec in select(user, c.active, pool):
             if not _standing(rec, today):
                 continue
             found = _hit(text_of(rec), active_words) if active_words else ("", "")
