@@ -985,10 +985,6 @@ COST: list[Any] = [
             "expires": ["end"],
         },
         id="valid-on-documents",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="valid_on: _documents reads every document of the type (user.all) on each run, though only those expiring on or after the day checked can cover it",
-        ),
     ),
     pytest.param(
         {

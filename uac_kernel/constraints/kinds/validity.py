@@ -81,11 +81,14 @@ def _lapsed(rec: Record, names: list[str]) -> bool:
     return any(_get(rec, n) is True for n in names) or said in LAPSED_STATUSES or said in names
 
 
-def _documents(user: UserView, c: ValidOn) -> tuple[list[_Doc], list[_Doc]]:
-    """The documents ``c`` names: those that cover days, and the lapsed ones (covering none)."""
+def _documents(user: UserView, c: ValidOn, today: date) -> tuple[list[_Doc], list[_Doc]]:
+    """The documents ``c`` names that can cover a day checked (every one is today or later):
+    those that cover days, and the lapsed ones (covering none). Read through the ``expires``
+    indexes, so documents expired long ago are not read on each clock move."""
     valid: list[_Doc] = []
     lapsed: list[_Doc] = []
-    for rec in select(user, c.document):
+    pool = read(c.document, lambda t: _from_day(user, t, today, c.expires))
+    for rec in select(user, c.document, pool):
         doc = _Doc(rec, _first_day(rec, c.starts), _first_day(rec, c.expires))
         if _lapsed(rec, c.lapsed):
             lapsed.append(doc)
@@ -280,7 +283,7 @@ def compile(name: str, c: ValidOn) -> Rule:
         each = _candidates(user, c, today)
         if not each:
             return
-        valid, lapsed = _documents(user, c)
+        valid, lapsed = _documents(user, c, today)
         for rec in each:
             if called_off(rec):
                 continue  # a cancelled trip needs no cover
