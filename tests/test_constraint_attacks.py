@@ -995,10 +995,6 @@ COST: list[Any] = [
             "done_by": {"type": "Entry", "mentions": ["registration"]},
         },
         id="obligation-done-by",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="obligation: done_by records are selected with user.all before the lead time is checked, so all 50,000 are read on every clock move",
-        ),
     ),
 ]
 
