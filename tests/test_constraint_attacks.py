@@ -651,10 +651,6 @@ RECORDS: list[Any] = [
         ],
         [("warning", "is cancelled or lapsed and covers nothing")],
         id="status-sentence-naming-cancelled",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="valid_on: a status that names cancelled in a sentence ('Cancelled by the insurer') is not matched (exact compare), so the void policy covers the trip",
-        ),
     ),
     pytest.param(
         sub(NOT_WHILE, "forbidden.mentions", ["!!!"]) | {"table": None},
