@@ -1153,10 +1153,6 @@ def test_a_refill_logged_as_an_update_restarts_the_count_and_a_past_trip_needs_n
     assert alerts(wb) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="no_overlap yields one alert per colliding pair with no bound: 300 records at one time raise 44,850 alerts (n(n-1)/2), and the count grows with the square of the records",
-)
 def test_many_records_at_one_time_do_not_flood_the_alerts() -> None:
     n = 300
     wb = bench(CLASH)

@@ -15,7 +15,9 @@ weekday with ``start_time``/``end_time``, or a ``start`` that repeats weekly) co
 span of the other side that meets one of its occurrences (``_weekly_clash``), its times taken in
 its own ``tz``; two weekly ones are not compared. Cancelled or declined records (``status``,
 or a flag of that name) and records over before today are left out; the records are read through the date
-indexes and swept in start order, so the cost follows the records ahead, not every pair.
+indexes and swept in start order, so the cost follows the records ahead, not every pair. At most
+``MAX_ALERTS`` collisions are alerted a run, the earliest in start order; one more alert counts
+the rest and names the records they involve.
 
 Before: each ``then`` record not yet past, dated T, needs a ``first`` record dated by T minus
 ``gap_days`` (an undated one counts: it exists, its date unknown). The alert opens
@@ -71,6 +73,10 @@ from uac_kernel.rules.library.schedule import _Span as _DaySpan
 __all__ = ["compile"]
 
 CANCELLED = ("cancelled", "canceled", "declined")
+# Collisions alerted one by one per run, in start order; past that, one alert counts the rest
+# (300 records at one time are 44,850 pairs).
+MAX_ALERTS = 50
+SHOWN = 8  # records a summary names; the rest are counted
 
 
 def compile(name: str, c: NoOverlap | Before) -> Rule:
@@ -229,22 +235,56 @@ def _no_overlap(c: NoOverlap) -> RuleFunc:
         side = {(type(s.rec).__name__, s.rec.key): 0 for s in a}
         if c.b is not None:
             for s in b:
-                ident = (type(s.rec).__name__, s.rec.key)
-                side[ident] = 2 if ident in side else 1  # 0: a only, 1: b only, 2: both
+                who = ident(s.rec)
+                side[who] = 2 if who in side else 1  # 0: a only, 1: b only, 2: both
         spans = sorted(
             {(type(s.rec).__name__, s.rec.key): s for s in [*a, *b]}.values(),
             key=lambda s: (s.start, type(s.rec).__name__, s.rec.key),
         )
+        shown = 0
+        rest: dict[tuple[str, str], Record] = {}
+        more = 0
         for i, x in enumerate(spans):
             for y in spans[i + 1 :]:
                 if y.start > x.start and y.start >= _after(x.end, buffer):
                     break  # sorted by start: no later span comes closer
                 if c.b is not None and not _across(side, x, y):
                     continue
-                yield _collision(c, x, y, buffer)
-        yield from _weekly_collisions(c, user, a, b, buffer)
+                if shown < MAX_ALERTS:
+                    shown += 1
+                    yield _collision(c, x, y, buffer)
+                else:  # counted, not built: the pairs can number n(n-1)/2
+                    more += 1
+                    rest.setdefault(ident(x.rec), x.rec)
+                    rest.setdefault(ident(y.rec), y.rec)
+        for f in _weekly_collisions(c, user, a, b, buffer):
+            if shown < MAX_ALERTS:
+                shown += 1
+                yield f
+            else:
+                more += 1
+                rest.update((ident(r), r) for r in f.evidence)
+        if more:
+            yield _flood(c, more, list(rest.values()))
 
     return check
+
+
+def _flood(c: NoOverlap, more: int, recs: list[Record]) -> Finding:
+    """The one alert standing for the collisions past ``MAX_ALERTS``: how many, and the records
+    to look at (the first ``SHOWN`` in start order, then a count). Its id is the same however
+    many there are, so it is updated, not raised anew, as they change."""
+    named = ", ".join(_label(r) for r in recs[:SHOWN])
+    others = f" and {plural(len(recs) - SHOWN, 'more record')}" if len(recs) > SHOWN else ""
+    return Finding(
+        message=(
+            f"{c.title}: {plural(more, 'more collision')} beyond the {MAX_ALERTS} alerted, "
+            f"among {plural(len(recs), 'record')}: {named}{others}; so many usually means "
+            "duplicated or mis-dated records: correct those, or move or cancel the ones that clash"
+        ),
+        severity=c.severity,
+        about="more collisions",
+    )
 
 
 def _weekly_collisions(
