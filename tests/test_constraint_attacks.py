@@ -1241,10 +1241,6 @@ def test_keys_made_from_hostile_titles_are_unique_and_never_reused() -> None:
     assert wb.state.seq == seq
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Event JSONL: duplicate keys in a constraint object are accepted last-wins ('limit': 1 then 'limit': 1000 logs 1000), so a reviewer and the product read two different constraints",
-)
 def test_duplicate_keys_in_a_constraint_line_are_refused(tmp_path: Path) -> None:
     src = tmp_path / "dup.jsonl"
     src.write_text(

@@ -165,7 +165,25 @@ def _loads(raw: bytes) -> Any:
     else:
         if _LONG_NUMBER.search(raw):
             obj = _exact_loads(raw, "")
+    if isinstance(obj, dict) and obj.get("kind") == "constraint":
+        _unique_keys(raw)
     return obj
+
+
+def _unique_keys(raw: bytes) -> None:
+    """Refuse a key given twice in one object of a constraint line: JSON readers keep the last
+    (``"limit": 1, "limit": 1000`` logs 1000), so a reviewer reading the line and the product
+    would see two different constraints. Only constraint lines are read twice: they are rare."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for k, _ in items:
+            if k in seen:
+                raise ValueError(f"key {k!r} is given twice in one object; give each key once")
+            seen.add(k)
+        return dict(items)
+
+    json.loads(raw.decode(), object_pairs_hook=pairs, parse_constant=_no_constant)
 
 
 def _exact_loads(raw: bytes, problem: str) -> Any:
