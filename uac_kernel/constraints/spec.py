@@ -39,6 +39,8 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     field_validator,
     model_validator,
 )
@@ -85,6 +87,25 @@ Term = Annotated[
 Scalar = bool | int | float | Annotated[str, StringConstraints(max_length=300)]
 Severity = Literal["critical", "warning", "info"]
 MAX_ITEMS = 50
+WHERE_VALUE = (
+    "a where value is a string, number or true/false (a string of at most 300 characters), or "
+    f"a list of 1 to {MAX_ITEMS} of them"
+)
+
+
+def _where_value(v: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One ``where`` value, refused as a whole: the error names the field and says what a value
+    may be, not the branch of the union that failed last (``where.name.bool``)."""
+    try:
+        return handler(v)
+    except ValidationError:
+        raise ValueError(WHERE_VALUE) from None
+
+
+WhereValue = Annotated[
+    Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=MAX_ITEMS)],
+    WrapValidator(_where_value),
+]
 # Alert categories the engine gives its own alerts (a rule that fails).
 RESERVED_CATEGORIES = frozenset({"rule_error"})
 
@@ -124,9 +145,7 @@ class Select(_Model):
 
     type: TypeName
     key: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    where: dict[
-        FieldName, Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=MAX_ITEMS)]
-    ] = Field(default_factory=dict, max_length=10)
+    where: dict[FieldName, WhereValue] = Field(default_factory=dict, max_length=10)
     mentions: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
     also: list[TypeName] = Field(default_factory=list, max_length=10)
 

@@ -8,8 +8,8 @@ habit, a planned activity) counts when it is undated (a habit), or when its ``da
 (to its ``end``) falls in that span and is not over (meals eaten in the past are history).
 
 It counts when its text mentions a word of ``forbidden.mentions`` or of the knowledge groups
-named (``uac_kernel.constraints.knowledge``); with no words at all, every record of
-``forbidden`` counts. One alert a pair, its evidence the two records.
+named (``uac_kernel.constraints.knowledge``); with no words asked for at all, every record of
+``forbidden`` counts (mentions that all normalise to no word name nothing, so none counts). One alert a pair, its evidence the two records.
 """
 
 from __future__ import annotations
@@ -84,11 +84,18 @@ def compile(name: str, c: NotWhile) -> Rule:
     said = tuple(w for m in c.forbidden.mentions if (w := _norm(m).strip()))
     words = _padded({**({"mentions": said} if said else {}), **knowledge.terms(c.table, c.groups)})
     active_words = _padded(knowledge.terms(c.table, c.active_groups)) if c.active_groups else {}
+    # Mentions that all normalise to no word name nothing: they must not fall back to "every
+    # record counts", which is for a constraint that gives no words at all.
+    names_nothing = bool(c.forbidden.mentions) and not words
 
     def check(user: UserView) -> Iterator[Finding]:
+        if names_nothing:
+            return
         today = user.today
         actives = []
-        for rec in select(user, c.active):
+        # Only those not ended before today can stand: read through the end indexes.
+        pool = read(c.active, lambda t: _from_day(user, t, today, ACTIVE_END))
+        for rec in select(user, c.active, pool):
             if not _standing(rec, today):
                 continue
             found = _hit(text_of(rec), active_words) if active_words else ("", "")

@@ -155,7 +155,16 @@ def compile(name: str, c: Obligation) -> Rule:
         today = user.today
         if today is None:
             return
-        found = select(user, c.done_by) if c.done_by is not None else []
+        read_done: list[Record] | None = None
+
+        def found() -> list[Record]:
+            # Read once, and only for a subject inside its lead time: a clock move far from
+            # every due date reads no done_by record.
+            nonlocal read_done
+            if read_done is None:
+                read_done = select(user, c.done_by) if c.done_by is not None else []
+            return read_done
+
         if c.subject is None:
             due = moment(c.due)
             if due is None:
@@ -166,18 +175,17 @@ def compile(name: str, c: Obligation) -> Rule:
                     about="unchecked",
                 )
                 return
-            if _done_by(user, c, None, due, found) is None:
-                f = _finding(c, None, due, today)
-                if f is not None:
-                    yield f
+            f = _finding(c, None, due, today)
+            if f is not None and _done_by(user, c, None, due, found()) is None:
+                yield f
             return
         for rec in select(user, c.subject):
             # A subject without a due date cannot be placed on the ladder: skipped.
             due = moment(c.due, rec)
-            if due is None or _is_done(rec, done) or _done_by(user, c, rec, due, found):
+            if due is None or _is_done(rec, done):
                 continue
             f = _finding(c, rec, due, today)
-            if f is not None:
+            if f is not None and _done_by(user, c, rec, due, found()) is None:
                 yield f
 
     return make_rule(name, c, check, watch(c.subject, c.done_by), clock=True)

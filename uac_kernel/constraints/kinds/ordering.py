@@ -3,7 +3,10 @@
 No overlap: each record's span runs from its first set ``start`` field to its first set ``end``
 field. A date covers its whole day (an end date, that day to its end); a date start with a
 ``time`` field ("19:00", "7 pm") is that time; a date-time without an end is an instant (it
-collides with what spans it or starts with it; touching ends do not collide). A record's ``tz`` (or ``timezone``) field, an offset (``+09:00``, ``UTC-5``,
+collides with what spans it or starts with it; touching ends do not collide). A plain date start
+with no end, in a type with an end field or in a field other than ``date`` (a trip with no end
+date), is a stay whose end is unknown: it runs on from its start, never taken to end that day;
+a collision after its first day is alerted one step lower, saying so. A record's ``tz`` (or ``timezone``) field, an offset (``+09:00``, ``UTC-5``,
 ``-0500``) or a zone name (``Asia/Tokyo``), places its times and dates in that zone; the log
 stores a time written with its own offset in UTC already, so such a record needs no ``tz``, and
 records without one are compared as given. Two spans collide when fewer than
@@ -12,7 +15,9 @@ weekday with ``start_time``/``end_time``, or a ``start`` that repeats weekly) co
 span of the other side that meets one of its occurrences (``_weekly_clash``), its times taken in
 its own ``tz``; two weekly ones are not compared. Cancelled or declined records (``status``,
 or a flag of that name) and records over before today are left out; the records are read through the date
-indexes and swept in start order, so the cost follows the records ahead, not every pair.
+indexes and swept in start order, so the cost follows the records ahead, not every pair. At most
+``MAX_ALERTS`` collisions are alerted a run, the earliest in start order; one more alert counts
+the rest and names the records they involve.
 
 Before: each ``then`` record not yet past, dated T, needs a ``first`` record dated by T minus
 ``gap_days`` (an undated one counts: it exists, its date unknown). The alert opens
@@ -29,6 +34,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
     ident,
+    lower,
     make_rule,
     matches,
     read,
@@ -67,6 +73,10 @@ from uac_kernel.rules.library.schedule import _Span as _DaySpan
 __all__ = ["compile"]
 
 CANCELLED = ("cancelled", "canceled", "declined")
+# Collisions alerted one by one per run, in start order; past that, one alert counts the rest
+# (300 records at one time are 44,850 pairs).
+MAX_ALERTS = 50
+SHOWN = 8  # records a summary names; the rest are counted
 
 
 def compile(name: str, c: NoOverlap | Before) -> Rule:
@@ -98,6 +108,11 @@ class _Span:
     end: datetime
     when: str  # as the record gives it, for messages
     zone: tuple[tzinfo, str] | None = None
+    open: bool = False  # a stay with no end recorded: ``end`` is the last moment there is
+
+    def assumed(self, at: datetime) -> bool:
+        """Whether ``at`` falls in this span only by its unknown end: after its first day."""
+        return self.open and at >= self.start + timedelta(days=1)
 
     def local(self, zone: tuple[tzinfo, str] | None) -> tuple[datetime, datetime]:
         """Start and end in ``zone`` (None: as the record gives them)."""
@@ -114,8 +129,12 @@ class _Span:
         return there(self.start), there(self.end)
 
 
-def _span(rec: Record, c: NoOverlap) -> _Span | None:
-    s = next((v for f in c.start if _day(v := _get(rec, f)) is not None), None)
+EVENT_DATE = "date"  # the field that dates a one-day event; any other plain date starts a span
+
+
+def _span(rec: Record, c: NoOverlap, has_end: bool) -> _Span | None:
+    """``rec``'s span; ``has_end``: its type has one of the ``end`` fields as a date."""
+    field, s = next(((f, v) for f in c.start if _day(v := _get(rec, f)) is not None), ("", None))
     if s is None:
         return None
     e = next((v for f in c.end if _day(v := _get(rec, f)) is not None), None)
@@ -123,6 +142,14 @@ def _span(rec: Record, c: NoOverlap) -> _Span | None:
     if not isinstance(s, datetime) and (at := _clock_time(_get(rec, "time"))) is not None:
         s = datetime.combine(s, at)
     start = s if isinstance(s, datetime) else datetime.combine(s, time())
+    if e is None and not isinstance(s, datetime) and (has_end or field != EVENT_DATE):
+        # A stay with no end recorded (a trip under way or planned): never taken to end the
+        # day it starts; it runs on from its start, its end unknown (as window_limit counts it).
+        unset = " or ".join(c.end)
+        when = f"from {_shown(s)}, its end unknown ({unset} not set)"
+        if zone is not None:
+            when += f" ({zone[1]})"
+        return _Span(rec, _utc(start, zone), datetime.max, when, zone, open=True)
     if e is None:
         end = start if isinstance(s, datetime) else start + timedelta(days=1)
         when = f"at {_shown(s)}" if isinstance(s, datetime) else f"on {_shown(s)}"
@@ -165,14 +192,30 @@ def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
         since = _before(today, timedelta(days=1))
         names = [*c.start, *c.end]
         pool = read(sel, lambda t: _dated_from(user, t, _date_fields(user, t, names), since))
+        seen = {ident(r) for r in pool}
+        pool += [r for r in read(sel, lambda t: _open(user, c, t, since)) if ident(r) not in seen]
     cutoff = datetime.combine(_before(today, timedelta(days=1)), time()) if today else None
+    has_end = {t: bool(_date_fields(user, t, c.end)) for t in sel.types}
     out = []
     for rec in select(user, sel, pool):
-        if _cancelled(rec) or _weekly(rec) is not None or (span := _span(rec, c)) is None:
+        if _cancelled(rec) or _weekly(rec) is not None:
+            continue
+        if (span := _span(rec, c, has_end.get(type(rec).__name__, False))) is None:
             continue
         if cutoff is None or span.end > cutoff:
             out.append(span)
     return out
+
+
+def _open(user: UserView, c: NoOverlap, t: str, since: date) -> list[Record]:
+    """Records of ``t`` with no end set, begun before ``since`` (a read from ``since`` leaves
+    them out), that may run on: with an end field, those leaving it unset; without one, those
+    started by a field other than ``date`` (an event's ``date`` is its one day)."""
+    ends = _date_fields(user, t, c.end)
+    if ends:
+        return [r for r in user.unset(t, ends[0]) if all(_get(r, f) is None for f in ends[1:])]
+    starts = _date_fields(user, t, [f for f in c.start if f != EVENT_DATE])
+    return [r for f in starts for r in user.where(t, f, before=since)]
 
 
 def _duration(td: timedelta) -> str:
@@ -192,22 +235,56 @@ def _no_overlap(c: NoOverlap) -> RuleFunc:
         side = {(type(s.rec).__name__, s.rec.key): 0 for s in a}
         if c.b is not None:
             for s in b:
-                ident = (type(s.rec).__name__, s.rec.key)
-                side[ident] = 2 if ident in side else 1  # 0: a only, 1: b only, 2: both
+                who = ident(s.rec)
+                side[who] = 2 if who in side else 1  # 0: a only, 1: b only, 2: both
         spans = sorted(
             {(type(s.rec).__name__, s.rec.key): s for s in [*a, *b]}.values(),
             key=lambda s: (s.start, type(s.rec).__name__, s.rec.key),
         )
+        shown = 0
+        rest: dict[tuple[str, str], Record] = {}
+        more = 0
         for i, x in enumerate(spans):
             for y in spans[i + 1 :]:
                 if y.start > x.start and y.start >= _after(x.end, buffer):
                     break  # sorted by start: no later span comes closer
                 if c.b is not None and not _across(side, x, y):
                     continue
-                yield _collision(c, x, y, buffer)
-        yield from _weekly_collisions(c, user, a, b, buffer)
+                if shown < MAX_ALERTS:
+                    shown += 1
+                    yield _collision(c, x, y, buffer)
+                else:  # counted, not built: the pairs can number n(n-1)/2
+                    more += 1
+                    rest.setdefault(ident(x.rec), x.rec)
+                    rest.setdefault(ident(y.rec), y.rec)
+        for f in _weekly_collisions(c, user, a, b, buffer):
+            if shown < MAX_ALERTS:
+                shown += 1
+                yield f
+            else:
+                more += 1
+                rest.update((ident(r), r) for r in f.evidence)
+        if more:
+            yield _flood(c, more, list(rest.values()))
 
     return check
+
+
+def _flood(c: NoOverlap, more: int, recs: list[Record]) -> Finding:
+    """The one alert standing for the collisions past ``MAX_ALERTS``: how many, and the records
+    to look at (the first ``SHOWN`` in start order, then a count). Its id is the same however
+    many there are, so it is updated, not raised anew, as they change."""
+    named = ", ".join(_label(r) for r in recs[:SHOWN])
+    others = f" and {plural(len(recs) - SHOWN, 'more record')}" if len(recs) > SHOWN else ""
+    return Finding(
+        message=(
+            f"{c.title}: {plural(more, 'more collision')} beyond the {MAX_ALERTS} alerted, "
+            f"among {plural(len(recs), 'record')}: {named}{others}; so many usually means "
+            "duplicated or mis-dated records: correct those, or move or cancel the ones that clash"
+        ),
+        severity=c.severity,
+        about="more collisions",
+    )
 
 
 def _weekly_collisions(
@@ -231,6 +308,7 @@ def _weekly_collisions(
             lo, hi = sp.local(zone)
             day = _weekly_clash(w, _DaySpan(_before(lo, buffer), _after(hi, buffer), False, sp.rec))
             if day is not None:
+                guess = sp.assumed(datetime.combine(day, time()))
                 yield Finding(
                     message=(
                         f"{c.title}: {_label(sp.rec)} {sp.when} falls on {_label(w.rec)}, "
@@ -238,8 +316,10 @@ def _weekly_collisions(
                         + (f", with {_duration(buffer)} needed between them" if buffer else "")
                         + f"); move one of them, or add {day} to the weekly one's skip_dates if "
                         "it will be missed"
+                        + (f", or set the end of {_label(sp.rec)}" if guess else "")
                     ),
                     evidence=(w.rec, sp.rec),
+                    severity=lower(c.severity) if guess else None,
                 )
 
 
@@ -251,8 +331,24 @@ def _across(side: dict[tuple[str, str], int], x: _Span, y: _Span) -> bool:
 
 
 def _collision(c: NoOverlap, x: _Span, y: _Span, buffer: timedelta) -> Finding:
+    """The alert that ``x`` and ``y`` (``y`` starting no earlier) collide; one step lower when
+    only ``x``'s unknown end makes them (``y`` starts after ``x``'s first day)."""
     shared = min(x.end, y.end) - y.start
-    if shared > timedelta(0):
+    if x.assumed(y.start):
+        return Finding(
+            message=(
+                f"{c.title}: {_label(x.rec)} {x.when} and {_label(y.rec)} {y.when}: they "
+                f"collide if {_label(x.rec)} lasts to {_shown(y.start)}; set its end date, or "
+                "move or cancel one of them"
+            ),
+            evidence=(x.rec, y.rec),
+            severity=lower(c.severity),
+        )
+    if x.open:
+        how = f"{_label(y.rec)} starts on the first day of {_label(x.rec)}"
+        if y.start == x.start:
+            how = "they start on the same day"
+    elif shared > timedelta(0):
         how = f"they overlap by {_duration(shared)}"
     elif x.start == y.start:
         how = "they start at the same time"
@@ -364,12 +460,17 @@ def _before_check(c: Before) -> RuleFunc:
         for rec, when in thens:
             deadline = _before(when, gap)
             early = today is not None and today < _before(deadline, lead)
-            if firsts.by(deadline):
-                continue
-            # one logged too late already breaks the order: no lead time to wait for
-            late = firsts.after(deadline)
-            if early and late is None:
-                continue
+            # One logged too late already breaks the order: no lead time to wait for. Before
+            # the lead time only that can alert, so the few records dated after the deadline
+            # are read first, and the past (by the deadline) only when one of them exists.
+            if early:
+                late = firsts.after(deadline)
+                if late is None or firsts.by(deadline):
+                    continue
+            else:
+                if firsts.by(deadline):
+                    continue
+                late = firsts.after(deadline)
             yield _missing(c, rec, when, deadline, today, need, late)
 
     return check

@@ -8,7 +8,12 @@ month). The run-out date is the first day it is down to ``threshold``: ``as_of``
 ceil((quantity - threshold) / daily rate) days; the days before it are covered. The alert comes
 when that day falls before ``until`` (a moment of the subject, or of each ``until_record`` not
 yet past), with units left today and the shortfall; once the day has come, one critical alert
-says it ran out. A zero rate never runs out.
+says it ran out. A zero rate never runs out. An ``until_record`` whose until moment cannot be
+resolved (a trip with no end date) is never taken to end the day it starts, nor dropped: from
+its start (its first set ``until.start`` field, default ``start``) the supply is checked as far
+as can be: one running out before that start is short for sure; one running out on or after it
+is alerted one step lower, saying the end is unknown and that it falls short if the record
+lasts past the run-out day (one running out more than ten years past that start is enough) (as ``valid_on`` and ``window_limit`` treat an unknown end).
 
 Balance: with ``flows``, the quantity at ``as_of`` takes each flow dated from ``as_of`` to
 ``until`` (``flow_amount``: positive out, negative in, or in when ``inflow`` is true), a day at
@@ -26,6 +31,7 @@ from datetime import date, timedelta
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
     add_months,
+    lower,
     make_rule,
     moment,
     read,
@@ -57,9 +63,17 @@ DAYS_PER = {"day": 1.0, "week": 7.0, "month": 365.2425 / 12}
 MAX_DAYS = 999_999_999  # timedelta's limit: a supply that lasts longer lasts past year 9999
 # Slack when reading until-records by index: add_months clamps a day to its month's length.
 MONTH_SLACK = timedelta(days=3)
+OPEN_START = ("start",)  # an until record's start, when its until moment is unresolved
+OPEN_REACH = timedelta(days=3660)  # how long past its start such a record may last
+
+
+BIG = 1e15  # beyond this a number is said in scientific notation, not 16+ digits
 
 
 def _n(x: float) -> str:
+    """``12.5``, ``1,200``; ``1e+308`` for a huge one rather than 309 digits."""
+    if not math.isfinite(x) or abs(x) >= BIG:
+        return f"{x:.4g}"
     return f"{x:,.2f}".rstrip("0").rstrip(".")
 
 
@@ -115,6 +129,22 @@ def _untils(user: UserView, c: Projection, subject: Record) -> list[tuple[Record
     return [(r, d) for r, d in found if today is None or d >= today]
 
 
+def _open_untils(user: UserView, c: Projection) -> list[tuple[Record, date]]:
+    """The ``until_record`` records whose until moment cannot be resolved (a trip with no end
+    date), with the day each starts (its first set ``until.start`` field, default ``start``):
+    their end is never taken to be their start, nor are they dropped."""
+    sel = c.until_record
+    if sel is None:
+        return []
+    starts = c.until.start or list(OPEN_START)
+    pool = read(sel, lambda t: _from_day(user, t, user.today, c.until.fields))
+    return [
+        (r, d)
+        for r in select(user, sel, pool)
+        if moment(c.until, r) is None and (d := _first_day(r, starts)) is not None
+    ]
+
+
 def compile(name: str, c: Projection) -> Rule:
     check = _balance if c.flows is not None else _runs_out
 
@@ -135,8 +165,10 @@ def _runs_out(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
     elif daily == 0:
         out = None  # nothing is used: it never runs out
     else:
-        # rounded first, so 0.3 / 0.1 is 3 days, not 4
-        days = min(math.ceil(round(left / daily, 9)), MAX_DAYS)
+        # rounded first, so 0.3 / 0.1 is 3 days, not 4; a quotient past the largest float (a
+        # huge supply, a tiny rate) is inf, which lasts past year 9999 like any over MAX_DAYS
+        ratio = round(left / daily, 9)
+        days = MAX_DAYS if not ratio < MAX_DAYS else math.ceil(ratio)
         out = _after(as_of, timedelta(days=days))
     what = f"{_n(q)} {c.quantity} on {as_of}, {_n(daily)} a day"
     limit = f"down to {_n(c.threshold)}" if c.threshold else "none left"
@@ -158,6 +190,7 @@ def _runs_out(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
     # day mends the later ones too); the later ones are counted in the message.
     short_of = sorted(((d, u) for u, d in _untils(user, c, s) if out < d), key=lambda p: p[0])
     if not short_of:
+        yield from _short_of_open(user, c, s, out, what, limit)
         return
     until, u = short_of[0]
     used = daily * max(0, (today - as_of).days) if today is not None else 0.0
@@ -171,6 +204,40 @@ def _runs_out(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
             f"more needed; refill before {out}"
         ),
         evidence=(s,) if u is None else (s, u),
+    )
+
+
+def _short_of_open(
+    user: UserView, c: Projection, s: Record, out: date, what: str, limit: str
+) -> Iterator[Finding]:
+    """The alert, one step lower (it rests on an unknown end), when ``s`` runs out on or after
+    the start of an until record whose end is unknown: it falls short if that lasts past
+    ``out``. One running out before such a start is short for sure, at full severity."""
+    # Not assumed to last more than OPEN_REACH past its start (window_limit, too, looks at
+    # most ten years ahead): a supply for longer is enough.
+    opens = sorted(
+        ((u, d) for u, d in _open_untils(user, c) if out <= _after(d, OPEN_REACH)),
+        key=lambda p: (p[1], p[0].key),
+    )
+    if not opens:
+        return
+    u, start = opens[0]
+    unset = " or ".join(c.until.fields)
+    sure = out < start
+    if sure:
+        found = f"before {_label(u)} even starts on {start} (its end is unknown: {unset} not set)"
+    else:
+        found = (
+            f"after {_label(u)} starts on {start}, and its end is unknown ({unset} not set): "
+            f"if it lasts past {out}, there is not enough"
+        )
+    yield Finding(
+        message=(
+            f"{c.title}: {_label(s)} runs out on {out} ({limit}; {what}), {found}; set the end "
+            f"of {_label(u)}, or refill before {out}"
+        ),
+        evidence=(s, u),
+        severity=None if sure else lower(c.severity),
     )
 
 

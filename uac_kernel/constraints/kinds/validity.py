@@ -18,8 +18,10 @@ needs nothing):
   X+1 – ... is uncovered".
 
 A document covers the days from its first set ``starts`` field (none: since ever) to its first
-set ``expires`` field (none: for good), both inclusive. One with a ``lapsed`` field true, or a
-``status`` naming one of them (or ``canceled``, ``expired``), covers nothing: cancelling a policy
+set ``expires`` field (none: for good), both inclusive. One with a ``lapsed`` field true, a
+``status`` that is one of their names (or ``canceled``, ``expired``), or called off (the
+library's ``_called_off``: a ``cancelled``/``void`` flag, or a ``status`` naming cancellation
+in a sentence, "Cancelled by the insurer") covers nothing: cancelling a policy
 can only make the alert appear or worsen, and the alert names it. A document that starts later
 never masks an earlier gap: every day is checked, not only the latest expiry. No matching
 document at all is an alert too.
@@ -76,16 +78,27 @@ class _Doc:
 
 
 def _lapsed(rec: Record, names: list[str]) -> bool:
+    """Whether ``rec`` covers nothing: a ``lapsed`` field true or its name as the status, or
+    called off (a cancelled flag, or a status naming it in a sentence: "Cancelled by the
+    insurer"), the library's one test of cancellation."""
     status = _get(rec, "status")
     said = status.strip().casefold() if isinstance(status, str) else ""
-    return any(_get(rec, n) is True for n in names) or said in LAPSED_STATUSES or said in names
+    return (
+        any(_get(rec, n) is True for n in names)
+        or said in LAPSED_STATUSES
+        or said in names
+        or called_off(rec)
+    )
 
 
-def _documents(user: UserView, c: ValidOn) -> tuple[list[_Doc], list[_Doc]]:
-    """The documents ``c`` names: those that cover days, and the lapsed ones (covering none)."""
+def _documents(user: UserView, c: ValidOn, today: date) -> tuple[list[_Doc], list[_Doc]]:
+    """The documents ``c`` names that can cover a day checked (every one is today or later):
+    those that cover days, and the lapsed ones (covering none). Read through the ``expires``
+    indexes, so documents expired long ago are not read on each clock move."""
     valid: list[_Doc] = []
     lapsed: list[_Doc] = []
-    for rec in select(user, c.document):
+    pool = read(c.document, lambda t: _from_day(user, t, today, c.expires))
+    for rec in select(user, c.document, pool):
         doc = _Doc(rec, _first_day(rec, c.starts), _first_day(rec, c.expires))
         if _lapsed(rec, c.lapsed):
             lapsed.append(doc)
@@ -280,7 +293,7 @@ def compile(name: str, c: ValidOn) -> Rule:
         each = _candidates(user, c, today)
         if not each:
             return
-        valid, lapsed = _documents(user, c)
+        valid, lapsed = _documents(user, c, today)
         for rec in each:
             if called_off(rec):
                 continue  # a cancelled trip needs no cover

@@ -33,6 +33,8 @@ total, the limit and the records.
 from __future__ import annotations
 
 import calendar
+import math
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -153,7 +155,18 @@ def _total(c: WindowLimit, items: list[_Item], lo: date, hi: date) -> _Total:
     return _Total(float(len(days)), float(len(sure)), inside)
 
 
+BIG = 1e15  # beyond this a number is said in scientific notation, not 16+ digits
+
+
 def _num(x: float) -> str:
+    """``1,250``, ``1,250.50``; ``2e+308`` for a huge one; a sum past the largest float (amounts
+    near 1e308 added up) says so rather than failing on ``int(inf)``."""
+    if math.isnan(x):
+        return "an amount that cannot be computed"
+    if math.isinf(x):
+        return f"more than {sys.float_info.max:.4g} (too large to compute)"
+    if abs(x) >= BIG:
+        return f"{x:.4g}"
     return f"{int(x):,}" if x == int(x) else f"{x:,.2f}"
 
 
@@ -226,7 +239,9 @@ def _rolling(c: WindowLimit, w: int, items: list[_Item], today: date) -> Iterato
     scan = _before(today, span)
     lo, hi = _before(scan, span), _after(today, HORIZON)
 
-    def tally(sure: bool) -> tuple[list[date], list[float]]:
+    Tally = tuple[list[date], list[float], list[float]]  # days, their values, prefix sums
+
+    def tally(sure: bool) -> Tally:
         by_day: dict[date, float] = {}
         for i in items:
             if c.measure != "days":
@@ -236,11 +251,15 @@ def _rolling(c: WindowLimit, w: int, items: list[_Item], today: date) -> Iterato
             a, b = max(i.first, lo), min(i.sure if sure else i.last, hi)
             by_day.update((a + timedelta(days=n), 1.0) for n in range((b - a).days + 1))
         days = sorted(by_day)
-        return days, [0.0, *accumulate(by_day[d] for d in days)]
+        values = [by_day[d] for d in days]
+        return days, values, [0.0, *accumulate(values)]
 
-    def level(tallied: tuple[list[date], list[float]], e: date) -> float:
-        days, sums = tallied
-        return sums[bisect_right(days, e)] - sums[bisect_left(days, e - span)]
+    def level(tallied: Tally, e: date) -> float:
+        days, values, sums = tallied
+        a, b = bisect_left(days, e - span), bisect_right(days, e)
+        got = sums[b] - sums[a]
+        # Prefix sums past the largest float turn into inf - inf: add the window's own values.
+        return got if math.isfinite(got) else sum(values[a:b])
 
     counted, sure = tally(False), tally(True)
     warn_level = c.warn_at * c.limit if c.warn_at is not None and c.limit > 0 else None
