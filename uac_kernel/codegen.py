@@ -161,7 +161,8 @@ def rules_code(rules: Iterable[Rule]) -> str:
     own = ""
     for r in ordered:
         # a compiled constraint's function is uac's own code; the constraint is rendered as data
-        if r.name in shipped or r.func.__module__.startswith("uac_kernel.constraints."):
+        module = getattr(r.func, "__module__", None) or ""  # None for code run from a cell
+        if r.name in shipped or module.startswith("uac_kernel.constraints."):
             continue
         found = _rule_source(r)
         if found is None:
