@@ -331,6 +331,15 @@ class WindowLimit(_Base):
                 raise ValueError(f"{v!r} is not a day of the year (MM-DD, e.g. 04-06)") from None
         return v
 
+    @model_validator(mode="after")
+    def _needs_a_window(self) -> WindowLimit:
+        if self.window_days is None and self.period is None and self.year_from is None:
+            raise ValueError(
+                "a limit needs a window to count in: window_days (e.g. 180) or period "
+                "(month, year) or year_from (e.g. 04-06)"
+            )
+        return self
+
 
 class Projection(_Base):
     """A quantity that runs out, or a balance that planned flows take below a threshold.
