@@ -186,3 +186,38 @@ def test_retracting_a_constraint_in_force_counts_as_a_change_for_review(
     report = wb.extract(progress=False, limits=ExtractionLimits(hold_floor=0, hold_share=0))
     assert report.held == 1
     assert [c.key for c in wb.constraints()] == ["return-lease"]
+
+
+def _doc_examples() -> list[dict[str, Any]]:
+    """The YAML example of each kind in docs/constraints.md, as a person would write it."""
+    yaml = pytest.importorskip("yaml")
+    text = (Path(__file__).parent.parent / "docs" / "constraints.md").read_text(encoding="utf-8")
+    found: dict[str, dict[str, Any]] = {}
+    for block in text.split("```yaml\n")[1:]:
+        c = yaml.safe_load(block.split("```")[0])
+        found.setdefault(c["kind"], c)
+    return list(found.values())
+
+
+def test_every_kind_can_be_proposed_by_the_model_and_is_in_force(
+    wb: Workbench, server: ChatServer
+) -> None:
+    examples = _doc_examples()
+    assert {c["kind"] for c in examples} == {
+        "obligation",
+        "valid_on",
+        "window_limit",
+        "projection",
+        "no_overlap",
+        "before",
+        "not_while",
+    }
+    proposals = [proposal(f"example-{c['kind']}", c) for c in examples]
+    server.enqueue(answer([LEASE], proposals))
+    report = wb.extract(progress=False)
+    assert (report.constraints, report.dropped) == (7, [])
+    in_force = {c.key: c.constraint.kind for c in wb.constraints()}
+    assert in_force == {f"example-{c['kind']}": c["kind"] for c in examples}
+    # each compiled into a rule in force that names its constraint
+    rules = {r: wb.constraint_of(r) for r in wb.runner.rules}
+    assert sorted(cv.key for cv in rules.values() if cv is not None) == sorted(in_force)
