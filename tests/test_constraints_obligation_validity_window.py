@@ -853,7 +853,9 @@ def test_window_needs_a_window() -> None:
         "measure": "count",
         "limit": 3,
     }
-    with pytest.raises(ConstraintError, match="window_limit: .*a limit needs a window to count in"):
+    with pytest.raises(
+        ConstraintError, match=r"window_limit: .*a limit needs a window to count in"
+    ):
         parse_constraint(c)
 
 
