@@ -25,6 +25,43 @@ def fact(ts: str, op: str, type_: str, key: str, **fields: Any) -> dict[str, Any
     return ev
 
 
+# -- events and alerts for rule and constraint tests ------------------------------------------
+
+
+def _at(ts: str) -> str:
+    """A date (``2025-01-01``) as that day at 09:00; a date-time as it is."""
+    return f"{ts}T09:00:00" if len(ts) == 10 else ts
+
+
+def add(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
+    return fact(_at(ts), "add", type_, key, **fields)
+
+
+def update(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
+    return fact(_at(ts), "update", type_, key, **fields)
+
+
+def retract(ts: str, type_: str, key: str) -> dict[str, Any]:
+    return fact(_at(ts), "retract", type_, key)
+
+
+def clock(ts: str) -> dict[str, Any]:
+    """An utterance that only moves the log clock (``user.today``) to ``ts``."""
+    return {"kind": "utterance", "ts": _at(ts), "speaker": "user", "text": "ok"}
+
+
+def alerts(wb: Any) -> list[Any]:
+    """The standing alerts; a rule that raised (a ``rule_error`` alert) fails the test."""
+    found = wb.alerts()
+    assert not [a.message for a in found if a.category == "rule_error"]
+    return found
+
+
+def keys(a: Any) -> set[str]:
+    """``Type/key`` of each record an alert rests on."""
+    return {f"{e.type}/{e.key}" for e in a.evidence}
+
+
 def without_record(code: str, key: str) -> str:
     """``code`` (a checkpoint part) with the record of ``key`` deleted, however many lines it spans."""
     import ast

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from conftest import add, alerts, clock, retract, update
 
 from uac_kernel import Workbench
 from uac_kernel.constraints.compile import compile_constraint, rule_name
@@ -31,26 +31,8 @@ from uac_kernel.constraints.spec import NotWhile, constraint_json, parse_constra
 from uac_kernel.errors import ConstraintError, EventError
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
-from uac_kernel.rules.engine import Alert
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def add(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
-    return fact(f"{ts}T09:00:00", "add", type_, key, **fields)
-
-
-def update(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
-    return fact(f"{ts}T09:00:00", "update", type_, key, **fields)
-
-
-def retract(ts: str, type_: str, key: str) -> dict[str, Any]:
-    return fact(f"{ts}T09:00:00", "retract", type_, key)
-
-
-def clock(ts: str) -> dict[str, Any]:
-    """An utterance that only moves the log clock to ``ts`` (a date)."""
-    return {"kind": "utterance", "ts": f"{ts}T09:00:00", "speaker": "user", "text": "ok"}
 
 
 def cevent(op: str, key: str, body: dict[str, Any] | None = None, ts: str = "2025-01-01") -> dict:
@@ -58,13 +40,6 @@ def cevent(op: str, key: str, body: dict[str, Any] | None = None, ts: str = "202
     if body is not None:
         ev["constraint"] = body
     return ev
-
-
-def alerts(wb: Workbench) -> list[Alert]:
-    """The standing alerts; none of them a rule error."""
-    found = wb.alerts()
-    assert not [a.message for a in found if a.category == "rule_error"]
-    return found
 
 
 def bench(c: dict[str, Any], today: str = "2025-01-01", key: str = "k") -> Workbench:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from conftest import add, alerts, clock, keys, retract, update
 
 from uac_kernel import Workbench
 from uac_kernel.constraints.compile import compile_constraint
@@ -24,37 +24,10 @@ def bench(**constraints: dict[str, Any]) -> Workbench:
     )
 
 
-def add(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
-    return fact(f"{ts}T09:00:00", "add", type_, key, **fields)
-
-
-def update(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
-    return fact(f"{ts}T09:00:00", "update", type_, key, **fields)
-
-
-def retract(ts: str, type_: str, key: str) -> dict[str, Any]:
-    return fact(f"{ts}T09:00:00", "retract", type_, key)
-
-
-def clock(ts: str) -> dict[str, Any]:
-    """An utterance that only moves the log clock (``user.today``) to ``ts``."""
-    return {"kind": "utterance", "ts": f"{ts}T09:00:00", "speaker": "user", "text": "ok"}
-
-
-def alerts(wb: Workbench) -> list[Alert]:
-    found = wb.alerts()
-    assert not [a.message for a in found if a.category == "rule_error"]
-    return found
-
-
 def one(wb: Workbench) -> Alert:
     found = alerts(wb)
     assert len(found) == 1, [a.message for a in found]
     return found[0]
-
-
-def keys(a: Alert) -> set[str]:
-    return {f"{e.type}/{e.key}" for e in a.evidence}
 
 
 # -- obligation ----------------------------------------------------------------------------------

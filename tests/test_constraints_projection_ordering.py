@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from conftest import add, alerts, clock, keys, update
 
 from uac_kernel.constraints import compile_constraint, parse_constraint
 from uac_kernel.errors import ConstraintError
-from uac_kernel.rules.engine import Alert
 from uac_kernel.workbench import Workbench
 
 
@@ -20,29 +19,6 @@ def bench(constraint: dict[str, Any], *events: dict[str, Any]) -> Workbench:
     if events:
         wb.ingest(list(events))
     return wb
-
-
-def alerts(wb: Workbench) -> list[Alert]:
-    """The standing alerts; a compiled rule that raised fails the test."""
-    found = wb.alerts()
-    assert not [a.message for a in found if a.category == "rule_error"]
-    return found
-
-
-def keys(a: Alert) -> set[str]:
-    return {f"{e.type}/{e.key}" for e in a.evidence}
-
-
-def add(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
-    return fact(ts, "add", type_, key, **fields)
-
-
-def update(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
-    return fact(ts, "update", type_, key, **fields)
-
-
-def clock(ts: str) -> dict[str, Any]:
-    return {"kind": "utterance", "ts": ts, "speaker": "user", "text": "ok"}
 
 
 # -- projection: runs out -------------------------------------------------------------------
