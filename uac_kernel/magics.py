@@ -464,13 +464,23 @@ class UacMagics(Magics):
         if self.shell is not None and self.variable and self.shell.user_ns.get(self.variable) is wb:
             del self.shell.user_ns[self.variable]
 
+    def release_store(self, *_: object) -> None:
+        """Close the open workbench's connection to its store (an IPython ``post_run_cell``
+        hook): the next operation opens it again."""
+        if self.workbench is not None:
+            self.workbench.store.release()
+
     def _wb(self, *, read: bool = False) -> Workbench:
         """The open workbench; opens the configured store and user if none is.
 
         ``read``: the subcommand reads the user, so a user with no events is an error that
         names the store's users (a typo in --user, not an empty history).
         """
-        wb = self._open(self.db, self.user) if self.workbench is None else self.workbench
+        if self.workbench is None:
+            wb = self._open(self.db, self.user)
+        else:
+            wb = self.workbench
+            wb.refresh()  # a terminal may have written since the last cell
         if read:
             wb.require_known()
         return wb
@@ -1327,6 +1337,9 @@ def load_ipython_extension(ip: InteractiveShell) -> None:
     magics = UacMagics(shell=ip)
     ip.register_magics(magics)
     _register_formatters(ip, magics)
+    # Every workbench operation releases the store; a cell that used `wb.store` directly is
+    # released here, so the notebook never keeps a terminal out between cells.
+    ip.events.register("post_run_cell", magics.release_store)
     # After IPython's own cleanup transforms, before its help (`obj?`) and magic handling.
     if ask_line not in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.append(ask_line)
@@ -1339,6 +1352,8 @@ def unload_ipython_extension(ip: InteractiveShell) -> None:
     magics = registry.pop(UacMagics.__name__, None)
     if isinstance(magics, UacMagics):
         magics._close()
+        if magics.release_store in ip.events.callbacks["post_run_cell"]:
+            ip.events.unregister("post_run_cell", magics.release_store)
         if magics in ip.configurables:
             ip.configurables.remove(magics)  # type: ignore[arg-type]
     for kind in ("line", "cell"):

@@ -10,8 +10,10 @@ user's log can be checked without reading the others'.
 from __future__ import annotations
 
 import os
+import random
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -91,13 +93,27 @@ class Store:
     """One DuckDB file (or ``:memory:``) holding the event log and checkpoints of many users."""
 
     def __init__(
-        self, path: str | Path = ":memory:", *, read_only: bool = False, create: bool = True
+        self,
+        path: str | Path = ":memory:",
+        *,
+        read_only: bool = False,
+        create: bool = True,
+        lock_timeout: float | None = None,
     ):
         """Open the store at ``path``; a new file is created only when ``create`` and not
         ``read_only``. A path that is not a uac store (a directory, an events file, an empty
-        or damaged file, another program's DuckDB database) is a one-line ``StoreError``."""
+        or damaged file, another program's DuckDB database) is a one-line ``StoreError``.
+
+        The file is shared with other processes: the connection is held only while an
+        operation runs (see ``hold`` and ``release``), and opening it waits up to
+        ``lock_timeout`` seconds (default: env ``UAC_LOCK_TIMEOUT``, else 10) while another
+        process has it, then raises a ``StoreLocked`` naming that process."""
         self.path = str(path)
         self.read_only = read_only
+        self.lock_timeout = _lock_timeout() if lock_timeout is None else lock_timeout
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._depth = 0  # operations running that hold the connection (see ``hold``)
+        self._guard = threading.Lock()
         if self.path != ":memory:":
             if not Path(self.path).exists():
                 if read_only or not create:
@@ -116,16 +132,13 @@ class Store:
                 f"{self.path} is open read-only in this process; close that workbench "
                 "(wb.close()) before opening the store to write"
             )
-        try:
-            self.con = duckdb.connect(self.path, read_only=read_only and not writable)
-        except duckdb.Error as exc:
-            raise _open_error(self.path, exc, read_only) from exc
+        self._con = self._connect(writable)
         try:
             self._check_tables()
             if not read_only:
                 migrate(self.con)
         except BaseException:
-            self.con.close()
+            self._con.close()
             raise
         self._last_seq = self._max_seq()
         # Each user's chain head (user_seq, hash), read on a user's first append.
@@ -133,6 +146,67 @@ class Store:
         self._lock = _writer_lock(self.path)
         self._shared = _shared(self.path)
         _OPEN.setdefault(_key(self.path), weakref.WeakSet()).add(self)
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The connection, opened on demand; ``release`` closes it once no operation holds it."""
+        con = self._con
+        if con is None:
+            peers = [s for s in _OPEN.get(_key(self.path), ()) if s is not self]
+            con = self._con = self._connect(any(not s.read_only for s in peers))
+        return con
+
+    def _connect(self, writable: bool) -> duckdb.DuckDBPyConnection:
+        """Connect, retrying with a growing, jittered backoff while another process holds the
+        file (DuckDB lets one process write, or several read; each of ours holds it only for
+        an operation), up to ``lock_timeout`` seconds."""
+        # as in __init__: beside a writer, a read-only Store reads through a writable
+        # connection (this class still refuses its writes)
+        read_only = self.read_only and not writable
+        deadline = time.monotonic() + self.lock_timeout
+        pause = 0.005
+        while True:
+            try:
+                return duckdb.connect(self.path, read_only=read_only)
+            except duckdb.Error as exc:
+                left = deadline - time.monotonic()
+                if not _is_lock_error(exc) or left <= 0:
+                    raise _open_error(self.path, exc, self.read_only, self.lock_timeout) from exc
+                time.sleep(min(left, random.uniform(pause / 2, pause)))
+                pause = min(pause * 2, 0.2)
+
+    @contextmanager
+    def hold(self) -> Iterator[bool]:
+        """Keep the connection open for one operation; the outermost ``hold`` releases it at
+        its end, so nested operations close it once. Yields whether this one is outermost."""
+        with self._guard:
+            self._depth += 1
+            outer = self._depth == 1
+        try:
+            yield outer
+        finally:
+            with self._guard:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._disconnect()
+
+    def release(self) -> None:
+        """Close the connection unless an operation holds it, so another process can open
+        the file; the next use opens it again. An in-memory store keeps it (closing would
+        drop the database)."""
+        with self._guard:
+            if self._depth == 0:
+                self._disconnect()
+
+    @property
+    def connected(self) -> bool:
+        """Whether this Store holds a connection to its file now."""
+        return self._con is not None
+
+    def _disconnect(self) -> None:
+        if self._con is not None and self.path != ":memory:":
+            self._con.close()
+            self._con = None
 
     def _check_tables(self) -> None:
         """Refuse a DuckDB database uac did not make, rather than write its tables into it."""
@@ -157,7 +231,9 @@ class Store:
             )
 
     def close(self) -> None:
-        self.con.close()
+        if self._con is not None:
+            self._con.close()
+            self._con = None
         _OPEN.get(_key(self.path), weakref.WeakSet()).discard(self)
 
     def compact(self) -> None:
@@ -167,7 +243,7 @@ class Store:
         reopens."""
         if self.path == ":memory:":
             return
-        with self._lock:
+        with self._lock, self.hold():
             path = Path(self.path)
             peers = [s for s in _OPEN.get(_key(self.path), ()) if s is not self]
             fresh = path.with_name(path.name + ".compact")
@@ -181,16 +257,14 @@ class Store:
                 self.con.execute(f'COPY FROM DATABASE "{name}" TO uac_compact')
             finally:
                 self.con.execute("DETACH uac_compact")
-            everyone = [self, *peers]
-            for s in everyone:
-                s.con.close()
+            # Every connection of this process closes, so the file can be replaced; each Store
+            # opens the new one on its next use.
+            for s in [self, *peers]:
+                if s._con is not None:
+                    s._con.close()
+                    s._con = None
             os.replace(fresh, path)
             Path(f"{path}.wal").unlink(missing_ok=True)
-            # as in __init__: beside a writer, a read-only Store reads through a writable
-            # connection (this class still refuses its writes)
-            writable = any(not s.read_only for s in everyone)
-            for s in everyone:
-                s.con = duckdb.connect(self.path, read_only=s.read_only and not writable)
             self._shared.erasures += 1
 
     @property
@@ -205,7 +279,19 @@ class Store:
 
     @property
     def last_seq(self) -> int:
-        return self._last_seq
+        """The seq of the store's last event, read from the file (another process may have
+        appended since this one last did)."""
+        return self._max_seq()
+
+    def user_last_seq(self, user: str, after: int = 0) -> int:
+        """The seq of ``user``'s last event that is not erased, if after ``after``, else
+        ``after``: one cheap query (the zone maps of ``seq`` skip the older row groups) by
+        which a workbench sees what other processes appended."""
+        row = self.con.execute(
+            "SELECT max(seq) FROM events WHERE seq > ? AND user_id = ? AND salt <> ''",
+            [after, user],
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else after
 
     def _max_seq(self) -> int:
         row = self.con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
@@ -233,7 +319,9 @@ class Store:
             raise StoreError(f"{self.path} is open read-only; open it without read_only to write")
         if not events:
             return []
-        with self._lock:
+        # The connection is held from reading the head to the commit: no other process can
+        # write the file in between, so seq and each user's chain stay unique across them.
+        with self._lock, self.hold():
             self._catch_up()
             now = datetime.now(UTC).replace(tzinfo=None)
             seq = self._last_seq
@@ -280,7 +368,7 @@ class Store:
         """Hold this process's write lock of the store (for writes outside ``append``)."""
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; open it without read_only to write")
-        with self._lock:
+        with self._lock, self.hold():
             self._catch_up()
             yield
 
@@ -305,8 +393,9 @@ class Store:
             raise
 
     def _catch_up(self) -> None:
-        """Forget cached heads if another Store object of this process appended to the file
-        (DuckDB shares one database between connections of a process, so both can write)."""
+        """Forget cached heads if another Store object, of this process or another, appended
+        to the file since this one last did: a held connection is the only time no one else
+        can, so the cache is checked against the table on each write."""
         last = self._max_seq()
         if last != self._last_seq:
             self._last_seq = last
@@ -448,6 +537,41 @@ class Store:
 
 
 _LOCK_PID = re.compile(r"PID (\d+)")
+_DEFAULT_LOCK_TIMEOUT = 10.0
+
+
+def _lock_timeout() -> float:
+    """Seconds to wait for a store another process holds: env ``UAC_LOCK_TIMEOUT``, else 10."""
+    text = os.environ.get("UAC_LOCK_TIMEOUT", "").strip()
+    if not text:
+        return _DEFAULT_LOCK_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise StoreError(
+            f"UAC_LOCK_TIMEOUT={text!r} is not a number of seconds; set it like 10 or 0.5"
+        ) from None
+    if not seconds >= 0:  # also refuses nan
+        raise StoreError(f"UAC_LOCK_TIMEOUT={text!r} is negative; set it like 10 or 0.5")
+    return seconds
+
+
+def _is_lock_error(exc: duckdb.Error) -> bool:
+    return isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()
+
+
+def _holder(pid: str) -> str:
+    """``process 1234 (python -m uac ingest a.jsonl)``: the command line when readable."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f"process {pid}"
+    words = [w for w in raw.decode(errors="replace").split("\0") if w]
+    if words:
+        words[0] = Path(words[0]).name  # python, not /home/…/.venv/bin/python
+    return f"process {pid} ({shorten(' '.join(words), 80)})" if words else f"process {pid}"
+
+
 _WRITER_LOCKS: dict[str, threading.RLock] = {}
 _WRITER_LOCKS_GUARD = threading.Lock()
 # The Store objects of this process open on each file, so `compact` can reconnect them all.
@@ -531,19 +655,21 @@ def damaged(path: str, exc: duckdb.Error) -> StoreError:
     return StoreError(f"DuckDB failed on store {path}: {shorten(first, 200)}")
 
 
-def _open_error(path: str, exc: duckdb.Error, read_only: bool) -> StoreError:
+def _open_error(path: str, exc: duckdb.Error, read_only: bool, waited: float) -> StoreError:
     text = str(exc)
-    if isinstance(exc, duckdb.IOException) and "lock" in text.lower():
+    if _is_lock_error(exc):
         pid = _LOCK_PID.search(text)
-        who = f"process {pid.group(1)}" if pid else "another process"
+        who = _holder(pid.group(1)) if pid else "another process"
+        after = f"still open after {waited:g} s (UAC_LOCK_TIMEOUT)"
         if read_only:  # only a writer keeps a reader out
             return StoreLocked(
-                f"{path} is open read-write in {who}; close that notebook or program first "
-                "(readers share a store, a writer has it alone)"
+                f"{path} is open read-write in {who}, {after}; wait for it to finish or close "
+                "that notebook or program (readers share a store, a writer has it alone)"
             )
         return StoreLocked(
-            f"{path} is open in {who}; to write, close that notebook or program first; if it "
-            "only reads, open this store read-only too (readers share a store)"
+            f"{path} is open in {who}, {after}; to write, wait for it to finish or close that "
+            "notebook or program; if it only reads, open this store read-only too "
+            "(readers share a store)"
         )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return StoreError(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from uac_kernel._display import did_you_mean, plural
+from uac_kernel._shared import operations
 from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
@@ -199,6 +200,7 @@ class IngestReport:
         return text
 
 
+@operations  # each public method holds the store's file only while it runs, see _shared
 class Workbench:
     """The event log, typed state, checkpoints, rules and queries of one user.
 
@@ -274,17 +276,47 @@ class Workbench:
     # -- life cycle ------------------------------------------------------------------------
 
     def _sync(self) -> None:
-        """Fold again if another workbench of this process has since written this user's log,
-        or erased from the store (a forget): this one's state would be stale, and a write
-        checked against it could contradict the log."""
-        if (
-            self.store.erasures == self._erasures
-            and self.store.written(self.user) <= self.state.seq
-        ):
-            return
+        """Catch up if another workbench, of this process or another, has since written this
+        user's log, or erased from the store (a forget): this one's state would be stale, and
+        a write checked against it could contradict the log. One query when nothing moved."""
+        if self.store.erasures == self._erasures:
+            if self.store.user_last_seq(self.user, self.state.seq) <= self.state.seq:
+                return
+            new = list(self.store.events(self.user, after_seq=self.state.seq))
+            if not any(ev.kind == "forget" for ev in new):
+                self._fold_new(new)
+                return
         self._drop_sandbox()
         self._sources, self._sql, self._search = None, None, None
         self._load()
+
+    def _fold_new(self, new: list[LoggedEvent]) -> None:
+        """Fold events another writer appended, then bring the rules and standing alerts up to
+        date. That writer logged the alerts its rules raised: this one logs only what its own
+        rules (a notebook's) see differently, as an open does."""
+        self._drop_sandbox()
+        before = self.state.now
+        self.state.apply_all(new)
+        if self._sources is not None:
+            self._sources.update(ev.source for ev in new if ev.source is not None)
+        if self._search is not None:
+            for e in new:
+                if e.kind == "utterance":
+                    self._search.add(e.seq, e.ts, e.payload["speaker"], e.payload["text"], e.source)
+        changed = self.state.take_changed_types()
+        constrained = self.state.take_changed_constraints()
+        self._constraints_changed(constrained)
+        self.runner.run(self.view, changed, self.state.now != before)
+        if constrained:
+            names = [self._constraint_rules[k] for k in constrained if k in self.state.constraints]
+            self.runner.run(self.view, None, only=names)
+        self._reconcile_alerts(self.runner.rules.keys())
+
+    def refresh(self) -> None:
+        """Catch up with what other workbenches and processes wrote to this user's log since
+        (every other operation does it first; the notebook faces call it before reading
+        ``state`` directly)."""
+        self._sync()
 
     def close(self) -> None:
         self._drop_sandbox()

@@ -1,0 +1,49 @@
+"""A store shared by processes: a workbench holds the DuckDB file only while an operation runs.
+
+DuckDB lets one process write a file, or several read it, never both; a connection held in a
+notebook between cells would keep every terminal out. So each public operation of a
+``Workbench`` holds the store's connection (``Store.hold``) and releases it at its end: nested
+operations release once, at the end of the outermost. That operation first catches up with
+what other processes appended (``Workbench._sync``), so it never answers from a stale state.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["operations"]
+
+T = TypeVar("T", bound=type)
+
+# Operations that must not fold first: closing, and the catch-up itself.
+_NO_SYNC = frozenset({"__init__", "close", "refresh"})
+
+
+def operations(cls: T) -> T:
+    """Make every public method of ``cls`` (and ``__init__``) an operation on its store."""
+    for name, fn in list(vars(cls).items()):
+        if (name == "__init__" or not name.startswith("_")) and inspect.isfunction(fn):
+            setattr(cls, name, _operation(fn, sync=name not in _NO_SYNC))
+    return cls
+
+
+def _operation(fn: Callable[..., Any], *, sync: bool) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        store = self.__dict__.get("store")
+        if store is None:  # __init__ opens the store: release it once the state is loaded
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                made = self.__dict__.get("store")
+                if made is not None:
+                    made.release()
+        with store.hold() as outermost:
+            if outermost and sync:
+                self._sync()
+            return fn(self, *args, **kwargs)
+
+    return run
