@@ -15,6 +15,11 @@ from uac_kernel.integrity import Head, verify
 from uac_kernel.schema import infer
 from uac_kernel.store import NewEvent, Store
 
+# A store another process holds is waited for up to UAC_LOCK_TIMEOUT seconds (10 by default)
+# before the error naming that process; the tests that expect the error need not wait that
+# long, and the CLI subprocesses they start inherit this.
+os.environ.setdefault("UAC_LOCK_TIMEOUT", "2")
+
 
 def fact(ts: str, op: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
     ev: dict[str, Any] = {"kind": "fact", "ts": ts, "op": op, "type": type_, "key": key}

@@ -783,18 +783,24 @@ def test_threads_ingesting_on_two_workbenches_while_a_third_forgets(db: Path) ->
 
 def test_a_second_process_cannot_write_while_one_holds_the_store(db: Path, tmp_path: Path) -> None:
     f = jsonl(tmp_path / "e.jsonl", [fa("k9", n=9)])
+    short = {**os.environ, "UAC_LOCK_TIMEOUT": "0.2"}
     with Workbench(db, user="u") as wb:
         wb.ingest([fa("k1", n=1)])
-        for args in (
-            ["ingest", str(f)],
-            ["checkpoint"],
-            ["forget", "--record", "Trip", "k1"],
-        ):
-            line = one_line_error(cli(*args, "--db", str(db), "--user", "u", cwd=tmp_path))
-            assert f"process {os.getpid()}" in line and "close that notebook" in line
-        assert wb.store.last_seq == 3
-    done = cli("ingest", str(f), "--db", str(db), "--user", "u", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+        with wb.store.hold():  # an operation running: the file is held until it ends
+            wb.store.con.execute("SELECT 1")
+            for args in (
+                ["ingest", str(f)],
+                ["checkpoint"],
+                ["forget", "--record", "Trip", "k1"],
+            ):
+                out = cli(*args, "--db", str(db), "--user", "u", cwd=tmp_path, env=short)
+                line = one_line_error(out)
+                assert f"process {os.getpid()}" in line and "close that notebook" in line
+            assert wb.store.last_seq == 3
+        # between operations the workbench holds nothing: the terminal writes, it sees that
+        done = cli("ingest", str(f), "--db", str(db), "--user", "u", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert wb.eval("sorted(r.key for r in user.all('Trip'))") == ["k1", "k9"]
 
 
 # == 7. kill -9 during checkpoint and extract ==============================================

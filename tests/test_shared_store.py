@@ -225,9 +225,7 @@ def test_a_forget_in_another_process_is_seen(db: Path, tmp_path: Path) -> None:
     wb = Workbench(db, user="u")
     try:
         wb.ingest(notes("n", 4))
-        done = uac(
-            "forget", "--db", str(db), "--user", "u", "--record", "Note", "n1", cwd=tmp_path
-        )
+        done = uac("forget", "--db", str(db), "--user", "u", "--record", "Note", "n1", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert wb.eval("sorted(r.key for r in user.all('Note'))") == ["n0", "n2", "n3"]
         assert "note n1" not in json.dumps([e.payload for e in wb.log()])
@@ -314,7 +312,9 @@ def test_a_holder_past_the_bound_is_named_with_its_command(
         assert who in message and "0.3 s" in message and "UAC_LOCK_TIMEOUT" in message
         assert "\n" not in message
         # the terminal says the same in one line
-        said = uac("eval", "1", "--db", str(db), "--user", "u", cwd=tmp_path, UAC_LOCK_TIMEOUT="0.3")
+        said = uac(
+            "eval", "1", "--db", str(db), "--user", "u", cwd=tmp_path, UAC_LOCK_TIMEOUT="0.3"
+        )
         assert said.returncode == 1
         (line,) = said.stderr.splitlines()
         assert line.startswith("uac: error: ") and f"process {holder.pid} (" in line
@@ -323,7 +323,10 @@ def test_a_holder_past_the_bound_is_named_with_its_command(
         holder.wait()
 
 
-def test_a_holder_that_lets_go_within_the_bound_is_waited_for(db: Path, tmp_path: Path) -> None:
+def test_a_holder_that_lets_go_within_the_bound_is_waited_for(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UAC_LOCK_TIMEOUT", PATIENT["UAC_LOCK_TIMEOUT"])
     with Workbench(db, user="u") as wb:
         wb.ingest(notes("n", 2))
         holder = hold(db, 1.0)

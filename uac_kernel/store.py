@@ -114,6 +114,7 @@ class Store:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._depth = 0  # operations running that hold the connection (see ``hold``)
         self._guard = threading.Lock()
+        self._closed = False
         if self.path != ":memory:":
             if not Path(self.path).exists():
                 if read_only or not create:
@@ -152,6 +153,8 @@ class Store:
         """The connection, opened on demand; ``release`` closes it once no operation holds it."""
         con = self._con
         if con is None:
+            if self._closed:
+                raise StoreError(f"store {self.path} is closed; open it again to use it")
             peers = [s for s in _OPEN.get(_key(self.path), ()) if s is not self]
             con = self._con = self._connect(any(not s.read_only for s in peers))
         return con
@@ -231,6 +234,7 @@ class Store:
             )
 
     def close(self) -> None:
+        self._closed = True
         if self._con is not None:
             self._con.close()
             self._con = None
@@ -238,9 +242,8 @@ class Store:
 
     def compact(self) -> None:
         """Rewrite the file with only its live rows, so nothing erased lingers in its free
-        blocks or write-ahead log. Every open Store of this process on the file is reconnected
-        to the new file; a read-only process that has it open keeps the old one until it
-        reopens."""
+        blocks or write-ahead log. Every open Store of this process on the file opens the new
+        file on its next use."""
         if self.path == ":memory:":
             return
         with self._lock, self.hold():
@@ -248,6 +251,13 @@ class Store:
             peers = [s for s in _OPEN.get(_key(self.path), ()) if s is not self]
             fresh = path.with_name(path.name + ".compact")
             fresh.unlink(missing_ok=True)
+            # Every other connection of this process closes first: one left with a result not
+            # fetched to its end holds a transaction open, and CHECKPOINT refuses to run.
+            # Each Store opens the new file on its next use.
+            for s in peers:
+                if s._con is not None:
+                    s._con.close()
+                    s._con = None
             self.con.execute("CHECKPOINT")
             row = self.con.execute("SELECT current_database()").fetchone()
             name = (row[0] if row else "main").replace('"', '""')
@@ -257,12 +267,7 @@ class Store:
                 self.con.execute(f'COPY FROM DATABASE "{name}" TO uac_compact')
             finally:
                 self.con.execute("DETACH uac_compact")
-            # Every connection of this process closes, so the file can be replaced; each Store
-            # opens the new one on its next use.
-            for s in [self, *peers]:
-                if s._con is not None:
-                    s._con.close()
-                    s._con = None
+            self._disconnect()  # the file is replaced: this one reopens it on its next use too
             os.replace(fresh, path)
             Path(f"{path}.wal").unlink(missing_ok=True)
             self._shared.erasures += 1
@@ -290,8 +295,8 @@ class Store:
         row = self.con.execute(
             "SELECT max(seq) FROM events WHERE seq > ? AND user_id = ? AND salt <> ''",
             [after, user],
-        ).fetchone()
-        return int(row[0]) if row and row[0] is not None else after
+        ).fetchall()  # to its end: a result left open would hold a transaction open
+        return int(row[0][0]) if row and row[0][0] is not None else after
 
     def _max_seq(self) -> int:
         row = self.con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
@@ -368,8 +373,15 @@ class Store:
         """Hold this process's write lock of the store (for writes outside ``append``)."""
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; open it without read_only to write")
-        with self._lock, self.hold():
+        with self.exclusive():
             self._catch_up()
+            yield
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the connection and this process's lock of the file, for reads that must not
+        meet another thread's append or ``compact`` (which closes every connection)."""
+        with self._lock, self.hold():
             yield
 
     def _append_rows(

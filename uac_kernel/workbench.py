@@ -279,6 +279,10 @@ class Workbench:
         """Catch up if another workbench, of this process or another, has since written this
         user's log, or erased from the store (a forget): this one's state would be stale, and
         a write checked against it could contradict the log. One query when nothing moved."""
+        with self.store.exclusive():  # no compact of another thread closes the file meanwhile
+            self._sync_locked()
+
+    def _sync_locked(self) -> None:
         if self.store.erasures == self._erasures:
             if self.store.user_last_seq(self.user, self.state.seq) <= self.state.seq:
                 return
