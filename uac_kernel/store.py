@@ -17,7 +17,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -278,10 +278,6 @@ class Store:
         a workbench that saw fewer folds again."""
         return self._shared.erasures
 
-    def written(self, user: str) -> int:
-        """The seq of the last event a Store of this process appended for ``user`` (0: none)."""
-        return self._shared.written.get(user, 0)
-
     @property
     def last_seq(self) -> int:
         """The seq of the store's last event, read from the file (another process may have
@@ -355,8 +351,6 @@ class Store:
             self._append_rows(rows, within)
             self._last_seq = seq
             self._heads.update(heads)
-            for done in logged:
-                self._shared.written[done.user] = done.seq
         return logged
 
     def head_at_seq(self, user: str, seq: int) -> tuple[int, str]:
@@ -598,7 +592,6 @@ def _key(path: str) -> str:
 class _Shared:
     """What the Store objects of one file in this process tell each other."""
 
-    written: dict[str, int] = field(default_factory=dict)
     erasures: int = 0
 
 
