@@ -393,3 +393,15 @@ def test_a_read_only_workbench_leaves_the_file_to_writers_between_operations(
         assert reader.eval("len(user.all('Note'))") == 4
     finally:
         reader.close()
+
+
+def test_a_page_turned_in_the_log_widget_leaves_the_file_to_others(db: Path) -> None:
+    from uac_kernel._paging import LogPager, events_by_seq
+
+    with Workbench(db, user="u") as wb:
+        wb.ingest(notes("n", 30))
+        pager = LogPager(wb.store, wb.user, page_size=10)
+        # a widget's callback, outside any cell or operation: each read lets go at its end
+        for turn in (lambda: pager.page(2), pager.kinds, lambda: events_by_seq(wb.store, "u", [3])):
+            assert turn()
+            assert not wb.store.connected and can_write_from_another_process(db)

@@ -107,12 +107,15 @@ class LogPager:
 
     def total(self) -> int:
         """How many events match (re-counted when the log has grown)."""
-        if self._total is None or self._counted_at != self.store.last_seq:
-            where, params = self.filter.where(self.user)
-            row = self.store.con.execute(f"SELECT count(*) FROM events WHERE {where}", params)
-            self._total = int(row.fetchone()[0])  # type: ignore[index]
-            self._counted_at = self.store.last_seq
-        return self._total
+        # Each read holds the store only while it runs (a widget's page turn is no operation
+        # of the workbench): another process can write between two pages.
+        with self.store.hold():
+            if self._total is None or self._counted_at != self.store.last_seq:
+                where, params = self.filter.where(self.user)
+                row = self.store.con.execute(f"SELECT count(*) FROM events WHERE {where}", params)
+                self._total = int(row.fetchone()[0])  # type: ignore[index]
+                self._counted_at = self.store.last_seq
+            return self._total
 
     def pages(self) -> int:
         return max(1, -(-self.total() // self.page_size))
@@ -134,11 +137,12 @@ class LogPager:
             skip = n * size
             where, params = self.filter.where(self.user)
             order, offset = ("ASC", skip) if skip <= total - skip else ("DESC", total - skip - 1)
-            found = self.store.con.execute(
-                f"SELECT seq FROM events WHERE {where} ORDER BY seq {order} LIMIT 1 OFFSET ?",
-                [*params, offset],
-            ).fetchone()
-            rows = [] if found is None else self._fetch("seq >= ?", [found[0]], "ASC", size)
+            with self.store.hold():
+                found = self.store.con.execute(
+                    f"SELECT seq FROM events WHERE {where} ORDER BY seq {order} LIMIT 1 OFFSET ?",
+                    [*params, offset],
+                ).fetchall()
+            rows = self._fetch("seq >= ?", [found[0][0]], "ASC", size) if found else []
         if rows:
             self._first[n] = rows[0].seq
             if len(rows) == size:
@@ -151,18 +155,20 @@ class LogPager:
         where, params = self.filter.where(self.user)
         if extra:
             where += f" AND {extra}"
-        cur = self.store.con.execute(
-            f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY seq {order} LIMIT ?",
-            [*params, *extra_params, limit],
-        )
-        return _events(cur.fetchall())
+        with self.store.hold():
+            cur = self.store.con.execute(
+                f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY seq {order} LIMIT ?",
+                [*params, *extra_params, limit],
+            )
+            return _events(cur.fetchall())
 
     def kinds(self) -> dict[str, int]:
         """Each kind of event this user has, with its count."""
-        rows = self.store.con.execute(
-            "SELECT kind, count(*) FROM events WHERE user_id = ? GROUP BY kind ORDER BY kind",
-            [self.user],
-        ).fetchall()
+        with self.store.hold():
+            rows = self.store.con.execute(
+                "SELECT kind, count(*) FROM events WHERE user_id = ? GROUP BY kind ORDER BY kind",
+                [self.user],
+            ).fetchall()
         return {k: int(c) for k, c in rows}
 
 
@@ -171,11 +177,12 @@ def events_by_seq(store: Store, user: str, seqs: Iterable[int]) -> dict[int, Log
     wanted = sorted(set(seqs))
     if not wanted:
         return {}
-    rows = store.con.execute(
-        f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq IN (SELECT unnest(?)) "
-        "ORDER BY seq",
-        [user, wanted],
-    ).fetchall()
+    with store.hold():
+        rows = store.con.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq IN (SELECT unnest(?)) "
+            "ORDER BY seq",
+            [user, wanted],
+        ).fetchall()
     return {ev.seq: ev for ev in _events(rows)}
 
 
@@ -184,11 +191,12 @@ def utterances_by_source(store: Store, user: str, sources: Iterable[str]) -> dic
     wanted = sorted(set(sources))
     if not wanted:
         return {}
-    rows = store.con.execute(
-        f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND kind = 'utterance' "
-        "AND source IN (SELECT unnest(?)) ORDER BY seq",
-        [user, wanted],
-    ).fetchall()
+    with store.hold():
+        rows = store.con.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND kind = 'utterance' "
+            "AND source IN (SELECT unnest(?)) ORDER BY seq",
+            [user, wanted],
+        ).fetchall()
     return {ev.source: ev for ev in _events(rows) if ev.source is not None}
 
 

@@ -88,13 +88,14 @@ def _period(freq: str) -> str:
 
 
 def _rows(wb: Workbench, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    cur = wb.store.con.cursor()
-    try:
-        cur.execute(sql, params)
-        names = [d[0] for d in cur.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-    finally:
-        cur.close()
+    with wb.store.hold():  # a chart drawn from a widget holds the store only while it reads
+        cur = wb.store.con.cursor()
+        try:
+            cur.execute(sql, params)
+            names = [d[0] for d in cur.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            cur.close()
 
 
 def _title(text: str, subtitle: str = "") -> alt.TitleParams | str:
