@@ -405,3 +405,16 @@ def test_a_page_turned_in_the_log_widget_leaves_the_file_to_others(db: Path) -> 
         for turn in (lambda: pager.page(2), pager.kinds, lambda: events_by_seq(wb.store, "u", [3])):
             assert turn()
             assert not wb.store.connected and can_write_from_another_process(db)
+
+
+def test_an_operation_keeps_the_lock_while_this_process_looks_at_the_file(db: Path) -> None:
+    """Closing any descriptor of the file drops this process's DuckDB lock (POSIX record
+    locks): neither opening a second Store nor the catch-up check may read the file itself."""
+    with Workbench(db, user="u") as wb:
+        wb.ingest(notes("n", 2))
+        with wb.store.hold():
+            wb.store.con.execute("SELECT 1").fetchall()
+            Store(db, read_only=True).close()
+            assert wb.eval("len(user.all('Note'))") == 2
+            assert not can_write_from_another_process(db)
+        assert can_write_from_another_process(db)

@@ -4,7 +4,8 @@ DuckDB lets one process write a file, or several read it, never both; a connecti
 notebook between cells would keep every terminal out. So each public operation of a
 ``Workbench`` holds the store's connection (``Store.hold``) and releases it at its end: nested
 operations release once, at the end of the outermost. That operation first catches up with
-what other processes appended (``Workbench._sync``), so it never answers from a stale state.
+what other processes appended (``Workbench._sync``), so it never answers from a stale state;
+when the file's fingerprint shows no commit since, without even connecting.
 """
 
 from __future__ import annotations

@@ -121,7 +121,9 @@ class Store:
                     raise StoreError(
                         f"no store at {self.path}; create one with `uac ingest FILE` or `uac demo`"
                     )
-            else:
+            elif not any(s._con is not None for s in _OPEN.get(_key(self.path), ())):
+                # (a Store of this process connected to it shows it is a store; and reading
+                # it here would drop this process's DuckDB lock, see ``fingerprint``)
                 _check_store_file(Path(self.path))
         # DuckDB shares one database between the connections of a process, all read-write or
         # all read-only: a read-only Store beside a writing one reads through a read-write
@@ -283,6 +285,27 @@ class Store:
         """The seq of the store's last event, read from the file (another process may have
         appended since this one last did)."""
         return self._max_seq()
+
+    def fingerprint(self) -> tuple[int, ...] | None:
+        """What changes whenever any process commits to the file, found without connecting:
+        the inode (``compact`` replaces the file), size and modification time of the file and
+        of its write-ahead log (a commit grows the log; closing checkpoints it into the file).
+        None for an in-memory or unreadable store.
+
+        Only ``stat``: opening the file here and closing it would drop this process's DuckDB
+        lock on it (POSIX record locks go with any descriptor of the file closed)."""
+        if self.path == ":memory:":
+            return None
+        try:
+            main = os.stat(self.path)
+        except OSError:
+            return None
+        try:
+            log = os.stat(f"{self.path}.wal")
+            wal = (log.st_ino, log.st_size, log.st_mtime_ns)
+        except OSError:
+            wal = (-1, -1, -1)
+        return (main.st_ino, main.st_size, main.st_mtime_ns, *wal)
 
     def user_last_seq(self, user: str, after: int = 0) -> int:
         """The seq of ``user``'s last event that is not erased, if after ``after``, else

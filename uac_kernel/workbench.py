@@ -211,6 +211,8 @@ class Workbench:
     # The warm sandbox of ``eval`` and the state version it was made for (see ``_sandbox``).
     _warm: WarmSandbox | None = None
     _warm_version: tuple[State, int] | None = None
+    # The store file's fingerprint when this workbench last caught up with it (``_sync``).
+    _synced_at: tuple[int, ...] | None = None
 
     def __init__(
         self,
@@ -275,14 +277,21 @@ class Workbench:
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def _sync(self) -> None:
+    def _sync(self, *, write: bool = False) -> None:
         """Catch up if another workbench, of this process or another, has since written this
         user's log, or erased from the store (a forget): this one's state would be stale, and
-        a write checked against it could contradict the log. One query when nothing moved."""
+        a write checked against it could contradict the log. One query when nothing moved;
+        for a read, none when the file's fingerprint is as it was at the last catch-up."""
+        if not write and self.store.erasures == self._erasures:
+            seen = self.store.fingerprint()
+            if seen is not None and seen == self._synced_at:
+                return
         with self.store.exclusive():  # no compact of another thread closes the file meanwhile
             self._sync_locked()
 
     def _sync_locked(self) -> None:
+        # the file is held: no other process can change it until this operation ends
+        self._synced_at = self.store.fingerprint()
         if self.store.erasures == self._erasures:
             if self.store.user_last_seq(self.user, self.state.seq) <= self.state.seq:
                 return
@@ -401,7 +410,7 @@ class Workbench:
         if self.store.read_only:
             return self._write_locked(parsed, clock)  # an append will say it cannot write
         with self.store.writing():
-            self._sync()
+            self._sync(write=True)
             return self._write_locked(parsed, clock)
 
     def _write_locked(
@@ -661,7 +670,7 @@ class Workbench:
         version comes back with ``new`` False (its ``summary()`` says "no change since N").
         """
         with self.store.writing():
-            self._sync()
+            self._sync(write=True)
             return self.checkpoints.take(self.state, self.state.take_dirty(), self._code_rules())
 
     def code(self, version: int | None = None) -> str:
