@@ -1,8 +1,10 @@
 """What sharing a store between processes costs: the open/close each operation now pays, and
 ingest throughput of two writer processes against one.
 
-1. Per operation: a notebook-style ``Workbench`` (read-write) runs ``wb.eval("1")`` ``--reps``
-   times; the median is reported for this checkout's engine and, with ``--before PATH``
+1. Per operation: a notebook-style ``Workbench`` (read-write) runs
+   ``wb.eval("len(user.all('Note'))")`` (reads the state only) and ``wb.log(limit=1)`` (reads
+   the store) ``--reps`` times each; the medians are reported for this checkout's engine and,
+   with ``--before PATH``
    (e.g. ``git archive COMMIT | tar -x -C /tmp/before``), for an engine that holds its
    connection. The floor is DuckDB alone: connect, ``SELECT max(seq)``, close.
 2. Throughput: the same ``2 × --events`` facts (sources set) ingested in batches of
@@ -30,15 +32,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
-EVAL = """
+# Each operation timed --reps times: a query of the state (no read of the store needed when
+# nothing was written) and one of the log (it reads the store).
+OPS = """
 import json, sys, time
 from uac_kernel.workbench import Workbench
 db, reps = sys.argv[1], int(sys.argv[2])
 wb = Workbench(db, user="bench")
-wb.eval("1")  # forks the warm sandbox
-times = []
-for _ in range(reps):
-    t = time.perf_counter(); wb.eval("1"); times.append(time.perf_counter() - t)
+ops = {"eval": lambda: wb.eval("len(user.all('Note'))"), "log": lambda: wb.log(limit=1)}
+times = {}
+for name, op in ops.items():
+    op()  # the first eval forks the warm sandbox
+    times[name] = []
+    for _ in range(reps):
+        t = time.perf_counter(); op(); times[name].append(time.perf_counter() - t)
 wb.close()
 print(json.dumps(times))
 """
@@ -154,8 +161,9 @@ def main() -> None:
         for name, engine in engines.items():
             db = work / f"eval-{name}.duckdb"
             shutil.copy(seed, db)
-            times = run_json(engine, EVAL, str(db), str(args.reps))
-            results[f"eval_ms_{name}"] = 1000 * statistics.median(times)
+            times = run_json(engine, OPS, str(db), str(args.reps))
+            for op, seconds in times.items():
+                results[f"{op}_ms_{name}"] = 1000 * statistics.median(seconds)
         for name, engine in engines.items():
             one, two = work / f"one-{name}.duckdb", work / f"two-{name}.duckdb"
             t1 = writers(engine, one, args.batch, [[a, b]])
@@ -163,10 +171,10 @@ def main() -> None:
             if name == "after":  # an engine that holds its connection cannot run two writers
                 t2 = writers(engine, two, args.batch, [[a], [b]])
                 results["two_processes_events_per_s"] = 2 * args.events / t2
-        after = results["eval_ms_after"]
-        results["eval_over_floor"] = after / results["floor_ms"]
-        if "eval_ms_before" in results:
-            results["eval_added_ms"] = after - results["eval_ms_before"]
+        for op in ("eval", "log"):
+            if f"{op}_ms_before" in results:
+                results[f"{op}_added_ms"] = results[f"{op}_ms_after"] - results[f"{op}_ms_before"]
+        results["log_added_over_floor"] = results.get("log_added_ms", 0.0) / results["floor_ms"]
         results["two_over_one"] = (
             results["two_processes_events_per_s"] / results["one_process_events_per_s_after"]
         )
