@@ -1,0 +1,192 @@
+"""The SQL view's tables built by SQL over the user's log, in the store's DuckDB.
+
+For each record type a cursor of the store's connection folds the user's fact events (up to the
+state's ``seq``, erased ones left out, as the fold reads them) into the rows of ``<T>`` and
+``<T>_history``: per key, the latest life (from its last ``add``), each field the value of the
+latest event that gave it (``arg_max_null``, so an explicit null by an update clears it while a
+field left out keeps its value), and window functions for the version each update or retract
+ended. Rows are in the fold's order: current ones by the add that began their life, ended ones
+by the event that ended them, then the current ones.
+
+The tables are written to a DuckDB file in the view's private directory, which the view's own
+database (``SqlView``, external access off but for that directory) copies and then deletes:
+DuckDB's own storage keeps every type exactly. User SQL never runs on the store's connection,
+which sees every user's events.
+
+Column types are ``sqlview.sql_type``'s; an int column's BIGINT/HUGEINT/VARCHAR choice is made
+from the values in the log, as the Python build makes it from the versions' values.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from uac_kernel.sqlview import sql_type
+
+__all__ = ["build_types"]
+
+_FACTS = "uac_build_facts"
+_EVENTS = "uac_build_events"
+_CURRENT = "uac_build_current"
+_OUT = "uac_build_out"
+# A date-time with a UTC offset (the log's canonical form has none, but the fold reads one
+# right): DuckDB's TIMESTAMP cast would drop the offset, so such text goes through TIMESTAMPTZ.
+_OFFSET = r"\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?)$"
+
+
+def build_types(
+    con: duckdb.DuckDBPyConnection,
+    user: str,
+    upto_seq: int,
+    types: dict[str, dict[str, str]],
+    path: str,
+) -> dict[str, list[tuple[str, str]]]:
+    """Write to a new DuckDB file at ``path`` the tables of ``types`` (name: {field: ftype}),
+    built from ``user``'s fact events with ``seq <= upto_seq`` on a cursor of the store
+    connection ``con``: table ``c<i>`` the current records of the i-th type, ``h<i>`` its
+    history. Return each type's columns (field, SQL type)."""
+    cur = con.cursor()
+    try:
+        # One parse of each payload for its type, key and op.
+        cur.execute(
+            f"CREATE OR REPLACE TEMP TABLE {_FACTS} AS "
+            "SELECT seq, ts, payload, h[1] AS type, h[2] AS key, h[3] AS op FROM ("
+            "SELECT seq, ts, payload, "
+            "json_extract_string(payload, ['$.type', '$.key', '$.op']) AS h FROM events "
+            "WHERE user_id = ? AND kind = 'fact' AND seq <= ? AND salt <> '') "
+            "WHERE type IN (SELECT unnest(?))",
+            [user, upto_seq, list(types)],
+        )
+        cur.execute(f"ATTACH '{_quote(path)}' AS {_OUT} (READ_WRITE)")
+        try:
+            return {
+                name: _build(cur, i, name, fields) for i, (name, fields) in enumerate(types.items())
+            }
+        finally:
+            cur.execute(f"DETACH {_OUT}")
+    finally:
+        cur.close()  # its temp tables go with it
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _timestamp(text: str) -> str:
+    return (
+        f"CASE WHEN regexp_matches({text}, '{_OFFSET}') "
+        f"THEN make_timestamp(epoch_us(CAST({text} AS TIMESTAMPTZ))) "
+        f"ELSE CAST({text} AS TIMESTAMP) END"
+    )
+
+
+def _value(x: str, ftype: str, column: str) -> str:
+    """The SQL expression of JSON value ``x`` of a field of ``ftype`` as type ``column``."""
+    if ftype == "datetime":
+        return _timestamp(f"({x}->>'$')")
+    if ftype == "list[datetime]":
+        return f"list_transform(CAST({x} AS VARCHAR[]), lambda s: {_timestamp('s')})"
+    if column == "VARCHAR":  # a str, or an int too big for HUGEINT: its digits
+        return f"({x}->>'$')"
+    if ftype == "date":
+        return f"CAST({x}->>'$' AS DATE)"
+    return f"CAST({x} AS {column})"
+
+
+def _int_columns(cur: duckdb.DuckDBPyConnection, fields: dict[str, str]) -> dict[str, str]:
+    """Each int or list[int] field's column: the narrowest of BIGINT, HUGEINT and VARCHAR that
+    holds every value the type's events give it (``sqlview._int_column`` over the versions)."""
+    ints = [(i, f, t) for i, (f, t) in enumerate(fields.items()) if t in ("int", "list[int]")]
+    if not ints:
+        return {}
+    checks = []
+    for i, _, t in ints:
+        for wide in ("BIGINT", "HUGEINT"):
+            if t == "int":
+                test = (
+                    f"TRY_CAST(v[{i + 1}]->>'$' AS {wide}) IS NULL AND v[{i + 1}]->>'$' IS NOT NULL"
+                )
+            else:
+                test = (
+                    f"list_bool_or(list_transform(json_extract_string(v[{i + 1}], '$[*]'), "
+                    f"lambda s: s IS NOT NULL AND TRY_CAST(s AS {wide}) IS NULL))"
+                )
+            checks.append(f"coalesce(bool_or({test}), false)")
+    row = cur.execute(f"SELECT {', '.join(checks)} FROM {_EVENTS}").fetchone()
+    flags = list(row) if row else [False] * len(checks)
+    out = {}
+    for n, (_, f, t) in enumerate(ints):
+        column = "VARCHAR" if flags[2 * n + 1] else "HUGEINT" if flags[2 * n] else "BIGINT"
+        out[f] = column + ("[]" if t == "list[int]" else "")
+    return out
+
+
+def _build(
+    cur: duckdb.DuckDBPyConnection, i: int, name: str, fields: dict[str, str]
+) -> list[tuple[str, str]]:
+    # One parse of each payload for all the type's fields: v[n] is the n-th field's JSON value,
+    # NULL when the event leaves the field out and JSON null when it sets it to null. Field
+    # names are lower_snake_case (schema.check_field_name), safe inside the quotes.
+    paths = ", ".join(f"'$.fields.\"{f}\"'" for f in fields)
+    cur.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op, "
+        "sum(CASE WHEN op = 'add' THEN 1 ELSE 0 END) OVER (PARTITION BY key ORDER BY seq) AS life"
+        + (f", json_extract(payload, [{paths}]) AS v" if fields else "")
+        + f" FROM {_FACTS} WHERE type = ?",
+        [name],
+    )
+    ints = _int_columns(cur, fields)
+    columns = [(f, ints.get(f) or sql_type(t)) for f, t in fields.items()]
+    # Per field n: whether the event gives it (s<n>) and its value (v<n>, typed).
+    typed = "".join(
+        f', v[{n + 1}] IS NOT NULL AS "s{n}", {_value(f"v[{n + 1}]", fields[f], col)} AS "v{n}"'
+        for n, (f, col) in enumerate(columns)
+    )
+    cur.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op, life{typed} "
+        f"FROM {_EVENTS}"
+    )
+    latest = "".join(
+        f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{f}"'
+        for n, (f, _) in enumerate(columns)
+    )
+    # The current version of each live key: the events of its last life (from its last add).
+    cur.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {_CURRENT} AS
+        WITH life AS (SELECT key, max(life) AS life FROM {_EVENTS} GROUP BY key)
+        SELECT key{latest}, arg_max(ts, seq) AS valid_from, NULL::TIMESTAMP AS valid_to,
+            list(seq ORDER BY seq) AS sources, false AS retracted, min(seq) AS _o
+        FROM {_EVENTS} JOIN life USING (key, life)
+        GROUP BY key HAVING bool_and(op <> 'retract')"""
+    )
+    names = "".join(f', "{f}"' for f, _ in columns)
+    cur.execute(
+        f'CREATE TABLE {_OUT}."c{i}" AS SELECT key{names}, valid_from, valid_to, sources '
+        f"FROM {_CURRENT} ORDER BY _o"
+    )
+    # Each ended version: the values before an update or retract, within the key's life; a
+    # struct keeps a field set to null by an event apart from a field the event left out.
+    before = (
+        "OVER (PARTITION BY key, life ORDER BY seq "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    )
+    carried = "".join(
+        f', (last_value(CASE WHEN "s{n}" THEN struct_pack(v := "v{n}") END IGNORE NULLS) '
+        f'{before}).v AS "{f}"'
+        for n, (f, _) in enumerate(columns)
+    )
+    cur.execute(
+        f"""CREATE TABLE {_OUT}."h{i}" AS
+        WITH w AS (SELECT seq, key, op, ts{carried},
+            lag(ts) OVER (PARTITION BY key, life ORDER BY seq) AS valid_from,
+            list(seq) {before} AS before FROM {_EVENTS})
+        SELECT key{names}, valid_from, valid_to, sources, retracted FROM (
+            SELECT key{names}, valid_from, ts AS valid_to,
+                CASE WHEN op = 'retract' THEN list_append(before, seq) ELSE before END AS sources,
+                op = 'retract' AS retracted, 0 AS _part, seq AS _o
+            FROM w WHERE op <> 'add'
+            UNION ALL
+            SELECT key{names}, valid_from, valid_to, sources, retracted, 1, _o FROM {_CURRENT})
+        ORDER BY _part, _o"""
+    )
+    return columns
