@@ -129,22 +129,23 @@ def _build(
     # names are lower_snake_case (schema.check_field_name), safe inside the quotes.
     paths = ", ".join(f"'$.fields.\"{f}\"'" for f in fields)
     cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op, "
-        "sum(CASE WHEN op = 'add' THEN 1 ELSE 0 END) OVER (PARTITION BY key ORDER BY seq) AS life"
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op"
         + (f", json_extract(payload, [{paths}]) AS v" if fields else "")
         + f" FROM {_FACTS} WHERE type = ?",
         [name],
     )
     ints = _int_columns(cur, fields)
     columns = [(f, ints.get(f) or sql_type(t)) for f, t in fields.items()]
-    # Per field n: whether the event gives it (s<n>) and its value (v<n>, typed).
+    # Per field n: whether the event sets it (s<n>) and to what (v<n>, typed). An add sets every
+    # field, to null when it leaves it out: a record's new life starts blank, never with the
+    # values of the life a retract ended, so a key needs no partition per life.
     typed = "".join(
-        f', v[{n + 1}] IS NOT NULL AS "s{n}", {_value(f"v[{n + 1}]", fields[f], col)} AS "v{n}"'
+        f", op = 'add' OR v[{n + 1}] IS NOT NULL AS \"s{n}\", "
+        f'{_value(f"v[{n + 1}]", fields[f], col)} AS "v{n}"'
         for n, (f, col) in enumerate(columns)
     )
     cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op, life{typed} "
-        f"FROM {_EVENTS}"
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op{typed} FROM {_EVENTS}"
     )
     latest = "".join(
         f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{f}"'
@@ -153,10 +154,11 @@ def _build(
     # The current version of each live key: the events of its last life (from its last add).
     cur.execute(
         f"""CREATE OR REPLACE TEMP TABLE {_CURRENT} AS
-        WITH life AS (SELECT key, max(life) AS life FROM {_EVENTS} GROUP BY key)
+        WITH life AS (SELECT key, max(seq) FILTER (WHERE op = 'add') AS start
+            FROM {_EVENTS} GROUP BY key)
         SELECT key{latest}, arg_max(ts, seq) AS valid_from, NULL::TIMESTAMP AS valid_to,
             list(seq ORDER BY seq) AS sources, false AS retracted, min(seq) AS _o
-        FROM {_EVENTS} JOIN life USING (key, life)
+        FROM {_EVENTS} JOIN life USING (key) WHERE seq >= start
         GROUP BY key HAVING bool_and(op <> 'retract')"""
     )
     names = "".join(f', "{f}"' for f, _ in columns)
@@ -164,12 +166,9 @@ def _build(
         f'CREATE TABLE {_OUT}."c{i}" AS SELECT key{names}, valid_from, valid_to, sources '
         f"FROM {_CURRENT} ORDER BY _o"
     )
-    # Each ended version: the values before an update or retract, within the key's life; a
-    # struct keeps a field set to null by an event apart from a field the event left out.
-    before = (
-        "OVER (PARTITION BY key, life ORDER BY seq "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
-    )
+    # Each ended version: the values before an update or retract; a struct keeps a field set
+    # to null by an event apart from a field the event left out.
+    before = "OVER (PARTITION BY key ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     carried = "".join(
         f', (last_value(CASE WHEN "s{n}" THEN struct_pack(v := "v{n}") END IGNORE NULLS) '
         f'{before}).v AS "{f}"'
@@ -178,11 +177,13 @@ def _build(
     cur.execute(
         f"""CREATE TABLE {_OUT}."h{i}" AS
         WITH w AS (SELECT seq, key, op, ts{carried},
-            lag(ts) OVER (PARTITION BY key, life ORDER BY seq) AS valid_from,
+            lag(ts) OVER (PARTITION BY key ORDER BY seq) AS valid_from,
+            max(CASE WHEN op = 'add' THEN seq END) OVER (PARTITION BY key ORDER BY seq) AS life_start,
             list(seq) {before} AS before FROM {_EVENTS})
         SELECT key{names}, valid_from, valid_to, sources, retracted FROM (
             SELECT key{names}, valid_from, ts AS valid_to,
-                CASE WHEN op = 'retract' THEN list_append(before, seq) ELSE before END AS sources,
+                list_filter(before, lambda x: x >= life_start)
+                    || CASE WHEN op = 'retract' THEN [seq] ELSE [] END AS sources,
                 op = 'retract' AS retracted, 0 AS _part, seq AS _o
             FROM w WHERE op <> 'add'
             UNION ALL
