@@ -19,6 +19,8 @@ from the values in the log, as the Python build makes it from the versions' valu
 
 from __future__ import annotations
 
+import secrets
+
 import duckdb
 
 from uac_kernel.sqlview import sql_type
@@ -28,7 +30,6 @@ __all__ = ["build_types"]
 _FACTS = "uac_build_facts"
 _EVENTS = "uac_build_events"
 _CURRENT = "uac_build_current"
-_OUT = "uac_build_out"
 # A date-time with a UTC offset (the log's canonical form has none, but the fold reads one
 # right): DuckDB's TIMESTAMP cast would drop the offset, so such text goes through TIMESTAMPTZ.
 _OFFSET = r"\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?)$"
@@ -57,13 +58,17 @@ def build_types(
             "WHERE type IN (SELECT unnest(?))",
             [user, upto_seq, list(types)],
         )
-        cur.execute(f"ATTACH '{_quote(path)}' AS {_OUT} (READ_WRITE)")
+        # Attached to the store's database instance, which other workbenches of this process
+        # may share: a name of its own.
+        out = f"uac_build_{secrets.token_hex(8)}"
+        cur.execute(f"ATTACH '{_quote(path)}' AS {out} (READ_WRITE)")
         try:
             return {
-                name: _build(cur, i, name, fields) for i, (name, fields) in enumerate(types.items())
+                name: _build(cur, out, i, name, fields)
+                for i, (name, fields) in enumerate(types.items())
             }
         finally:
-            cur.execute(f"DETACH {_OUT}")
+            cur.execute(f"DETACH {out}")
     finally:
         cur.close()  # its temp tables go with it
 
@@ -122,7 +127,7 @@ def _int_columns(cur: duckdb.DuckDBPyConnection, fields: dict[str, str]) -> dict
 
 
 def _build(
-    cur: duckdb.DuckDBPyConnection, i: int, name: str, fields: dict[str, str]
+    cur: duckdb.DuckDBPyConnection, out: str, i: int, name: str, fields: dict[str, str]
 ) -> list[tuple[str, str]]:
     # One parse of each payload for all the type's fields: v[n] is the n-th field's JSON value,
     # NULL when the event leaves the field out and JSON null when it sets it to null. Field
@@ -163,7 +168,7 @@ def _build(
     )
     names = "".join(f', "{f}"' for f, _ in columns)
     cur.execute(
-        f'CREATE TABLE {_OUT}."c{i}" AS SELECT key{names}, valid_from, valid_to, sources '
+        f'CREATE TABLE {out}."c{i}" AS SELECT key{names}, valid_from, valid_to, sources '
         f"FROM {_CURRENT} ORDER BY _o"
     )
     # Each ended version: the values before an update or retract; a struct keeps a field set
@@ -175,7 +180,7 @@ def _build(
         for n, (f, _) in enumerate(columns)
     )
     cur.execute(
-        f"""CREATE TABLE {_OUT}."h{i}" AS
+        f"""CREATE TABLE {out}."h{i}" AS
         WITH w AS (SELECT seq, key, op, ts{carried},
             lag(ts) OVER (PARTITION BY key ORDER BY seq) AS valid_from,
             max(CASE WHEN op = 'add' THEN seq END) OVER (PARTITION BY key ORDER BY seq) AS life_start,

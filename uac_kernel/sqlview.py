@@ -7,6 +7,12 @@ and in the history table ``retracted``. The view lives in its own in-memory data
 external access switched off, so a query can neither touch the log nor read or write files.
 Only the types that changed since the last query are rebuilt.
 
+A workbench's view builds a type's tables by SQL over the user's log in the store, up to the
+state's ``seq`` (``sqlbuild``), and copies them in from a file in a private temporary
+directory, the one place the view's database may read (``allowed_directories``), which holds
+nothing between builds. A view with no store behind its state builds them from the state's
+records in Python; the tests hold the two builds equal cell for cell.
+
 Names never shadow each other: types are named in the order they first appeared in the log, and
 a type whose table (or ``_history`` table) would clash, ignoring case, with one already named or
 with ``uac_tables`` gets the first free suffix that is no type's name: ``TRIP`` after ``Trip``
@@ -254,6 +260,7 @@ class SqlView:
         if self.store is not None:
             self._build_sql(state, stale, names)
             return
+        # No log to build from (a view given only states): the tables from the records.
         for name in stale:
             ts = state.types[name]
             seq = state.type_seq.get(name, 0)
@@ -290,11 +297,15 @@ class SqlView:
             con.execute(f"ATTACH '{quoted}' AS uac_build (READ_ONLY)")
             try:
                 con.execute("BEGIN TRANSACTION")
-                for i, name in enumerate(built):
-                    for table, part in zip(names[name], "ch", strict=True):
-                        con.execute(
-                            f'CREATE OR REPLACE TABLE "{table}" AS FROM uac_build.{part}{i}'
-                        )
+                try:
+                    for i, name in enumerate(built):
+                        for table, part in zip(names[name], "ch", strict=True):
+                            con.execute(
+                                f'CREATE OR REPLACE TABLE "{table}" AS FROM uac_build.{part}{i}'
+                            )
+                except BaseException:
+                    con.execute("ROLLBACK")  # the view keeps its tables as they were
+                    raise
                 con.execute("COMMIT")
             finally:
                 con.execute("DETACH uac_build")
