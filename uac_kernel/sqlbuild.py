@@ -29,7 +29,6 @@ __all__ = ["build_types"]
 
 _FACTS = "uac_build_facts"
 _EVENTS = "uac_build_events"
-_CURRENT = "uac_build_current"
 # A date-time with a UTC offset (the log's canonical form has none, but the fold reads one
 # right): DuckDB's TIMESTAMP cast would drop the offset, so such text goes through TIMESTAMPTZ.
 _OFFSET = r"\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?)$"
@@ -44,8 +43,8 @@ def build_types(
 ) -> dict[str, list[tuple[str, str]]]:
     """Write to a new DuckDB file at ``path`` the tables of ``types`` (name: {field: ftype}),
     built from ``user``'s fact events with ``seq <= upto_seq`` on a cursor of the store
-    connection ``con``: table ``c<i>`` the current records of the i-th type, ``h<i>`` its
-    history. Return each type's columns (field, SQL type)."""
+    connection ``con``: table ``h<i>`` the history of the i-th type, its current records
+    last (``valid_to`` NULL). Return each type's columns (field, SQL type)."""
     cur = con.cursor()
     try:
         # One parse of each payload for its type, key and op.
@@ -98,48 +97,51 @@ def _value(x: str, ftype: str, column: str) -> str:
     return f"CAST({x} AS {column})"
 
 
-def _int_columns(cur: duckdb.DuckDBPyConnection, fields: dict[str, str]) -> dict[str, str]:
+def _int_columns(
+    cur: duckdb.DuckDBPyConnection, name: str, fields: dict[str, str]
+) -> dict[str, str]:
     """Each int or list[int] field's column: the narrowest of BIGINT, HUGEINT and VARCHAR that
     holds every value the type's events give it (``sqlview._int_column`` over the versions)."""
-    ints = [(i, f, t) for i, (f, t) in enumerate(fields.items()) if t in ("int", "list[int]")]
+    ints = [(f, t) for f, t in fields.items() if t in ("int", "list[int]")]
     if not ints:
         return {}
     checks = []
-    for i, _, t in ints:
+    for n, (_, t) in enumerate(ints):
         for wide in ("BIGINT", "HUGEINT"):
             if t == "int":
                 test = (
-                    f"TRY_CAST(v[{i + 1}]->>'$' AS {wide}) IS NULL AND v[{i + 1}]->>'$' IS NOT NULL"
+                    f"TRY_CAST(v[{n + 1}]->>'$' AS {wide}) IS NULL AND v[{n + 1}]->>'$' IS NOT NULL"
                 )
             else:
                 test = (
-                    f"list_bool_or(list_transform(json_extract_string(v[{i + 1}], '$[*]'), "
+                    f"list_bool_or(list_transform(json_extract_string(v[{n + 1}], '$[*]'), "
                     f"lambda s: s IS NOT NULL AND TRY_CAST(s AS {wide}) IS NULL))"
                 )
             checks.append(f"coalesce(bool_or({test}), false)")
-    row = cur.execute(f"SELECT {', '.join(checks)} FROM {_EVENTS}").fetchone()
+    row = cur.execute(
+        f"SELECT {', '.join(checks)} FROM (SELECT {_extract([f for f, _ in ints])} AS v "
+        f"FROM {_FACTS} WHERE type = ?)",
+        [name],
+    ).fetchone()
     flags = list(row) if row else [False] * len(checks)
     out = {}
-    for n, (_, f, t) in enumerate(ints):
+    for n, (f, t) in enumerate(ints):
         column = "VARCHAR" if flags[2 * n + 1] else "HUGEINT" if flags[2 * n] else "BIGINT"
         out[f] = column + ("[]" if t == "list[int]" else "")
     return out
 
 
+def _extract(fields: list[str]) -> str:
+    """The fields' JSON values in one parse of the payload: the n-th is NULL when the event
+    leaves the field out, JSON null when it sets it to null. Field names are lower_snake_case
+    (schema.check_field_name), safe inside the quotes."""
+    return "json_extract(payload, [{}])".format(", ".join(f"'$.fields.\"{f}\"'" for f in fields))
+
+
 def _build(
     cur: duckdb.DuckDBPyConnection, out: str, i: int, name: str, fields: dict[str, str]
 ) -> list[tuple[str, str]]:
-    # One parse of each payload for all the type's fields: v[n] is the n-th field's JSON value,
-    # NULL when the event leaves the field out and JSON null when it sets it to null. Field
-    # names are lower_snake_case (schema.check_field_name), safe inside the quotes.
-    paths = ", ".join(f"'$.fields.\"{f}\"'" for f in fields)
-    cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op"
-        + (f", json_extract(payload, [{paths}]) AS v" if fields else "")
-        + f" FROM {_FACTS} WHERE type = ?",
-        [name],
-    )
-    ints = _int_columns(cur, fields)
+    ints = _int_columns(cur, name, fields)
     columns = [(f, ints.get(f) or sql_type(t)) for f, t in fields.items()]
     # Per field n: whether the event sets it (s<n>) and to what (v<n>, typed). An add sets every
     # field, to null when it leaves it out: a record's new life starts blank, never with the
@@ -150,27 +152,16 @@ def _build(
         for n, (f, col) in enumerate(columns)
     )
     cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op{typed} FROM {_EVENTS}"
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op{typed} FROM "
+        f"(SELECT seq, ts, key, op{', ' + _extract(list(fields)) + ' AS v' if fields else ''} "
+        f"FROM {_FACTS} WHERE type = ?)",
+        [name],
     )
     latest = "".join(
         f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{f}"'
         for n, (f, _) in enumerate(columns)
     )
-    # The current version of each live key: the events of its last life (from its last add).
-    cur.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {_CURRENT} AS
-        WITH life AS (SELECT key, max(seq) FILTER (WHERE op = 'add') AS start
-            FROM {_EVENTS} GROUP BY key)
-        SELECT key{latest}, arg_max(ts, seq) AS valid_from, NULL::TIMESTAMP AS valid_to,
-            list(seq ORDER BY seq) AS sources, false AS retracted, min(seq) AS _o
-        FROM {_EVENTS} JOIN life USING (key) WHERE seq >= start
-        GROUP BY key HAVING bool_and(op <> 'retract')"""
-    )
     names = "".join(f', "{f}"' for f, _ in columns)
-    cur.execute(
-        f'CREATE TABLE {out}."c{i}" AS SELECT key{names}, valid_from, valid_to, sources '
-        f"FROM {_CURRENT} ORDER BY _o"
-    )
     # Each ended version: the values before an update or retract; a struct keeps a field set
     # to null by an event apart from a field the event left out.
     before = "OVER (PARTITION BY key ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
@@ -179,12 +170,22 @@ def _build(
         f'{before}).v AS "{f}"'
         for n, (f, _) in enumerate(columns)
     )
+    # One table, the history: ended versions, then the current version of each live key (the
+    # events of its last life, from its last add), which the view takes as its current table
+    # (``valid_to`` NULL), so the rows are built and written once.
     cur.execute(
         f"""CREATE TABLE {out}."h{i}" AS
         WITH w AS (SELECT seq, key, op, ts{carried},
             lag(ts) OVER (PARTITION BY key ORDER BY seq) AS valid_from,
             max(CASE WHEN op = 'add' THEN seq END) OVER (PARTITION BY key ORDER BY seq) AS life_start,
-            list(seq) {before} AS before FROM {_EVENTS})
+            list(seq) {before} AS before FROM {_EVENTS}),
+        life AS (SELECT key, max(seq) FILTER (WHERE op = 'add') AS start
+            FROM {_EVENTS} GROUP BY key),
+        current AS (SELECT key{latest}, arg_max(ts, seq) AS valid_from,
+            NULL::TIMESTAMP AS valid_to, list(seq ORDER BY seq) AS sources, false AS retracted,
+            1 AS _part, min(seq) AS _o
+            FROM {_EVENTS} JOIN life USING (key) WHERE seq >= start
+            GROUP BY key HAVING bool_and(op <> 'retract'))
         SELECT key{names}, valid_from, valid_to, sources, retracted FROM (
             SELECT key{names}, valid_from, ts AS valid_to,
                 list_filter(before, lambda x: x >= life_start)
@@ -192,7 +193,7 @@ def _build(
                 op = 'retract' AS retracted, 0 AS _part, seq AS _o
             FROM w WHERE op <> 'add'
             UNION ALL
-            SELECT key{names}, valid_from, valid_to, sources, retracted, 1, _o FROM {_CURRENT})
+            FROM current)
         ORDER BY _part, _o"""
     )
     return columns

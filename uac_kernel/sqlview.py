@@ -299,10 +299,12 @@ class SqlView:
                 con.execute("BEGIN TRANSACTION")
                 try:
                     for i, name in enumerate(built):
-                        for table, part in zip(names[name], "ch", strict=True):
-                            con.execute(
-                                f'CREATE OR REPLACE TABLE "{table}" AS FROM uac_build.{part}{i}'
-                            )
+                        current, history = names[name]
+                        con.execute(f'CREATE OR REPLACE TABLE "{history}" AS FROM uac_build.h{i}')
+                        con.execute(
+                            f'CREATE OR REPLACE TABLE "{current}" AS SELECT * EXCLUDE (retracted) '
+                            f'FROM "{history}" WHERE valid_to IS NULL'
+                        )
                 except BaseException:
                     con.execute("ROLLBACK")  # the view keeps its tables as they were
                     raise
