@@ -170,6 +170,7 @@ def _build(
         f'{before}).v AS "{f}"'
         for n, (f, _) in enumerate(columns)
     )
+    # Only keys with an update or retract have ended versions: the windows see only their events.
     # One table, the history: ended versions, then the current version of each live key (the
     # events of its last life, from its last add), which the view takes as its current table
     # (``valid_to`` NULL), so the rows are built and written once.
@@ -178,7 +179,8 @@ def _build(
         WITH w AS (SELECT seq, key, op, ts{carried},
             lag(ts) OVER (PARTITION BY key ORDER BY seq) AS valid_from,
             max(CASE WHEN op = 'add' THEN seq END) OVER (PARTITION BY key ORDER BY seq) AS life_start,
-            list(seq) {before} AS before FROM {_EVENTS}),
+            list(seq) {before} AS before FROM {_EVENTS}
+            WHERE key IN (SELECT key FROM {_EVENTS} WHERE op <> 'add')),
         life AS (SELECT key, max(seq) FILTER (WHERE op = 'add') AS start
             FROM {_EVENTS} GROUP BY key),
         current AS (SELECT key{latest}, arg_max(ts, seq) AS valid_from,
