@@ -7,6 +7,12 @@ and in the history table ``retracted``. The view lives in its own in-memory data
 external access switched off, so a query can neither touch the log nor read or write files.
 Only the types that changed since the last query are rebuilt.
 
+A workbench's view builds a type's tables by SQL over the user's log in the store, up to the
+state's ``seq`` (``sqlbuild``), and copies them in from a file in a private temporary
+directory, the one place the view's database may read (``allowed_directories``), which holds
+nothing between builds. A view with no store behind its state builds them from the state's
+records in Python; the tests hold the two builds equal cell for cell.
+
 Names never shadow each other: types are named in the order they first appeared in the log, and
 a type whose table (or ``_history`` table) would clash, ignoring case, with one already named or
 with ``uac_tables`` gets the first free suffix that is no type's name: ``TRIP`` after ``Trip``
@@ -36,9 +42,10 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import orjson
@@ -47,6 +54,9 @@ from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.records import Record
+
+if TYPE_CHECKING:
+    from uac_kernel.store import Store
 
 __all__ = [
     "CONSTRAINTS_TABLE",
@@ -187,7 +197,10 @@ class SqlResult:
 
 class SqlView:
     """The tables of one user's state and the queries over them, within time and memory limits
-    (``None``: the default, see the module docstring)."""
+    (``None``: the default, see the module docstring).
+
+    With the ``store`` the state was folded from, a type's tables are built by SQL over its log
+    (``sqlbuild``); without one, from the state's records in Python."""
 
     def __init__(
         self,
@@ -195,7 +208,13 @@ class SqlView:
         timeout: float | None = None,
         memory_mb: int | None = None,
         threads: int | None = None,
+        store: Store | None = None,
     ) -> None:
+        self.store = store
+        # With a store, the tables come through a file in this private directory, the only
+        # place the view's database may read (sqlbuild); it holds nothing between refreshes.
+        self._dir = tempfile.TemporaryDirectory(prefix="uac-sql-") if store is not None else None
+        self._loads = 0
         self.timeout = (
             _env_number("UAC_SQL_TIMEOUT", DEFAULT_TIMEOUT) if timeout is None else timeout
         )
@@ -209,6 +228,8 @@ class SqlView:
         self.con.execute(f"SET threads = {int(self.threads)}")
         # Spilling to disk would need a temp directory: memory is the limit, not the disk.
         self.con.execute("SET temp_directory = ''")
+        if self._dir is not None:
+            self.con.execute("SET allowed_directories = ?", [[self._dir.name + os.sep]])
         self.con.execute("SET enable_external_access = false")
         self.con.execute("SET lock_configuration = true")
         self._built: dict[str, int] = {}
@@ -235,10 +256,14 @@ class SqlView:
             self.tables = names
         if state.constraint_seq != self._constraints_seq:
             self._load_constraints(state)
-        for name, ts in state.types.items():
+        stale = [n for n in state.types if self._built.get(n) != state.type_seq.get(n, 0)]
+        if self.store is not None:
+            self._build_sql(state, stale, names)
+            return
+        # No log to build from (a view given only states): the tables from the records.
+        for name in stale:
+            ts = state.types[name]
             seq = state.type_seq.get(name, 0)
-            if self._built.get(name) == seq:
-                continue
             fields = state.schema.types[name]
             current, history = names[name]
             versions = state.history(name)
@@ -249,6 +274,49 @@ class SqlView:
             self._load(current, columns, list(ts.current.values()), history=False)
             self._load(history, columns, versions, history=True)
             self._built[name] = seq
+
+    def _build_sql(self, state: State, stale: list[str], names: dict[str, tuple[str, str]]) -> None:
+        # Imported here: sqlbuild takes its column types from this module.
+        from uac_kernel.sqlbuild import build_types
+
+        if self.store is None or self._dir is None or not stale:
+            return
+        self._loads += 1
+        path = os.path.join(self._dir.name, f"build{self._loads}.duckdb")
+        try:
+            # Bounded by the state's seq: the tables show the state the user sees.
+            built = build_types(
+                self.store.con,
+                state.user,
+                state.seq,
+                {n: state.schema.types[n] for n in stale},
+                path,
+            )
+            con = self.con
+            quoted = path.replace("'", "''")
+            con.execute(f"ATTACH '{quoted}' AS uac_build (READ_ONLY)")
+            try:
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    for i, name in enumerate(built):
+                        current, history = names[name]
+                        con.execute(f'CREATE OR REPLACE TABLE "{history}" AS FROM uac_build.h{i}')
+                        con.execute(
+                            f'CREATE OR REPLACE TABLE "{current}" AS SELECT * EXCLUDE (retracted) '
+                            f'FROM "{history}" WHERE valid_to IS NULL'
+                        )
+                except BaseException:
+                    con.execute("ROLLBACK")  # the view keeps its tables as they were
+                    raise
+                con.execute("COMMIT")
+            finally:
+                con.execute("DETACH uac_build")
+        finally:
+            for leftover in (path, path + ".wal"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+        for name in built:
+            self._built[name] = state.type_seq.get(name, 0)
 
     def _load_constraints(self, state: State) -> None:
         from uac_kernel.constraints import constraint_json, rule_name

@@ -959,7 +959,7 @@ class Workbench:
         ``timeout`` seconds (default 30, env UAC_SQL_TIMEOUT; see ``sqlview`` for the limits)."""
         self._sync()
         if self._sql is None:
-            self._sql = SqlView()
+            self._sql = SqlView(store=self.store)
         return self._sql.query(self.state, query, timeout=timeout)
 
     def sql_tables(self) -> dict[str, tuple[str, str]]:
@@ -967,7 +967,7 @@ class Workbench:
         clash, ignoring case, with an earlier type's table; then ``Trip_2``. SQL table
         ``uac_tables`` lists the same."""
         if self._sql is None:
-            self._sql = SqlView()
+            self._sql = SqlView(store=self.store)
         self._sql.refresh(self.state)
         return dict(self._sql.tables)
 

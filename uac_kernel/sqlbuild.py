@@ -1,0 +1,201 @@
+"""The SQL view's tables built by SQL over the user's log, in the store's DuckDB.
+
+For each record type a cursor of the store's connection folds the user's fact events (up to the
+state's ``seq``, erased ones left out, as the fold reads them) into the rows of ``<T>`` and
+``<T>_history``: per key, the latest life (from its last ``add``), each field the value of the
+latest event that gave it (``arg_max_null``, so an explicit null by an update clears it while a
+field left out keeps its value), and window functions for the version each update or retract
+ended. Rows are in the fold's order: current ones by the add that began their life, ended ones
+by the event that ended them, then the current ones.
+
+The tables are written to a DuckDB file in the view's private directory, which the view's own
+database (``SqlView``, external access off but for that directory) copies and then deletes:
+DuckDB's own storage keeps every type exactly. User SQL never runs on the store's connection,
+which sees every user's events.
+
+Column types are ``sqlview.sql_type``'s; an int column's BIGINT/HUGEINT/VARCHAR choice is made
+from the values in the log, as the Python build makes it from the versions' values.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import duckdb
+
+from uac_kernel.sqlview import sql_type
+
+__all__ = ["build_types"]
+
+_FACTS = "uac_build_facts"
+_EVENTS = "uac_build_events"
+# A date-time with a UTC offset (the log's canonical form has none, but the fold reads one
+# right): DuckDB's TIMESTAMP cast would drop the offset, so such text goes through TIMESTAMPTZ.
+_OFFSET = r"\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?)$"
+
+
+def build_types(
+    con: duckdb.DuckDBPyConnection,
+    user: str,
+    upto_seq: int,
+    types: dict[str, dict[str, str]],
+    path: str,
+) -> dict[str, list[tuple[str, str]]]:
+    """Write to a new DuckDB file at ``path`` the tables of ``types`` (name: {field: ftype}),
+    built from ``user``'s fact events with ``seq <= upto_seq`` on a cursor of the store
+    connection ``con``: table ``h<i>`` the history of the i-th type, its current records
+    last (``valid_to`` NULL). Return each type's columns (field, SQL type)."""
+    cur = con.cursor()
+    try:
+        # One parse of each payload for its type, key and op.
+        cur.execute(
+            f"CREATE OR REPLACE TEMP TABLE {_FACTS} AS "
+            "SELECT seq, ts, payload, h[1] AS type, h[2] AS key, h[3] AS op FROM ("
+            "SELECT seq, ts, payload, "
+            "json_extract_string(payload, ['$.type', '$.key', '$.op']) AS h FROM events "
+            "WHERE user_id = ? AND kind = 'fact' AND seq <= ? AND salt <> '') "
+            "WHERE type IN (SELECT unnest(?))",
+            [user, upto_seq, list(types)],
+        )
+        # Attached to the store's database instance, which other workbenches of this process
+        # may share: a name of its own.
+        out = f"uac_build_{secrets.token_hex(8)}"
+        cur.execute(f"ATTACH '{_quote(path)}' AS {out} (READ_WRITE)")
+        try:
+            return {
+                name: _build(cur, out, i, name, fields)
+                for i, (name, fields) in enumerate(types.items())
+            }
+        finally:
+            cur.execute(f"DETACH {out}")
+    finally:
+        cur.close()  # its temp tables go with it
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _timestamp(text: str) -> str:
+    return (
+        f"CASE WHEN regexp_matches({text}, '{_OFFSET}') "
+        f"THEN make_timestamp(epoch_us(CAST({text} AS TIMESTAMPTZ))) "
+        f"ELSE CAST({text} AS TIMESTAMP) END"
+    )
+
+
+def _value(x: str, ftype: str, column: str) -> str:
+    """The SQL expression of JSON value ``x`` of a field of ``ftype`` as type ``column``."""
+    if ftype == "datetime":
+        return _timestamp(f"({x}->>'$')")
+    if ftype == "list[datetime]":
+        return f"list_transform(CAST({x} AS VARCHAR[]), lambda s: {_timestamp('s')})"
+    if column == "VARCHAR":  # a str, or an int too big for HUGEINT: its digits
+        return f"({x}->>'$')"
+    if ftype == "date":
+        return f"CAST({x}->>'$' AS DATE)"
+    return f"CAST({x} AS {column})"
+
+
+def _int_columns(
+    cur: duckdb.DuckDBPyConnection, name: str, fields: dict[str, str]
+) -> dict[str, str]:
+    """Each int or list[int] field's column: the narrowest of BIGINT, HUGEINT and VARCHAR that
+    holds every value the type's events give it (``sqlview._int_column`` over the versions)."""
+    ints = [(f, t) for f, t in fields.items() if t in ("int", "list[int]")]
+    if not ints:
+        return {}
+    checks = []
+    for n, (_, t) in enumerate(ints):
+        for wide in ("BIGINT", "HUGEINT"):
+            if t == "int":
+                test = (
+                    f"TRY_CAST(v[{n + 1}]->>'$' AS {wide}) IS NULL AND v[{n + 1}]->>'$' IS NOT NULL"
+                )
+            else:
+                test = (
+                    f"list_bool_or(list_transform(json_extract_string(v[{n + 1}], '$[*]'), "
+                    f"lambda s: s IS NOT NULL AND TRY_CAST(s AS {wide}) IS NULL))"
+                )
+            checks.append(f"coalesce(bool_or({test}), false)")
+    row = cur.execute(
+        f"SELECT {', '.join(checks)} FROM (SELECT {_extract([f for f, _ in ints])} AS v "
+        f"FROM {_FACTS} WHERE type = ?)",
+        [name],
+    ).fetchone()
+    flags = list(row) if row else [False] * len(checks)
+    out = {}
+    for n, (f, t) in enumerate(ints):
+        column = "VARCHAR" if flags[2 * n + 1] else "HUGEINT" if flags[2 * n] else "BIGINT"
+        out[f] = column + ("[]" if t == "list[int]" else "")
+    return out
+
+
+def _extract(fields: list[str]) -> str:
+    """The fields' JSON values in one parse of the payload: the n-th is NULL when the event
+    leaves the field out, JSON null when it sets it to null. Field names are lower_snake_case
+    (schema.check_field_name), safe inside the quotes."""
+    return "json_extract(payload, [{}])".format(", ".join(f"'$.fields.\"{f}\"'" for f in fields))
+
+
+def _build(
+    cur: duckdb.DuckDBPyConnection, out: str, i: int, name: str, fields: dict[str, str]
+) -> list[tuple[str, str]]:
+    ints = _int_columns(cur, name, fields)
+    columns = [(f, ints.get(f) or sql_type(t)) for f, t in fields.items()]
+    # Per field n: whether the event sets it (s<n>) and to what (v<n>, typed). An add sets every
+    # field, to null when it leaves it out: a record's new life starts blank, never with the
+    # values of the life a retract ended, so a key needs no partition per life.
+    typed = "".join(
+        f", op = 'add' OR v[{n + 1}] IS NOT NULL AS \"s{n}\", "
+        f'{_value(f"v[{n + 1}]", fields[f], col)} AS "v{n}"'
+        for n, (f, col) in enumerate(columns)
+    )
+    cur.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op{typed} FROM "
+        f"(SELECT seq, ts, key, op{', ' + _extract(list(fields)) + ' AS v' if fields else ''} "
+        f"FROM {_FACTS} WHERE type = ?)",
+        [name],
+    )
+    latest = "".join(
+        f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{f}"'
+        for n, (f, _) in enumerate(columns)
+    )
+    names = "".join(f', "{f}"' for f, _ in columns)
+    # Each ended version: the values before an update or retract; a struct keeps a field set
+    # to null by an event apart from a field the event left out.
+    before = "OVER (PARTITION BY key ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    carried = "".join(
+        f', (last_value(CASE WHEN "s{n}" THEN struct_pack(v := "v{n}") END IGNORE NULLS) '
+        f'{before}).v AS "{f}"'
+        for n, (f, _) in enumerate(columns)
+    )
+    # Only keys with an update or retract have ended versions: the windows see only their events.
+    # One table, the history: ended versions, then the current version of each live key (the
+    # events of its last life, from its last add), which the view takes as its current table
+    # (``valid_to`` NULL), so the rows are built and written once.
+    cur.execute(
+        f"""CREATE TABLE {out}."h{i}" AS
+        WITH w AS (SELECT seq, key, op, ts{carried},
+            lag(ts) OVER (PARTITION BY key ORDER BY seq) AS valid_from,
+            max(CASE WHEN op = 'add' THEN seq END) OVER (PARTITION BY key ORDER BY seq) AS life_start,
+            list(seq) {before} AS before FROM {_EVENTS}
+            WHERE key IN (SELECT key FROM {_EVENTS} WHERE op <> 'add')),
+        life AS (SELECT key, max(seq) FILTER (WHERE op = 'add') AS start
+            FROM {_EVENTS} GROUP BY key),
+        current AS (SELECT key{latest}, arg_max(ts, seq) AS valid_from,
+            NULL::TIMESTAMP AS valid_to, list(seq ORDER BY seq) AS sources, false AS retracted,
+            1 AS _part, min(seq) AS _o
+            FROM {_EVENTS} JOIN life USING (key) WHERE seq >= start
+            GROUP BY key HAVING bool_and(op <> 'retract'))
+        SELECT key{names}, valid_from, valid_to, sources, retracted FROM (
+            SELECT key{names}, valid_from, ts AS valid_to,
+                list_filter(before, lambda x: x >= life_start)
+                    || CASE WHEN op = 'retract' THEN [seq] ELSE [] END AS sources,
+                op = 'retract' AS retracted, 0 AS _part, seq AS _o
+            FROM w WHERE op <> 'add'
+            UNION ALL
+            FROM current)
+        ORDER BY _part, _o"""
+    )
+    return columns
