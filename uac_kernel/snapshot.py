@@ -294,6 +294,27 @@ class SnapTypeState(TypeState):
     def position(self, value: dict[str, int]) -> None:
         _POS.__set__(self, value)
 
+    def settle(self, fields: dict[str, str]) -> None:
+        """As ``TypeState.settle``, but records still in the tables are not read for it: they
+        are built on the new class when read; only those already read are moved onto it."""
+        if not self.stale:
+            return
+        if {"current", "history"} <= self._loaded:
+            super().settle(fields)
+            return
+        cls = self.cls = record_class(self.name, fields)
+        self.builds += 1
+        self.stale = False
+        if "current" in self._loaded:
+            self.current = {k: _moved(cls, r) for k, r in _CUR.__get__(self).items()}
+        else:
+            self._seen = {k: r and _moved(cls, r) for k, r in self._seen.items()}
+            self._ops = [(k, r and _moved(cls, r)) for k, r in self._ops]
+        if "history" in self._loaded:
+            self.history = [_moved(cls, r) for r in _HIST.__get__(self)]
+        else:
+            self._hist_new = [_moved(cls, r) for r in self._hist_new]
+
     # -- reading the tables -----------------------------------------------------------------
 
     def _readers(self) -> list[Any]:
@@ -420,6 +441,11 @@ class SnapTypeState(TypeState):
         self._ops = []
         self._hist_base, self._hist_new = mark.history, []
         self._ord_base, self._ord_new = mark.order, []
+
+
+def _moved(cls: type[Record], rec: Record) -> Record:
+    """``rec`` on a class with more fields (unset in it), as the fold's settle moves records."""
+    return new_record(cls, {**dict.fromkeys(cls.model_fields), **rec.__dict__})
 
 
 def _loaded(ts: SnapTypeState) -> set[str]:
@@ -858,7 +884,7 @@ def load_snapshot(store: Store, user: str, latest: Checkpoint | None) -> Restore
         return None
     try:
         why, restored = _restore(store, user, row, latest)
-    except (duckdb.Error, ValueError, KeyError, TypeError, IndexError) as exc:
+    except (duckdb.Error, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         why, restored = f"it cannot be read ({type(exc).__name__}: {exc})".splitlines()[0], None
     if restored is None:
         warnings.warn(
