@@ -53,7 +53,9 @@ def answers(path: Path, user: str) -> dict[str, Any]:
             "in_force": sorted(wb._constraint_rules.items()),
         }
         for name, ts in st.types.items():
-            out[f"{name}:current"] = [(k, r.__dict__, type(r).__name__) for k, r in ts.current.items()]
+            out[f"{name}:current"] = [
+                (k, r.__dict__, type(r).__name__) for k, r in ts.current.items()
+            ]
             out[f"{name}:history"] = [r.__dict__ for r in ts.history]
             out[f"{name}:order"] = list(ts.order)
             out[f"{name}:position"] = dict(ts.position)
@@ -325,9 +327,12 @@ def test_a_snapshot_from_before_a_forget_is_ignored(tmp_path: Path) -> None:
     with Workbench(db, user="demo") as wb:
         wb.forget(type="Book", key="secret-book")
     _put_back(db, kept)  # as if the forget had left it
-    with pytest.warns(SnapshotIgnored, match="a forget erased events since it was written"):
-        with Workbench(db, user="demo", read_only=True) as wb:
-            assert wb.state.get("Book", "secret-book") is None
+    stale = "a forget erased events since it was written"
+    with (
+        pytest.warns(SnapshotIgnored, match=stale),
+        Workbench(db, user="demo", read_only=True) as wb,
+    ):
+        assert wb.state.get("Book", "secret-book") is None
     compare(db, "demo", tmp_path, ignored=True)
 
 

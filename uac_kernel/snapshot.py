@@ -193,10 +193,13 @@ class _Source:
         return con.execute(sql, params).fetchall()
 
 
-_CUR = TypeState.current  # the slots of TypeState, under the properties of SnapTypeState
-_HIST = TypeState.history
-_ORD = TypeState.order
-_POS = TypeState.position
+_CURRENT = ("key", "valid_from", "sources")  # the leading columns of rows read
+_ENDED = ("key", "valid_from", "valid_to", "sources", "retracted")
+# The slots of TypeState, which the properties of SnapTypeState hide.
+_CUR: Any = TypeState.__dict__["current"]
+_HIST: Any = TypeState.__dict__["history"]
+_ORD: Any = TypeState.__dict__["order"]
+_POS: Any = TypeState.__dict__["position"]
 
 
 class SnapTypeState(TypeState):
@@ -210,16 +213,16 @@ class SnapTypeState(TypeState):
     """
 
     __slots__ = (
-        "_src",
-        "_loaded",
-        "_seen",
-        "_ops",
-        "_pos",
         "_hist_base",
         "_hist_new",
+        "_loaded",
+        "_ops",
         "_ord_base",
         "_ord_new",
+        "_pos",
         "_proxies",
+        "_seen",
+        "_src",
     )
 
     _src: _Source
@@ -246,15 +249,19 @@ class SnapTypeState(TypeState):
         ts._seen, ts._ops, ts._pos = {}, [], {}
         ts._hist_base, ts._hist_new = mark.history, []
         ts._ord_base, ts._ord_new = mark.order, []
-        ts._proxies = (_LazyCurrent(ts), _LazyList(ts, "history"), _LazyList(ts, "order"))
-        ts._proxies += (_LazyPosition(ts),)
+        ts._proxies = (
+            _LazyCurrent(ts),
+            _LazyList(ts, "history"),
+            _LazyList(ts, "order"),
+            _LazyPosition(ts),
+        )
         return ts
 
     # The dataclass __init__ sets each part through these setters: a part set is a part read.
-    @property  # type: ignore[override]
+    @property
     def current(self) -> dict[str, Record]:
         if "current" in self._loaded:
-            return _CUR.__get__(self)  # type: ignore[no-any-return]
+            return _CUR.__get__(self)
         return self._proxies[0]  # type: ignore[return-value]
 
     @current.setter
@@ -262,10 +269,10 @@ class SnapTypeState(TypeState):
         _CUR.__set__(self, value)
         _loaded(self).add("current")
 
-    @property  # type: ignore[override]
+    @property
     def history(self) -> list[Record]:
         if "history" in self._loaded:
-            return _HIST.__get__(self)  # type: ignore[no-any-return]
+            return _HIST.__get__(self)
         return self._proxies[1]  # type: ignore[return-value]
 
     @history.setter
@@ -273,10 +280,10 @@ class SnapTypeState(TypeState):
         _HIST.__set__(self, value)
         _loaded(self).add("history")
 
-    @property  # type: ignore[override]
+    @property
     def order(self) -> list[str]:
         if "order" in self._loaded:
-            return _ORD.__get__(self)  # type: ignore[no-any-return]
+            return _ORD.__get__(self)
         return self._proxies[2]  # type: ignore[return-value]
 
     @order.setter
@@ -284,10 +291,10 @@ class SnapTypeState(TypeState):
         _ORD.__set__(self, value)
         _loaded(self).add("order")
 
-    @property  # type: ignore[override]
+    @property
     def position(self) -> dict[str, int]:
         if "order" in self._loaded:
-            return _POS.__get__(self)  # type: ignore[no-any-return]
+            return _POS.__get__(self)
         return self._proxies[3]  # type: ignore[return-value]
 
     @position.setter
@@ -330,33 +337,42 @@ class SnapTypeState(TypeState):
         todo = sorted({k for k in keys if k not in self._seen})
         if not todo:
             return
-        cur = self._src.tables[0]
         rows = self._src.fetch(
-            f"SELECT key, valid_from, sources, pos{self._columns()} FROM {cur} "
+            f"SELECT pos, key, valid_from, sources{self._columns()} FROM {self._src.tables[0]} "
             "WHERE key IN (SELECT unnest(?))",
             [todo],
         )
         for key in todo:
             self._seen[key] = None
-        readers = self._readers()
-        for key, vf, src, pos, *cells in rows:
-            self._seen[key] = self._build(key, vf, src, cells, readers)
-            self._pos.setdefault(key, int(pos))
+        for (pos, *_), rec in zip(rows, self._make([r[1:] for r in rows], _CURRENT), strict=True):
+            self._seen[rec.key] = rec
+            self._pos.setdefault(rec.key, int(pos))
 
-    def _build(
-        self, key: str, vf: Any, src: Any, cells: list[Any], readers: list[Any]
-    ) -> Record:
-        values: dict[str, Any] = {
-            "key": key,
-            "valid_from": vf,
+    def _make(self, rows: Iterable[Sequence[Any]], lead: tuple[str, ...]) -> list[Record]:
+        """Records of rows that hold the values of ``lead``, then the field columns."""
+        fields = [f for f, _, _ in self._src.fields]
+        names = [*lead, *fields]
+        convert = [(f, read) for f, read in zip(fields, self._readers(), strict=True) if read]
+        # Every value in the order the fold gives them, so the records equal the fold's.
+        base: dict[str, Any] = {
+            "key": None,
+            "valid_from": None,
             "valid_to": None,
-            "sources": tuple(src),
+            "sources": (),
             "retracted": False,
             **self.blank,
         }
-        for (f, _, _), read, v in zip(self._src.fields, readers, cells, strict=True):
-            values[f] = v if read is None or v is None else read(v)
-        return new_record(self.cls, values)
+        cls = self.cls
+        out = []
+        for row in rows:
+            values = base.copy()
+            values.update(zip(names, row, strict=True))
+            values["sources"] = tuple(values["sources"])
+            for f, read in convert:
+                if (v := values[f]) is not None:
+                    values[f] = read(v)
+            out.append(new_record(cls, values))
+        return out
 
     def lookup(self, key: str) -> Record | None:
         if key not in self._seen:
@@ -365,13 +381,12 @@ class SnapTypeState(TypeState):
 
     def load_current(self) -> dict[str, Record]:
         if "current" not in self._loaded:
-            cur = self._src.tables[0]
             rows = self._src.fetch(
-                f"SELECT key, valid_from, sources{self._columns()} FROM {cur} ORDER BY pos", []
+                f"SELECT key, valid_from, sources{self._columns()} FROM {self._src.tables[0]} "
+                "ORDER BY pos",
+                [],
             )
-            readers = self._readers()
-            build = self._build
-            records = {key: build(key, vf, src, cells, readers) for key, vf, src, *cells in rows}
+            records = {rec.key: rec for rec in self._make(rows, _CURRENT)}
             for key, rec in self._ops:
                 if rec is None:
                     del records[key]
@@ -379,26 +394,18 @@ class SnapTypeState(TypeState):
                     records[key] = rec
             self._ops, self._seen = [], {}
             self.current = records
-        return _CUR.__get__(self)  # type: ignore[no-any-return]
+        return _CUR.__get__(self)
 
     def load_history(self) -> list[Record]:
         if "history" not in self._loaded:
-            hist = self._src.tables[1]
             rows = self._src.fetch(
-                "SELECT key, valid_from, valid_to, sources, retracted"
-                f"{self._columns()} FROM {hist} ORDER BY idx",
+                f"SELECT key, valid_from, valid_to, sources, retracted{self._columns()} "
+                f"FROM {self._src.tables[1]} ORDER BY idx",
                 [],
             )
-            readers = self._readers()
-            out: list[Record] = []
-            for key, vf, vt, src, retracted, *cells in rows:
-                rec = self._build(key, vf, src, cells, readers)
-                rec.__dict__.update(valid_to=vt, retracted=retracted)
-                out.append(rec)
-            out += self._hist_new
+            self.history = [*self._make(rows, _ENDED), *self._hist_new]
             self._hist_new = []
-            self.history = out
-        return _HIST.__get__(self)  # type: ignore[no-any-return]
+        return _HIST.__get__(self)
 
     def load_order(self) -> list[str]:
         if "order" not in self._loaded:
@@ -407,7 +414,7 @@ class SnapTypeState(TypeState):
             self._ord_new = []
             self.position = {key: i for i, key in enumerate(order)}
             self.order = order
-        return _ORD.__get__(self)  # type: ignore[no-any-return]
+        return _ORD.__get__(self)
 
     def load_position(self, key: str) -> int:
         pos = self._pos.get(key)
@@ -466,7 +473,7 @@ class _LazyCurrent(MutableMapping[str, Record]):
     def __getitem__(self, key: str) -> Record:
         ts = self._ts
         if "current" in ts._loaded:
-            return _CUR.__get__(ts)[key]  # type: ignore[no-any-return]
+            return _CUR.__get__(ts)[key]
         rec = ts.lookup(key)
         if rec is None:
             raise KeyError(key)
@@ -561,7 +568,7 @@ class _LazyPosition(Mapping[str, int]):
     def __getitem__(self, key: str) -> int:
         ts = self._ts
         if "order" in ts._loaded:
-            return _POS.__get__(ts)[key]  # type: ignore[no-any-return]
+            return _POS.__get__(ts)[key]
         return ts.load_position(key)
 
     def __setitem__(self, key: str, pos: int) -> None:
@@ -780,7 +787,9 @@ def write_snapshot(
             ftypes = state.schema.types[name]
             old = mark.types.get(name) if mark is not None else None
             done = None
-            if old is not None and [f[:2] for f in old.fields] == [[f, t] for f, t in ftypes.items()]:
+            if old is not None and [f[:2] for f in old.fields] == [
+                [f, t] for f, t in ftypes.items()
+            ]:
                 done = _write_type_delta(con, tag, ts, old)
             if done is None:
                 index = old.index if old is not None else free
@@ -836,7 +845,11 @@ def write_snapshot(
 
 
 def _source(store: Store, user: str, tag: str, m: TypeMark, gen: int) -> _Source:
-    tables = (_table(tag, m.index, "cur"), _table(tag, m.index, "hist"), _table(tag, m.index, "ord"))
+    tables = (
+        _table(tag, m.index, "cur"),
+        _table(tag, m.index, "hist"),
+        _table(tag, m.index, "ord"),
+    )
     return _Source(store, user, tables, m.fields, gen, os.getpid())
 
 

@@ -36,6 +36,7 @@ from uac_kernel.rules.engine import (
 )
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.sandbox import WarmSandbox
+from uac_kernel.search import LogSearch
 from uac_kernel.snapshot import (
     CLOSE_AFTER,
     Mark,
@@ -46,7 +47,6 @@ from uac_kernel.snapshot import (
     reads_records,
     write_snapshot,
 )
-from uac_kernel.search import LogSearch
 from uac_kernel.sqlview import SqlResult, SqlView
 from uac_kernel.store import EVENT_KINDS, LoggedEvent, NewEvent, Store
 
