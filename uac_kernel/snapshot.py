@@ -36,7 +36,7 @@ import duckdb
 import orjson
 
 from uac_kernel.errors import SnapshotIgnored, StoreError
-from uac_kernel.fold import ConstraintVersion, State, TypeState
+from uac_kernel.fold import ConstraintVersion, FieldIndex, State, TypeState, order_value
 from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.rules.engine import Alert, Rule
 from uac_kernel.schema import Schema
@@ -69,6 +69,8 @@ FORMAT = 1
 CLOSE_AFTER = 10_000
 
 SCHEMA = "uac_snap"
+# Past this many keys a query by key costs more than reading the type's table whole.
+PREFETCH_MAX = 20_000
 _RANK = {"BIGINT": 0, "HUGEINT": 1, "TIMESTAMP": 0, "VARCHAR": 2}
 
 
@@ -322,6 +324,44 @@ class SnapTypeState(TypeState):
         else:
             self._hist_new = [_moved(cls, r) for r in self._hist_new]
 
+    def index(self, name: str) -> FieldIndex:
+        """As ``TypeState.index``, but built from the key and field columns of the table while
+        the records are not read, and prefetching the records a range of it returns."""
+        idx = self.indexes.get(name)
+        if idx is not None or "current" in self._loaded:
+            return idx if idx is not None else super().index(name)
+        fields = [f for f, _, _ in self._src.fields]
+        column = f", c{fields.index(name)}" if name in fields else ""
+        rows = self._src.fetch(f"SELECT key, pos{column} FROM {self._src.tables[0]}", [])
+        read = None
+        if column:
+            _, ftype, col = self._src.fields[fields.index(name)]
+            read = _reader(ftype, col)
+        entries: list[tuple[Any, str]] = []
+        unset = _Prefetching(self)
+        seen, known = self._seen, self._pos
+        for key, pos, *cell in rows:
+            known.setdefault(key, int(pos))
+            if key in seen:  # touched since the snapshot: its record says (below)
+                continue
+            v = cell[0] if cell else None
+            v = order_value(read(v) if read is not None and v is not None else v)
+            if v is None:
+                unset.add(key)
+            else:
+                entries.append((v, key))
+        for key, rec in seen.items():
+            if rec is not None:
+                v = order_value(rec.__dict__.get(name))
+                if v is None:
+                    unset.add(key)
+                else:
+                    entries.append((v, key))
+        entries.sort()
+        idx = self.indexes[name] = _SnapIndex(entries, unset)
+        idx.ts = self
+        return idx
+
     # -- reading the tables -----------------------------------------------------------------
 
     def _readers(self) -> list[Any]:
@@ -336,6 +376,9 @@ class SnapTypeState(TypeState):
             return
         todo = sorted({k for k in keys if k not in self._seen})
         if not todo:
+            return
+        if len(todo) > PREFETCH_MAX:
+            self.load_current()
             return
         rows = self._src.fetch(
             f"SELECT pos, key, valid_from, sources{self._columns()} FROM {self._src.tables[0]} "
@@ -448,6 +491,32 @@ class SnapTypeState(TypeState):
         self._ops = []
         self._hist_base, self._hist_new = mark.history, []
         self._ord_base, self._ord_new = mark.order, []
+
+
+class _SnapIndex(FieldIndex):
+    """A field index whose ranges fetch their records in one query (they are in a table)."""
+
+    __slots__ = ("ts",)
+    ts: SnapTypeState
+
+    def between(self, lo: Any, hi: Any) -> list[str]:
+        keys = super().between(lo, hi)
+        self.ts.prefetch(keys)
+        return keys
+
+
+class _Prefetching(set[str]):
+    """The unset keys of a field index: iterating them fetches their records in one query."""
+
+    __slots__ = ("_ts",)
+
+    def __init__(self, ts: SnapTypeState) -> None:
+        super().__init__()
+        self._ts = ts
+
+    def __iter__(self) -> Iterator[str]:
+        self._ts.prefetch(set.__iter__(self))
+        return set.__iter__(self)
 
 
 def _moved(cls: type[Record], rec: Record) -> Record:
@@ -777,6 +846,10 @@ def write_snapshot(
     gen = int(row[0]) + 1 if row else 1
     if mark is not None and (row is None or int(row[0]) != mark.gen):
         mark = None  # another writer's snapshot, or none: start afresh
+    if mark is not None and mark.seq == state.seq:
+        return mark  # nothing folded since: the snapshot still covers the state
+    if mark is None:
+        materialise(state)  # its records are in the tables about to be dropped
     marks: dict[str, TypeMark] = {}
     con.execute("BEGIN TRANSACTION")
     try:

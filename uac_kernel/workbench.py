@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+
 from uac_kernel._display import did_you_mean, plural
 from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
@@ -221,6 +223,7 @@ class Workbench:
     _warm_version: tuple[State, int] | None = None
     # The snapshot in the store as this workbench last read or wrote it (None: none it knows).
     _snap: Mark | None = None
+    _closed = False
 
     def __init__(
         self,
@@ -333,9 +336,12 @@ class Workbench:
 
     def _snapshot_due(self) -> bool:
         since = self._snap.seq if self._snap is not None else 0
-        row = self.store.con.execute(
-            "SELECT count(*) FROM events WHERE user_id = ? AND seq > ?", [self.user, since]
-        ).fetchone()
+        try:
+            row = self.store.con.execute(
+                "SELECT count(*) FROM events WHERE user_id = ? AND seq > ?", [self.user, since]
+            ).fetchone()
+        except duckdb.ConnectionException:
+            return False  # the store was closed under the workbench: it cannot be written
         return bool(row and row[0] >= CLOSE_AFTER)
 
     # -- life cycle ------------------------------------------------------------------------
@@ -356,6 +362,9 @@ class Workbench:
     def close(self) -> None:
         """Close the store, first writing a snapshot if many events came since the last one."""
         self._drop_sandbox()
+        if self._closed:
+            return
+        self._closed = True
         try:
             if not self.store.read_only and self._snapshot_due():
                 with self.store.writing():
