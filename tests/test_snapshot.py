@@ -425,3 +425,25 @@ def test_field_indexes_of_unread_types_answer_as_the_full_fold(
     assert lazy.keys() == want.keys()
     for k in want:
         assert lazy[k] == want[k], k
+
+
+def test_a_store_from_before_snapshots_gains_the_table_by_its_migration(tmp_path: Path) -> None:
+    """A store whose migrations stop before m005 (as uac wrote it before snapshots) gets the
+    table and schema on its first read-write open, then keeps a snapshot like any other."""
+    _, lines = split_demo(tmp_path)
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(lines[:300]))
+    db = tmp_path / "old.duckdb"
+    with Workbench(db, user="demo") as wb:
+        wb.ingest(events)
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE snapshots")
+    con.execute("DROP SCHEMA uac_snap")
+    con.execute("DELETE FROM uac_migrations WHERE name = 'm005_snapshots'")
+    con.close()
+    with Workbench(db, user="demo", read_only=True) as wb:  # read-only: no migration, no snapshot
+        assert wb.state.counts() and not opened_from_snapshot(db, "demo")
+    with Workbench(db, user="demo") as wb:
+        wb.checkpoint()
+    assert opened_from_snapshot(db, "demo")
+    compare(db, "demo", tmp_path)

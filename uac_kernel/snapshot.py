@@ -963,9 +963,13 @@ def load_snapshot(store: Store, user: str, latest: Checkpoint | None) -> Restore
     """The snapshot of ``user`` as a lazily read state, or None (with a ``SnapshotIgnored``
     warning when there was one that does not fit the log)."""
     con = store.con
-    row = con.execute(
-        "SELECT user_seq, hash, seq, format, gen, meta FROM snapshots WHERE user_id = ?", [user]
-    ).fetchone()
+    try:
+        row = con.execute(
+            "SELECT user_seq, hash, seq, format, gen, meta FROM snapshots WHERE user_id = ?",
+            [user],
+        ).fetchone()
+    except duckdb.CatalogException:
+        return None  # a store from before snapshots, opened read-only (so not migrated)
     if row is None:
         return None
     try:
