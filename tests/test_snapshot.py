@@ -135,6 +135,9 @@ def test_demo_with_snapshot_and_new_events_answers_as_the_full_fold(tmp_path: Pa
     store.close()
     assert row and row[0][0] == "demo" and last and row[0][1] < last[0]  # new events after it
     compare(db, "demo", tmp_path)
+    with Workbench(db, user="demo", read_only=True) as wb:  # verify reads the log, not snapshots
+        report = wb.verify()
+        assert report.ok and report.events == last[0], report.problem
 
 
 def test_snapshot_written_at_checkpoint_is_incremental_and_still_exact(tmp_path: Path) -> None:
