@@ -173,7 +173,8 @@ def history_store(tmp_path: Path, scale: ModuleType, rounds: int = 3) -> Path:
              "fields": {f"late_{r}": r, f"when_{r}": "2025-01-01T10:00:00+02:00"}},
             {"kind": "fact", "ts": ts, "op": "add", "type": "Gadget", "key": f"g{r}",
              "fields": {"big": 2**63 - 1 if r else -(2**63), "tags": ["a", "b"],
-                        "days": ["2025-01-01", "2025-02-01"], "ratio": 1.5}},
+                        "days": ["2025-01-01", "2025-02-01"], "ratio": 1.5,
+                        "stamp": "2025-01-01T10:00:00+02:00" if r else "2025-01-01T10:00"}},
         ]  # fmt: skip
         with Workbench(db, user="me") as wb:
             wb.ingest(events)

@@ -795,10 +795,14 @@ def _write_type_full(
 
 
 def _write_type_delta(
-    con: duckdb.DuckDBPyConnection, tag: str, ts: TypeState, old: TypeMark
+    con: duckdb.DuckDBPyConnection, tag: str, ts: TypeState, old: TypeMark, ftypes: dict[str, str]
 ) -> TypeMark | None:
-    """Bring one type's tables up to ``ts`` by its entries since ``old``; None when its columns
-    cannot hold the new values (the caller rewrites the type)."""
+    """Bring one type's tables up to ``ts`` by its entries since ``old`` (new fields become new
+    columns, unset in the rows already there); None when a column cannot hold the new values
+    (the caller rewrites the type)."""
+    known = [f[:2] for f in old.fields]
+    if [[f, t] for f, t in ftypes.items()][: len(known)] != known:
+        return None
     if isinstance(ts, SnapTypeState):
         new_hist = ts.tail("history", old.history)
         new_ord = ts.tail("order", old.order)
@@ -807,11 +811,17 @@ def _write_type_delta(
     touched = sorted({r.key for r in new_hist} | set(new_ord))
     current = ts.current
     now = [rec for k in touched if (rec := current.get(k)) is not None]
-    fields = old.fields
-    for f, t, col in fields:
-        if _wider(_column(t, (r.__dict__.get(f) for r in [*new_hist, *now])), col):
+    changed = [*new_hist, *now]
+    for f, t, col in old.fields:
+        if _wider(_column(t, (r.__dict__.get(f) for r in changed)), col):
             return None
+    fields = [*old.fields]
     cur, hist, ordt = (_table(tag, old.index, p) for p in ("cur", "hist", "ord"))
+    for f, t in list(ftypes.items())[len(known) :]:
+        col = _column(t, (r.__dict__.get(f) for r in changed))
+        for table in (cur, hist):
+            con.execute(f"ALTER TABLE {table} ADD COLUMN c{len(fields)} {col}")
+        fields.append([f, t, col])
     if touched:
         con.execute(f"DELETE FROM {cur} WHERE key IN (SELECT unnest(?))", [touched])
     position = ts.position
@@ -859,11 +869,7 @@ def write_snapshot(
         for name, ts in state.types.items():
             ftypes = state.schema.types[name]
             old = mark.types.get(name) if mark is not None else None
-            done = None
-            if old is not None and [f[:2] for f in old.fields] == [
-                [f, t] for f, t in ftypes.items()
-            ]:
-                done = _write_type_delta(con, tag, ts, old)
+            done = _write_type_delta(con, tag, ts, old, ftypes) if old is not None else None
             if done is None:
                 index = old.index if old is not None else free
                 free += old is None
