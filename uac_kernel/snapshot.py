@@ -195,6 +195,7 @@ class _Source:
         return con.execute(sql, params).fetchall()
 
 
+_ORDERED = ("BIGINT", "HUGEINT", "DOUBLE", "TIMESTAMP", "DATE")  # see SnapTypeState.index
 _CURRENT = ("key", "valid_from", "sources")  # the leading columns of rows read
 _ENDED = ("key", "valid_from", "valid_to", "sources", "retracted")
 # The slots of TypeState, which the properties of SnapTypeState hide.
@@ -331,12 +332,17 @@ class SnapTypeState(TypeState):
         if idx is not None or "current" in self._loaded:
             return idx if idx is not None else super().index(name)
         fields = [f for f, _, _ in self._src.fields]
-        column = f", c{fields.index(name)}" if name in fields else ""
-        rows = self._src.fetch(f"SELECT key, pos{column} FROM {self._src.tables[0]}", [])
-        read = None
-        if column:
-            _, ftype, col = self._src.fields[fields.index(name)]
+        column, read, direct, order = "", None, False, ""
+        if name in fields:
+            i = fields.index(name)
+            _, ftype, col = self._src.fields[i]
             read = _reader(ftype, col)
+            # Numbers and naive date-times are their own order value, and a date is its midnight
+            # (``order_value``): DuckDB gives them so, sorted, and Python only checks the order.
+            direct = col in _ORDERED
+            column = f", CAST(c{i} AS TIMESTAMP)" if col == "DATE" else f", c{i}"
+            order = " ORDER BY 3, 1" if direct else ""
+        rows = self._src.fetch(f"SELECT key, pos{column} FROM {self._src.tables[0]}{order}", [])
         entries: list[tuple[Any, str]] = []
         unset = _Prefetching(self)
         seen, known = self._seen, self._pos
@@ -345,7 +351,8 @@ class SnapTypeState(TypeState):
             if key in seen:  # touched since the snapshot: its record says (below)
                 continue
             v = cell[0] if cell else None
-            v = order_value(read(v) if read is not None and v is not None else v)
+            if not direct:
+                v = order_value(read(v) if read is not None and v is not None else v)
             if v is None:
                 unset.add(key)
             else:
