@@ -289,6 +289,28 @@ def m004_user_chains(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+@migration
+def m005_snapshots(con: duckdb.DuckDBPyConnection) -> None:
+    # One snapshot of the fold per user (uac_kernel.snapshot): the chain position it covers and
+    # its meta here, its records in typed tables of schema uac_snap. Deleting a row only makes
+    # the next open fold the whole log.
+    con.execute(
+        """
+        CREATE TABLE snapshots (
+            user_id VARCHAR NOT NULL,
+            user_seq BIGINT NOT NULL,
+            hash VARCHAR NOT NULL,
+            seq BIGINT NOT NULL,
+            format INTEGER NOT NULL,
+            gen BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            meta JSON NOT NULL
+        )
+        """
+    )
+    con.execute("CREATE SCHEMA IF NOT EXISTS uac_snap")
+
+
 def _rebuild(
     con: duckdb.DuckDBPyConnection, table: str, columns: str, rows: list[tuple[Any, ...]]
 ) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "SandboxFailed",
     "SandboxLimit",
     "SandboxRefused",
+    "SnapshotIgnored",
     "StoreError",
     "StoreLocked",
     "UacError",
@@ -176,3 +177,9 @@ class ConstraintError(UacError):
         super().__init__(message)
         self.field = field
         self.reason = reason or message
+
+
+class SnapshotIgnored(UserWarning):
+    """A user's snapshot of the fold does not fit the log (another format, a chain position the
+    log does not have, a forget since, a damaged table): it is ignored and the log folded in
+    full, which gives the same answers, only slower; the next checkpoint writes a new one."""

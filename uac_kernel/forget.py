@@ -37,6 +37,7 @@ from uac_kernel.codegen import RULES, render_segments, segment_part
 from uac_kernel.constraints.compile import rule_name
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
+from uac_kernel.snapshot import drop_snapshots
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
 __all__ = ["ForgetPlan", "forget", "plan_forget"]
@@ -320,6 +321,8 @@ def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
         ts: datetime = last[0] if last and last[0] else datetime(1970, 1, 1)
 
         def erase(con: duckdb.DuckDBPyConnection) -> None:
+            # A snapshot holds the erased values too: the next open folds the log again.
+            drop_snapshots(con, user)
             con.execute(
                 "UPDATE events SET payload = ?, salt = '' WHERE user_id = ? "
                 "AND seq IN (SELECT unnest(?))",

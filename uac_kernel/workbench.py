@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+
 from uac_kernel._display import did_you_mean, plural
 from uac_kernel._shared import operations
 from uac_kernel.adapters import read_events
@@ -38,6 +40,16 @@ from uac_kernel.rules.engine import (
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.search import LogSearch
+from uac_kernel.snapshot import (
+    CLOSE_AFTER,
+    Mark,
+    Restored,
+    fingerprint,
+    load_snapshot,
+    materialise,
+    reads_records,
+    write_snapshot,
+)
 from uac_kernel.sqlview import SqlResult, SqlView
 from uac_kernel.store import EVENT_KINDS, LoggedEvent, NewEvent, Store
 
@@ -213,6 +225,9 @@ class Workbench:
     _warm_version: tuple[State, int] | None = None
     # The store file's fingerprint when this workbench last caught up with it (``_sync``).
     _synced_at: tuple[int, ...] | None = None
+    # The snapshot in the store as this workbench last read or wrote it (None: none it knows).
+    _snap: Mark | None = None
+    _closed = False
 
     def __init__(
         self,
@@ -255,11 +270,16 @@ class Workbench:
         """Fold the user's log into a fresh state and reconcile the standing alerts with it."""
         user = self.user
         self._erasures = self.store.erasures
-        self.state = State(user)
         own = set(self._constraint_rules.values())
         self.runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
         self._constraint_rules = {}
         latest = self.checkpoints.latest()
+        restored = load_snapshot(self.store, user, latest)
+        if restored is not None:
+            self._load_snapshot(restored)
+            return
+        self._snap = None
+        self.state = State(user)
         with _no_gc():
             if latest is not None:
                 # Only what changed after the last checkpoint needs re-rendering at the next one.
@@ -274,6 +294,59 @@ class Workbench:
         self.state.take_changed_constraints()
         self.runner.run(self.view, None)
         self._reconcile_alerts(self.runner.rules.keys())
+
+    def _load_snapshot(self, snap: Restored) -> None:
+        """Fold the events after a snapshot into the state it restored, and run only the rules
+        they (or the clock) affect over the alerts it kept, as an ingest of them would."""
+        self.state = state = snap.state
+        self._snap = snap.mark
+        with _no_gc():
+            events = list(self.store.events(self.user, after_seq=state.seq))
+            snap.prefetch(events)
+            if snap.checkpoint_seq is not None:
+                # A checkpoint came after the snapshot: only what came after it is dirty.
+                state.apply_all(e for e in events if e.seq <= snap.checkpoint_seq)
+                state.take_dirty()
+                state.apply_all(e for e in events if e.seq > snap.checkpoint_seq)
+            else:
+                state.apply_all(events)
+        changed = state.take_changed_types()
+        for cv in state.constraints.values():
+            self._put_in_force(cv)
+        constrained = state.take_changed_constraints()
+        fresh = {self._constraint_rules[k] for k in constrained if k in self._constraint_rules}
+        # A rule's kept alerts stand for it only if it is the rule that left them.
+        kept = [
+            name
+            for name, r in self.runner.rules.items()
+            if name not in fresh and snap.rules.get(name, "") == fingerprint(r)
+        ]
+        for name in kept:
+            self.runner.active[name] = dict(snap.alerts.get(name, {}))
+        self.runner.run(self.view, changed, state.now != snap.now, only=kept)
+        self.runner.run(self.view, None, only=[n for n in self.runner.rules if n not in kept])
+        self._reconcile_alerts(self.runner.rules.keys())
+
+    def _write_snapshot(self) -> None:
+        """Write this state's snapshot (under the writer lock, see ``uac_kernel.snapshot``)."""
+        self._snap = write_snapshot(
+            self.store,
+            self.state,
+            self.runner.active,
+            self.runner.rules,
+            self.checkpoints.latest(),
+            self._snap,
+        )
+
+    def _snapshot_due(self) -> bool:
+        since = self._snap.seq if self._snap is not None else 0
+        try:
+            row = self.store.con.execute(
+                "SELECT count(*) FROM events WHERE user_id = ? AND seq > ?", [self.user, since]
+            ).fetchone()
+        except duckdb.ConnectionException:
+            return False  # the store was closed under the workbench: it cannot be written
+        return bool(row and row[0] >= CLOSE_AFTER)
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -332,8 +405,18 @@ class Workbench:
         self._sync()
 
     def close(self) -> None:
+        """Close the store, first writing a snapshot if many events came since the last one."""
         self._drop_sandbox()
-        self.store.close()
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self.store.read_only and self._snapshot_due():
+                with self.store.writing():
+                    self._sync(write=True)
+                    self._write_snapshot()
+        finally:
+            self.store.close()
 
     def __enter__(self) -> Workbench:
         return self
@@ -671,7 +754,9 @@ class Workbench:
         """
         with self.store.writing():
             self._sync(write=True)
-            return self.checkpoints.take(self.state, self.state.take_dirty(), self._code_rules())
+            cp = self.checkpoints.take(self.state, self.state.take_dirty(), self._code_rules())
+            self._write_snapshot()
+            return cp
 
     def code(self, version: int | None = None) -> str:
         return self.checkpoints.get(version).code
@@ -832,11 +917,16 @@ class Workbench:
         first of them), so only the first pays for the fork; see ``sandbox.WarmSandbox``.
         """
         self._sync()
-        return self._sandbox().evaluate(expr, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+        sandbox = self._sandbox(records=reads_records(expr))
+        return sandbox.evaluate(expr, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
 
-    def _sandbox(self) -> WarmSandbox:
+    def _sandbox(self, records: bool = True) -> WarmSandbox:
         """The warm sandbox for the current state version; a new one (and worker) once the state
-        has changed. Every change of the state or of the search index advances ``state.seq``."""
+        has changed. Every change of the state or of the search index advances ``state.seq``.
+        With ``records`` the worker holds every record (one opened from a snapshot reads them
+        first); without, it may hold only those read so far."""
+        if records and materialise(self.state):
+            self._drop_sandbox()
         if self._warm is not None and self._warm_version == (self.state, self.state.seq):
             return self._warm
         self._drop_sandbox()
@@ -952,6 +1042,7 @@ class Workbench:
     def ask(self, question: str) -> Answer:
         """Answer a question by code the model writes over the schema; runs in the sandbox."""
         self._sync()
+        materialise(self.state)  # its code runs in a forked sandbox, which cannot read the store
         return answer_question(question, self.state, self.search_index, self.store, self.model)
 
     def sql(self, query: str, *, timeout: float | None = None) -> SqlResult:
