@@ -17,11 +17,18 @@ measures, each size in its own subprocess:
 6. peak memory (``ru_maxrss``) of the process after the fold;
 7. prompt tokens per question of ``ask`` (typed code: the schema summary, never the records)
    against a reader given the whole history as text (full context) or BM25's top 10 and top 50
-   lines — see ``bench/prompt_scale.py``.
+   lines — see ``bench/prompt_scale.py``;
+8. issue 14's figures, each against its floor from the same run: bulk ingest against our own
+   write floor (``WriteFloor``: parse, canonical JSON, hash chain, appender; interleaved with
+   stage 1), and whole ``uac`` processes on a copy of the store after a snapshot plus 1,000
+   new events — ``eval "1"``, ``log --limit 5``, ``checkpoints`` against a full fold (the
+   copy without snapshots), ``sql``'s first query against one ``arg_max`` query per type, and
+   the open's peak RSS (see ``bench_i14``).
 
 Run ``python bench/scale.py`` (see ``bench/README.md``); ``--sizes 2000`` is a quick smoke run;
 ``--only prompts`` measures just the prompt tokens (minutes for all three sizes, not a quarter
-of an hour); ``--replot FILE ...`` redraws the chart from saved results.
+of an hour); ``--only i14`` just the ingest and issue 14's figures; ``--replot FILE ...``
+redraws the chart from saved results.
 """
 
 from __future__ import annotations
@@ -912,12 +919,13 @@ def without_snapshots(src: Path, dst: Path) -> int:
     shutil.copyfile(src, dst)
     con = duckdb.connect(str(dst))
     found = con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE table_name = 'snapshots'"
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name = 'snapshots'"
     ).fetchall()
     rows = 0
-    for (table,) in found:
-        rows += int(con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
-        con.execute(f'DELETE FROM "{table}"')
+    for schema, table in found:
+        name = f'"{schema}"."{table}"'
+        rows += int(con.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
+        con.execute(f"DELETE FROM {name}")
     con.close()
     return rows
 

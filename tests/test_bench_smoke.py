@@ -241,3 +241,37 @@ def test_ask_prompt_does_not_depend_on_rules(bench: tuple[ModuleType, ModuleType
         with_rules.ingest(events)
         without.ingest(events)
         assert prompt_scale.ask_messages(with_rules) == prompt_scale.ask_messages(without)
+
+
+def test_full_fold_copy_drops_the_snapshots(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
+    """The full-fold copy keeps every event and no snapshot row; the original keeps its own.
+    A store with no snapshots table is copied as it is."""
+    import duckdb
+
+    scale, _ = bench
+
+    def make(path: Path, snapshots: bool) -> None:
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE events AS SELECT range AS seq FROM range(5)")
+        if snapshots:
+            con.execute("CREATE TABLE snapshots AS SELECT 'me' AS user_id FROM range(2)")
+        con.close()
+
+    def count(path: Path, table: str) -> int:
+        con = duckdb.connect(str(path), read_only=True)
+        n = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        con.close()
+        return n
+
+    make(tmp_path / "snap.duckdb", snapshots=True)
+    assert scale.without_snapshots(tmp_path / "snap.duckdb", tmp_path / "full.duckdb") == 2
+    assert (
+        count(tmp_path / "full.duckdb", "snapshots"),
+        count(tmp_path / "full.duckdb", "events"),
+    ) == (0, 5)
+    assert count(tmp_path / "snap.duckdb", "snapshots") == 2
+    make(tmp_path / "old.duckdb", snapshots=False)
+    assert scale.without_snapshots(tmp_path / "old.duckdb", tmp_path / "old-full.duckdb") == 0
+    assert count(tmp_path / "old-full.duckdb", "events") == 5
