@@ -33,7 +33,7 @@ def test_sources_already_logged_are_skipped_batch_by_batch(tmp_path: Path) -> No
         again = wb.ingest([trip(1, "s1"), trip(3, "s3"), trip(4, "s3")])
         assert (again.appended, again.skipped) == (1, 2)
         assert sorted(wb.state.types["Trip"].current) == ["trip-1", "trip-2", "trip-3"]
-    # A new process's workbench finds the log's sources by querying it, not from a cache.
+    # A workbench opened afterwards finds the log's sources by querying it, not from a cache.
     with Workbench(db, user="maya", rules=[]) as wb:
         report = wb.ingest([trip(2, "s2"), trip(5, "s5")])
         assert (report.appended, report.skipped) == (1, 1)
