@@ -17,11 +17,18 @@ measures, each size in its own subprocess:
 6. peak memory (``ru_maxrss``) of the process after the fold;
 7. prompt tokens per question of ``ask`` (typed code: the schema summary, never the records)
    against a reader given the whole history as text (full context) or BM25's top 10 and top 50
-   lines — see ``bench/prompt_scale.py``.
+   lines — see ``bench/prompt_scale.py``;
+8. issue 14's figures, each against its floor from the same run: bulk ingest against our own
+   write floor (``WriteFloor``: parse, canonical JSON, hash chain, appender; interleaved with
+   stage 1), and whole ``uac`` processes on a copy of the store after a snapshot plus 1,000
+   new events — ``eval "1"``, ``log --limit 5``, ``checkpoints`` against a full fold (the
+   copy without snapshots), ``sql``'s first query against one ``arg_max`` query per type, and
+   the open's peak RSS (see ``bench_i14``).
 
 Run ``python bench/scale.py`` (see ``bench/README.md``); ``--sizes 2000`` is a quick smoke run;
 ``--only prompts`` measures just the prompt tokens (minutes for all three sizes, not a quarter
-of an hour); ``--replot FILE ...`` redraws the chart from saved results.
+of an hour); ``--only i14`` just the ingest and issue 14's figures; ``--replot FILE ...``
+redraws the chart from saved results.
 """
 
 from __future__ import annotations
@@ -41,8 +48,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +59,17 @@ import orjson
 import prompt_scale  # bench/prompt_scale.py, beside this script
 from tqdm import tqdm
 
+from uac_kernel._chain import GENESIS, content_hash, event_hash, new_salt
+from uac_kernel.events import parse_jsonl, parse_objects, plan_batch
 from uac_kernel.query import namespace
+from uac_kernel.sqlview import sql_type
+from uac_kernel.store import Store, dump_payload
 from uac_kernel.workbench import Workbench
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "scale.json"
 DEFAULT_PROMPTS_OUT = HERE / "results" / "scale_prompts.json"
+DEFAULT_I14_OUT = HERE / "results" / "scale_i14.json"
 DEFAULT_WORKDIR = HERE / "out"
 BATCH = 10_000
 SEED = 20261129
@@ -481,6 +494,58 @@ def _fresh_events_table(path: Path, ddl: str) -> duckdb.DuckDBPyConnection:
     return con
 
 
+class WriteFloor:
+    """Our own write floor: what logging a batch costs with nothing but the library's parse
+    (``parse_jsonl``), canonical payload JSON (``dump_payload``), the salted content hash and
+    the hash chain (``_chain``) and DuckDB's appender on a fresh events table, in one
+    transaction per batch: no validation against the state, no fold, no rules."""
+
+    def __init__(self, path: Path, ddl: str, user: str):
+        self.con = _fresh_events_table(path, ddl)
+        self.user = user
+        self.seq, self.user_seq, self.prev = 0, 0, GENESIS
+
+    def write(self, path: Path) -> int:
+        """Log the events of one Event JSONL file; return how many."""
+        with _gc_paused():  # as ingest's batches: no GC walk over the batch's objects
+            rows = []
+            now = datetime.now(UTC).replace(tzinfo=None)
+            user, seq, user_seq, prev = self.user, self.seq, self.user_seq, self.prev
+            for ev in parse_jsonl(path):
+                seq += 1
+                user_seq += 1
+                text = dump_payload(ev.payload)
+                salt = new_salt()
+                payload_hash = content_hash(salt, text, ev.source or "")
+                prev = event_hash(prev, user_seq, now, ev.ts, ev.kind, user, payload_hash)
+                row = (seq, user_seq, now, ev.ts, ev.kind, user, ev.source, text, salt)
+                rows.append((*row, payload_hash, prev))
+            self.con.execute("BEGIN TRANSACTION")
+            appender = self.con.appender("events")
+            appender.append_rows(rows)
+            appender.flush()
+            self.con.execute("COMMIT")
+            self.seq, self.user_seq, self.prev = seq, user_seq, prev
+            return len(rows)
+
+    def close(self) -> int:
+        """Close the file; return the rows it holds."""
+        n = int(self.con.execute("SELECT count(*) FROM events").fetchone()[0])
+        self.con.close()
+        return n
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 # -- stage 1: ingest vs DuckDB bulk (its own process, so the fold's peak memory is its own) -----
 
 
@@ -495,9 +560,10 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
     ).fetchone()[0]
     bulk = _fresh_events_table(workdir / "bulk.duckdb", ddl)
     viajson = _fresh_events_table(workdir / "json.duckdb", ddl)
+    floor = WriteFloor(workdir / "floor.duckdb", ddl, USER)
     rows_file = workdir / "rows.jsonl"
 
-    t_ingest = t_bulk = t_json = cpu_ingest = cpu_bulk = 0.0
+    t_ingest = t_bulk = t_json = cpu_ingest = cpu_bulk = t_floor = cpu_floor = 0.0
     stages: Counter[str] = Counter()  # IngestReport.seconds summed over the batches
     per_batch: list[dict[str, float]] = []
     last_seq = wb.store.last_seq
@@ -539,8 +605,10 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
                 f"format = 'newline_delimited', columns = {JSON_COLUMNS})"
             )
         )
+        dt_f, cpu_f, _ = timed_cpu(lambda path=path: floor.write(path))
         t_ingest, t_bulk, t_json = t_ingest + dt_i, t_bulk + dt_b, t_json + dt_j
         cpu_ingest, cpu_bulk = cpu_ingest + cpu_i, cpu_bulk + cpu_b
+        t_floor, cpu_floor = t_floor + dt_f, cpu_floor + cpu_f
         per_batch.append(
             {
                 "events": report.appended,
@@ -548,6 +616,7 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
                 "ingest_s": dt_i,
                 "bulk_s": dt_b,
                 "read_json_s": dt_j,
+                "write_floor_s": dt_f,
             }
         )
     kinds = dict(wb.store.con.execute("SELECT kind, count(*) FROM events GROUP BY kind").fetchall())
@@ -556,11 +625,14 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
     n_json = viajson.execute("SELECT count(*) FROM events").fetchone()[0]
     bulk.close()
     viajson.close()
+    n_floor = floor.close()
     if not n_bulk == n_json == rows_written:
         raise RuntimeError(
             f"row counts differ: ingest {rows_written}, bulk {n_bulk}, json {n_json}"
         )
-    for p in ("bulk.duckdb", "json.duckdb", "rows.jsonl"):
+    if n_floor != facts:
+        raise RuntimeError(f"the write floor logged {n_floor} events, ingest {facts}")
+    for p in ("bulk.duckdb", "json.duckdb", "floor.duckdb", "rows.jsonl"):
         (workdir / p).unlink(missing_ok=True)
     return {
         "generate_s": t_gen,
@@ -593,6 +665,13 @@ def stage_ingest(size: int, workdir: Path, progress: bool) -> dict[str, Any]:
         # appender, in one transaction) against the appender writing the same rows.
         "ingest_stage_us_per_event": {k: 1e6 * v / facts for k, v in stages.items()},
         "write_vs_bulk_appender": t_bulk / stages["write"],
+        # Our own write floor (parse, canonical JSON, hash chain, appender) of the same files,
+        # interleaved batch by batch; it logs the fact events only, so the ratio is by event.
+        "write_floor_s": t_floor,
+        "write_floor_events_per_s": facts / t_floor,
+        "write_floor_cpu_s": cpu_floor,
+        "ingest_vs_write_floor": t_floor / t_ingest,
+        "ingest_vs_write_floor_cpu": cpu_floor / cpu_ingest,
         "ingest_stage_maxrss_mb": maxrss_mb(),
         "per_batch": per_batch,
         "db_size_mb": db.stat().st_size / 2**20,
@@ -618,11 +697,13 @@ def _ts_after(wb: Workbench, seconds: int) -> datetime:
 
 
 def new_fact_mix(
-    wb: Workbench, rng: random.Random, size: int, n: int = 100
+    wb: Workbench, rng: random.Random, size: int, n: int = 100, tag: str = "new"
 ) -> list[dict[str, Any]]:
-    """``n`` new fact events: mostly updates of random existing keys, some adds, two retracts."""
-    n_retract, n_add = 2, max(1, n * 13 // 100)
-    n_update = n - n_add - n_retract
+    """``n`` new fact events: mostly updates of random existing keys, some adds (keys named
+    with ``tag``, so each mix adds new ones), two retracts. When a type has fewer current keys
+    than its share of updates, adds make up the difference."""
+    n_retract = 2
+    n_update = n - max(1, n * 13 // 100) - n_retract
     present = [t for t in TYPES if wb.state.types.get(t) and wb.state.types[t].current]
     weights = [TYPE_WEIGHTS[t] for t in present]
     picks = Counter(rng.choices(present, weights=weights, k=n_update + n_retract))
@@ -640,6 +721,7 @@ def new_fact_mix(
         else:
             ev["reason"] = "entered by mistake"
         events.append(ev)
+    n_add = n - len(events)
     for j, t in enumerate(rng.choices(TYPES, weights=list(TYPE_WEIGHTS.values()), k=n_add)):
         ts = _ts_after(wb, 60 * (len(events) + 1))
         events.append(
@@ -648,7 +730,7 @@ def new_fact_mix(
                 "ts": _iso(ts),
                 "op": "add",
                 "type": t,
-                "key": f"{t.lower()}-new-{j}",
+                "key": f"{t.lower()}-{tag}-{j}",
                 "fields": add_fields(rng, t, ts, per_day(size, t)),
             }
         )
@@ -782,6 +864,179 @@ def bench_eval(workdir: Path, n_records: int, reps: int, progress: bool) -> dict
     return results
 
 
+# -- issue 14: each figure against its floor, measured in the same run ------------------------
+
+# Targets of issue 14: open after a snapshot + 1,000 new events ≤ 0.1× a full fold; `log` and
+# `checkpoints` ≤ 0.05× a full fold; `uac sql`'s first query ≤ 3× one arg_max query per type;
+# bulk ingest ≥ 0.5× our own write floor; peak RSS of an open ≤ 1.4 GB (here 1,400 MB).
+I14_TARGETS = {
+    "open_after_snapshot_vs_full_fold": 0.1,
+    "log_vs_full_fold": 0.05,
+    "checkpoints_vs_full_fold": 0.05,
+    "sql_first_query_vs_floor": 3.0,
+    "ingest_vs_write_floor": 0.5,
+    "open_peak_rss_mb": 1400,
+}
+NEW_AFTER_SNAPSHOT = 1_000
+
+
+def run_cli(db: Path, *args: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one whole ``uac`` process on ``db``, this checkout's."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE.parent), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "uac_kernel.cli", "--db", str(db), "--user", USER, *args]
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        # wait4 gives this child's own rusage (RUSAGE_CHILDREN is the peak of all of them).
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"uac {' '.join(args)} failed ({proc.returncode}): {tail}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def append_after_snapshot(db: Path, size: int, n: int) -> int:
+    """Append ``n`` new fact events to ``db``, planned by the library on the state its latest
+    snapshot opens to, through ``Store.append``: a path that writes no snapshot, so the next
+    open has ``n`` events to fold after it."""
+    wb = Workbench(db, user=USER, read_only=True)
+    events = new_fact_mix(wb, random.Random(SEED + 4), size, n, tag="after-snapshot")
+    planned = plan_batch(wb.state, parse_objects(events, "after-snapshot"), wb.limits)
+    wb.close()
+    store = Store(db)
+    logged = store.append(planned)
+    store.close()
+    return sum(1 for e in logged if e.kind == "fact")
+
+
+def without_snapshots(src: Path, dst: Path) -> int:
+    """Copy ``src`` to ``dst`` and delete the copy's snapshots, so opening it folds the whole
+    log; return how many snapshot rows it had (none in a store written before snapshots)."""
+    shutil.copyfile(src, dst)
+    con = duckdb.connect(str(dst))
+    found = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name = 'snapshots'"
+    ).fetchall()
+    rows = 0
+    for schema, table in found:
+        name = f'"{schema}"."{table}"'
+        rows += int(con.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
+        con.execute(f"DELETE FROM {name}")
+    con.close()
+    return rows
+
+
+def sql_floor(db: Path, user: str) -> tuple[float, dict[str, int]]:
+    """The floor of ``uac sql``'s tables: for each type, ONE DuckDB query over the store's
+    events that keeps each key's last value of every field (JSON extraction, ``arg_max``) and
+    drops retracted keys, into a table. Seconds for all types, and the rows per type."""
+    con = duckdb.connect(str(db), read_only=True)
+    schema: dict[str, dict[str, str]] = {}
+    for t, f, ftype in con.execute(
+        "SELECT payload->>'$.type', payload->>'$.field', payload->>'$.ftype' FROM events "
+        "WHERE user_id = ? AND kind = 'schema' AND salt <> '' ORDER BY seq",
+        [user],
+    ).fetchall():
+        fields = schema.setdefault(t, {})
+        if f is not None:
+            fields[f] = ftype
+    rows: dict[str, int] = {}
+    t0 = time.perf_counter()
+    for t, fields in schema.items():
+        columns = "".join(
+            f", arg_max(CAST(payload{'->' if ftype.startswith('list[') else '->>'}"
+            f"'$.fields.\"{f}\"' AS {sql_type(ftype)}), seq) "
+            f'FILTER (WHERE json_exists(payload, \'$.fields."{f}"\')) AS "{f}"'
+            for f, ftype in fields.items()
+        )
+        con.execute(
+            f"CREATE TEMP TABLE \"{t}\" AS SELECT payload->>'$.key' AS key{columns}, "
+            "max(ts) AS valid_from FROM events WHERE user_id = ? AND kind = 'fact' "
+            "AND salt <> '' AND payload->>'$.type' = ? GROUP BY 1 "
+            "HAVING arg_max(payload->>'$.op', seq) <> 'retract'",
+            [user, t],
+        )
+    seconds = time.perf_counter() - t0
+    for t in schema:
+        rows[t] = int(con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0])
+    con.close()
+    return seconds, rows
+
+
+def bench_i14(
+    size: int, workdir: Path, db: Path, ingest: dict[str, Any], reps: int, progress: bool
+) -> dict[str, Any]:
+    """Issue 14's figures on a copy of ``db`` (closed, so its latest snapshot is written):
+    whole ``uac`` processes, interleaved rep by rep so each figure and its floor see the same
+    load, best of ``reps``; the ingest ratio comes from ``stage_ingest`` of the same run."""
+    snap, full = workdir / "i14.duckdb", workdir / "i14-full.duckdb"
+    shutil.copyfile(db, snap)
+    if progress:
+        print(
+            f"[{size:,}] issue 14: {NEW_AFTER_SNAPSHOT:,} events after the snapshot",
+            file=sys.stderr,
+        )
+    added = append_after_snapshot(snap, size, NEW_AFTER_SNAPSHOT)
+    snapshot_rows = without_snapshots(snap, full)
+    _, tables = sql_floor(snap, USER)
+    biggest = max(tables, key=lambda t: tables[t])
+    query = f'SELECT count(*) FROM "{biggest}"'
+    commands = {
+        "full_fold": (full, ("eval", "1")),
+        "open": (snap, ("eval", "1")),
+        "log": (snap, ("log", "--limit", "5")),
+        "checkpoints": (snap, ("checkpoints",)),
+        "sql": (snap, ("sql", query)),
+    }
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    floors: list[float] = []
+    for _ in tqdm(
+        range(reps), desc=f"issue 14 {size:,}", file=sys.stderr, disable=not progress, leave=False
+    ):
+        for name, (path, args) in commands.items():
+            runs[name].append(run_cli(path, *args))
+        floors.append(sql_floor(snap, USER)[0])
+    best = {name: min(wall for wall, _ in r) for name, r in runs.items()}
+    peak = {name: max(rss for _, rss in r) for name, r in runs.items()}
+    full_s, floor_s = best["full_fold"], min(floors)
+    for p in (snap, full):
+        p.unlink(missing_ok=True)
+    return {
+        "new_events_after_snapshot": added,
+        "snapshot_rows": snapshot_rows,
+        "reps": reps,
+        "full_fold_s": full_s,
+        "open_after_snapshot_s": best["open"],
+        "open_after_snapshot_vs_full_fold": best["open"] / full_s,
+        "log_s": best["log"],
+        "log_vs_full_fold": best["log"] / full_s,
+        "checkpoints_s": best["checkpoints"],
+        "checkpoints_vs_full_fold": best["checkpoints"] / full_s,
+        "sql_query": query,
+        "sql_first_query_s": best["sql"],
+        "sql_floor_s": floor_s,
+        "sql_floor_rows": tables,
+        "sql_first_query_vs_floor": best["sql"] / floor_s,
+        # The same without the open (`uac eval "1"` on the same store, same run).
+        "sql_first_query_minus_open_s": best["sql"] - best["open"],
+        "sql_first_query_minus_open_vs_floor": (best["sql"] - best["open"]) / floor_s,
+        "ingest_s": ingest["ingest_s"],
+        "write_floor_s": ingest["write_floor_s"],
+        "ingest_vs_write_floor": ingest["ingest_vs_write_floor"],
+        "open_peak_rss_mb": peak["open"],
+        "full_fold_peak_rss_mb": peak["full_fold"],
+        "runs": {
+            name: [{"wall_s": wall, "maxrss_mb": rss} for wall, rss in r]
+            for name, r in runs.items()
+        },
+        "sql_floor_runs_s": floors,
+    }
+
+
 # -- stage 3: prompt tokens (its own process: a BM25 index of 1M lines takes ~1 GB) ----------
 
 
@@ -843,8 +1098,16 @@ def prompts_only(size: int, progress: bool) -> dict[str, Any]:
 
 
 def run_one(
-    size: int, workdir: Path, eval_records: int, reps: int, rule_reps: int, progress: bool
+    size: int,
+    workdir: Path,
+    eval_records: int,
+    reps: int,
+    rule_reps: int,
+    cli_reps: int,
+    progress: bool,
+    only: str | None = None,
 ) -> dict[str, Any]:
+    """Every figure at ``size``, or with ``only="i14"`` the ingest and issue 14's alone."""
     t_start = time.perf_counter()
     workdir.mkdir(parents=True, exist_ok=True)
     stage_out = workdir / "ingest.json"
@@ -862,6 +1125,15 @@ def run_one(
         cmd.append("--quiet")
     subprocess.run(cmd, check=True)
     ingest = json.loads(stage_out.read_text())
+    if only == "i14":
+        return {
+            "size": size,
+            "ingest": ingest,
+            "i14": bench_i14(size, workdir, workdir / "ingest.duckdb", ingest, cli_reps, progress),
+            "wall_s": time.perf_counter() - t_start,
+            "load_average_at_end": os.getloadavg(),
+            "engine_commit": _git("rev-parse", "--short", "HEAD"),
+        }
 
     gc.collect()
     rss_before = rss_mb()
@@ -893,6 +1165,7 @@ def run_one(
     queries = bench_eval(workdir, eval_records, reps, progress)
     wb.close()
     memory["maxrss_end_mb"] = maxrss_mb()
+    i14 = bench_i14(size, workdir, workdir / "ingest.duckdb", ingest, cli_reps, progress)
 
     if progress:
         print(f"[{size:,}] prompt tokens", file=sys.stderr)
@@ -919,6 +1192,7 @@ def run_one(
         "rules": rules,
         "eval": queries,
         "memory": memory,
+        "i14": i14,
         "prompt_tokens": prompt_scale.summary(prompts),
         "prompts": prompts,
         "wall_s": time.perf_counter() - t_start,
@@ -940,6 +1214,60 @@ def _secs(x: float) -> str:
     if x < 1:
         return f"{x * 1e3:.1f} ms"
     return f"{x:.2f} s"
+
+
+def i14_rows(row: Callable[[str, Callable[[dict[str, Any]], str]], None]) -> None:
+    """Issue 14's figures, each beside its floor from the same run and the ratio's target."""
+    t = I14_TARGETS
+
+    def ratio(x: float) -> str:
+        return f"{x:.3f}×" if x < 0.1 else f"{x:.2f}×"
+
+    row(
+        "i14 snapshots in the store (whole processes, best of reps)",
+        lambda r: f"{r['i14']['snapshot_rows']} snapshot rows",
+    )
+    row(
+        "    full fold: `uac eval 1` without snapshots",
+        lambda r: _secs(r["i14"]["full_fold_s"]),
+    )
+    for label, key in (
+        (f"`uac eval 1` after snapshot + {NEW_AFTER_SNAPSHOT:,} events", "open_after_snapshot"),
+        ("`uac log --limit 5`", "log"),
+        ("`uac checkpoints`", "checkpoints"),
+    ):
+        target = t[f"{key}_vs_full_fold"]
+        row(f"    {label}", lambda r, k=key: _secs(r["i14"][f"{k}_s"]))
+        row(
+            f"      / full fold (≤ {target:g}×)",
+            lambda r, k=key: ratio(r["i14"][f"{k}_vs_full_fold"]),
+        )
+    row("    `uac sql` first query, whole process", lambda r: _secs(r["i14"]["sql_first_query_s"]))
+    row("    floor: one arg_max query per type", lambda r: _secs(r["i14"]["sql_floor_s"]))
+    row(
+        f"      / floor (≤ {t['sql_first_query_vs_floor']:g}×)",
+        lambda r: ratio(r["i14"]["sql_first_query_vs_floor"]),
+    )
+    row(
+        "      minus the open (`uac eval 1`) / floor",
+        lambda r: ratio(r["i14"]["sql_first_query_minus_open_vs_floor"]),
+    )
+    row(
+        "    bulk ingest / write floor, wall",
+        lambda r: (
+            f"{_secs(r['i14']['ingest_s'])} / {_secs(r['i14']['write_floor_s'])} = "
+            f"{r['i14']['ingest_vs_write_floor']:.2f}×"
+        ),
+    )
+    row(f"      target ≥ {t['ingest_vs_write_floor']:g}×", lambda r: "")
+    row(
+        f"    peak RSS of the open (≤ {t['open_peak_rss_mb']:,} MB)",
+        lambda r: f"{r['i14']['open_peak_rss_mb']:,.0f} MB",
+    )
+    row(
+        "      of the full fold",
+        lambda r: f"{r['i14']['full_fold_peak_rss_mb']:,.0f} MB",
+    )
 
 
 def table(results: dict[str, Any]) -> str:
@@ -998,6 +1326,15 @@ def table(results: dict[str, Any]) -> str:
                 f"{r['ingest']['ingest_last_batch_events_per_s']:,.0f}"
             ),
         )
+        row(
+            "   our write floor (parse+JSON+hash chain+appender, events/s)",
+            lambda r: _rate(r["ingest"]["write_floor_events_per_s"]),
+        )
+        row(
+            "   ratio ingest / write floor (≥ 0.5)",
+            lambda r: f"{r['ingest']['ingest_vs_write_floor']:.2f}×",
+        )
+    if all("fold" in r for r in runs):  # not in --only i14 results
         row(
             "2  full fold: open Workbench (wall / CPU)",
             lambda r: f"{_secs(r['fold']['open_s'])} / {_secs(r['fold']['open_cpu_s'])}",
@@ -1070,6 +1407,8 @@ def table(results: dict[str, Any]) -> str:
             lambda r: f"{r['ingest']['ingest_stage_maxrss_mb']:,.0f} MB",
         )
         row("   store file size", lambda r: f"{r['ingest']['db_size_mb']:,.0f} MB")
+    if all("i14" in r for r in runs):
+        i14_rows(row)
     if all("prompt_tokens" in r for r in runs):
         row(
             f"7  prompt tokens per question ({runs[0]['prompts']['encoding'].split()[0]}, "
@@ -1178,7 +1517,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
     title = f"uac engine at scale — {results['date']}, {results['machine']['platform']}"
     if results.get("prompts_date"):  # prompt figures merged in from another run (--replot)
         title += f"; prompt tokens {results['prompts_date']}"
-    if not all("ingest" in r for r in runs):
+    if not all("fold" in r for r in runs):
         prompt_panel(
             runs,
             width=420,
@@ -1372,12 +1711,13 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="JSON results, chart as .svg beside it (default: bench/results/scale.json, or "
-        "scale_prompts.json with --only prompts)",
+        "scale_prompts.json with --only prompts, scale_i14.json with --only i14)",
     )
     ap.add_argument(
         "--only",
-        choices=["prompts"],
-        help="measure only the prompt tokens (history generated and folded in memory)",
+        choices=["prompts", "i14"],
+        help="prompts: only the prompt tokens (history generated and folded in memory); i14: "
+        "only the ingest and issue 14's figures against their floors",
     )
     ap.add_argument(
         "--replot",
@@ -1401,6 +1741,12 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="new facts per type in the rules measurement (medians)",
     )
+    ap.add_argument(
+        "--cli-reps",
+        type=int,
+        default=3,
+        help="runs of each whole `uac` process in issue 14's figures (best of)",
+    )
     ap.add_argument("--no-chart", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the generated files and stores")
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -1411,7 +1757,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     progress = not args.quiet
     if args.out is None:
-        args.out = DEFAULT_PROMPTS_OUT if args.only == "prompts" else DEFAULT_OUT
+        args.out = {"prompts": DEFAULT_PROMPTS_OUT, "i14": DEFAULT_I14_OUT}.get(
+            args.only or "", DEFAULT_OUT
+        )
 
     if args.replot:
         return replot(args.replot, args.out.with_suffix(".svg"))
@@ -1428,7 +1776,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.one is not None:
         out = run_one(
-            args.one, args.workdir, args.eval_records, args.reps, args.rule_reps, progress
+            args.one,
+            args.workdir,
+            args.eval_records,
+            args.reps,
+            args.rule_reps,
+            args.cli_reps,
+            progress,
+            args.only,
         )
         args.out.write_text(json.dumps(out, indent=2))
         return 0
@@ -1441,6 +1796,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": started,
         "machine": machine(),
         "targets": TARGETS,
+        "i14_targets": I14_TARGETS,
         "batch": BATCH,
         "seed": SEED,
         **({"only": args.only} if args.only else {}),
@@ -1467,6 +1823,9 @@ def main(argv: list[str] | None = None) -> int:
                     str(args.reps),
                     "--rule-reps",
                     str(args.rule_reps),
+                    "--cli-reps",
+                    str(args.cli_reps),
+                    *(["--only", args.only] if args.only else []),
                 ]
             if not progress:
                 cmd.append("--quiet")
@@ -1485,7 +1844,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=2))
     print(table(results))
     print(f"\ntotal wall time {results['total_wall_s']:.0f} s; results in {args.out}")
-    if not args.no_chart:
+    if not args.no_chart and args.only != "i14":  # the chart draws the full run's figures
         svg = args.out.with_suffix(".svg")
         try:
             chart(results, svg)

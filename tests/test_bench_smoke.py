@@ -18,6 +18,7 @@ from uac_kernel.workbench import Workbench
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "scale.py"
 PROMPT_SYSTEMS = ("ask", "top_10", "top_50", "full_context")
+TYPES = ("Transaction", "Meal", "Workout", "SleepLog", "Meeting", "Purchase", "Trip", "Medication")
 
 EXPRESSIONS = ("count_if", "sum_by_category", "top5_by_amount", "sum_since_date", "constant")
 FIGURES = {
@@ -34,6 +35,9 @@ FIGURES = {
         "ingest_vs_bulk_appender",
         "ingest_vs_bulk_read_json",
         "write_vs_bulk_appender",
+        "write_floor_s",
+        "write_floor_events_per_s",
+        "ingest_vs_write_floor",
         "ingest_stage_maxrss_mb",
     ),
     "fold": ("open_s", "log_rows", "rows_per_s", "fact_events_per_s", "current_records"),
@@ -51,6 +55,42 @@ FIGURES = {
 
 def positive(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+I14_FIGURES = (
+    "full_fold_s",
+    "open_after_snapshot_s",
+    "open_after_snapshot_vs_full_fold",
+    "log_s",
+    "log_vs_full_fold",
+    "checkpoints_s",
+    "checkpoints_vs_full_fold",
+    "sql_first_query_s",
+    "sql_floor_s",
+    "sql_first_query_vs_floor",
+    "ingest_s",
+    "write_floor_s",
+    "ingest_vs_write_floor",
+    "open_peak_rss_mb",
+    "full_fold_peak_rss_mb",
+)
+
+
+def check_i14(run: dict[str, Any], reps: int) -> None:
+    """Issue 14's figures are there, each beside its floor, from whole processes."""
+    i14 = run["i14"]
+    for name in I14_FIGURES:
+        assert positive(i14[name]), f"i14.{name} = {i14.get(name)!r}"
+    assert i14["new_events_after_snapshot"] == 1000
+    assert isinstance(i14["snapshot_rows"], int) and i14["snapshot_rows"] >= 0
+    assert i14["ingest_vs_write_floor"] == run["ingest"]["ingest_vs_write_floor"]
+    ratio = i14["open_after_snapshot_s"] / i14["full_fold_s"]
+    assert math.isclose(i14["open_after_snapshot_vs_full_fold"], ratio)
+    assert all(len(runs) == reps for runs in i14["runs"].values())
+    assert len(i14["sql_floor_runs_s"]) == reps
+    # The floor's tables hold the current records: the store's types, each with rows.
+    assert set(i14["sql_floor_rows"]) == set(TYPES) and all(i14["sql_floor_rows"].values())
+    assert i14["sql_query"] == 'SELECT count(*) FROM "Transaction"'  # the largest type
 
 
 def check_prompt_tokens(run: dict[str, Any], size: int) -> dict[str, int]:
@@ -85,6 +125,8 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
         "2",
         "--rule-reps",
         "2",
+        "--cli-reps",
+        "1",
         "--quiet",
         "--no-chart",
     ]
@@ -92,6 +134,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ratio ingest / appender" in done.stdout
     assert "prompt tokens per question" in done.stdout
+    assert "ratio ingest / write floor" in done.stdout and "`uac sql` first query" in done.stdout
 
     results = json.loads(out.read_text())
     for key in ("date", "machine", "targets", "sizes", "total_wall_s"):
@@ -121,6 +164,24 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
         assert r["rules_run"], f"no rule reads {t}"
         assert all(positive(v) for v in r["per_rule_s"].values())
     check_prompt_tokens(run, 2000)
+    check_i14(run, reps=1)
+
+
+def test_scale_i14_only(tmp_path: Path) -> None:
+    """--only i14: the ingest and issue 14's figures against their floors, nothing else."""
+    out = tmp_path / "i14.json"
+    cmd = [sys.executable, str(SCRIPT), "--only", "i14", "--sizes", "2000", "--cli-reps", "2"]
+    cmd += ["--out", str(out), "--workdir", str(tmp_path / "work"), "--quiet"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for label in ("/ full fold (≤ 0.1×)", "/ floor (≤ 3×)", "peak RSS of the open"):
+        assert label in done.stdout
+    results = json.loads(out.read_text())
+    assert results["only"] == "i14" and results["i14_targets"]["ingest_vs_write_floor"] == 0.5
+    run = results["sizes"]["2000"]
+    assert set(run) >= {"ingest", "i14"} and "fold" not in run and "prompts" not in run
+    check_i14(run, reps=2)
+    assert not out.with_suffix(".svg").exists()
 
 
 def test_scale_prompts_only(tmp_path: Path) -> None:
@@ -180,3 +241,37 @@ def test_ask_prompt_does_not_depend_on_rules(bench: tuple[ModuleType, ModuleType
         with_rules.ingest(events)
         without.ingest(events)
         assert prompt_scale.ask_messages(with_rules) == prompt_scale.ask_messages(without)
+
+
+def test_full_fold_copy_drops_the_snapshots(
+    bench: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
+    """The full-fold copy keeps every event and no snapshot row; the original keeps its own.
+    A store with no snapshots table is copied as it is."""
+    import duckdb
+
+    scale, _ = bench
+
+    def make(path: Path, snapshots: bool) -> None:
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE events AS SELECT range AS seq FROM range(5)")
+        if snapshots:
+            con.execute("CREATE TABLE snapshots AS SELECT 'me' AS user_id FROM range(2)")
+        con.close()
+
+    def count(path: Path, table: str) -> int:
+        con = duckdb.connect(str(path), read_only=True)
+        n = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        con.close()
+        return n
+
+    make(tmp_path / "snap.duckdb", snapshots=True)
+    assert scale.without_snapshots(tmp_path / "snap.duckdb", tmp_path / "full.duckdb") == 2
+    assert (
+        count(tmp_path / "full.duckdb", "snapshots"),
+        count(tmp_path / "full.duckdb", "events"),
+    ) == (0, 5)
+    assert count(tmp_path / "snap.duckdb", "snapshots") == 2
+    make(tmp_path / "old.duckdb", snapshots=False)
+    assert scale.without_snapshots(tmp_path / "old.duckdb", tmp_path / "old-full.duckdb") == 0
+    assert count(tmp_path / "old-full.duckdb", "events") == 5

@@ -42,7 +42,7 @@ def test_many_users_share_one_store(db: Path) -> None:
     store.append([ev(1, "a"), ev(2, "b"), ev(3, "a")])
     assert [e.seq for e in store.events("a")] == [1, 3]
     assert store.users() == ["a", "b"]
-    assert store.sources("b") == {"s2"}
+    assert store.logged_sources("b", {"s1", "s2", "s9"}) == {"s2"}
 
 
 def test_verify_detects_a_changed_payload(db: Path) -> None:

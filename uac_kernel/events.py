@@ -7,9 +7,9 @@ A batch is validated whole before anything is appended: the first problem raises
 from __future__ import annotations
 
 import codecs
-import functools
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -503,6 +503,9 @@ class _Overlay:
         # constraints are in force after the batch so far.
         self.constraints: dict[str, datetime | None] = {}
         self.constraints_in_force = len(state.constraints)
+        # Per type the batch reads, its field types as the batch so far leaves them: one dict
+        # per type and batch, not a look-up in the state and the batch per field and event.
+        self._field_types: dict[str, dict[str, str]] = {}
 
     def constraint_since(self, key: str) -> tuple[bool, datetime | None]:
         """Whether constraint ``key`` is in force, and since when."""
@@ -586,9 +589,19 @@ class _Overlay:
             )
         return None
 
-    def field_type(self, type_name: str, name: str) -> str | None:
-        added = self.fields.get(type_name, {})
-        return added.get(name) or self.state.schema.field_type(type_name, name)
+    def field_types(self, type_name: str) -> dict[str, str]:
+        """The type's field types (name: ftype), the batch's new fields included."""
+        known = self._field_types.get(type_name)
+        if known is None:
+            known = self._field_types[type_name] = {
+                **self.state.schema.types.get(type_name, {}),
+                **self.fields.get(type_name, {}),
+            }
+        return known
+
+    def add_field(self, type_name: str, name: str, ftype: str) -> None:
+        self.fields.setdefault(type_name, {})[name] = ftype
+        self.field_types(type_name)[name] = ftype
 
     def has_type(self, type_name: str) -> bool:
         return type_name in self.fields or type_name in self.state.schema.types
@@ -646,53 +659,58 @@ def plan_batch(
             continue
         p = ev.payload
         name, key, op = p["type"], p["key"], p["op"]
-        fail = functools.partial(_fail, ev)
-
         if not overlay.has_type(name):
             if (why := overlay.new_type_problem(name, limits)) is not None:
-                raise fail(why, "type")
+                raise _fail(ev, why, "type")
             overlay.add_type(name)
             out.append(NewEvent(ev.ts, "schema", user, {"type": name}, None))
         current, since = overlay.valid_from(name, key)
         if op == "add" and current:
-            raise fail(f"{name} {key!r} already exists; use op 'update' to change it", "key")
+            raise _fail(ev, f"{name} {key!r} already exists; use op 'update' to change it", "key")
         if op != "add":
             if not current:
-                raise fail(_not_current(name, key, op, overlay.retracted_at(name, key)), "key")
+                raise _fail(ev, _not_current(name, key, op, overlay.retracted_at(name, key)), "key")
             if since is not None and ev.ts < since:
-                raise fail(
+                raise _fail(
+                    ev,
                     f"ts is before the current version of {name} {key!r} ({since.isoformat()}); "
                     "a change must be dated on or after the version it changes",
                     "ts",
                 )
         canonical: dict[str, Any] = {}
         new_fields = 0
+        field_types = overlay.field_types(name)
         for fname, value in (p.get("fields") or {}).items():
-            ftype = overlay.field_type(name, fname)
+            ftype = field_types.get(fname)
             if ftype is None:
                 ftype = infer(value)
                 if ftype is None:
-                    raise fail(
+                    raise _fail(
+                        ev,
                         f"cannot infer a type for a new field from {_show(value)}; give a bool, "
                         "number, string, ISO date or a non-empty list of one of those",
                         f"fields.{fname}",
                     )
                 new_fields += 1
                 if (why := overlay.new_field_problem(name, new_fields, limits)) is not None:
-                    raise fail(why, f"fields.{fname}")
-                overlay.fields.setdefault(name, {})[fname] = ftype
+                    raise _fail(ev, why, f"fields.{fname}")
+                overlay.add_field(name, fname, ftype)
                 out.append(
                     NewEvent(
                         ev.ts, "schema", user, {"type": name, "field": fname, "ftype": ftype}, None
                     )
                 )
-            if type(value) is _EXACT_JSON.get(ftype):  # already canonical: the common case
+            kind = type(value)
+            # Already canonical, the common case: a str, int or bool, or a finite float.
+            if kind is _EXACT_JSON.get(ftype) or (
+                kind is float and ftype == "float" and math.isfinite(value)
+            ):
                 canonical[fname] = value
                 continue
             try:
                 canonical[fname] = to_json_value(coerce(ftype, value))
             except ValueError as exc:
-                raise fail(f"{exc} (field type is {ftype})", f"fields.{fname}") from None
+                raise _fail(ev, f"{exc} (field type is {ftype})", f"fields.{fname}") from None
         payload = dict(p)
         if "fields" in p:
             payload["fields"] = canonical

@@ -259,7 +259,6 @@ class Workbench:
         self.runner = RuleRunner(rules)
         # The rule in force for each constraint in force, by constraint key.
         self._constraint_rules: dict[str, str] = {}
-        self._sources: set[str] | None = None
         self._sql: SqlView | None = None
         self._search: LogSearch | None = None
         self._model_settings = model
@@ -373,7 +372,7 @@ class Workbench:
                 self._fold_new(new)
                 return
         self._drop_sandbox()
-        self._sources, self._sql, self._search = None, None, None
+        self._sql, self._search = None, None
         self._load()
 
     def _fold_new(self, new: list[LoggedEvent]) -> None:
@@ -499,15 +498,16 @@ class Workbench:
     def _write_locked(
         self, parsed: Sequence[InputEvent], clock: _Stopwatch
     ) -> tuple[IngestReport, set[str], bool]:
-        known = self._known_sources()
         fresh: list[InputEvent] = []
         seen: set[str] = set()
         for ev in parsed:
-            if ev.source is not None and (ev.source in known or ev.source in seen):
-                continue
             if ev.source is not None:
+                if ev.source in seen:
+                    continue
                 seen.add(ev.source)
             fresh.append(ev)
+        if already := self.store.logged_sources(self.user, seen):
+            fresh = [ev for ev in fresh if ev.source not in already]
         report = IngestReport(skipped=len(parsed) - len(fresh))
         if not fresh:
             return report, set(), False
@@ -520,7 +520,6 @@ class Workbench:
         report.appended = len(fresh)
         report.schema_changes = sum(1 for e in logged if e.kind == "schema")
         report.first_seq, report.last_seq = logged[0].seq, logged[-1].seq
-        known.update(seen)
 
         self._drop_sandbox()  # its worker holds copies of pages of the state now changing
         before = self.state.now
@@ -678,11 +677,6 @@ class Workbench:
         """The rules checkpoint code lists: constraints are rendered as data, not as rules."""
         own = set(self._constraint_rules.values())
         return [r for r in self.runner.rules.values() if r.name not in own]
-
-    def _known_sources(self) -> set[str]:
-        if self._sources is None:
-            self._sources = self.store.sources(self.user)
-        return self._sources
 
     def add_rule(self, r: Rule) -> AlertChange:
         """Put a rule in force and run it on the current state.
@@ -1131,7 +1125,7 @@ class Workbench:
             return plan
         forget(self.store, plan)
         self._drop_sandbox()
-        self._sources, self._sql, self._search = None, None, None
+        self._sql, self._search = None, None
         self._load()
         return plan
 

@@ -6,6 +6,7 @@ measure time with ``user.today`` (the log clock), never the wall clock.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
@@ -31,7 +32,17 @@ def _singular(w: str) -> str:
 
 
 def _norm(text: str) -> str:
+    # Rules normalise the same short names (countries, drugs, categories) for every record on
+    # every run: those are cached, so a run over 10k trips normalises each distinct name once.
+    return _norm_short(text) if len(text) <= _SHORT else _normalise(text)
+
+
+def _normalise(text: str) -> str:
     return " " + " ".join(_singular(w) for w in _WORD.findall(text.lower())) + " "
+
+
+_SHORT = 100  # characters: at most ~16k cached texts of this size take a few MB
+_norm_short = functools.lru_cache(maxsize=16_384)(_normalise)
 
 
 def _terms(*lists: str) -> tuple[str, ...]:
