@@ -105,6 +105,12 @@ def drop_snapshots(con: duckdb.DuckDBPyConnection, user: str | None = None) -> i
 # -- columns -------------------------------------------------------------------------------
 
 
+def snapshot_gen(con: duckdb.DuckDBPyConnection, user: str) -> int | None:
+    """The generation of ``user``'s snapshot in the store (None: there is none)."""
+    row = con.execute("SELECT gen FROM snapshots WHERE user_id = ?", [user]).fetchone()
+    return None if row is None else int(row[0])
+
+
 def _column(ftype: str, values: Iterable[Any]) -> str:
     """The column type of a field: ``sql_type``'s, but an aware date-time makes it text."""
     inner = ftype[5:-1] if ftype.startswith("list[") else ftype

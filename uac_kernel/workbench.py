@@ -48,6 +48,7 @@ from uac_kernel.snapshot import (
     load_snapshot,
     materialise,
     reads_records,
+    snapshot_gen,
     write_snapshot,
 )
 from uac_kernel.sqlview import SqlResult, SqlView
@@ -364,6 +365,13 @@ class Workbench:
     def _sync_locked(self) -> None:
         # the file is held: no other process can change it until this operation ends
         self._synced_at = self.store.fingerprint()
+        if self._snap is not None and snapshot_gen(self.store.con, self.user) != self._snap.gen:
+            # Another workbench or process rewrote the snapshot this state reads its records
+            # from: open again from the new one (it covers what this state had, and more).
+            self._drop_sandbox()
+            self._sql, self._search = None, None
+            self._load()
+            return
         if self.store.erasures == self._erasures:
             if self.store.user_last_seq(self.user, self.state.seq) <= self.state.seq:
                 return
@@ -382,8 +390,6 @@ class Workbench:
         self._drop_sandbox()
         before = self.state.now
         self.state.apply_all(new)
-        if self._sources is not None:
-            self._sources.update(ev.source for ev in new if ev.source is not None)
         if self._search is not None:
             for e in new:
                 if e.kind == "utterance":
