@@ -418,3 +418,29 @@ def test_an_operation_keeps_the_lock_while_this_process_looks_at_the_file(db: Pa
             assert wb.eval("len(user.all('Note'))") == 2
             assert not can_write_from_another_process(db)
         assert can_write_from_another_process(db)
+
+
+def test_a_workbench_reading_from_a_snapshot_another_process_rewrote_opens_again(
+    db: Path, tmp_path: Path
+) -> None:
+    """A notebook's state reads its records lazily from the snapshot; a terminal's checkpoint
+    rewrites that snapshot. The notebook's next operation opens again from the new one instead
+    of reading rows of a snapshot newer than its state."""
+    events = notes("a", 300)
+    with Workbench(db, user="u") as wb:
+        wb.ingest(events)
+        wb.checkpoint()  # writes the snapshot
+    nb = Workbench(db, user="u")
+    assert nb._snap is not None  # opened from the snapshot: no Note read yet
+    more = write_jsonl(
+        tmp_path / "more.jsonl",
+        [*notes("b", 20), {**events[0], "op": "update", "source": "upd:0", "fields": {"n": 1000}}],
+    )
+    assert uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
+    assert uac("checkpoint", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
+    try:
+        total = nb.eval("sum(n.n for n in user.all('Note'))")
+        count = nb.eval("len(user.all('Note'))")
+    finally:
+        nb.close()
+    assert (count, total) == (320, sum(range(300)) - 0 + 1000 + sum(range(20)))
