@@ -84,6 +84,20 @@ def _open_store(args: argparse.Namespace) -> Store:
     return Store(args.db, read_only=True)
 
 
+def _open_user(args: argparse.Namespace) -> tuple[Store, str]:
+    """The store, read-only, and the user of ``--user`` (default: its only user) in it, for
+    the commands that read the log or the checkpoints: they need no fold of the user's state,
+    so they answer in the time of a query, whatever the size of the history."""
+    from uac_kernel.users import resolve_user
+
+    store = _open_store(args)
+    try:
+        return store, resolve_user(store, args.user, create=False)
+    except BaseException:
+        store.close()
+        raise
+
+
 def _check_default_db(args: argparse.Namespace) -> None:
     """Right after `uac demo` the store is uac-demo.duckdb, not the default: say so."""
     if not args.db_given and not Path(args.db).exists() and Path(DEMO_DB).exists():
@@ -163,22 +177,33 @@ def cmd_checkpoint(args: argparse.Namespace) -> None:
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> None:
-    with _open(args, read_only=True) as wb:
-        checkpoints = wb.checkpoints.all()
-        if not checkpoints:
-            print(printable(f"no checkpoints yet for {wb.user}; take one with `uac checkpoint`"))
-        for cp in checkpoints:
-            _row(
-                cp.version,
-                f"seq {cp.seq}",
-                plural(cp.records, "record"),
-                f"{cp.created_at:%Y-%m-%d %H:%M:%S}",
-            )
+    from uac_kernel.checkpoint import Checkpoints
+
+    store, user = _open_user(args)
+    try:
+        checkpoints = Checkpoints(store, user).all()
+    finally:
+        store.close()
+    if not checkpoints:
+        print(printable(f"no checkpoints yet for {user}; take one with `uac checkpoint`"))
+    for cp in checkpoints:
+        _row(
+            cp.version,
+            f"seq {cp.seq}",
+            plural(cp.records, "record"),
+            f"{cp.created_at:%Y-%m-%d %H:%M:%S}",
+        )
 
 
 def cmd_code(args: argparse.Namespace) -> None:
-    with _open(args, read_only=True) as wb:
-        code = wb.code(args.version)
+    from uac_kernel.checkpoint import Checkpoints
+
+    # A stored version's code (the latest without --version): read, never rendered, so no fold.
+    store, user = _open_user(args)
+    try:
+        code = Checkpoints(store, user).get(args.version).code
+    finally:
+        store.close()
     if args.out is None:
         sys.stdout.write(code)
         return
@@ -375,12 +400,19 @@ def cmd_constraints(args: argparse.Namespace) -> None:
 
 
 def cmd_log(args: argparse.Namespace) -> None:
-    with _open(args, read_only=True) as wb:
-        kinds = [args.kind] if args.kind else None
-        for ev in wb.log(kinds=kinds, after_seq=args.after, limit=args.limit):
+    from uac_kernel.users import check_kind
+
+    kinds = [args.kind] if args.kind else None
+    store, user = _open_user(args)
+    try:
+        for kind in kinds or ():
+            check_kind(store, kind)
+        for ev in store.events(user, after_seq=args.after, kinds=kinds, limit=args.limit):
             source = f" {ev.source}" if ev.source else ""
             fields = printable(f"{ev.kind}{source}"), printable(to_json(ev.payload))
             print(f"{ev.seq}\t{ev.ts.isoformat()}\t{fields[0]}\t{fields[1]}")
+    finally:
+        store.close()
 
 
 def cmd_extract(args: argparse.Namespace) -> None:
@@ -469,7 +501,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 def cmd_calls(args: argparse.Namespace) -> None:
     from uac_kernel.model import call_totals, list_calls
-    from uac_kernel.workbench import resolve_user
+    from uac_kernel.users import resolve_user
 
     store = _open_store(args)
     try:
@@ -954,7 +986,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.db = os.environ.get("UAC_DB") or DEFAULT_DB
     args.user_given = hasattr(args, "user")  # on the command line
     if not args.user_given:
-        # None: the store's only user ('me' in a new store); see workbench.resolve_user
+        # None: the store's only user ('me' in a new store); see users.resolve_user
         args.user = os.environ.get("UAC_USER") or None
     try:
         args.func(args)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import gc
 import hashlib
 import time
@@ -38,7 +37,8 @@ from uac_kernel.rules.library import LIBRARY
 from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.search import LogSearch
 from uac_kernel.sqlview import SqlResult, SqlView
-from uac_kernel.store import EVENT_KINDS, LoggedEvent, NewEvent, Store
+from uac_kernel.store import LoggedEvent, NewEvent, Store
+from uac_kernel.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
@@ -50,47 +50,9 @@ if TYPE_CHECKING:
     from uac_kernel.model import ModelClient, ModelSettings
     from uac_kernel.review import HeldBatch
 
+# resolve_user and DEFAULT_USER live in users.py, where the commands that need no fold use them
+# without importing this module; they stay importable from here, where they were first.
 __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
-
-DEFAULT_USER = "me"
-"""The user of a store that has none yet, when no user is named."""
-
-
-def resolve_user(store: Store, user: str | None, *, create: bool) -> str:
-    """The user a workbench opens: ``user`` if named, else the store's only user (``me`` in a
-    store with none yet); several users and none named is an ``UnknownUser``.
-
-    A user exists by having events. With ``create`` (ingesting is how a user is made) any name
-    goes; without it, a name with no events is an ``UnknownUser`` that lists the store's users,
-    since a read would find nothing and answer as if the history were empty.
-    """
-    if user is not None:
-        try:
-            user.encode("utf-8")
-        except (AttributeError, UnicodeEncodeError):
-            raise UnknownUser(
-                f"user id {user!r} is not a text DuckDB can store (text without lone surrogates)"
-            ) from None
-    if user is None:
-        counts = store.user_counts()
-        if len(counts) == 1:
-            return next(iter(counts))
-        if not counts:
-            if create:
-                return DEFAULT_USER
-            raise UnknownUser(
-                f"{store.path} holds no events yet; ingest a file first (uac ingest FILE)"
-            )
-        users = list(counts)
-        raise UnknownUser(
-            f"{store.path} holds {len(users)} users ({_user_list(None, users)}); "
-            "name one with --user",
-            users=users,
-        )
-    if create or store.has_events(user):
-        return user
-    users = store.users()
-    raise UnknownUser(unknown_user_message(store.path, user, users), users=users)
 
 
 def _check_compiles(planned: Iterable[NewEvent], taken: Collection[str] = ()) -> None:
@@ -123,21 +85,6 @@ def _key_of(rules: dict[str, str], rule: str) -> str | None:
 
 def _of(cv: ConstraintVersion | None) -> str:
     return f"constraint {cv.key!r}" if cv is not None else "its constraint"
-
-
-def unknown_user_message(path: str, user: str, users: list[str]) -> str:
-    """``user 'may' has no events in STORE; users here: maya``."""
-    return f"user {user!r} has no events in {path}; users here: {_user_list(user, users)}"
-
-
-def _user_list(user: str | None, users: list[str], shown: int = 10) -> str:
-    if not users:
-        return "none yet (ingesting a file creates a user)"
-    if len(users) <= shown:
-        return ", ".join(users)
-    close = difflib.get_close_matches(user, users, n=3) if user else []
-    first = close or users[:5]
-    return f"{', '.join(first)}, ... ({len(users)} in all; `uac users` lists them)"
 
 
 class _Stopwatch:
@@ -944,16 +891,8 @@ class Workbench:
     ) -> list[LoggedEvent]:
         """Events of this user in log order; a kind no event can have is a ``QueryError``."""
         for kind in kinds or ():
-            self._check_kind(kind)
+            check_kind(self.store, kind)
         return list(self.store.events(self.user, after_seq=after_seq, kinds=kinds, limit=limit))
-
-    def _check_kind(self, kind: str) -> None:
-        known = sorted(set(EVENT_KINDS) | set(self.store.kinds()))
-        if kind in known:
-            return
-        raise QueryError(
-            f"no event kind {kind!r}.{did_you_mean(kind, known)} Kinds: {', '.join(known)}"
-        )
 
     def verify(self, *, head: str | None = None, all_users: bool = False) -> VerifyReport:
         """Check this user's chains of events, model calls and checkpoints (every user's with
