@@ -1,4 +1,4 @@
-"""Commands that need no state (`uac log`, `uac checkpoints`, `uac code`) answer without a fold.
+"""Commands that need no state answer without a fold; the open freezes its state for the GC.
 
 The stores are real DuckDB files built from the demo history; the commands run as real
 subprocesses (``python -m uac_kernel.cli``, the console script's path) unless a test says so.
@@ -6,6 +6,7 @@ subprocesses (``python -m uac_kernel.cli``, the console script's path) unless a 
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import subprocess
@@ -264,3 +265,51 @@ def test_resolve_user_still_imports_from_the_workbench() -> None:
     from uac_kernel import users
 
     assert resolve_user is users.resolve_user
+
+
+# -- the GC and an open ------------------------------------------------------------------------
+
+
+def test_an_open_freezes_its_state_and_close_unfreezes_it(demo_db: Path) -> None:
+    assert gc.isenabled()
+    gc.unfreeze()
+    wb = Workbench(demo_db, user=USER, read_only=True)
+    try:
+        assert gc.get_freeze_count() > 0 and gc.isenabled()
+        assert wb.eval("len(user.all(Transaction))") > 0
+    finally:
+        wb.close()
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_an_open_leaves_a_paused_gc_paused(demo_db: Path) -> None:
+    gc.disable()
+    try:
+        with Workbench(demo_db, user=USER, read_only=True):
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_fold_again_after_another_write_sees_it(demo_db: Path, tmp_path: Path) -> None:
+    # a notebook's workbench folds again when another wrote; the frozen old state is let go
+    db = tmp_path / "again.duckdb"
+    shutil.copy(demo_db, db)
+    with Workbench(db, user=USER) as reader, Workbench(db, user=USER) as writer:
+        before = reader.eval("len(user.all(Trip))")
+        writer.ingest(
+            [
+                {
+                    "kind": "fact",
+                    "ts": "2030-01-01T09:00:00",
+                    "op": "add",
+                    "type": "Trip",
+                    "key": "one-more",
+                    "fields": {},
+                }
+            ]
+        )
+        assert reader.eval("len(user.all(Trip))") == before + 1
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0

@@ -198,6 +198,7 @@ class Workbench:
         """Fold the user's log into a fresh state and reconcile the standing alerts with it."""
         user = self.user
         self._erasures = self.store.erasures
+        gc.unfreeze()  # what an earlier load froze (see below) can be collected again
         self.state = State(user)
         own = set(self._constraint_rules.values())
         self.runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
@@ -211,6 +212,11 @@ class Workbench:
                 self.state.apply_all(self.store.events(user, after_seq=latest.seq))
             else:
                 self.state.apply_all(self.store.events(user))
+            # The state lives as long as the workbench: frozen, it is left out of the GC's
+            # later walks, in the rules run below (which stays collected: user code) and in
+            # every command after. At 300k events that walk was a fifth of an open
+            # (bench/nofold.py). close() unfreezes, so no cycle stays uncollected past it.
+            gc.freeze()
         self.state.take_changed_types()
         for cv in self.state.constraints.values():  # each compiled once per open
             self._put_in_force(cv)
@@ -236,6 +242,7 @@ class Workbench:
     def close(self) -> None:
         self._drop_sandbox()
         self.store.close()
+        gc.unfreeze()  # frozen by _load
 
     def __enter__(self) -> Workbench:
         return self
