@@ -1,4 +1,5 @@
-"""Commands that need no state answer without a fold; the open freezes its state for the GC.
+"""Commands that need no state answer without a fold; the open freezes its state for the GC;
+the `uac` command leaves without the interpreter's teardown only when nothing is left open.
 
 The stores are real DuckDB files built from the demo history; the commands run as real
 subprocesses (``python -m uac_kernel.cli``, the console script's path) unless a test says so.
@@ -11,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from uac_kernel._display import plural, printable
-from uac_kernel.cli import main, to_json
+from uac_kernel.cli import _may_skip_teardown, main, to_json
 from uac_kernel.demo import write_demo_jsonl
 from uac_kernel.store import NewEvent, Store
 from uac_kernel.workbench import Workbench, resolve_user
@@ -313,3 +315,81 @@ def test_a_fold_again_after_another_write_sees_it(demo_db: Path, tmp_path: Path)
         assert reader.eval("len(user.all(Trip))") == before + 1
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
+
+
+# -- leaving without the teardown ----------------------------------------------------------
+
+
+def test_teardown_is_skipped_only_with_no_store_open_and_no_thread_to_join(tmp_path: Path) -> None:
+    assert _may_skip_teardown()
+    store = Store(tmp_path / "s.duckdb")
+    assert not _may_skip_teardown()
+    store.close()
+    assert _may_skip_teardown()
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert not _may_skip_teardown()  # Python would join it: so does the normal exit
+    finally:
+        stop.set()
+        worker.join()
+    daemon = threading.Thread(target=stop.wait, daemon=True)  # stop is set: it ends at once
+    daemon.start()
+    daemon.join()
+    assert _may_skip_teardown()
+
+
+def test_what_a_command_wrote_is_in_the_file_after_it_left(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    lines = [
+        {"kind": "fact", "ts": f"2025-03-{d:02d}T10:00:00", "op": "add", "type": "Trip",
+         "key": f"t{d}", "fields": {"country": "Japan"}}
+        for d in range(1, 29)
+    ]  # fmt: skip
+    events.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    assert "28 events appended" in ok(uac("ingest", str(events), db=db))
+    assert "checkpoint 1" in ok(uac("checkpoint", db=db))
+    # closed before the command left: DuckDB checkpointed its write-ahead log into the file
+    assert not Path(f"{db}.wal").exists()
+    assert "hash chains intact" in ok(uac("verify", db=db))
+    with Workbench(db, read_only=True) as wb:
+        assert wb.eval("len(user.all(Trip))") == 28
+        assert len(wb.checkpoints.all()) == 1
+
+
+def test_output_piped_into_a_closed_reader_exits_as_before(demo_db: Path) -> None:
+    # `uac log | head -1`: the reader leaves; the command ends quietly with code 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uac_kernel.cli", "--db", str(demo_db), "log", "--limit", "100000"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0 and first.startswith(b"1\t") and b"Traceback" not in err
+
+
+def test_the_console_script_runs_run_and_keeps_the_exit_code(demo_db: Path) -> None:
+    assert 'uac = "uac_kernel.cli:run"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    script = "import sys\nfrom uac_kernel.cli import run\nsys.argv[0] = 'uac'\nrun()\n"
+    for args, code in ((["log", "--limit", "2"], 0), (["code", "--version", "9"], 1)):
+        done = subprocess.run(
+            [sys.executable, "-c", script, "--db", str(demo_db), *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == code, done.stderr
+        if code == 0:
+            assert done.stdout == log_as_workbench(demo_db, limit=2) and done.stderr == ""
+        else:
+            assert (
+                done.stderr
+                == "uac: error: user 'maya' has no checkpoint 9; existing versions: 1, 2\n"
+            )
