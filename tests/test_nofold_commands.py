@@ -340,6 +340,18 @@ def test_teardown_is_skipped_only_with_no_store_open_and_no_thread_to_join(tmp_p
     assert _may_skip_teardown()
 
 
+def test_main_keeps_the_opened_workbench_only_when_asked(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept: list[object] = []
+    assert main(["--db", str(demo_db), "eval", "len(user.all(Trip))"], keep=kept) == 0
+    (wb,) = kept
+    assert isinstance(wb, Workbench) and wb.state.counts()["Trip"] == int(capsys.readouterr().out)
+    assert _may_skip_teardown()  # kept, but closed: its store is not open
+    assert main(["--db", str(demo_db), "log", "--limit", "1"], keep=kept) == 0
+    assert len(kept) == 1  # log opens no workbench
+
+
 def test_what_a_command_wrote_is_in_the_file_after_it_left(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     lines = [

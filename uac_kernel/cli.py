@@ -73,7 +73,10 @@ def _open(args: argparse.Namespace, *, read_only: bool = False, create: bool = F
             offline=True if args.offline else None,
             spelled=MODEL_FLAGS,
         )
-    return Workbench(args.db, user=args.user, read_only=read_only, create=create, model=model)
+    wb = Workbench(args.db, user=args.user, read_only=read_only, create=create, model=model)
+    if args.keep is not None:
+        args.keep.append(wb)  # see run(): its state is not freed before the process ends
+    return wb
 
 
 def _open_store(args: argparse.Namespace) -> Store:
@@ -974,13 +977,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None) -> int:
+    """Run one command; its exit code. With ``keep``, each workbench the command opened is
+    appended to it (closed), so its state is freed when the caller drops the list, not here."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except CommandLineError as exc:
         print(f"uac: error: {printable(str(exc))}", file=sys.stderr)
         return 1
+    args.keep = keep
     args.db_given = hasattr(args, "db") or bool(os.environ.get("UAC_DB"))
     if not hasattr(args, "db"):
         args.db = os.environ.get("UAC_DB") or DEFAULT_DB
@@ -1012,17 +1018,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The ``uac`` command (the console script and ``python -m uac_kernel.cli``): ``main``, then
-    leave without the interpreter's teardown when it has nothing left to do.
+    leave without freeing the folded state and without the interpreter's teardown when the
+    process has nothing left to do.
 
-    That teardown frees a folded state object by object after the answer is printed: 0.4-0.55 s
-    of a `uac eval` at 300k events, 0.07-0.1 s without it. It is skipped only when no Store of
-    the process is open (each was closed, so DuckDB checkpointed its write-ahead log; a
-    committed batch is durable in that log anyway) and no thread but daemons is running; the
-    exit handlers run and stdout and stderr are flushed first, as at a normal exit. Otherwise,
-    and whenever a flush fails (a closed pipe), the exit is Python's own. Tests call ``main``,
-    which returns.
+    Both come after the answer is printed: freeing the state object by object when the command
+    returns (``main(keep=...)`` keeps it alive instead), then the teardown. From the answer of
+    `uac eval` to the process gone at 300k events: 0.60-0.63 s with both, 0.03-0.04 s without
+    (bench/README.md). They are skipped only when no Store of the process is open (each was
+    closed, so DuckDB checkpointed its write-ahead log; a committed batch is durable in that log
+    anyway) and no thread but daemons is running; the exit handlers run and stdout and stderr are
+    flushed first, as at a normal exit. Otherwise, and whenever a flush fails (a closed pipe),
+    the exit is Python's own. Tests call ``main``, which returns and keeps nothing.
     """
-    code = main()
+    kept: list[object] = []
+    code = main(keep=kept)
     if _may_skip_teardown():
         import atexit
 
