@@ -10,16 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uac_kernel._chain import GENESIS, checkpoint_hash, content_hash, new_salt
 from uac_kernel._display import plural
-from uac_kernel.codegen import join_segments, render_segments
+from uac_kernel._segments import join_segments
 from uac_kernel.errors import CheckpointNotFound
-from uac_kernel.fold import State
-from uac_kernel.records import Record, field_values
-from uac_kernel.rules.engine import Rule
 from uac_kernel.store import Store
+
+if TYPE_CHECKING:
+    # Listing checkpoints and reading their stored code needs none of these (the state, the
+    # records, the code generator and its rule library): `uac checkpoints` and `uac code` import
+    # them only when they render or diff, not on every read (bench/nofold.py).
+    from uac_kernel.fold import State
+    from uac_kernel.records import Record
+    from uac_kernel.rules.engine import Rule
 
 __all__ = ["Checkpoint", "CheckpointDiff", "Checkpoints", "RecordChange", "diff_states"]
 
@@ -121,6 +126,8 @@ class Checkpoints:
         If every rendered segment reads as the latest version already has it, nothing is
         stored: the latest version is returned with ``new`` False.
         """
+        from uac_kernel.codegen import render_segments
+
         previous = self.latest()
         if previous is None:
             dirty = None  # the first checkpoint renders everything
@@ -208,11 +215,12 @@ class CheckpointDiff:
         )
 
 
-def _fields(rec: Record) -> dict[str, Any]:
-    return {k: v for k, v in field_values(rec).items() if v is not None}
-
-
 def diff_states(old: State, new: State, a: int = 0, b: int = 0) -> CheckpointDiff:
+    from uac_kernel.records import field_values
+
+    def _fields(rec: Record) -> dict[str, Any]:
+        return {k: v for k, v in field_values(rec).items() if v is not None}
+
     added, changed, retracted = [], [], []
     for name, ts in new.types.items():
         before = old.types[name].current if name in old.types else {}

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
+from uac_kernel._segments import join_segments
 from uac_kernel.errors import CodeError
 from uac_kernel.fold import BLOCK, State, TypeState
 from uac_kernel.records import Record
@@ -273,10 +274,6 @@ def segment_part(state: State, segment: str) -> tuple[str, str, int] | None:
     if parts[0] == "1" or parts[2] in ("a", "c", "e"):
         return (name, "schema", 0)
     return (name, "current" if parts[2] == "b" else "history", int(parts[3]))
-
-
-def join_segments(segments: dict[str, str]) -> str:
-    return "".join(segments[k] for k in sorted(segments))
 
 
 def render_module(state: State, rules: Iterable[Rule] = ()) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "Store",
     "damaged",
     "event_hash",
+    "open_paths",
 ]
 
 EVENT_KINDS = (
@@ -610,6 +611,12 @@ _WRITER_LOCKS: dict[str, threading.RLock] = {}
 _WRITER_LOCKS_GUARD = threading.Lock()
 # The Store objects of this process open on each file, so `compact` can reconnect them all.
 _OPEN: dict[str, weakref.WeakSet[Store]] = {}
+
+
+def open_paths() -> list[str]:
+    """The files (or ``:memory:``) a Store of this process still has open; the ``uac`` command
+    leaves without the interpreter's teardown only when there is none (``cli.run``)."""
+    return [path for path, stores in _OPEN.items() if len(stores)]
 
 
 def _key(path: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import gc
 import hashlib
 import time
@@ -52,7 +51,8 @@ from uac_kernel.snapshot import (
     write_snapshot,
 )
 from uac_kernel.sqlview import SqlResult, SqlView
-from uac_kernel.store import EVENT_KINDS, LoggedEvent, NewEvent, Store
+from uac_kernel.store import LoggedEvent, NewEvent, Store
+from uac_kernel.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
@@ -64,47 +64,9 @@ if TYPE_CHECKING:
     from uac_kernel.model import ModelClient, ModelSettings
     from uac_kernel.review import HeldBatch
 
+# resolve_user and DEFAULT_USER live in users.py, where the commands that need no fold use them
+# without importing this module; they stay importable from here, where they were first.
 __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
-
-DEFAULT_USER = "me"
-"""The user of a store that has none yet, when no user is named."""
-
-
-def resolve_user(store: Store, user: str | None, *, create: bool) -> str:
-    """The user a workbench opens: ``user`` if named, else the store's only user (``me`` in a
-    store with none yet); several users and none named is an ``UnknownUser``.
-
-    A user exists by having events. With ``create`` (ingesting is how a user is made) any name
-    goes; without it, a name with no events is an ``UnknownUser`` that lists the store's users,
-    since a read would find nothing and answer as if the history were empty.
-    """
-    if user is not None:
-        try:
-            user.encode("utf-8")
-        except (AttributeError, UnicodeEncodeError):
-            raise UnknownUser(
-                f"user id {user!r} is not a text DuckDB can store (text without lone surrogates)"
-            ) from None
-    if user is None:
-        counts = store.user_counts()
-        if len(counts) == 1:
-            return next(iter(counts))
-        if not counts:
-            if create:
-                return DEFAULT_USER
-            raise UnknownUser(
-                f"{store.path} holds no events yet; ingest a file first (uac ingest FILE)"
-            )
-        users = list(counts)
-        raise UnknownUser(
-            f"{store.path} holds {len(users)} users ({_user_list(None, users)}); "
-            "name one with --user",
-            users=users,
-        )
-    if create or store.has_events(user):
-        return user
-    users = store.users()
-    raise UnknownUser(unknown_user_message(store.path, user, users), users=users)
 
 
 def _check_compiles(planned: Iterable[NewEvent], taken: Collection[str] = ()) -> None:
@@ -137,21 +99,6 @@ def _key_of(rules: dict[str, str], rule: str) -> str | None:
 
 def _of(cv: ConstraintVersion | None) -> str:
     return f"constraint {cv.key!r}" if cv is not None else "its constraint"
-
-
-def unknown_user_message(path: str, user: str, users: list[str]) -> str:
-    """``user 'may' has no events in STORE; users here: maya``."""
-    return f"user {user!r} has no events in {path}; users here: {_user_list(user, users)}"
-
-
-def _user_list(user: str | None, users: list[str], shown: int = 10) -> str:
-    if not users:
-        return "none yet (ingesting a file creates a user)"
-    if len(users) <= shown:
-        return ", ".join(users)
-    close = difflib.get_close_matches(user, users, n=3) if user else []
-    first = close or users[:5]
-    return f"{', '.join(first)}, ... ({len(users)} in all; `uac users` lists them)"
 
 
 class _Stopwatch:
@@ -270,6 +217,7 @@ class Workbench:
         """Fold the user's log into a fresh state and reconcile the standing alerts with it."""
         user = self.user
         self._erasures = self.store.erasures
+        gc.unfreeze()  # what an earlier load froze (see below) can be collected again
         own = set(self._constraint_rules.values())
         self.runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
         self._constraint_rules = {}
@@ -288,6 +236,11 @@ class Workbench:
                 self.state.apply_all(self.store.events(user, after_seq=latest.seq))
             else:
                 self.state.apply_all(self.store.events(user))
+            # The state lives as long as the workbench: frozen, it is left out of the GC's
+            # later walks, in the rules run below (which stays collected: user code) and in
+            # every command after. At 300k events that walk was a fifth of an open
+            # (bench/nofold.py). close() unfreezes, so no cycle stays uncollected past it.
+            gc.freeze()
         self.state.take_changed_types()
         for cv in self.state.constraints.values():  # each compiled once per open
             self._put_in_force(cv)
@@ -422,6 +375,7 @@ class Workbench:
                     self._write_snapshot()
         finally:
             self.store.close()
+            gc.unfreeze()  # frozen by _load
 
     def __enter__(self) -> Workbench:
         return self
@@ -1080,16 +1034,8 @@ class Workbench:
     ) -> list[LoggedEvent]:
         """Events of this user in log order; a kind no event can have is a ``QueryError``."""
         for kind in kinds or ():
-            self._check_kind(kind)
+            check_kind(self.store, kind)
         return list(self.store.events(self.user, after_seq=after_seq, kinds=kinds, limit=limit))
-
-    def _check_kind(self, kind: str) -> None:
-        known = sorted(set(EVENT_KINDS) | set(self.store.kinds()))
-        if kind in known:
-            return
-        raise QueryError(
-            f"no event kind {kind!r}.{did_you_mean(kind, known)} Kinds: {', '.join(known)}"
-        )
 
     def verify(self, *, head: str | None = None, all_users: bool = False) -> VerifyReport:
         """Check this user's chains of events, model calls and checkpoints (every user's with
