@@ -263,6 +263,7 @@ class Workbench:
                 state.apply_all(e for e in events if e.seq > snap.checkpoint_seq)
             else:
                 state.apply_all(events)
+            gc.freeze()  # as after a full fold (see _load)
         changed = state.take_changed_types()
         for cv in state.constraints.values():
             self._put_in_force(cv)
