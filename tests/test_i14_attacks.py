@@ -24,7 +24,7 @@ import pytest
 from test_shared_store import env, log_is_sound, notes, uac, write_jsonl
 from test_snapshot import TAX, answers, compare, demo_store
 
-from uac_kernel.errors import SnapshotIgnored
+from uac_kernel.errors import QueryError, SnapshotIgnored
 from uac_kernel.snapshot import SnapTypeState, drop_snapshots
 from uac_kernel.store import Store
 from uac_kernel.workbench import Workbench
@@ -120,7 +120,9 @@ def test_snapshot_cell_edited_by_hand_is_not_served(tmp_path: Path) -> None:
     table, fields = _cur_table_of(db, "Book")
     i = next(n for n, (f, _, col) in enumerate(fields) if f == "title" and col == "VARCHAR")
     con = duckdb.connect(str(db))
-    key = con.execute(f'SELECT key FROM uac_snap."{table}" ORDER BY key LIMIT 1').fetchone()[0]
+    first = con.execute(f'SELECT key FROM uac_snap."{table}" ORDER BY key LIMIT 1').fetchone()
+    assert first is not None
+    key = first[0]
     con.execute(f"UPDATE uac_snap.\"{table}\" SET c{i} = 'TAMPERED' WHERE key = ?", [key])
     con.close()
     want = _full_fold_value(db, tmp_path, "Book", key)
@@ -259,7 +261,7 @@ def test_a_snapshot_table_name_with_a_quote_does_not_break_forget(tmp_path: Path
         ).fetchall()
     ).split("_")[0]
     # a table of this user's prefix whose name ends the DROP's quoting and adds a statement
-    evil = f'{tag}_9"; DELETE FROM main.events WHERE kind = \'fact\'; --'
+    evil = f"{tag}_9\"; DELETE FROM main.events WHERE kind = 'fact'; --"
     con.execute(f'CREATE TABLE uac_snap."{evil.replace(chr(34), chr(34) * 2)}" (x INT)')
     before = con.execute("SELECT count(*) FROM events WHERE kind = 'fact'").fetchone()
     con.close()
@@ -366,7 +368,8 @@ def test_two_workbenches_checkpoint_in_turn_and_a_third_answers_as_the_log(
         a.checkpoint()
         b.refresh()
         assert b.state.get("Item", "k3") is None
-        assert a.state.get("Item", "k2").__dict__["n"] == 200  # type: ignore[union-attr]
+        k2 = a.state.get("Item", "k2")
+        assert k2 is not None and k2.__dict__["n"] == 200
     finally:
         a.close()
         b.close()
@@ -480,10 +483,23 @@ def test_two_processes_ingest_the_same_sourceless_file_at_once(tmp_path: Path) -
     f = write_jsonl(tmp_path / "z.jsonl", evs)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "uac_kernel.cli", "ingest", str(f), "--db", str(db),
-             "--user", "u"],
-            cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "uac_kernel.cli",
+                "ingest",
+                str(f),
+                "--db",
+                str(db),
+                "--user",
+                "u",
+            ],
+            cwd=tmp_path,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(2)
     ]
     for p in procs:
@@ -524,13 +540,15 @@ def test_sql_cells_equal_the_typed_state_on_a_hostile_history(tmp_path: Path) ->
         _fact("2025-01-01T09:00:00", "add", "Thing", "t1", **odd),
         _fact("2025-01-01T09:00:00", "add", "Thing", "t2", **{"from_": -(2**63)}),
         _fact("2025-01-02T09:00:00", "update", "Thing", "t1", late=1.25),
-        _fact("2025-01-02T09:00:00", "add", "Thing", 'k"\'y', late=-0.0),
+        _fact("2025-01-02T09:00:00", "add", "Thing", "k\"'y", late=-0.0),
     ]
     with Workbench(db, user="demo") as wb:
         wb.ingest(events)
         wb.checkpoint()
     with Workbench(db, user="demo") as wb:
-        wb.ingest([_fact("2025-01-03T09:00:00", "update", "Thing", "t2", nul="now set", order=None)])
+        wb.ingest(
+            [_fact("2025-01-03T09:00:00", "update", "Thing", "t2", nul="now set", order=None)]
+        )
         (cur, _hist) = wb.sql_tables()["Thing"]
         res = wb.sql(f'SELECT * FROM "{cur}" ORDER BY key')
         cols = list(res.columns)
@@ -680,3 +698,95 @@ def test_a_notebook_reading_state_directly_leaves_the_file_to_a_terminal(tmp_pat
         assert said.returncode == 0, said.stderr
     finally:
         wb.close()
+
+
+def test_versions_and_field_queries_from_a_snapshot_answer_as_the_full_fold(
+    tmp_path: Path,
+) -> None:
+    """versions() of every record, and sandbox queries that filter and sort on fields (the
+    lazy field index), opened from a snapshot with new events after it."""
+    db = demo_store(tmp_path)
+    copy = tmp_path / "nosnap2.duckdb"
+    shutil.copy(db, copy)
+    store = Store(copy)
+    drop_snapshots(store.con)
+    store.close()
+
+    def look(path: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        with Workbench(path, user="demo", read_only=True) as wb:
+            view = wb.view
+            # the field queries first: from a snapshot they run on the lazy field index
+            for name in sorted(wb.state.types):
+                for f in wb.state.schema.types[name]:
+                    try:
+                        rows = view.where(name, f)
+                    except QueryError:
+                        continue
+                    out[f"{name}.{f}"] = [(r.key, r.__dict__.get(f)) for r in rows]
+                    out[f"{name}.{f}:unset"] = sorted(r.key for r in view.unset(name, f))
+            for name in sorted(wb.state.types):
+                for key in sorted(wb.state.types[name].current)[:5]:
+                    out[f"{name}:{key}"] = [r.__dict__ for r in wb.versions(name, key)]
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SnapshotIgnored)
+        got = look(db)
+    want = look(copy)
+    assert sum(k.count(".") == 1 and not k.endswith(":unset") for k in want) > 10
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == want[k], k
+
+
+LOOP = r"""
+import sys, json
+from uac_kernel.workbench import Workbench
+mode, db = sys.argv[1], sys.argv[2]
+for i in range(int(sys.argv[3])):
+    with Workbench(db, user="u") as wb:
+        if mode == "ingest":
+            wb.ingest([{"kind": "fact", "ts": f"2025-02-01T00:{i % 60:02d}:00", "op": "update",
+                        "type": "Note", "key": f"a{j}", "fields": {"n": i * 1000 + j}}
+                       for j in range(i, i + 50)])
+        else:
+            wb.checkpoint()
+print("done", flush=True)
+"""
+
+
+def test_a_process_checkpointing_while_another_ingests_leaves_an_exact_snapshot(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "cc.duckdb"
+    with Workbench(db, user="u") as wb:
+        wb.ingest(notes("a", 200))
+        wb.checkpoint()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOOP, mode, str(db), "12"],
+            cwd=tmp_path,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for mode in ("ingest", "checkpoint")
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and out.strip() == "done", err
+    log_is_sound(db)
+    compare(db, "u", tmp_path)
+
+
+@pytest.mark.parametrize("user", ["", " ", "a\nb"])
+def test_commands_with_an_odd_user_name(tmp_path: Path, user: str) -> None:
+    db = tmp_path / "o.duckdb"
+    with Workbench(db, user="someone") as wb:
+        wb.ingest(notes("a", 3))
+    for cmd in (["log"], ["checkpoints"], ["code"], ["users"]):
+        said = uac(*cmd, "--db", str(db), "--user", user, cwd=tmp_path)
+        if said.returncode != 0:
+            _one_line_error(said)
