@@ -790,3 +790,44 @@ def test_commands_with_an_odd_user_name(tmp_path: Path, user: str) -> None:
         said = uac(*cmd, "--db", str(db), "--user", user, cwd=tmp_path)
         if said.returncode != 0:
             _one_line_error(said)
+
+
+def test_a_forget_by_another_workbench_while_one_reads_lazily_from_the_snapshot(
+    tmp_path: Path,
+) -> None:
+    db = demo_store(tmp_path)
+    with Workbench(db, user="demo") as wb:
+        wb.checkpoint()  # the snapshot covers the whole log
+    lazy = Workbench(db, user="demo")
+    try:
+        assert lazy._snap is not None
+        with Workbench(db, user="demo") as other:
+            key = sorted(other.state.types["Book"].current)[0]
+            other.forget(type="Book", key=key)
+        keys = lazy.eval("sorted(b.key for b in user.all('Book'))")
+        assert key not in keys
+        lazy.refresh()
+        assert lazy.state.get("Book", key) is None
+        assert key not in lazy.state.types["Book"].current
+    finally:
+        lazy.close()
+    same_answers(db, "demo", tmp_path)
+
+
+def test_a_forget_in_a_terminal_while_a_notebook_reads_lazily_from_the_snapshot(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "fz.duckdb"
+    with Workbench(db, user="u") as wb:
+        wb.ingest(notes("a", 100))
+        wb.checkpoint()
+    nb = Workbench(db, user="u")
+    try:
+        assert nb._snap is not None
+        said = uac("forget", "--record", "Note", "a7", "--db", str(db), "--user", "u", cwd=tmp_path)
+        assert said.returncode == 0, said.stderr
+        assert nb.eval("len(user.all('Note'))") == 99
+        assert nb.eval("[n.key for n in user.all('Note') if n.key == 'a7']") == []
+    finally:
+        nb.close()
+    log_is_sound(db)
