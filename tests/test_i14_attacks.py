@@ -887,3 +887,28 @@ def test_type_names_that_differ_only_in_case_keep_their_own_sql_tables(tmp_path:
             seen[name] = wb.sql(f'SELECT key, n FROM "{cur}"').rows
         assert seen["Abc"] == [("x", 1)] and seen["ABC"] == [("y", 2)]
     compare(db, "demo", tmp_path)
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.0, 2.0])
+def test_kill_9_during_a_forget_leaves_a_sound_log_and_an_exact_open(
+    tmp_path: Path, delay: float
+) -> None:
+    db = tmp_path / "kf.duckdb"
+    with Workbench(db, user="u") as wb:
+        wb.ingest(notes("a", 20_000))
+        wb.checkpoint()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uac_kernel.cli", "forget", "--record", "Note", "a7",
+         "--db", str(db), "--user", "u"],
+        cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    log_is_sound(db)
+    assert uac("verify", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
+    with Workbench(db, user="u") as wb:
+        n = len(wb.state.types["Note"].current)
+        gone = wb.state.get("Note", "a7") is None
+    assert (n, gone) in {(20_000, False), (19_999, True)}
+    same_answers(db, "u", tmp_path)
