@@ -912,3 +912,27 @@ def test_kill_9_during_a_forget_leaves_a_sound_log_and_an_exact_open(
         gone = wb.state.get("Note", "a7") is None
     assert (n, gone) in {(20_000, False), (19_999, True)}
     same_answers(db, "u", tmp_path)
+
+
+def test_read_only_opens_while_another_process_writes_see_whole_batches(tmp_path: Path) -> None:
+    db = tmp_path / "ro.duckdb"
+    with Workbench(db, user="u") as wb:
+        wb.ingest(notes("a", 100))
+        wb.checkpoint()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", LOOP, "ingest", str(db), "15"],
+        cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    seen: list[int] = []
+    try:
+        while writer.poll() is None and len(seen) < 20:
+            with Workbench(db, user="u", read_only=True) as ro:
+                seen.append(ro.state.seq)
+                # every batch updates 50 notes at once: a reader sees all of one or none
+                ended = ro.eval("len(user.history('Note'))")
+                assert ended % 50 == 0, ended
+    finally:
+        _, err = writer.communicate(timeout=600)
+    assert writer.returncode == 0, err
+    assert seen == sorted(seen) and len(seen) > 1
+    log_is_sound(db)
