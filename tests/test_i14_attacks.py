@@ -936,3 +936,52 @@ def test_read_only_opens_while_another_process_writes_see_whole_batches(tmp_path
     assert writer.returncode == 0, err
     assert seen == sorted(seen) and len(seen) > 1
     log_is_sound(db)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "ADD COLUMN zz INTEGER",
+        "DROP COLUMN c0",
+        pytest.param(
+            "RENAME COLUMN c0 TO c0x",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the snapshot check compares column types, not names: a renamed column "
+                "passes it and the lazy read later fails with a raw DuckDB BinderException",
+            ),
+        ),
+        "ADD COLUMN c99 VARCHAR",
+    ],
+)
+def test_a_snapshot_table_with_an_extra_or_missing_column_is_ignored(
+    tmp_path: Path, change: str
+) -> None:
+    db = demo_store(tmp_path)
+    table, _ = _cur_table_of(db, "Book")
+    con = duckdb.connect(str(db))
+    con.execute(f'ALTER TABLE uac_snap."{table}" {change}')
+    con.close()
+    compare(db, "demo", tmp_path, ignored=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a row deleted from a snapshot's current table makes its record vanish silently "
+    "(no row count is checked for the current table)",
+)
+def test_a_row_deleted_from_the_snapshot_current_table_is_not_lost(tmp_path: Path) -> None:
+    db = demo_store(tmp_path)
+    table, _ = _cur_table_of(db, "Book")
+    con = duckdb.connect(str(db))
+    first = con.execute(f'SELECT key FROM uac_snap."{table}" ORDER BY key LIMIT 1').fetchone()
+    assert first is not None
+    con.execute(f'DELETE FROM uac_snap."{table}" WHERE key = ?', [first[0]])
+    con.close()
+    want = _full_fold_value(db, tmp_path, "Book", first[0])
+    assert want is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SnapshotIgnored)
+        with Workbench(db, user="demo", read_only=True) as wb:
+            got = wb.state.get("Book", first[0])
+            assert got is not None and got.__dict__ == want
