@@ -985,3 +985,35 @@ def test_a_row_deleted_from_the_snapshot_current_table_is_not_lost(tmp_path: Pat
         with Workbench(db, user="demo", read_only=True) as wb:
             got = wb.state.get("Book", first[0])
             assert got is not None and got.__dict__ == want
+
+
+def test_a_snapshot_older_than_the_latest_checkpoint_answers_as_the_full_fold(
+    tmp_path: Path,
+) -> None:
+    """The snapshot covers a point before the latest checkpoint (as if the checkpoint's own
+    snapshot write had been lost): the open folds up to the checkpoint, takes the dirty set
+    there, then folds the rest; the next checkpoint's code is the full fold's."""
+    from test_snapshot import _put_back, _snapshot_of
+
+    db = demo_store(tmp_path)
+    with Workbench(db, user="demo") as wb:
+        wb.checkpoint()
+    kept = _snapshot_of(db)
+    with Workbench(db, user="demo") as wb:
+        wb.ingest(
+            [
+                {"kind": "fact", "ts": "2026-01-02T09:00:00", "op": "add", "type": "Book",
+                 "key": "mid-book", "fields": {"title": "Mid", "rating": 4}},
+            ]
+        )  # fmt: skip
+        wb.checkpoint()
+        wb.ingest(
+            [
+                {"kind": "fact", "ts": "2026-01-03T09:00:00", "op": "update", "type": "Book",
+                 "key": "mid-book", "fields": {"rating": 5}},
+                {"kind": "fact", "ts": "2026-01-03T09:00:00", "op": "add", "type": "Gizmo",
+                 "key": "g", "fields": {"w": 1}},
+            ]
+        )  # fmt: skip
+    _put_back(db, kept)
+    compare(db, "demo", tmp_path)
