@@ -1017,3 +1017,24 @@ def test_a_snapshot_older_than_the_latest_checkpoint_answers_as_the_full_fold(
         )  # fmt: skip
     _put_back(db, kept)
     compare(db, "demo", tmp_path)
+
+
+def test_snapshot_then_backdated_events_and_a_constraint_retracted_and_re_added(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "bd.duckdb"
+    with Workbench(db, user="demo") as wb:
+        wb.ingest([_fact("2025-03-25T09:00:00", "add", "Item", "a", n=1)])
+        wb.constrain(TAX, key="tax")
+        assert wb.alerts()  # in the lead window
+        wb.checkpoint()
+    with Workbench(db, user="demo") as wb:
+        wb.retract_constraint("tax", reason="moved")
+        wb.ingest([_fact("2025-01-05T09:00:00", "add", "TaxReturn", "2024", filed=True)])
+        wb.constrain({**TAX, "title": "File it again"}, key="tax")
+        wb.ingest([_fact("2025-02-01T09:00:00", "add", "Item", "b", n=2)])  # backdated
+    compare(db, "demo", tmp_path)
+    with Workbench(db, user="demo") as wb:
+        wb.checkpoint()
+        wb.ingest([_fact("2025-04-20T09:00:00", "retract", "TaxReturn", "2024")])
+    compare(db, "demo", tmp_path)
