@@ -1038,3 +1038,39 @@ def test_snapshot_then_backdated_events_and_a_constraint_retracted_and_re_added(
         wb.checkpoint()
         wb.ingest([_fact("2025-04-20T09:00:00", "retract", "TaxReturn", "2024")])
     compare(db, "demo", tmp_path)
+
+
+@pytest.mark.parametrize("how", ["record", "text", "source"])
+def test_sql_after_a_forget_equals_the_typed_state_and_holds_no_erased_value(
+    tmp_path: Path, how: str
+) -> None:
+    from test_sqlbuild import assert_sql_build_matches
+
+    secret = "Wombat-Secret-5150"
+    db = tmp_path / "sf.duckdb"
+    with Workbench(db, user="demo") as wb:
+        wb.ingest(
+            [
+                {**_fact("2025-01-01T09:00:00", "add", "Item", "s", title=secret, n=1),
+                 "source": "chat:1"},
+                _fact("2025-01-01T09:00:00", "add", "Item", "t", title="plain", n=2),
+                _fact("2025-01-02T09:00:00", "update", "Item", "t", title="plainer", n=3),
+            ]
+        )  # fmt: skip
+        wb.checkpoint()
+        wb.ingest([_fact("2025-01-03T09:00:00", "update", "Item", "t", n=4)])
+    with Workbench(db, user="demo") as wb:
+        if how == "record":
+            wb.forget(type="Item", key="s")
+        elif how == "text":
+            wb.forget(text=secret)
+        else:
+            wb.forget(source="chat:1")
+        assert_sql_build_matches(wb)
+        for _, (cur, hist) in wb.sql_tables().items():
+            for table in (cur, hist):
+                assert secret not in repr(wb.sql(f'SELECT * FROM "{table}"').rows)
+    said = uac("sql", "SELECT * FROM item", "--db", str(db), "--user", "demo", cwd=tmp_path)
+    assert said.returncode == 0 and "plain" in said.stdout, said.stderr
+    assert secret not in said.stdout + said.stderr
+    assert secret.encode() not in db.read_bytes()
