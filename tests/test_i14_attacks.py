@@ -1074,3 +1074,17 @@ def test_sql_after_a_forget_equals_the_typed_state_and_holds_no_erased_value(
     assert said.returncode == 0 and "plain" in said.stdout, said.stderr
     assert secret not in said.stdout + said.stderr
     assert secret.encode() not in db.read_bytes()
+
+
+@pytest.mark.parametrize("user", ["o\"brien's", "naïve ☃ user", "x" * 300])
+def test_snapshots_of_users_with_odd_ids_answer_as_the_full_fold(tmp_path: Path, user: str) -> None:
+    db = tmp_path / "ou.duckdb"
+    with Workbench(db, user=user) as wb:
+        wb.ingest(notes("a", 30))
+        wb.checkpoint()
+    with Workbench(db, user="other") as wb:
+        wb.ingest(notes("b", 10))
+        wb.checkpoint()
+    with Workbench(db, user=user) as wb:
+        wb.ingest([{**notes("a", 1)[0], "op": "update", "fields": {"n": 99}, "source": "u:1"}])
+    compare(db, user, tmp_path)
