@@ -1123,3 +1123,22 @@ def test_bounded_field_queries_from_a_snapshot_answer_as_the_full_fold(tmp_path:
         warnings.simplefilter("error", SnapshotIgnored)
         got = look(db)
     assert got == look(copy)
+
+
+def test_a_second_workbench_in_the_process_writes_while_the_first_holds_a_lazy_read(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "two.duckdb"
+    with Workbench(db, user="u") as wb0:
+        wb0.ingest(notes("a", 50))
+        wb0.checkpoint()
+    first = Workbench(db, user="u")
+    try:
+        assert len(first.state.types["Note"].current) == 50  # a lazy read outside an operation
+        with Workbench(db, user="u") as second:
+            second.ingest(notes("b", 5))
+            second.checkpoint()
+        assert first.eval("len(user.all('Note'))") == 55
+    finally:
+        first.close()
+    compare(db, "u", tmp_path)
