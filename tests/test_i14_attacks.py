@@ -1142,3 +1142,28 @@ def test_a_second_workbench_in_the_process_writes_while_the_first_holds_a_lazy_r
     finally:
         first.close()
     compare(db, "u", tmp_path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a read-only workbench opened from a snapshot keeps the file open after a direct "
+    "lazy read of its state: a terminal's ingest waits for the lock and fails",
+)
+def test_a_read_only_notebook_reading_state_directly_leaves_the_file_to_a_terminal(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "nbro.duckdb"
+    with Workbench(db, user="u") as wb0:
+        wb0.ingest(notes("a", 10))
+        wb0.checkpoint()
+    wb = Workbench(db, user="u", read_only=True)
+    try:
+        wb.refresh()
+        assert len(wb.state.types["Note"].current) == 10  # a lazy read of the snapshot table
+        f = write_jsonl(tmp_path / "b.jsonl", notes("b", 20))
+        said = uac(
+            "ingest", str(f), "--db", str(db), "--user", "u", cwd=tmp_path, UAC_LOCK_TIMEOUT="3"
+        )
+        assert said.returncode == 0, said.stderr
+    finally:
+        wb.close()
