@@ -1167,3 +1167,31 @@ def test_a_read_only_notebook_reading_state_directly_leaves_the_file_to_a_termin
         assert said.returncode == 0, said.stderr
     finally:
         wb.close()
+
+
+def test_close_with_a_snapshot_due_while_another_process_holds_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close that would write a snapshot waits a bounded time for a holder that never lets
+    go, then closes (or says who holds the file); nothing logged is lost."""
+    from test_shared_store import hold
+
+    from uac_kernel.errors import StoreLocked
+    from uac_kernel.snapshot import CLOSE_AFTER
+
+    db = tmp_path / "hc.duckdb"
+    wb = Workbench(db, user="u")
+    wb.ingest(notes("a", CLOSE_AFTER + 10))
+    holder = hold(db, 600)
+    try:
+        monkeypatch.setenv("UAC_LOCK_TIMEOUT", "1")
+        try:
+            wb.close()
+        except StoreLocked as exc:
+            assert f"process {holder.pid} (" in str(exc) and "\n" not in str(exc)
+    finally:
+        holder.kill()
+        holder.wait()
+    with Workbench(db, user="u", read_only=True) as ro:
+        assert len(ro.state.types["Note"].current) == CLOSE_AFTER + 10
+        assert ro.verify().ok
