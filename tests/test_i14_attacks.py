@@ -1195,3 +1195,42 @@ def test_close_with_a_snapshot_due_while_another_process_holds_the_file(
     with Workbench(db, user="u", read_only=True) as ro:
         assert len(ro.state.types["Note"].current) == CLOSE_AFTER + 10
         assert ro.verify().ok
+
+
+CLOSER = r"""
+import sys, json
+from uac_kernel.workbench import Workbench
+wb = Workbench(sys.argv[1], user="u")
+wb.ingest([json.loads(l) for l in open(sys.argv[2])])
+print("closing", flush=True)
+wb.close()
+print("closed", flush=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.2, 0.6])
+def test_kill_9_during_the_snapshot_write_of_close_then_reopen(
+    tmp_path: Path, delay: float
+) -> None:
+    from uac_kernel.snapshot import CLOSE_AFTER
+
+    db = tmp_path / "kc.duckdb"
+    with Workbench(db, user="u") as wb:
+        wb.ingest(notes("s", 20))
+        wb.checkpoint()
+    f = write_jsonl(tmp_path / "many.jsonl", notes("m", CLOSE_AFTER + 500))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLOSER, str(db), str(f)],
+        cwd=tmp_path, env=env(), stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "closing"
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    log_is_sound(db)
+    with Workbench(db, user="u") as wb:
+        assert len(wb.state.types["Note"].current) == 20 + CLOSE_AFTER + 500
+        wb.ingest([{**notes("m", 1)[0], "op": "update", "fields": {"n": -1}, "source": "k:1"}])
+        wb.checkpoint()
+    compare(db, "u", tmp_path)
