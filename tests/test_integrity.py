@@ -348,8 +348,13 @@ def test_a_damaged_store_file_is_one_line_on_every_command(db: Path, tmp_path: P
     for name, path in _damaged_copies(db, tmp_path).items():
         for args in (["eval", "len(user.all('Trip'))"], ["verify"], ["log", "--limit", "3"]):
             out = cli("--db", str(path), "--user", "u", *args, cwd=tmp_path)
-            # a damaged block the command never reads (a free one) does not stop it
-            assert out.returncode or not name.startswith("truncated"), (name, args)
+            # a damaged block the command never reads does not stop it: `log --limit 3` reads
+            # three events and an open from the checkpoint's snapshot its tables and the log's
+            # last event, so they may answer from a truncated file; verify reads every event
+            if name.startswith("truncated") and args[0] == "verify":
+                assert out.returncode, name
+            if not out.returncode and args[0] == "eval":
+                assert out.stdout.strip() == "1500", (name, out.stdout)
             assert "Traceback" not in out.stderr
             if out.returncode:
                 assert len(out.stderr.strip().splitlines()) == 1, (name, args, out.stderr)

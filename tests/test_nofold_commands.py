@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from uac_kernel._display import plural, printable
-from uac_kernel.cli import _may_skip_teardown, main, to_json
+from uac_kernel.cli import main, to_json
 from uac_kernel.demo import write_demo_jsonl
 from uac_kernel.store import NewEvent, Store
 from uac_kernel.workbench import Workbench, resolve_user
@@ -320,36 +320,55 @@ def test_a_fold_again_after_another_write_sees_it(demo_db: Path, tmp_path: Path)
 # -- leaving without the teardown ----------------------------------------------------------
 
 
-def test_teardown_is_skipped_only_with_no_store_open_and_no_thread_to_join(tmp_path: Path) -> None:
-    assert _may_skip_teardown()
-    store = Store(tmp_path / "s.duckdb")
-    assert not _may_skip_teardown()
-    store.close()
-    assert _may_skip_teardown()
-    stop = threading.Event()
-    worker = threading.Thread(target=stop.wait)
-    worker.start()
-    try:
-        assert not _may_skip_teardown()  # Python would join it: so does the normal exit
-    finally:
-        stop.set()
-        worker.join()
-    daemon = threading.Thread(target=stop.wait, daemon=True)  # stop is set: it ends at once
-    daemon.start()
-    daemon.join()
-    assert _may_skip_teardown()
+# Run in a fresh interpreter: this test process may still hold stores and threads of other
+# tests, and the answer is about the whole process.
+TEARDOWN = """
+import sys, threading
+from pathlib import Path
+from uac_kernel.cli import _may_skip_teardown, main
+from uac_kernel.store import Store
+from uac_kernel.workbench import Workbench
+tmp, demo = Path(sys.argv[1]), sys.argv[2]
+assert _may_skip_teardown()
+store = Store(tmp / "s.duckdb")
+assert not _may_skip_teardown()
+store.close()
+assert _may_skip_teardown()
+stop = threading.Event()
+worker = threading.Thread(target=stop.wait)
+worker.start()
+try:
+    assert not _may_skip_teardown()  # Python would join it: so does the normal exit
+finally:
+    stop.set()
+    worker.join()
+daemon = threading.Thread(target=stop.wait, daemon=True)  # stop is set: it ends at once
+daemon.start()
+daemon.join()
+assert _may_skip_teardown()
+kept = []
+assert main(["--db", demo, "eval", "len(user.all(Trip))"], keep=kept) == 0
+(wb,) = kept
+assert isinstance(wb, Workbench) and wb.state.counts()["Trip"] > 0
+assert _may_skip_teardown()  # kept, but closed: its store is not open
+assert main(["--db", demo, "log", "--limit", "1"], keep=kept) == 0
+assert len(kept) == 1  # log opens no workbench
+print("held")
+"""
 
 
-def test_main_keeps_the_opened_workbench_only_when_asked(
-    demo_db: Path, capsys: pytest.CaptureFixture[str]
+def test_teardown_is_skipped_only_with_no_store_open_and_no_thread_to_join(
+    tmp_path: Path, demo_db: Path
 ) -> None:
-    kept: list[object] = []
-    assert main(["--db", str(demo_db), "eval", "len(user.all(Trip))"], keep=kept) == 0
-    (wb,) = kept
-    assert isinstance(wb, Workbench) and wb.state.counts()["Trip"] == int(capsys.readouterr().out)
-    assert _may_skip_teardown()  # kept, but closed: its store is not open
-    assert main(["--db", str(demo_db), "log", "--limit", "1"], keep=kept) == 0
-    assert len(kept) == 1  # log opens no workbench
+    done = subprocess.run(
+        [sys.executable, "-c", TEARDOWN, str(tmp_path), str(demo_db)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert done.returncode == 0 and done.stdout.endswith("held\n"), done.stderr
 
 
 def test_what_a_command_wrote_is_in_the_file_after_it_left(tmp_path: Path) -> None:

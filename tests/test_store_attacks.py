@@ -1218,6 +1218,11 @@ def test_a_damaged_store_is_one_line_for_forget_head_verify(
     bad = tmp_path / "bad.duckdb"
     bad.write_bytes(data[:half] if how == "truncated" else data[:half] + bytes(len(data) - half))
     out = cli(*args, "--db", str(bad), cwd=tmp_path)
+    if out.returncode == 0:
+        # the damaged half may hold no block the command reads (the snapshot tables written
+        # at the checkpoint come last): then its answer is the intact store's, word for word
+        assert out.stdout == cli(*args, "--db", str(db), cwd=tmp_path).stdout, args
+        return
     line = one_line_error(out)
     assert "damaged" in line or "integrity check failed" in line
 

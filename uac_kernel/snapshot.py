@@ -95,7 +95,8 @@ def drop_snapshots(con: duckdb.DuckDBPyConnection, user: str | None = None) -> i
     rows went. The next open of such a user folds the log in full."""
     tag = None if user is None else _tag(user)
     for name in _tables_of(con, tag):
-        con.execute(f'DROP TABLE {SCHEMA}."{name}"')
+        quoted = name.replace('"', '""')  # a table of a hostile store may hold a quote
+        con.execute(f'DROP TABLE {SCHEMA}."{quoted}"')
     where, params = ("", []) if user is None else (" WHERE user_id = ?", [user])
     row = con.execute(f"SELECT count(*) FROM snapshots{where}", params).fetchone()
     con.execute(f"DELETE FROM snapshots{where}", params)
@@ -162,6 +163,7 @@ class TypeMark:
     fields: list[list[str]]  # [field, ftype, column type] in field order
     history: int  # rows of the history table (ended versions)
     order: int  # rows of the order table
+    current: int  # rows of the current table
 
 
 @dataclass
@@ -191,14 +193,16 @@ class _Source:
                 f"records of {self.user!r} were not read before this process forked; "
                 "read them in the parent first (uac_kernel.snapshot.materialise)"
             )
-        con = self.store.con
-        row = con.execute("SELECT gen FROM snapshots WHERE user_id = ?", [self.user]).fetchone()
-        if row is None or int(row[0]) != self.gen:
-            raise StoreError(
-                f"the snapshot of user {self.user!r} was rewritten since this workbench read it; "
-                "reopen the workbench"
-            )
-        return con.execute(sql, params).fetchall()
+        # A read of ``wb.state`` outside any operation holds the file only while it runs.
+        with self.store.hold():
+            con = self.store.con
+            row = con.execute("SELECT gen FROM snapshots WHERE user_id = ?", [self.user]).fetchone()
+            if row is None or int(row[0]) != self.gen:
+                raise StoreError(
+                    f"the snapshot of user {self.user!r} was rewritten since this workbench read "
+                    "it; call wb.refresh() to catch up (or reopen the workbench)"
+                )
+            return con.execute(sql, params).fetchall()
 
 
 _ORDERED = ("BIGINT", "HUGEINT", "DOUBLE", "TIMESTAMP", "DATE")  # see SnapTypeState.index
@@ -804,7 +808,7 @@ def _write_type_full(
     _append(con, cur, [_current_row(r, position[k], fields) for k, r in current.items()])
     _append(con, hist, [_history_row(r, i, fields) for i, r in enumerate(history)])
     _append(con, ordt, list(enumerate(order)))
-    return TypeMark(index, fields, len(history), len(order))
+    return TypeMark(index, fields, len(history), len(order), len(current))
 
 
 def _write_type_delta(
@@ -841,7 +845,10 @@ def _write_type_delta(
     _append(con, cur, [_current_row(r, position[r.key], fields) for r in now])
     _append(con, hist, [_history_row(r, old.history + i, fields) for i, r in enumerate(new_hist)])
     _append(con, ordt, [(old.order + i, k) for i, k in enumerate(new_ord)])
-    return TypeMark(old.index, fields, old.history + len(new_hist), old.order + len(new_ord))
+    # Counted by DuckDB: a lazily read type would have to read every record to say it.
+    row = con.execute(f"SELECT count(*) FROM {cur}").fetchone()
+    rows = int(row[0]) if row else 0
+    return TypeMark(old.index, fields, old.history + len(new_hist), old.order + len(new_ord), rows)
 
 
 def write_snapshot(
@@ -893,6 +900,7 @@ def write_snapshot(
             "schema": state.schema.types,
             "types": {
                 n: {"index": m.index, "fields": m.fields, "history": m.history, "order": m.order,
+                "current": m.current,
                     "builds": state.types[n].builds}
                 for n, m in marks.items()
             },
@@ -973,7 +981,8 @@ class Restored:
 
 
 _TYPES_SQL = f"""
-SELECT table_name, list(data_type ORDER BY ordinal_position) FROM information_schema.columns WHERE table_schema = '{SCHEMA}'
+SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
+FROM information_schema.columns WHERE table_schema = '{SCHEMA}'
 AND starts_with(table_name, ?) GROUP BY table_name
 """
 
@@ -1032,17 +1041,17 @@ def _restore(
     elif latest is None and cp is not None:
         return "the checkpoints changed since it was written", None
     tag = _tag(user)
-    found = {name: list(types) for name, types in con.execute(_TYPES_SQL, [tag + "_"]).fetchall()}
+    found = dict(con.execute(_TYPES_SQL, [tag + "_"]).fetchall())
     schema = Schema({t: dict(f) for t, f in meta["schema"].items()})
     marks: dict[str, TypeMark] = {}
     counts: list[str] = []
     for name, t in meta["types"].items():
-        m = TypeMark(int(t["index"]), t["fields"], int(t["history"]), int(t["order"]))
+        m = TypeMark(
+            int(t["index"]), t["fields"], int(t["history"]), int(t["order"]), int(t["current"])
+        )
         if [f[:2] for f in m.fields] != [[f, ft] for f, ft in schema.types[name].items()]:
             return f"its fields of {name} are not its schema's", None
-        cols = [col for _, _, col in m.fields]
-        for part, fixed in zip(("cur", "hist", "ord"), _fixed_columns(), strict=True):
-            want = fixed if part == "ord" else fixed + cols
+        for part, want in zip(("cur", "hist", "ord"), _ddl(m.fields), strict=True):
             have = found.get(f"{tag}_{m.index}_{part}")
             if have is None:
                 return f"table {part} of {name} is missing", None
@@ -1052,6 +1061,7 @@ def _restore(
         counts += [
             f"(SELECT count(*) FROM {_table(tag, m.index, 'hist')}) = {m.history}",
             f"(SELECT count(*) FROM {_table(tag, m.index, 'ord')}) = {m.order}",
+            f"(SELECT count(*) FROM {_table(tag, m.index, 'cur')}) = {m.current}",
         ]
     if set(marks) != set(schema.types):
         return "it does not hold every type of its schema", None
@@ -1084,11 +1094,3 @@ def _restore(
     rules = {str(k): str(v) for k, v in meta["rules"].items()}
     now = state.now
     return "", Restored(state, mark, now, alerts, rules, checkpoint_seq)
-
-
-def _fixed_columns() -> tuple[list[str], list[str], list[str]]:
-    return (
-        ["VARCHAR", "TIMESTAMP", "BIGINT[]", "BIGINT"],
-        ["BIGINT", "VARCHAR", "TIMESTAMP", "TIMESTAMP", "BIGINT[]", "BOOLEAN"],
-        ["BIGINT", "VARCHAR"],
-    )
