@@ -48,8 +48,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -64,7 +63,7 @@ from uac_kernel.events import parse_jsonl, parse_objects, plan_batch
 from uac_kernel.query import namespace
 from uac_kernel.sqlview import sql_type
 from uac_kernel.store import Store, dump_payload
-from uac_kernel.workbench import Workbench
+from uac_kernel.workbench import Workbench, _no_gc
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "scale.json"
@@ -507,7 +506,7 @@ class WriteFloor:
 
     def write(self, path: Path) -> int:
         """Log the events of one Event JSONL file; return how many."""
-        with _gc_paused():  # as ingest's batches: no GC walk over the batch's objects
+        with _no_gc():  # as ingest's batches: no GC walk over the batch's objects
             rows = []
             now = datetime.now(UTC).replace(tzinfo=None)
             user, seq, user_seq, prev = self.user, self.seq, self.user_seq, self.prev
@@ -533,17 +532,6 @@ class WriteFloor:
         n = int(self.con.execute("SELECT count(*) FROM events").fetchone()[0])
         self.con.close()
         return n
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 # -- stage 1: ingest vs DuckDB bulk (its own process, so the fold's peak memory is its own) -----

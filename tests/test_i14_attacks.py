@@ -669,12 +669,15 @@ def test_forget_leaves_no_value_in_any_table_after_several_snapshots_and_two_use
     compare(db, "demo", tmp_path)
 
 
-def test_a_notebook_reading_state_directly_leaves_the_file_to_a_terminal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_notebook_reading_state_directly_leaves_the_file_to_a_terminal(
+    tmp_path: Path, read_only: bool
+) -> None:
     db = tmp_path / "nb.duckdb"
     with Workbench(db, user="u") as wb0:
         wb0.ingest(notes("a", 10))
         wb0.checkpoint()
-    wb = Workbench(db, user="u")
+    wb = Workbench(db, user="u", read_only=read_only)
     try:
         wb.refresh()
         assert len(wb.state.types["Note"].current) == 10  # a lazy read of the snapshot table
@@ -1117,26 +1120,6 @@ def test_a_second_workbench_in_the_process_writes_while_the_first_holds_a_lazy_r
     finally:
         first.close()
     compare(db, "u", tmp_path)
-
-
-def test_a_read_only_notebook_reading_state_directly_leaves_the_file_to_a_terminal(
-    tmp_path: Path,
-) -> None:
-    db = tmp_path / "nbro.duckdb"
-    with Workbench(db, user="u") as wb0:
-        wb0.ingest(notes("a", 10))
-        wb0.checkpoint()
-    wb = Workbench(db, user="u", read_only=True)
-    try:
-        wb.refresh()
-        assert len(wb.state.types["Note"].current) == 10  # a lazy read of the snapshot table
-        f = write_jsonl(tmp_path / "b.jsonl", notes("b", 20))
-        said = uac(
-            "ingest", str(f), "--db", str(db), "--user", "u", cwd=tmp_path, UAC_LOCK_TIMEOUT="3"
-        )
-        assert said.returncode == 0, said.stderr
-    finally:
-        wb.close()
 
 
 def test_close_with_a_snapshot_due_while_another_process_holds_the_file(
