@@ -2,7 +2,8 @@
 
 DuckDB lets one process write a file, or several read it, never both; a connection held in a
 notebook between cells would keep every terminal out. So each public operation of a
-``Workbench`` holds the store's connection (``Store.hold``) and releases it at its end: nested
+``Workbench`` holds the store's connection (``Store.hold``) and releases it at its end (after
+``store.LINGER`` idle seconds, so back-to-back operations share one connection): nested
 operations release once, at the end of the outermost. That operation first catches up with
 what other processes appended (``Workbench._sync``), so it never answers from a stale state;
 when the file's fingerprint shows no commit since, without even connecting.
@@ -41,7 +42,7 @@ def _operation(fn: Callable[..., Any], *, sync: bool) -> Callable[..., Any]:
             finally:
                 made = self.__dict__.get("store")
                 if made is not None:
-                    made.release()
+                    made.release(linger=True)
         with store.hold() as outermost:
             if outermost and sync:
                 self._sync()

@@ -465,10 +465,10 @@ class UacMagics(Magics):
             del self.shell.user_ns[self.variable]
 
     def release_store(self, *_: object) -> None:
-        """Close the open workbench's connection to its store (an IPython ``post_run_cell``
-        hook): the next operation opens it again."""
+        """Let go of the open workbench's store once it has been idle a moment (an IPython
+        ``post_run_cell`` hook): the next operation opens it again."""
         if self.workbench is not None:
-            self.workbench.store.release()
+            self.workbench.store.release(linger=True)
 
     def _wb(self, *, read: bool = False) -> Workbench:
         """The open workbench; opens the configured store and user if none is.

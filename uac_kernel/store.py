@@ -57,6 +57,8 @@ EVENT_KINDS = (
 )
 """The kinds of event uac writes to the log."""
 _FETCH = 50_000
+# Seconds a connection stays open after an operation in case another follows (see Store._linger).
+LINGER = 0.2
 
 
 # Named tuples rather than frozen dataclasses: as immutable, and three times cheaper to make
@@ -115,6 +117,9 @@ class Store:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._depth = 0  # operations running that hold the connection (see ``hold``)
         self._guard = threading.Lock()
+        # Bumped by every use of the connection: a linger timer closes it only if its own
+        # generation is still the current one (see ``_linger``).
+        self._gen = 0
         self._closed = False
         if self.path != ":memory:":
             if not Path(self.path).exists():
@@ -154,7 +159,10 @@ class Store:
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The connection, opened on demand; ``release`` closes it once no operation holds it."""
-        con = self._con
+        with self._guard:  # read with the linger timer kept out (see ``_linger``)
+            if self._depth == 0:
+                self._gen += 1  # a use outside any operation cancels a pending linger
+            con = self._con
         if con is None:
             if self._closed:
                 raise StoreError(f"store {self.path} is closed; open it again to use it")
@@ -187,6 +195,7 @@ class Store:
         its end, so nested operations close it once. Yields whether this one is outermost."""
         with self._guard:
             self._depth += 1
+            self._gen += 1
             outer = self._depth == 1
         try:
             yield outer
@@ -194,15 +203,38 @@ class Store:
             with self._guard:
                 self._depth -= 1
                 if self._depth == 0:
+                    self._linger()
+
+    def _linger(self) -> None:
+        """Close the connection ``LINGER`` seconds from now unless it is used again by then.
+
+        Connecting costs ~20 ms, a query on an open connection well under one: a script or a
+        test that runs operations back to back keeps one connection, while another process
+        waits at most ``LINGER`` longer for the file (it waits up to ``lock_timeout``)."""
+        if self._con is None or self.path == ":memory:":
+            return
+        gen = self._gen
+
+        def close_if_idle() -> None:
+            with self._guard:
+                if self._depth == 0 and self._gen == gen:
                     self._disconnect()
 
-    def release(self) -> None:
+        timer = threading.Timer(LINGER, close_if_idle)
+        timer.daemon = True  # never keeps the interpreter (or `uac`, see cli.run) alive
+        timer.start()
+
+    def release(self, *, linger: bool = False) -> None:
         """Close the connection unless an operation holds it, so another process can open
-        the file; the next use opens it again. An in-memory store keeps it (closing would
-        drop the database)."""
+        the file; the next use opens it again. With ``linger``, only after ``LINGER`` idle
+        seconds. An in-memory store keeps it (closing would drop the database)."""
         with self._guard:
             if self._depth == 0:
-                self._disconnect()
+                if linger:
+                    self._linger()
+                else:
+                    self._gen += 1
+                    self._disconnect()
 
     @property
     def connected(self) -> bool:
@@ -237,10 +269,12 @@ class Store:
             )
 
     def close(self) -> None:
-        self._closed = True
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+        with self._guard:
+            self._closed = True
+            self._gen += 1
+            if self._con is not None:
+                self._con.close()
+                self._con = None
         _OPEN.get(_key(self.path), weakref.WeakSet()).discard(self)
 
     def compact(self) -> None:
