@@ -347,6 +347,8 @@ def test_export_twice_appends_only_new_files(tmp_path: Path) -> None:
     assert len(added) == 4 and all("/user=bob/part-000002-" in a for a in added)
     assert [c["commit"] for c in fleet.commits("ann")] == [1]
     assert export_store(db, fleet.root).unchanged == 2  # a third export writes nothing
+    with pytest.raises(FleetError, match="holds no user 'zed'"):
+        export_store(db, fleet.root, users=["zed"])
     assert len(list(fleet.root.rglob("*.parquet"))) == len(after)
     assert verify_fleet(fleet.root).ok
 
