@@ -12,6 +12,7 @@ __all__ = [
     "ConstraintError",
     "EditConflict",
     "EventError",
+    "FleetError",
     "FoldError",
     "MissingExtra",
     "ModelError",
@@ -135,6 +136,11 @@ class SandboxFailed(UacError):
     def __init__(self, message: str, *, trace: object = None):
         super().__init__(message)
         self.trace = trace
+
+
+class FleetError(UacError):
+    """A fleet directory cannot be read or written, or a fleet command is given wrongly; the
+    message names the directory, file or user."""
 
 
 class MissingExtra(UacError, ImportError):
