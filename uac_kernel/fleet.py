@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from uac_kernel._display import plural
 from uac_kernel.errors import FleetError, UacError
+from uac_kernel.partition import bucket, encode
 
 if TYPE_CHECKING:
     from uac_kernel.model import Budget, ModelSettings
@@ -142,17 +143,6 @@ def run_id_of(job: Job, model: ModelSettings | None) -> str:
     spec = [job.name, list(job.args), model.model if model else None]
     spec.append(model.base_url if model else None)
     return hashlib.sha256(json.dumps(spec, ensure_ascii=False).encode()).hexdigest()[:16]
-
-
-def bucket(user: str) -> str:
-    return hashlib.sha256(user.encode("utf-8", "surrogatepass")).hexdigest()[:2]
-
-
-def encode(user: str) -> str:
-    enc = urllib.parse.quote(user, safe="").replace(".", "%2E").replace("~", "%7E")
-    if len(enc) > 150:
-        enc = "~" + hashlib.sha256(user.encode("utf-8", "surrogatepass")).hexdigest()[:40]
-    return enc
 
 
 def _user_file(run_dir: Path, kind: str, user: str, suffix: str) -> Path:
