@@ -535,7 +535,7 @@ def cmd_fleet_run(args: argparse.Namespace) -> None:
     if failed:
         raise UacError(
             f"{plural(len(failed), 'user')} failed; fix what each line says and run the same "
-            "command again: users with a result are skipped"
+            "command again: the users done are skipped"
         )
 
 
@@ -1025,7 +1025,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run JOB for every user of the fleet DIR: ingest SRC, extract, checkpoint, "
         "alerts, eval EXPR, ask QUESTION, bench [EXPR], call MODULE:FUNCTION [ARG ...]. Each "
         "user's work is committed to their partition as one commit, then their result is "
-        "written to DIR/runs/RUN/results; a rerun skips users with a result.",
+        "written to DIR/runs/RUN/results; a rerun skips the users done.",
     )
     p.set_defaults(func=cmd_fleet_run)
     p.add_argument("dir", metavar="DIR")
