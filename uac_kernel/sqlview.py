@@ -300,7 +300,10 @@ class SqlView:
                 try:
                     for i, name in enumerate(built):
                         current, history = names[name]
-                        con.execute(f'CREATE OR REPLACE TABLE "{history}" AS FROM uac_build.h{i}')
+                        con.execute(
+                            f'CREATE OR REPLACE TABLE "{history}" AS '
+                            f"SELECT * EXCLUDE (user_id) FROM uac_build.h{i}"
+                        )
                         con.execute(
                             f'CREATE OR REPLACE TABLE "{current}" AS SELECT * EXCLUDE (retracted) '
                             f'FROM "{history}" WHERE valid_to IS NULL'
