@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from uac_kernel._display import plural, printable
+from uac_kernel._fleet_cli import add_fleet_queries
 from uac_kernel.adapters import FORMATS, read_histories
 from uac_kernel.errors import CommandLineError, UacError
 
 if TYPE_CHECKING:
     from uac_kernel.extract import ExtractionReport
+    from uac_kernel.sqlview import SqlResult
     from uac_kernel.store import Store
     from uac_kernel.workbench import IngestReport, Workbench
 
@@ -294,10 +296,16 @@ def _tsv(columns: list[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
 
 
 def cmd_sql(args: argparse.Namespace) -> None:
-    from uac_kernel._display import TERMINAL_BUDGET
-
     with _open(args, read_only=True) as wb:
         result = wb.sql(args.query, timeout=args.timeout)
+    print_result(result, args)
+
+
+def print_result(result: SqlResult, args: argparse.Namespace) -> None:
+    """A query's rows as `uac sql` prints them: TSV cut at the terminal budget, or whole into
+    ``args.out``; JSON with ``args.json``."""
+    from uac_kernel._display import TERMINAL_BUDGET
+
     if args.json:
         _print_json(result.records(), args.out)
         return
@@ -829,6 +837,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
     )
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
+    fleet = sub.add_parser(
+        "fleet",
+        help="many users at once: a fleet directory of per-user Parquet partitions",
+        description="many users at once: a fleet directory of per-user Parquet partitions",
+    )
+    fleet_sub = fleet.add_subparsers(dest="fleet", required=True, metavar="FLEET_COMMAND")
+    add_fleet_queries(fleet_sub)
     p = add(
         "constrain",  # `uac constraint` too, as the notebook's `%%uac constraint`
         cmd_constrain,

@@ -101,6 +101,19 @@ def _usage(fn: Callable[..., Any], width: int = 86) -> list[str]:
     return lines
 
 
+def _first_word(text: str) -> tuple[str, str]:
+    """The first word of ``text`` (in quotes when it holds spaces) and the rest, as written."""
+    text = text.lstrip()
+    if text[:1] in ("'", '"'):
+        end = text.find(text[0], 1)
+        if end < 0:
+            raise UsageError(f"unclosed quote in {shorten(text, 60)!r}")
+        return text[1:end], text[end + 1 :].lstrip()
+    match = re.match(r"(\S*)\s*", text)
+    word = match.group(1) if match else ""
+    return word, text[len(match.group(0)) if match else 0 :]
+
+
 def _unquote(text: str) -> str:
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
@@ -721,21 +734,74 @@ class UacMagics(Magics):
     def cmd_sql(self, rest: str, cell: str | None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``); returns the
         ``SqlResult``, shown as a table of ``displaylimit`` rows. ``%%uac sql`` takes the body."""
-        timeout = self.sql_timeout
-        # `--timeout S` leads the line; the rest (or the cell body) is the query, as written.
-        match = re.match(r"\s*--timeout[ =](\S+)\s*", rest)
-        if match:
-            try:
-                timeout = float(match.group(1))
-            except ValueError:
-                raise UsageError(
-                    f"--timeout {match.group(1)!r}: give a number of seconds"
-                ) from None
-            rest = rest[match.end() :]
+        timeout, rest = self._timeout_option(rest)
         query = (cell if cell is not None else rest).strip()
         if not query:
             raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
         return self._wb(read=True).sql(query, timeout=timeout)
+
+    def _timeout_option(self, rest: str) -> tuple[float, str]:
+        """A leading `--timeout S` (else ``sql_timeout``) and the rest of the line as written."""
+        match = re.match(r"\s*--timeout[ =](\S+)\s*", rest)
+        if not match:
+            return self.sql_timeout, rest
+        try:
+            return float(match.group(1)), rest[match.end() :]
+        except ValueError:
+            raise UsageError(f"--timeout {match.group(1)!r}: give a number of seconds") from None
+
+    @subcommand("fleet", cell=True)
+    @magic_arguments(name="uac fleet")
+    @argument("words", nargs="*", help="DIR, or sql [--timeout S] DIR QUERY")
+    def cmd_fleet(self, rest: str, cell: str | None) -> Any:
+        """Many users at once, over a fleet directory (``uac export``): ``%uac fleet DIR``
+        shows its summary with charts of the standing alerts per rule and the events per user;
+        ``%uac fleet sql [--timeout S] DIR SELECT ...`` runs one read-only query across its
+        users (tables ``users``, ``alerts``, ``events`` and one per record type, ``user_id``
+        first) and returns the ``SqlResult``; ``%%uac fleet sql DIR`` takes the query as the
+        body. A path with spaces goes in quotes."""
+        word, tail = _first_word(rest)
+        if word == "sql":  # a directory named sql: %uac fleet ./sql
+            return self._fleet_sql(tail, cell)
+        if not word:
+            raise UsageError("usage: %uac fleet DIR, or %uac fleet sql DIR QUERY")
+        if tail.strip() or cell is not None:
+            raise UsageError(f"`%uac fleet DIR` takes only the directory; got {tail.strip()!r}")
+        return self._fleet_summary(word)
+
+    def _fleet_sql(self, rest: str, cell: str | None) -> SqlResult:
+        from uac_kernel.fleetsql import fleet_sql
+
+        timeout, rest = self._timeout_option(rest)
+        root, query = _first_word(rest)
+        query = (cell if cell is not None else query).strip()
+        if not root or not query:
+            raise UsageError(
+                "usage: %uac fleet sql DIR QUERY, or %%uac fleet sql DIR with the query as the body"
+            )
+        return fleet_sql(root, query, timeout=timeout)
+
+    def _fleet_summary(self, root: str) -> Any:
+        from uac_kernel._fleet_face import summary_html, summary_lines
+        from uac_kernel.fleetsql import fleet_summary
+
+        summary = fleet_summary(root)
+        display(
+            {"text/plain": "\n".join(summary_lines(summary)), "text/html": summary_html(summary)},
+            raw=True,
+        )
+        try:
+            import_on_fresh_stack("uac_kernel.charts")
+            from uac_kernel import charts
+        except ImportError as exc:
+            print(
+                f"(charts need altair and vl-convert: {exc}; pip install altair vl-convert-python)"
+            )
+            return None
+        if not self._charts_ready:
+            charts.enable_offline()
+            self._charts_ready = True
+        return charts.fleet_charts(summary)
 
     @subcommand("ask", cell=True)
     @magic_arguments(name="uac ask")
