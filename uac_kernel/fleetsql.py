@@ -22,11 +22,11 @@ Types are named in the order their first schema event was recorded across the fl
 ``sqlview.table_names``; a type whose name clashes, ignoring case, with ``users``, ``alerts`` or
 ``events`` gets a suffix (``Users_2``). A field that users typed differently (an ``int`` for one,
 a ``str`` for another) is a VARCHAR column: a string as it is, any other value as its JSON text.
+A field named ``user_id`` is column ``user_id_2`` (the first such name no field has).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +36,7 @@ import duckdb
 
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import QueryError
-from uac_kernel.partition import Fleet
+from uac_kernel.partition import Fleet, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
 from uac_kernel.sqlview import (
@@ -218,10 +218,9 @@ def _build(
     finally:
         con.execute("USE memory")
     for table in _SOURCES:
-        paths = [os.fspath(p) for p in files.get(table, ())]
-        if paths:
+        if files.get(table):
             con.execute(
-                f"INSERT INTO {_RAW}.{table} BY NAME SELECT * FROM read_parquet(?)", [paths]
+                f"INSERT INTO {_RAW}.{table} BY NAME SELECT * FROM {parquet_source(files[table])}"
             )
     con.execute(
         f"""CREATE TABLE events AS SELECT user_id, user_seq, seq, ts, kind, source, payload
@@ -298,7 +297,7 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
         )
         for name, fields in types.items():
             current, history = names[name]
-            build_type(cur, _ident(history), name, fields)
+            build_type(cur, _ident(history), name, fields, columns=_field_columns(fields))
             cur.execute(
                 f"CREATE TABLE {_ident(current)} AS SELECT * EXCLUDE (retracted) "
                 f"FROM {_ident(history)} WHERE valid_to IS NULL"
@@ -307,6 +306,17 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
         cur.close()
     con.execute(f"DETACH {_RAW}")  # the salts, hashes and erased rows go with it
     return names
+
+
+def _field_columns(fields: dict[str, str]) -> dict[str, str]:
+    """Each field's column: its name, but for a field named ``user_id``, which the fleet's own
+    column holds, the first of ``user_id_2``, ``user_id_3``... that is no field's name."""
+    if "user_id" not in fields:
+        return {f: f for f in fields}
+    n = 2
+    while f"user_id_{n}" in fields:
+        n += 1
+    return {f: f"user_id_{n}" if f == "user_id" else f for f in fields}
 
 
 def _ident(name: str) -> str:

@@ -68,7 +68,8 @@ def build_types(
         cur.execute(f"ATTACH '{_quote(path)}' AS {out} (READ_WRITE)")
         try:
             return {
-                name: build_type(cur, f'{out}."h{i}"', name, fields)
+                # A field may be named user_id: the user column gets a name no field can have.
+                name: build_type(cur, f'{out}."h{i}"', name, fields, user_column="_user")
                 for i, (name, fields) in enumerate(types.items())
             }
         finally:
@@ -85,8 +86,8 @@ def load_facts(
     keeping those of ``types``."""
     cur.execute(
         f"CREATE OR REPLACE TEMP TABLE {_FACTS} AS "
-        "SELECT seq, ts, user_id, payload, h[1] AS type, h[2] AS key, h[3] AS op FROM ("
-        "SELECT seq, ts, user_id, payload, "
+        "SELECT seq, ts, _user, payload, h[1] AS type, h[2] AS key, h[3] AS op FROM ("
+        "SELECT seq, ts, user_id AS _user, payload, "
         f"json_extract_string(payload, ['$.type', '$.key', '$.op']) AS h FROM ({events})) "
         "WHERE type IN (SELECT unnest(?))",
         [*params, types],
@@ -162,13 +163,21 @@ def _extract(fields: list[str]) -> str:
 
 
 def build_type(
-    cur: duckdb.DuckDBPyConnection, table: str, name: str, fields: dict[str, str]
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    name: str,
+    fields: dict[str, str],
+    *,
+    columns: dict[str, str] | None = None,
+    user_column: str = "user_id",
 ) -> list[tuple[str, str]]:
     """Create ``table`` (a quoted, maybe qualified name) from the loaded facts of type ``name``:
-    its history, ``user_id`` first, the current records last (``valid_to`` NULL). Return its
-    field columns (field, SQL type)."""
+    its history, the user column ``user_column`` first, the current records last (``valid_to``
+    NULL); a field's column is named ``columns[field]`` (default: the field's name,
+    lower_snake_case and so safe in quotes). Return its field columns (field, SQL type)."""
     ints = _int_columns(cur, name, fields)
-    columns = [
+    named = columns or {}
+    field_columns = [
         (f, ints.get(f) or ("VARCHAR" if t == MIXED else sql_type(t))) for f, t in fields.items()
     ]
     # Per field n: whether the event sets it (s<n>) and to what (v<n>, typed). An add sets every
@@ -177,26 +186,26 @@ def build_type(
     typed = "".join(
         f", op = 'add' OR v[{n + 1}] IS NOT NULL AS \"s{n}\", "
         f'{_value(f"v[{n + 1}]", fields[f], col)} AS "v{n}"'
-        for n, (f, col) in enumerate(columns)
+        for n, (f, col) in enumerate(field_columns)
     )
     cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, user_id, key, op{typed} FROM "
-        f"(SELECT seq, ts, user_id, key, op{', ' + _extract(list(fields)) + ' AS v' if fields else ''} "
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, _user, key, op{typed} FROM "
+        f"(SELECT seq, ts, _user, key, op{', ' + _extract(list(fields)) + ' AS v' if fields else ''} "
         f"FROM {_FACTS} WHERE type = ?)",
         [name],
     )
     latest = "".join(
-        f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{f}"'
-        for n, (f, _) in enumerate(columns)
+        f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{named.get(f, f)}"'
+        for n, (f, _) in enumerate(field_columns)
     )
-    names = "".join(f', "{f}"' for f, _ in columns)
+    names = "".join(f', "{named.get(f, f)}"' for f, _ in field_columns)
     # Each ended version: the values before an update or retract; a struct keeps a field set
     # to null by an event apart from a field the event left out.
-    before = "OVER (PARTITION BY user_id, key ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    before = "OVER (PARTITION BY _user, key ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     carried = "".join(
         f', (last_value(CASE WHEN "s{n}" THEN struct_pack(v := "v{n}") END IGNORE NULLS) '
-        f'{before}).v AS "{f}"'
-        for n, (f, _) in enumerate(columns)
+        f'{before}).v AS "{named.get(f, f)}"'
+        for n, (f, _) in enumerate(field_columns)
     )
     # Only keys with an update or retract have ended versions: the windows see only their events.
     # One table, the history: ended versions, then the current version of each live key (the
@@ -204,27 +213,28 @@ def build_type(
     # (``valid_to`` NULL), so the rows are built and written once.
     cur.execute(
         f"""CREATE TABLE {table} AS
-        WITH w AS (SELECT seq, user_id, key, op, ts{carried},
-            lag(ts) OVER (PARTITION BY user_id, key ORDER BY seq) AS valid_from,
+        WITH w AS (SELECT seq, _user, key, op, ts{carried},
+            lag(ts) OVER (PARTITION BY _user, key ORDER BY seq) AS valid_from,
             max(CASE WHEN op = 'add' THEN seq END)
-                OVER (PARTITION BY user_id, key ORDER BY seq) AS life_start,
+                OVER (PARTITION BY _user, key ORDER BY seq) AS life_start,
             list(seq) {before} AS before FROM {_EVENTS}
-            WHERE (user_id, key) IN (SELECT (user_id, key) FROM {_EVENTS} WHERE op <> 'add')),
-        life AS (SELECT user_id, key, max(seq) FILTER (WHERE op = 'add') AS start
-            FROM {_EVENTS} GROUP BY user_id, key),
-        current AS (SELECT user_id, key{latest}, arg_max(ts, seq) AS valid_from,
+            WHERE (_user, key) IN (SELECT (_user, key) FROM {_EVENTS} WHERE op <> 'add')),
+        life AS (SELECT _user, key, max(seq) FILTER (WHERE op = 'add') AS start
+            FROM {_EVENTS} GROUP BY _user, key),
+        current AS (SELECT _user, key{latest}, arg_max(ts, seq) AS valid_from,
             NULL::TIMESTAMP AS valid_to, list(seq ORDER BY seq) AS sources, false AS retracted,
             1 AS _part, min(seq) AS _o
-            FROM {_EVENTS} JOIN life USING (user_id, key) WHERE seq >= start
-            GROUP BY user_id, key HAVING bool_and(op <> 'retract'))
-        SELECT user_id, key{names}, valid_from, valid_to, sources, retracted FROM (
-            SELECT user_id, key{names}, valid_from, ts AS valid_to,
+            FROM {_EVENTS} JOIN life USING (_user, key) WHERE seq >= start
+            GROUP BY _user, key HAVING bool_and(op <> 'retract'))
+        SELECT _user AS "{user_column}", key{names}, valid_from, valid_to, sources, retracted
+        FROM (
+            SELECT _user, key{names}, valid_from, ts AS valid_to,
                 list_filter(before, lambda x: x >= life_start)
                     || CASE WHEN op = 'retract' THEN [seq] ELSE [] END AS sources,
                 op = 'retract' AS retracted, 0 AS _part, seq AS _o
             FROM w WHERE op <> 'add'
             UNION ALL
             FROM current)
-        ORDER BY user_id, _part, _o"""
+        ORDER BY _user, _part, _o"""
     )
-    return columns
+    return field_columns

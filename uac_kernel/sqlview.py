@@ -306,7 +306,7 @@ class SqlView:
                         current, history = names[name]
                         con.execute(
                             f'CREATE OR REPLACE TABLE "{history}" AS '
-                            f"SELECT * EXCLUDE (user_id) FROM uac_build.h{i}"
+                            f"SELECT * EXCLUDE (_user) FROM uac_build.h{i}"
                         )
                         con.execute(
                             f'CREATE OR REPLACE TABLE "{current}" AS SELECT * EXCLUDE (retracted) '
