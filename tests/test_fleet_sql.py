@@ -33,6 +33,17 @@ USERS = [
     "a.b~c%2E",
 ]
 FORGOTTEN = "Kyoto ryokan 4417"  # text only the erased record holds
+# Field names that are SQL keywords or the names of the build's own working columns.
+HOSTILE_FIELDS = {
+    "select": "x",
+    "seq": -1,
+    "ts": "t",
+    "op": "o",
+    "before": 3,
+    "x": 1.5,
+    "v0": True,
+    "start": "s",
+}
 
 
 def _note(user_index: int) -> list[dict[str, Any]]:
@@ -45,7 +56,15 @@ def _note(user_index: int) -> list[dict[str, Any]]:
             "op": "add",
             "type": "Note",
             "key": f"n'{user_index}",
-            "fields": {"user_id": f"inner-{user_index}", "order": user_index, "select": "x"},
+            "fields": {"user_id": f"inner-{user_index}", **HOSTILE_FIELDS, "order": user_index},
+        },
+        {
+            "kind": "fact",
+            "ts": "2024-03-09T09:00:00",
+            "op": "update",
+            "type": "Note",
+            "key": f"n'{user_index}",
+            "fields": {"seq": user_index, "before": None},
         },
         {
             "kind": "fact",
@@ -56,6 +75,19 @@ def _note(user_index: int) -> list[dict[str, Any]]:
             "fields": {"seen": True},
         },
     ]
+
+
+def test_hostile_field_names_build_as_the_fold_reads_them(tmp_path: Path) -> None:
+    """The one generator behind uac sql and fleet sql against the Python build from the fold
+    (test_sqlbuild's check), on field names like its working columns."""
+    from test_sqlbuild import assert_sql_build_matches
+
+    wb = Workbench(tmp_path / "s.duckdb", user="u")
+    try:
+        wb.ingest(_note(0))
+        assert assert_sql_build_matches(wb) > 20
+    finally:
+        wb.close()
 
 
 def _build_store(db: Path) -> None:

@@ -180,30 +180,32 @@ def build_type(
     field_columns = [
         (f, ints.get(f) or ("VARCHAR" if t == MIXED else sql_type(t))) for f, t in fields.items()
     ]
-    # Per field n: whether the event sets it (s<n>) and to what (v<n>, typed). An add sets every
-    # field, to null when it leaves it out: a record's new life starts blank, never with the
-    # values of the life a retract ended, so a key needs no partition per life.
+    # Per field n: whether the event sets it (_s<n>) and to what (_v<n>, typed). An add sets
+    # every field, to null when it leaves it out: a record's new life starts blank, never with
+    # the values of the life a retract ended, so a key needs no partition per life. Working
+    # names start with '_', which no field's does: a field may be named seq, op or before.
     typed = "".join(
-        f", op = 'add' OR v[{n + 1}] IS NOT NULL AS \"s{n}\", "
-        f'{_value(f"v[{n + 1}]", fields[f], col)} AS "v{n}"'
+        f", op = 'add' OR v[{n + 1}] IS NOT NULL AS _s{n}, "
+        f"{_value(f'v[{n + 1}]', fields[f], col)} AS _v{n}"
         for n, (f, col) in enumerate(field_columns)
     )
     cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, _user, key, op{typed} FROM "
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS "
+        f"SELECT seq AS _seq, ts AS _ts, _user, key, op AS _op{typed} FROM "
         f"(SELECT seq, ts, _user, key, op{', ' + _extract(list(fields)) + ' AS v' if fields else ''} "
         f"FROM {_FACTS} WHERE type = ?)",
         [name],
     )
     latest = "".join(
-        f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{named.get(f, f)}"'
+        f', arg_max_null(_v{n}, _seq) FILTER (WHERE _s{n}) AS "{named.get(f, f)}"'
         for n, (f, _) in enumerate(field_columns)
     )
     names = "".join(f', "{named.get(f, f)}"' for f, _ in field_columns)
     # Each ended version: the values before an update or retract; a struct keeps a field set
     # to null by an event apart from a field the event left out.
-    before = "OVER (PARTITION BY _user, key ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    before = "OVER (PARTITION BY _user, key ORDER BY _seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     carried = "".join(
-        f', (last_value(CASE WHEN "s{n}" THEN struct_pack(v := "v{n}") END IGNORE NULLS) '
+        f", (last_value(CASE WHEN _s{n} THEN struct_pack(v := _v{n}) END IGNORE NULLS) "
         f'{before}).v AS "{named.get(f, f)}"'
         for n, (f, _) in enumerate(field_columns)
     )
@@ -213,26 +215,26 @@ def build_type(
     # (``valid_to`` NULL), so the rows are built and written once.
     cur.execute(
         f"""CREATE TABLE {table} AS
-        WITH w AS (SELECT seq, _user, key, op, ts{carried},
-            lag(ts) OVER (PARTITION BY _user, key ORDER BY seq) AS valid_from,
-            max(CASE WHEN op = 'add' THEN seq END)
-                OVER (PARTITION BY _user, key ORDER BY seq) AS life_start,
-            list(seq) {before} AS before FROM {_EVENTS}
-            WHERE (_user, key) IN (SELECT (_user, key) FROM {_EVENTS} WHERE op <> 'add')),
-        life AS (SELECT _user, key, max(seq) FILTER (WHERE op = 'add') AS start
+        WITH w AS (SELECT _seq, _user, key, _op, _ts{carried},
+            lag(_ts) OVER (PARTITION BY _user, key ORDER BY _seq) AS valid_from,
+            max(CASE WHEN _op = 'add' THEN _seq END)
+                OVER (PARTITION BY _user, key ORDER BY _seq) AS _life_start,
+            list(_seq) {before} AS _before FROM {_EVENTS}
+            WHERE (_user, key) IN (SELECT (_user, key) FROM {_EVENTS} WHERE _op <> 'add')),
+        life AS (SELECT _user, key, max(_seq) FILTER (WHERE _op = 'add') AS _start
             FROM {_EVENTS} GROUP BY _user, key),
-        current AS (SELECT _user, key{latest}, arg_max(ts, seq) AS valid_from,
-            NULL::TIMESTAMP AS valid_to, list(seq ORDER BY seq) AS sources, false AS retracted,
-            1 AS _part, min(seq) AS _o
-            FROM {_EVENTS} JOIN life USING (_user, key) WHERE seq >= start
-            GROUP BY _user, key HAVING bool_and(op <> 'retract'))
+        current AS (SELECT _user, key{latest}, arg_max(_ts, _seq) AS valid_from,
+            NULL::TIMESTAMP AS valid_to, list(_seq ORDER BY _seq) AS sources, false AS retracted,
+            1 AS _part, min(_seq) AS _o
+            FROM {_EVENTS} JOIN life USING (_user, key) WHERE _seq >= _start
+            GROUP BY _user, key HAVING bool_and(_op <> 'retract'))
         SELECT _user AS "{user_column}", key{names}, valid_from, valid_to, sources, retracted
         FROM (
-            SELECT _user, key{names}, valid_from, ts AS valid_to,
-                list_filter(before, lambda x: x >= life_start)
-                    || CASE WHEN op = 'retract' THEN [seq] ELSE [] END AS sources,
-                op = 'retract' AS retracted, 0 AS _part, seq AS _o
-            FROM w WHERE op <> 'add'
+            SELECT _user, key{names}, valid_from, _ts AS valid_to,
+                list_filter(_before, lambda _x: _x >= _life_start)
+                    || CASE WHEN _op = 'retract' THEN [_seq] ELSE [] END AS sources,
+                _op = 'retract' AS retracted, 0 AS _part, _seq AS _o
+            FROM w WHERE _op <> 'add'
             UNION ALL
             FROM current)
         ORDER BY _user, _part, _o"""
