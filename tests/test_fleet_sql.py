@@ -375,6 +375,50 @@ def test_magics(shell: Any, fleet: tuple[Path, Path], fsql: FleetSql, tmp_path: 
         assert says in str(failed.error_in_exec) and "\n" not in str(failed.error_in_exec)
 
 
+def test_magic_fleet_run(shell: Any, fleet: tuple[Path, Path], tmp_path: Path) -> None:
+    """``%uac fleet run`` calls fleet.run (real worker processes) and returns its summary rows;
+    each user's answer is the one their own eval gives."""
+    from IPython.core.error import UsageError
+
+    db, _ = fleet
+    users = USERS[1:3]
+    root = tmp_path / "run fleet"
+    export(db, root, users)
+    expr = "sorted(n.key for n in user.all('Note'))"
+    result = shell.run_cell(f'%uac fleet run --jobs 1 --retries=0 "{root}" eval {expr}')
+    result.raise_error()
+    rows = result.result.records()
+    assert [(r["user_id"], r["status"]) for r in rows] == [(u, "ok") for u in sorted(users)]
+    for row in rows:
+        wb = Workbench(db, user=row["user_id"], read_only=True)
+        try:
+            assert json.loads(row["value"]) == wb.eval(expr)
+        finally:
+            wb.close()
+    failed = shell.run_cell(f'%uac fleet run --jobz 1 "{root}" eval 1')
+    assert isinstance(failed.error_in_exec, UsageError)
+    assert "unknown option --jobz" in str(failed.error_in_exec)
+
+
+def test_run_line_parsing() -> None:
+    from uac_kernel._fleet_magic import parse_run
+
+    assert parse_run("--engine ray --jobs=3 --users a,b 'my dir' eval len(user.all('T')) > 2") == (
+        "my dir",
+        "eval",
+        ("len(user.all('T')) > 2",),
+        {"engine": "ray", "jobs": 3, "users": ["a", "b"]},
+    )
+    assert parse_run("d call mod:fn 'two words' x") == (
+        "d",
+        "call",
+        ("mod:fn", "two words", "x"),
+        {},
+    )
+    with pytest.raises(FleetError, match="--jobs 'x' is not a number"):
+        parse_run("--jobs x d eval 1")
+
+
 def test_marimo(fleet: tuple[Path, Path]) -> None:
     pytest.importorskip("marimo")
     import marimo as mo

@@ -922,13 +922,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
     )
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
-    fleet = sub.add_parser(
-        "fleet",
-        help="many users at once: a fleet directory of per-user Parquet partitions",
-        description="many users at once: a fleet directory of per-user Parquet partitions",
-    )
-    fleet_sub = fleet.add_subparsers(dest="fleet", required=True, metavar="FLEET_COMMAND")
-    add_fleet_queries(fleet_sub)
     p = add(
         "constrain",  # `uac constraint` too, as the notebook's `%%uac constraint`
         cmd_constrain,
@@ -1117,6 +1110,7 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--users", default=None, metavar="A,B", help="only these users")
     who.add_argument("--limit", type=POSITIVE, default=None, help="only the first N users")
     model_options(p)
+    add_fleet_queries(fleet_sub)  # sql, summary
     p = add("calls", cmd_calls, "model calls and tokens per purpose (the cost ledger)")
     p.add_argument("--limit", type=COUNT, default=20)
     p.add_argument("--all-users", action="store_true")
