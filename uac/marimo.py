@@ -11,6 +11,7 @@ from uac_kernel.marimo import (
     constraints_table,
     diff_view,
     evaluate,
+    fleet,
     log_browser,
     state_explorer,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "constraints_table",
     "diff_view",
     "evaluate",
+    "fleet",
     "log_browser",
     "state_explorer",
 ]

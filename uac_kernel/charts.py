@@ -36,6 +36,7 @@ from uac_kernel.errors import QueryError
 from uac_kernel.sqlview import SqlResult
 
 if TYPE_CHECKING:
+    from uac_kernel.fleetsql import FleetSummary
     from uac_kernel.workbench import Workbench
 
 __all__ = [
@@ -44,6 +45,9 @@ __all__ = [
     "alerts_timeline",
     "enable_offline",
     "events_over_time",
+    "fleet_alerts_chart",
+    "fleet_charts",
+    "fleet_events_chart",
     "records_over_time",
     "result_chart",
     "save_chart",
@@ -586,6 +590,47 @@ def result_chart(value: object, title: str = "") -> alt.Chart:
         else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
     )
     raise QueryError(f"cannot chart {what}: chart {_SHAPES}")
+
+
+# -- a fleet ---------------------------------------------------------------------------------
+
+
+def fleet_alerts_chart(summary: FleetSummary) -> alt.Chart:
+    """A fleet directory's standing alerts per rule (bars), from ``fleetsql.fleet_summary``."""
+    rules = [{"rule": rule, "alerts": n} for rule, n in summary.alerts_by_rule.items()]
+    return (
+        alt.Chart(_data(rules), title=_title("Standing alerts per rule"))
+        .mark_bar()
+        .encode(
+            x=alt.X("alerts:Q", title="alerts", axis=_COUNT_AXIS),
+            y=alt.Y("rule:N", sort="-x", title=None),
+            tooltip=["rule:N", "alerts:Q"],
+        )
+        .properties(width=_WIDTH // 2, height=_HEIGHT)
+    )
+
+
+def fleet_events_chart(summary: FleetSummary) -> alt.Chart:
+    """How many events a fleet directory's users have (a histogram of users)."""
+    users = [{"user_id": u, "events": n} for u, n in summary.events_per_user]
+    return (
+        alt.Chart(_data(users), title=_title("Events per user", f"{summary.users:,} users"))
+        .mark_bar()
+        .encode(
+            x=alt.X("events:Q", bin=alt.Bin(maxbins=30), title="events"),
+            y=alt.Y("count():Q", title="users", axis=_COUNT_AXIS),
+            tooltip=[
+                alt.Tooltip("events:Q", bin=alt.Bin(maxbins=30), title="events"),
+                alt.Tooltip("count():Q", title="users"),
+            ],
+        )
+        .properties(width=_WIDTH // 2, height=_HEIGHT)
+    )
+
+
+def fleet_charts(summary: FleetSummary) -> alt.HConcatChart:
+    """The fleet's alerts per rule beside its events per user."""
+    return alt.hconcat(fleet_alerts_chart(summary), fleet_events_chart(summary))
 
 
 # -- display and files -----------------------------------------------------------------------

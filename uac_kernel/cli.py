@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from uac_kernel._display import plural, printable
+from uac_kernel._fleet_cli import add_fleet_queries
 from uac_kernel.adapters import FORMATS, read_histories
 from uac_kernel.errors import CommandLineError, UacError
 
 if TYPE_CHECKING:
     from uac_kernel.extract import ExtractionReport
+    from uac_kernel.sqlview import SqlResult
     from uac_kernel.store import Store
     from uac_kernel.workbench import IngestReport, Workbench
 
@@ -294,10 +296,16 @@ def _tsv(columns: list[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
 
 
 def cmd_sql(args: argparse.Namespace) -> None:
-    from uac_kernel._display import TERMINAL_BUDGET
-
     with _open(args, read_only=True) as wb:
         result = wb.sql(args.query, timeout=args.timeout)
+    print_result(result, args)
+
+
+def print_result(result: SqlResult, args: argparse.Namespace) -> None:
+    """A query's rows as `uac sql` prints them: TSV cut at the terminal budget, or whole into
+    ``args.out``; JSON with ``args.json``."""
+    from uac_kernel._display import TERMINAL_BUDGET
+
     if args.json:
         _print_json(result.records(), args.out)
         return
@@ -1102,6 +1110,7 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--users", default=None, metavar="A,B", help="only these users")
     who.add_argument("--limit", type=POSITIVE, default=None, help="only the first N users")
     model_options(p)
+    add_fleet_queries(fleet_sub)  # sql, summary
     p = add("calls", cmd_calls, "model calls and tokens per purpose (the cost ledger)")
     p.add_argument("--limit", type=COUNT, default=20)
     p.add_argument("--all-users", action="store_true")

@@ -34,6 +34,7 @@ from traitlets import Bool, Float, Int, Unicode, default, observe
 
 from uac_kernel._askline import ask_line
 from uac_kernel._display import clip_json, clipped, did_you_mean, plural, printable, shorten, show
+from uac_kernel._fleet_magic import first_word
 from uac_kernel._imports import import_on_fresh_stack
 from uac_kernel._summary import summary
 from uac_kernel.ask import Answer
@@ -721,21 +722,100 @@ class UacMagics(Magics):
     def cmd_sql(self, rest: str, cell: str | None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``); returns the
         ``SqlResult``, shown as a table of ``displaylimit`` rows. ``%%uac sql`` takes the body."""
-        timeout = self.sql_timeout
-        # `--timeout S` leads the line; the rest (or the cell body) is the query, as written.
-        match = re.match(r"\s*--timeout[ =](\S+)\s*", rest)
-        if match:
-            try:
-                timeout = float(match.group(1))
-            except ValueError:
-                raise UsageError(
-                    f"--timeout {match.group(1)!r}: give a number of seconds"
-                ) from None
-            rest = rest[match.end() :]
+        timeout, rest = self._timeout_option(rest)
         query = (cell if cell is not None else rest).strip()
         if not query:
             raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
         return self._wb(read=True).sql(query, timeout=timeout)
+
+    def _timeout_option(self, rest: str) -> tuple[float, str]:
+        """A leading `--timeout S` (else ``sql_timeout``) and the rest of the line as written."""
+        match = re.match(r"\s*--timeout[ =](\S+)\s*", rest)
+        if not match:
+            return self.sql_timeout, rest
+        try:
+            return float(match.group(1)), rest[match.end() :]
+        except ValueError:
+            raise UsageError(f"--timeout {match.group(1)!r}: give a number of seconds") from None
+
+    @subcommand("fleet", cell=True)
+    @magic_arguments(name="uac fleet")
+    @argument("words", nargs="*", help="DIR, sql [--timeout S] DIR QUERY, or run ... DIR JOB")
+    def cmd_fleet(self, rest: str, cell: str | None) -> Any:
+        """Many users at once, over a fleet directory (``uac export``): ``%uac fleet DIR``
+        shows its summary with charts of the standing alerts per rule and the events per user;
+        ``%uac fleet sql [--timeout S] DIR SELECT ...`` runs one read-only query across its
+        users (tables ``users``, ``alerts``, ``events`` and one per record type, ``user_id``
+        first) and returns the ``SqlResult``; ``%%uac fleet sql DIR`` takes the query as the
+        body. ``%uac fleet run [--engine local|ray] [--jobs N] [--users A,B | --limit N] DIR
+        JOB [ARG ...]`` runs a job for every user (as ``uac fleet run``; ``eval``, ``ask`` and
+        ``bench`` take the rest of the line as written) with a progress bar and returns the
+        run's summary rows. A path with spaces goes in quotes."""
+        word, tail = first_word(rest)
+        if word == "sql":  # a directory named sql: %uac fleet ./sql
+            return self._fleet_sql(tail, cell)
+        if word == "run":
+            return self._fleet_run(tail, cell)
+        if not word:
+            raise UsageError(
+                "usage: %uac fleet DIR, %uac fleet sql DIR QUERY, or %uac fleet run DIR JOB ..."
+            )
+        if tail.strip() or cell is not None:
+            raise UsageError(f"`%uac fleet DIR` takes only the directory; got {tail.strip()!r}")
+        return self._fleet_summary(word)
+
+    def _fleet_sql(self, rest: str, cell: str | None) -> SqlResult:
+        from uac_kernel.fleetsql import fleet_sql
+
+        timeout, rest = self._timeout_option(rest)
+        root, query = first_word(rest)
+        query = (cell if cell is not None else query).strip()
+        if not root or not query:
+            raise UsageError(
+                "usage: %uac fleet sql DIR QUERY, or %%uac fleet sql DIR with the query as the body"
+            )
+        return fleet_sql(root, query, timeout=timeout)
+
+    def _fleet_run(self, rest: str, cell: str | None) -> SqlResult:
+        from uac_kernel._fleet_magic import run_with_progress
+        from uac_kernel.fleet import SUMMARY_COLUMNS
+
+        if cell is not None:
+            raise UsageError("`%%uac fleet run` takes no cell body; use the line magic")
+        report = run_with_progress(rest, self._model_settings())
+        print(report.summary())
+        columns = [name for name, _ in SUMMARY_COLUMNS]
+        table = SqlResult(columns, [tuple(r[c] for c in columns) for r in report.rows])
+        failed = [r for r in report.rows if r["status"] != "ok"]
+        if failed:
+            display(table)
+            raise UsageError(
+                f"{plural(len(failed), 'user')} failed (the error column says why); fix it and "
+                "run the same line again: the users done are skipped"
+            )
+        return table
+
+    def _fleet_summary(self, root: str) -> Any:
+        from uac_kernel._fleet_face import summary_html, summary_lines
+        from uac_kernel.fleetsql import fleet_summary
+
+        summary = fleet_summary(root)
+        display(
+            {"text/plain": "\n".join(summary_lines(summary)), "text/html": summary_html(summary)},
+            raw=True,
+        )
+        try:
+            import_on_fresh_stack("uac_kernel.charts")
+            from uac_kernel import charts
+        except ImportError as exc:
+            print(
+                f"(charts need altair and vl-convert: {exc}; pip install altair vl-convert-python)"
+            )
+            return None
+        if not self._charts_ready:
+            charts.enable_offline()
+            self._charts_ready = True
+        return charts.fleet_charts(summary)
 
     @subcommand("ask", cell=True)
     @magic_arguments(name="uac ask")

@@ -13,6 +13,8 @@ show, as functions of an open ``Workbench``:
 ``%uac sql``                       ``wb.sql(query)`` (a plain engine call)
 ``%%uac constraint [--key K]``     ``constrain(wb, text, key=K)`` (keys and view)
 ``%uac constraints``               ``constraints_table(wb)``
+``%uac fleet DIR``                 ``fleet(dir)`` (summary and charts of many users)
+``%uac fleet sql DIR QUERY``       ``fleetsql.fleet_sql(dir, query)`` (an engine call)
 =================================  ==================================================
 
 Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import html
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from uac_kernel._extras import require
@@ -48,6 +51,7 @@ __all__ = [
     "constraints_table",
     "diff_view",
     "evaluate",
+    "fleet",
     "log_browser",
     "state_explorer",
 ]
@@ -200,3 +204,26 @@ def chart(
     else:
         drawn = charts.alerts_timeline(wb)
     return mo.ui.altair_chart(drawn)
+
+
+def fleet(root: str | Path) -> Any:
+    """A fleet directory (``%uac fleet DIR``): its summary (users, events, facts, model calls,
+    standing alerts per rule) above ``mo.ui.altair_chart`` charts of the alerts per rule and
+    the events per user, in one ``mo.vstack``."""
+    from uac_kernel import charts
+    from uac_kernel._fleet_face import summary_html
+    from uac_kernel.fleetsql import fleet_summary
+
+    mo = _marimo()
+    summary = fleet_summary(root)
+    return mo.vstack(
+        [
+            mo.Html(summary_html(summary)),
+            mo.hstack(
+                [
+                    mo.ui.altair_chart(charts.fleet_alerts_chart(summary)),
+                    mo.ui.altair_chart(charts.fleet_events_chart(summary)),
+                ]
+            ),
+        ]
+    )

@@ -1,12 +1,15 @@
-"""The SQL view's tables built by SQL over the user's log, in the store's DuckDB.
+"""The SQL view's tables built by SQL over a log: one user's in the store's DuckDB (``uac sql``),
+or every user's of a fleet directory (``fleetsql``), by the same statements.
 
-For each record type a cursor of the store's connection folds the user's fact events (up to the
-state's ``seq``, erased ones left out, as the fold reads them) into the rows of ``<T>`` and
+For each record type a cursor folds each user's fact events (for ``uac sql`` up to the state's
+``seq``, erased ones left out, as the fold reads them) into the rows of ``<T>`` and
 ``<T>_history``: per key, the latest life (from its last ``add``), each field the value of the
 latest event that gave it (``arg_max_null``, so an explicit null by an update clears it while a
 field left out keeps its value), and window functions for the version each update or retract
-ended. Rows are in the fold's order: current ones by the add that began their life, ended ones
-by the event that ended them, then the current ones.
+ended. Every window and group is per (``user_id``, ``key``), so users never mix and one user's
+rows are the same whichever other users the log holds. Rows are per user (``user_id`` order),
+each user's in the fold's order: ended versions by the event that ended them, then the current
+ones by the add that began their life.
 
 The tables are written to a DuckDB file in the view's private directory, which the view's own
 database (``SqlView``, external access off but for that directory) copies and then deletes:
@@ -20,12 +23,17 @@ from the values in the log, as the Python build makes it from the versions' valu
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 import duckdb
 
 from uac_kernel.sqlview import sql_type
 
-__all__ = ["build_types"]
+__all__ = ["MIXED", "build_type", "build_types", "load_facts"]
+
+# The field type of a field whose type differs between users (fleetsql): a VARCHAR column holding
+# a string as it is and any other value as its JSON text.
+MIXED = "mixed"
 
 _FACTS = "uac_build_facts"
 _EVENTS = "uac_build_events"
@@ -47,15 +55,12 @@ def build_types(
     last (``valid_to`` NULL). Return each type's columns (field, SQL type)."""
     cur = con.cursor()
     try:
-        # One parse of each payload for its type, key and op.
-        cur.execute(
-            f"CREATE OR REPLACE TEMP TABLE {_FACTS} AS "
-            "SELECT seq, ts, payload, h[1] AS type, h[2] AS key, h[3] AS op FROM ("
-            "SELECT seq, ts, payload, "
-            "json_extract_string(payload, ['$.type', '$.key', '$.op']) AS h FROM events "
-            "WHERE user_id = ? AND kind = 'fact' AND seq <= ? AND salt <> '') "
-            "WHERE type IN (SELECT unnest(?))",
-            [user, upto_seq, list(types)],
+        load_facts(
+            cur,
+            "SELECT seq, ts, user_id, payload FROM events "
+            "WHERE user_id = ? AND kind = 'fact' AND seq <= ? AND salt <> ''",
+            [user, upto_seq],
+            list(types),
         )
         # Attached to the store's database instance, which other workbenches of this process
         # may share: a name of its own.
@@ -63,13 +68,30 @@ def build_types(
         cur.execute(f"ATTACH '{_quote(path)}' AS {out} (READ_WRITE)")
         try:
             return {
-                name: _build(cur, out, i, name, fields)
+                # A field may be named user_id: the user column gets a name no field can have.
+                name: build_type(cur, f'{out}."h{i}"', name, fields, user_column="_user")
                 for i, (name, fields) in enumerate(types.items())
             }
         finally:
             cur.execute(f"DETACH {out}")
     finally:
         cur.close()  # its temp tables go with it
+
+
+def load_facts(
+    cur: duckdb.DuckDBPyConnection, events: str, params: list[Any], types: list[str]
+) -> None:
+    """Parse once, into a temp table of ``cur``, the type, key and op of the fact events that
+    the query ``events`` (columns seq, ts, user_id, payload; parameters ``params``) selects,
+    keeping those of ``types``."""
+    cur.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_FACTS} AS "
+        "SELECT seq, ts, _user, payload, h[1] AS type, h[2] AS key, h[3] AS op FROM ("
+        "SELECT seq, ts, user_id AS _user, payload, "
+        f"json_extract_string(payload, ['$.type', '$.key', '$.op']) AS h FROM ({events})) "
+        "WHERE type IN (SELECT unnest(?))",
+        [*params, types],
+    )
 
 
 def _quote(text: str) -> str:
@@ -86,6 +108,8 @@ def _timestamp(text: str) -> str:
 
 def _value(x: str, ftype: str, column: str) -> str:
     """The SQL expression of JSON value ``x`` of a field of ``ftype`` as type ``column``."""
+    if ftype == MIXED:
+        return f"({x}->>'$')"
     if ftype == "datetime":
         return _timestamp(f"({x}->>'$')")
     if ftype == "list[datetime]":
@@ -138,64 +162,81 @@ def _extract(fields: list[str]) -> str:
     return "json_extract(payload, [{}])".format(", ".join(f"'$.fields.\"{f}\"'" for f in fields))
 
 
-def _build(
-    cur: duckdb.DuckDBPyConnection, out: str, i: int, name: str, fields: dict[str, str]
+def build_type(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    name: str,
+    fields: dict[str, str],
+    *,
+    columns: dict[str, str] | None = None,
+    user_column: str = "user_id",
 ) -> list[tuple[str, str]]:
+    """Create ``table`` (a quoted, maybe qualified name) from the loaded facts of type ``name``:
+    its history, the user column ``user_column`` first, the current records last (``valid_to``
+    NULL); a field's column is named ``columns[field]`` (default: the field's name,
+    lower_snake_case and so safe in quotes). Return its field columns (field, SQL type)."""
     ints = _int_columns(cur, name, fields)
-    columns = [(f, ints.get(f) or sql_type(t)) for f, t in fields.items()]
-    # Per field n: whether the event sets it (s<n>) and to what (v<n>, typed). An add sets every
-    # field, to null when it leaves it out: a record's new life starts blank, never with the
-    # values of the life a retract ended, so a key needs no partition per life.
+    named = columns or {}
+    field_columns = [
+        (f, ints.get(f) or ("VARCHAR" if t == MIXED else sql_type(t))) for f, t in fields.items()
+    ]
+    # Per field n: whether the event sets it (_s<n>) and to what (_v<n>, typed). An add sets
+    # every field, to null when it leaves it out: a record's new life starts blank, never with
+    # the values of the life a retract ended, so a key needs no partition per life. Working
+    # names start with '_', which no field's does: a field may be named seq, op or before.
     typed = "".join(
-        f", op = 'add' OR v[{n + 1}] IS NOT NULL AS \"s{n}\", "
-        f'{_value(f"v[{n + 1}]", fields[f], col)} AS "v{n}"'
-        for n, (f, col) in enumerate(columns)
+        f", op = 'add' OR v[{n + 1}] IS NOT NULL AS _s{n}, "
+        f"{_value(f'v[{n + 1}]', fields[f], col)} AS _v{n}"
+        for n, (f, col) in enumerate(field_columns)
     )
     cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS SELECT seq, ts, key, op{typed} FROM "
-        f"(SELECT seq, ts, key, op{', ' + _extract(list(fields)) + ' AS v' if fields else ''} "
+        f"CREATE OR REPLACE TEMP TABLE {_EVENTS} AS "
+        f"SELECT seq AS _seq, ts AS _ts, _user, key, op AS _op{typed} FROM "
+        f"(SELECT seq, ts, _user, key, op{', ' + _extract(list(fields)) + ' AS v' if fields else ''} "
         f"FROM {_FACTS} WHERE type = ?)",
         [name],
     )
     latest = "".join(
-        f', arg_max_null("v{n}", seq) FILTER (WHERE "s{n}") AS "{f}"'
-        for n, (f, _) in enumerate(columns)
+        f', arg_max_null(_v{n}, _seq) FILTER (WHERE _s{n}) AS "{named.get(f, f)}"'
+        for n, (f, _) in enumerate(field_columns)
     )
-    names = "".join(f', "{f}"' for f, _ in columns)
+    names = "".join(f', "{named.get(f, f)}"' for f, _ in field_columns)
     # Each ended version: the values before an update or retract; a struct keeps a field set
     # to null by an event apart from a field the event left out.
-    before = "OVER (PARTITION BY key ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    before = "OVER (PARTITION BY _user, key ORDER BY _seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     carried = "".join(
-        f', (last_value(CASE WHEN "s{n}" THEN struct_pack(v := "v{n}") END IGNORE NULLS) '
-        f'{before}).v AS "{f}"'
-        for n, (f, _) in enumerate(columns)
+        f", (last_value(CASE WHEN _s{n} THEN struct_pack(v := _v{n}) END IGNORE NULLS) "
+        f'{before}).v AS "{named.get(f, f)}"'
+        for n, (f, _) in enumerate(field_columns)
     )
     # Only keys with an update or retract have ended versions: the windows see only their events.
     # One table, the history: ended versions, then the current version of each live key (the
     # events of its last life, from its last add), which the view takes as its current table
     # (``valid_to`` NULL), so the rows are built and written once.
     cur.execute(
-        f"""CREATE TABLE {out}."h{i}" AS
-        WITH w AS (SELECT seq, key, op, ts{carried},
-            lag(ts) OVER (PARTITION BY key ORDER BY seq) AS valid_from,
-            max(CASE WHEN op = 'add' THEN seq END) OVER (PARTITION BY key ORDER BY seq) AS life_start,
-            list(seq) {before} AS before FROM {_EVENTS}
-            WHERE key IN (SELECT key FROM {_EVENTS} WHERE op <> 'add')),
-        life AS (SELECT key, max(seq) FILTER (WHERE op = 'add') AS start
-            FROM {_EVENTS} GROUP BY key),
-        current AS (SELECT key{latest}, arg_max(ts, seq) AS valid_from,
-            NULL::TIMESTAMP AS valid_to, list(seq ORDER BY seq) AS sources, false AS retracted,
-            1 AS _part, min(seq) AS _o
-            FROM {_EVENTS} JOIN life USING (key) WHERE seq >= start
-            GROUP BY key HAVING bool_and(op <> 'retract'))
-        SELECT key{names}, valid_from, valid_to, sources, retracted FROM (
-            SELECT key{names}, valid_from, ts AS valid_to,
-                list_filter(before, lambda x: x >= life_start)
-                    || CASE WHEN op = 'retract' THEN [seq] ELSE [] END AS sources,
-                op = 'retract' AS retracted, 0 AS _part, seq AS _o
-            FROM w WHERE op <> 'add'
+        f"""CREATE TABLE {table} AS
+        WITH w AS (SELECT _seq, _user, key, _op, _ts{carried},
+            lag(_ts) OVER (PARTITION BY _user, key ORDER BY _seq) AS valid_from,
+            max(CASE WHEN _op = 'add' THEN _seq END)
+                OVER (PARTITION BY _user, key ORDER BY _seq) AS _life_start,
+            list(_seq) {before} AS _before FROM {_EVENTS}
+            WHERE (_user, key) IN (SELECT (_user, key) FROM {_EVENTS} WHERE _op <> 'add')),
+        life AS (SELECT _user, key, max(_seq) FILTER (WHERE _op = 'add') AS _start
+            FROM {_EVENTS} GROUP BY _user, key),
+        current AS (SELECT _user, key{latest}, arg_max(_ts, _seq) AS valid_from,
+            NULL::TIMESTAMP AS valid_to, list(_seq ORDER BY _seq) AS sources, false AS retracted,
+            1 AS _part, min(_seq) AS _o
+            FROM {_EVENTS} JOIN life USING (_user, key) WHERE _seq >= _start
+            GROUP BY _user, key HAVING bool_and(_op <> 'retract'))
+        SELECT _user AS "{user_column}", key{names}, valid_from, valid_to, sources, retracted
+        FROM (
+            SELECT _user, key{names}, valid_from, _ts AS valid_to,
+                list_filter(_before, lambda _x: _x >= _life_start)
+                    || CASE WHEN _op = 'retract' THEN [_seq] ELSE [] END AS sources,
+                _op = 'retract' AS retracted, 0 AS _part, _seq AS _o
+            FROM w WHERE _op <> 'add'
             UNION ALL
             FROM current)
-        ORDER BY _part, _o"""
+        ORDER BY _user, _part, _o"""
     )
-    return columns
+    return field_columns

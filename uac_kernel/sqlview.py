@@ -68,6 +68,7 @@ __all__ = [
     "check_read_only",
     "default_memory_mb",
     "default_threads",
+    "run_read_only",
     "table_names",
 ]
 
@@ -147,15 +148,18 @@ def default_threads() -> int:
     return int(_env_number("UAC_SQL_THREADS", min(4, max(1, (os.cpu_count() or 2) // 2))))
 
 
-def table_names(type_names: Iterable[str]) -> dict[str, tuple[str, str]]:
+def table_names(
+    type_names: Iterable[str], reserved: Iterable[str] = ()
+) -> dict[str, tuple[str, str]]:
     """Each type's (current, history) table, in the given order (the log's): a name that would
     clash, ignoring case, with one already given or with ``uac_tables`` gets a ``_2``, ``_3``...
-    suffix, so no type hides another and earlier types keep their names as types are added. A
+    suffix (so does one that would clash with a ``reserved`` table name), so no type hides another
+    and earlier types keep their names as types are added. A
     suffixed name is never the name of a type (of any position), so ``FROM Trip_2`` reads type
     ``Trip_2`` and never ``TRIP`` renamed."""
     order = list(type_names)
     types = {t.lower() for t in order}
-    taken = {INDEX_TABLE, CONSTRAINTS_TABLE}
+    taken = {INDEX_TABLE, CONSTRAINTS_TABLE, *(r.lower() for r in reserved)}
     names: dict[str, tuple[str, str]] = {}
     for name in order:
         base, n = name, 1
@@ -300,7 +304,10 @@ class SqlView:
                 try:
                     for i, name in enumerate(built):
                         current, history = names[name]
-                        con.execute(f'CREATE OR REPLACE TABLE "{history}" AS FROM uac_build.h{i}')
+                        con.execute(
+                            f'CREATE OR REPLACE TABLE "{history}" AS '
+                            f"SELECT * EXCLUDE (_user) FROM uac_build.h{i}"
+                        )
                         con.execute(
                             f'CREATE OR REPLACE TABLE "{current}" AS SELECT * EXCLUDE (retracted) '
                             f'FROM "{history}" WHERE valid_to IS NULL'
@@ -386,51 +393,71 @@ class SqlView:
                 f"the user's records do not fit in the SQL memory limit of {self.memory_mb} MB; "
                 "raise it with the environment variable UAC_SQL_MEMORY_MB"
             ) from None
-        cur = self.con.cursor()
+        return run_read_only(
+            self.con,
+            sql,
+            timeout=limit,
+            memory_mb=self.memory_mb,
+            hint=f"tables are named after record types, e.g. Trip and Trip_history"
+            f"{self._renamed()}; {INDEX_TABLE} lists them",
+            raise_timeout="sql(..., timeout=S), uac sql --timeout S, %uac sql --timeout S",
+        )
+
+
+def run_read_only(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    *,
+    timeout: float,
+    memory_mb: int,
+    hint: str,
+    raise_timeout: str,
+) -> SqlResult:
+    """Run one read-only query on a cursor of ``con`` (a locked-down database: external access
+    off, configuration locked), interrupted after ``timeout`` seconds and always rolled back.
+    A refused or failed query is a one-line ``QueryError``: ``hint`` follows a failure,
+    ``raise_timeout`` says how to raise the time limit."""
+    cur = con.cursor()
+    try:
+        statements = cur.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(f"SQL failed: {_first_line(exc)}") from None
+    check_read_only(statements)
+    # DuckDB calls `WITH d AS (DELETE ... RETURNING *) SELECT ...` a SELECT too: its parse
+    # tree names a query node of every other kind (DELETE_QUERY_NODE, COPY_QUERY_NODE, ...).
+    tree = cur.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+    writes = sorted(set(_WRITING_NODE.findall(tree[0] if tree else "")))
+    if writes:
+        kinds = ", ".join(w.removesuffix("_QUERY_NODE") for w in writes)
+        raise QueryError(
+            f"only one SELECT/WITH query is allowed, the view is read-only (got {kinds} in a WITH)"
+        )
+    # DuckDB has no statement timeout: a timer interrupts the cursor (only this query's).
+    timer = threading.Timer(timeout, cur.interrupt)
+    timer.daemon = True
+    try:
+        cur.begin()  # always rolled back: whatever a query might change does not stay
         try:
-            statements = cur.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise QueryError(f"SQL failed: {_first_line(exc)}") from None
-        check_read_only(statements)
-        # DuckDB calls `WITH d AS (DELETE ... RETURNING *) SELECT ...` a SELECT too: its parse
-        # tree names a query node of every other kind (DELETE_QUERY_NODE, COPY_QUERY_NODE, ...).
-        tree = cur.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
-        writes = sorted(set(_WRITING_NODE.findall(tree[0] if tree else "")))
-        if writes:
-            kinds = ", ".join(w.removesuffix("_QUERY_NODE") for w in writes)
-            raise QueryError(
-                f"only one SELECT/WITH query is allowed, the view is read-only (got {kinds} in a WITH)"
-            )
-        # DuckDB has no statement timeout: a timer interrupts the cursor (only this query's).
-        timer = threading.Timer(limit, cur.interrupt)
-        timer.daemon = True
-        try:
-            cur.begin()  # always rolled back: whatever a query might change does not stay
-            try:
-                timer.start()
-                cur.execute(statements[0])
-                columns = [d[0] for d in cur.description or []]
-                return SqlResult(columns, cur.fetchall() if columns else [])
-            finally:
-                timer.cancel()
-                cur.rollback()
-        except duckdb.InterruptException:
-            raise QueryError(
-                f"the query ran past the SQL time limit of {limit:g} s and was stopped; narrow "
-                "it (filter, aggregate, LIMIT) or raise the limit: sql(..., timeout=S), "
-                "uac sql --timeout S, %uac sql --timeout S"
-            ) from None
-        except duckdb.OutOfMemoryException:
-            raise QueryError(
-                f"the query needed more than the SQL memory limit of {self.memory_mb} MB and was "
-                "stopped; narrow it (filter, aggregate, LIMIT) or raise the limit with the "
-                "environment variable UAC_SQL_MEMORY_MB"
-            ) from None
-        except duckdb.Error as exc:
-            raise QueryError(
-                f"SQL failed: {_first_line(exc)}; tables are named after record types, e.g. Trip and"
-                f" Trip_history{self._renamed()}; {INDEX_TABLE} lists them"
-            ) from None
+            timer.start()
+            cur.execute(statements[0])
+            columns = [d[0] for d in cur.description or []]
+            return SqlResult(columns, cur.fetchall() if columns else [])
+        finally:
+            timer.cancel()
+            cur.rollback()
+    except duckdb.InterruptException:
+        raise QueryError(
+            f"the query ran past the SQL time limit of {timeout:g} s and was stopped; narrow "
+            f"it (filter, aggregate, LIMIT) or raise the limit: {raise_timeout}"
+        ) from None
+    except duckdb.OutOfMemoryException:
+        raise QueryError(
+            f"the query needed more than the SQL memory limit of {memory_mb} MB and was "
+            "stopped; narrow it (filter, aggregate, LIMIT) or raise the limit with the "
+            "environment variable UAC_SQL_MEMORY_MB"
+        ) from None
+    except duckdb.Error as exc:
+        raise QueryError(f"SQL failed: {_first_line(exc)}; {hint}") from None
 
 
 def _first_line(exc: duckdb.Error) -> str:
