@@ -12,6 +12,9 @@ __all__ = [
     "ConstraintError",
     "EditConflict",
     "EventError",
+    "FleetConflict",
+    "FleetDiverged",
+    "FleetError",
     "FoldError",
     "MissingExtra",
     "ModelError",
@@ -177,6 +180,21 @@ class ConstraintError(UacError):
         super().__init__(message)
         self.field = field
         self.reason = reason or message
+
+
+class FleetError(UacError):
+    """A fleet directory (``uac export``) is missing, damaged, or cannot take a write; the
+    message names the directory or user and what to do."""
+
+
+class FleetConflict(FleetError):
+    """Another writer committed the same user's partition at the same time; rerunning commits
+    on top of what it wrote."""
+
+
+class FleetDiverged(FleetError):
+    """A user's chain in a store and in a fleet directory do not extend one another (one was
+    rewritten, or they grew apart); nothing of that user was written."""
 
 
 class SnapshotIgnored(UserWarning):
