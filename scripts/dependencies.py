@@ -58,11 +58,12 @@ WHY: dict[str, str] = {
     "playwright": "Drives the system's Chromium in the browser test (`tests/test_browser.py`); its own browser download is never used.",
     "pydantic": "Typed records, the model's structured answers and the rules' findings (`uac_kernel.records`, `uac_kernel.extract`, `uac_kernel.ask`).",
     "pytest": "The test runner.",
+    "ray": "Runs `uac fleet run --engine ray`: one Ray Core task per user and the model-call budget as a named actor, on a local instance or a cluster at `RAY_ADDRESS` (`uac_kernel._engines`).",
     "ruff": "Lint and format checks in `./scripts/test`.",
     "sentence-transformers": "Runs all-MiniLM-L6-v2 for the embedding-retrieval baseline of `uac bench aggregate` (`uac_kernel.bench.aggregate._systems`).",
     "tiktoken": "Counts prompt tokens with cl100k_base in the benchmarks (`uac_kernel.bench.tokens`: `uac bench aggregate`, `bench/prompt_scale.py`, `bench/scale.py`).",
     "pyyaml": "Constraint files and `%%uac constraint` cells written in YAML (`uac_kernel.constraints.files`), read with `safe_load` semantics and no aliases.",
-    "tqdm": "Progress bars for long ingests, the demo's replay and the benchmarks (`uac_kernel.workbench`, `uac_kernel.demo_run`).",
+    "tqdm": "Progress bars for long ingests, the demo's replay, fleet runs and the benchmarks (`uac_kernel.workbench`, `uac_kernel.demo_run`, `uac_kernel.fleet`).",
     "vl-convert-python": "Renders charts to SVG/PNG and bundles Vega's JavaScript so charts draw offline (`uac_kernel.charts`, `uac_kernel._vega_bundle`).",
 }
 

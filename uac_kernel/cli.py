@@ -502,6 +502,43 @@ def cmd_ask(args: argparse.Namespace) -> None:
         print(f"  said {u['ts']:%Y-%m-%d} {printable(said)}")
 
 
+def cmd_fleet_run(args: argparse.Namespace) -> None:
+    from uac_kernel.fleet import MODEL_JOBS, Job, run
+
+    model = None
+    if args.job in MODEL_JOBS or args.model or args.base_url or args.offline:
+        from uac_kernel.model import ModelSettings
+
+        model = ModelSettings.resolve(
+            model=args.model,
+            base_url=args.base_url,
+            offline=True if args.offline else None,
+            spelled=MODEL_FLAGS,
+        )
+    users = [u for u in args.users.split(",") if u] if args.users is not None else None
+    report = run(
+        args.dir,
+        Job(args.job, tuple(args.args)),
+        engine=args.engine,
+        jobs=args.jobs,
+        concurrency=args.concurrency,
+        rate=args.rate,
+        retries=args.retries,
+        users=users,
+        limit=args.limit,
+        model=model,
+    )
+    print(printable(report.summary()))
+    failed = [r for r in report.rows if r["status"] != "ok"]
+    for row in failed:
+        print(f"  failed {printable(row['user_id'])}: {printable(row['error'] or '')}")
+    if failed:
+        raise UacError(
+            f"{plural(len(failed), 'user')} failed; fix what each line says and run the same "
+            "command again: users with a result are skipped"
+        )
+
+
 def cmd_calls(args: argparse.Namespace) -> None:
     from uac_kernel.model import call_totals, list_calls
     from uac_kernel.users import resolve_user
@@ -739,6 +776,19 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _per_second(text: str) -> float:
+    """An argparse type: a positive, finite number (of calls per second)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number per second, got {text!r}")
+    return value
+
+
+# `uac fleet run`'s jobs (uac_kernel.fleet.JOBS, named here so `uac --help` loads no engine)
+FLEET_JOBS = ("ingest", "extract", "checkpoint", "alerts", "eval", "ask", "bench", "call")
 COUNT = _whole(0)  # a limit or a seq: 0 or more
 POSITIVE = _whole(1)  # a version, a batch size, a size: 1 or more
 
@@ -965,6 +1015,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--judge-model", default=None, help="the judge's model (default: --model)")
 
+    fleet = sub.add_parser(
+        "fleet", help="many users in a fleet directory (uac export)", description="fleets"
+    )
+    fleet_sub = fleet.add_subparsers(dest="fleet", required=True, metavar="FLEET")
+    p = fleet_sub.add_parser(
+        "run",
+        help="run a job for every user of a fleet, one task per user (local processes or Ray)",
+        description="Run JOB for every user of the fleet DIR: ingest SRC, extract, checkpoint, "
+        "alerts, eval EXPR, ask QUESTION, bench [EXPR], call MODULE:FUNCTION [ARG ...]. Each "
+        "user's work is committed to their partition as one commit, then their result is "
+        "written to DIR/runs/RUN/results; a rerun skips users with a result.",
+    )
+    p.set_defaults(func=cmd_fleet_run)
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("job", metavar="JOB", choices=FLEET_JOBS)
+    p.add_argument("args", nargs="*", metavar="ARG", help="the job's arguments")
+    p.add_argument("--engine", choices=("local", "ray"), default="local")
+    p.add_argument("--jobs", type=POSITIVE, default=2, help="workers (default 2)")
+    p.add_argument(
+        "--concurrency", type=POSITIVE, default=8, help="model calls in flight (default 8)"
+    )
+    p.add_argument(
+        "--rate", type=_per_second, default=None, help="model calls per second (default: any)"
+    )
+    p.add_argument("--retries", type=COUNT, default=2, help="tries again per task (default 2)")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--users", default=None, metavar="A,B", help="only these users")
+    who.add_argument("--limit", type=POSITIVE, default=None, help="only the first N users")
+    model_options(p)
     p = add("calls", cmd_calls, "model calls and tokens per purpose (the cost ledger)")
     p.add_argument("--limit", type=COUNT, default=20)
     p.add_argument("--all-users", action="store_true")

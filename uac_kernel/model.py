@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -30,6 +30,7 @@ from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
 from uac_kernel.store import Store
 
 __all__ = [
+    "Budget",
     "CallSummary",
     "ModelClient",
     "ModelReply",
@@ -140,12 +141,26 @@ def request_key(model: str, messages: Sequence[dict[str, Any]], schema: type[Bas
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-class ModelClient:
-    """Structured calls to one model, recorded in (and replayed from) one store."""
+class Budget(Protocol):
+    """Model calls in flight (and per second) shared by many processes: ``uac fleet run``'s
+    ``--concurrency`` and ``--rate``. ``acquire`` blocks until a call may be sent."""
 
-    def __init__(self, store: Store, settings: ModelSettings):
+    def acquire(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+class ModelClient:
+    """Structured calls to one model, recorded in (and replayed from) one store.
+
+    With a ``budget``, every HTTP request — each retry after a 429 or a 5xx too — takes it
+    first and gives it back once the response is read.
+    """
+
+    def __init__(self, store: Store, settings: ModelSettings, budget: Budget | None = None):
         self.store = store
         self.settings = settings
+        self.budget = budget
 
     def structured(
         self,
@@ -271,6 +286,7 @@ class ModelClient:
         import openai
 
         settings = self.settings
+        budget = self.budget
 
         async def call() -> Any:
             # The client retries 429s, 5xx, timeouts and dropped connections with backoff.
@@ -281,7 +297,10 @@ class ModelClient:
                 max_retries=settings.max_retries,
                 # An answer comes from the endpoint named, or the call fails: a redirect to
                 # another host would apply that host's answer under this one's name.
-                http_client=openai.DefaultAsyncHttpxClient(follow_redirects=False),
+                http_client=openai.DefaultAsyncHttpxClient(
+                    follow_redirects=False,
+                    **({"transport": _budgeted(budget)} if budget is not None else {}),
+                ),
             ) as client:
                 return await asyncio.wait_for(
                     client.chat.completions.with_raw_response.parse(
@@ -359,6 +378,62 @@ class ModelClient:
             error=error[:2000],
         )
         return call_id
+
+
+def _budgeted(budget: Budget) -> Any:
+    """An HTTP transport that sends each request within ``budget``.
+
+    The transport comes from the HTTP library the openai client is built on (httpx, or httpx2
+    in openai 3), so it is found through the client class rather than imported by name.
+    """
+    import importlib
+
+    import openai
+
+    base = openai.DefaultAsyncHttpxClient.__mro__[1]
+    http = importlib.import_module(base.__module__.partition(".")[0])
+
+    class BudgetedTransport(http.AsyncBaseTransport):  # type: ignore[name-defined]
+        def __init__(self) -> None:
+            self.inner = http.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            await _take(budget)
+            try:
+                response = await self.inner.handle_async_request(request)
+                await response.aread()  # the call is in flight until its body is in
+                return response
+            finally:
+                budget.release()
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return BudgetedTransport()
+
+
+async def _take(budget: Budget) -> None:
+    """``budget.acquire()`` without blocking the event loop. Cancelled while it waits (the
+    call's deadline), the share it then gets is given back at once, so none is lost."""
+    lock = threading.Lock()
+    state = {"held": False, "abandoned": False}
+
+    def acquire() -> None:
+        budget.acquire()
+        with lock:
+            if state["abandoned"]:
+                budget.release()
+            else:
+                state["held"] = True
+
+    try:
+        await asyncio.to_thread(acquire)
+    except asyncio.CancelledError:
+        with lock:
+            state["abandoned"] = True
+            if state["held"]:
+                budget.release()
+        raise
 
 
 def _completion_body(response: Any) -> dict[str, Any] | None:

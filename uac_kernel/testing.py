@@ -32,6 +32,7 @@ class Reply:
     raw_body: str | None = None  # sent as is, e.g. to send a body that is not JSON
     content_type: str = "application/json"
     drip: float = 0.0  # seconds between the bytes of the response, each sent on its own
+    retry_after: float = 0.0  # the Retry-After header of a 429, in seconds
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
@@ -102,7 +103,7 @@ class ChatServer:
                     message = json.dumps(
                         {"error": {"message": f"status {reply.status}", "type": "server_error"}}
                     )
-                    self._send(reply.status, message)
+                    self._send(reply.status, message, reply)
                     return
                 prompt = "".join(str(m.get("content", "")) for m in body.get("messages", []))
                 completion = {
@@ -133,7 +134,7 @@ class ChatServer:
                 )
                 self.send_header("content-length", str(len(data)))
                 if status == 429:
-                    self.send_header("retry-after", "0")
+                    self.send_header("retry-after", f"{reply.retry_after if reply else 0:g}")
                 self.end_headers()
                 # the client may have given up already (a timeout test)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):

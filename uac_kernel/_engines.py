@@ -1,0 +1,203 @@
+"""Where ``uac fleet run``'s tasks run: a local process pool, or Ray Core tasks.
+
+Both take the same task function and items, share one model-call budget between all their
+workers, retry a task whose worker raised or died, and yield each item with its result (or the
+exception of its last attempt) as it finishes. Ray is imported only by ``run_ray``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.managers import BaseManager
+from typing import Any, TypeVar
+
+from uac_kernel.errors import MissingExtra
+from uac_kernel.model import Budget
+
+__all__ = ["ENGINES", "Limiter", "run_local", "run_ray"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+Task = Callable[[T, Budget], R]
+Finished = Iterator[tuple[T, "R | BaseException"]]
+
+ENGINES = ("local", "ray")
+
+
+class Limiter:
+    """At most ``concurrency`` holders at once, and (with ``rate``) at most ``rate`` acquires
+    per second, spaced evenly: a semaphore and a token bucket of depth one, in one object that
+    lives in one process (a manager's, or a Ray actor) and is called from every worker."""
+
+    def __init__(self, concurrency: int, rate: float | None = None) -> None:
+        self._cond = threading.Condition()
+        self._free = concurrency
+        self._gap = 1.0 / rate if rate else 0.0
+        self._next = 0.0
+
+    def acquire(self) -> None:
+        with self._cond:
+            while self._free == 0:
+                self._cond.wait()
+            self._free -= 1
+            now = time.monotonic()
+            at = max(now, self._next)
+            self._next = at + self._gap
+        if at > now:
+            time.sleep(at - now)
+
+    def release(self) -> None:
+        with self._cond:
+            self._free += 1
+            self._cond.notify()
+
+
+class _BudgetManager(BaseManager):
+    """Serves one ``Limiter`` to the pool's workers (each call runs on a thread of its own)."""
+
+
+_BudgetManager.register("Limiter", Limiter)
+
+
+def run_local(
+    fn: Task[T, R],
+    items: Sequence[T],
+    *,
+    jobs: int,
+    retries: int,
+    concurrency: int,
+    rate: float | None,
+) -> Finished[T, R]:
+    """Run ``fn(item, budget)`` for each item in ``jobs`` spawned processes.
+
+    A task that raised, or whose worker died, is submitted again up to ``retries`` times. A dead
+    worker breaks the whole pool (``BrokenProcessPool``): every task in flight then counts an
+    attempt, and a new pool takes over the rest.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    manager = _BudgetManager(ctx=ctx)
+    manager.start()
+    try:
+        budget = manager.Limiter(concurrency, rate)  # type: ignore[attr-defined]
+        pending = list(reversed(range(len(items))))
+        attempts = [0] * len(items)
+        while pending:
+            with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+                running: dict[Future[R], int] = {}
+                broken = False
+                while (pending or running) and not broken:
+                    # Only as many as there are workers: a broken pool fails what was queued
+                    # too, and that must not count as their attempt.
+                    while pending and len(running) < jobs:
+                        i = pending.pop()
+                        running[pool.submit(fn, items[i], budget)] = i
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        i = running.pop(future)
+                        exc = future.exception()
+                        if exc is None:
+                            yield items[i], future.result()
+                            continue
+                        broken = broken or isinstance(exc, BrokenProcessPool)
+                        attempts[i] += 1
+                        if attempts[i] > retries:
+                            yield items[i], exc
+                        else:
+                            pending.append(i)
+                for future, i in running.items():  # the broken pool's other tasks
+                    future.cancel()
+                    attempts[i] += 1
+                    if attempts[i] > retries:
+                        yield items[i], BrokenProcessPool("a worker of the pool died")
+                    else:
+                        pending.append(i)
+    finally:
+        manager.shutdown()
+
+
+class _RayBudget:
+    """A worker's side of the budget actor."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def acquire(self) -> None:
+        import ray
+
+        ray.get(self.actor.acquire.remote())
+
+    def release(self) -> None:
+        import ray
+
+        ray.get(self.actor.release.remote())
+
+
+def _ray_task(fn: Task[T, R], item: T, actor: Any) -> R:
+    return fn(item, _RayBudget(actor))
+
+
+def run_ray(
+    fn: Task[T, R],
+    items: Sequence[T],
+    *,
+    jobs: int,
+    retries: int,
+    concurrency: int,
+    rate: float | None,
+    name: str,
+) -> Finished[T, R]:
+    """Run ``fn(item, budget)`` for each item as a Ray task, at most ``jobs`` in flight.
+
+    Joins the cluster at ``RAY_ADDRESS`` when set, else starts a local instance of ``jobs``
+    CPUs (and stops it at the end); a Ray already initialised in this process is used as it is.
+    Ray retries a task that raised or whose worker died, ``retries`` times. The budget is a
+    named actor (``name``), so every worker of the cluster takes the same one.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtra("uac fleet run --engine ray", extra="fleet", missing="ray") from None
+
+    started = False
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+        started = True
+    try:
+        # Threads, so a blocked acquire does not hold up the release that would free it.
+        limiter: Any = ray.remote(Limiter)
+        actor = limiter.options(
+            name=name, get_if_exists=True, num_cpus=0, max_concurrency=1000
+        ).remote(concurrency, rate)
+        remote: Any = ray.remote(_ray_task)
+        task = remote.options(num_cpus=1, max_retries=retries, retry_exceptions=True)
+        pending = list(reversed(items))
+        running: dict[Any, T] = {}
+        try:
+            while pending or running:
+                while pending and len(running) < jobs:
+                    item = pending.pop()
+                    running[task.remote(fn, item, actor)] = item
+                done, _ = ray.wait(list(running), num_returns=1)
+                for ref in done:
+                    item = running.pop(ref)
+                    try:
+                        yield item, ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        yield item, exc
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
+            ray.kill(actor)
+    finally:
+        if started:
+            ray.shutdown()
