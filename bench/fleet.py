@@ -289,12 +289,15 @@ def uac_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("OPENAI_API_KEY", "not-needed")
     env["RAY_USAGE_STATS_ENABLED"] = "0"  # no prompt, no network
+    # The bench's own Ray instance listens on 127.0.0.1 only; its drivers join it without the
+    # token a cluster would hand out.
+    env["RAY_AUTH_MODE"] = "disabled"
     env["TQDM_DISABLE"] = "1"
     env.update(extra)
     return env
 
 
-def uac(*args: str) -> dict[str, Any]:
+def uac(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one whole ``uac`` process: its wall seconds, the CPU seconds of it and the children it
     reaped (a local pool's workers; not Ray's, which its own daemons start), its peak RSS, the
     1-minute load average before and after, and its output."""
@@ -302,7 +305,7 @@ def uac(*args: str) -> dict[str, Any]:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=uac_env(), cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=uac_env(**(env or {})), cwd=ROOT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         code = os.waitstatus_to_exitcode(status)
@@ -321,26 +324,100 @@ def uac(*args: str) -> dict[str, Any]:
     }
 
 
+# Holds a local Ray instance for the bench's Ray runs and prints its address; stops it (and
+# every process it started) when its stdin closes.
+RAY_HOLDER = """
+import sys, ray
+ray.init(
+    num_cpus=int(sys.argv[1]),
+    include_dashboard=False,
+    log_to_driver=False,
+    _node_ip_address="127.0.0.1",
+)
+print(ray.get_runtime_context().gcs_address, flush=True)
+sys.stdin.read()
+ray.shutdown()
+"""
+
+
+class RayInstance:
+    """A local Ray instance of ``cpus`` CPUs that ``fleet run --engine ray`` joins through
+    ``RAY_ADDRESS``, as it joins a cluster: started once (its start is timed apart; a busy
+    machine can make Ray's own 30 s start deadline fail, so it tries up to three times)."""
+
+    def __init__(self, cpus: int) -> None:
+        self.cpus = cpus
+        self.proc: subprocess.Popen[str] | None = None
+        self.address = ""
+        self.start_s = 0.0
+        self.attempts = 0
+
+    def __enter__(self) -> RayInstance:
+        while not self.address:
+            self.attempts += 1
+            t0 = time.perf_counter()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", RAY_HOLDER, str(self.cpus)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                env=uac_env(),
+            )
+            assert self.proc.stdout is not None
+            self.address = self.proc.stdout.readline().strip()
+            self.start_s = time.perf_counter() - t0
+            if not self.address:
+                self.proc.wait()
+                if self.attempts == 3:
+                    raise SystemExit("could not start a local Ray instance (3 attempts)")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(timeout=120)
+
+
 def fleet_run(fleet: Path, job: list[str], *, engine: str = "local", jobs: int = 2,
-              options: Iterable[str] = ()) -> dict[str, Any]:  # fmt: skip
+              options: Iterable[str] = (), ray: str = "") -> dict[str, Any]:  # fmt: skip
+    """One whole ``uac fleet run`` process; ``ray`` is the address of the Ray instance to join."""
     args = ["fleet", "run", str(fleet), "--engine", engine, "--jobs", str(jobs), *options, *job]
-    return {"engine": engine, "jobs": jobs, **uac(*args)}
+    return {"engine": engine, "jobs": jobs, **uac(*args, env={"RAY_ADDRESS": ray} if ray else {})}
 
 
-def step_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-user seconds of each step in ``timings.parquet`` rows (every numeric column), and of
-    their sum: mean, median, 90th percentile."""
-    steps = [k for k, v in rows[0].items() if k != "user_id" and isinstance(v, int | float)]
-    out: dict[str, Any] = {"users": len(rows), "steps": steps}
-    per_user = {s: [float(r[s] or 0.0) for r in rows] for s in steps}
-    per_user["sum_of_steps"] = [sum(vals) for vals in zip(*per_user.values(), strict=True)]
-    for name, xs in per_user.items():
-        xs = sorted(xs)
-        out[name] = {
-            "mean": statistics.fmean(xs),
-            "median": statistics.median(xs),
-            "p90": xs[min(len(xs) - 1, int(0.9 * len(xs)))],
-        }
+# The steps of the bench job proper; a task also checks out, opens, closes and commits.
+JOB_STEPS = ("checkpoint", "alerts", "query")
+
+
+def _spread(xs: list[float]) -> dict[str, float]:
+    xs = sorted(xs)
+    return {
+        "mean": statistics.fmean(xs),
+        "median": statistics.median(xs),
+        "p90": xs[min(len(xs) - 1, int(0.9 * len(xs)))],
+    }
+
+
+def user_laps(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Seconds of each step by user, from ``timings.parquet`` rows (user_id, step, seconds)."""
+    laps: dict[str, dict[str, float]] = {}
+    for r in rows:
+        laps.setdefault(r["user_id"], {})[r["step"]] = float(r["seconds"])
+    return laps
+
+
+def step_stats(laps: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Mean, median and 90th percentile over users of each step's seconds, of the job's own
+    steps together (``job``: checkpoint + alerts + query) and of the whole task (``task``:
+    every step, checkout to commit)."""
+    steps = sorted({s for user in laps.values() for s in user})
+    out: dict[str, Any] = {"users": len(laps), "steps": steps}
+    for s in steps:
+        out[s] = _spread([user.get(s, 0.0) for user in laps.values()])
+    out["job"] = _spread([sum(user.get(s, 0.0) for s in JOB_STEPS) for user in laps.values()])
+    out["task"] = _spread([sum(user.values()) for user in laps.values()])
     return out
 
 
@@ -387,10 +464,11 @@ def build_fleet(work: Path, n: int, events: int) -> tuple[Path, dict[str, Any]]:
     }
 
 
-def bench_job(fleet: Path, engine: str, jobs: int) -> dict[str, Any]:
-    ran = fleet_run(fleet, ["bench", QUERY], engine=engine, jobs=jobs)
+def bench_job(fleet: Path, engine: str, jobs: int, ray: str = "") -> dict[str, Any]:
+    ran = fleet_run(fleet, ["bench", QUERY], engine=engine, jobs=jobs, ray=ray)
     run = the_run(fleet, "bench")
     totals = summary_totals(run)
+    laps = user_laps(parquet_rows(run / "timings.parquet"))
     users = totals["users"]
     if totals["status"].get("ok") != users:
         raise SystemExit(f"bench in {fleet}: {totals['status']}")
@@ -398,7 +476,8 @@ def bench_job(fleet: Path, engine: str, jobs: int) -> dict[str, Any]:
         **ran,
         **totals,
         "users_per_s": users / ran["wall_s"],
-        "timings": step_stats(parquet_rows(run / "timings.parquet")),
+        "timings": step_stats(laps),
+        "laps": laps,
     }
 
 
@@ -409,12 +488,20 @@ def stage_population(work: Path, fleet: Path, sizes: Sizes, log: Any) -> dict[st
         log(f"population {p}: bench job")
         r = bench_job(sub, "local", 2)
         r["population"] = p
+        first = {user_id(i) for i in range(sizes.populations[0])}
+        r["first_users_job_mean"] = statistics.fmean(
+            sum(laps.get(s, 0.0) for s in JOB_STEPS)
+            for user, laps in r.pop("laps").items()
+            if user in first
+        )
         r["bytes_after_bench"] = tree_bytes(sub, skip=("runs",))
         runs.append(r)
         shutil.rmtree(sub)
-    base = runs[0]["timings"]["sum_of_steps"]["mean"]
+    base = runs[0]["timings"]["job"]["mean"]
     for r in runs:
-        r["per_user_vs_smallest"] = r["timings"]["sum_of_steps"]["mean"] / base
+        r["per_user_vs_smallest"] = r["timings"]["job"]["mean"] / base
+        # The same users in every population: what differs is only how many others there are.
+        r["first_users_vs_smallest"] = r["first_users_job_mean"] / runs[0]["first_users_job_mean"]
     worst = max(abs(r["per_user_vs_smallest"] - 1) for r in runs)
     return {
         "runs": runs,
@@ -427,15 +514,17 @@ def stage_throughput(work: Path, fleet: Path, sizes: Sizes, log: Any) -> dict[st
     users = [user_id(i) for i in range(sizes.throughput_users)]
     order = [("local", 1), ("ray", 1), ("local", 2), ("ray", 2)]
     runs: list[dict[str, Any]] = []
-    for rnd in range(sizes.rounds):
-        # Alternate the order round by round so neither engine always runs first.
-        for engine, jobs in order if rnd % 2 == 0 else order[::-1]:
-            sub = copy_fleet(fleet, work / f"tp-{rnd}-{engine}-{jobs}", users)
-            log(f"throughput round {rnd + 1}: {engine} × {jobs}")
-            r = bench_job(sub, engine, jobs)
-            r.pop("timings")
-            runs.append({"round": rnd, **r})
-            shutil.rmtree(sub)
+    log("throughput: start a local Ray instance of 2 CPUs")
+    with RayInstance(2) as ray:
+        for rnd in range(sizes.rounds):
+            # Alternate the order round by round so neither engine always runs first.
+            for engine, jobs in order if rnd % 2 == 0 else order[::-1]:
+                sub = copy_fleet(fleet, work / f"tp-{rnd}-{engine}-{jobs}", users)
+                log(f"throughput round {rnd + 1}: {engine} × {jobs}")
+                r = bench_job(sub, engine, jobs, ray.address if engine == "ray" else "")
+                r.pop("laps")
+                runs.append({"round": rnd, **r})
+                shutil.rmtree(sub)
 
     def best(engine: str, jobs: int) -> float:
         return min(r["wall_s"] for r in runs if r["engine"] == engine and r["jobs"] == jobs)
@@ -443,6 +532,8 @@ def stage_throughput(work: Path, fleet: Path, sizes: Sizes, log: Any) -> dict[st
     walls = {f"{e}_{j}": best(e, j) for e, j in order}
     return {
         "users": len(users),
+        "ray_start_s": ray.start_s,
+        "ray_start_attempts": ray.attempts,
         "runs": runs,
         "best_wall_s": walls,
         "users_per_s": {k: len(users) / v for k, v in walls.items()},
@@ -553,7 +644,7 @@ def report(results: dict[str, Any]) -> str:
         lines.append("population  per-user s (mean, median, p90 of checkpoint+alerts+query)  "
                      "vs smallest  wall s  users/s")  # fmt: skip
         for r in pop["runs"]:
-            t = r["timings"]["sum_of_steps"]
+            t = r["timings"]["job"]
             lines.append(
                 f"{r['population']:>10,}  {t['mean']:.3f} {t['median']:.3f} {t['p90']:.3f}"
                 f"{'':>28}{r['per_user_vs_smallest']:>9.2f}×  {r['wall_s']:>6.1f}  "
