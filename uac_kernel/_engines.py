@@ -15,16 +15,19 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.managers import BaseManager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from uac_kernel.errors import MissingExtra
-from uac_kernel.model import Budget
+
+if TYPE_CHECKING:
+    # the budget manager's process imports this module: it needs no model layer
+    from uac_kernel.model import Budget
 
 __all__ = ["ENGINES", "Limiter", "run_local", "run_ray"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-Task = Callable[[T, Budget], R]
+Task = Callable[[T, "Budget"], R]
 Finished = Iterator[tuple[T, "R | BaseException"]]
 
 ENGINES = ("local", "ray")

@@ -69,7 +69,7 @@ class Checkpoints:
         self.user = user
 
     def latest(self) -> Checkpoint | None:
-        rows = self._rows("ORDER BY version DESC LIMIT 1")
+        rows = self._rows("ORDER BY c.version DESC LIMIT 1")
         return rows[0] if rows else None
 
     def get(self, version: int | None = None) -> Checkpoint:
@@ -80,7 +80,7 @@ class Checkpoints:
                     f"user {self.user!r} has no checkpoint yet; run `uac checkpoint` first"
                 )
             return found
-        rows = self._rows("AND version = ?", [version])
+        rows = self._rows("AND c.version = ?", [version])
         if not rows:
             known = [c.version for c in self.all()]
             raise CheckpointNotFound(
@@ -90,12 +90,17 @@ class Checkpoints:
         return rows[0]
 
     def all(self) -> list[Checkpoint]:
-        return self._rows("ORDER BY version")
+        return self._rows("ORDER BY c.version")
 
     def _rows(self, tail: str, params: list[Any] | None = None) -> list[Checkpoint]:
+        # ``seq`` as this store numbers the event the checkpoint was taken at: the stored one
+        # is the store-wide number where it was taken, which an import into another store
+        # (``uac import``) renumbers; ``event_seq``, the user's own number, is kept.
         rows = self.store.con.execute(
-            "SELECT version, seq, created_at, records, segments FROM checkpoints "
-            f"WHERE user_id = ? {tail}",
+            "SELECT c.version, coalesce(e.seq, 0), c.created_at, c.records, c.segments "
+            "FROM checkpoints c LEFT JOIN events e "
+            "ON e.user_id = c.user_id AND e.user_seq = c.event_seq "
+            f"WHERE c.user_id = ? {tail}",
             [self.user, *(params or [])],
         ).fetchall()
         return [Checkpoint(self.store, self.user, *row) for row in rows]

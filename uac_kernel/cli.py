@@ -535,7 +535,7 @@ def cmd_fleet_run(args: argparse.Namespace) -> None:
     if failed:
         raise UacError(
             f"{plural(len(failed), 'user')} failed; fix what each line says and run the same "
-            "command again: users with a result are skipped"
+            "command again: the users done are skipped"
         )
 
 
@@ -657,6 +657,9 @@ def cmd_bench_locomo(args: argparse.Namespace) -> None:
 def cmd_verify(args: argparse.Namespace) -> None:
     from uac_kernel.integrity import read_heads, verify
 
+    if args.fleet is not None:
+        _verify_fleet(args)
+        return
     store = _open_store(args)
     try:
         kept = read_heads(args.head, args.user) if args.head is not None else None
@@ -666,6 +669,38 @@ def cmd_verify(args: argparse.Namespace) -> None:
     if not report.ok:
         raise UacError(report.summary(args.db))
     print(printable(report.summary(args.db)))
+
+
+def _verify_fleet(args: argparse.Namespace) -> None:
+    """``uac verify DIR``: a fleet directory, one line per problem."""
+    from uac_kernel.partition import verify_fleet
+
+    if args.head is not None:
+        raise CommandLineError(
+            "--head checks a store's chains: verify the store with `uac verify --db STORE "
+            "--head HEAD`, or the fleet directory without it"
+        )
+    # only a --user given on the command line narrows a fleet's commands (not UAC_USER)
+    report = verify_fleet(args.fleet, users=[args.user] if args.user_given else None)
+    for problem in report.problems:
+        print(printable(problem), file=sys.stderr)
+    if not report.ok:
+        raise UacError(report.summary())
+    print(printable(report.summary()))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from uac_kernel.partition import export_store
+
+    users = [args.user] if args.user_given else None
+    print(printable(export_store(args.store, args.dir, users=users).summary()))
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    from uac_kernel.partition import import_fleet
+
+    users = [args.user] if args.user_given else None
+    print(printable(import_fleet(args.dir, args.store, users=users).summary()))
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
@@ -911,6 +946,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="a head printed by `uac head` (or the file it was saved to): the chains must "
         "still pass through it",
     )
+    p.add_argument(
+        "fleet",
+        nargs="?",
+        default=None,
+        metavar="DIR",
+        help="a fleet directory (`uac export`) to verify instead of the store: its commits, "
+        "files and every user's chains",
+    )
+    p = add(
+        "export",
+        cmd_export,
+        "write the store's users (one with --user) into a fleet directory of per-user Parquet "
+        "partitions, appending only what it does not hold yet",
+    )
+    p.add_argument("store", metavar="STORE", help="the store file to read")
+    p.add_argument("dir", metavar="DIR", help="the fleet directory (created if new)")
+    p = add(
+        "import",
+        cmd_import,
+        "append a fleet directory's users (one with --user) to a store, in one transaction",
+    )
+    p.add_argument("dir", metavar="DIR", help="the fleet directory")
+    p.add_argument("store", metavar="STORE", help="the store file (created if new)")
     p = add(
         "forget",
         cmd_forget,
@@ -1025,7 +1083,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run JOB for every user of the fleet DIR: ingest SRC, extract, checkpoint, "
         "alerts, eval EXPR, ask QUESTION, bench [EXPR], call MODULE:FUNCTION [ARG ...]. Each "
         "user's work is committed to their partition as one commit, then their result is "
-        "written to DIR/runs/RUN/results; a rerun skips users with a result.",
+        "written to DIR/runs/RUN/results; a rerun skips the users done.",
     )
     p.set_defaults(func=cmd_fleet_run)
     p.add_argument("dir", metavar="DIR")

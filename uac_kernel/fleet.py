@@ -3,8 +3,9 @@
 A task checks the user's partition out into a private single-file store, runs the job there
 with an ordinary ``Workbench``, commits what it appended to the partition as one commit, and
 only then writes the user's result file. So a task that fails or is killed leaves the partition
-as it was (its uncommitted part files are never read), and a user with a result is done: a
-rerun of the same run skips them, and a run whose every user has a result does nothing.
+as it was (its uncommitted part files are never read), and a user with an 'ok' result is done:
+a rerun of the same run skips them (a failed user is tried again), and a run whose every user
+succeeded does nothing.
 
 The run's id is a hash of the job and the model, not of the engine or the worker counts, so
 ``--engine local`` and ``--engine ray`` write the same results; both write them in the same
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from uac_kernel._display import plural
 from uac_kernel.errors import FleetError, UacError
+from uac_kernel.partition import bucket, encode
 
 if TYPE_CHECKING:
     from uac_kernel.model import Budget, ModelSettings
@@ -127,8 +129,8 @@ class RunReport:
     def summary(self) -> str:
         if not self.ran:
             return (
-                f"run {self.run_id}: nothing to do, all {plural(self.total, 'user')} have a "
-                f"result ({self.summary_path})"
+                f"run {self.run_id}: nothing to do, all {plural(self.total, 'user')} are done "
+                f"({self.summary_path})"
             )
         skipped = f", {self.skipped} done before" if self.skipped else ""
         return (
@@ -142,17 +144,6 @@ def run_id_of(job: Job, model: ModelSettings | None) -> str:
     spec = [job.name, list(job.args), model.model if model else None]
     spec.append(model.base_url if model else None)
     return hashlib.sha256(json.dumps(spec, ensure_ascii=False).encode()).hexdigest()[:16]
-
-
-def bucket(user: str) -> str:
-    return hashlib.sha256(user.encode("utf-8", "surrogatepass")).hexdigest()[:2]
-
-
-def encode(user: str) -> str:
-    enc = urllib.parse.quote(user, safe="").replace(".", "%2E").replace("~", "%7E")
-    if len(enc) > 150:
-        enc = "~" + hashlib.sha256(user.encode("utf-8", "surrogatepass")).hexdigest()[:40]
-    return enc
 
 
 def _user_file(run_dir: Path, kind: str, user: str, suffix: str) -> Path:
@@ -383,7 +374,7 @@ def run(
     else:
         known = fleet.users()
     chosen = _choose(known, users, limit, fleet.root, job)
-    todo = [u for u in chosen if not _user_file(run_dir, "results", u, ".json").exists()]
+    todo = [u for u in chosen if not _finished(run_dir, u)]
     report = RunReport(run_id, run_dir, len(chosen), len(todo), 0, 0, len(chosen) - len(todo))
     given_up: list[dict[str, Any]] = []
     if todo:
@@ -428,6 +419,15 @@ def run(
     else:
         report.rows = _read_rows(run_dir)
     return report
+
+
+def _finished(run_dir: Path, user: str) -> bool:
+    """Whether the user has an 'ok' result in the run: a failed one is tried again."""
+    try:
+        result = json.loads(_user_file(run_dir, "results", user, ".json").read_text("utf-8"))
+    except FileNotFoundError:
+        return False
+    return bool(result.get("status") == "ok")
 
 
 def _gave_up(exc: BaseException) -> str:

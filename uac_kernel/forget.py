@@ -210,11 +210,13 @@ def plan_forget(
     plan.calls = _calls_holding(store, user, _needles(plan, text))
     if plan.events:
         first = plan.events[0].seq
+        # by the user's own event numbers: a checkpoint's seq is the store's where it was taken
         plan.checkpoints = [
             int(r[0])
             for r in store.con.execute(
-                "SELECT version FROM checkpoints WHERE user_id = ? AND seq >= ? ORDER BY version",
-                [user, first],
+                "SELECT version FROM checkpoints WHERE user_id = $u AND event_seq >= "
+                "(SELECT user_seq FROM events WHERE user_id = $u AND seq = $s) ORDER BY version",
+                {"u": user, "s": first},
             ).fetchall()
         ]
     return plan
@@ -380,7 +382,10 @@ def _rerendered(
         return [], []
     points = dict(
         store.con.execute(
-            "SELECT version, seq FROM checkpoints WHERE user_id = ? ORDER BY version", [user]
+            "SELECT c.version, coalesce(e.seq, 0) FROM checkpoints c LEFT JOIN events e "
+            "ON e.user_id = c.user_id AND e.user_seq = c.event_seq "
+            "WHERE c.user_id = ? ORDER BY c.version",
+            [user],
         ).fetchall()
     )
     stored: dict[int, dict[str, str]] = {}

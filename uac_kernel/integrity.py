@@ -10,6 +10,7 @@ checkpoint naming events the log no longer holds is reported with where it is.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from uac_kernel._chain import (
 from uac_kernel.errors import StoreError
 from uac_kernel.store import Store
 
-__all__ = ["Head", "VerifyReport", "heads", "parse_heads", "verify"]
+__all__ = ["Head", "VerifyReport", "heads", "parse_heads", "verify", "verify_users"]
 
 _FETCH = 50_000
 
@@ -173,46 +174,8 @@ def verify(
     totals = {"events": 0, "calls": 0, "checkpoints": 0, "forgotten": 0, "users": 0}
     try:
         forgets = _forget_events(store, user)
-        events = _grouped(
-            store,
-            "SELECT user_id, seq, user_seq, recorded_at, ts, kind, source, payload, salt, "
-            "payload_hash, hash FROM events",
-            "seq",
-            user,
-        )
-        calls = _grouped(
-            store,
-            "SELECT user_id, call_id, created_at, purpose, model, base_url, request, response, "
-            "content, error, request_key, tokens_in, tokens_out, latency_ms, outcome, salt, content_hash, "
-            "event_seq, event_hash, hash FROM model_calls",
-            "call_id",
-            user,
-        )
-        points = _grouped(
-            store,
-            "SELECT user_id, version, seq, records, event_seq, event_hash, hash FROM checkpoints",
-            "version",
-            user,
-        )
-        segments = _grouped(
-            store,
-            "SELECT user_id, version, segment, text, salt, text_hash FROM checkpoint_segments",
-            "version, segment",
-            user,
-        )
-        streams = [events, calls, points, segments]
-        current: list[tuple[str, list[tuple[Any, ...]]] | None] = [next(s, None) for s in streams]
-        while any(c is not None for c in current):
-            name = min(c[0] for c in current if c is not None)
-            groups: list[list[tuple[Any, ...]]] = []
-            for i, c in enumerate(current):
-                if c is not None and c[0] == name:
-                    groups.append(c[1])
-                    current[i] = next(streams[i], None)
-                else:
-                    groups.append([])
+        for name, (ev, ca, po, se) in _per_user(store, user):
             totals["users"] += 1
-            ev, ca, po, se = groups
             forgot, head = forgets.get(name, _Forgotten()), kept.pop(name, None)
             _verify_user(name, ev, ca, po, se, forgot, head, totals)
         if user is not None and totals["users"] == 0 and not kept:
@@ -235,6 +198,77 @@ def verify(
         forgotten=totals["forgotten"],
         heads=checked_heads,
     )
+
+
+def _per_user(
+    store: Store, user: str | None
+) -> Iterator[tuple[str, tuple[list[tuple[Any, ...]], ...]]]:
+    """Each user's (or ``user``'s) rows of events, calls, checkpoints and checkpoint segments,
+    in chain order, user by user in one pass over each table."""
+    events = _grouped(
+        store,
+        "SELECT user_id, seq, user_seq, recorded_at, ts, kind, source, payload, salt, "
+        "payload_hash, hash FROM events",
+        "seq",
+        user,
+    )
+    calls = _grouped(
+        store,
+        "SELECT user_id, call_id, created_at, purpose, model, base_url, request, response, "
+        "content, error, request_key, tokens_in, tokens_out, latency_ms, outcome, salt, content_hash, "
+        "event_seq, event_hash, hash FROM model_calls",
+        "call_id",
+        user,
+    )
+    points = _grouped(
+        store,
+        "SELECT user_id, version, seq, records, event_seq, event_hash, hash FROM checkpoints",
+        "version",
+        user,
+    )
+    segments = _grouped(
+        store,
+        "SELECT user_id, version, segment, text, salt, text_hash FROM checkpoint_segments",
+        "version, segment",
+        user,
+    )
+    streams = [events, calls, points, segments]
+    current: list[tuple[str, list[tuple[Any, ...]]] | None] = [next(s, None) for s in streams]
+    while any(c is not None for c in current):
+        name = min(c[0] for c in current if c is not None)
+        groups: list[list[tuple[Any, ...]]] = []
+        for i, c in enumerate(current):
+            if c is not None and c[0] == name:
+                groups.append(c[1])
+                current[i] = next(streams[i], None)
+            else:
+                groups.append([])
+        yield name, tuple(groups)
+
+
+def verify_users(store: Store) -> Iterator[tuple[str, str]]:
+    """Check every user's chains in one pass over each table, going on past a broken one:
+    yields each user and the first problem of their chains ('' when intact). The store-wide
+    ``seq`` is not checked (a fleet's partitions keep the numbers of the stores they came
+    from)."""
+    try:
+        forgets = _forget_events(store, None)
+    except _Broken:  # one forget event is not as written: find whose, and check the others
+        forgets = {}
+        for (who,) in store.con.execute(
+            "SELECT DISTINCT user_id FROM events WHERE kind = 'forget'"
+        ).fetchall():
+            # a user whose forget event was changed: their chain walk reports it
+            with contextlib.suppress(_Broken):
+                forgets.update(_forget_events(store, str(who)))
+    totals = {"events": 0, "calls": 0, "checkpoints": 0, "forgotten": 0, "users": 0}
+    for name, (ev, ca, po, se) in _per_user(store, None):
+        try:
+            _verify_user(name, ev, ca, po, se, forgets.get(name, _Forgotten()), None, totals)
+        except _Broken as exc:
+            yield name, exc.problem
+        else:
+            yield name, ""
 
 
 @dataclass

@@ -26,8 +26,10 @@ import json
 import os
 import re
 import secrets
+import shutil
 import urllib.parse
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from typing import Any
 import duckdb
 
 from uac_kernel._chain import GENESIS
-from uac_kernel._display import printable, shorten
+from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import FleetConflict, FleetDiverged, FleetError
 from uac_kernel.store import Store
@@ -44,12 +46,18 @@ __all__ = [
     "BUCKETS",
     "FORMAT",
     "TABLES",
+    "ExportReport",
     "Fleet",
+    "FleetVerifyReport",
+    "ImportReport",
     "bucket",
     "checkout",
     "commit",
     "encode",
+    "export_store",
+    "import_fleet",
     "parquet_source",
+    "verify_fleet",
 ]
 
 FORMAT = 1
@@ -248,42 +256,6 @@ def _write_new(path: Path, obj: dict[str, Any], *, exist_ok: bool = False) -> bo
 # --- appending one user's rows -------------------------------------------------------------
 
 
-def _store_heads(con: duckdb.DuckDBPyConnection, user: str) -> dict[str, list[Any]]:
-    """``user``'s heads in the store: [user_seq, hash], [calls, last hash], [version, hash]."""
-    out: dict[str, list[Any]] = {}
-    for table, count in (
-        ("events", "max(user_seq)"),
-        ("model_calls", "count(*)"),
-        ("checkpoints", "max(version)"),
-    ):
-        row = con.execute(
-            f"SELECT {count}, arg_max(hash, {ORDER[table]}) FROM {table} WHERE user_id = ?",
-            [user],
-        ).fetchone()
-        n, h = row if row else (None, None)
-        out[table] = [int(n or 0), str(h) if h is not None else GENESIS]
-    return out
-
-
-def _erased(
-    con: duckdb.DuckDBPyConnection, user: str, heads: dict[str, list[Any]], last_call: int
-) -> tuple[int, ...]:
-    """Counts that a ``forget`` changes in rows already committed: erased events, calls and
-    segments, and segment rows (a forget may add re-rendered ones)."""
-    ev, cp = heads["events"][0], heads["checkpoints"][0]
-    row = con.execute(
-        "SELECT (SELECT count(*) FROM events WHERE user_id = $u AND user_seq <= $ev "
-        "AND salt = ''), "
-        "(SELECT count(*) FROM model_calls WHERE user_id = $u AND call_id <= $call "
-        "AND salt = ''), "
-        "(SELECT count(*) FROM checkpoint_segments WHERE user_id = $u AND version <= $cp), "
-        "(SELECT count(*) FROM checkpoint_segments WHERE user_id = $u AND version <= $cp "
-        "AND salt = '')",
-        {"u": user, "ev": ev, "call": last_call, "cp": cp},
-    ).fetchone()
-    return tuple(int(v) for v in row or ())
-
-
 def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> None:
     """Insert ``user``'s committed rows into the store tables of ``con``, in chain order."""
     for table in TABLES:
@@ -300,136 +272,6 @@ def _memory_tables() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     migrate(con)
     return con
-
-
-def _check_extends(
-    con: duckdb.DuckDBPyConnection, user: str, heads: dict[str, list[Any]], where: str, there: str
-) -> int:
-    """Raise FleetDiverged unless the store's chains of ``user`` pass through ``heads`` (the
-    partition's); return the call_id of the partition's last call (0 if none)."""
-    ev_n, ev_h = heads["events"]
-    call_n, call_h = heads["model_calls"]
-    cp_n, cp_h = heads["checkpoints"]
-    checks = (
-        ("events", ev_n, ev_h, "SELECT hash, user_seq FROM events WHERE user_id = ? AND user_seq = ?",
-         [user, ev_n]),
-        ("model calls", call_n, call_h,
-         "SELECT hash, call_id FROM model_calls WHERE user_id = ? ORDER BY call_id "
-         "LIMIT 1 OFFSET ?", [user, call_n - 1]),
-        ("checkpoints", cp_n, cp_h,
-         "SELECT hash, version FROM checkpoints WHERE user_id = ? AND version = ?", [user, cp_n]),
-    )  # fmt: skip
-    last_call = 0
-    for what, n, h, sql, params in checks:
-        if n == 0:
-            continue
-        row = con.execute(sql, params).fetchone()
-        if row is None:
-            raise FleetDiverged(
-                f"user {_who(user)}: {where} holds fewer {what} than {there} ({n}): it is behind; "
-                f"bring it up to date from {there} first, nothing was written"
-            )
-        if row[0] != h:
-            raise FleetDiverged(
-                f"user {_who(user)}: {where} and {there} differ at {what[:-1]} {n}: the two "
-                "chains diverged (one was rewritten or both grew apart); nothing was written"
-            )
-        if what == "model calls":
-            last_call = int(row[1])
-    return last_call
-
-
-def _write_part(
-    con: duckdb.DuckDBPyConnection, select: str, params: list[Any], directory: Path, n: int
-) -> Path:
-    """Write the rows of ``select`` as a new part file of commit ``n`` in ``directory``: to a
-    temporary name first, so a killed writer never leaves a half file under a part's name."""
-    directory.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_hex(4)
-    final = directory / f"part-{n:06d}-{token}.parquet"
-    tmp = directory / f".part-{n:06d}-{token}.parquet.tmp"
-    con.execute(f"COPY ({select}) TO {_quote(str(tmp))} (FORMAT parquet)", params)
-    os.replace(tmp, final)
-    return final
-
-
-def _append_user(fleet: Fleet, user: str, con: duckdb.DuckDBPyConnection, *, by: str,
-                 where: str) -> int | None:  # fmt: skip
-    """Commit ``user``'s rows of the store on ``con`` beyond the partition's heads (a base
-    commit of all of them when a forget erased committed content since); None if none."""
-    commits = fleet.commits(user)
-    n = len(commits) + 1
-    base = not commits
-    there = str(fleet.root)
-    store_heads = _store_heads(con, user)
-    after = {"events": 0, "model_calls": 0, "checkpoints": 0, "checkpoint_segments": 0}
-    if commits:
-        heads = commits[-1]["heads"]
-        last_call = _check_extends(con, user, heads, where, there)
-        mine = _erased(con, user, heads, last_call)
-        with contextlib.closing(_memory_tables()) as mem:
-            _load(mem, fleet, user)
-            theirs = _erased(mem, user, heads, last_call)
-        base = mine != theirs
-        if not base:
-            after = {
-                "events": heads["events"][0],
-                "model_calls": last_call,
-                "checkpoints": heads["checkpoints"][0],
-                "checkpoint_segments": heads["checkpoints"][0],
-            }
-    key = {"events": "user_seq", "model_calls": "call_id", "checkpoints": "version",
-           "checkpoint_segments": "version"}  # fmt: skip
-    rows: dict[str, int] = {}
-    for table in TABLES:
-        row = con.execute(
-            f"SELECT count(*) FROM {table} WHERE user_id = ? AND {key[table]} > ?",
-            [user, after[table]],
-        ).fetchone()
-        if row and row[0]:
-            rows[table] = int(row[0])
-    if not rows:
-        return None
-    files: dict[str, str] = {}
-    meta = {
-        "format": FORMAT,
-        "user": user,
-        "commit": n,
-        "base": base,
-        "files": files,
-        "rows": rows,
-        "heads": store_heads,
-        "by": by,
-        "created_at": datetime.now(UTC).replace(tzinfo=None).isoformat(),
-    }
-    cdir = fleet.dir(COMMITS, user)
-    try:
-        for table in rows:
-            path = _write_part(
-                con,
-                f"SELECT * FROM {table} WHERE user_id = ? AND {key[table]} > ? "
-                f"ORDER BY {ORDER[table]}",
-                [user, after[table]],
-                fleet.dir(table, user),
-                n,
-            )
-            files[table] = path.relative_to(fleet.root).as_posix()
-        cdir.mkdir(parents=True, exist_ok=True)
-        _write_new(cdir / f"{n:06d}.json", meta)
-    except BaseException as exc:
-        # Nothing of a commit that did not happen stays behind (a killed process's files do,
-        # and are ignored: no commit lists them).
-        for rel in files.values():
-            (fleet.root / rel).unlink(missing_ok=True)
-        if isinstance(exc, FileExistsError):
-            raise FleetConflict(
-                f"user {_who(user)}: another writer made commit {n} in {there} at the same "
-                "time; nothing of this one was kept, rerun to commit on top of it"
-            ) from None
-        raise
-    if base and commits:
-        _drop_before(fleet, user, n)
-    return n
 
 
 def _drop_before(fleet: Fleet, user: str, n: int) -> None:
@@ -475,8 +317,791 @@ def commit(fleet: Fleet, user: str, path: Path, *, by: str) -> int | None:
             con = store.con
             con.execute("BEGIN TRANSACTION")  # one consistent view of the store's rows
             try:
-                return _append_user(fleet, user, con, by=by, where=str(path))
+                _report, made = _export(fleet, con, str(path), [user], by=by)
             finally:
                 con.execute("ROLLBACK")
     finally:
         store.close()
+    return made.get(user)
+
+
+# --- export: a whole store into a fleet directory ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What ``export_store`` wrote: users given a first commit, appended to, rewritten whole
+    (a forget erased what the fleet held), unchanged; rows written per table."""
+
+    root: Path
+    new: int = 0
+    appended: int = 0
+    rewritten: int = 0
+    unchanged: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        done = self.new + self.appended + self.rewritten
+        text = (
+            f"{self.root}: {plural(done, 'user')} committed ({self.new} new, {self.appended} "
+            f"appended, {self.rewritten} rewritten after a forget), {self.unchanged} unchanged; "
+            f"{plural(self.rows.get('events', 0), 'event')}, "
+            f"{plural(self.rows.get('model_calls', 0), 'model call')}, "
+            f"{plural(self.rows.get('checkpoints', 0), 'checkpoint')} written"
+        )
+        return text
+
+
+def _columns(values: dict[str, list[Any]]) -> tuple[str, dict[str, list[Any]]]:
+    """A table expression over parallel lists bound as parameters (one row per index), for the
+    per-user plan of a bulk query: no temporary table, so it works on a read-only store."""
+    names = ", ".join(f"unnest(${name}) AS {name}" for name in values)
+    return f"(SELECT {names})", values
+
+
+def _bulk_heads(con: duckdb.DuckDBPyConnection, users: list[str]) -> dict[str, dict[str, Any]]:
+    """Each user's heads in the store, and the counts a forget changes, in one grouped pass
+    per table."""
+    out: dict[str, dict[str, Any]] = {
+        u: {"events": [0, GENESIS], "model_calls": [0, GENESIS], "checkpoints": [0, GENESIS]}
+        for u in users
+    }
+    for table, count in (
+        ("events", "max(user_seq)"),
+        ("model_calls", "count(*)"),
+        ("checkpoints", "max(version)"),
+    ):
+        for user, n, h in con.execute(
+            f"SELECT user_id, {count}, arg_max(hash, {ORDER[table]}) FROM {table} "
+            "WHERE user_id IN (SELECT unnest($users)) GROUP BY user_id",
+            {"users": users},
+        ).fetchall():
+            out[str(user)][table] = [int(n), str(h)]
+    return out
+
+
+def export_store(
+    store: str | Path, root: str | Path, *, users: Iterable[str] | None = None
+) -> ExportReport:
+    """Export the store's users (or ``users``) into the fleet directory ``root`` (created if
+    new): a first commit for a user new to it, a commit of the rows beyond the partition for
+    one it holds, a base commit rewriting the partition when a forget erased content it holds.
+
+    Every table is read in one ordered pass for all users and written by DuckDB partitioned
+    by user into a staging directory, whose files are then moved into the layout and
+    committed user by user. A user whose store chain does not extend the partition's stops the
+    export before anything is written (FleetDiverged)."""
+    fleet = Fleet(root, create=True)
+    source = Store(store, read_only=True, create=False)
+    try:
+        with source.hold():
+            con = source.con
+            con.execute("BEGIN TRANSACTION")  # one consistent view of every table
+            try:
+                return _export(fleet, con, str(store), users, by="export")[0]
+            finally:
+                con.execute("ROLLBACK")
+    finally:
+        source.close()
+
+
+def _export(
+    fleet: Fleet,
+    con: duckdb.DuckDBPyConnection,
+    where: str,
+    chosen: Iterable[str] | None,
+    *,
+    by: str,
+) -> tuple[ExportReport, dict[str, int]]:
+    """Commit the rows of ``chosen`` users (default: all) the fleet does not hold yet; the
+    report and the number of each commit made."""
+    there = str(fleet.root)
+    found = [
+        str(r[0])
+        for r in con.execute(
+            "SELECT DISTINCT user_id FROM (SELECT user_id FROM events UNION ALL "
+            "SELECT user_id FROM model_calls UNION ALL SELECT user_id FROM checkpoints) "
+            "ORDER BY user_id"
+        ).fetchall()
+    ]
+    if chosen is not None:
+        wanted = set(chosen)
+        found = [u for u in found if u in wanted]
+    heads = _bulk_heads(con, found)
+    commits = {u: fleet.commits(u) for u in found}
+    held = [u for u in found if commits[u]]
+    theirs = {u: commits[u][-1]["heads"] for u in held}
+    last_call = _bulk_extends(con, theirs, where, there)
+    changed = [u for u in held if heads[u] != theirs[u]]
+    rewrite = _bulk_erased(fleet, con, theirs, last_call)
+    plan: list[tuple[str, bool, dict[str, int]]] = []  # user, base, rows after which are new
+    for user in found:
+        if not commits[user] or user in rewrite:
+            plan.append((user, True, dict.fromkeys(TABLES, 0)))
+        elif user in changed:
+            cp = int(theirs[user]["checkpoints"][0])
+            after = {
+                "events": int(theirs[user]["events"][0]),
+                "model_calls": last_call[user],
+                "checkpoints": cp,
+                "checkpoint_segments": cp,
+            }
+            plan.append((user, False, after))
+    report = {"new": 0, "appended": 0, "rewritten": 0}
+    made: dict[str, int] = {}
+    rows_total = dict.fromkeys(TABLES, 0)
+    if plan:
+        staging = fleet.root / f".staging-{secrets.token_hex(4)}"
+        try:
+            staged = _stage(con, plan, staging)
+            conflicts = []
+            for idx, (user, base, _after) in enumerate(plan, 1):
+                files = staged.get(idx, {})
+                if not files:
+                    continue
+                try:
+                    n = _commit_staged(
+                        fleet, user, len(commits[user]) + 1, base, files, heads[user], by=by
+                    )
+                except FleetConflict as exc:
+                    conflicts.append(str(exc))
+                    continue
+                made[user] = n
+                for table, (_path, count) in files.items():
+                    rows_total[table] += count
+                kind = "new" if n == 1 else "rewritten" if base else "appended"
+                report[kind] += 1
+            if conflicts:
+                more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+                raise FleetConflict(conflicts[0] + more)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    done = report["new"] + report["appended"] + report["rewritten"]
+    summary = ExportReport(fleet.root, **report, unchanged=len(found) - done, rows=rows_total)
+    return summary, made
+
+
+def _bulk_extends(
+    con: duckdb.DuckDBPyConnection,
+    theirs: dict[str, dict[str, Any]],
+    where: str,
+    there: str,
+    prefix: str = "",
+) -> dict[str, int]:
+    """FleetDiverged unless every user's chains in the tables ``prefix``+name of ``con`` (the
+    store's, of ``where``) pass through the heads ``theirs`` (of ``there``); the call_id of
+    each user's call at that head (0 if none)."""
+    if not theirs:
+        return {}
+    users = sorted(theirs)
+    plan, params = _columns(
+        {
+            "u": users,
+            "ev_n": [int(theirs[u]["events"][0]) for u in users],
+            "call_n": [int(theirs[u]["model_calls"][0]) for u in users],
+            "cp_n": [int(theirs[u]["checkpoints"][0]) for u in users],
+        }
+    )
+    found: dict[str, dict[str, Any]] = {u: {} for u in users}
+    for table, sql in (
+        ("events", f"SELECT p.u, e.hash, e.user_seq FROM {plan} p JOIN {prefix}events e "
+         "ON e.user_id = p.u AND e.user_seq = p.ev_n"),
+        ("model_calls", f"SELECT p.u, c.hash, c.call_id FROM {plan} p JOIN "
+         "(SELECT user_id, hash, call_id, row_number() OVER (PARTITION BY user_id "
+         f"ORDER BY call_id) AS k FROM {prefix}model_calls WHERE user_id IN (SELECT unnest($u))) c "
+         "ON c.user_id = p.u AND c.k = p.call_n"),
+        ("checkpoints", f"SELECT p.u, c.hash, c.version FROM {plan} p JOIN "
+         f"{prefix}checkpoints c ON c.user_id = p.u AND c.version = p.cp_n"),
+    ):  # fmt: skip
+        for user, h, at in con.execute(sql, params).fetchall():
+            found[str(user)][table] = (str(h), int(at))
+    last_call: dict[str, int] = {}
+    for user in users:
+        for table, what in (("events", "events"), ("model_calls", "model calls"),
+                            ("checkpoints", "checkpoints")):  # fmt: skip
+            n, h = theirs[user][table]
+            if not n:
+                continue
+            got = found[user].get(table)
+            if got is None:
+                raise FleetDiverged(
+                    f"user {_who(user)}: {where} holds fewer {what} than {there} ({n}): it is "
+                    f"behind; bring it up to date from {there} first, nothing was written"
+                )
+            if got[0] != h:
+                raise FleetDiverged(
+                    f"user {_who(user)}: {where} and {there} differ at {what[:-1]} {n}: the "
+                    "two chains diverged (one was rewritten or both grew apart); nothing was "
+                    "written"
+                )
+        last_call[user] = found[user].get("model_calls", ("", 0))[1]
+    return last_call
+
+
+def _bulk_erased(
+    fleet: Fleet,
+    con: duckdb.DuckDBPyConnection,
+    theirs: dict[str, dict[str, Any]],
+    last_call: dict[str, int],
+) -> set[str]:
+    """Users whose store erased content (``forget``) that their partition still holds: the
+    counts ``_erased`` compares, for every user at once, from the store and the Parquet."""
+    if not theirs:
+        return set()
+    users = sorted(theirs)
+    plan, params = _columns(
+        {
+            "u": users,
+            "ev_n": [int(theirs[u]["events"][0]) for u in users],
+            "call_id": [last_call[u] for u in users],
+            "cp_n": [int(theirs[u]["checkpoints"][0]) for u in users],
+        }
+    )
+    counts = (
+        "SELECT p.u, "
+        "(SELECT count(*) FROM {ev} e WHERE e.user_id = p.u AND e.user_seq <= p.ev_n "
+        "AND e.salt = ''), "
+        "(SELECT count(*) FROM {mc} c WHERE c.user_id = p.u AND c.call_id <= p.call_id "
+        "AND c.salt = ''), "
+        "(SELECT count(*) FROM {cs} s WHERE s.user_id = p.u AND s.version <= p.cp_n), "
+        "(SELECT count(*) FROM {cs} s WHERE s.user_id = p.u AND s.version <= p.cp_n "
+        "AND s.salt = '') "
+        f"FROM {plan} p"
+    )
+    mine = {
+        str(r[0]): tuple(r[1:])
+        for r in con.execute(
+            counts.format(ev="events", mc="model_calls", cs="checkpoint_segments"), params
+        ).fetchall()
+    }
+    with contextlib.closing(_memory_tables()) as mem:
+        parts = {}
+        for table in ("events", "model_calls", "checkpoint_segments"):
+            files = fleet.files(table, users)
+            if files:
+                cols = "user_id, salt, " + {"events": "user_seq", "model_calls": "call_id",
+                                            "checkpoint_segments": "version"}[table]  # fmt: skip
+                mem.execute(f"CREATE TABLE p_{table} AS SELECT {cols} FROM {parquet_source(files)}")
+                parts[table] = f"p_{table}"
+            else:
+                parts[table] = table  # the empty table of the store's schema
+        theirs_counts = {
+            str(r[0]): tuple(r[1:])
+            for r in mem.execute(
+                counts.format(
+                    ev=parts["events"], mc=parts["model_calls"], cs=parts["checkpoint_segments"]
+                ),
+                params,
+            ).fetchall()
+        }
+    return {u for u in users if mine[u] != theirs_counts[u]}
+
+
+def _stage(
+    con: duckdb.DuckDBPyConnection,
+    plan: list[tuple[str, bool, dict[str, int]]],
+    staging: Path,
+) -> dict[int, dict[str, tuple[Path, int]]]:
+    """Write the planned rows of every table, partitioned by the user's index in ``plan``, into
+    ``staging``; return, by index, each table's file and row count."""
+    key = {"events": "user_seq", "model_calls": "call_id", "checkpoints": "version",
+           "checkpoint_segments": "version"}  # fmt: skip
+    table_plan, params = _columns(
+        {
+            "u": [u for u, _b, _a in plan],
+            "idx": list(range(1, len(plan) + 1)),
+            **{f"a_{t}": [a[t] for _u, _b, a in plan] for t in TABLES},
+        }
+    )
+    staged: dict[int, dict[str, tuple[Path, int]]] = {}
+    # one writer per user's partition open at once, or DuckDB splits a partition's file
+    con.execute(f"SET partitioned_write_max_open_files = {len(plan) + 1}")
+    for table in TABLES:
+        cond = f"t.user_id = p.u AND t.{key[table]} > p.a_{table}"
+        counts = dict(
+            con.execute(
+                f"SELECT p.idx, count(*) FROM {table} t JOIN {table_plan} p ON {cond} GROUP BY p.idx",
+                params,
+            ).fetchall()
+        )
+        if not counts:
+            continue
+        out = staging / table
+        staging.mkdir(exist_ok=True)
+        con.execute(
+            f"COPY (SELECT t.*, p.idx AS uac_idx FROM {table} t JOIN {table_plan} p ON {cond} "
+            f"ORDER BY p.idx, {', '.join('t.' + c.strip() for c in ORDER[table].split(','))}) "
+            f"TO {_quote(str(out))} (FORMAT parquet, PARTITION_BY (uac_idx))",
+            params,
+        )
+        for idx, count in counts.items():
+            pdir = out / f"uac_idx={idx}"
+            pieces = sorted(pdir.glob("*.parquet"))
+            if len(pieces) != 1:  # DuckDB split it after all: one file, in chain order
+                merged = pdir / "merged.parquet.tmp"
+                con.execute(
+                    f"COPY (SELECT * FROM {parquet_source(pieces)} ORDER BY {ORDER[table]}) "
+                    f"TO {_quote(str(merged))} (FORMAT parquet)"
+                )
+                pieces = [merged]
+            staged.setdefault(int(idx), {})[table] = (pieces[0], int(count))
+    return staged
+
+
+def _commit_staged(
+    fleet: Fleet,
+    user: str,
+    n: int,
+    base: bool,
+    files: dict[str, tuple[Path, int]],
+    heads: dict[str, Any],
+    *,
+    by: str,
+) -> int:
+    """Move staged part files into ``user``'s partition and create commit ``n`` listing them."""
+    listed: dict[str, str] = {}
+    meta = {
+        "format": FORMAT,
+        "user": user,
+        "commit": n,
+        "base": base,
+        "files": listed,
+        "rows": {t: c for t, (_p, c) in files.items()},
+        "heads": heads,
+        "by": by,
+        "created_at": datetime.now(UTC).replace(tzinfo=None).isoformat(),
+    }
+    try:
+        for table, (path, _count) in files.items():
+            directory = fleet.dir(table, user)
+            directory.mkdir(parents=True, exist_ok=True)
+            final = directory / f"part-{n:06d}-{secrets.token_hex(4)}.parquet"
+            os.replace(path, final)
+            listed[table] = final.relative_to(fleet.root).as_posix()
+        cdir = fleet.dir(COMMITS, user)
+        cdir.mkdir(parents=True, exist_ok=True)
+        _write_new(cdir / f"{n:06d}.json", meta)
+    except BaseException as exc:
+        for rel in listed.values():
+            (fleet.root / rel).unlink(missing_ok=True)
+        if isinstance(exc, FileExistsError):
+            raise FleetConflict(
+                f"user {_who(user)}: another writer made commit {n} in {fleet.root} at the "
+                "same time; nothing of this one was kept, rerun to commit on top of it"
+            ) from None
+        raise
+    if base and n > 1:
+        _drop_before(fleet, user, n)
+    return n
+
+
+# --- import: a fleet directory into a store ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What ``import_fleet`` appended to a store: users new to it, users extended, users it
+    already held whole; rows appended per table, and rows erased to follow a fleet's forget."""
+
+    store: str
+    new: int = 0
+    extended: int = 0
+    unchanged: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    erased: int = 0
+
+    def summary(self) -> str:
+        text = (
+            f"{self.store}: {plural(self.new + self.extended, 'user')} imported ({self.new} new, "
+            f"{self.extended} extended), {self.unchanged} already up to date; "
+            f"{plural(self.rows.get('events', 0), 'event')}, "
+            f"{plural(self.rows.get('model_calls', 0), 'model call')}, "
+            f"{plural(self.rows.get('checkpoints', 0), 'checkpoint')} appended"
+        )
+        if self.erased:
+            text += f"; {plural(self.erased, 'row')} erased as a forget in the fleet erased them"
+        return text
+
+
+def _chosen(fleet: Fleet, users: Iterable[str] | None) -> list[str]:
+    held = fleet.users()
+    if users is None:
+        return held
+    wanted = sorted(set(users))
+    missing = [u for u in wanted if u not in set(held)]
+    if missing:
+        raise FleetError(
+            f"{fleet.root} holds no user {_who(missing[0])}; its users are listed by "
+            f"`uac fleet summary {fleet.root}`"
+        )
+    return wanted
+
+
+def _live_files(fleet: Fleet, users: Iterable[str]) -> dict[str, list[tuple[Path, str, int]]]:
+    """By table, each committed file of ``users`` with its user and commit number."""
+    out: dict[str, list[tuple[Path, str, int]]] = {t: [] for t in TABLES}
+    for user in users:
+        for c in fleet.live(user):
+            for table, rel in c["files"].items():
+                if table in out:
+                    out[table].append((fleet.root / rel, user, int(c["commit"])))
+    return out
+
+
+def import_fleet(
+    root: str | Path, store: str | Path, *, users: Iterable[str] | None = None
+) -> ImportReport:
+    """Append the fleet's users (or ``users``) to the store (created if new), in one
+    transaction: a user new to the store whole, a user it holds from where its chains end,
+    once the fleet's chains pass through them (else FleetDiverged, nothing imported). Events
+    get new store-wide ``seq`` numbers in the order they were recorded; call ids and
+    checkpoints keep theirs (the chains cover them)."""
+    fleet = Fleet(root)
+    chosen = _chosen(fleet, users)
+    files = _live_files(fleet, chosen)
+    target = Store(store)
+    try:
+        with target.writing():
+            con = target.con
+            con.execute("BEGIN TRANSACTION")
+            try:
+                report = _import(fleet, con, str(store), chosen, files)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            finally:
+                for table in TABLES:
+                    con.execute(f"DROP TABLE IF EXISTS temp.imp_{table}")
+        if report.erased:
+            target.compact()  # no erased byte stays in the file's free blocks
+    except duckdb.Error as exc:
+        raise FleetError(
+            f"cannot import {fleet.root} into {store} ({shorten(str(exc).splitlines()[0], 160)});"
+            f" check it with `uac verify {fleet.root}`, nothing was imported"
+        ) from exc
+    finally:
+        target.close()
+    return report
+
+
+def _import(
+    fleet: Fleet,
+    con: duckdb.DuckDBPyConnection,
+    where: str,
+    chosen: list[str],
+    files: dict[str, list[tuple[Path, str, int]]],
+) -> ImportReport:
+    for table in TABLES:
+        con.execute(f"CREATE TEMP TABLE imp_{table} AS SELECT * FROM {table} LIMIT 0")
+        listed = [f for f, _u, _n in files[table]]
+        if listed:
+            con.execute(f"INSERT INTO imp_{table} BY NAME SELECT * FROM {parquet_source(listed)}")
+    # A row of another user than its commit's is damage: refuse before anything is written.
+    odd = con.execute(
+        "SELECT user_id FROM (SELECT user_id FROM imp_events UNION ALL SELECT user_id FROM "
+        "imp_model_calls UNION ALL SELECT user_id FROM imp_checkpoints UNION ALL SELECT "
+        "user_id FROM imp_checkpoint_segments) WHERE user_id NOT IN (SELECT unnest(?)) LIMIT 1",
+        [chosen],
+    ).fetchone()
+    if odd is not None:
+        raise FleetError(
+            f"{fleet.root} holds rows of user {_who(str(odd[0]))} in another user's partition; "
+            f"check it with `uac verify {fleet.root}`, nothing was imported"
+        )
+    mine = _bulk_heads(con, chosen)
+    held = [u for u in chosen if any(mine[u][t][0] for t in mine[u])]
+    # the fleet's chains must pass through the store's heads: the store is not ahead of them
+    _bulk_extends(con, {u: mine[u] for u in held}, str(fleet.root), where, prefix="temp.imp_")
+    erased = _follow_forgets(con, held)
+    plan, params = _columns(
+        {
+            "u": chosen,
+            "ev_n": [int(mine[u]["events"][0]) for u in chosen],
+            "cp_n": [int(mine[u]["checkpoints"][0]) for u in chosen],
+            "call_id": _last_calls(con, chosen),
+        }
+    )
+    rows: dict[str, int] = {}
+    last = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
+    # New store-wide numbers in recording order; a user's running latest recording time keeps
+    # their own events in chain order even if a clock went back.
+    events = (
+        "INSERT INTO events (seq, user_seq, recorded_at, ts, kind, user_id, source, payload, "
+        "salt, payload_hash, hash) "
+        "SELECT $last + row_number() OVER (ORDER BY seen_at, user_id, user_seq), user_seq, "
+        "recorded_at, ts, kind, user_id, source, payload, salt, payload_hash, hash FROM ("
+        "SELECT i.*, max(i.recorded_at) OVER (PARTITION BY i.user_id ORDER BY i.user_seq "
+        "ROWS UNBOUNDED PRECEDING) AS seen_at "
+        f"FROM temp.imp_events i JOIN {plan} p ON i.user_id = p.u WHERE i.user_seq > p.ev_n)"
+    )
+    rows["events"] = _count(con.execute(events, {**params, "last": int(last[0]) if last else 0}))
+    for table, cond in (
+        ("model_calls", "i.call_id > p.call_id"),
+        ("checkpoints", "i.version > p.cp_n"),
+        ("checkpoint_segments", "i.version > p.cp_n"),
+    ):
+        rows[table] = _count(
+            con.execute(
+                f"INSERT INTO {table} BY NAME SELECT i.* FROM temp.imp_{table} i "
+                f"JOIN {plan} p ON i.user_id = p.u WHERE {cond}",
+                params,
+            )
+        )
+    after = _bulk_heads(con, chosen)
+    grown = [u for u in chosen if after[u] != mine[u]]
+    new = [u for u in grown if u not in held]
+    return ImportReport(
+        where,
+        new=len(new),
+        extended=len(grown) - len(new),
+        unchanged=len(chosen) - len(grown),
+        rows=rows,
+        erased=erased,
+    )
+
+
+def _count(result: duckdb.DuckDBPyConnection) -> int:
+    row = result.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _last_calls(con: duckdb.DuckDBPyConnection, users: list[str]) -> list[int]:
+    found = dict(
+        con.execute(
+            "SELECT user_id, max(call_id) FROM model_calls WHERE user_id IN (SELECT unnest(?)) "
+            "GROUP BY user_id",
+            [users],
+        ).fetchall()
+    )
+    return [int(found.get(u, 0)) for u in users]
+
+
+def _follow_forgets(con: duckdb.DuckDBPyConnection, users: list[str]) -> int:
+    """Erase in the store what a forget in the fleet erased of rows the store already holds
+    (the fleet's chain passes through the store's, so it holds that forget event): the same
+    erased values, as ``forget`` writes them. Returns the rows changed."""
+    if not users:
+        return 0
+    changed = 0
+    for sql in (
+        "UPDATE events SET payload = i.payload, source = i.source, salt = '' "
+        "FROM temp.imp_events i WHERE events.user_id = i.user_id "
+        "AND events.user_seq = i.user_seq AND i.salt = '' AND events.salt <> ''",
+        "UPDATE model_calls SET request = i.request, response = i.response, "
+        "content = i.content, error = i.error, request_key = i.request_key, salt = '' "
+        "FROM temp.imp_model_calls i WHERE model_calls.user_id = i.user_id "
+        "AND model_calls.call_id = i.call_id AND i.salt = '' AND model_calls.salt <> ''",
+        "UPDATE checkpoint_segments SET text = i.text, salt = '' "
+        "FROM temp.imp_checkpoint_segments i WHERE checkpoint_segments.user_id = i.user_id "
+        "AND checkpoint_segments.version = i.version AND checkpoint_segments.segment = i.segment "
+        "AND i.salt = '' AND checkpoint_segments.salt <> ''",
+        # code a forget re-rendered into a checkpoint that had inherited it
+        "INSERT INTO checkpoint_segments SELECT i.* FROM temp.imp_checkpoint_segments i "
+        "WHERE i.salt = '' AND i.version <= (SELECT coalesce(max(version), 0) FROM checkpoints c "
+        "WHERE c.user_id = i.user_id) AND NOT EXISTS (SELECT 1 FROM checkpoint_segments s "
+        "WHERE s.user_id = i.user_id AND s.version = i.version AND s.segment = i.segment)",
+    ):
+        changed += _count(con.execute(sql))
+    if changed:
+        from uac_kernel.snapshot import drop_snapshots
+
+        for user in users:
+            drop_snapshots(con, user)  # a snapshot may hold what was erased
+    return changed
+
+
+# --- verify: a fleet directory on its own --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetVerifyReport:
+    """What ``verify_fleet`` checked, and one line per problem found."""
+
+    root: Path
+    users: int = 0
+    events: int = 0
+    calls: int = 0
+    checkpoints: int = 0
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        if self.problems:
+            return (
+                f"{self.root}: integrity check failed: {plural(len(self.problems), 'problem')} "
+                f"in the fleet directory"
+            )
+        return (
+            f"{self.root}: {self.events} events, {self.calls} model calls, {self.checkpoints} "
+            f"checkpoints of {self.users} user(s) verified: commits complete, hash chains intact"
+        )
+
+
+def verify_fleet(root: str | Path, *, users: Iterable[str] | None = None) -> FleetVerifyReport:
+    """Check the fleet directory: every user's commits (numbered 1..n, in the right directory,
+    listing files that exist with the rows and user they say), and their three chains over the
+    committed rows, in one pass over each table for all users; the last commit's heads must be
+    where the chains end."""
+    fleet = Fleet(root)
+    wanted = None if users is None else set(users)
+    problems: list[tuple[str | None, str]] = []  # (user, problem)
+    good: dict[str, list[dict[str, Any]]] = {}
+    for udir in fleet._user_dirs():
+        user, commits, problem = _user_commits(fleet, udir)
+        if user is not None and wanted is not None and user not in wanted:
+            continue
+        if problem:
+            problems.append((user, problem))
+        elif user is not None and commits:
+            good[user] = commits
+    if wanted is not None:
+        seen = set(good) | {u for u, _p in problems}
+        problems.extend((u, f"{fleet.root} holds no user {_who(u)}") for u in sorted(wanted - seen))
+    files: dict[str, list[tuple[Path, str, int, int]]] = {t: [] for t in TABLES}
+    for user, commits in good.items():
+        start = max((i for i, c in enumerate(commits) if c.get("base")), default=0)
+        for c in commits[start:]:
+            rows: dict[str, Any] = c["rows"] if isinstance(c.get("rows"), dict) else {}
+            for table, rel in sorted(c["files"].items()):
+                path = fleet.root / str(rel)
+                if table not in files:
+                    problems.append((user, f"user {_who(user)}: commit {c['commit']} lists a "
+                                           f"table {printable(repr(table))} no fleet has"))  # fmt: skip
+                elif not path.is_file():
+                    problems.append((user, f"user {_who(user)}: commit {c['commit']} lists "
+                                           f"{printable(str(rel))}, which is missing; restore "
+                                           "it from a copy"))  # fmt: skip
+                else:
+                    files[table].append((path, user, int(c["commit"]), int(rows.get(table, -1))))
+    for table, listed in files.items():
+        problems.extend(_check_files(table, listed))
+    bad = {u for u, _p in problems}
+    ok_users = [u for u in good if u not in bad]
+    totals = dict.fromkeys(TABLES, 0)
+    if ok_users:
+        chain_problems, totals = _check_chains(files, ok_users, good)
+        problems.extend(chain_problems)
+    return FleetVerifyReport(
+        fleet.root,
+        users=len(good),
+        events=totals["events"],
+        calls=totals["model_calls"],
+        checkpoints=totals["checkpoints"],
+        problems=tuple(printable(p) for _u, p in problems),
+    )
+
+
+def _user_commits(fleet: Fleet, udir: Path) -> tuple[str | None, list[dict[str, Any]], str]:
+    """The user whose commits ``udir`` holds, the commits, and the problem with them ('')."""
+    names = sorted(p.name for p in udir.iterdir() if _COMMIT_NAME.match(p.name))
+    if not names:
+        return None, [], ""
+    where = udir.relative_to(fleet.root)
+    try:
+        user = _load_commit(udir / names[-1]).get("user")
+    except FleetError as exc:
+        return None, [], str(exc)
+    if not isinstance(user, str):
+        return None, [], f"{where / names[-1]} names no user; restore it from a copy"
+    if udir != fleet.dir(COMMITS, user):
+        return user, [], (
+            f"user {_who(user)}: commits in {where}, not in "
+            f"{fleet.dir(COMMITS, user).relative_to(fleet.root)}; restore them from a copy"
+        )  # fmt: skip
+    try:
+        return user, _read_commits(udir, user), ""
+    except FleetError as exc:
+        return user, [], str(exc)
+
+
+def _check_files(table: str, listed: list[tuple[Path, str, int, int]]) -> list[tuple[str, str]]:
+    """Each file's row count against its commit, and every row's user against it."""
+    if not listed:
+        return []
+    problems = []
+    with duckdb.connect() as con:
+        plan, params = _columns(
+            {"f": [str(p) for p, _u, _n, _r in listed], "u": [u for _p, u, _n, _r in listed]}
+        )
+        try:
+            found = {
+                str(f): (int(n), int(other))
+                for f, n, other in con.execute(
+                    "SELECT p.f, count(r.filename), count(r.filename) FILTER (r.user_id <> p.u) "
+                    f"FROM {plan} p LEFT JOIN read_parquet({_list(listed)}, filename = true, "
+                    "hive_partitioning = false) r ON r.filename = p.f GROUP BY p.f",
+                    params,
+                ).fetchall()
+            }
+        except duckdb.Error:  # a damaged file: find which, one by one
+            found = {}
+            for path, user, n, _rows in listed:
+                try:
+                    row = con.execute(
+                        "SELECT count(*), count(*) FILTER (user_id <> ?) FROM "
+                        f"{parquet_source([path])}",
+                        [user],
+                    ).fetchone()
+                    found[str(path)] = (int(row[0]), int(row[1])) if row else (0, 0)
+                except duckdb.Error as exc:
+                    first = shorten(str(exc).splitlines()[0], 120)
+                    problems.append((user, f"user {_who(user)}: the {table} file of commit {n} "
+                                           f"cannot be read ({first}); restore it from a copy"))  # fmt: skip
+    for path, user, n, rows in listed:
+        if str(path) not in found:
+            continue
+        count, other = found[str(path)]
+        if other:
+            problems.append((user, f"user {_who(user)}: {plural(other, 'row')} of {table} in "
+                                   f"commit {n} belong to another user; restore the file from "
+                                   "a copy"))  # fmt: skip
+        elif count != rows:
+            problems.append((user, f"user {_who(user)}: commit {n} says {rows} rows of {table}, "
+                                   f"its file holds {count}; restore it from a copy"))  # fmt: skip
+    return problems
+
+
+def _list(listed: list[tuple[Path, str, int, int]]) -> str:
+    return "[" + ", ".join(_quote(str(p)) for p, _u, _n, _r in listed) + "]"
+
+
+def _check_chains(
+    files: dict[str, list[tuple[Path, str, int, int]]],
+    users: list[str],
+    commits: dict[str, list[dict[str, Any]]],
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """The chains of ``users`` over their committed rows (integrity's checks, on a DuckDB
+    whose tables are views over the files), and the last commit's heads against them."""
+    from uac_kernel.integrity import verify_users
+
+    keep = set(users)
+    problems: list[tuple[str, str]] = []
+    store = Store(":memory:")
+    try:
+        con = store.con
+        for table in TABLES:
+            listed = [f for f in files[table] if f[1] in keep]
+            if listed:
+                con.execute(f"DROP TABLE {table}")
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_list(listed)}, "
+                            "hive_partitioning = false)")  # fmt: skip
+        problems.extend((u, p) for u, p in verify_users(store) if p)
+        broken = {u for u, _p in problems}
+        ends = _bulk_heads(con, users)
+        for user in users:
+            said = commits[user][-1]["heads"]
+            for table in ("events", "model_calls", "checkpoints"):
+                if user not in broken and list(said.get(table, [])) != ends[user][table]:
+                    problems.append((user, f"user {_who(user)}: the heads of commit "
+                                           f"{len(commits[user])} do not match its {table} rows "
+                                           f"(they end at {ends[user][table][0]}); restore the "
+                                           "commit from a copy"))  # fmt: skip
+                    broken.add(user)
+        totals = {t: _count(con.execute(f"SELECT count(*) FROM {t}")) for t in TABLES}
+    finally:
+        store.close()
+    return problems, totals

@@ -227,9 +227,12 @@ def _holds(store: Store, user: str) -> dict[int, LoggedEvent]:
     return held
 
 
-def _answer(store: Store, call_id: int) -> Extraction:
+def _answer(store: Store, user: str, call_id: int) -> Extraction:
+    # A call id is unique within a user's calls, not across a store a fleet was imported into;
+    # a call of another user is the answer only when it was replayed from their record.
     row = store.con.execute(
-        "SELECT content FROM model_calls WHERE call_id = ?", [call_id]
+        "SELECT content FROM model_calls WHERE call_id = ? ORDER BY (user_id = ?) DESC LIMIT 1",
+        [call_id, user],
     ).fetchone()
     try:
         return Extraction.model_validate_json(row[0] if row else "")
@@ -265,7 +268,7 @@ def held_batches(store: Store, state: State) -> list[HeldBatch]:
     for call_id, ev in _holds(store, state.user).items():
         reason = str(ev.payload["reason"])
         try:
-            ops = _answer(store, call_id).operations
+            ops = _answer(store, state.user, call_id).operations
         except ReviewError:  # its answer was forgotten: all that is left is to reject it
             ops, reason = (
                 [],
@@ -307,7 +310,7 @@ def accept_events(
     """The events that apply held ``batch`` (the operations numbered ``only``, else all): its
     facts, the ``extraction`` marker and the ``review`` decision, to be appended together."""
     ev = _held(store, state.user, batch)
-    answer = _answer(store, batch)
+    answer = _answer(store, state.user, batch)
     n = len(answer.operations)
     numbers = set(range(1, n + 1)) if only is None else set(only)
     if not numbers:
