@@ -5,6 +5,7 @@ writer leaves the partition as it was."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -461,7 +462,7 @@ def test_hostile_user_ids_round_trip(tmp_path: Path) -> None:
 
 def test_verify_names_each_problem_on_one_line(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
-    for user in ("ann", "bob", "cy", "dee", "eve"):
+    for user in ("ann", "bob", "cy", "dee", "eve", "fay"):
         grow(db, user, 1, 2)
     root = tmp_path / "fleet"
     export_store(db, root)
@@ -491,10 +492,16 @@ def test_verify_names_each_problem_on_one_line(tmp_path: Path) -> None:
             f"TO '{part}.new' (FORMAT parquet)"
         )
     os.replace(f"{part}.new", part)
+    # fay: a commit whose heads are not where its rows end
+    path = fleet.dir("_commits", "fay") / "000001.json"
+    meta = json.loads(path.read_text())
+    meta["heads"]["events"][0] += 1
+    path.write_text(json.dumps(meta))
     report = verify_fleet(root)
     assert not report.ok
-    assert len(report.problems) == 4, report.problems
-    ann, bob, cy, dee = sorted(report.problems)
+    assert len(report.problems) == 5, report.problems
+    ann, bob, cy, dee, fay = sorted(report.problems)
+    assert fay.startswith("user 'fay': the heads of commit 1 do not match its events rows")
     assert ann.startswith("user 'ann': event ") and "was changed after it was written" in ann
     assert bob.startswith("user 'bob': commit 1 lists model_calls/") and "missing" in bob
     assert cy.startswith("user 'cy': commit 2 is missing from ") and "000003.json" in cy
@@ -506,7 +513,7 @@ def test_verify_names_each_problem_on_one_line(tmp_path: Path) -> None:
     assert sorted(lines[:-1]) == sorted(report.problems)
     assert (
         lines[-1]
-        == f"uac: error: {root}: integrity check failed: 4 problems in the fleet directory"
+        == f"uac: error: {root}: integrity check failed: 5 problems in the fleet directory"
     )
     # eve is intact, and checked alone
     assert verify_fleet(root, users=["eve"]).ok
