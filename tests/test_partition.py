@@ -453,11 +453,15 @@ def test_hostile_user_ids_round_trip(tmp_path: Path) -> None:
     back = tmp_path / "back.duckdb"
     import_fleet(root, back)
     for user in users:
-        assert store_rows(back, "model_calls", user, "call_id") == store_rows(
-            db, "model_calls", user, "call_id"
-        )
-        assert keys(back, user) == keys(db, user)
+        for table, order in (("model_calls", "call_id"), ("checkpoint_segments", "version")):
+            assert store_rows(back, table, user, order) == store_rows(db, table, user, order)
+        with duckdb.connect(str(back), read_only=True) as con:
+            got = con.execute(
+                "SELECT user_seq, payload, hash FROM events WHERE user_id = ? ORDER BY seq", [user]
+            ).fetchall()
+        assert got == [r[1:2] + r[7:8] + r[10:] for r in store_rows(db, "events", user, "seq")]
     assert Store(back, read_only=True).verify().ok
+    assert keys(back, HOSTILE[6]) == keys(db, HOSTILE[6]) == ["t1", "t2"]  # the long id
 
 
 def test_verify_names_each_problem_on_one_line(tmp_path: Path) -> None:
