@@ -392,6 +392,9 @@ def test_forget_then_export_rewrites_the_partition(tmp_path: Path) -> None:
     fleet = Fleet(root)
     assert SECRET.encode() in all_bytes(root)  # the search below finds it where it is
     bob_files = sorted(fleet.root.glob("*/bucket=*/user=bob/*.parquet"))
+    early = tmp_path / "early.duckdb"  # a store the fleet was imported into before the forget
+    import_fleet(root, early)
+    assert SECRET.encode() in early.read_bytes()
     with Workbench(db, user="ann") as wb:
         assert not wb.forget(text=SECRET).empty
     report = export_store(db, root)
@@ -408,6 +411,12 @@ def test_forget_then_export_rewrites_the_partition(tmp_path: Path) -> None:
     import_fleet(root, back)
     assert Store(back, read_only=True).verify().ok
     assert answers(back, "ann")["keys"] == answers(db, "ann")["keys"] == ["t1", "t2"]
+    # importing the forget into the earlier copy erases there what it erased, file and all
+    again = import_fleet(root, early)
+    assert again.extended == 1 and again.erased > 0
+    assert Store(early, read_only=True).verify().ok
+    assert SECRET.encode() not in early.read_bytes()
+    assert answers(early, "ann") == answers(back, "ann")
 
 
 HOSTILE = [
