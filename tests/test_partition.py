@@ -317,6 +317,9 @@ def test_round_trip_store_dir_store(tmp_path: Path) -> None:
     assert cli("verify", "--db", str(back)).returncode == 0
     for user in users:
         assert answers(back, user) == answers(db, user)
+    for args in (["eval", "sorted(t.city for t in user.all(Trip))"], ["code", "--version", "1"]):
+        here, there = (cli("--db", str(d), "--user", "cy", *args) for d in (db, back))
+        assert here.returncode == there.returncode == 0 and here.stdout == there.stdout
     # the imported store numbers its events 1..n in recording order, whatever the source did
     with duckdb.connect(str(back), read_only=True) as con:
         got = con.execute("SELECT user_id, user_seq FROM events ORDER BY seq").fetchall()
