@@ -266,6 +266,8 @@ def test_field_typed_differently_by_users_is_text(tmp_path: Path) -> None:
     assert got.rows == [("a", "7", "a"), ("b", "seven", "b"), ("c", "[1,2]", "c")]
     # only the users asked for
     assert fleet_sql(root, "SELECT user_id FROM users", users=["b"]).rows == [("b",)]
+    with pytest.raises(FleetError, match="no user 'd' in the fleet"):
+        fleet_sql(root, "SELECT 1", users=["b", "d"])
 
 
 def test_uncommitted_part_files_are_not_read(tmp_path: Path, fleet: tuple[Path, Path]) -> None:

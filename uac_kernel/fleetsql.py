@@ -34,8 +34,9 @@ from typing import Any
 
 import duckdb
 
+from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
-from uac_kernel.errors import QueryError
+from uac_kernel.errors import FleetError, QueryError
 from uac_kernel.partition import Fleet, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
@@ -88,7 +89,17 @@ class FleetSql:
         _check_positive("memory_mb", self.memory_mb)
         _check_positive("threads", self.threads)
         known = fleet.users()
-        self.users = known if wanted is None else [u for u in known if u in set(wanted)]
+        if wanted is None:
+            self.users = known
+        else:
+            missing = sorted(set(wanted) - set(known))
+            if missing:
+                raise FleetError(
+                    f"no user {printable(shorten(repr(missing[0]), 80))} in the fleet "
+                    f"{str(fleet.root)!r} ({plural(len(known), 'user')}); `uac fleet summary "
+                    "DIR` counts them, `uac fleet sql DIR 'FROM users'` lists them"
+                )
+            self.users = sorted(set(wanted))
         files = {t: fleet.files(t, self.users) for t in _SOURCES}
         self.con = duckdb.connect(":memory:")
         con = self.con
