@@ -47,6 +47,7 @@ from uac_kernel.sqlview import (
     _check_positive,
     _check_timeout,
     _env_number,
+    _first_line,
     default_memory_mb,
     default_threads,
     run_read_only,
@@ -115,6 +116,14 @@ class FleetSql:
                 f"the records of the fleet {str(self.root)!r} do not fit in the SQL memory "
                 f"limit of {self.memory_mb} MB; raise it with the environment variable "
                 "UAC_SQL_MEMORY_MB, or query fewer users"
+            ) from None
+        except (duckdb.IOException, duckdb.InvalidInputException) as exc:
+            con.close()
+            # A base commit rewrote a user's partition while it was read, or a file is damaged.
+            raise FleetError(
+                f"cannot read a committed file of the fleet {str(self.root)!r} "
+                f"({_first_line(exc)}); query again, and if it persists `uac verify "
+                f"{self.root}` names the damaged file"
             ) from None
         except BaseException:
             con.close()
