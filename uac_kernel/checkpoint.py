@@ -98,10 +98,9 @@ class Checkpoints:
         # (``uac import``) renumbers; ``event_seq``, the user's own number, is kept.
         rows = self.store.con.execute(
             "SELECT c.version, coalesce(e.seq, 0), c.created_at, c.records, c.segments "
-            "FROM checkpoints c LEFT JOIN events e "
-            "ON e.user_id = c.user_id AND e.user_seq = c.event_seq "
-            f"WHERE c.user_id = ? {tail}",
-            [self.user, *(params or [])],
+            "FROM checkpoints c LEFT JOIN (SELECT seq, user_seq FROM events WHERE user_id = ?) e "
+            f"ON e.user_seq = c.event_seq WHERE c.user_id = ? {tail}",
+            [self.user, self.user, *(params or [])],
         ).fetchall()
         return [Checkpoint(self.store, self.user, *row) for row in rows]
 
