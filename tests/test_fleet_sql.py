@@ -201,8 +201,7 @@ def test_every_cell_equals_each_users_own_sql(fleet: tuple[Path, Path], fsql: Fl
             # The message is the logged one: the live one may count days to a later clock.
             standing = [(a.rule, a.id, a.severity) for a in wb.alerts()]
             rows = fsql.query(
-                "SELECT rule, id, severity FROM alerts WHERE user_id = "
-                f"{lit(user)} ORDER BY rowid"
+                f"SELECT rule, id, severity FROM alerts WHERE user_id = {lit(user)} ORDER BY rowid"
             ).rows
             assert rows == standing
             alerts += len(rows)
