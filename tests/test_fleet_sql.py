@@ -107,7 +107,7 @@ def _build_store(db: Path) -> None:
         try:
             wb.ingest(demo_events(seed=i, days=40 + 2 * i))
             wb.ingest(_note(i))
-            if i == 0:
+            if i == 0:  # maya
                 wb.ingest(
                     [
                         {
@@ -225,7 +225,19 @@ def test_every_cell_equals_each_users_own_sql(fleet: tuple[Path, Path], fsql: Fl
     assert cells > 4000 and alerts >= 2 * len(USERS)
 
 
-def test_erased_rows_are_absent(fsql: FleetSql) -> None:
+def test_erased_rows_are_absent(fleet: tuple[Path, Path], fsql: FleetSql) -> None:
+    import duckdb
+
+    from uac_kernel.partition import parquet_source
+
+    # the partition holds the forget's erased rows (salt ''); no fleet table shows them
+    files = Fleet(fleet[1]).files("events", ["maya"])
+    (raw,) = duckdb.sql(
+        f"SELECT count(*) FILTER (salt = ''), count(*) FILTER (salt <> '') "
+        f"FROM {parquet_source(files)}"
+    ).fetchall()
+    assert raw[0] > 0
+    assert fsql.query("SELECT count(*) FROM events WHERE user_id = 'maya'").rows == [(raw[1],)]
     assert fsql.query("SELECT count(*) FROM Trip_history WHERE key = 'secret'").rows == [(0,)]
     hits = fsql.query(f"SELECT count(*) FROM events WHERE contains(payload, {lit(FORGOTTEN)})").rows
     assert hits == [(0,)]
