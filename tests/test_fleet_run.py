@@ -1,0 +1,312 @@
+"""`uac fleet run` on a tiny fleet: the local process pool and a real local Ray instance give the
+same results byte for byte; a rerun does nothing; a killed worker's task is retried and the
+partition stays whole; bad data is a failed row; extraction keeps within the model-call budget
+against the real openai client and `ChatServer`, 429s included."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from uac_kernel.fleet import Job, RunProgress, run
+from uac_kernel.model import ModelSettings
+from uac_kernel.partition import Fleet, verify_fleet
+from uac_kernel.testing import ChatServer, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+# Ids that a path must not take raw: a dot, a slash, a tilde, a quote, non-ASCII.
+USERS = ["ana", "bo.b/x", "~chi's", "dé ja", "eve"]
+BAD = "zed"
+COUNT = "{t: user.count(t) for t in user.types()}"
+
+
+def events(i: int) -> list[dict[str, Any]]:
+    """A few dozen events: trips added, updated and retracted, utterances; alerts for some."""
+    out: list[dict[str, Any]] = []
+    for n in range(8 + 3 * i):
+        day = f"2025-0{1 + n % 9}-{10 + n % 18}T09:00:00"
+        out.append(
+            {
+                "kind": "fact",
+                "ts": day,
+                "op": "add",
+                "type": "Trip",
+                "key": f"t{n}",
+                "fields": {"destination": f"city {n}", "nights": n % 5 + 1},
+                "source": f"trips#{n}",
+            }
+        )
+        out.append({"kind": "utterance", "ts": day, "speaker": "user", "text": f"trip {n} ok"})
+    out.append(
+        {
+            "kind": "fact",
+            "ts": "2025-10-01T09:00:00",
+            "op": "update",
+            "type": "Trip",
+            "key": "t1",
+            "fields": {"nights": 9},
+        }
+    )
+    out.append(
+        {"kind": "fact", "ts": "2025-10-02T09:00:00", "op": "retract", "type": "Trip", "key": "t0"}
+    )
+    if i % 2 == 0:  # a penicillin allergy and amoxicillin: a standing alert
+        out += [
+            {
+                "kind": "fact",
+                "ts": "2025-10-03T09:00:00",
+                "op": "add",
+                "type": "Allergy",
+                "key": "pen",
+                "fields": {"substance": "penicillin", "reaction": "hives"},
+            },
+            {
+                "kind": "fact",
+                "ts": "2025-10-04T09:00:00",
+                "op": "add",
+                "type": "Medication",
+                "key": "amox",
+                "fields": {"name": "Amoxicillin 500 mg", "start": "2025-10-04"},
+            },
+        ]
+    return out
+
+
+def write_source(src: Path) -> Path:
+    src.mkdir()
+    for i, user in enumerate(USERS):
+        lines = [json.dumps(e, ensure_ascii=False) for e in events(i)]
+        (src / f"{urllib.parse.quote(user, safe='')}.jsonl").write_text("\n".join(lines) + "\n")
+    # bad data: a fact without its key
+    (src / f"{BAD}.jsonl").write_text(
+        json.dumps({"kind": "fact", "ts": "2025-01-01T09:00:00", "op": "add", "type": "Trip"})
+        + "\n"
+    )
+    return src
+
+
+def tree(path: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def ray_instance() -> Iterator[None]:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_local_and_ray_give_the_same_results_and_a_rerun_does_nothing(
+    tmp_path: Path, ray_instance: None
+) -> None:
+    src = write_source(tmp_path / "src")
+    outputs = {}
+    for engine in ("local", "ray"):
+        root = tmp_path / engine
+        seen: list[RunProgress] = []
+        ingest = run(root, Job("ingest", (str(src),)), engine=engine, progress=seen.append)
+        assert (ingest.total, ingest.ok, ingest.failed) == (6, 5, 1)
+        assert seen[-1] == RunProgress(total=6, done=6, failed=1, skipped=0)
+        bad = next(r for r in ingest.rows if r["user_id"] == BAD)
+        assert bad["status"] == "failed" and "'key'" in bad["error"]
+        assert Fleet(root).users() == sorted(USERS)  # nothing of the bad user was committed
+        bench = run(root, Job("bench", (COUNT,)), engine=engine)  # checkpoint, alerts, query
+        assert (bench.ok, bench.failed) == (5, 0)
+        assert verify_fleet(root).ok
+        outputs[engine] = (ingest, bench)
+
+    for local, on_ray in zip(outputs["local"], outputs["ray"], strict=True):
+        assert local.run_id == on_ray.run_id
+        assert tree(local.run_dir / "results") == tree(on_ray.run_dir / "results")
+        assert local.summary_path.read_bytes() == on_ray.summary_path.read_bytes()
+        assert local.rows == on_ray.rows
+    rows = {r["user_id"]: r for r in outputs["ray"][1].rows}
+    assert json.loads(rows["ana"]["value"]) == {"Allergy": 1, "Medication": 1, "Trip": 7}
+    assert json.loads(rows["bo.b/x"]["value"]) == {"Trip": 10}
+    assert {u: r["alerts"] for u, r in rows.items()} == {
+        "ana": 1,
+        "bo.b/x": 0,
+        "dé ja": 0,
+        "eve": 1,
+        "~chi's": 1,
+    }
+    assert {r["checkpoint_version"] for r in rows.values()} == {1}
+
+    # A rerun of a finished run does nothing: no task, no commit, the same summary.
+    root = tmp_path / "local"
+    before = tree(root / "_commits")
+    again = run(root, Job("bench", (COUNT,)), engine="local")
+    assert (again.ran, again.skipped) == (0, 5) and "nothing to do" in again.summary()
+    assert tree(root / "_commits") == before
+    # Of a run with a failed user, only that user runs again (and fails again).
+    retried = run(root, Job("ingest", (str(src),)), engine="local")
+    assert (retried.ran, retried.skipped, retried.failed) == (1, 5, 1)
+    assert tree(root / "_commits") == before
+
+
+HELPER = '''
+import os, time
+from pathlib import Path
+
+def late_note(wb, barrier, who):
+    """Append a note; for one user, then wait at a barrier the test controls."""
+    wb.ingest([{"kind": "utterance", "ts": "2025-12-01T10:00:00", "speaker": "user",
+                "text": "a late note", "source": "late#1"}])
+    if wb.user == who:
+        d = Path(barrier)
+        (d / f"pid-{os.getpid()}").write_text("")
+        while not (d / "go").exists():
+            time.sleep(0.02)
+    return wb.eval("len(search('late note', 5))")
+'''
+
+
+def test_a_killed_worker_is_retried_and_the_partition_stays_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    helpers = tmp_path / "helpers"
+    helpers.mkdir()
+    (helpers / "fleet_helper.py").write_text(HELPER)
+    monkeypatch.syspath_prepend(str(helpers))  # spawned workers get the parent's sys.path
+    src = write_source(tmp_path / "src")
+    root = tmp_path / "fleet"
+    run(root, Job("ingest", (str(src),)), engine="local")
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    job = Job("call", ("fleet_helper:late_note", str(barrier), "eve"))
+    done: list[Any] = []
+    driver = threading.Thread(target=lambda: done.append(run(root, job, jobs=2, retries=2)))
+    driver.start()
+    deadline = time.monotonic() + 60
+    while not list(barrier.glob("pid-*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    [first] = list(barrier.glob("pid-*"))
+    os.kill(int(first.name[4:]), signal.SIGKILL)  # the worker dies mid-task, before its commit
+    (barrier / "go").write_text("")
+    driver.join(120)
+    [report] = done
+    assert (report.ok, report.failed) == (5, 0)
+    assert len(list(barrier.glob("pid-*"))) == 2  # the task ran again, in a new worker
+    assert verify_fleet(root).ok
+    assert {r["user_id"]: json.loads(r["value"]) for r in report.rows} == dict.fromkeys(USERS, 1)
+    # the killed attempt committed nothing: one commit of the run, with the one note
+    commits = [c for c in Fleet(root).commits("eve") if c["by"] == f"run {report.run_id}"]
+    assert [c["rows"]["events"] for c in commits] == [1]
+
+
+def extraction_answer(body: dict[str, Any]) -> str:
+    prompt = " ".join(m["content"] for m in body["messages"] if m["role"] == "user")
+    sources = sorted({s for s in prompt.split("[")[1:] for s in [s.split("]")[0]] if "#" in s})
+    ops = [
+        {
+            "op": "add",
+            "type": "Note",
+            "key": source.replace("#", "-"),
+            "fields": [{"name": "text", "value": source}],
+            "utterances": [source],
+        }
+        for source in sources
+    ]
+    return json.dumps({"operations": ops})
+
+
+def test_extract_keeps_within_the_model_call_budget_and_honours_429(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for u in ["u1", "u2", "u3", "u4"]:
+        turns = [
+            {
+                "kind": "utterance",
+                "ts": f"2025-03-0{n + 1}T10:00:00",
+                "speaker": "user",
+                "text": f"{u} says thing {n}",
+                "source": f"{u}#{n}",
+            }
+            for n in range(3)
+        ]
+        (src / f"{u}.jsonl").write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    root = tmp_path / "fleet"
+    run(root, Job("ingest", (str(src),)))
+
+    lock = threading.Lock()
+    in_flight = [0, 0]  # now, most
+    answered = [0]
+
+    def responder(body: dict[str, Any]) -> Reply | str:
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight[1], in_flight[0])
+            first = answered[0] == 0
+            answered[0] += 1
+        try:
+            time.sleep(0.15)
+            if first:
+                return Reply(status=429, retry_after=0.2)
+            return extraction_answer(body)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    with ChatServer(responder) as server:
+        model = ModelSettings(model="stand-in", base_url=server.base_url, timeout=10, max_retries=2)
+        report = run(root, Job("extract"), jobs=3, concurrency=2, model=model)
+        assert (report.ok, report.failed) == (4, 0)
+        assert in_flight[1] <= 2
+        calls = sum(r["calls"] for r in report.rows)
+        assert calls == 4 and len(server.requests) == calls + 1  # the 429 was asked again
+        assert all(r["tokens_in"] > 0 for r in report.rows)
+        assert {r["value"] for r in report.rows} == {
+            json.dumps({"applied": 1, "batches": 1, "held": 0, "pending": 0})
+        }
+        # A rerun makes no call: every user has a result.
+        again = run(root, Job("extract"), jobs=3, concurrency=2, model=model)
+        assert again.ran == 0 and len(server.requests) == calls + 1
+    assert verify_fleet(root).ok
+
+
+def test_the_command_line_and_a_missing_ray(tmp_path: Path) -> None:
+    src = write_source(tmp_path / "src")
+    root = tmp_path / "fleet"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def uac(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "uac_kernel.cli", "fleet", "run", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            **kw,
+        )
+
+    done = uac(str(root), "ingest", str(src), "--users", "ana,eve", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "2 users: 2 ok, 0 failed" in done.stdout
+    failed = uac(str(root), "ingest", str(src), "--jobs", "1", env=env)
+    assert failed.returncode == 1
+    assert f"failed {BAD}:" in failed.stdout and "1 user failed" in failed.stderr
+    # without ray: one line that says what to install
+    hidden = tmp_path / "no-ray"
+    (hidden / "ray").mkdir(parents=True)
+    (hidden / "ray" / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    no_ray = uac(
+        str(root), "checkpoint", "--engine", "ray", env={**env, "PYTHONPATH": f"{hidden}:{ROOT}"}
+    )
+    assert no_ray.returncode == 1
+    assert no_ray.stderr.strip().splitlines() == [
+        "uac: error: uac fleet run --engine ray needs the 'fleet' extra (ray is not installed): "
+        "pip install 'uac-kernel[fleet]'"
+    ]
