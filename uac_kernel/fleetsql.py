@@ -12,7 +12,9 @@ locked) before the query runs, read-only, bounded in time and rolled back (``sql
 - ``users`` (user_id, events, facts, first_ts, last_ts, checkpoints, calls, tokens_in,
   tokens_out): every user with a commit;
 - ``alerts`` (user_id, rule, id, severity, category, message, evidence, since): the alerts
-  standing by the logged alert events, as ``uac alerts`` lists them, most severe first;
+  standing by the logged alert events, as ``uac alerts`` lists them, most severe first; the
+  message and ``since`` are those of the event that raised the alert or last changed its
+  severity (``uac alerts`` words a message that counts days from the clock anew);
 - ``events`` (user_id, user_seq, seq, ts, kind, source, payload): the raw log, for questions
   the record tables do not answer (``seq`` is what ``sources`` cells name).
 
@@ -34,8 +36,9 @@ from typing import Any
 
 import duckdb
 
+from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
-from uac_kernel.errors import QueryError
+from uac_kernel.errors import FleetError, QueryError
 from uac_kernel.partition import Fleet, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
@@ -46,6 +49,7 @@ from uac_kernel.sqlview import (
     _check_positive,
     _check_timeout,
     _env_number,
+    _first_line,
     default_memory_mb,
     default_threads,
     run_read_only,
@@ -65,7 +69,8 @@ _RAW = "uac_raw"
 class FleetSql:
     """The tables of a fleet directory's committed rows (of ``users`` only, when given) and
     read-only queries over them, within time and memory limits (``None``: ``uac sql``'s
-    defaults and environment variables)."""
+    defaults and environment variables). Without ``record_types`` only ``users``, ``alerts``
+    and ``events`` are built (what a summary reads)."""
 
     def __init__(
         self,
@@ -75,6 +80,7 @@ class FleetSql:
         timeout: float | None = None,
         memory_mb: int | None = None,
         threads: int | None = None,
+        record_types: bool = True,
     ) -> None:
         fleet = Fleet(root)
         wanted = None if users is None else list(users)
@@ -88,7 +94,17 @@ class FleetSql:
         _check_positive("memory_mb", self.memory_mb)
         _check_positive("threads", self.threads)
         known = fleet.users()
-        self.users = known if wanted is None else [u for u in known if u in set(wanted)]
+        if wanted is None:
+            self.users = known
+        else:
+            missing = sorted(set(wanted) - set(known))
+            if missing:
+                raise FleetError(
+                    f"no user {printable(shorten(repr(missing[0]), 80))} in the fleet "
+                    f"{str(fleet.root)!r} ({plural(len(known), 'user')}); `uac fleet summary "
+                    "DIR` counts them, `uac fleet sql DIR 'FROM users'` lists them"
+                )
+            self.users = sorted(set(wanted))
         files = {t: fleet.files(t, self.users) for t in _SOURCES}
         self.con = duckdb.connect(":memory:")
         con = self.con
@@ -97,7 +113,7 @@ class FleetSql:
         # Spilling to disk would need a temp directory: memory is the limit, not the disk.
         con.execute("SET temp_directory = ''")
         try:
-            self.tables = _build(con, files, self.users)
+            self.tables = _build(con, files, self.users, self.root, record_types)
         except duckdb.OutOfMemoryException:
             con.close()
             raise QueryError(
@@ -182,7 +198,7 @@ class FleetSummary:
 
 def fleet_summary(root: str | Path) -> FleetSummary:
     """Users, events, facts, model calls and tokens, and the standing alerts per rule."""
-    with FleetSql(root) as db:
+    with FleetSql(root, record_types=False) as db:
         per_user = db.con.execute(
             "SELECT user_id, events, facts, calls, tokens_in, tokens_out FROM users "
             "ORDER BY user_id"
@@ -205,10 +221,14 @@ def fleet_summary(root: str | Path) -> FleetSummary:
 
 
 def _build(
-    con: duckdb.DuckDBPyConnection, files: Mapping[str, Sequence[Path]], users: list[str]
+    con: duckdb.DuckDBPyConnection,
+    files: Mapping[str, Sequence[Path]],
+    users: list[str],
+    root: Path,
+    record_types: bool,
 ) -> dict[str, tuple[str, str]]:
-    """Create the fleet's tables in ``con`` from the committed ``files`` of each store table;
-    return each record type's (current, history) table names."""
+    """Create the fleet's tables in ``con`` from the committed ``files`` (of the fleet at
+    ``root``) of each store table; return each record type's (current, history) names."""
     # The store's own migrations make the raw tables, so every column has the store's type
     # even when no file holds a row; the files' rows go in by column name.
     con.execute(f"ATTACH ':memory:' AS {_RAW}")
@@ -218,16 +238,26 @@ def _build(
     finally:
         con.execute("USE memory")
     for table in _SOURCES:
-        if files.get(table):
+        if not files.get(table):
+            continue
+        try:
             con.execute(
                 f"INSERT INTO {_RAW}.{table} BY NAME SELECT * FROM {parquet_source(files[table])}"
             )
+        except (duckdb.IOException, duckdb.InvalidInputException) as exc:
+            # A base commit rewrote a user's partition while it was read, or a file is damaged.
+            raise FleetError(
+                f"cannot read a committed {table} file of the fleet {str(root)!r} "
+                f"({_first_line(exc)}); query again, and if it persists `uac verify {root}` "
+                "names the damaged file"
+            ) from None
     con.execute(
         f"""CREATE TABLE events AS SELECT user_id, user_seq, seq, ts, kind, source, payload
         FROM {_RAW}.events WHERE salt <> '' ORDER BY user_id, user_seq"""
     )
     con.execute("CREATE TABLE uac_users (user_id VARCHAR)")
-    con.executemany("INSERT INTO uac_users VALUES (?)", [(u,) for u in users])
+    if users:
+        con.executemany("INSERT INTO uac_users VALUES (?)", [(u,) for u in users])
     con.execute(
         f"""CREATE TABLE users AS
         WITH e AS (SELECT user_id, count(*) AS events, count(*) FILTER (kind = 'fact') AS facts,
@@ -260,7 +290,9 @@ def _build(
         FROM last WHERE a.state IN ('raised', 'updated')
         ORDER BY user_id, {rank} END, a.rule, id"""
     )
-    return _build_types(con)
+    tables = _build_types(con) if record_types else {}
+    con.execute(f"DETACH {_RAW}")  # the salts, hashes and erased rows go with it
+    return tables
 
 
 def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
@@ -282,10 +314,11 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
     con.execute(
         f"CREATE TABLE {INDEX_TABLE} (type VARCHAR, current_table VARCHAR, history_table VARCHAR)"
     )
-    con.executemany(
-        f"INSERT INTO {INDEX_TABLE} VALUES (?, ?, ?)",
-        [(t, cur, hist) for t, (cur, hist) in names.items()],
-    )
+    if names:
+        con.executemany(
+            f"INSERT INTO {INDEX_TABLE} VALUES (?, ?, ?)",
+            [(t, cur, hist) for t, (cur, hist) in names.items()],
+        )
     cur = con.cursor()
     try:
         load_facts(
@@ -304,7 +337,6 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
             )
     finally:
         cur.close()
-    con.execute(f"DETACH {_RAW}")  # the salts, hashes and erased rows go with it
     return names
 
 
