@@ -382,10 +382,10 @@ def _rerendered(
         return [], []
     points = dict(
         store.con.execute(
-            "SELECT c.version, coalesce(e.seq, 0) FROM checkpoints c LEFT JOIN events e "
-            "ON e.user_id = c.user_id AND e.user_seq = c.event_seq "
-            "WHERE c.user_id = ? ORDER BY c.version",
-            [user],
+            "SELECT c.version, coalesce(e.seq, 0) FROM checkpoints c LEFT JOIN "
+            "(SELECT seq, user_seq FROM events WHERE user_id = $u) e "
+            "ON e.user_seq = c.event_seq WHERE c.user_id = $u ORDER BY c.version",
+            {"u": user},
         ).fetchall()
     )
     stored: dict[int, dict[str, str]] = {}
