@@ -239,7 +239,7 @@ def copy_fleet(src: Path, dst: Path, users: Iterable[str] | None = None) -> Path
         if top.is_file():
             shutil.copy2(top, dst / top.name)
             continue
-        if top.name == "runs":
+        if top.name == "runs" or top.name.startswith("."):  # runs, and an export's staging
             continue
         for bucket in top.iterdir():
             for part in bucket.iterdir():
