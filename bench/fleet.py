@@ -294,6 +294,7 @@ def parquet_rows(path: Path) -> list[dict[str, Any]]:
 
 def uac_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)  # a Ray run joins the bench's own instance, named in ``extra``
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("OPENAI_API_KEY", "not-needed")
     env["RAY_USAGE_STATS_ENABLED"] = "0"  # no prompt, no network
@@ -385,7 +386,11 @@ class RayInstance:
         if self.proc is not None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            self.proc.wait(timeout=120)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:  # its shutdown hung: end the holder we started
+                self.proc.kill()
+                self.proc.wait()
 
 
 def fleet_run(fleet: Path, job: list[str], *, engine: str = "local", jobs: int = 2,
