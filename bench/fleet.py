@@ -11,7 +11,8 @@ starts from the same committed state):
    the run itself in ``timings.parquet``) over fleets of 100, 1,000 and 2,000 users of 1,000
    events: the per-user cost must stay flat (within ±20%) as the population grows;
 2. **throughput**: the same job over one fleet with ``--engine ray`` and ``--engine local`` at
-   1 and 2 workers, interleaved round by round: users per second of the whole process;
+   1 and 2 workers, interleaved round by round: users per second of the whole process (the Ray
+   runs join one local instance the bench starts, through ``RAY_ADDRESS``, as on a cluster);
 3. **extract**: ``fleet run ... extract`` over 200 users against ``uac_kernel.testing.ChatServer``
    answering every call after 200 ms, at model-call budgets (``--concurrency``) 1, 8 and 32,
    against what the latency predicts (calls × latency / budget) and the CPU floor (the same run
@@ -19,9 +20,12 @@ starts from the same committed state):
 4. **bytes**: bytes per event on disk of a single-file store holding users and of the fleet
    directory ``uac export`` writes from it, and of the fleet after ingest and after the bench.
 
-``python bench/fleet.py --quick`` runs small sizes in about a minute; without it, the sizes
-above (hours on 2 cores). Results: ``bench/results/fleet.json`` (``fleet_quick.json``), with
-the engine's commit and the machine's load. See bench/README.md.
+``python bench/fleet.py --quick`` runs small sizes in a few minutes; without it, the sizes
+above (hours on 2 cores, an estimate: about 7,500 user tasks, most of 1,000 events).
+``--report FILE`` prints the figures of a results file as text. Results:
+``bench/results/fleet.json`` (``fleet_quick.json``), each stage with its date, the engine's
+commit and the machine's load; a stage that cannot measure records its error and the others
+go on. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -66,6 +70,10 @@ TARGETS = {
 }
 
 
+class BenchFailed(Exception):
+    """A stage could not measure (a run failed, Ray did not start): recorded, the rest go on."""
+
+
 @dataclass(frozen=True)
 class Sizes:
     populations: tuple[int, ...]
@@ -75,11 +83,14 @@ class Sizes:
     extract_users: int
     turns: int  # user turns per user to extract (10 per model call)
     budgets: tuple[int, ...]
-    store_users: int  # users in the single-file store of the bytes figure
+    store_users: int  # users of 1,000 events in the single-file store of the bytes figure
 
 
-FULL = Sizes((100, 1_000, 2_000), 1_000, 200, 2, 200, 20, (1, 8, 32), 20)
-QUICK = Sizes((10, 20, 40), 100, 12, 1, 16, 20, (1, 8, 32), 4)
+FULL = Sizes((100, 1_000, 2_000), 1_000, 200, 2, 200, 50, (1, 8, 32), 20)
+# Quick: every stage in small, including extraction with budgets a 2-core machine can start
+# workers for in seconds.
+QUICK = Sizes((10, 20, 40), 100, 12, 1, 4, 100, (1, 2, 4), 10)
+STORE_EVENTS = 1_000  # per user in the bytes figure's store, at every size
 
 
 # -- the users ---------------------------------------------------------------------------------
@@ -232,7 +243,7 @@ def copy_fleet(src: Path, dst: Path, users: Iterable[str] | None = None) -> Path
         if top.is_file():
             shutil.copy2(top, dst / top.name)
             continue
-        if top.name == "runs":
+        if top.name == "runs" or top.name.startswith("."):  # runs, and an export's staging
             continue
         for bucket in top.iterdir():
             for part in bucket.iterdir():
@@ -261,7 +272,7 @@ def the_run(fleet: Path, job: str) -> Path:
     """The directory of the one run of ``job`` in ``fleet``."""
     found = [d for d in (fleet / "runs").iterdir() if _job_name(d) == job]
     if len(found) != 1:
-        raise SystemExit(f"expected one {job} run in {fleet}/runs, found {len(found)}")
+        raise BenchFailed(f"expected one {job} run in {fleet}/runs, found {len(found)}")
     return found[0]
 
 
@@ -286,6 +297,7 @@ def parquet_rows(path: Path) -> list[dict[str, Any]]:
 
 def uac_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)  # a Ray run joins the bench's own instance, named in ``extra``
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("OPENAI_API_KEY", "not-needed")
     env["RAY_USAGE_STATS_ENABLED"] = "0"  # no prompt, no network
@@ -313,7 +325,7 @@ def uac(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
         err.seek(0)
         text, error = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if code != 0:
-        raise SystemExit(f"uac {' '.join(args)} failed ({code}):\n{error[-3000:]}")
+        raise BenchFailed(f"uac {' '.join(args)} failed ({code}):\n{error[-3000:]}")
     return {
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -370,14 +382,18 @@ class RayInstance:
             if not self.address:
                 self.proc.wait()
                 if self.attempts == 3:
-                    raise SystemExit("could not start a local Ray instance (3 attempts)")
+                    raise BenchFailed("could not start a local Ray instance (3 attempts)")
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            self.proc.wait(timeout=120)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:  # its shutdown hung: end the holder we started
+                self.proc.kill()
+                self.proc.wait()
 
 
 def fleet_run(fleet: Path, job: list[str], *, engine: str = "local", jobs: int = 2,
@@ -430,6 +446,7 @@ def summary_totals(run: Path) -> dict[str, Any]:
     return {
         "users": len(rows),
         "status": dict(status),
+        "events_before": sum(r["events_before"] or 0 for r in rows),
         "events_appended": sum(r["events_appended"] or 0 for r in rows),
         "calls": sum(r["calls"] or 0 for r in rows),
         "tokens_in": sum(r["tokens_in"] or 0 for r in rows),
@@ -442,8 +459,9 @@ def summary_totals(run: Path) -> dict[str, Any]:
 # -- the stages --------------------------------------------------------------------------------
 
 
-def build_fleet(work: Path, n: int, events: int) -> tuple[Path, dict[str, Any]]:
-    """Generate ``n`` users of ``events`` facts and ingest them into a new fleet (one run)."""
+def build_fleet(work: Path, n: int, events: int) -> dict[str, Any]:
+    """Generate ``n`` users of ``events`` facts and ingest them into a new fleet, ``work/fleet``
+    (one run)."""
     src = work / "src"
     t0 = time.perf_counter()
     made = write_users(src, ((user_id(i), history(i, events)) for i in range(n)))
@@ -453,14 +471,16 @@ def build_fleet(work: Path, n: int, events: int) -> tuple[Path, dict[str, Any]]:
     run = the_run(fleet, "ingest")
     totals = summary_totals(run)
     if totals["status"].get("ok") != n:
-        raise SystemExit(f"ingest: {totals['status']} of {n} users")
-    return fleet, {
+        raise BenchFailed(f"ingest: {totals['status']} of {n} users")
+    held = tree_bytes(fleet, skip=("runs",))
+    return {
         "users": n,
         "events_per_user": events,
         "generated": dict(made),
         "generate_s": generated,
         "ingest": {**ran, **totals, "events_per_s": n * events / ran["wall_s"]},
-        "bytes_after_ingest": tree_bytes(fleet, skip=("runs",)),
+        "bytes_after_ingest": held,
+        "per_event_after_ingest": per_event(held, n, events),
     }
 
 
@@ -471,7 +491,7 @@ def bench_job(fleet: Path, engine: str, jobs: int, ray: str = "") -> dict[str, A
     laps = user_laps(parquet_rows(run / "timings.parquet"))
     users = totals["users"]
     if totals["status"].get("ok") != users:
-        raise SystemExit(f"bench in {fleet}: {totals['status']}")
+        raise BenchFailed(f"bench in {fleet}: {totals['status']}")
     return {
         **ran,
         **totals,
@@ -565,16 +585,20 @@ def stage_extract(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
     for budget, latency in plan:
         sub = copy_fleet(fleet, work / f"talk-{budget}-{latency}")
         model = Extractor(answers, latency)
-        jobs = max(2, min(budget, n))
+        # A user's calls are sequential: as many workers as the largest budget, in every run,
+        # so the budget alone limits the calls in flight.
+        jobs = min(max(sizes.budgets), n)
         log(f"extract: budget {budget}, latency {latency} s, {jobs} workers")
         with ChatServer(model) as server:
             options = ["--concurrency", str(budget), "--model", "stand-in"]
             options += ["--base-url", server.base_url]
             ran = fleet_run(sub, ["extract"], jobs=jobs, options=options)
             requests = len(server.requests)
-        totals = summary_totals(the_run(sub, "extract"))
+        run = the_run(sub, "extract")
+        totals = summary_totals(run)
+        totals["timings"] = step_stats(user_laps(parquet_rows(run / "timings.parquet")))
         if totals["status"].get("ok") != n:
-            raise SystemExit(f"extract at budget {budget}: {totals['status']}")
+            raise BenchFailed(f"extract at budget {budget}: {totals['status']}")
         runs.append(
             {
                 "budget": budget,
@@ -585,20 +609,39 @@ def stage_extract(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
                 "latency_bound_s": requests * latency / budget,
             }
         )
+        if latency == 0.0:  # the last run: what a conversational user's partition holds
+            runs[-1]["bytes_after"] = tree_bytes(sub, skip=("runs",))
         shutil.rmtree(sub)
     floor = runs[-1]["wall_s"]
     for r in runs[:-1]:
         r["cpu_floor_s"] = floor
         r["predicted_s"] = max(r["latency_bound_s"], floor)
         r["wall_over_predicted"] = r["wall_s"] / r["predicted_s"]
-    return {"users": n, "turns_per_user": sizes.turns, "latency_s": LATENCY, "runs": runs}
+    last = runs[-1]
+    held = last["bytes_after"]
+    events = last["events_before"] + last["events_appended"]
+    return {
+        "users": n,
+        "turns_per_user": sizes.turns,
+        "latency_s": LATENCY,
+        "workers": min(max(sizes.budgets), n),
+        "runs": runs,
+        # A conversational user after extraction: turns, facts, extraction events, calls.
+        "events_per_user": events / n,
+        "calls_per_user": last["calls"] / n,
+        "tokens_in_per_call": last["tokens_in"] / max(last["calls"], 1),
+        "tokens_out_per_call": last["tokens_out"] / max(last["calls"], 1),
+        "bytes_per_event": held.get("events", 0) / max(events, 1),
+        "bytes_per_call": held.get("model_calls", 0) / max(last["calls"], 1),
+        "bytes_per_user": sum(v for k, v in held.items() if k != "files") / n,
+    }
 
 
 def stage_bytes(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
     """A single-file store holding ``store_users`` users, its size halfway and at the end (the
     second half's growth is the marginal cost of an event), then ``uac export`` of it."""
     store = work / "users.duckdb"
-    n, events = sizes.store_users, sizes.events
+    n, events = sizes.store_users, STORE_EVENTS
     sizes_at: dict[int, int] = {}
     log(f"bytes: {n} users into one store")
     for i in range(n):
@@ -606,6 +649,12 @@ def stage_bytes(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
             wb.ingest(history(i, events))
         if i + 1 in (n // 2, n):
             sizes_at[i + 1] = store.stat().st_size
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        found = con.execute("SELECT count(*) FROM events").fetchone()
+    finally:
+        con.close()
+    rows = int(found[0]) if found else 0
     exported = work / "exported"
     ran = uac("export", str(store), str(exported))
     fleet = tree_bytes(exported)
@@ -614,6 +663,9 @@ def stage_bytes(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
     return {
         "users": n,
         "events_per_user": events,
+        # The log holds the facts and the schema and alert events they caused; per event below
+        # is per fact event ingested.
+        "log_rows": rows,
         "store_bytes": sizes_at[full],
         "store_bytes_per_event": sizes_at[full] / (full * events),
         "store_marginal_bytes_per_event": (sizes_at[full] - sizes_at[half])
@@ -631,7 +683,9 @@ def per_event(b: dict[str, int], users: int, events: int) -> dict[str, float]:
 
 def report(results: dict[str, Any]) -> str:
     """The figures as plain text, for the terminal and bench/README.md."""
-    lines = []
+    stages = {k: v for k, v in results.items() if isinstance(v, dict)}
+    lines = [f"{k}: not measured ({v['error']})" for k, v in stages.items() if "error" in v]
+    results = {k: v for k, v in stages.items() if "error" not in v}
     if built := results.get("fleet"):
         ing = built["ingest"]
         lines.append(
@@ -690,14 +744,18 @@ def report(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes: about a minute")
+    ap.add_argument("--quick", action="store_true", help="small sizes: a few minutes")
     ap.add_argument(
         "--only", nargs="+", choices=("population", "throughput", "extract", "bytes"), default=None
     )
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--workdir", type=Path, default=None, help="default: a temp dir in bench/out")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--report", type=Path, metavar="FILE", help="print FILE's figures as text")
     args = ap.parse_args(argv)
+    if args.report:
+        print(report(json.loads(args.report.read_text())))
+        return 0
     sizes = QUICK if args.quick else FULL
     stages = args.only or ["population", "throughput", "extract", "bytes"]
     out = args.out or RESULTS / ("fleet_quick.json" if args.quick else "fleet.json")
@@ -708,40 +766,51 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - started:7.1f} s] {msg}", file=sys.stderr, flush=True)
 
-    results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "quick": args.quick,
-        "sizes": asdict(sizes),
-        "query": QUERY,
-        "targets": TARGETS,
-        "machine": machine(),
-    }
+    # With --only, the other stages of an earlier run in the same file are kept.
+    results: dict[str, Any] = {}
+    if args.only and out.exists():
+        results = json.loads(out.read_text())
+    results.update(
+        {"quick": args.quick, "sizes": asdict(sizes), "query": QUERY, "targets": TARGETS}
+    )
+
+    def stage(name: str, fn: Any, *fn_args: Any) -> Any:
+        """Run one stage; its figures, or its error, go into the results with the date, the
+        engine's commit and the machine's load, and the file is written at once."""
+        info = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine()}
+        try:
+            value = fn(*fn_args)
+        except BenchFailed as exc:
+            log(f"{name} failed: {exc}")
+            results[name] = {**info, "error": str(exc)}
+            value = None
+        else:
+            results[name] = {**info, **value} if isinstance(value, dict) else value
+        results[name]["load_average_at_end"] = os.getloadavg()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+        return value
+
     try:
         if {"population", "throughput"} & set(stages):
             n = max(max(sizes.populations), sizes.throughput_users)
             log(f"generate and ingest {n} users × {sizes.events} events")
-            fleet, built = build_fleet(work, n, sizes.events)
-            built["per_event_after_ingest"] = per_event(
-                built["bytes_after_ingest"], n, sizes.events
-            )
-            results["fleet"] = built
-            if "population" in stages:
-                results["population"] = stage_population(work, fleet, sizes, log)
-            if "throughput" in stages:
-                results["throughput"] = stage_throughput(work, fleet, sizes, log)
+            built = stage("fleet", build_fleet, work, n, sizes.events)
+            if built is not None:
+                fleet = work / "fleet"
+                if "population" in stages:
+                    stage("population", stage_population, work, fleet, sizes, log)
+                if "throughput" in stages:
+                    stage("throughput", stage_throughput, work, fleet, sizes, log)
         if "extract" in stages:
-            results["extract"] = stage_extract(work, sizes, log)
+            stage("extract", stage_extract, work, sizes, log)
         if "bytes" in stages:
-            results["bytes"] = stage_bytes(work, sizes, log)
+            stage("bytes", stage_bytes, work, sizes, log)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    results["load_average_at_end"] = os.getloadavg()
-    results["wall_s"] = time.perf_counter() - started
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1, default=str) + "\n")
     print(report(results))
-    log(f"results in {out}")
+    log(f"results in {out} ({time.perf_counter() - started:.0f} s)")
     return 0
 
 
