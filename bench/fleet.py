@@ -75,11 +75,14 @@ class Sizes:
     extract_users: int
     turns: int  # user turns per user to extract (10 per model call)
     budgets: tuple[int, ...]
-    store_users: int  # users in the single-file store of the bytes figure
+    store_users: int  # users of 1,000 events in the single-file store of the bytes figure
 
 
-FULL = Sizes((100, 1_000, 2_000), 1_000, 200, 2, 200, 20, (1, 8, 32), 20)
-QUICK = Sizes((10, 20, 40), 100, 12, 1, 16, 20, (1, 8, 32), 4)
+FULL = Sizes((100, 1_000, 2_000), 1_000, 200, 2, 200, 50, (1, 8, 32), 20)
+# Quick: every stage in small, including extraction with budgets a 2-core machine can start
+# workers for in seconds.
+QUICK = Sizes((10, 20, 40), 100, 12, 1, 4, 100, (1, 2, 4), 10)
+STORE_EVENTS = 1_000  # per user in the bytes figure's store, at every size
 
 
 # -- the users ---------------------------------------------------------------------------------
@@ -430,6 +433,7 @@ def summary_totals(run: Path) -> dict[str, Any]:
     return {
         "users": len(rows),
         "status": dict(status),
+        "events_before": sum(r["events_before"] or 0 for r in rows),
         "events_appended": sum(r["events_appended"] or 0 for r in rows),
         "calls": sum(r["calls"] or 0 for r in rows),
         "tokens_in": sum(r["tokens_in"] or 0 for r in rows),
@@ -565,14 +569,18 @@ def stage_extract(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
     for budget, latency in plan:
         sub = copy_fleet(fleet, work / f"talk-{budget}-{latency}")
         model = Extractor(answers, latency)
-        jobs = max(2, min(budget, n))
+        # A user's calls are sequential: as many workers as the largest budget, in every run,
+        # so the budget alone limits the calls in flight.
+        jobs = min(max(sizes.budgets), n)
         log(f"extract: budget {budget}, latency {latency} s, {jobs} workers")
         with ChatServer(model) as server:
             options = ["--concurrency", str(budget), "--model", "stand-in"]
             options += ["--base-url", server.base_url]
             ran = fleet_run(sub, ["extract"], jobs=jobs, options=options)
             requests = len(server.requests)
-        totals = summary_totals(the_run(sub, "extract"))
+        run = the_run(sub, "extract")
+        totals = summary_totals(run)
+        totals["timings"] = step_stats(user_laps(parquet_rows(run / "timings.parquet")))
         if totals["status"].get("ok") != n:
             raise SystemExit(f"extract at budget {budget}: {totals['status']}")
         runs.append(
@@ -585,20 +593,39 @@ def stage_extract(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
                 "latency_bound_s": requests * latency / budget,
             }
         )
+        if latency == 0.0:  # the last run: what a conversational user's partition holds
+            runs[-1]["bytes_after"] = tree_bytes(sub, skip=("runs",))
         shutil.rmtree(sub)
     floor = runs[-1]["wall_s"]
     for r in runs[:-1]:
         r["cpu_floor_s"] = floor
         r["predicted_s"] = max(r["latency_bound_s"], floor)
         r["wall_over_predicted"] = r["wall_s"] / r["predicted_s"]
-    return {"users": n, "turns_per_user": sizes.turns, "latency_s": LATENCY, "runs": runs}
+    last = runs[-1]
+    held = last["bytes_after"]
+    events = last["events_before"] + last["events_appended"]
+    return {
+        "users": n,
+        "turns_per_user": sizes.turns,
+        "latency_s": LATENCY,
+        "workers": min(max(sizes.budgets), n),
+        "runs": runs,
+        # A conversational user after extraction: turns, facts, extraction events, calls.
+        "events_per_user": events / n,
+        "calls_per_user": last["calls"] / n,
+        "tokens_in_per_call": last["tokens_in"] / max(last["calls"], 1),
+        "tokens_out_per_call": last["tokens_out"] / max(last["calls"], 1),
+        "bytes_per_event": held.get("events", 0) / max(events, 1),
+        "bytes_per_call": held.get("model_calls", 0) / max(last["calls"], 1),
+        "bytes_per_user": sum(v for k, v in held.items() if k != "files") / n,
+    }
 
 
 def stage_bytes(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
     """A single-file store holding ``store_users`` users, its size halfway and at the end (the
     second half's growth is the marginal cost of an event), then ``uac export`` of it."""
     store = work / "users.duckdb"
-    n, events = sizes.store_users, sizes.events
+    n, events = sizes.store_users, STORE_EVENTS
     sizes_at: dict[int, int] = {}
     log(f"bytes: {n} users into one store")
     for i in range(n):
@@ -606,6 +633,12 @@ def stage_bytes(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
             wb.ingest(history(i, events))
         if i + 1 in (n // 2, n):
             sizes_at[i + 1] = store.stat().st_size
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        found = con.execute("SELECT count(*) FROM events").fetchone()
+    finally:
+        con.close()
+    rows = int(found[0]) if found else 0
     exported = work / "exported"
     ran = uac("export", str(store), str(exported))
     fleet = tree_bytes(exported)
@@ -614,6 +647,9 @@ def stage_bytes(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
     return {
         "users": n,
         "events_per_user": events,
+        # The log holds the facts and the schema and alert events they caused; per event below
+        # is per fact event ingested.
+        "log_rows": rows,
         "store_bytes": sizes_at[full],
         "store_bytes_per_event": sizes_at[full] / (full * events),
         "store_marginal_bytes_per_event": (sizes_at[full] - sizes_at[half])

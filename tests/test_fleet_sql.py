@@ -266,6 +266,8 @@ def test_field_typed_differently_by_users_is_text(tmp_path: Path) -> None:
     assert got.rows == [("a", "7", "a"), ("b", "seven", "b"), ("c", "[1,2]", "c")]
     # only the users asked for
     assert fleet_sql(root, "SELECT user_id FROM users", users=["b"]).rows == [("b",)]
+    with pytest.raises(FleetError, match="no user 'd' in the fleet"):
+        fleet_sql(root, "SELECT 1", users=["b", "d"])
 
 
 def test_uncommitted_part_files_are_not_read(tmp_path: Path, fleet: tuple[Path, Path]) -> None:
@@ -279,9 +281,16 @@ def test_uncommitted_part_files_are_not_read(tmp_path: Path, fleet: tuple[Path, 
     assert fleet_sql(root, "SELECT count(*) FROM events").rows == before
 
 
-def test_not_a_fleet_directory(tmp_path: Path) -> None:
+def test_not_a_fleet_directory_or_a_damaged_file(tmp_path: Path, fleet: tuple[Path, Path]) -> None:
     with pytest.raises(FleetError, match="not a fleet directory"):
         fleet_sql(tmp_path, "SELECT 1")
+    root = tmp_path / "f"
+    export(fleet[0], root, ["maya"])
+    (committed,) = Fleet(root).files("events", ["maya"])
+    committed.write_bytes(b"not parquet")
+    with pytest.raises(FleetError, match="cannot read a committed file") as err:
+        fleet_sql(root, "SELECT 1")
+    assert "\n" not in str(err.value) and "uac verify" in str(err.value)
 
 
 def test_summary(fleet: tuple[Path, Path], fsql: FleetSql) -> None:

@@ -34,8 +34,9 @@ from typing import Any
 
 import duckdb
 
+from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
-from uac_kernel.errors import QueryError
+from uac_kernel.errors import FleetError, QueryError
 from uac_kernel.partition import Fleet, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
@@ -46,6 +47,7 @@ from uac_kernel.sqlview import (
     _check_positive,
     _check_timeout,
     _env_number,
+    _first_line,
     default_memory_mb,
     default_threads,
     run_read_only,
@@ -88,7 +90,17 @@ class FleetSql:
         _check_positive("memory_mb", self.memory_mb)
         _check_positive("threads", self.threads)
         known = fleet.users()
-        self.users = known if wanted is None else [u for u in known if u in set(wanted)]
+        if wanted is None:
+            self.users = known
+        else:
+            missing = sorted(set(wanted) - set(known))
+            if missing:
+                raise FleetError(
+                    f"no user {printable(shorten(repr(missing[0]), 80))} in the fleet "
+                    f"{str(fleet.root)!r} ({plural(len(known), 'user')}); `uac fleet summary "
+                    "DIR` counts them, `uac fleet sql DIR 'FROM users'` lists them"
+                )
+            self.users = sorted(set(wanted))
         files = {t: fleet.files(t, self.users) for t in _SOURCES}
         self.con = duckdb.connect(":memory:")
         con = self.con
@@ -104,6 +116,14 @@ class FleetSql:
                 f"the records of the fleet {str(self.root)!r} do not fit in the SQL memory "
                 f"limit of {self.memory_mb} MB; raise it with the environment variable "
                 "UAC_SQL_MEMORY_MB, or query fewer users"
+            ) from None
+        except (duckdb.IOException, duckdb.InvalidInputException) as exc:
+            con.close()
+            # A base commit rewrote a user's partition while it was read, or a file is damaged.
+            raise FleetError(
+                f"cannot read a committed file of the fleet {str(self.root)!r} "
+                f"({_first_line(exc)}); query again, and if it persists `uac verify "
+                f"{self.root}` names the damaged file"
             ) from None
         except BaseException:
             con.close()
