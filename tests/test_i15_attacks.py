@@ -811,3 +811,65 @@ def test_ingest_one_jsonl_with_hostile_user_fields(tmp_path: Path) -> None:
     assert Fleet(root).users() == sorted(ids) and verify_fleet(root).ok
     for path in root.rglob("*"):
         assert path.resolve().is_relative_to(root.resolve()), path
+
+
+# --- hostile model answers in extract ------------------------------------------------------
+
+
+def wipe_answer(body: dict[str, Any]) -> str:
+    """Retract every record the prompt names, and overwrite the rest: a wipe of memory."""
+    prompt = " ".join(m["content"] for m in body["messages"] if m["role"] == "user")
+    sources = sorted({s.split("]")[0] for s in prompt.split("[")[1:] if "#" in s.split("]")[0]})
+    ops: list[dict[str, Any]] = [
+        {"op": "retract", "type": "Note", "key": f"n{k}", "fields": [], "utterances": sources[:1]}
+        for k in range(6)
+    ]
+    ops += [
+        {"op": "update", "type": "Note", "key": f"n{k}",
+         "fields": [{"name": "text", "value": "gone"}], "utterances": sources[:1]}
+        for k in range(6, 12)
+    ]  # fmt: skip
+    return json.dumps({"operations": ops})
+
+
+def note_texts(db: Path, user: str) -> list[str]:
+    with Workbench(db, user=user, read_only=True) as wb:
+        return list(wb.eval("sorted(r.text for r in user.all('Note'))"))
+
+
+def test_hostile_model_answer_is_held_for_review_as_for_one_user(tmp_path: Path) -> None:
+    from uac_kernel.fleet import Job, run
+    from uac_kernel.model import ModelSettings
+    from uac_kernel.testing import ChatServer
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for user in ("ann", "bob"):
+        notes = [{**fact(f"2025-01-{10 + k}T09:00:00", "add", "Note", f"n{k}", text=f"note {k}"),
+                  "source": f"n#{k}"} for k in range(12)]  # fmt: skip
+        said = [{"kind": "utterance", "ts": f"2025-06-{10 + k}T09:00:00", "speaker": "user",
+                 "text": f"{user} said {k}", "source": f"u#{k}"} for k in range(4)]  # fmt: skip
+        (src / f"{user}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in notes + said))
+    root = tmp_path / "fleet"
+    run(root, Job("ingest", (str(src),)), jobs=1, progress=lambda p: None)
+    alone = tmp_path / "alone.duckdb"
+    checkout(Fleet(root), "ann", alone)
+    before = {u: note_texts(alone, "ann") for u in ["ann"]}["ann"]
+    with ChatServer(wipe_answer) as server:
+        model = ModelSettings(model="stand-in", base_url=server.base_url, timeout=10,
+                              max_retries=0)  # fmt: skip
+        with Workbench(alone, user="ann", model=model) as wb:
+            single = wb.extract(progress=False)
+        assert single.held >= 1 and note_texts(alone, "ann") == before  # one user: held
+        report = run(root, Job("extract"), jobs=2, model=model, progress=lambda p: None)
+    rows = {r["user_id"]: r for r in report.rows}
+    assert {u: r["status"] for u, r in rows.items()} == {"ann": "ok", "bob": "ok"}
+    value = json.loads(rows["ann"]["value"])
+    assert value["held"] == single.held and value["applied"] == single.applied
+    for user in ("ann", "bob"):
+        mine = tmp_path / f"{user}.duckdb"
+        checkout(Fleet(root), user, mine)
+        assert len(note_texts(mine, user)) == 12 and "gone" not in note_texts(mine, user)
+        with Workbench(mine, user=user, read_only=True) as wb:
+            assert wb.review()  # the held batch waits for a person
+    assert verify_fleet(root).ok
