@@ -676,14 +676,16 @@ ESCAPES = [
 ]
 
 
-def test_eval_escapes_stay_sandboxed_as_uac_eval(two: Path, tmp_path: Path) -> None:
+def test_eval_escapes_stay_sandboxed_as_uac_eval(
+    two: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each expression fails in the fleet exactly as `Workbench.eval` fails on the same user."""
     from uac_kernel.fleet import Job, run
 
     root = fresh(two, tmp_path)
     own = tmp_path / "ann.duckdb"
     checkout(Fleet(root), "ann", own)
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     for expr in ESCAPES:
         with Workbench(own, user="ann") as wb:
             try:
@@ -873,3 +875,206 @@ def test_hostile_model_answer_is_held_for_review_as_for_one_user(tmp_path: Path)
         with Workbench(mine, user=user, read_only=True) as wb:
             assert wb.review()  # the held batch waits for a person
     assert verify_fleet(root).ok
+
+
+# --- uac fleet sql -------------------------------------------------------------------------
+
+OUTSIDE_QUERIES = [
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SELECT * FROM glob('/etc/*')",
+    "EXPORT DATABASE '{tmp}/exported'",
+    "SET lock_configuration = false",
+    "RESET memory_limit",
+    "PRAGMA memory_limit = '100GB'",
+    "PRAGMA database_list",
+    "CALL pragma_version()",
+    "SELECT * FROM read_blob('/etc/passwd')",
+    "SELECT * FROM parquet_metadata('{root}/uac-fleet.json')",
+    "SELECT * FROM read_text('{root}/uac-fleet.json')",
+    "SELECT * FROM read_json('/proc/self/environ')",
+    "SELECT * FROM 'https://example.com/x.parquet'",
+    "SELECT * FROM '{part}'",
+    "ATTACH ':memory:' AS m",
+    "ATTACH '{tmp}/attached.duckdb' AS a",
+    "DETACH memory",
+    "USE system",
+    "CREATE SECRET s (TYPE s3)",
+    "SELECT * FROM duckdb_secrets()",
+    "CHECKPOINT",
+    "CREATE TEMP TABLE t AS SELECT 1",
+    "CREATE MACRO m() AS 1",
+    "BEGIN",
+    "INSERT INTO users SELECT * FROM users",
+    "UPDATE users SET events = 0",
+    "FROM query('COPY users TO ''{tmp}/copied.csv''')",
+    "COPY users TO '{tmp}/copied.csv'",
+    "COPY (SELECT 1) TO '{tmp}/copied.parquet' (FORMAT parquet)",
+    "SELECT count(*) FROM range(10000000000000)",
+    "SELECT list(repeat('x', 100000)) FROM range(100000)",
+    "SELECT count(*) FROM range(100000) a, range(100000) b, range(100000) c",
+    "SELECT 1; ATTACH '{tmp}/attached.duckdb' AS a",
+]
+
+
+@pytest.fixture(scope="module")
+def sql_fleet(two: Path) -> Iterator[Any]:
+    from uac_kernel.fleetsql import FleetSql
+
+    db = FleetSql(two, timeout=1, memory_mb=256)
+    yield db
+    db.close()
+
+
+@pytest.mark.parametrize("query", OUTSIDE_QUERIES)
+def test_fleet_sql_cannot_reach_out_or_exhaust(
+    sql_fleet: Any, two: Path, tmp_path: Path, query: str
+) -> None:
+    [part] = Fleet(two).files("events", ["ann"])
+    sql = query.format(tmp=tmp_path, root=two, part=part)
+    with pytest.raises(QueryError) as err:
+        sql_fleet.query(sql)
+    assert "\n" not in str(err.value)
+    assert not list(tmp_path.iterdir()), "the query wrote a file"
+    assert sql_fleet.query("SELECT current_setting('memory_limit')").rows[0][0].startswith("2")
+    assert sql_fleet.query("SELECT count(*) FROM users").rows == [(2,)]
+
+
+def test_fleet_sql_cli_refuses_in_one_line(two: Path, tmp_path: Path) -> None:
+    out = cli("fleet", "sql", str(two), f"COPY users TO '{tmp_path}/x.csv'")
+    assert out.returncode == 1 and out.stderr.startswith("uac: error: ")
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
+    out = cli("fleet", "sql", str(two), "SELECT count(*) FROM range(10000000000000)",
+              "--timeout", "1")  # fmt: skip
+    assert out.returncode == 1 and "time limit" in out.stderr
+
+
+def test_fleet_sql_tables_from_hostile_type_and_field_names(tmp_path: Path) -> None:
+    """Types named like the fleet's own tables, SQL keywords, field user_id: each its table."""
+    from uac_kernel.fleetsql import fleet_sql
+
+    db = tmp_path / "s.duckdb"
+    names = ["Users", "Alerts", "Events", "Select", "Trip", "Trip_history_history"]
+    fields = {"user_id": "bob", "user_id_2": 2, "select": 3, "seq": 4, "user": 5, "payload": 6}
+    with Workbench(db, user="ann") as wb:
+        wb.ingest([fact("2025-01-01T09:00:00", "add", t, "k1", **fields) for t in names])
+    export_store(db, tmp_path / "fleet")
+    root = tmp_path / "fleet"
+    tables = dict((t, cur) for t, cur, _h in fleet_sql(root, "SELECT * FROM uac_tables").rows)
+    assert set(tables) == set(names)
+    assert len(set(tables.values()) | {"users", "alerts", "events"}) == len(names) + 3
+    for t, cur in tables.items():
+        quoted = '"' + cur.replace('"', '""') + '"'
+        res = fleet_sql(root, f"SELECT * FROM {quoted}")
+        assert res.columns[0] == "user_id" and res.rows[0][0] == "ann", t
+        row = dict(zip(res.columns, res.rows[0], strict=True))
+        assert [row[c] for c in ("select", "seq", "user", "payload", "user_id_2")] == [
+            3,
+            4,
+            5,
+            6,
+            2,
+        ]
+        assert "bob" in row.values()  # the field user_id kept under another column name
+    assert fleet_sql(root, "SELECT user_id, events FROM users").rows[0][0] == "ann"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="fleet sql/summary on a fleet with no users says 'cannot read a committed file' "
+    "(DuckDB executemany on an empty list) instead of answering over empty tables",
+)
+@pytest.mark.parametrize("what", ["sql", "summary"])
+def test_fleet_sql_on_a_fleet_with_no_users(tmp_path: Path, what: str) -> None:
+    from uac_kernel.fleetsql import fleet_sql, fleet_summary
+
+    Fleet(tmp_path / "fleet", create=True)
+    if what == "sql":
+        assert fleet_sql(tmp_path / "fleet", "SELECT count(*) FROM users").rows == [(0,)]
+    else:
+        assert fleet_summary(tmp_path / "fleet").to_json()["users"] == 0
+
+
+# --- %uac fleet in a real IPython shell ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel_shell() -> Iterator[Any]:
+    pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
+    from ipykernel.inprocess.manager import InProcessKernelManager
+
+    km = InProcessKernelManager()
+    km.start_kernel()
+    kernel = km.kernel
+    kernel.shell.run_cell("%load_ext uac").raise_error()
+    yield kernel.shell
+    kernel.shell.run_cell("%unload_ext uac")
+    km.shutdown_kernel()
+    type(kernel.shell).clear_instance()
+    type(kernel).clear_instance()
+    _RETIRED.append(kernel)
+
+
+_RETIRED: list[Any] = []
+
+
+def magic_cases(root: Path, tmp_path: Path, deep: Path) -> list[str]:
+    q = f'"{root}"'
+    return [
+        f"%uac fleet run {q} ingest {tmp_path}/nope",
+        f"%uac fleet run {q} eval",
+        f"%uac fleet run {q} explode",
+        f"%uac fleet run {q} --jobs 0 eval 1",
+        f"%uac fleet run {q} --rate -1 eval 1",
+        f"%uac fleet run {q} --users nobody eval 1",
+        f"%uac fleet run {q} --engine mars eval 1",
+        f"%uac fleet run {q} --limit 0 eval 1",
+        f"%uac fleet run {tmp_path}/not-a-fleet eval 1",
+        "%uac fleet run",
+        f"%uac fleet sql {q}",
+        f"%uac fleet sql {q} SELECT * FROM read_csv('/etc/passwd')",
+        f"%uac fleet sql {q} ATTACH '{tmp_path}/a.duckdb' AS a",
+        f"%uac fleet sql --timeout 0.5 {q} SELECT count(*) FROM range(10000000000000)",
+        f"%uac fleet sql --timeout -1 {q} SELECT 1",
+        f"%uac fleet sql {tmp_path}/not-a-fleet SELECT 1",
+        f"%uac fleet {tmp_path}/not-a-fleet",
+        f'%uac fleet "{deep}"',
+        f'%uac fleet sql "{deep}" SELECT 1',
+        f'%uac fleet run "{deep}" --jobs 1 eval 1',
+        "%uac fleet summary",
+        '%uac fleet "unterminated',
+    ]
+
+
+def test_magic_fleet_errors_are_usage_errors(
+    kernel_shell: Any, two: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.core.error import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    deep = tmp_path / "deep"
+    shutil.copytree(two, deep)
+    commit_path(deep, "ann").write_text('{"user": 5}')
+    for line in magic_cases(two, tmp_path, deep):
+        result = kernel_shell.run_cell(line)
+        err = result.error_in_exec or result.error_before_exec
+        assert isinstance(err, UsageError), (line, type(err).__name__, str(err)[:300])
+        assert "\n" not in str(err).strip(), line
+    assert not (tmp_path / "a.duckdb").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="%uac fleet on a fleet with a deeply nested commit json raises RecursionError, "
+    "not a UsageError",
+)
+def test_magic_fleet_on_a_deeply_nested_commit_is_a_usage_error(
+    kernel_shell: Any, two: Path, tmp_path: Path
+) -> None:
+    from IPython.core.error import UsageError
+
+    root = fresh(two, tmp_path)
+    commit_path(root, "ann").write_text(DEEP)
+    for line in (f'%uac fleet "{root}"', f'%uac fleet sql "{root}" SELECT 1'):
+        result = kernel_shell.run_cell(line)
+        assert isinstance(result.error_in_exec, UsageError), (line, result.error_in_exec)
