@@ -19,7 +19,7 @@ from uac_kernel import Workbench
 from uac_kernel.demo import demo_events
 from uac_kernel.errors import FleetError, QueryError
 from uac_kernel.fleetsql import FleetSql, fleet_sql, fleet_summary
-from uac_kernel.partition import Fleet, commit
+from uac_kernel.partition import Fleet, export_store
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
@@ -66,6 +66,17 @@ def _note(user_index: int) -> list[dict[str, Any]]:
             "key": f"n'{user_index}",
             "fields": {"seq": user_index, "before": None},
         },
+        *(
+            {
+                "kind": "fact",
+                "ts": "2024-03-02T10:00:00",
+                "op": "add",
+                "type": "Task",
+                "key": f"t{n}",
+                "fields": {"title": f"task {n}", "due": due},
+            }
+            for n, due in enumerate(("2024-03-05", f"2024-03-1{2 + user_index % 6}"))
+        ),  # deadline_approaching raises an alert for each: one overdue, one ahead
         {
             "kind": "fact",
             "ts": "2024-03-09T10:00:00",
@@ -94,9 +105,9 @@ def _build_store(db: Path) -> None:
     for i, user in enumerate(USERS):
         wb = Workbench(db, user=user)
         try:
-            wb.ingest(demo_events(seed=i, days=60 + 5 * i))
+            wb.ingest(demo_events(seed=i, days=40 + 2 * i))
             wb.ingest(_note(i))
-            if i == 0:
+            if i == 0:  # maya
                 wb.ingest(
                     [
                         {
@@ -116,9 +127,7 @@ def _build_store(db: Path) -> None:
 
 
 def export(db: Path, root: Path, users: list[str]) -> None:
-    fleet = Fleet(root, create=True)
-    for user in users:
-        commit(fleet, user, db, by="export")
+    export_store(db, root, users=users)
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +160,16 @@ def test_every_cell_equals_each_users_own_sql(fleet: tuple[Path, Path], fsql: Fl
     db, _ = fleet
     assert fsql.users == sorted(USERS)
     fleet_names = {t: cur for t, cur, _ in fsql.query("FROM uac_tables").rows}
+    # Each fleet table read once, its rows by user (each user's in the table's order).
+    tables: dict[str, tuple[list[str], dict[str, list[tuple[Any, ...]]]]] = {}
+    for current in fleet_names.values():
+        for name in (current, current + "_history"):
+            result = fsql.query(f'FROM "{name}"')
+            assert result.columns[0] == "user_id"
+            by_user: dict[str, list[tuple[Any, ...]]] = {}
+            for row in result.rows:
+                by_user.setdefault(row[0], []).append(row)
+            tables[name] = (result.columns, by_user)
     cells = alerts = 0
     for user in USERS:
         wb = Workbench(db, user=user, read_only=True)
@@ -163,29 +182,26 @@ def test_every_cell_equals_each_users_own_sql(fleet: tuple[Path, Path], fsql: Fl
                     (history, fleet_names[type_name] + "_history"),
                 ):
                     want = wb.sql(f'FROM "{own}"')
-                    got = fsql.query(f'FROM "{theirs}" WHERE user_id = {lit(user)}')
-                    assert got.columns[0] == "user_id"
-                    assert {r[0] for r in got.rows} <= {user}
-                    assert len(got.rows) == len(want.rows), (user, own)
+                    columns, by_user = tables[theirs]
+                    got = by_user.get(user, [])
+                    assert len(got) == len(want.rows), (user, own)
                     for column in want.columns:
-                        j = got.columns.index("user_id_2" if column == "user_id" else column)
+                        j = columns.index("user_id_2" if column == "user_id" else column)
                         i = want.columns.index(column)
-                        for a, b in zip(want.rows, got.rows, strict=True):
+                        for a, b in zip(want.rows, got, strict=True):
                             assert same(b[j], a[i]), (user, own, column, a[i], b[j])
                             cells += 1
             # eval over the fold agrees with the fleet's tables: the records of every type
             types = list(wb.state.types)
             keys = wb.eval(f"[sorted(r.key for r in user.all(t)) for t in {types!r}]")
             for type_name, want_keys in zip(types, keys, strict=True):
-                got = fsql.query(
-                    f'SELECT key FROM "{fleet_names[type_name]}" WHERE user_id = {lit(user)} '
-                    "ORDER BY key"
-                )
-                assert [k for (k,) in got.rows] == want_keys, (user, type_name)
-            standing = [(a.rule, a.id, a.severity, a.message) for a in wb.alerts()]
+                columns, by_user = tables[fleet_names[type_name]]
+                got_keys = sorted(r[columns.index("key")] for r in by_user.get(user, []))
+                assert got_keys == want_keys, (user, type_name)
+            # The message is the logged one: the live one may count days to a later clock.
+            standing = [(a.rule, a.id, a.severity) for a in wb.alerts()]
             rows = fsql.query(
-                "SELECT rule, id, severity, message FROM alerts WHERE user_id = "
-                f"{lit(user)} ORDER BY rowid"
+                f"SELECT rule, id, severity FROM alerts WHERE user_id = {lit(user)} ORDER BY rowid"
             ).rows
             assert rows == standing
             alerts += len(rows)
@@ -206,10 +222,22 @@ def test_every_cell_equals_each_users_own_sql(fleet: tuple[Path, Path], fsql: Fl
             assert checkpoints == len(wb.checkpoints.all()) == 1
         finally:
             wb.close()
-    assert cells > 5000 and alerts >= len(USERS)
+    assert cells > 4000 and alerts >= 2 * len(USERS)
 
 
-def test_erased_rows_are_absent(fsql: FleetSql) -> None:
+def test_erased_rows_are_absent(fleet: tuple[Path, Path], fsql: FleetSql) -> None:
+    import duckdb
+
+    from uac_kernel.partition import parquet_source
+
+    # the partition holds the forget's erased rows (salt ''); no fleet table shows them
+    files = Fleet(fleet[1]).files("events", ["maya"])
+    (raw,) = duckdb.sql(
+        f"SELECT count(*) FILTER (salt = ''), count(*) FILTER (salt <> '') "
+        f"FROM {parquet_source(files)}"
+    ).fetchall()
+    assert raw[0] > 0
+    assert fsql.query("SELECT count(*) FROM events WHERE user_id = 'maya'").rows == [(raw[1],)]
     assert fsql.query("SELECT count(*) FROM Trip_history WHERE key = 'secret'").rows == [(0,)]
     hits = fsql.query(f"SELECT count(*) FROM events WHERE contains(payload, {lit(FORGOTTEN)})").rows
     assert hits == [(0,)]
@@ -314,23 +342,33 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli(fleet: tuple[Path, Path], fsql: FleetSql, tmp_path: Path) -> None:
+def test_cli(
+    fleet: tuple[Path, Path],
+    fsql: FleetSql,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from uac_kernel.cli import main
+
     root = str(fleet[1])
     out = _cli("fleet", "sql", root, "SELECT user_id, events FROM users ORDER BY user_id", "--json")
     assert out.returncode == 0, out.stderr
     assert [(r["user_id"], r["events"]) for r in json.loads(out.stdout)] == fsql.query(
         "SELECT user_id, events FROM users ORDER BY user_id"
     ).rows
-    out = _cli("fleet", "summary", root, "--json")
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == fleet_summary(root).to_json()
-    out = _cli("fleet", "summary", root)
-    assert out.returncode == 0 and f"users\t{len(USERS)}" in out.stdout
     out = _cli("fleet", "sql", root, "SELECT * FROM read_csv('/etc/passwd')")
     assert out.returncode == 1 and out.stderr.startswith("uac: error: ")
     assert len(out.stderr.strip().splitlines()) == 1
-    out = _cli("fleet", "sql", str(tmp_path), "SELECT 1")
-    assert out.returncode == 1 and "not a fleet directory" in out.stderr
+    # the rest in process (main is what the console script runs)
+    assert main(["fleet", "summary", root, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == fleet_summary(root).to_json()
+    assert main(["fleet", "summary", root]) == 0
+    text = capsys.readouterr().out
+    assert f"users\t{len(USERS)}" in text and "alerts\t" in text
+    assert main(["fleet", "sql", root, "SELECT user_id FROM users", "--users", "maya"]) == 0
+    assert capsys.readouterr().out == "user_id\nmaya\n"
+    assert main(["fleet", "sql", str(tmp_path), "SELECT 1"]) == 1
+    assert "not a fleet directory" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

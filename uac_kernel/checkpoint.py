@@ -69,7 +69,7 @@ class Checkpoints:
         self.user = user
 
     def latest(self) -> Checkpoint | None:
-        rows = self._rows("ORDER BY c.version DESC LIMIT 1")
+        rows = self._rows("ORDER BY version DESC LIMIT 1")
         return rows[0] if rows else None
 
     def get(self, version: int | None = None) -> Checkpoint:
@@ -80,7 +80,7 @@ class Checkpoints:
                     f"user {self.user!r} has no checkpoint yet; run `uac checkpoint` first"
                 )
             return found
-        rows = self._rows("AND c.version = ?", [version])
+        rows = self._rows("AND version = ?", [version])
         if not rows:
             known = [c.version for c in self.all()]
             raise CheckpointNotFound(
@@ -90,19 +90,36 @@ class Checkpoints:
         return rows[0]
 
     def all(self) -> list[Checkpoint]:
-        return self._rows("ORDER BY c.version")
+        return self._rows("ORDER BY version")
 
     def _rows(self, tail: str, params: list[Any] | None = None) -> list[Checkpoint]:
-        # ``seq`` as this store numbers the event the checkpoint was taken at: the stored one
-        # is the store-wide number where it was taken, which an import into another store
-        # (``uac import``) renumbers; ``event_seq``, the user's own number, is kept.
         rows = self.store.con.execute(
-            "SELECT c.version, coalesce(e.seq, 0), c.created_at, c.records, c.segments "
-            "FROM checkpoints c LEFT JOIN (SELECT seq, user_seq FROM events WHERE user_id = ?) e "
-            f"ON e.user_seq = c.event_seq WHERE c.user_id = ? {tail}",
-            [self.user, self.user, *(params or [])],
+            "SELECT version, event_seq, created_at, records, segments FROM checkpoints "
+            f"WHERE user_id = ? {tail}",
+            [self.user, *(params or [])],
         ).fetchall()
-        return [Checkpoint(self.store, self.user, *row) for row in rows]
+        local = self._local_seqs({int(r[1]) for r in rows})
+        return [
+            Checkpoint(self.store, self.user, v, local.get(int(e), 0), *rest)
+            for v, e, *rest in rows
+        ]
+
+    def _local_seqs(self, event_seqs: set[int]) -> dict[int, int]:
+        """The ``seq`` this store gives the user's events numbered ``event_seqs``.
+
+        A checkpoint's stored ``seq`` is the store-wide number of the store it was taken in,
+        which an import into another store (``uac import``) renumbers; the user's own number
+        (``event_seq``) is kept, so a checkpoint maps to the events it covers through it. The
+        numbers are constants in the query, so DuckDB reads the ``seq`` of those rows only."""
+        wanted = sorted(n for n in event_seqs if n > 0)
+        if not wanted:
+            return {}
+        rows = self.store.con.execute(
+            "SELECT user_seq, seq FROM events WHERE user_id = ? "
+            f"AND user_seq IN ({', '.join(str(n) for n in wanted)})",
+            [self.user],
+        ).fetchall()
+        return {int(u): int(s) for u, s in rows}
 
     def _stored(self, names: list[str]) -> dict[str, str]:
         """The newest stored text of each named segment (those never written are absent)."""

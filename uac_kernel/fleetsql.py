@@ -12,7 +12,9 @@ locked) before the query runs, read-only, bounded in time and rolled back (``sql
 - ``users`` (user_id, events, facts, first_ts, last_ts, checkpoints, calls, tokens_in,
   tokens_out): every user with a commit;
 - ``alerts`` (user_id, rule, id, severity, category, message, evidence, since): the alerts
-  standing by the logged alert events, as ``uac alerts`` lists them, most severe first;
+  standing by the logged alert events, as ``uac alerts`` lists them, most severe first; the
+  message and ``since`` are those of the event that raised the alert or last changed its
+  severity (``uac alerts`` words a message that counts days from the clock anew);
 - ``events`` (user_id, user_seq, seq, ts, kind, source, payload): the raw log, for questions
   the record tables do not answer (``seq`` is what ``sources`` cells name).
 

@@ -783,7 +783,7 @@ class UacMagics(Magics):
         if cell is not None:
             raise UsageError("`%%uac fleet run` takes no cell body; use the line magic")
         report = run_with_progress(rest, self._model_settings())
-        print(report.summary())
+        print(printable(report.summary()))
         columns = [name for name, _ in SUMMARY_COLUMNS]
         table = SqlResult(columns, [tuple(r[c] for c in columns) for r in report.rows])
         failed = [r for r in report.rows if r["status"] != "ok"]

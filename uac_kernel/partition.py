@@ -253,7 +253,7 @@ def _write_new(path: Path, obj: dict[str, Any], *, exist_ok: bool = False) -> bo
     return True
 
 
-# --- appending one user's rows -------------------------------------------------------------
+# --- checkout and commit: one user's partition as a store of its own ---------------------
 
 
 def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> None:
