@@ -1167,3 +1167,50 @@ def test_run_over_hostile_user_ids(tmp_path: Path) -> None:
         assert len(path.name.encode()) < 255
     again = run(root, Job("eval", ("len(user.all('Trip'))",)), progress=lambda p: None)
     assert again.ran == 0
+
+
+def test_ask_job_with_hostile_model_expressions_stays_sandboxed(
+    two: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from uac_kernel.fleet import Job, run
+    from uac_kernel.model import ModelSettings
+    from uac_kernel.testing import ChatServer
+
+    monkeypatch.chdir(tmp_path)
+    root = fresh(two, tmp_path)
+    marker = tmp_path / "ESCAPED"
+
+    def model(body: dict[str, Any]) -> str:
+        expr = f"__import__('os').system('touch {marker}') or ().__class__.__base__"
+        return json.dumps({"expression": expr, "explanation": "x"})
+
+    with ChatServer(model) as server:
+        settings = ModelSettings(model="hostile", base_url=server.base_url, timeout=10.0)
+        report = run(root, Job("ask", ("how many trips?",)), jobs=2, model=settings,
+                     progress=lambda p: None)  # fmt: skip
+    assert {r["status"] for r in report.rows} == {"failed"}
+    assert all(r["error"] and "\n" not in r["error"] for r in report.rows)
+    assert not marker.exists()
+    assert [len(Fleet(root).commits(u)) for u in ("ann", "bob")] == [1, 1]
+    assert verify_fleet(root).ok
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a damaged result file (not JSON) in runs/<id>/results crashes the rerun with a "
+    "JSONDecodeError traceback instead of rerunning that user or naming the file",
+)
+def test_rerun_over_a_damaged_result_file(two: Path, tmp_path: Path) -> None:
+    from uac_kernel.fleet import Job, run
+
+    root = fresh(two, tmp_path)
+    job = Job("eval", ("len(user.all('Trip'))",))
+    first = run(root, job, jobs=1, progress=lambda p: None)
+    [result] = list(first.run_dir.glob("results/bucket=*/" + encode("ann") + ".json"))
+    result.write_text('{"status": "ok", "user_id": ')
+    try:
+        again = run(root, job, jobs=1, progress=lambda p: None)
+    except UacError as exc:
+        assert "\n" not in str(exc) and result.name in str(exc)
+        return
+    assert {r["user_id"]: r["status"] for r in again.rows} == {"ann": "ok", "bob": "ok"}
