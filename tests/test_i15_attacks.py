@@ -1214,3 +1214,37 @@ def test_rerun_over_a_damaged_result_file(two: Path, tmp_path: Path) -> None:
         assert "\n" not in str(exc) and result.name in str(exc)
         return
     assert {r["user_id"]: r["status"] for r in again.rows} == {"ann": "ok", "bob": "ok"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an eval answer holding a lone surrogate (which `uac eval` returns fine) fails the "
+    "user with a UnicodeEncodeError after every retry, claiming nothing was committed",
+)
+def test_eval_answer_with_a_lone_surrogate(two: Path, tmp_path: Path) -> None:
+    from uac_kernel.fleet import Job, run
+
+    root = fresh(two, tmp_path)
+    expr = '"\\ud800"'
+    own = tmp_path / "ann.duckdb"
+    checkout(Fleet(root), "ann", own)
+    with Workbench(own, user="ann") as wb:
+        assert wb.eval(expr) == "\ud800"  # one user: an answer
+    report = run(root, Job("eval", (expr,)), jobs=1, retries=1, progress=lambda p: None)
+    assert [r["status"] for r in report.rows] == ["ok", "ok"], report.rows[0]["error"]
+
+
+def test_terminal_hostile_user_ids_are_printed_escaped(tmp_path: Path) -> None:
+    src = tmp_path / "all.jsonl"
+    evil = "evil\x1b[2J\nuac: fake line\r"
+    bad = {"kind": "fact", "ts": "2025-01-01T09:00:00", "op": "add", "type": "Trip"}  # no key
+    src.write_text(json.dumps({**bad, "user": evil}) + "\n"
+                   + json.dumps({**trips("ok")[0], "user": "ok"}) + "\n")  # fmt: skip
+    root = tmp_path / "fleet"
+    out = subprocess.run(fleet_cli(str(root), "--jobs", "1", "ingest", str(src)), env=ENV,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 1
+    for text in (out.stdout, out.stderr):
+        assert "\x1b" not in text and "\r" not in text and "\nuac: fake line" not in text
+    sql = cli("fleet", "sql", str(root), "SELECT user_id FROM users")
+    assert sql.returncode == 0 and "\x1b" not in sql.stdout
