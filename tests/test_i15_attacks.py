@@ -1248,3 +1248,36 @@ def test_terminal_hostile_user_ids_are_printed_escaped(tmp_path: Path) -> None:
         assert "\x1b" not in text and "\r" not in text and "\nuac: fake line" not in text
     sql = cli("fleet", "sql", str(root), "SELECT user_id FROM users")
     assert sql.returncode == 0 and "\x1b" not in sql.stdout
+
+
+def test_two_exports_of_diverged_stores_at_once_leave_one_whole_partition(
+    tmp_path: Path,
+) -> None:
+    """Two stores grew ann apart; exported into one DIR at the same time, one wins, the other
+    says so in one line, and the partition is whole."""
+    a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    make_store(a, ["ann"])
+    shutil.copy(a, b)
+    root = tmp_path / "fleet"
+    export_store(a, root)
+    for db, tag in ((a, "left"), (b, "right")):
+        with Workbench(db, user="ann") as wb:
+            wb.ingest([{**fact("2025-02-01T09:00:00", "add", "Trip", f"x-{tag}", city=tag),
+                        "source": f"{tag}#1"}])  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [PY, "-m", "uac_kernel.cli", "export", str(db), str(root)],
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for db in (a, b)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 1], outs
+    loser = [err for p, (_o, err) in zip(procs, outs, strict=True) if p.returncode][0]
+    assert loser.startswith("uac: error: ") and len(loser.strip().splitlines()) == 1
+    assert "ann" in loser
+    assert verify_fleet(root).ok and len(Fleet(root).commits("ann")) == 2
