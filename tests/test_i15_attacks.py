@@ -64,7 +64,7 @@ def trips(user: str, n: int = 3) -> list[dict[str, Any]]:
         {
             **fact(f"2025-01-0{i}T09:00:00", "add", "Trip", f"t{i}", city=f"{user[:8]}-{i}"),
             "source": f"s#{i}",
-        }  # fmt: skip
+        }
         for i in range(1, n + 1)
     ]
 
@@ -601,11 +601,11 @@ def test_two_runs_of_the_same_job_at_once(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=240) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_out, err) in zip(procs, outs, strict=True):
         assert "Traceback" not in err, err[-2000:]
         assert p.returncode in (0, 1), err[-2000:]
     assert verify_fleet(root).ok
@@ -656,22 +656,13 @@ def test_job_over_a_user_with_bad_data_is_a_failed_row(tmp_path: Path) -> None:
     assert verify_fleet(root).ok
 
 
+# One fleet run each (a process pool per run): a few of each kind of escape.
 ESCAPES = [
     "__import__('os').system('touch ESCAPED')",
-    "().__class__.__base__.__subclasses__()",
-    "open('/etc/passwd').read()",
-    "user.__class__.__init__.__globals__",
     "[c for c in ().__class__.__mro__[1].__subclasses__() if c.__name__ == 'Popen']",
-    "getattr(user, '__dict__')",
-    "(lambda: 1).__code__",
-    "type(user)",
+    "open('/etc/passwd').read()",
+    "getattr(user, '_store')",
     "exec('import os')",
-    "eval('1')",
-    "compile('1', 'x', 'exec')",
-    "vars()",
-    "globals()",
-    "user.store",
-    "[x for x in range(10**12)]",
     "'x' * 10**12",
 ]
 
@@ -1271,13 +1262,52 @@ def test_two_exports_of_diverged_stores_at_once_leave_one_whole_partition(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for db in (a, b)
     ]
     outs = [p.communicate(timeout=120) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 1], outs
-    loser = [err for p, (_o, err) in zip(procs, outs, strict=True) if p.returncode][0]
+    loser = next(err for p, (_o, err) in zip(procs, outs, strict=True) if p.returncode)
     assert loser.startswith("uac: error: ") and len(loser.strip().splitlines()) == 1
     assert "ann" in loser
     assert verify_fleet(root).ok and len(Fleet(root).commits("ann")) == 2
+
+
+EXPORT_LEAVES_DIR = pytest.mark.xfail(
+    strict=True,
+    reason="`uac export STORE DIR` of a missing or non-store STORE fails but leaves a new "
+    "fleet directory DIR behind (created before the store is opened)",
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "{tmp}/missing"],
+        ["verify", "{tmp}/afile"],
+        ["verify", "{tmp}"],
+        ["import", "{tmp}/afile", "{tmp}/s.duckdb"],
+        ["import", "{fleet}", "{fleet}"],
+        ["import", "{fleet}", "{tmp}/afile"],
+        pytest.param(["export", "{tmp}/afile", "{tmp}/out"], marks=EXPORT_LEAVES_DIR),
+        pytest.param(["export", "{tmp}/missing.duckdb", "{tmp}/out"], marks=EXPORT_LEAVES_DIR),
+        ["export", "{store}", "{tmp}"],
+        ["export", "{store}", "{tmp}/afile"],
+        ["fleet", "summary", "{tmp}/afile"],
+        ["fleet", "run", "{tmp}/afile", "eval", "1"],
+    ],
+)
+def test_cli_on_wrong_paths_is_one_line(two: Path, tmp_path: Path, argv: list[str]) -> None:
+    (tmp_path / "afile").write_text("not a store, not a fleet")
+    store = two.parent / "s.duckdb"
+    args = [a.format(tmp=tmp_path, fleet=two, store=store) for a in argv]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out = cli(*args)
+    assert out.returncode != 0
+    assert out.stderr.startswith("uac: error: ") and len(out.stderr.strip().splitlines()) == 1, (
+        out.stderr[-1500:]
+    )
+    assert (tmp_path / "afile").read_text() == "not a store, not a fleet"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert verify_fleet(two).ok
