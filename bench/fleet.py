@@ -66,6 +66,10 @@ TARGETS = {
 }
 
 
+class BenchFailed(Exception):
+    """A stage could not measure (a run failed, Ray did not start): recorded, the rest go on."""
+
+
 @dataclass(frozen=True)
 class Sizes:
     populations: tuple[int, ...]
@@ -264,7 +268,7 @@ def the_run(fleet: Path, job: str) -> Path:
     """The directory of the one run of ``job`` in ``fleet``."""
     found = [d for d in (fleet / "runs").iterdir() if _job_name(d) == job]
     if len(found) != 1:
-        raise SystemExit(f"expected one {job} run in {fleet}/runs, found {len(found)}")
+        raise BenchFailed(f"expected one {job} run in {fleet}/runs, found {len(found)}")
     return found[0]
 
 
@@ -316,7 +320,7 @@ def uac(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
         err.seek(0)
         text, error = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if code != 0:
-        raise SystemExit(f"uac {' '.join(args)} failed ({code}):\n{error[-3000:]}")
+        raise BenchFailed(f"uac {' '.join(args)} failed ({code}):\n{error[-3000:]}")
     return {
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -373,7 +377,7 @@ class RayInstance:
             if not self.address:
                 self.proc.wait()
                 if self.attempts == 3:
-                    raise SystemExit("could not start a local Ray instance (3 attempts)")
+                    raise BenchFailed("could not start a local Ray instance (3 attempts)")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -446,8 +450,9 @@ def summary_totals(run: Path) -> dict[str, Any]:
 # -- the stages --------------------------------------------------------------------------------
 
 
-def build_fleet(work: Path, n: int, events: int) -> tuple[Path, dict[str, Any]]:
-    """Generate ``n`` users of ``events`` facts and ingest them into a new fleet (one run)."""
+def build_fleet(work: Path, n: int, events: int) -> dict[str, Any]:
+    """Generate ``n`` users of ``events`` facts and ingest them into a new fleet, ``work/fleet``
+    (one run)."""
     src = work / "src"
     t0 = time.perf_counter()
     made = write_users(src, ((user_id(i), history(i, events)) for i in range(n)))
@@ -457,14 +462,16 @@ def build_fleet(work: Path, n: int, events: int) -> tuple[Path, dict[str, Any]]:
     run = the_run(fleet, "ingest")
     totals = summary_totals(run)
     if totals["status"].get("ok") != n:
-        raise SystemExit(f"ingest: {totals['status']} of {n} users")
-    return fleet, {
+        raise BenchFailed(f"ingest: {totals['status']} of {n} users")
+    held = tree_bytes(fleet, skip=("runs",))
+    return {
         "users": n,
         "events_per_user": events,
         "generated": dict(made),
         "generate_s": generated,
         "ingest": {**ran, **totals, "events_per_s": n * events / ran["wall_s"]},
-        "bytes_after_ingest": tree_bytes(fleet, skip=("runs",)),
+        "bytes_after_ingest": held,
+        "per_event_after_ingest": per_event(held, n, events),
     }
 
 
@@ -475,7 +482,7 @@ def bench_job(fleet: Path, engine: str, jobs: int, ray: str = "") -> dict[str, A
     laps = user_laps(parquet_rows(run / "timings.parquet"))
     users = totals["users"]
     if totals["status"].get("ok") != users:
-        raise SystemExit(f"bench in {fleet}: {totals['status']}")
+        raise BenchFailed(f"bench in {fleet}: {totals['status']}")
     return {
         **ran,
         **totals,
@@ -582,7 +589,7 @@ def stage_extract(work: Path, sizes: Sizes, log: Any) -> dict[str, Any]:
         totals = summary_totals(run)
         totals["timings"] = step_stats(user_laps(parquet_rows(run / "timings.parquet")))
         if totals["status"].get("ok") != n:
-            raise SystemExit(f"extract at budget {budget}: {totals['status']}")
+            raise BenchFailed(f"extract at budget {budget}: {totals['status']}")
         runs.append(
             {
                 "budget": budget,
@@ -667,7 +674,9 @@ def per_event(b: dict[str, int], users: int, events: int) -> dict[str, float]:
 
 def report(results: dict[str, Any]) -> str:
     """The figures as plain text, for the terminal and bench/README.md."""
-    lines = []
+    stages = {k: v for k, v in results.items() if isinstance(v, dict)}
+    lines = [f"{k}: not measured ({v['error']})" for k, v in stages.items() if "error" in v]
+    results = {k: v for k, v in stages.items() if "error" not in v}
     if built := results.get("fleet"):
         ing = built["ingest"]
         lines.append(
@@ -744,40 +753,51 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - started:7.1f} s] {msg}", file=sys.stderr, flush=True)
 
-    results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "quick": args.quick,
-        "sizes": asdict(sizes),
-        "query": QUERY,
-        "targets": TARGETS,
-        "machine": machine(),
-    }
+    # With --only, the other stages of an earlier run in the same file are kept.
+    results: dict[str, Any] = {}
+    if args.only and out.exists():
+        results = json.loads(out.read_text())
+    results.update(
+        {"quick": args.quick, "sizes": asdict(sizes), "query": QUERY, "targets": TARGETS}
+    )
+
+    def stage(name: str, fn: Any, *fn_args: Any) -> Any:
+        """Run one stage; its figures, or its error, go into the results with the date, the
+        engine's commit and the machine's load, and the file is written at once."""
+        info = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine()}
+        try:
+            value = fn(*fn_args)
+        except BenchFailed as exc:
+            log(f"{name} failed: {exc}")
+            results[name] = {**info, "error": str(exc)}
+            value = None
+        else:
+            results[name] = {**info, **value} if isinstance(value, dict) else value
+        results[name]["load_average_at_end"] = os.getloadavg()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+        return value
+
     try:
         if {"population", "throughput"} & set(stages):
             n = max(max(sizes.populations), sizes.throughput_users)
             log(f"generate and ingest {n} users × {sizes.events} events")
-            fleet, built = build_fleet(work, n, sizes.events)
-            built["per_event_after_ingest"] = per_event(
-                built["bytes_after_ingest"], n, sizes.events
-            )
-            results["fleet"] = built
-            if "population" in stages:
-                results["population"] = stage_population(work, fleet, sizes, log)
-            if "throughput" in stages:
-                results["throughput"] = stage_throughput(work, fleet, sizes, log)
+            built = stage("fleet", build_fleet, work, n, sizes.events)
+            if built is not None:
+                fleet = work / "fleet"
+                if "population" in stages:
+                    stage("population", stage_population, work, fleet, sizes, log)
+                if "throughput" in stages:
+                    stage("throughput", stage_throughput, work, fleet, sizes, log)
         if "extract" in stages:
-            results["extract"] = stage_extract(work, sizes, log)
+            stage("extract", stage_extract, work, sizes, log)
         if "bytes" in stages:
-            results["bytes"] = stage_bytes(work, sizes, log)
+            stage("bytes", stage_bytes, work, sizes, log)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    results["load_average_at_end"] = os.getloadavg()
-    results["wall_s"] = time.perf_counter() - started
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1, default=str) + "\n")
     print(report(results))
-    log(f"results in {out}")
+    log(f"results in {out} ({time.perf_counter() - started:.0f} s)")
     return 0
 
 

@@ -467,7 +467,7 @@ def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["alert"], "unknown command 'alert'; did you mean 'alerts'? See uac --help"),
+        (["alert"], "unknown command 'alert'; did you mean 'alerts' or 'fleet'? See uac --help"),
         (["checkpoin"], "unknown command 'checkpoin'; did you mean 'checkpoint' or 'checkpoints'?"),
         (
             ["bench", "alrts"],
@@ -528,7 +528,7 @@ def test_help_is_still_argparses_and_a_bad_limit_no_traceback(tmp_path: Path, ev
     assert (
         calls.returncode == 0 and calls.stdout == "purpose\tcalls\tfailed\ttokens in\ttokens out\n"
     )
-    assert "did you mean 'alerts'?" in one_line_error(uac("alert", cwd=tmp_path, env=env))
+    assert "did you mean 'alerts'" in one_line_error(uac("alert", cwd=tmp_path, env=env))
 
 
 def test_counts_agree_with_their_nouns_and_no_checkpoint_is_said(tmp_path: Path) -> None:

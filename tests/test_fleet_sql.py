@@ -312,11 +312,14 @@ def test_uncommitted_part_files_are_not_read(tmp_path: Path, fleet: tuple[Path, 
 def test_not_a_fleet_directory_or_a_damaged_file(tmp_path: Path, fleet: tuple[Path, Path]) -> None:
     with pytest.raises(FleetError, match="not a fleet directory"):
         fleet_sql(tmp_path, "SELECT 1")
+    empty = Fleet(tmp_path / "empty", create=True).root  # no user yet: empty tables
+    assert fleet_sql(empty, "SELECT count(*) FROM users, events, alerts").rows == [(0,)]
+    assert fleet_summary(empty).to_json()["users"] == 0
     root = tmp_path / "f"
     export(fleet[0], root, ["maya"])
     (committed,) = Fleet(root).files("events", ["maya"])
     committed.write_bytes(b"not parquet")
-    with pytest.raises(FleetError, match="cannot read a committed file") as err:
+    with pytest.raises(FleetError, match="cannot read a committed events file") as err:
         fleet_sql(root, "SELECT 1")
     assert "\n" not in str(err.value) and "uac verify" in str(err.value)
 

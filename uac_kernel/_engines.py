@@ -91,7 +91,8 @@ def run_local(
         pending = list(reversed(range(len(items))))
         attempts = [0] * len(items)
         while pending:
-            with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+            pool = ProcessPoolExecutor(jobs, mp_context=ctx)
+            try:
                 running: dict[Future[R], int] = {}
                 broken = False
                 while (pending or running) and not broken:
@@ -120,6 +121,12 @@ def run_local(
                         yield items[i], BrokenProcessPool("a worker of the pool died")
                     else:
                         pending.append(i)
+            except BaseException:
+                # stopped (Ctrl-C, the caller gave up): tasks not started never start, and
+                # those running end on their own, each committing whole or not at all
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
     finally:
         manager.shutdown()
 

@@ -502,7 +502,8 @@ def _choose(
 def _ingest_sources(src: Path, run_dir: Path) -> dict[str, str]:
     """Each user's Event JSONL for ``ingest SRC``: a directory's ``<enc>.jsonl`` files (the
     user is the unquoted name), or one JSONL file split by its objects' ``"user"`` field into
-    ``runs/<id>/input`` once (the split is kept, so a rerun reads the same files)."""
+    ``runs/<id>/input/<hash of its content>`` (kept, so a rerun of the same file splits nothing;
+    a changed file is split again)."""
     if src.is_dir():
         files = sorted(p for p in src.iterdir() if p.suffix == ".jsonl" and p.is_file())
         if not files:
@@ -510,20 +511,25 @@ def _ingest_sources(src: Path, run_dir: Path) -> dict[str, str]:
         return {urllib.parse.unquote(p.stem): str(p) for p in files}
     if not src.is_file():
         raise FleetError(f"{src}: no such file or directory; ingest SRC is a directory or a JSONL")
-    done = run_dir / "input"
+    digest = hashlib.sha256()
+    with src.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    done = run_dir / "input" / digest.hexdigest()[:16]
     if not done.is_dir():
-        _split_jsonl(src, run_dir)
+        _split_jsonl(src, done)
     return {
         json.loads(p.with_suffix(".user").read_text(encoding="utf-8")): str(p)
         for p in sorted(done.glob("bucket=*/*.jsonl"))
     }
 
 
-def _split_jsonl(src: Path, run_dir: Path) -> None:
-    staging = Path(tempfile.mkdtemp(prefix=".input-", dir=run_dir))
+def _split_jsonl(src: Path, done: Path) -> None:
+    done.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".split-", dir=done.parent))
     try:
         lines: dict[str, list[str]] = {}
-        with src.open(encoding="utf-8", errors="surrogateescape") as handle:
+        with src.open(encoding="utf-8") as handle:
             for n, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
@@ -537,17 +543,22 @@ def _split_jsonl(src: Path, run_dir: Path) -> None:
                         f'{src}:{n}: no "user" string field; a single ingest file names each '
                         "event's user (or give a directory of <user>.jsonl files)"
                     )
-                lines.setdefault(user, []).append(json.dumps(obj, ensure_ascii=False))
+                # ASCII: a lone surrogate stays an escape, for the event parser to refuse
+                lines.setdefault(user, []).append(json.dumps(obj))
         for user, events in lines.items():
             path = staging / f"bucket={bucket(user)}" / f"{encode(user)}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("\n".join(events) + "\n", encoding="utf-8")
             # the user's id as given: a long one's file name is a hash of it
             path.with_suffix(".user").write_text(json.dumps(user), encoding="utf-8")
-        os.rename(staging, run_dir / "input")
+        os.rename(staging, done)
+    except UnicodeDecodeError as exc:
+        raise FleetError(
+            f"{src}: byte {exc.start} of a line is not UTF-8; Event JSONL is UTF-8 text"
+        ) from None
     except OSError as exc:
-        if not (run_dir / "input").is_dir():  # else another driver split it first: the same
-            raise FleetError(f"{src}: cannot split it into {run_dir / 'input'}: {exc}") from exc
+        if not done.is_dir():  # else another driver split it first: the same content
+            raise FleetError(f"{src}: cannot split it into {done}: {exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

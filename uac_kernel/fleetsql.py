@@ -111,21 +111,13 @@ class FleetSql:
         # Spilling to disk would need a temp directory: memory is the limit, not the disk.
         con.execute("SET temp_directory = ''")
         try:
-            self.tables = _build(con, files, self.users)
+            self.tables = _build(con, files, self.users, self.root)
         except duckdb.OutOfMemoryException:
             con.close()
             raise QueryError(
                 f"the records of the fleet {str(self.root)!r} do not fit in the SQL memory "
                 f"limit of {self.memory_mb} MB; raise it with the environment variable "
                 "UAC_SQL_MEMORY_MB, or query fewer users"
-            ) from None
-        except (duckdb.IOException, duckdb.InvalidInputException) as exc:
-            con.close()
-            # A base commit rewrote a user's partition while it was read, or a file is damaged.
-            raise FleetError(
-                f"cannot read a committed file of the fleet {str(self.root)!r} "
-                f"({_first_line(exc)}); query again, and if it persists `uac verify "
-                f"{self.root}` names the damaged file"
             ) from None
         except BaseException:
             con.close()
@@ -227,10 +219,13 @@ def fleet_summary(root: str | Path) -> FleetSummary:
 
 
 def _build(
-    con: duckdb.DuckDBPyConnection, files: Mapping[str, Sequence[Path]], users: list[str]
+    con: duckdb.DuckDBPyConnection,
+    files: Mapping[str, Sequence[Path]],
+    users: list[str],
+    root: Path,
 ) -> dict[str, tuple[str, str]]:
-    """Create the fleet's tables in ``con`` from the committed ``files`` of each store table;
-    return each record type's (current, history) table names."""
+    """Create the fleet's tables in ``con`` from the committed ``files`` (of the fleet at
+    ``root``) of each store table; return each record type's (current, history) names."""
     # The store's own migrations make the raw tables, so every column has the store's type
     # even when no file holds a row; the files' rows go in by column name.
     con.execute(f"ATTACH ':memory:' AS {_RAW}")
@@ -240,16 +235,26 @@ def _build(
     finally:
         con.execute("USE memory")
     for table in _SOURCES:
-        if files.get(table):
+        if not files.get(table):
+            continue
+        try:
             con.execute(
                 f"INSERT INTO {_RAW}.{table} BY NAME SELECT * FROM {parquet_source(files[table])}"
             )
+        except (duckdb.IOException, duckdb.InvalidInputException) as exc:
+            # A base commit rewrote a user's partition while it was read, or a file is damaged.
+            raise FleetError(
+                f"cannot read a committed {table} file of the fleet {str(root)!r} "
+                f"({_first_line(exc)}); query again, and if it persists `uac verify {root}` "
+                "names the damaged file"
+            ) from None
     con.execute(
         f"""CREATE TABLE events AS SELECT user_id, user_seq, seq, ts, kind, source, payload
         FROM {_RAW}.events WHERE salt <> '' ORDER BY user_id, user_seq"""
     )
     con.execute("CREATE TABLE uac_users (user_id VARCHAR)")
-    con.executemany("INSERT INTO uac_users VALUES (?)", [(u,) for u in users])
+    if users:
+        con.executemany("INSERT INTO uac_users VALUES (?)", [(u,) for u in users])
     con.execute(
         f"""CREATE TABLE users AS
         WITH e AS (SELECT user_id, count(*) AS events, count(*) FILTER (kind = 'fact') AS facts,
@@ -304,10 +309,11 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
     con.execute(
         f"CREATE TABLE {INDEX_TABLE} (type VARCHAR, current_table VARCHAR, history_table VARCHAR)"
     )
-    con.executemany(
-        f"INSERT INTO {INDEX_TABLE} VALUES (?, ?, ?)",
-        [(t, cur, hist) for t, (cur, hist) in names.items()],
-    )
+    if names:
+        con.executemany(
+            f"INSERT INTO {INDEX_TABLE} VALUES (?, ?, ?)",
+            [(t, cur, hist) for t, (cur, hist) in names.items()],
+        )
     cur = con.cursor()
     try:
         load_facts(
