@@ -1311,3 +1311,20 @@ def test_cli_on_wrong_paths_is_one_line(two: Path, tmp_path: Path, argv: list[st
     assert (tmp_path / "afile").read_text() == "not a store, not a fleet"
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert verify_fleet(two).ok
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a forged base commit listing no files (heads at zero) wipes a user's history and "
+    "passes verify: a base commit's chains are never checked against the commit before it",
+)
+def test_forged_empty_base_commit_is_reported(two: Path, tmp_path: Path) -> None:
+    from uac_kernel._chain import GENESIS
+
+    root = fresh(two, tmp_path)
+    first = Fleet(root).commits("ann")[0]
+    zero = [0, GENESIS]
+    forged = {**first, "commit": 2, "base": True, "files": {}, "rows": {},
+              "heads": {"events": zero, "model_calls": zero, "checkpoints": zero}}  # fmt: skip
+    commit_path(root, "ann", 2).write_text(json.dumps(forged))
+    assert one_line_problem(root)
