@@ -1328,3 +1328,48 @@ def test_forged_empty_base_commit_is_reported(two: Path, tmp_path: Path) -> None
               "heads": {"events": zero, "model_calls": zero, "checkpoints": zero}}  # fmt: skip
     commit_path(root, "ann", 2).write_text(json.dumps(forged))
     assert one_line_problem(root)
+
+
+SCHEMA_EDITS = {
+    "extra-column": "SELECT *, 1 AS evil FROM {src}",
+    "dropped-column": "SELECT * EXCLUDE (salt) FROM {src}",
+    "retyped-column": "SELECT * REPLACE (user_seq::VARCHAR || 'x' AS user_seq) FROM {src}",
+}
+SCHEMA_DEFECTS = {
+    "verify": {
+        "extra-column": "verify passes a part file with a column the store has not",
+        "dropped-column": "verify raises DuckDB BinderException on a part file missing 'salt'",
+        "retyped-column": "verify raises ValueError on a part file whose user_seq is text",
+    },
+    "checkout": "checkout raises a raw DuckDB exception (not a FleetError) on a part file of "
+    "another schema",
+    "sql": "fleet sql raises a raw DuckDB exception (not a UacError) on a part file of another "
+    "schema",
+}
+
+
+def _schema_case(reader: str, edit: str) -> Any:
+    why = SCHEMA_DEFECTS[reader]
+    reason = why[edit] if isinstance(why, dict) else why
+    return pytest.param(reader, edit, marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
+@pytest.mark.parametrize(
+    ("reader", "edit"),
+    [_schema_case(r, e) for r in ("verify", "checkout", "sql") for e in SCHEMA_EDITS],
+)
+def test_part_file_of_another_schema(two: Path, tmp_path: Path, reader: str, edit: str) -> None:
+    root = fresh(two, tmp_path)
+    [part] = Fleet(root).files("events", ["ann"])
+    rewrite_part(part, SCHEMA_EDITS[edit])
+    if reader == "verify":
+        assert one_line_problem(root)
+        return
+    with pytest.raises(UacError) as err:
+        if reader == "checkout":
+            checkout(Fleet(root), "ann", tmp_path / "c.duckdb")
+        else:
+            from uac_kernel.fleetsql import fleet_sql
+
+            fleet_sql(root, "SELECT count(*) FROM users")
+    assert "\n" not in str(err.value)
