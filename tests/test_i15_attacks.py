@@ -970,11 +970,6 @@ def test_fleet_sql_tables_from_hostile_type_and_field_names(tmp_path: Path) -> N
     assert fleet_sql(root, "SELECT user_id, events FROM users").rows[0][0] == "ann"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fleet sql/summary on a fleet with no users says 'cannot read a committed file' "
-    "(DuckDB executemany on an empty list) instead of answering over empty tables",
-)
 @pytest.mark.parametrize("what", ["sql", "summary"])
 def test_fleet_sql_on_a_fleet_with_no_users(tmp_path: Path, what: str) -> None:
     from uac_kernel.fleetsql import fleet_sql, fleet_summary
