@@ -5,6 +5,7 @@ writer leaves the partition as it was."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -452,16 +453,20 @@ def test_hostile_user_ids_round_trip(tmp_path: Path) -> None:
     back = tmp_path / "back.duckdb"
     import_fleet(root, back)
     for user in users:
-        assert store_rows(back, "model_calls", user, "call_id") == store_rows(
-            db, "model_calls", user, "call_id"
-        )
-        assert keys(back, user) == keys(db, user)
+        for table, order in (("model_calls", "call_id"), ("checkpoint_segments", "version")):
+            assert store_rows(back, table, user, order) == store_rows(db, table, user, order)
+        with duckdb.connect(str(back), read_only=True) as con:
+            got = con.execute(
+                "SELECT user_seq, payload, hash FROM events WHERE user_id = ? ORDER BY seq", [user]
+            ).fetchall()
+        assert got == [r[1:2] + r[7:8] + r[10:] for r in store_rows(db, "events", user, "seq")]
     assert Store(back, read_only=True).verify().ok
+    assert keys(back, HOSTILE[6]) == keys(db, HOSTILE[6]) == ["t1", "t2"]  # the long id
 
 
 def test_verify_names_each_problem_on_one_line(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
-    for user in ("ann", "bob", "cy", "dee", "eve"):
+    for user in ("ann", "bob", "cy", "dee", "eve", "fay"):
         grow(db, user, 1, 2)
     root = tmp_path / "fleet"
     export_store(db, root)
@@ -491,10 +496,16 @@ def test_verify_names_each_problem_on_one_line(tmp_path: Path) -> None:
             f"TO '{part}.new' (FORMAT parquet)"
         )
     os.replace(f"{part}.new", part)
+    # fay: a commit whose heads are not where its rows end
+    path = fleet.dir("_commits", "fay") / "000001.json"
+    meta = json.loads(path.read_text())
+    meta["heads"]["events"][0] += 1
+    path.write_text(json.dumps(meta))
     report = verify_fleet(root)
     assert not report.ok
-    assert len(report.problems) == 4, report.problems
-    ann, bob, cy, dee = sorted(report.problems)
+    assert len(report.problems) == 5, report.problems
+    ann, bob, cy, dee, fay = sorted(report.problems)
+    assert fay.startswith("user 'fay': the heads of commit 1 do not match its events rows")
     assert ann.startswith("user 'ann': event ") and "was changed after it was written" in ann
     assert bob.startswith("user 'bob': commit 1 lists model_calls/") and "missing" in bob
     assert cy.startswith("user 'cy': commit 2 is missing from ") and "000003.json" in cy
@@ -506,7 +517,7 @@ def test_verify_names_each_problem_on_one_line(tmp_path: Path) -> None:
     assert sorted(lines[:-1]) == sorted(report.problems)
     assert (
         lines[-1]
-        == f"uac: error: {root}: integrity check failed: 4 problems in the fleet directory"
+        == f"uac: error: {root}: integrity check failed: 5 problems in the fleet directory"
     )
     # eve is intact, and checked alone
     assert verify_fleet(root, users=["eve"]).ok

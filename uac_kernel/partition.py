@@ -438,7 +438,8 @@ def _export(
     theirs = {u: commits[u][-1]["heads"] for u in held}
     last_call = _bulk_extends(con, theirs, where, there)
     changed = [u for u in held if heads[u] != theirs[u]]
-    rewrite = _bulk_erased(fleet, con, theirs, last_call)
+    # a forget appends a forget event, so only a user whose heads moved can have erased more
+    rewrite = _bulk_erased(fleet, con, {u: theirs[u] for u in changed}, last_call)
     plan: list[tuple[str, bool, dict[str, int]]] = []  # user, base, rows after which are new
     for user in found:
         if not commits[user] or user in rewrite:
