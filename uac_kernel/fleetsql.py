@@ -69,7 +69,8 @@ _RAW = "uac_raw"
 class FleetSql:
     """The tables of a fleet directory's committed rows (of ``users`` only, when given) and
     read-only queries over them, within time and memory limits (``None``: ``uac sql``'s
-    defaults and environment variables)."""
+    defaults and environment variables). Without ``record_types`` only ``users``, ``alerts``
+    and ``events`` are built (what a summary reads)."""
 
     def __init__(
         self,
@@ -79,6 +80,7 @@ class FleetSql:
         timeout: float | None = None,
         memory_mb: int | None = None,
         threads: int | None = None,
+        record_types: bool = True,
     ) -> None:
         fleet = Fleet(root)
         wanted = None if users is None else list(users)
@@ -111,7 +113,7 @@ class FleetSql:
         # Spilling to disk would need a temp directory: memory is the limit, not the disk.
         con.execute("SET temp_directory = ''")
         try:
-            self.tables = _build(con, files, self.users, self.root)
+            self.tables = _build(con, files, self.users, self.root, record_types)
         except duckdb.OutOfMemoryException:
             con.close()
             raise QueryError(
@@ -196,7 +198,7 @@ class FleetSummary:
 
 def fleet_summary(root: str | Path) -> FleetSummary:
     """Users, events, facts, model calls and tokens, and the standing alerts per rule."""
-    with FleetSql(root) as db:
+    with FleetSql(root, record_types=False) as db:
         per_user = db.con.execute(
             "SELECT user_id, events, facts, calls, tokens_in, tokens_out FROM users "
             "ORDER BY user_id"
@@ -223,6 +225,7 @@ def _build(
     files: Mapping[str, Sequence[Path]],
     users: list[str],
     root: Path,
+    record_types: bool,
 ) -> dict[str, tuple[str, str]]:
     """Create the fleet's tables in ``con`` from the committed ``files`` (of the fleet at
     ``root``) of each store table; return each record type's (current, history) names."""
@@ -287,7 +290,9 @@ def _build(
         FROM last WHERE a.state IN ('raised', 'updated')
         ORDER BY user_id, {rank} END, a.rule, id"""
     )
-    return _build_types(con)
+    tables = _build_types(con) if record_types else {}
+    con.execute(f"DETACH {_RAW}")  # the salts, hashes and erased rows go with it
+    return tables
 
 
 def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
@@ -332,7 +337,6 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
             )
     finally:
         cur.close()
-    con.execute(f"DETACH {_RAW}")  # the salts, hashes and erased rows go with it
     return names
 
 
