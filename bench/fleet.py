@@ -19,8 +19,9 @@ starts from the same committed state):
 4. **bytes**: bytes per event on disk of a single-file store holding users and of the fleet
    directory ``uac export`` writes from it, and of the fleet after ingest and after the bench.
 
-``python bench/fleet.py --quick`` runs small sizes in about a minute; without it, the sizes
-above (hours on 2 cores). Results: ``bench/results/fleet.json`` (``fleet_quick.json``), with
+``python bench/fleet.py --quick`` runs small sizes in a few minutes; without it, the sizes
+above (hours on 2 cores, an estimate: about 7,500 user tasks, most of 1,000 events). ``--report FILE``
+prints the figures of a results file as text. Results: ``bench/results/fleet.json`` (``fleet_quick.json``), with
 the engine's commit and the machine's load. See bench/README.md.
 """
 
@@ -239,7 +240,7 @@ def copy_fleet(src: Path, dst: Path, users: Iterable[str] | None = None) -> Path
         if top.is_file():
             shutil.copy2(top, dst / top.name)
             continue
-        if top.name == "runs":
+        if top.name == "runs" or top.name.startswith("."):  # runs, and an export's staging
             continue
         for bucket in top.iterdir():
             for part in bucket.iterdir():
@@ -293,6 +294,7 @@ def parquet_rows(path: Path) -> list[dict[str, Any]]:
 
 def uac_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)  # a Ray run joins the bench's own instance, named in ``extra``
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("OPENAI_API_KEY", "not-needed")
     env["RAY_USAGE_STATS_ENABLED"] = "0"  # no prompt, no network
@@ -384,7 +386,11 @@ class RayInstance:
         if self.proc is not None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            self.proc.wait(timeout=120)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:  # its shutdown hung: end the holder we started
+                self.proc.kill()
+                self.proc.wait()
 
 
 def fleet_run(fleet: Path, job: list[str], *, engine: str = "local", jobs: int = 2,
@@ -735,14 +741,18 @@ def report(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes: about a minute")
+    ap.add_argument("--quick", action="store_true", help="small sizes: a few minutes")
     ap.add_argument(
         "--only", nargs="+", choices=("population", "throughput", "extract", "bytes"), default=None
     )
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--workdir", type=Path, default=None, help="default: a temp dir in bench/out")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--report", type=Path, metavar="FILE", help="print FILE's figures as text")
     args = ap.parse_args(argv)
+    if args.report:
+        print(report(json.loads(args.report.read_text())))
+        return 0
     sizes = QUICK if args.quick else FULL
     stages = args.only or ["population", "throughput", "extract", "bytes"]
     out = args.out or RESULTS / ("fleet_quick.json" if args.quick else "fleet.json")

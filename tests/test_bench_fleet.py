@@ -59,3 +59,21 @@ def test_stand_in_model_extracts_each_turn(fleet: ModuleType, tmp_path: Path) ->
             assert (report.batches, report.applied, report.pending) == (2, 2, 0)
             assert sum(wb.state.counts().values()) == 12
         assert len(server.requests) == 2
+
+
+def test_bench_job_on_a_hard_linked_copy(fleet: ModuleType, tmp_path: Path) -> None:
+    """The bench's own path on a tiny fleet, local engine: ingest, a hard-linked copy of one
+    user, the bench job on it (a whole ``uac fleet run`` process), its per-step timings; the
+    source fleet is left as it was."""
+    built = fleet.build_fleet(tmp_path, 2, 40)
+    assert built["ingest"]["status"] == {"ok": 2} and built["ingest"]["events_appended"] >= 80
+    source = tmp_path / "fleet"
+    before = sorted(p.relative_to(source) for p in source.rglob("*") if "runs" not in p.parts)
+    copy = fleet.copy_fleet(source, tmp_path / "copy", [fleet.user_id(1)])
+    r = fleet.bench_job(copy, "local", 1)
+    assert r["users"] == 1 and r["status"] == {"ok": 1}
+    assert set(fleet.JOB_STEPS) <= set(r["timings"]["steps"]) and r["timings"]["job"]["mean"] > 0
+    assert (
+        sorted(p.relative_to(source) for p in source.rglob("*") if "runs" not in p.parts) == before
+    )
+    assert fleet.tree_bytes(copy, skip=("runs",))["checkpoints"] > 0
