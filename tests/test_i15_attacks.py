@@ -1369,3 +1369,40 @@ def test_part_file_of_another_schema(two: Path, tmp_path: Path, reader: str, edi
 
             fleet_sql(root, "SELECT count(*) FROM users")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "reader",
+    [
+        "verify",
+        "import",
+        "sql",
+        pytest.param(
+            "checkout",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="checkout of a truncated part file raises a raw DuckDB "
+                "InvalidInputException, not a one-line FleetError naming the user",
+            ),
+        ),
+    ],
+)
+def test_truncated_part_file(two: Path, tmp_path: Path, reader: str) -> None:
+    root = fresh(two, tmp_path)
+    [part] = Fleet(root).files("events", ["ann"])
+    data = part.read_bytes()
+    part.write_bytes(data[: len(data) // 2])
+    if reader == "verify":
+        problems = one_line_problem(root)
+        assert any("'ann'" in p and "cannot be read" in p for p in problems), problems
+    elif reader == "import":
+        refused_import(root, tmp_path)
+    else:
+        with pytest.raises(UacError) as err:
+            if reader == "checkout":
+                checkout(Fleet(root), "ann", tmp_path / "c.duckdb")
+            else:
+                from uac_kernel.fleetsql import fleet_sql
+
+                fleet_sql(root, "SELECT count(*) FROM users")
+        assert "\n" not in str(err.value)
