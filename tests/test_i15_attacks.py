@@ -1406,3 +1406,32 @@ def test_truncated_part_file(two: Path, tmp_path: Path, reader: str) -> None:
 
                 fleet_sql(root, "SELECT count(*) FROM users")
         assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "gap",
+        pytest.param(
+            "no-user",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="one user's commit json naming no user stops `fleet run` for every user "
+                "(Fleet.users raises) instead of failing that user alone",
+            ),
+        ),
+    ],
+)
+def test_one_damaged_user_does_not_stop_the_others(two: Path, tmp_path: Path, damage: str) -> None:
+    from uac_kernel.fleet import Job, run
+
+    root = fresh(two, tmp_path)
+    if damage == "gap":
+        os.rename(commit_path(root, "ann"), commit_path(root, "ann", 2))
+    else:
+        commit_path(root, "ann").write_text('{"user": 5}')
+    report = run(root, Job("eval", ("len(user.all('Trip'))",)), jobs=1, retries=0,
+                 progress=lambda p: None)  # fmt: skip
+    rows = {r["user_id"]: r for r in report.rows}
+    assert rows["bob"]["status"] == "ok" and rows["bob"]["value"] == "3"
+    assert all(r["status"] == "failed" for u, r in rows.items() if u != "bob")
