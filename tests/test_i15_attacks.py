@@ -620,8 +620,8 @@ def test_two_runs_of_the_same_job_at_once(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="fleet run checks out a partition verify rejects (a tampered event), runs the job "
-    "'ok' and commits on top of it",
+    reason="fleet run checks out a partition verify rejects (a tampered event) and reports "
+    "the job on it 'ok' (no chain check at checkout)",
 )
 def test_job_over_a_user_whose_history_fails_verify(two: Path, tmp_path: Path) -> None:
     from uac_kernel.fleet import Job, run
