@@ -317,6 +317,9 @@ def test_round_trip_store_dir_store(tmp_path: Path) -> None:
     assert cli("verify", "--db", str(back)).returncode == 0
     for user in users:
         assert answers(back, user) == answers(db, user)
+    for args in (["eval", "sorted(t.city for t in user.all(Trip))"], ["code", "--version", "1"]):
+        here, there = (cli("--db", str(d), "--user", "cy", *args) for d in (db, back))
+        assert here.returncode == there.returncode == 0 and here.stdout == there.stdout
     # the imported store numbers its events 1..n in recording order, whatever the source did
     with duckdb.connect(str(back), read_only=True) as con:
         got = con.execute("SELECT user_id, user_seq FROM events ORDER BY seq").fetchall()
@@ -392,6 +395,9 @@ def test_forget_then_export_rewrites_the_partition(tmp_path: Path) -> None:
     fleet = Fleet(root)
     assert SECRET.encode() in all_bytes(root)  # the search below finds it where it is
     bob_files = sorted(fleet.root.glob("*/bucket=*/user=bob/*.parquet"))
+    early = tmp_path / "early.duckdb"  # a store the fleet was imported into before the forget
+    import_fleet(root, early)
+    assert SECRET.encode() in early.read_bytes()
     with Workbench(db, user="ann") as wb:
         assert not wb.forget(text=SECRET).empty
     report = export_store(db, root)
@@ -408,6 +414,12 @@ def test_forget_then_export_rewrites_the_partition(tmp_path: Path) -> None:
     import_fleet(root, back)
     assert Store(back, read_only=True).verify().ok
     assert answers(back, "ann")["keys"] == answers(db, "ann")["keys"] == ["t1", "t2"]
+    # importing the forget into the earlier copy erases there what it erased, file and all
+    again = import_fleet(root, early)
+    assert again.extended == 1 and again.erased > 0
+    assert Store(early, read_only=True).verify().ok
+    assert SECRET.encode() not in early.read_bytes()
+    assert answers(early, "ann") == answers(back, "ann")
 
 
 HOSTILE = [
