@@ -121,22 +121,29 @@ def late_note(wb, barrier, who):
 
 @pytest.fixture(scope="module")
 def helpers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A module of job functions on sys.path, which spawned workers and Ray's inherit."""
+    """A module of job functions: on sys.path, which spawned workers inherit, and on
+    PYTHONPATH, which a Ray instance started after this passes to its workers."""
     path = tmp_path_factory.mktemp("helpers")
     (path / "fleet_helper.py").write_text(HELPER)
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(path))
+        patch.setenv("PYTHONPATH", os.pathsep.join([str(path), *sys.path]))
         yield path
 
 
 @pytest.fixture(scope="module")
 def ray_instance(helpers: Path) -> Iterator[None]:
     ray = pytest.importorskip("ray")
-    with pytest.MonkeyPatch.context() as patch:
-        # On a loaded machine (CI, other tests) the raylet gives up on its agents after its
-        # default wait and the instance never starts: let it wait longer.
-        patch.setenv("RAY_agent_register_timeout_ms", "120000")
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Ray's raylet dies when its dashboard agent takes over 15 s to start (a fixed timeout,
+    # ray-project/ray#65983), which a machine busy with other work can cause: try again.
+    for attempt in range(3):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
     yield
     ray.shutdown()
 

@@ -583,16 +583,18 @@ def _write_summary(run_dir: Path, given_up: list[dict[str, Any]]) -> list[dict[s
         con.execute(
             "CREATE TABLE summary (" + ", ".join(f'"{n}" {t}' for n, t in SUMMARY_COLUMNS) + ")"
         )
-        con.executemany(
-            f"INSERT INTO summary VALUES ({', '.join('?' * len(names))})",
-            [[r.get(n) for n in names] for r in rows],
-        )
+        if rows:
+            con.executemany(
+                f"INSERT INTO summary VALUES ({', '.join('?' * len(names))})",
+                [[r.get(n) for n in names] for r in rows],
+            )
         con.execute("CREATE TABLE timings (user_id VARCHAR, step VARCHAR, seconds DOUBLE)")
         timings = []
         for path in (run_dir / "timings").glob("bucket=*/*.json"):
             laps = json.loads(path.read_text(encoding="utf-8"))
             timings += [[laps["user_id"], k, v] for k, v in laps["seconds"].items()]
-        con.executemany("INSERT INTO timings VALUES (?, ?, ?)", timings)
+        if timings:  # none when every task was given up
+            con.executemany("INSERT INTO timings VALUES (?, ?, ?)", timings)
         for table, order in (("summary", "user_id"), ("timings", "user_id, step")):
             target = run_dir / f"{table}.parquet"
             tmp = run_dir / f".{table}.{os.getpid()}.parquet"
