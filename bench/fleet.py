@@ -11,7 +11,8 @@ starts from the same committed state):
    the run itself in ``timings.parquet``) over fleets of 100, 1,000 and 2,000 users of 1,000
    events: the per-user cost must stay flat (within ±20%) as the population grows;
 2. **throughput**: the same job over one fleet with ``--engine ray`` and ``--engine local`` at
-   1 and 2 workers, interleaved round by round: users per second of the whole process;
+   1 and 2 workers, interleaved round by round: users per second of the whole process (the Ray
+   runs join one local instance the bench starts, through ``RAY_ADDRESS``, as on a cluster);
 3. **extract**: ``fleet run ... extract`` over 200 users against ``uac_kernel.testing.ChatServer``
    answering every call after 200 ms, at model-call budgets (``--concurrency``) 1, 8 and 32,
    against what the latency predicts (calls × latency / budget) and the CPU floor (the same run
@@ -20,9 +21,11 @@ starts from the same committed state):
    directory ``uac export`` writes from it, and of the fleet after ingest and after the bench.
 
 ``python bench/fleet.py --quick`` runs small sizes in a few minutes; without it, the sizes
-above (hours on 2 cores, an estimate: about 7,500 user tasks, most of 1,000 events). ``--report FILE``
-prints the figures of a results file as text. Results: ``bench/results/fleet.json`` (``fleet_quick.json``), with
-the engine's commit and the machine's load. See bench/README.md.
+above (hours on 2 cores, an estimate: about 7,500 user tasks, most of 1,000 events).
+``--report FILE`` prints the figures of a results file as text. Results:
+``bench/results/fleet.json`` (``fleet_quick.json``), each stage with its date, the engine's
+commit and the machine's load; a stage that cannot measure records its error and the others
+go on. See bench/README.md.
 """
 
 from __future__ import annotations
