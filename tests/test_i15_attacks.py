@@ -1530,3 +1530,18 @@ def test_erased_text_in_a_killed_exports_staging_dir_is_cleared(tmp_path: Path) 
     export_store(db, root)
     assert verify_fleet(root).ok
     assert secret.encode() not in all_bytes(root)
+
+
+def test_verify_names_terminal_hostile_users_escaped(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    evil = "evil\n/tmp/fleet: 0 problems\x1b[2J\r"
+    make_store(db, [evil])
+    root = tmp_path / "fleet"
+    export_store(db, root)
+    [part] = Fleet(root).files("events", [evil])
+    rewrite_part(part, "SELECT * REPLACE (replace(payload, 'evil', 'EVIL') AS payload) FROM {src}")
+    assert one_line_problem(root)
+    out = cli("verify", str(root))
+    assert out.returncode == 1
+    for text in (out.stdout, out.stderr):
+        assert "\x1b" not in text and "\r" not in text and "\n/tmp/fleet: 0 problems" not in text
