@@ -1545,3 +1545,22 @@ def test_verify_names_terminal_hostile_users_escaped(tmp_path: Path) -> None:
     assert out.returncode == 1
     for text in (out.stdout, out.stderr):
         assert "\x1b" not in text and "\r" not in text and "\n/tmp/fleet: 0 problems" not in text
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"memory_mb": 1},
+        {"memory_mb": 0},
+        {"memory_mb": -5},
+        {"timeout": 0},
+        {"timeout": float("nan")},
+        {"timeout": float("inf")},
+    ],  # fmt: skip
+)
+def test_fleet_sql_limits_out_of_range_are_one_line(two: Path, limits: dict[str, Any]) -> None:
+    from uac_kernel.fleetsql import FleetSql
+
+    with pytest.raises(QueryError) as err:
+        FleetSql(two, **limits).query("SELECT 1")
+    assert "\n" not in str(err.value)
