@@ -1556,7 +1556,7 @@ def test_verify_names_terminal_hostile_users_escaped(tmp_path: Path) -> None:
         {"timeout": 0},
         {"timeout": float("nan")},
         {"timeout": float("inf")},
-    ],  # fmt: skip
+    ],
 )
 def test_fleet_sql_limits_out_of_range_are_one_line(two: Path, limits: dict[str, Any]) -> None:
     from uac_kernel.fleetsql import FleetSql
