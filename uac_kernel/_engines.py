@@ -17,7 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.managers import BaseManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from uac_kernel.errors import MissingExtra
+from uac_kernel.errors import FleetError, MissingExtra
 
 if TYPE_CHECKING:
     # the budget manager's process imports this module: it needs no model layer
@@ -152,6 +152,24 @@ def _ray_task(fn: Task[T, R], item: T, actor: Any) -> R:
     return fn(item, _RayBudget(actor))
 
 
+def _start_ray(ray: Any, cpus: int, attempts: int = 3) -> None:
+    """A local Ray instance of ``cpus`` CPUs. Its raylet dies when the dashboard agent takes
+    over 15 s to start (a fixed timeout, ray-project/ray#65983), which a busy machine can
+    cause: tried ``attempts`` times, then a one-line error."""
+    for attempt in range(attempts):
+        try:
+            ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception as exc:
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise FleetError(
+                    f"a local Ray instance did not start ({str(exc).splitlines()[0][:120]}); "
+                    "the machine may be too busy: try again, or start one with `ray start "
+                    "--head` and set RAY_ADDRESS=auto"
+                ) from exc
+
+
 def run_ray(
     fn: Task[T, R],
     items: Sequence[T],
@@ -180,7 +198,7 @@ def run_ray(
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+            _start_ray(ray, jobs)
         started = True
     try:
         # Threads, so a blocked acquire does not hold up the release that would free it.
