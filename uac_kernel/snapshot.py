@@ -41,7 +41,7 @@ from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.rules.engine import Alert, Rule
 from uac_kernel.schema import Schema
 from uac_kernel.sqlview import sql_type
-from uac_kernel.store import LoggedEvent, Store
+from uac_kernel.store import LoggedEvent, Store, damaged, is_damage
 
 if TYPE_CHECKING:
     from uac_kernel.checkpoint import Checkpoint
@@ -1003,6 +1003,9 @@ def load_snapshot(store: Store, user: str, latest: Checkpoint | None) -> Restore
     try:
         why, restored = _restore(store, user, row, latest)
     except (duckdb.Error, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        if isinstance(exc, duckdb.Error) and is_damage(exc):
+            # the file, not the snapshot, is broken: folding the log would only meet it again
+            raise damaged(store.path, exc) from None
         why, restored = f"it cannot be read ({type(exc).__name__}: {exc})".splitlines()[0], None
     if restored is None:
         warnings.warn(

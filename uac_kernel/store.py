@@ -41,6 +41,7 @@ __all__ = [
     "Store",
     "damaged",
     "event_hash",
+    "is_damage",
     "open_paths",
 ]
 
@@ -715,13 +716,19 @@ def _check_store_file(path: Path) -> None:
 _DUCKDB_MAGIC = b"DUCK"
 
 
+def is_damage(exc: duckdb.Error) -> bool:
+    """Whether DuckDB failed because the file is damaged (truncated, or a corrupt block)."""
+    text = str(exc)
+    return any(s in text for s in ("Corrupt database", "Could not read enough bytes", "checksum"))
+
+
 def damaged(path: str, exc: duckdb.Error) -> StoreError:
     """A DuckDB failure while reading or writing a store opened fine, as one line: a damaged
     file (a truncated file or a corrupt block is found only when a query reaches it) says to
     restore it; anything else names DuckDB's message."""
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
-    if any(s in text for s in ("Corrupt database", "Could not read enough bytes", "checksum")):
+    if is_damage(exc):
         return StoreError(
             f"store {path} is damaged ({shorten(first, 160)}); restore it from a copy — "
             "nothing was written to it"
