@@ -11,7 +11,7 @@ __all__ = ["add_fleet_queries"]
 
 def add_fleet_queries(fleet_sub: Any) -> None:
     """Register ``sql`` and ``summary`` on the ``fleet`` subparsers action ``fleet_sub``."""
-    from uac_kernel.cli import _seconds
+    from uac_kernel.cli import sql_options
 
     text = (
         "run one read-only SQL query across a fleet directory's users: users, alerts, events, "
@@ -23,20 +23,7 @@ def add_fleet_queries(fleet_sub: Any) -> None:
     p.add_argument("dir", help="the fleet directory")
     p.add_argument("query")
     p.add_argument("--users", default=None, metavar="A,B", help="only these users")
-    p.add_argument("--json", action="store_true")
-    p.add_argument(
-        "--out",
-        default=None,
-        metavar="FILE",
-        help="write every row to FILE (TSV, or JSON with --json); the terminal gets 100 kB",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=None,
-        metavar="S",
-        help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
-    )
+    sql_options(p)
     text = "a fleet directory's users, events, facts, model calls and standing alerts per rule"
     p = fleet_sub.add_parser("summary", help=text, description=text)
     p.set_defaults(func=cmd_fleet_summary)

@@ -806,6 +806,24 @@ def _whole(low: int) -> Callable[[str], int]:
     return parse
 
 
+def sql_options(p: argparse.ArgumentParser) -> None:
+    """The output and time options of a SQL command (`uac sql`, `uac fleet sql`)."""
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="write every row to FILE (TSV, or JSON with --json); the terminal gets 100 kB",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
+    )
+
+
 def _seconds(text: str) -> float:
     """An argparse type: a positive number of seconds, at most a day (sqlview.MAX_TIMEOUT)."""
     try:
@@ -907,20 +925,7 @@ def build_parser() -> argparse.ArgumentParser:
         "seconds; memory env UAC_SQL_MEMORY_MB, threads UAC_SQL_THREADS)",
     )
     p.add_argument("query")
-    p.add_argument("--json", action="store_true")
-    p.add_argument(
-        "--out",
-        default=None,
-        metavar="FILE",
-        help="write every row to FILE (TSV, or JSON with --json); the terminal gets 100 kB",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=None,
-        metavar="S",
-        help="stop the query after S seconds (default 30, env UAC_SQL_TIMEOUT)",
-    )
+    sql_options(p)
     add("alerts", cmd_alerts, "the alerts standing now").add_argument("--json", action="store_true")
     p = add(
         "constrain",  # `uac constraint` too, as the notebook's `%%uac constraint`
