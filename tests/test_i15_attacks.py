@@ -618,11 +618,6 @@ def test_two_runs_of_the_same_job_at_once(
     assert event_counts(root) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fleet run checks out a partition verify rejects (a tampered event) and reports "
-    "the job on it 'ok' (no chain check at checkout)",
-)
 def test_job_over_a_user_whose_history_fails_verify(two: Path, tmp_path: Path) -> None:
     from uac_kernel.fleet import Job, run
 
@@ -691,11 +686,6 @@ def test_eval_escapes_stay_sandboxed_as_uac_eval(
     assert verify_fleet(root).ok
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ingest SRC dir: 'a.jsonl' and '%61.jsonl' both unquote to user 'a'; one file is "
-    "silently dropped",
-)
 def test_ingest_file_names_that_unquote_to_the_same_user(tmp_path: Path) -> None:
     from uac_kernel.fleet import Job, run
 
@@ -714,11 +704,6 @@ def test_ingest_file_names_that_unquote_to_the_same_user(tmp_path: Path) -> None
         assert sorted(wb.eval("[r.key for r in user.all('Trip')]")) == ["t1", "t2"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an ingest file whose name is not UTF-8 crashes the run in _write_summary with a "
-    "DuckDB 'cannot encode str' traceback",
-)
 def test_ingest_file_name_not_utf8(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
@@ -1099,11 +1084,6 @@ def alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kill -9 of the `uac fleet run` driver alone leaves its pool workers and budget "
-    "manager running, orphaned, indefinitely (no parent-death check)",
-)
 def test_kill_9_of_the_driver_alone_leaves_no_orphans_and_rerun_is_whole(
     tmp_path: Path, reference: tuple[Path, dict[str, int]]
 ) -> None:
@@ -1186,11 +1166,6 @@ def test_ask_job_with_hostile_model_expressions_stays_sandboxed(
     assert verify_fleet(root).ok
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a damaged result file (not JSON) in runs/<id>/results crashes the rerun with a "
-    "JSONDecodeError traceback instead of rerunning that user or naming the file",
-)
 def test_rerun_over_a_damaged_result_file(two: Path, tmp_path: Path) -> None:
     from uac_kernel.fleet import Job, run
 
@@ -1207,11 +1182,6 @@ def test_rerun_over_a_damaged_result_file(two: Path, tmp_path: Path) -> None:
     assert {r["user_id"]: r["status"] for r in again.rows} == {"ann": "ok", "bob": "ok"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an eval answer holding a lone surrogate (which `uac eval` returns fine) fails the "
-    "user with a UnicodeEncodeError after every retry, claiming nothing was committed",
-)
 def test_eval_answer_with_a_lone_surrogate(two: Path, tmp_path: Path) -> None:
     from uac_kernel.fleet import Job, run
 
@@ -1476,11 +1446,6 @@ def test_erased_text_left_by_a_killed_rewrite_is_cleared_or_reported(tmp_path: P
     assert problems or secret.encode() not in all_bytes(root)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kill -9 of a fleet run leaves each killed task's private checkout (a full copy of "
-    "the user's store) in the temp dir; the rerun never removes it",
-)
 def test_kill_9_leaves_no_user_copies_in_the_temp_dir(
     tmp_path: Path, reference: tuple[Path, dict[str, int]]
 ) -> None:

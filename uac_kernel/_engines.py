@@ -61,6 +61,20 @@ class Limiter:
             self._cond.notify()
 
 
+def _watch_parent() -> None:
+    """In a worker or the budget manager: exit when the driver that started it is gone (killed
+    with -9, it cannot stop them), rather than live on as an orphan. A task cut short this way
+    leaves its partition whole, as any killed task does."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="uac-watch-parent", daemon=True).start()
+
+
 class _BudgetManager(BaseManager):
     """Serves one ``Limiter`` to the pool's workers (each call runs on a thread of its own)."""
 
@@ -85,13 +99,13 @@ def run_local(
     """
     ctx = multiprocessing.get_context("spawn")
     manager = _BudgetManager(ctx=ctx)
-    manager.start()
+    manager.start(_watch_parent)
     try:
         budget = manager.Limiter(concurrency, rate)  # type: ignore[attr-defined]
         pending = list(reversed(range(len(items))))
         attempts = [0] * len(items)
         while pending:
-            pool = ProcessPoolExecutor(jobs, mp_context=ctx)
+            pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_watch_parent)
             try:
                 running: dict[Future[R], int] = {}
                 broken = False

@@ -537,9 +537,16 @@ def cmd_fleet_run(args: argparse.Namespace) -> None:
         model=model,
     )
     print(printable(report.summary()))
+    for line in report.refused:
+        print(f"  refused {printable(line)}")
     failed = [r for r in report.rows if r["status"] != "ok"]
     for row in failed:
         print(f"  failed {printable(row['user_id'])}: {printable(row['error'] or '')}")
+    if report.refused and not failed:
+        raise UacError(
+            f"{plural(len(report.refused), 'ingest file')} refused; rename each as its line says "
+            "and run the same command again: the users done are skipped"
+        )
     if failed:
         raise UacError(
             f"{plural(len(failed), 'user')} failed; fix what each line says and run the same "

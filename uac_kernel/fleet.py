@@ -117,6 +117,8 @@ class RunReport:
     failed: int
     skipped: int
     rows: list[dict[str, Any]] = field(default_factory=list)
+    # one line per ingest source refused before the run (a file name that is no user id)
+    refused: list[str] = field(default_factory=list)
 
     @property
     def summary_path(self) -> Path:
@@ -169,7 +171,13 @@ def _json(value: Any) -> str:
             return list(v)
         return str(v)
 
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=default)
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=default)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # a lone surrogate (which `uac eval` answers fine) has no UTF-8: keep it as a JSON escape
+        text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=default)
+    return text
 
 
 # -- the task (runs in a worker) ------------------------------------------------------------
@@ -184,6 +192,7 @@ class _Task:
     job: Job
     model: ModelSettings | None
     source: str | None  # the user's Event JSONL (ingest)
+    driver: int  # the driver's pid: names the task's temp dir, so a rerun finds a killed one's
 
 
 class _Clock:
@@ -210,12 +219,14 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
     clock = _Clock()
     row: dict[str, Any] = {name: None for name, _ in SUMMARY_COLUMNS}
     row.update(user_id=task.user, status="ok", error="")
-    tmp = Path(tempfile.mkdtemp(prefix="uac-fleet-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_tmp_prefix(task.run_id)}{task.driver}-"))
     try:
         path = tmp / "user.duckdb"
         checkout(fleet, task.user, path)
         clock.lap("checkout")
         try:
+            _check_chains(task, path)
+            clock.lap("verify")
             _run_job(task, path, budget, row, clock)
         except UacError as exc:
             row.update(status="failed", error=str(exc).splitlines()[0][:2000] if str(exc) else "")
@@ -228,6 +239,46 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
     _write_atomic(_user_file(run_dir, "timings", task.user, ".json"), _json(timings))
     _write_atomic(_user_file(run_dir, "results", task.user, ".json"), _json(row))
     return row
+
+
+def _tmp_prefix(run_id: str) -> str:
+    return f"uac-fleet-{run_id}-"
+
+
+def _clear_dead_tasks_tmp(run_id: str) -> None:
+    """Remove the private store copies a killed run's tasks left in the temp dir: those of a
+    driver no longer alive (a live one is another run of the same job, still at work)."""
+    prefix = _tmp_prefix(run_id)
+    for path in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+        pid = path.name[len(prefix) :].partition("-")[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass  # alive, another user's
+
+
+def _check_chains(task: _Task, path: Path) -> None:
+    """Refuse a job over a partition whose rows fail the user's chain check: nothing would be
+    committed on top of the damage."""
+    from uac_kernel.store import Store
+
+    store = Store(path, read_only=True, create=False)
+    try:
+        with store.hold():
+            # a user new to the fleet (ingest) has no chain yet to check
+            report = store.verify(task.user) if store.has_events(task.user) else None
+    finally:
+        store.close()
+    if report is not None and not report.ok:
+        raise FleetError(
+            f"user {task.user!r}: the fleet's partition fails verify "
+            f"({report.problem.splitlines()[0] if report.problem else 'a broken chain'}); "
+            f"run `uac fleet verify {task.root}` and restore it from a copy"
+        )
 
 
 def _run_job(task: _Task, path: Path, budget: Budget, row: dict[str, Any], clock: _Clock) -> None:
@@ -368,18 +419,21 @@ def run(
     if not (run_dir / "run.json").exists():
         _write_atomic(run_dir / "run.json", _json(spec) + "\n")
     sources: dict[str, str] = {}
+    refused: list[str] = []
     if job.name == "ingest":
-        sources = _ingest_sources(Path(job.args[0]), run_dir)
+        sources = _ingest_sources(Path(job.args[0]), run_dir, refused)
         known = sorted(sources)
     else:
         known = fleet.users()
     chosen = _choose(known, users, limit, fleet.root, job)
     todo = [u for u in chosen if not _finished(run_dir, u)]
     report = RunReport(run_id, run_dir, len(chosen), len(todo), 0, 0, len(chosen) - len(todo))
+    report.refused = refused
     given_up: list[dict[str, Any]] = []
+    _clear_dead_tasks_tmp(run_id)
     if todo:
         tasks = [
-            _Task(str(fleet.root), str(run_dir), run_id, u, job, model, sources.get(u))
+            _Task(str(fleet.root), str(run_dir), run_id, u, job, model, sources.get(u), os.getpid())
             for u in todo
         ]
         finished = (
@@ -427,7 +481,9 @@ def _finished(run_dir: Path, user: str) -> bool:
         result = json.loads(_user_file(run_dir, "results", user, ".json").read_text("utf-8"))
     except FileNotFoundError:
         return False
-    return bool(result.get("status") == "ok")
+    except ValueError:  # damaged (a torn or edited file): run the user again, which rewrites it
+        return False
+    return isinstance(result, dict) and result.get("status") == "ok"
 
 
 def _gave_up(exc: BaseException) -> str:
@@ -445,7 +501,9 @@ def _gave_up(exc: BaseException) -> str:
     else:
         lines = str(exc).strip().splitlines()
         text = f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
-    return f"{text}; nothing of it was committed, rerun to try it again"
+    # its result file is written after its commit: a commit it made is whole and kept, and the
+    # rerun runs the job again on it
+    return f"{text}; its partition is whole, rerun to try it again"
 
 
 class _Progress:
@@ -499,16 +557,35 @@ def _choose(
     return chosen
 
 
-def _ingest_sources(src: Path, run_dir: Path) -> dict[str, str]:
+def _ingest_sources(src: Path, run_dir: Path, refused: list[str]) -> dict[str, str]:
     """Each user's Event JSONL for ``ingest SRC``: a directory's ``<enc>.jsonl`` files (the
     user is the unquoted name), or one JSONL file split by its objects' ``"user"`` field into
     ``runs/<id>/input/<hash of its content>`` (kept, so a rerun of the same file splits nothing;
-    a changed file is split again)."""
+    a changed file is split again). A file whose name is no user id (not UTF-8, before or
+    after unquoting) is left out with a line in ``refused``; two naming one user are an error."""
     if src.is_dir():
         files = sorted(p for p in src.iterdir() if p.suffix == ".jsonl" and p.is_file())
         if not files:
             raise FleetError(f"{src}: no .jsonl files; ingest SRC takes <user>.jsonl files")
-        return {urllib.parse.unquote(p.stem): str(p) for p in files}
+        by_user: dict[str, Path] = {}
+        for p in files:
+            try:
+                p.name.encode("utf-8")
+                user = urllib.parse.unquote(p.stem, errors="strict")
+            except UnicodeError:
+                shown = ascii(os.fsencode(p.name))[2:-1]
+                refused.append(
+                    f"{src}/{shown}: the file name is not UTF-8 (nor %-escapes of it), so it "
+                    "names no user; rename it to <user, percent-encoded>.jsonl"
+                )
+                continue
+            if user in by_user:
+                raise FleetError(
+                    f"{by_user[user]} and {p.name} both name user {user!r}; merge them "
+                    "into one <user>.jsonl"
+                )
+            by_user[user] = p
+        return {u: str(p) for u, p in by_user.items()}
     if not src.is_file():
         raise FleetError(f"{src}: no such file or directory; ingest SRC is a directory or a JSONL")
     digest = hashlib.sha256()
@@ -566,7 +643,16 @@ def _split_jsonl(src: Path, done: Path) -> None:
 def _result_rows(run_dir: Path) -> list[dict[str, Any]]:
     rows = []
     for path in (run_dir / "results").glob("bucket=*/*.json"):
-        rows.append(json.loads(path.read_text(encoding="utf-8")))
+        try:
+            row = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or not isinstance(row.get("user_id"), str):
+            raise FleetError(
+                f"{path}: a damaged result file; delete it and run the same command again "
+                "to rerun its user"
+            )
+        rows.append(row)
     return rows
 
 
@@ -591,8 +677,11 @@ def _write_summary(run_dir: Path, given_up: list[dict[str, Any]]) -> list[dict[s
         con.execute("CREATE TABLE timings (user_id VARCHAR, step VARCHAR, seconds DOUBLE)")
         timings = []
         for path in (run_dir / "timings").glob("bucket=*/*.json"):
-            laps = json.loads(path.read_text(encoding="utf-8"))
-            timings += [[laps["user_id"], k, v] for k, v in laps["seconds"].items()]
+            try:
+                laps = json.loads(path.read_text(encoding="utf-8"))
+                timings += [[laps["user_id"], k, float(v)] for k, v in laps["seconds"].items()]
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue  # a damaged timing: only the time it took is lost
         if timings:  # none when every task was given up
             con.executemany("INSERT INTO timings VALUES (?, ?, ?)", timings)
         for table, order in (("summary", "user_id"), ("timings", "user_id, step")):

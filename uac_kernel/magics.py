@@ -784,6 +784,8 @@ class UacMagics(Magics):
             raise UsageError("`%%uac fleet run` takes no cell body; use the line magic")
         report = run_with_progress(rest, self._model_settings())
         print(printable(report.summary()))
+        for line in report.refused:  # ingest files whose name is no user id
+            print(f"  refused {printable(line)}")
         columns = [name for name, _ in SUMMARY_COLUMNS]
         table = SqlResult(columns, [tuple(r[c] for c in columns) for r in report.rows])
         failed = [r for r in report.rows if r["status"] != "ok"]
