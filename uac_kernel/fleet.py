@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -36,7 +35,7 @@ from uac_kernel.partition import bucket, encode
 
 if TYPE_CHECKING:
     from uac_kernel.model import Budget, ModelSettings
-    from uac_kernel.workbench import Workbench
+    from uac_kernel.workbench import Stopwatch, Workbench
 
 __all__ = ["JOBS", "Job", "RunProgress", "RunReport", "run", "run_id_of"]
 
@@ -195,17 +194,6 @@ class _Task:
     driver: int  # the driver's pid: names the task's temp dir, so a rerun finds a killed one's
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.laps[name] = self.laps.get(name, 0.0) + now - self._last
-        self._last = now
-
-
 def _task(task: _Task, budget: Budget) -> dict[str, Any]:
     """One user's task: checkout, the job, commit, then the result file. Returns the result.
 
@@ -216,7 +204,9 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
 
     fleet = Fleet(task.root)
     run_dir = Path(task.run_dir)
-    clock = _Clock()
+    from uac_kernel.workbench import Stopwatch  # imported by a task: `uac fleet` starts light
+
+    clock = Stopwatch()
     row: dict[str, Any] = {name: None for name, _ in SUMMARY_COLUMNS}
     row.update(user_id=task.user, status="ok", error="")
     tmp = Path(tempfile.mkdtemp(prefix=f"{_tmp_prefix(task.run_id)}{task.driver}-"))
@@ -281,7 +271,9 @@ def _check_chains(task: _Task, path: Path) -> None:
         )
 
 
-def _run_job(task: _Task, path: Path, budget: Budget, row: dict[str, Any], clock: _Clock) -> None:
+def _run_job(
+    task: _Task, path: Path, budget: Budget, row: dict[str, Any], clock: Stopwatch
+) -> None:
     from uac_kernel.workbench import Workbench
 
     user, job = task.user, task.job
@@ -314,7 +306,7 @@ def _run_job(task: _Task, path: Path, budget: Budget, row: dict[str, Any], clock
     clock.lap("close")
 
 
-def _job_value(wb: Workbench, job: Job, source: str | None, clock: _Clock) -> Any:
+def _job_value(wb: Workbench, job: Job, source: str | None, clock: Stopwatch) -> Any:
     """Run the job on the user's workbench; its answer (any JSON value) or None."""
     name, args = job.name, job.args
     if name == "ingest":

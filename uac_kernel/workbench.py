@@ -101,8 +101,9 @@ def _of(cv: ConstraintVersion | None) -> str:
     return f"constraint {cv.key!r}" if cv is not None else "its constraint"
 
 
-class _Stopwatch:
-    """Seconds per named step of one batch, for ``IngestReport.seconds``."""
+class Stopwatch:
+    """Seconds per named step of one batch (``IngestReport.seconds``) or task (a fleet run's
+    timings)."""
 
     def __init__(self) -> None:
         self.laps: dict[str, float] = {}
@@ -428,7 +429,7 @@ class Workbench:
                 )
         else:
             parsed = parse_objects(events, origin, self.limits)
-        clock = _Stopwatch()
+        clock = Stopwatch()
         with _no_gc():
             batch = list(parsed)
             clock.lap("parse")
@@ -438,13 +439,13 @@ class Workbench:
 
     def append_parsed(self, parsed: Sequence[InputEvent]) -> IngestReport:
         """Append events already parsed (by an adapter or the extractor), like ``ingest``."""
-        clock = _Stopwatch()
+        clock = Stopwatch()
         with _no_gc():
             report, changed, clock_moved = self._write(parsed, clock)
         return self._run_rules(report, changed, clock_moved, clock)
 
     def _write(
-        self, parsed: Sequence[InputEvent], clock: _Stopwatch
+        self, parsed: Sequence[InputEvent], clock: Stopwatch
     ) -> tuple[IngestReport, set[str], bool]:
         """Validate, log and fold the events not logged yet; return the types they changed and
         whether the state's clock moved. Under the store's writer lock, after catching up with
@@ -457,7 +458,7 @@ class Workbench:
             return self._write_locked(parsed, clock)
 
     def _write_locked(
-        self, parsed: Sequence[InputEvent], clock: _Stopwatch
+        self, parsed: Sequence[InputEvent], clock: Stopwatch
     ) -> tuple[IngestReport, set[str], bool]:
         fresh: list[InputEvent] = []
         seen: set[str] = set()
@@ -494,7 +495,7 @@ class Workbench:
         return report, changed, self.state.now != before
 
     def _run_rules(
-        self, report: IngestReport, changed: set[str], clock_moved: bool, clock: _Stopwatch
+        self, report: IngestReport, changed: set[str], clock_moved: bool, clock: Stopwatch
     ) -> IngestReport:
         constrained = self.state.take_changed_constraints()
         if changed or clock_moved or constrained:
