@@ -27,6 +27,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -126,17 +127,19 @@ class Fleet:
             self.root.mkdir(parents=True, exist_ok=True)
             _write_new(marker, {"format": FORMAT, "buckets": BUCKETS}, exist_ok=True)
         try:
-            meta = json.loads(marker.read_text(encoding="utf-8"))
+            meta = _read_json(marker, "the fleet's marker")
         except FileNotFoundError:
             raise FleetError(
                 f"{self.root} is not a fleet directory (no {MARKER}); make one with "
                 f"`uac export STORE {self.root}`"
             ) from None
-        except (OSError, ValueError) as exc:
-            raise FleetError(
-                f"cannot read {marker} ({exc}); restore the fleet from a copy"
-            ) from exc
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        if (
+            not isinstance(meta, dict)
+            or meta.get("format") != FORMAT
+            or not _is_int(meta.get("format"))
+            or meta.get("buckets") != BUCKETS
+            or not _is_int(meta.get("buckets"))
+        ):
             raise FleetError(
                 f"{marker} is not format {FORMAT}; upgrade uac to read this fleet directory"
             )
@@ -148,7 +151,7 @@ class Fleet:
     def commits(self, user: str) -> list[dict[str, Any]]:
         """Every commit of ``user``, in order (FleetError if they are not 1..n, or one names
         another user)."""
-        return _read_commits(self.dir(COMMITS, user), user)
+        return _read_commits(self, self.dir(COMMITS, user), user)
 
     def live(self, user: str) -> list[dict[str, Any]]:
         """The commits readers use: from the last base commit on."""
@@ -196,22 +199,121 @@ class Fleet:
         return dict(commits[-1]["heads"]) if commits else {}
 
 
-def _load_commit(path: Path) -> dict[str, Any]:
+# A commit json is a few hundred bytes; anything far bigger or deeper is damage, read no further.
+_MAX_JSON = 1 << 20
+
+
+def _read_json(path: Path, what: str) -> Any:
+    """The JSON in ``path`` (not a symlink, at most ``_MAX_JSON`` bytes, not nested deep enough
+    to exhaust the parser): a one-line FleetError otherwise."""
     try:
-        meta = json.loads(path.read_text(encoding="utf-8", errors="surrogatepass"))
-    except (OSError, ValueError) as exc:
-        raise FleetError(f"cannot read commit {path} ({exc}); restore it from a copy") from exc
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise FleetError(f"{what} {path} is not a regular file; restore it from a copy")
+            data = handle.read(_MAX_JSON + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "a symlink" if path.is_symlink() else exc.strerror or str(exc)
+        raise FleetError(f"cannot read {what} {path} ({why}); restore it from a copy") from None
+    if len(data) > _MAX_JSON:
+        raise FleetError(f"{what} {path} is over {_MAX_JSON} bytes; restore it from a copy")
+    try:
+        return json.loads(data.decode("utf-8", errors="surrogatepass"))
+    except RecursionError:
+        raise FleetError(f"{what} {path} is nested too deep; restore it from a copy") from None
+    except ValueError as exc:
+        raise FleetError(
+            f"cannot read {what} {path} ({shorten(str(exc), 80)}); restore it from a copy"
+        ) from None
+
+
+def _load_commit(path: Path) -> dict[str, Any]:
+    meta = _read_json(path, "commit")
     if not isinstance(meta, dict):
         raise FleetError(f"commit {path} is not a commit object; restore it from a copy")
     return meta
 
 
-def _read_commits(cdir: Path, user: str) -> list[dict[str, Any]]:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _commit_problem(fleet: Fleet, user: str, n: int, meta: dict[str, Any]) -> str:
+    """What is wrong with the fields of ``meta`` as commit ``n`` of ``user`` ('' if nothing):
+    every field of its exact type, and every file a relative path to a regular file (no
+    symlink on the way) in the user's own partition directory of its table."""
+    if meta.get("format") != FORMAT or not _is_int(meta.get("format")):
+        return f"is not format {FORMAT}"
+    if meta.get("user") != user:
+        return f"is not of user {_who(user)}"
+    if not _is_int(meta.get("commit")) or meta["commit"] != n:
+        return f"is not commit {n}"
+    if not isinstance(meta.get("base"), bool):
+        return "has no true/false 'base'"
+    files, rows, heads = meta.get("files"), meta.get("rows"), meta.get("heads")
+    if not isinstance(files, dict) or not isinstance(rows, dict) or not isinstance(heads, dict):
+        return "lists no files, rows or heads"
+    for table, rel in files.items():
+        if table not in TABLES:
+            return f"lists a table {printable(repr(table))} no fleet has"
+        if not isinstance(rel, str) or not _is_int(rows.get(table)) or rows[table] < 0:
+            return f"lists a {table} file or row count that is not a path and a number"
+        if problem := _file_problem(fleet, user, table, rel):
+            return problem
+    if set(rows) - set(files):
+        return "counts rows of a table it lists no file of"
+    for table in ("events", "model_calls", "checkpoints"):
+        head = heads.get(table)
+        if not (
+            isinstance(head, list)
+            and len(head) == 2
+            and _is_int(head[0])
+            and head[0] >= 0
+            and isinstance(head[1], str)
+        ):
+            return f"has no [number, hash] head of {table}"
+    return ""
+
+
+def _file_problem(fleet: Fleet, user: str, table: str, rel: str) -> str:
+    """Why ``rel`` is not a part file of ``user``'s own partition of ``table`` ('' if it is)."""
+    directory = fleet.dir(table, user)
+    name = rel.rsplit("/", 1)[-1]
+    expected = directory.relative_to(fleet.root).as_posix() + "/" + name
+    if rel != expected or not _PART_NAME.match(name) or name.startswith("."):
+        return (
+            f"lists {printable(shorten(repr(rel), 120))}, which is not a file of the user's own "
+            f"{table} partition (another user's, or outside {fleet.root})"
+        )
+    # no symlink from the fleet's root down to the file: nothing leads a reader out of DIR
+    at = fleet.root
+    for part in Path(expected).parts:
+        at = at / part
+        try:
+            mode = os.lstat(at).st_mode
+        except FileNotFoundError:
+            return ""  # a missing file is reported (and refused) where it is read
+        except OSError as exc:
+            return f"lists {printable(rel)}, which cannot be read ({exc.strerror})"
+        if stat.S_ISLNK(mode):
+            return f"lists {printable(rel)}, which passes through a symlink ({printable(part)})"
+    if not stat.S_ISREG(mode):
+        return f"lists {printable(rel)}, which is not a regular file"
+    return ""
+
+
+def _read_commits(fleet: Fleet, cdir: Path, user: str) -> list[dict[str, Any]]:
+    if any(p.is_symlink() for p in (cdir, cdir.parent, cdir.parent.parent)):
+        raise FleetError(
+            f"user {_who(user)}: the commit directory {cdir} is a symlink; restore it from a copy"
+        )
     try:
         names = sorted(p.name for p in cdir.iterdir() if _COMMIT_NAME.match(p.name))
     except FileNotFoundError:
         return []
-    out = []
+    out: list[dict[str, Any]] = []
     for n, name in enumerate(names, 1):
         if int(name[:6]) != n:
             raise FleetError(
@@ -219,14 +321,16 @@ def _read_commits(cdir: Path, user: str) -> list[dict[str, Any]]:
                 "restore it from a copy"
             )
         meta = _load_commit(cdir / name)
-        if meta.get("user") != user or meta.get("commit") != n:
+        problem = _commit_problem(fleet, user, n, meta)
+        if not problem and out:
+            # the chains only grow (a forget appends too): a commit, base or not, whose heads
+            # are behind the one before it would hide history
+            before = out[-1]["heads"]
+            if any(meta["heads"][t][0] < before[t][0] for t in ORDER if t in before):
+                problem = f"has heads behind those of commit {n - 1} (history would be lost)"
+        if problem:
             raise FleetError(
-                f"commit {cdir / name} is not commit {n} of user {_who(user)}; "
-                "restore it from a copy"
-            )
-        if not isinstance(meta.get("files"), dict) or not isinstance(meta.get("heads"), dict):
-            raise FleetError(
-                f"commit {cdir / name} lists no files or heads; restore it from a copy"
+                f"user {_who(user)}: commit {cdir / name} {problem}; restore it from a copy"
             )
         out.append(meta)
     return out
@@ -783,6 +887,15 @@ def import_fleet(
     checkpoints keep theirs (the chains cover them)."""
     fleet = Fleet(root)
     chosen = _chosen(fleet, users)
+    # what will be imported must pass verify first: the chains of each user over the very
+    # files read below (a tampered, repeated, swapped or foreign file is refused, not copied)
+    checked = verify_fleet(fleet.root, users=chosen)
+    if checked.problems:
+        more = f" (and {len(checked.problems) - 1} more)" if len(checked.problems) > 1 else ""
+        raise FleetError(
+            f"cannot import {fleet.root}: {checked.problems[0]}{more}; `uac verify "
+            f"{fleet.root}` lists every problem, nothing was imported"
+        )
     files = _live_files(fleet, chosen)
     target = Store(store)
     try:
@@ -1038,7 +1151,7 @@ def _user_commits(fleet: Fleet, udir: Path) -> tuple[str | None, list[dict[str, 
             f"{fleet.dir(COMMITS, user).relative_to(fleet.root)}; restore them from a copy"
         )  # fmt: skip
     try:
-        return user, _read_commits(udir, user), ""
+        return user, _read_commits(fleet, udir, user), ""
     except FleetError as exc:
         return user, [], str(exc)
 
