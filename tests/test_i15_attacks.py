@@ -1203,13 +1203,6 @@ def test_two_exports_of_diverged_stores_at_once_leave_one_whole_partition(
     assert verify_fleet(root).ok and len(Fleet(root).commits("ann")) == 2
 
 
-EXPORT_LEAVES_DIR = pytest.mark.xfail(
-    strict=True,
-    reason="`uac export STORE DIR` of a missing or non-store STORE fails but leaves a new "
-    "fleet directory DIR behind (created before the store is opened)",
-)
-
-
 @pytest.mark.parametrize(
     "argv",
     [
@@ -1219,8 +1212,8 @@ EXPORT_LEAVES_DIR = pytest.mark.xfail(
         ["import", "{tmp}/afile", "{tmp}/s.duckdb"],
         ["import", "{fleet}", "{fleet}"],
         ["import", "{fleet}", "{tmp}/afile"],
-        pytest.param(["export", "{tmp}/afile", "{tmp}/out"], marks=EXPORT_LEAVES_DIR),
-        pytest.param(["export", "{tmp}/missing.duckdb", "{tmp}/out"], marks=EXPORT_LEAVES_DIR),
+        ["export", "{tmp}/afile", "{tmp}/out"],
+        ["export", "{tmp}/missing.duckdb", "{tmp}/out"],
         ["export", "{store}", "{tmp}"],
         ["export", "{store}", "{tmp}/afile"],
         ["fleet", "summary", "{tmp}/afile"],
@@ -1369,11 +1362,6 @@ def all_bytes(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a writer killed between a base commit (after a forget) and deleting the older files "
-    "leaves the erased text in DIR for good: a later export/verify neither removes nor reports it",
-)
 def test_erased_text_left_by_a_killed_rewrite_is_cleared_or_reported(tmp_path: Path) -> None:
     secret = "zyxwvut-amoxicillin"
     db = tmp_path / "s.duckdb"
@@ -1431,11 +1419,6 @@ def test_kill_9_leaves_no_user_copies_in_the_temp_dir(
     assert not left, f"{len(left)} store copies left: {left[:3]}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a killed export's .staging-* dir in DIR keeps a user's rows; a forget's base "
-    "rewrite later deletes the user's older part files but not the staged copy",
-)
 def test_erased_text_in_a_killed_exports_staging_dir_is_cleared(tmp_path: Path) -> None:
     secret = "zyxwvut-penicillin"
     db = tmp_path / "s.duckdb"

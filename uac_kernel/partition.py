@@ -21,6 +21,7 @@ it comes from the commit json and each row's ``user_id``, which ``verify_fleet``
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -378,19 +379,31 @@ def _memory_tables() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _drop_before(fleet: Fleet, user: str, n: int) -> None:
-    """After base commit ``n`` of ``user``: delete every file of the user's partition it does
+def _drop_before(fleet: Fleet, user: str) -> None:
+    """After a base commit of ``user``: delete every file of the user's partition it does
     not list and that was written for an earlier commit (listed or left by a killed writer),
     so content a forget erased is in no file of the directory."""
-    keep = {fleet.root / rel for rel in fleet.commits(user)[n - 1]["files"].values()}
+    for path in _stale(fleet, user, fleet.commits(user)):
+        path.unlink(missing_ok=True)
+
+
+def _stale(fleet: Fleet, user: str, commits: list[dict[str, Any]]) -> list[Path]:
+    """The files of ``user``'s partition written for a commit up to the last base commit that
+    it does not list: what a writer killed before ``_drop_before`` finished left behind."""
+    n = max((c["commit"] for c in commits if c["base"]), default=1)
+    if n == 1:
+        return []
+    keep = {fleet.root / rel for rel in commits[n - 1]["files"].values()}
+    out = []
     for table in TABLES:
         directory = fleet.dir(table, user)
-        if not directory.is_dir():
+        if not directory.is_dir() or directory.is_symlink():
             continue
         for path in directory.iterdir():
             m = _PART_NAME.match(path.name)
             if m and int(m.group(1)) <= n and path not in keep:
-                path.unlink(missing_ok=True)
+                out.append(path)
+    return out
 
 
 def checkout(fleet: Fleet, user: str, path: Path) -> None:
@@ -495,9 +508,9 @@ def export_store(
     by user into a staging directory, whose files are then moved into the layout and
     committed user by user. A user whose store chain does not extend the partition's stops the
     export before anything is written (FleetDiverged)."""
-    fleet = Fleet(root, create=True)
-    source = Store(store, read_only=True, create=False)
+    source = Store(store, read_only=True, create=False)  # first: a bad STORE makes no DIR
     try:
+        fleet = Fleet(root, create=True)
         with source.hold():
             con = source.con
             con.execute("BEGIN TRANSACTION")  # one consistent view of every table
@@ -540,6 +553,11 @@ def _export(
     commits = {u: fleet.commits(u) for u in found}
     held = [u for u in found if commits[u]]
     theirs = {u: commits[u][-1]["heads"] for u in held}
+    for user in held:
+        # a writer killed between a base commit and deleting the older files left them: the
+        # next writer of the user finishes that deletion (erased content must not outlive it)
+        for path in _stale(fleet, user, commits[user]):
+            path.unlink(missing_ok=True)
     last_call = _bulk_extends(con, theirs, where, there)
     changed = [u for u in held if heads[u] != theirs[u]]
     # a forget appends a forget event, so only a user whose heads moved can have erased more
@@ -560,8 +578,9 @@ def _export(
     report = {"new": 0, "appended": 0, "rewritten": 0}
     made: dict[str, int] = {}
     rows_total = dict.fromkeys(TABLES, 0)
+    _clear_staging(fleet)
     if plan:
-        staging = fleet.root / f".staging-{secrets.token_hex(4)}"
+        staging, lock = _new_staging(fleet)
         try:
             staged = _stage(con, plan, staging)
             conflicts = []
@@ -586,9 +605,51 @@ def _export(
                 raise FleetConflict(conflicts[0] + more)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            os.close(lock)
     done = report["new"] + report["appended"] + report["rewritten"]
     summary = ExportReport(fleet.root, **report, unchanged=len(found) - done, rows=rows_total)
     return summary, made
+
+
+_STAGING = ".staging-"
+
+
+def _new_staging(fleet: Fleet) -> tuple[Path, int]:
+    """A new staging directory in the fleet (the same file system, so its files move into the
+    layout by rename), locked by this process for as long as the returned descriptor is open:
+    made under another name and locked before it is renamed, so no other writer ever sees it
+    unlocked while its writer lives."""
+    token = secrets.token_hex(4)
+    making = fleet.root / f".making-{token}"
+    making.mkdir()
+    fd = os.open(making, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    staging = fleet.root / f"{_STAGING}{token}"
+    os.rename(making, staging)
+    return staging, fd
+
+
+def _clear_staging(fleet: Fleet) -> None:
+    """Remove the staging directories of writers killed mid-way (no process holds their lock):
+    they hold copies of users' rows, which a later forget's rewrite would otherwise miss."""
+    for path in fleet.root.iterdir():
+        # (a `.making-` dir is left empty by a writer killed before its rename: nothing in it)
+        if not path.name.startswith(_STAGING):
+            continue
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone meanwhile
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live writer's
+        finally:
+            os.close(fd)  # closing releases the lock taken, if any
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _bulk_extends(
@@ -820,7 +881,7 @@ def _commit_staged(
             ) from None
         raise
     if base and n > 1:
-        _drop_before(fleet, user, n)
+        _drop_before(fleet, user)
     return n
 
 
@@ -1101,6 +1162,10 @@ def verify_fleet(root: str | Path, *, users: Iterable[str] | None = None) -> Fle
         problems.extend((u, f"{fleet.root} holds no user {_who(u)}") for u in sorted(wanted - seen))
     files: dict[str, list[tuple[Path, str, int, int]]] = {t: [] for t in TABLES}
     for user, commits in good.items():
+        if left := _stale(fleet, user, commits):
+            problems.append((user, f"user {_who(user)}: {plural(len(left), 'file')} of commits "
+                                   "before its last base commit remain (they may hold what a "
+                                   "forget erased); `uac export` of the store deletes them"))  # fmt: skip
         start = max((i for i, c in enumerate(commits) if c.get("base")), default=0)
         for c in commits[start:]:
             rows: dict[str, Any] = c["rows"] if isinstance(c.get("rows"), dict) else {}
