@@ -1252,28 +1252,11 @@ SCHEMA_EDITS = {
     "dropped-column": "SELECT * EXCLUDE (salt) FROM {src}",
     "retyped-column": "SELECT * REPLACE (user_seq::VARCHAR || 'x' AS user_seq) FROM {src}",
 }
-SCHEMA_DEFECTS = {
-    "verify": {
-        "extra-column": "verify passes a part file with a column the store has not",
-        "dropped-column": "verify raises DuckDB BinderException on a part file missing 'salt'",
-        "retyped-column": "verify raises ValueError on a part file whose user_seq is text",
-    },
-    "checkout": "checkout raises a raw DuckDB exception (not a FleetError) on a part file of "
-    "another schema",
-    "sql": "fleet sql raises a raw DuckDB exception (not a UacError) on a part file of another "
-    "schema",
-}
-
-
-def _schema_case(reader: str, edit: str) -> Any:
-    why = SCHEMA_DEFECTS[reader]
-    reason = why[edit] if isinstance(why, dict) else why
-    return pytest.param(reader, edit, marks=pytest.mark.xfail(strict=True, reason=reason))
 
 
 @pytest.mark.parametrize(
     ("reader", "edit"),
-    [_schema_case(r, e) for r in ("verify", "checkout", "sql") for e in SCHEMA_EDITS],
+    [(r, e) for r in ("verify", "checkout", "sql") for e in SCHEMA_EDITS],
 )
 def test_part_file_of_another_schema(two: Path, tmp_path: Path, reader: str, edit: str) -> None:
     root = fresh(two, tmp_path)
@@ -1298,14 +1281,7 @@ def test_part_file_of_another_schema(two: Path, tmp_path: Path, reader: str, edi
         "verify",
         "import",
         "sql",
-        pytest.param(
-            "checkout",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="checkout of a truncated part file raises a raw DuckDB "
-                "InvalidInputException, not a one-line FleetError naming the user",
-            ),
-        ),
+        "checkout",
     ],
 )
 def test_truncated_part_file(two: Path, tmp_path: Path, reader: str) -> None:

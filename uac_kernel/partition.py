@@ -53,6 +53,7 @@ __all__ = [
     "FleetVerifyReport",
     "ImportReport",
     "bucket",
+    "check_columns",
     "checkout",
     "commit",
     "encode",
@@ -372,6 +373,69 @@ def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> None:
             )
 
 
+_COLUMNS: dict[str, list[tuple[str, str, None]]] = {}
+
+
+def _store_columns(table: str) -> list[tuple[str, str, None]]:
+    """The store's columns of ``table`` as ``parquet_schema`` describes a part file's."""
+    if not _COLUMNS:
+        with contextlib.closing(_memory_tables()) as con:
+            for t in TABLES:
+                _COLUMNS[t] = [
+                    (str(r[0]), str(r[1]), None) for r in con.execute(f"DESCRIBE {t}").fetchall()
+                ]
+    return _COLUMNS[table]
+
+
+def _foreign(table: str, files: list[Path]) -> dict[Path, str]:
+    """The ``files`` whose columns are not the store's of ``table`` (or that cannot be read),
+    each with why; read from the files' footers, in one pass when all can be read."""
+    if not files:
+        return {}
+    expected = _store_columns(table)
+    sql = (
+        "SELECT file_name, list((name, duckdb_type, num_children) ORDER BY column_id) "
+        "FROM parquet_schema([{}]) WHERE column_id > 0 GROUP BY file_name"
+    )
+    found: dict[str, list[Any]] = {}
+    out: dict[Path, str] = {}
+    with duckdb.connect() as con:
+        try:
+            found = dict(
+                con.execute(sql.format(", ".join(_quote(str(f)) for f in files))).fetchall()
+            )
+        except duckdb.Error:  # a damaged file: find which, one by one
+            for path in files:
+                try:
+                    found.update(con.execute(sql.format(_quote(str(path)))).fetchall())
+                except duckdb.Error as exc:
+                    out[path] = f"cannot be read ({shorten(str(exc).splitlines()[0], 120)})"
+    for path in files:
+        if path in out:
+            continue
+        got = [
+            tuple(c.values()) if isinstance(c, dict) else tuple(c) for c in found.get(str(path), [])
+        ]
+        if got != expected:
+            out[path] = f"does not have the store's {table} columns and types"
+    return out
+
+
+def check_columns(fleet: Fleet, users: Iterable[str]) -> None:
+    """FleetError naming the first of ``users`` with a committed file whose columns are not
+    the store's (or that cannot be read): before a reader copies rows out of them."""
+    for table in TABLES:
+        listed = [(f, u) for u in users for f in fleet.files(table, [u])]
+        bad = _foreign(table, [f for f, _u in listed])
+        for path, user in listed:
+            if path in bad:
+                raise FleetError(
+                    f"cannot read a committed {table} file of user {_who(user)} "
+                    f"({path.relative_to(fleet.root)}): it {bad[path]}; `uac verify {fleet.root}` checks the fleet, restore it from "
+                    "a copy"
+                )
+
+
 def _memory_tables() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the store's tables, empty."""
     con = duckdb.connect()
@@ -412,11 +476,19 @@ def checkout(fleet: Fleet, user: str, path: Path) -> None:
     path = Path(path)
     if path.exists():
         raise FleetError(f"{path} exists; check a user out into a new file")
+    check_columns(fleet, [user])
     try:
         with contextlib.closing(duckdb.connect(str(path))) as con:
             migrate(con)
             con.execute("BEGIN TRANSACTION")
-            _load(con, fleet, user)
+            try:
+                _load(con, fleet, user)
+            except duckdb.Error as exc:
+                raise FleetError(
+                    f"user {_who(user)}: cannot check out the committed files of {fleet.root} "
+                    f"({shorten(str(exc).splitlines()[0], 120)}); `uac verify {fleet.root}` "
+                    "names the damaged file"
+                ) from None
             con.execute("COMMIT")
     except BaseException:
         path.unlink(missing_ok=True)
@@ -1226,6 +1298,14 @@ def _check_files(table: str, listed: list[tuple[Path, str, int, int]]) -> list[t
     if not listed:
         return []
     problems = []
+    foreign = _foreign(table, [p for p, _u, _n, _r in listed])
+    for path, user, n, _rows in listed:
+        if path in foreign:
+            problems.append((user, f"user {_who(user)}: the {table} file of commit {n} "
+                                   f"{foreign[path]}; restore it from a copy"))  # fmt: skip
+    listed = [f for f in listed if f[0] not in foreign]
+    if not listed:
+        return problems
     with duckdb.connect() as con:
         plan, params = _columns(
             {"f": [str(p) for p, _u, _n, _r in listed], "u": [u for _p, u, _n, _r in listed]}
