@@ -547,11 +547,6 @@ def test_two_runs_of_the_same_job_at_once(
     assert event_counts(root) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fleet run checks out a partition verify rejects (a tampered event) and reports "
-    "the job on it 'ok' (no chain check at checkout)",
-)
 def test_job_over_a_user_whose_history_fails_verify(two: Path, tmp_path: Path) -> None:
     from uac_kernel.fleet import Job, run
 
@@ -982,11 +977,6 @@ def test_magic_fleet_errors_are_usage_errors(
     assert not (tmp_path / "a.duckdb").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="%uac fleet on a fleet with a deeply nested commit json raises RecursionError, "
-    "not a UsageError",
-)
 def test_magic_fleet_on_a_deeply_nested_commit_is_a_usage_error(
     kernel_shell: Any, two: Path, tmp_path: Path
 ) -> None:

@@ -490,10 +490,34 @@ def checkout(fleet: Fleet, user: str, path: Path) -> None:
                     "names the damaged file"
                 ) from None
             con.execute("COMMIT")
+        _check_checkout(fleet, user, path)
     except BaseException:
         path.unlink(missing_ok=True)
         Path(f"{path}.wal").unlink(missing_ok=True)
         raise
+
+
+def _check_checkout(fleet: Fleet, user: str, path: Path) -> None:
+    """FleetError unless the checked-out ``user``'s chains are intact and end at the last
+    commit's heads: no job runs on (and commits on top of) a partition verify rejects."""
+    from uac_kernel.integrity import verify_users
+
+    store = Store(path, read_only=True, create=False)
+    try:
+        problems = [p for _u, p in verify_users(store) if p]
+        if not problems:
+            ends = _bulk_heads(store.con, [user])[user]
+            said = fleet.head(user)
+            if said and any(list(said[t]) != ends[t] for t in ends):
+                problems = ["the last commit's heads do not match its rows"]
+    finally:
+        store.close()
+    if problems:
+        raise FleetError(
+            f"user {_who(user)}: the partition in {fleet.root} fails its integrity check "
+            f"({shorten(printable(problems[0]), 160)}); `uac verify {fleet.root}` lists every "
+            "problem, restore it from a copy"
+        )
 
 
 def commit(fleet: Fleet, user: str, path: Path, *, by: str) -> int | None:
