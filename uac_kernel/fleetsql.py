@@ -39,7 +39,7 @@ import duckdb
 from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import FleetError, QueryError
-from uac_kernel.partition import Fleet, parquet_source
+from uac_kernel.partition import Fleet, check_columns, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
 from uac_kernel.sqlview import (
@@ -105,6 +105,7 @@ class FleetSql:
                     "DIR` counts them, `uac fleet sql DIR 'FROM users'` lists them"
                 )
             self.users = sorted(set(wanted))
+        check_columns(fleet, self.users)  # a file of other columns: one line naming its user
         files = {t: fleet.files(t, self.users) for t in _SOURCES}
         self.con = duckdb.connect(":memory:")
         con = self.con

@@ -21,12 +21,14 @@ it comes from the commit json and each row's ``user_id``, which ``verify_fleet``
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
+import stat
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -51,6 +53,7 @@ __all__ = [
     "FleetVerifyReport",
     "ImportReport",
     "bucket",
+    "check_columns",
     "checkout",
     "commit",
     "encode",
@@ -126,17 +129,19 @@ class Fleet:
             self.root.mkdir(parents=True, exist_ok=True)
             _write_new(marker, {"format": FORMAT, "buckets": BUCKETS}, exist_ok=True)
         try:
-            meta = json.loads(marker.read_text(encoding="utf-8"))
+            meta = _read_json(marker, "the fleet's marker")
         except FileNotFoundError:
             raise FleetError(
                 f"{self.root} is not a fleet directory (no {MARKER}); make one with "
                 f"`uac export STORE {self.root}`"
             ) from None
-        except (OSError, ValueError) as exc:
-            raise FleetError(
-                f"cannot read {marker} ({exc}); restore the fleet from a copy"
-            ) from exc
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        if (
+            not isinstance(meta, dict)
+            or meta.get("format") != FORMAT
+            or not _is_int(meta.get("format"))
+            or meta.get("buckets") != BUCKETS
+            or not _is_int(meta.get("buckets"))
+        ):
             raise FleetError(
                 f"{marker} is not format {FORMAT}; upgrade uac to read this fleet directory"
             )
@@ -148,7 +153,7 @@ class Fleet:
     def commits(self, user: str) -> list[dict[str, Any]]:
         """Every commit of ``user``, in order (FleetError if they are not 1..n, or one names
         another user)."""
-        return _read_commits(self.dir(COMMITS, user), user)
+        return _read_commits(self, self.dir(COMMITS, user), user)
 
     def live(self, user: str) -> list[dict[str, Any]]:
         """The commits readers use: from the last base commit on."""
@@ -196,22 +201,121 @@ class Fleet:
         return dict(commits[-1]["heads"]) if commits else {}
 
 
-def _load_commit(path: Path) -> dict[str, Any]:
+# A commit json is a few hundred bytes; anything far bigger or deeper is damage, read no further.
+_MAX_JSON = 1 << 20
+
+
+def _read_json(path: Path, what: str) -> Any:
+    """The JSON in ``path`` (not a symlink, at most ``_MAX_JSON`` bytes, not nested deep enough
+    to exhaust the parser): a one-line FleetError otherwise."""
     try:
-        meta = json.loads(path.read_text(encoding="utf-8", errors="surrogatepass"))
-    except (OSError, ValueError) as exc:
-        raise FleetError(f"cannot read commit {path} ({exc}); restore it from a copy") from exc
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise FleetError(f"{what} {path} is not a regular file; restore it from a copy")
+            data = handle.read(_MAX_JSON + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "a symlink" if path.is_symlink() else exc.strerror or str(exc)
+        raise FleetError(f"cannot read {what} {path} ({why}); restore it from a copy") from None
+    if len(data) > _MAX_JSON:
+        raise FleetError(f"{what} {path} is over {_MAX_JSON} bytes; restore it from a copy")
+    try:
+        return json.loads(data.decode("utf-8", errors="surrogatepass"))
+    except RecursionError:
+        raise FleetError(f"{what} {path} is nested too deep; restore it from a copy") from None
+    except ValueError as exc:
+        raise FleetError(
+            f"cannot read {what} {path} ({shorten(str(exc), 80)}); restore it from a copy"
+        ) from None
+
+
+def _load_commit(path: Path) -> dict[str, Any]:
+    meta = _read_json(path, "commit")
     if not isinstance(meta, dict):
         raise FleetError(f"commit {path} is not a commit object; restore it from a copy")
     return meta
 
 
-def _read_commits(cdir: Path, user: str) -> list[dict[str, Any]]:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _commit_problem(fleet: Fleet, user: str, n: int, meta: dict[str, Any]) -> str:
+    """What is wrong with the fields of ``meta`` as commit ``n`` of ``user`` ('' if nothing):
+    every field of its exact type, and every file a relative path to a regular file (no
+    symlink on the way) in the user's own partition directory of its table."""
+    if meta.get("format") != FORMAT or not _is_int(meta.get("format")):
+        return f"is not format {FORMAT}"
+    if meta.get("user") != user:
+        return f"is not of user {_who(user)}"
+    if not _is_int(meta.get("commit")) or meta["commit"] != n:
+        return f"is not commit {n}"
+    if not isinstance(meta.get("base"), bool):
+        return "has no true/false 'base'"
+    files, rows, heads = meta.get("files"), meta.get("rows"), meta.get("heads")
+    if not isinstance(files, dict) or not isinstance(rows, dict) or not isinstance(heads, dict):
+        return "lists no files, rows or heads"
+    for table, rel in files.items():
+        if table not in TABLES:
+            return f"lists a table {printable(repr(table))} no fleet has"
+        if not isinstance(rel, str) or not _is_int(rows.get(table)) or rows[table] < 0:
+            return f"lists a {table} file or row count that is not a path and a number"
+        if problem := _file_problem(fleet, user, table, rel):
+            return problem
+    if set(rows) - set(files):
+        return "counts rows of a table it lists no file of"
+    for table in ("events", "model_calls", "checkpoints"):
+        head = heads.get(table)
+        if not (
+            isinstance(head, list)
+            and len(head) == 2
+            and _is_int(head[0])
+            and head[0] >= 0
+            and isinstance(head[1], str)
+        ):
+            return f"has no [number, hash] head of {table}"
+    return ""
+
+
+def _file_problem(fleet: Fleet, user: str, table: str, rel: str) -> str:
+    """Why ``rel`` is not a part file of ``user``'s own partition of ``table`` ('' if it is)."""
+    directory = fleet.dir(table, user)
+    name = rel.rsplit("/", 1)[-1]
+    expected = directory.relative_to(fleet.root).as_posix() + "/" + name
+    if rel != expected or not _PART_NAME.match(name) or name.startswith("."):
+        return (
+            f"lists {printable(shorten(repr(rel), 120))}, which is not a file of the user's own "
+            f"{table} partition (another user's, or outside {fleet.root})"
+        )
+    # no symlink from the fleet's root down to the file: nothing leads a reader out of DIR
+    at = fleet.root
+    for part in Path(expected).parts:
+        at = at / part
+        try:
+            mode = os.lstat(at).st_mode
+        except FileNotFoundError:
+            return ""  # a missing file is reported (and refused) where it is read
+        except OSError as exc:
+            return f"lists {printable(rel)}, which cannot be read ({exc.strerror})"
+        if stat.S_ISLNK(mode):
+            return f"lists {printable(rel)}, which passes through a symlink ({printable(part)})"
+    if not stat.S_ISREG(mode):
+        return f"lists {printable(rel)}, which is not a regular file"
+    return ""
+
+
+def _read_commits(fleet: Fleet, cdir: Path, user: str) -> list[dict[str, Any]]:
+    if any(p.is_symlink() for p in (cdir, cdir.parent, cdir.parent.parent)):
+        raise FleetError(
+            f"user {_who(user)}: the commit directory {cdir} is a symlink; restore it from a copy"
+        )
     try:
         names = sorted(p.name for p in cdir.iterdir() if _COMMIT_NAME.match(p.name))
     except FileNotFoundError:
         return []
-    out = []
+    out: list[dict[str, Any]] = []
     for n, name in enumerate(names, 1):
         if int(name[:6]) != n:
             raise FleetError(
@@ -219,14 +323,16 @@ def _read_commits(cdir: Path, user: str) -> list[dict[str, Any]]:
                 "restore it from a copy"
             )
         meta = _load_commit(cdir / name)
-        if meta.get("user") != user or meta.get("commit") != n:
+        problem = _commit_problem(fleet, user, n, meta)
+        if not problem and out:
+            # the chains only grow (a forget appends too): a commit, base or not, whose heads
+            # are behind the one before it would hide history
+            before = out[-1]["heads"]
+            if any(meta["heads"][t][0] < before[t][0] for t in ORDER if t in before):
+                problem = f"has heads behind those of commit {n - 1} (history would be lost)"
+        if problem:
             raise FleetError(
-                f"commit {cdir / name} is not commit {n} of user {_who(user)}; "
-                "restore it from a copy"
-            )
-        if not isinstance(meta.get("files"), dict) or not isinstance(meta.get("heads"), dict):
-            raise FleetError(
-                f"commit {cdir / name} lists no files or heads; restore it from a copy"
+                f"user {_who(user)}: commit {cdir / name} {problem}; restore it from a copy"
             )
         out.append(meta)
     return out
@@ -267,6 +373,69 @@ def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> None:
             )
 
 
+_COLUMNS: dict[str, list[tuple[str, str, None]]] = {}
+
+
+def _store_columns(table: str) -> list[tuple[str, str, None]]:
+    """The store's columns of ``table`` as ``parquet_schema`` describes a part file's."""
+    if not _COLUMNS:
+        with contextlib.closing(_memory_tables()) as con:
+            for t in TABLES:
+                _COLUMNS[t] = [
+                    (str(r[0]), str(r[1]), None) for r in con.execute(f"DESCRIBE {t}").fetchall()
+                ]
+    return _COLUMNS[table]
+
+
+def _foreign(table: str, files: list[Path]) -> dict[Path, str]:
+    """The ``files`` whose columns are not the store's of ``table`` (or that cannot be read),
+    each with why; read from the files' footers, in one pass when all can be read."""
+    if not files:
+        return {}
+    expected = _store_columns(table)
+    sql = (
+        "SELECT file_name, list((name, duckdb_type, num_children) ORDER BY column_id) "
+        "FROM parquet_schema([{}]) WHERE column_id > 0 GROUP BY file_name"
+    )
+    found: dict[str, list[Any]] = {}
+    out: dict[Path, str] = {}
+    with duckdb.connect() as con:
+        try:
+            found = dict(
+                con.execute(sql.format(", ".join(_quote(str(f)) for f in files))).fetchall()
+            )
+        except duckdb.Error:  # a damaged file: find which, one by one
+            for path in files:
+                try:
+                    found.update(con.execute(sql.format(_quote(str(path)))).fetchall())
+                except duckdb.Error as exc:
+                    out[path] = f"cannot be read ({shorten(str(exc).splitlines()[0], 120)})"
+    for path in files:
+        if path in out:
+            continue
+        got = [
+            tuple(c.values()) if isinstance(c, dict) else tuple(c) for c in found.get(str(path), [])
+        ]
+        if got != expected:
+            out[path] = f"does not have the store's {table} columns and types"
+    return out
+
+
+def check_columns(fleet: Fleet, users: Iterable[str]) -> None:
+    """FleetError naming the first of ``users`` with a committed file whose columns are not
+    the store's (or that cannot be read): before a reader copies rows out of them."""
+    for table in TABLES:
+        listed = [(f, u) for u in users for f in fleet.files(table, [u])]
+        bad = _foreign(table, [f for f, _u in listed])
+        for path, user in listed:
+            if path in bad:
+                raise FleetError(
+                    f"cannot read a committed {table} file of user {_who(user)} "
+                    f"({path.relative_to(fleet.root)}): it {bad[path]}; `uac verify {fleet.root}` checks the fleet, restore it from "
+                    "a copy"
+                )
+
+
 def _memory_tables() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the store's tables, empty."""
     con = duckdb.connect()
@@ -274,19 +443,31 @@ def _memory_tables() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _drop_before(fleet: Fleet, user: str, n: int) -> None:
-    """After base commit ``n`` of ``user``: delete every file of the user's partition it does
+def _drop_before(fleet: Fleet, user: str) -> None:
+    """After a base commit of ``user``: delete every file of the user's partition it does
     not list and that was written for an earlier commit (listed or left by a killed writer),
     so content a forget erased is in no file of the directory."""
-    keep = {fleet.root / rel for rel in fleet.commits(user)[n - 1]["files"].values()}
+    for path in _stale(fleet, user, fleet.commits(user)):
+        path.unlink(missing_ok=True)
+
+
+def _stale(fleet: Fleet, user: str, commits: list[dict[str, Any]]) -> list[Path]:
+    """The files of ``user``'s partition written for a commit up to the last base commit that
+    it does not list: what a writer killed before ``_drop_before`` finished left behind."""
+    n = max((c["commit"] for c in commits if c["base"]), default=1)
+    if n == 1:
+        return []
+    keep = {fleet.root / rel for rel in commits[n - 1]["files"].values()}
+    out = []
     for table in TABLES:
         directory = fleet.dir(table, user)
-        if not directory.is_dir():
+        if not directory.is_dir() or directory.is_symlink():
             continue
         for path in directory.iterdir():
             m = _PART_NAME.match(path.name)
             if m and int(m.group(1)) <= n and path not in keep:
-                path.unlink(missing_ok=True)
+                out.append(path)
+    return out
 
 
 def checkout(fleet: Fleet, user: str, path: Path) -> None:
@@ -295,16 +476,48 @@ def checkout(fleet: Fleet, user: str, path: Path) -> None:
     path = Path(path)
     if path.exists():
         raise FleetError(f"{path} exists; check a user out into a new file")
+    check_columns(fleet, [user])
     try:
         with contextlib.closing(duckdb.connect(str(path))) as con:
             migrate(con)
             con.execute("BEGIN TRANSACTION")
-            _load(con, fleet, user)
+            try:
+                _load(con, fleet, user)
+            except duckdb.Error as exc:
+                raise FleetError(
+                    f"user {_who(user)}: cannot check out the committed files of {fleet.root} "
+                    f"({shorten(str(exc).splitlines()[0], 120)}); `uac verify {fleet.root}` "
+                    "names the damaged file"
+                ) from None
             con.execute("COMMIT")
+        _check_checkout(fleet, user, path)
     except BaseException:
         path.unlink(missing_ok=True)
         Path(f"{path}.wal").unlink(missing_ok=True)
         raise
+
+
+def _check_checkout(fleet: Fleet, user: str, path: Path) -> None:
+    """FleetError unless the checked-out ``user``'s chains are intact and end at the last
+    commit's heads: no job runs on (and commits on top of) a partition verify rejects."""
+    from uac_kernel.integrity import verify_users
+
+    store = Store(path, read_only=True, create=False)
+    try:
+        problems = [p for _u, p in verify_users(store) if p]
+        if not problems:
+            ends = _bulk_heads(store.con, [user])[user]
+            said = fleet.head(user)
+            if said and any(list(said[t]) != ends[t] for t in ends):
+                problems = ["the last commit's heads do not match its rows"]
+    finally:
+        store.close()
+    if problems:
+        raise FleetError(
+            f"user {_who(user)}: the partition in {fleet.root} fails its integrity check "
+            f"({shorten(printable(problems[0]), 160)}); `uac verify {fleet.root}` lists every "
+            "problem, restore it from a copy"
+        )
 
 
 def commit(fleet: Fleet, user: str, path: Path, *, by: str) -> int | None:
@@ -391,9 +604,9 @@ def export_store(
     by user into a staging directory, whose files are then moved into the layout and
     committed user by user. A user whose store chain does not extend the partition's stops the
     export before anything is written (FleetDiverged)."""
-    fleet = Fleet(root, create=True)
-    source = Store(store, read_only=True, create=False)
+    source = Store(store, read_only=True, create=False)  # first: a bad STORE makes no DIR
     try:
+        fleet = Fleet(root, create=True)
         with source.hold():
             con = source.con
             con.execute("BEGIN TRANSACTION")  # one consistent view of every table
@@ -436,6 +649,11 @@ def _export(
     commits = {u: fleet.commits(u) for u in found}
     held = [u for u in found if commits[u]]
     theirs = {u: commits[u][-1]["heads"] for u in held}
+    for user in held:
+        # a writer killed between a base commit and deleting the older files left them: the
+        # next writer of the user finishes that deletion (erased content must not outlive it)
+        for path in _stale(fleet, user, commits[user]):
+            path.unlink(missing_ok=True)
     last_call = _bulk_extends(con, theirs, where, there)
     changed = [u for u in held if heads[u] != theirs[u]]
     # a forget appends a forget event, so only a user whose heads moved can have erased more
@@ -456,8 +674,9 @@ def _export(
     report = {"new": 0, "appended": 0, "rewritten": 0}
     made: dict[str, int] = {}
     rows_total = dict.fromkeys(TABLES, 0)
+    _clear_staging(fleet)
     if plan:
-        staging = fleet.root / f".staging-{secrets.token_hex(4)}"
+        staging, lock = _new_staging(fleet)
         try:
             staged = _stage(con, plan, staging)
             conflicts = []
@@ -482,9 +701,51 @@ def _export(
                 raise FleetConflict(conflicts[0] + more)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            os.close(lock)
     done = report["new"] + report["appended"] + report["rewritten"]
     summary = ExportReport(fleet.root, **report, unchanged=len(found) - done, rows=rows_total)
     return summary, made
+
+
+_STAGING = ".staging-"
+
+
+def _new_staging(fleet: Fleet) -> tuple[Path, int]:
+    """A new staging directory in the fleet (the same file system, so its files move into the
+    layout by rename), locked by this process for as long as the returned descriptor is open:
+    made under another name and locked before it is renamed, so no other writer ever sees it
+    unlocked while its writer lives."""
+    token = secrets.token_hex(4)
+    making = fleet.root / f".making-{token}"
+    making.mkdir()
+    fd = os.open(making, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    staging = fleet.root / f"{_STAGING}{token}"
+    os.rename(making, staging)
+    return staging, fd
+
+
+def _clear_staging(fleet: Fleet) -> None:
+    """Remove the staging directories of writers killed mid-way (no process holds their lock):
+    they hold copies of users' rows, which a later forget's rewrite would otherwise miss."""
+    for path in fleet.root.iterdir():
+        # (a `.making-` dir is left empty by a writer killed before its rename: nothing in it)
+        if not path.name.startswith(_STAGING):
+            continue
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone meanwhile
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live writer's
+        finally:
+            os.close(fd)  # closing releases the lock taken, if any
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _bulk_extends(
@@ -716,7 +977,7 @@ def _commit_staged(
             ) from None
         raise
     if base and n > 1:
-        _drop_before(fleet, user, n)
+        _drop_before(fleet, user)
     return n
 
 
@@ -783,6 +1044,15 @@ def import_fleet(
     checkpoints keep theirs (the chains cover them)."""
     fleet = Fleet(root)
     chosen = _chosen(fleet, users)
+    # what will be imported must pass verify first: the chains of each user over the very
+    # files read below (a tampered, repeated, swapped or foreign file is refused, not copied)
+    checked = verify_fleet(fleet.root, users=chosen)
+    if checked.problems:
+        more = f" (and {len(checked.problems) - 1} more)" if len(checked.problems) > 1 else ""
+        raise FleetError(
+            f"cannot import {fleet.root}: {checked.problems[0]}{more}; `uac verify "
+            f"{fleet.root}` lists every problem, nothing was imported"
+        )
     files = _live_files(fleet, chosen)
     target = Store(store)
     try:
@@ -988,6 +1258,10 @@ def verify_fleet(root: str | Path, *, users: Iterable[str] | None = None) -> Fle
         problems.extend((u, f"{fleet.root} holds no user {_who(u)}") for u in sorted(wanted - seen))
     files: dict[str, list[tuple[Path, str, int, int]]] = {t: [] for t in TABLES}
     for user, commits in good.items():
+        if left := _stale(fleet, user, commits):
+            problems.append((user, f"user {_who(user)}: {plural(len(left), 'file')} of commits "
+                                   "before its last base commit remain (they may hold what a "
+                                   "forget erased); `uac export` of the store deletes them"))  # fmt: skip
         start = max((i for i, c in enumerate(commits) if c.get("base")), default=0)
         for c in commits[start:]:
             rows: dict[str, Any] = c["rows"] if isinstance(c.get("rows"), dict) else {}
@@ -1038,7 +1312,7 @@ def _user_commits(fleet: Fleet, udir: Path) -> tuple[str | None, list[dict[str, 
             f"{fleet.dir(COMMITS, user).relative_to(fleet.root)}; restore them from a copy"
         )  # fmt: skip
     try:
-        return user, _read_commits(udir, user), ""
+        return user, _read_commits(fleet, udir, user), ""
     except FleetError as exc:
         return user, [], str(exc)
 
@@ -1048,6 +1322,14 @@ def _check_files(table: str, listed: list[tuple[Path, str, int, int]]) -> list[t
     if not listed:
         return []
     problems = []
+    foreign = _foreign(table, [p for p, _u, _n, _r in listed])
+    for path, user, n, _rows in listed:
+        if path in foreign:
+            problems.append((user, f"user {_who(user)}: the {table} file of commit {n} "
+                                   f"{foreign[path]}; restore it from a copy"))  # fmt: skip
+    listed = [f for f in listed if f[0] not in foreign]
+    if not listed:
+        return problems
     with duckdb.connect() as con:
         plan, params = _columns(
             {"f": [str(p) for p, _u, _n, _r in listed], "u": [u for _p, u, _n, _r in listed]}
