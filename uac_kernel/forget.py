@@ -40,7 +40,7 @@ from uac_kernel.fold import State
 from uac_kernel.snapshot import drop_snapshots
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
-__all__ = ["ForgetPlan", "forget", "plan_forget"]
+__all__ = ["ForgetPlan", "follow_forgets", "forget", "plan_forget"]
 
 # A text to forget shorter than this would match too much to be what someone meant.
 MIN_TEXT = 3
@@ -420,3 +420,37 @@ def _rerendered(
             (overwrite if segment in here else add).append((version, segment, text))
             effective[segment] = text
     return overwrite, add
+
+
+def follow_forgets(con: duckdb.DuckDBPyConnection, users: list[str], *, staged: str) -> int:
+    """Erase in the store what a forget in the fleet erased of rows the store already holds
+    (the fleet's chain passes through the store's, so it holds that forget event): the same
+    erased values, as ``forget`` writes them. ``staged`` prefixes the tables holding the rows
+    about to be imported (``<staged>events`` …). Returns the rows changed."""
+    if not users:
+        return 0
+    changed = 0
+    for sql in (
+        "UPDATE events SET payload = i.payload, source = i.source, salt = '' "
+        f"FROM {staged}events i WHERE events.user_id = i.user_id "
+        "AND events.user_seq = i.user_seq AND i.salt = '' AND events.salt <> ''",
+        "UPDATE model_calls SET request = i.request, response = i.response, "
+        "content = i.content, error = i.error, request_key = i.request_key, salt = '' "
+        f"FROM {staged}model_calls i WHERE model_calls.user_id = i.user_id "
+        "AND model_calls.call_id = i.call_id AND i.salt = '' AND model_calls.salt <> ''",
+        "UPDATE checkpoint_segments SET text = i.text, salt = '' "
+        f"FROM {staged}checkpoint_segments i WHERE checkpoint_segments.user_id = i.user_id "
+        "AND checkpoint_segments.version = i.version AND checkpoint_segments.segment = i.segment "
+        "AND i.salt = '' AND checkpoint_segments.salt <> ''",
+        # code a forget re-rendered into a checkpoint that had inherited it
+        f"INSERT INTO checkpoint_segments SELECT i.* FROM {staged}checkpoint_segments i "
+        "WHERE i.salt = '' AND i.version <= (SELECT coalesce(max(version), 0) FROM checkpoints c "
+        "WHERE c.user_id = i.user_id) AND NOT EXISTS (SELECT 1 FROM checkpoint_segments s "
+        "WHERE s.user_id = i.user_id AND s.version = i.version AND s.segment = i.segment)",
+    ):
+        row = con.execute(sql).fetchone()  # the number of rows changed
+        changed += int(row[0]) if row else 0
+    if changed:
+        for user in users:
+            drop_snapshots(con, user)  # a snapshot may hold what was erased
+    return changed

@@ -1108,7 +1108,9 @@ def _import(
     held = [u for u in chosen if any(mine[u][t][0] for t in mine[u])]
     # the fleet's chains must pass through the store's heads: the store is not ahead of them
     _bulk_extends(con, {u: mine[u] for u in held}, str(fleet.root), where, prefix="temp.imp_")
-    erased = _follow_forgets(con, held)
+    from uac_kernel.forget import follow_forgets  # only forget rewrites a logged row
+
+    erased = follow_forgets(con, held, staged="temp.imp_")
     plan, params = _columns(
         {
             "u": chosen,
@@ -1170,40 +1172,6 @@ def _last_calls(con: duckdb.DuckDBPyConnection, users: list[str]) -> list[int]:
         ).fetchall()
     )
     return [int(found.get(u, 0)) for u in users]
-
-
-def _follow_forgets(con: duckdb.DuckDBPyConnection, users: list[str]) -> int:
-    """Erase in the store what a forget in the fleet erased of rows the store already holds
-    (the fleet's chain passes through the store's, so it holds that forget event): the same
-    erased values, as ``forget`` writes them. Returns the rows changed."""
-    if not users:
-        return 0
-    changed = 0
-    for sql in (
-        "UPDATE events SET payload = i.payload, source = i.source, salt = '' "
-        "FROM temp.imp_events i WHERE events.user_id = i.user_id "
-        "AND events.user_seq = i.user_seq AND i.salt = '' AND events.salt <> ''",
-        "UPDATE model_calls SET request = i.request, response = i.response, "
-        "content = i.content, error = i.error, request_key = i.request_key, salt = '' "
-        "FROM temp.imp_model_calls i WHERE model_calls.user_id = i.user_id "
-        "AND model_calls.call_id = i.call_id AND i.salt = '' AND model_calls.salt <> ''",
-        "UPDATE checkpoint_segments SET text = i.text, salt = '' "
-        "FROM temp.imp_checkpoint_segments i WHERE checkpoint_segments.user_id = i.user_id "
-        "AND checkpoint_segments.version = i.version AND checkpoint_segments.segment = i.segment "
-        "AND i.salt = '' AND checkpoint_segments.salt <> ''",
-        # code a forget re-rendered into a checkpoint that had inherited it
-        "INSERT INTO checkpoint_segments SELECT i.* FROM temp.imp_checkpoint_segments i "
-        "WHERE i.salt = '' AND i.version <= (SELECT coalesce(max(version), 0) FROM checkpoints c "
-        "WHERE c.user_id = i.user_id) AND NOT EXISTS (SELECT 1 FROM checkpoint_segments s "
-        "WHERE s.user_id = i.user_id AND s.version = i.version AND s.segment = i.segment)",
-    ):
-        changed += _count(con.execute(sql))
-    if changed:
-        from uac_kernel.snapshot import drop_snapshots
-
-        for user in users:
-            drop_snapshots(con, user)  # a snapshot may hold what was erased
-    return changed
 
 
 # --- verify: a fleet directory on its own --------------------------------------------------
