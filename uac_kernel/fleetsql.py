@@ -43,15 +43,11 @@ from uac_kernel.partition import Fleet, check_columns, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
 from uac_kernel.sqlview import (
-    DEFAULT_TIMEOUT,
     INDEX_TABLE,
     SqlResult,
-    _check_positive,
     _check_timeout,
-    _env_number,
     _first_line,
-    default_memory_mb,
-    default_threads,
+    bounds,
     run_read_only,
     table_names,
 )
@@ -85,14 +81,7 @@ class FleetSql:
         fleet = Fleet(root)
         wanted = None if users is None else list(users)
         self.root = fleet.root
-        self.timeout = (
-            _env_number("UAC_SQL_TIMEOUT", DEFAULT_TIMEOUT) if timeout is None else timeout
-        )
-        self.memory_mb = default_memory_mb() if memory_mb is None else memory_mb
-        self.threads = default_threads() if threads is None else threads
-        _check_timeout(self.timeout)
-        _check_positive("memory_mb", self.memory_mb)
-        _check_positive("threads", self.threads)
+        self.timeout, self.memory_mb, self.threads = bounds(timeout, memory_mb, threads)
         known = fleet.users()
         if wanted is None:
             self.users = known

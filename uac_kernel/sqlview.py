@@ -219,14 +219,7 @@ class SqlView:
         # place the view's database may read (sqlbuild); it holds nothing between refreshes.
         self._dir = tempfile.TemporaryDirectory(prefix="uac-sql-") if store is not None else None
         self._loads = 0
-        self.timeout = (
-            _env_number("UAC_SQL_TIMEOUT", DEFAULT_TIMEOUT) if timeout is None else timeout
-        )
-        self.memory_mb = default_memory_mb() if memory_mb is None else memory_mb
-        self.threads = default_threads() if threads is None else threads
-        _check_timeout(self.timeout)
-        _check_positive("memory_mb", self.memory_mb)
-        _check_positive("threads", self.threads)
+        self.timeout, self.memory_mb, self.threads = bounds(timeout, memory_mb, threads)
         self.con = duckdb.connect(":memory:")
         self.con.execute(f"SET memory_limit = '{int(self.memory_mb)}MB'")
         self.con.execute(f"SET threads = {int(self.threads)}")
@@ -473,6 +466,20 @@ def _cell(value: Any, column: str) -> Any:
     if isinstance(value, list):
         return [v if v is None or isinstance(v, str) else str(v) for v in value]
     return str(value)
+
+
+def bounds(
+    timeout: float | None, memory_mb: int | None, threads: int | None
+) -> tuple[float, int, int]:
+    """A SQL connection's time, memory and thread bounds: those given, else the environment's
+    (``UAC_SQL_TIMEOUT``, ``UAC_SQL_MEMORY_MB``, ``UAC_SQL_THREADS``), each checked."""
+    timeout = _env_number("UAC_SQL_TIMEOUT", DEFAULT_TIMEOUT) if timeout is None else timeout
+    memory_mb = default_memory_mb() if memory_mb is None else memory_mb
+    threads = default_threads() if threads is None else threads
+    _check_timeout(timeout)
+    _check_positive("memory_mb", memory_mb)
+    _check_positive("threads", threads)
+    return timeout, memory_mb, threads
 
 
 def _check_positive(name: str, value: float) -> None:
