@@ -60,6 +60,11 @@ EVENT_KINDS = (
 _FETCH = 50_000
 # Seconds a connection stays open after an operation in case another follows (see Store._linger).
 LINGER = 0.2
+# A connection kept this long across back-to-back operations is closed at the end of the next
+# one anyway, and this process then stays off the file for GAP seconds before connecting again:
+# another process waiting for the file (it polls every GAP or less) gets its turn.
+HOLD_MAX = 1.0
+GAP = 0.05
 
 
 # Named tuples rather than frozen dataclasses: as immutable, and three times cheaper to make
@@ -121,6 +126,8 @@ class Store:
         # Bumped by every use of the connection: a linger timer closes it only if its own
         # generation is still the current one (see ``_linger``).
         self._gen = 0
+        self._opened_at = 0.0  # when the connection was made (``HOLD_MAX``)
+        self._back_at = 0.0  # not before then may this Store connect again (``GAP``)
         self._closed = False
         if self.path != ":memory:":
             if not Path(self.path).exists():
@@ -178,17 +185,22 @@ class Store:
         # as in __init__: beside a writer, a read-only Store reads through a writable
         # connection (this class still refuses its writes)
         read_only = self.read_only and not writable
+        wait = self._back_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # the turn of a process waiting for the file (see ``hold``)
         deadline = time.monotonic() + self.lock_timeout
         pause = 0.005
         while True:
             try:
-                return duckdb.connect(self.path, read_only=read_only)
+                con = duckdb.connect(self.path, read_only=read_only)
+                self._opened_at = time.monotonic()
+                return con
             except duckdb.Error as exc:
                 left = deadline - time.monotonic()
                 if not _is_lock_error(exc) or left <= 0:
                     raise _open_error(self.path, exc, self.read_only, self.lock_timeout) from exc
                 time.sleep(min(left, random.uniform(pause / 2, pause)))
-                pause = min(pause * 2, 0.2)
+                pause = min(pause * 2, GAP)
 
     @contextmanager
     def hold(self) -> Iterator[bool]:
@@ -204,7 +216,13 @@ class Store:
             with self._guard:
                 self._depth -= 1
                 if self._depth == 0:
-                    self._linger()
+                    if self._con is not None and time.monotonic() - self._opened_at > HOLD_MAX:
+                        # back-to-back operations must not keep other processes out for good
+                        self._gen += 1
+                        self._disconnect()
+                        self._back_at = time.monotonic() + GAP
+                    else:
+                        self._linger()
 
     def _linger(self) -> None:
         """Close the connection ``LINGER`` seconds from now unless it is used again by then.
