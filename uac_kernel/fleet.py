@@ -391,16 +391,25 @@ def run(
         _write_atomic(run_dir / "run.json", _json(spec) + "\n")
     sources: dict[str, str] = {}
     refused: list[str] = []
+    damaged: dict[str, str] = {}
     if job.name == "ingest":
         sources = _ingest_sources(Path(job.args[0]), run_dir, refused)
         known = sorted(sources)
     else:
-        known = fleet.users()
+        # a user whose last commit cannot be read fails alone; the others run
+        readable, damaged = fleet.scan()
+        known = sorted([*readable, *damaged])
     chosen = _choose(known, users, limit, fleet.root, job)
     todo = [u for u in chosen if not _finished(run_dir, u)]
     report = RunReport(run_id, run_dir, len(chosen), len(todo), 0, 0, len(chosen) - len(todo))
     report.refused = refused
     given_up: list[dict[str, Any]] = []
+    for user in [u for u in todo if u in damaged]:
+        row = {name: None for name, _ in SUMMARY_COLUMNS}
+        row.update(user_id=user, status="failed", error=damaged[user][:2000])
+        given_up.append(row)
+        report.failed += 1
+    todo = [u for u in todo if u not in damaged]
     _clear_dead_tasks_tmp(run_id)
     if todo:
         tasks = [
@@ -439,7 +448,7 @@ def run(
                 show.update()
         finally:
             show.close()
-    if todo or not report.summary_path.exists():
+    if todo or given_up or not report.summary_path.exists():
         report.rows = _write_summary(run_dir, given_up)
     else:
         report.rows = _read_rows(run_dir)

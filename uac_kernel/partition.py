@@ -162,17 +162,33 @@ class Fleet:
         return commits[start:]
 
     def users(self) -> list[str]:
-        """Users with at least one commit, sorted."""
-        found = []
+        """Users with at least one commit, sorted (FleetError if a user's last commit cannot
+        be read)."""
+        found, damaged = self.scan()
+        if damaged:
+            raise FleetError(next(iter(damaged.values())))
+        return found
+
+    def scan(self) -> tuple[list[str], dict[str, str]]:
+        """Users with at least one commit, sorted, and the user directories whose last commit
+        cannot be read: each named as its directory names it (the id, unless a long one's
+        hash), with why."""
+        found: list[str] = []
+        damaged: dict[str, str] = {}
         for udir in self._user_dirs():
             names = sorted(p.name for p in udir.iterdir() if _COMMIT_NAME.match(p.name))
-            if names:
-                meta = _load_commit(udir / names[-1])
-                user = meta.get("user")
+            if not names:
+                continue
+            try:
+                user = _load_commit(udir / names[-1]).get("user")
                 if not isinstance(user, str):
                     raise FleetError(f"{udir / names[-1]} names no user; restore it from a copy")
-                found.append(user)
-        return sorted(found)
+            except FleetError as exc:
+                label = udir.name.removeprefix("user=")
+                damaged[label if label.startswith("~") else urllib.parse.unquote(label)] = str(exc)
+                continue
+            found.append(user)
+        return sorted(found), damaged
 
     def _user_dirs(self) -> Iterator[Path]:
         top = self.root / COMMITS
