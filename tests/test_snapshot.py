@@ -451,3 +451,22 @@ def test_a_store_from_before_snapshots_gains_the_table_by_its_migration(tmp_path
         wb.checkpoint()
     assert opened_from_snapshot(db, "demo")
     compare(db, "demo", tmp_path)
+
+
+def test_a_workbench_without_snapshots_writes_none_and_answers_the_same(tmp_path: Path) -> None:
+    """``snapshots=False`` (a fleet task's throwaway store): checkpoint and close write no
+    snapshot, and every answer is the one a workbench with snapshots gives."""
+    src = tmp_path / "demo.jsonl"
+    write_demo_jsonl(src)
+    for name, snaps in (("with", True), ("without", False)):
+        with Workbench(tmp_path / f"{name}.duckdb", user="demo", snapshots=snaps) as wb:
+            wb.ingest(src)
+            wb.constrain(TAX, key="tax")
+            wb.checkpoint()
+    counts = {}
+    for name in ("with", "without"):
+        store = Store(tmp_path / f"{name}.duckdb", read_only=True)
+        counts[name] = store.con.execute("SELECT count(*) FROM snapshots").fetchone()
+        store.close()
+    assert counts == {"with": (1,), "without": (0,)}
+    assert answers(tmp_path / "with.duckdb", "demo") == answers(tmp_path / "without.duckdb", "demo")

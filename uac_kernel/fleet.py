@@ -256,7 +256,8 @@ def _run_job(
     from uac_kernel.workbench import Workbench
 
     user, job = task.user, task.job
-    wb = Workbench(path, user=user, create=True, model=task.model)
+    # the checked-out store is thrown away after the commit, and a partition holds no snapshot
+    wb = Workbench(path, user=user, create=True, model=task.model, snapshots=False)
     try:
         if task.model is not None:
             wb.model.budget = budget

@@ -857,17 +857,19 @@ def _bulk_erased(
             counts.format(ev="events", mc="model_calls", cs="checkpoint_segments"), params
         ).fetchall()
     }
-    with contextlib.closing(_memory_tables()) as mem:
+    with duckdb.connect() as mem:
         parts = {}
-        for table in ("events", "model_calls", "checkpoint_segments"):
+        for table, key in (("events", "user_seq"), ("model_calls", "call_id"),
+                           ("checkpoint_segments", "version")):  # fmt: skip
             files = fleet.files(table, users)
-            if files:
-                cols = "user_id, salt, " + {"events": "user_seq", "model_calls": "call_id",
-                                            "checkpoint_segments": "version"}[table]  # fmt: skip
-                mem.execute(f"CREATE TABLE p_{table} AS SELECT {cols} FROM {parquet_source(files)}")
-                parts[table] = f"p_{table}"
-            else:
-                parts[table] = table  # the empty table of the store's schema
+            source = (
+                parquet_source(files)
+                if files
+                else f"(SELECT ''::VARCHAR AS user_id, ''::VARCHAR AS salt, 0::BIGINT AS {key} "
+                "WHERE false)"
+            )
+            mem.execute(f"CREATE TABLE p_{table} AS SELECT user_id, salt, {key} FROM {source}")
+            parts[table] = f"p_{table}"
         theirs_counts = {
             str(r[0]): tuple(r[1:])
             for r in mem.execute(

@@ -188,14 +188,17 @@ class Workbench:
         rules: Iterable[Rule] = LIBRARY,
         model: ModelSettings | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        snapshots: bool = True,
     ):
         """Open ``user`` of the store at ``path`` (see ``resolve_user`` for ``user=None``).
 
         ``create`` (default: not ``read_only``) allows a new store file and a user with no
         events yet; without it both are errors, as a read of them would find nothing.
-        ``limits`` bound every batch appended (``uac_kernel.limits``).
+        ``limits`` bound every batch appended (``uac_kernel.limits``). ``snapshots=False``
+        never writes a snapshot (for a store thrown away after use, as a fleet task's).
         """
         self.limits = limits
+        self._snapshots = snapshots
         if create is None:
             create = not read_only
         self.store = Store(path, read_only=read_only, create=create)
@@ -284,6 +287,8 @@ class Workbench:
 
     def _write_snapshot(self) -> None:
         """Write this state's snapshot (under the writer lock, see ``uac_kernel.snapshot``)."""
+        if not self._snapshots:
+            return
         self._snap = write_snapshot(
             self.store,
             self.state,
@@ -371,7 +376,7 @@ class Workbench:
             return
         self._closed = True
         try:
-            if not self.store.read_only and self._snapshot_due():
+            if not self.store.read_only and self._snapshots and self._snapshot_due():
                 with self.store.writing():
                     self._sync(write=True)
                     self._write_snapshot()
