@@ -333,3 +333,18 @@ def test_the_command_line_and_a_missing_ray(tmp_path: Path) -> None:
         "uac: error: uac fleet run --engine ray needs the 'fleet' extra (ray is not installed): "
         "pip install 'uac-kernel[fleet]'"
     ]
+
+
+def test_a_long_temp_dir_path_does_not_stop_a_local_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local engine's budget manager listens on loopback TCP: a Unix socket under a TMPDIR
+    this long would exceed the 108 bytes a socket path may have."""
+    src = write_source(tmp_path / "src")
+    deep = tmp_path / ("t" * 60) / ("u" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    report = run(tmp_path / "fleet", Job("ingest", (str(src),)), jobs=2, progress=lambda p: None)
+    assert (report.ok, report.failed) == (len(USERS), 1)
+    assert not list(deep.iterdir())  # every task's store copy and the manager's files are gone

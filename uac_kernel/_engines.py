@@ -98,7 +98,8 @@ def run_local(
     attempt, and a new pool takes over the rest.
     """
     ctx = multiprocessing.get_context("spawn")
-    manager = _BudgetManager(ctx=ctx)
+    # a TCP address on loopback: a Unix socket under a long TMPDIR exceeds its 108-byte limit
+    manager = _BudgetManager(address=("127.0.0.1", 0), ctx=ctx)
     manager.start(_watch_parent)
     try:
         budget = manager.Limiter(concurrency, rate)  # type: ignore[attr-defined]
