@@ -58,6 +58,7 @@ WHY: dict[str, str] = {
     "playwright": "Drives the system's Chromium in the browser test (`tests/test_browser.py`); its own browser download is never used.",
     "pydantic": "Typed records, the model's structured answers and the rules' findings (`uac_kernel.records`, `uac_kernel.extract`, `uac_kernel.ask`).",
     "pytest": "The test runner.",
+    "pytest-xdist": "Runs the suite in parallel worker processes in `./scripts/test` (`-n`).",
     "ray": "Runs `uac fleet run --engine ray`: one Ray Core task per user and the model-call budget as a named actor, on a local instance or a cluster at `RAY_ADDRESS` (`uac_kernel._engines`).",
     "ruff": "Lint and format checks in `./scripts/test`.",
     "sentence-transformers": "Runs all-MiniLM-L6-v2 for the embedding-retrieval baseline of `uac bench aggregate` (`uac_kernel.bench.aggregate._systems`).",
