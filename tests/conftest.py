@@ -149,3 +149,29 @@ def uac_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     patch.setenv("UAC_CACHE_DIR", str(path))
     yield path
     patch.undo()
+
+
+# -- the notebook's shell ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel_shell() -> Iterator[Any]:
+    """ipykernel's in-process kernel shell, the one a notebook talks to: one per test module."""
+    pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    from ipykernel.inprocess.manager import InProcessKernelManager
+
+    km = InProcessKernelManager()
+    km.start_kernel()
+    kernel = km.kernel
+    yield kernel.shell
+    km.shutdown_kernel()
+    # The shell and kernel are process-wide singletons: leave none behind for other test
+    # modules. Their objects are kept until the process ends, as they would be without the
+    # clearing: collected earlier, ipykernel 7.4 reports its IOPub task as destroyed pending.
+    type(kernel.shell).clear_instance()
+    type(kernel).clear_instance()
+    _RETIRED_KERNELS.append(kernel)
+
+
+_RETIRED_KERNELS: list[Any] = []

@@ -319,23 +319,6 @@ def test_a_notebook_edit_is_held_to_the_workbench_limits_at_and_over(tmp_path: P
         assert wb.state.get("Trip", "k1").tags == [1, 2, 3]  # type: ignore[union-attr]
 
 
-@pytest.fixture(scope="module")
-def kernel_shell() -> Iterator[Any]:
-    from ipykernel.inprocess.manager import InProcessKernelManager
-
-    km = InProcessKernelManager()
-    km.start_kernel()
-    kernel = km.kernel
-    yield kernel.shell
-    km.shutdown_kernel()
-    type(kernel.shell).clear_instance()
-    type(kernel).clear_instance()
-    _RETIRED.append(kernel)
-
-
-_RETIRED: list[Any] = []
-
-
 def test_a_uac_cell_magic_over_the_default_new_fields_is_one_line(
     kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

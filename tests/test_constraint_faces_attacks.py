@@ -864,25 +864,6 @@ def test_other_statements_naming_constraints_are_not_run_and_change_nothing(extr
 # -- %%uac constraint and %uac constraints in a real IPython shell --------------------------------
 
 
-@pytest.fixture(scope="module")
-def kernel_shell() -> Iterator[Any]:
-    pytest.importorskip("ipykernel")
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    from ipykernel.inprocess.manager import InProcessKernelManager
-
-    km = InProcessKernelManager()
-    km.start_kernel()
-    kernel = km.kernel
-    yield kernel.shell
-    km.shutdown_kernel()
-    type(kernel.shell).clear_instance()
-    type(kernel).clear_instance()
-    _RETIRED.append(kernel)
-
-
-_RETIRED: list[Any] = []
-
-
 @pytest.fixture
 def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.chdir(tmp_path)

@@ -903,23 +903,11 @@ def test_fleet_sql_on_a_fleet_with_no_users(tmp_path: Path, what: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def kernel_shell() -> Iterator[Any]:
-    pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
-    from ipykernel.inprocess.manager import InProcessKernelManager
-
-    km = InProcessKernelManager()
-    km.start_kernel()
-    kernel = km.kernel
-    kernel.shell.run_cell("%load_ext uac").raise_error()
-    yield kernel.shell
-    kernel.shell.run_cell("%unload_ext uac")
-    km.shutdown_kernel()
-    type(kernel.shell).clear_instance()
-    type(kernel).clear_instance()
-    _RETIRED.append(kernel)
-
-
-_RETIRED: list[Any] = []
+def uac_shell(kernel_shell: Any) -> Iterator[Any]:
+    """The notebook's shell with uac's magics loaded."""
+    kernel_shell.run_cell("%load_ext uac").raise_error()
+    yield kernel_shell
+    kernel_shell.run_cell("%unload_ext uac")
 
 
 def magic_cases(root: Path, tmp_path: Path, deep: Path) -> list[str]:
@@ -951,7 +939,7 @@ def magic_cases(root: Path, tmp_path: Path, deep: Path) -> list[str]:
 
 
 def test_magic_fleet_errors_are_usage_errors(
-    kernel_shell: Any, two: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    uac_shell: Any, two: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from IPython.core.error import UsageError
 
@@ -960,7 +948,7 @@ def test_magic_fleet_errors_are_usage_errors(
     shutil.copytree(two, deep)
     commit_path(deep, "ann").write_text('{"user": 5}')
     for line in magic_cases(two, tmp_path, deep):
-        result = kernel_shell.run_cell(line)
+        result = uac_shell.run_cell(line)
         err = result.error_in_exec or result.error_before_exec
         assert isinstance(err, UsageError), (line, type(err).__name__, str(err)[:300])
         assert "\n" not in str(err).strip(), line
@@ -968,14 +956,14 @@ def test_magic_fleet_errors_are_usage_errors(
 
 
 def test_magic_fleet_on_a_deeply_nested_commit_is_a_usage_error(
-    kernel_shell: Any, two: Path, tmp_path: Path
+    uac_shell: Any, two: Path, tmp_path: Path
 ) -> None:
     from IPython.core.error import UsageError
 
     root = fresh(two, tmp_path)
     commit_path(root, "ann").write_text(DEEP)
     for line in (f'%uac fleet "{root}"', f'%uac fleet sql "{root}" SELECT 1'):
-        result = kernel_shell.run_cell(line)
+        result = uac_shell.run_cell(line)
         assert isinstance(result.error_in_exec, UsageError), (line, result.error_in_exec)
 
 

@@ -59,26 +59,6 @@ HOSTILE = (
 )
 
 
-@pytest.fixture(scope="module")
-def kernel_shell() -> Iterator[Any]:
-    from ipykernel.inprocess.manager import InProcessKernelManager
-
-    km = InProcessKernelManager()
-    km.start_kernel()
-    kernel = km.kernel
-    yield kernel.shell
-    km.shutdown_kernel()
-    # The shell and kernel are process-wide singletons: leave none behind for other test
-    # modules. Their objects are kept until the process ends, as they would be without the
-    # clearing: collected earlier, ipykernel 7.4 reports its IOPub task as destroyed pending.
-    type(kernel.shell).clear_instance()
-    type(kernel).clear_instance()
-    _RETIRED.append(kernel)
-
-
-_RETIRED: list[Any] = []
-
-
 @pytest.fixture
 def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The shell with ``%load_ext uac`` and a store in ``tmp_path`` (also the working dir)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from test_cli import one_line_error, uac
-from test_magics import kernel_shell, run  # noqa: F401 - the module's shell fixture
+from test_magics import run
 
 from uac_kernel._display import TERMINAL_BUDGET, clip_json, json_chunks, json_size, printable
 

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -250,25 +249,6 @@ def test_a_forget_in_another_process_is_seen(db: Path, tmp_path: Path) -> None:
         assert "note n1" not in json.dumps([e.payload for e in wb.log()])
     finally:
         wb.close()
-
-
-@pytest.fixture(scope="module")
-def kernel_shell() -> Iterator[Any]:
-    # as in test_magics: ipykernel's in-process kernel shell, the one a notebook talks to
-    pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
-    from ipykernel.inprocess.manager import InProcessKernelManager
-
-    km = InProcessKernelManager()
-    km.start_kernel()
-    kernel = km.kernel
-    yield kernel.shell
-    km.shutdown_kernel()
-    type(kernel.shell).clear_instance()
-    type(kernel).clear_instance()
-    _RETIRED.append(kernel)
-
-
-_RETIRED: list[Any] = []
 
 
 def cell(ip: Any, source: str) -> Any:
