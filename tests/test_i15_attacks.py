@@ -1389,3 +1389,23 @@ def test_fleet_sql_limits_out_of_range_are_one_line(two: Path, limits: dict[str,
     with pytest.raises(QueryError) as err:
         FleetSql(two, **limits).query("SELECT 1")
     assert "\n" not in str(err.value)
+
+
+def test_a_stray_damaged_commit_dir_named_like_a_user_does_not_stop_that_user(
+    two: Path, tmp_path: Path
+) -> None:
+    """A damaged commit in a directory named for ann but in another bucket: ann still runs from
+    her own directory, and the stray is failed under its path in the fleet."""
+    from uac_kernel.fleet import Job, run
+
+    root = fresh(two, tmp_path)
+    other = next(f"{n:02x}" for n in range(256) if f"{n:02x}" != bucket("ann"))
+    stray = root / "_commits" / f"bucket={other}" / f"user={encode('ann')}"
+    stray.mkdir(parents=True)
+    (stray / "000001.json").write_text('{"user": ["ann"]}')
+    report = run(root, Job("eval", ("len(user.all('Trip'))",)), jobs=1, retries=0,
+                 progress=lambda p: None)  # fmt: skip
+    rows = {r["user_id"]: r for r in report.rows}
+    assert rows["ann"]["status"] == rows["bob"]["status"] == "ok"
+    label = f"_commits/bucket={other}/user=ann"
+    assert rows[label]["status"] == "failed" and "names no user" in rows[label]["error"]

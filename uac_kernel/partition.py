@@ -184,11 +184,19 @@ class Fleet:
                 if not isinstance(user, str):
                     raise FleetError(f"{udir / names[-1]} names no user; restore it from a copy")
             except FleetError as exc:
-                label = udir.name.removeprefix("user=")
-                damaged[label if label.startswith("~") else urllib.parse.unquote(label)] = str(exc)
+                damaged[self._label(udir)] = str(exc)
                 continue
             found.append(user)
-        return sorted(found), damaged
+        return sorted(found), {u: why for u, why in damaged.items() if u not in found}
+
+    def _label(self, udir: Path) -> str:
+        """The user a directory of commits is named for, when its name is that user's (and in
+        that user's bucket); else its path in the fleet (a long id's hash, or a stray)."""
+        name = udir.name.removeprefix("user=")
+        user = urllib.parse.unquote(name, errors="surrogatepass")
+        if encode(user) == name and udir.parent.name == f"bucket={bucket(user)}":
+            return user
+        return udir.relative_to(self.root).as_posix()
 
     def _user_dirs(self) -> Iterator[Path]:
         top = self.root / COMMITS
