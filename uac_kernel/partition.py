@@ -411,9 +411,9 @@ def _store_columns(table: str) -> list[tuple[str, str, None]]:
     return _COLUMNS[table]
 
 
-def _foreign(table: str, files: list[Path]) -> dict[Path, str]:
+def _foreign(table: str, files: list[Path], con: duckdb.DuckDBPyConnection) -> dict[Path, str]:
     """The ``files`` whose columns are not the store's of ``table`` (or that cannot be read),
-    each with why; read from the files' footers, in one pass when all can be read."""
+    each with why; read from the files' footers on ``con``, in one pass when all can be read."""
     if not files:
         return {}
     expected = _store_columns(table)
@@ -423,17 +423,14 @@ def _foreign(table: str, files: list[Path]) -> dict[Path, str]:
     )
     found: dict[str, list[Any]] = {}
     out: dict[Path, str] = {}
-    with duckdb.connect() as con:
-        try:
-            found = dict(
-                con.execute(sql.format(", ".join(_quote(str(f)) for f in files))).fetchall()
-            )
-        except duckdb.Error:  # a damaged file: find which, one by one
-            for path in files:
-                try:
-                    found.update(con.execute(sql.format(_quote(str(path)))).fetchall())
-                except duckdb.Error as exc:
-                    out[path] = f"cannot be read ({shorten(str(exc).splitlines()[0], 120)})"
+    try:
+        found = dict(con.execute(sql.format(", ".join(_quote(str(f)) for f in files))).fetchall())
+    except duckdb.Error:  # a damaged file: find which, one by one
+        for path in files:
+            try:
+                found.update(con.execute(sql.format(_quote(str(path)))).fetchall())
+            except duckdb.Error as exc:
+                out[path] = f"cannot be read ({shorten(str(exc).splitlines()[0], 120)})"
     for path in files:
         if path in out:
             continue
@@ -445,19 +442,27 @@ def _foreign(table: str, files: list[Path]) -> dict[Path, str]:
     return out
 
 
-def check_columns(fleet: Fleet, users: Iterable[str]) -> None:
+def check_columns(
+    fleet: Fleet, users: Iterable[str], con: duckdb.DuckDBPyConnection | None = None
+) -> None:
     """FleetError naming the first of ``users`` with a committed file whose columns are not
-    the store's (or that cannot be read): before a reader copies rows out of them."""
+    the store's (or that cannot be read): before a reader copies rows out of them. Read on
+    ``con`` when given (a DuckDB connection costs tens of milliseconds to make)."""
+    if con is None:
+        with duckdb.connect() as own:
+            return check_columns(fleet, users, own)
+    users = list(users)
     for table in TABLES:
         listed = [(f, u) for u in users for f in fleet.files(table, [u])]
-        bad = _foreign(table, [f for f, _u in listed])
+        bad = _foreign(table, [f for f, _u in listed], con)
         for path, user in listed:
             if path in bad:
                 raise FleetError(
                     f"cannot read a committed {table} file of user {_who(user)} "
-                    f"({path.relative_to(fleet.root)}): it {bad[path]}; `uac verify {fleet.root}` checks the fleet, restore it from "
-                    "a copy"
+                    f"({path.relative_to(fleet.root)}): it {bad[path]}; "
+                    f"`uac verify {fleet.root}` checks the fleet, restore it from a copy"
                 )
+    return None
 
 
 def _memory_tables() -> duckdb.DuckDBPyConnection:
@@ -500,9 +505,9 @@ def checkout(fleet: Fleet, user: str, path: Path) -> None:
     path = Path(path)
     if path.exists():
         raise FleetError(f"{path} exists; check a user out into a new file")
-    check_columns(fleet, [user])
     try:
         with contextlib.closing(duckdb.connect(str(path))) as con:
+            check_columns(fleet, [user], con)
             migrate(con)
             con.execute("BEGIN TRANSACTION")
             try:
@@ -1270,8 +1275,9 @@ def verify_fleet(root: str | Path, *, users: Iterable[str] | None = None) -> Fle
                                            "it from a copy"))  # fmt: skip
                 else:
                     files[table].append((path, user, int(c["commit"]), int(rows.get(table, -1))))
-    for table, listed in files.items():
-        problems.extend(_check_files(table, listed))
+    with duckdb.connect() as con:
+        for table, listed in files.items():
+            problems.extend(_check_files(table, listed, con))
     bad = {u for u, _p in problems}
     ok_users = [u for u in good if u not in bad]
     totals = dict.fromkeys(TABLES, 0)
@@ -1311,12 +1317,14 @@ def _user_commits(fleet: Fleet, udir: Path) -> tuple[str | None, list[dict[str, 
         return user, [], str(exc)
 
 
-def _check_files(table: str, listed: list[tuple[Path, str, int, int]]) -> list[tuple[str, str]]:
+def _check_files(
+    table: str, listed: list[tuple[Path, str, int, int]], con: duckdb.DuckDBPyConnection
+) -> list[tuple[str, str]]:
     """Each file's row count against its commit, and every row's user against it."""
     if not listed:
         return []
     problems = []
-    foreign = _foreign(table, [p for p, _u, _n, _r in listed])
+    foreign = _foreign(table, [p for p, _u, _n, _r in listed], con)
     for path, user, n, _rows in listed:
         if path in foreign:
             problems.append((user, f"user {_who(user)}: the {table} file of commit {n} "
@@ -1324,34 +1332,33 @@ def _check_files(table: str, listed: list[tuple[Path, str, int, int]]) -> list[t
     listed = [f for f in listed if f[0] not in foreign]
     if not listed:
         return problems
-    with duckdb.connect() as con:
-        plan, params = _columns(
-            {"f": [str(p) for p, _u, _n, _r in listed], "u": [u for _p, u, _n, _r in listed]}
-        )
-        try:
-            found = {
-                str(f): (int(n), int(other))
-                for f, n, other in con.execute(
-                    "SELECT p.f, count(r.filename), count(r.filename) FILTER (r.user_id <> p.u) "
-                    f"FROM {plan} p LEFT JOIN read_parquet({_list(listed)}, filename = true, "
-                    "hive_partitioning = false) r ON r.filename = p.f GROUP BY p.f",
-                    params,
-                ).fetchall()
-            }
-        except duckdb.Error:  # a damaged file: find which, one by one
-            found = {}
-            for path, user, n, _rows in listed:
-                try:
-                    row = con.execute(
-                        "SELECT count(*), count(*) FILTER (user_id <> ?) FROM "
-                        f"{parquet_source([path])}",
-                        [user],
-                    ).fetchone()
-                    found[str(path)] = (int(row[0]), int(row[1])) if row else (0, 0)
-                except duckdb.Error as exc:
-                    first = shorten(str(exc).splitlines()[0], 120)
-                    problems.append((user, f"user {_who(user)}: the {table} file of commit {n} "
-                                           f"cannot be read ({first}); restore it from a copy"))  # fmt: skip
+    plan, params = _columns(
+        {"f": [str(p) for p, _u, _n, _r in listed], "u": [u for _p, u, _n, _r in listed]}
+    )
+    try:
+        found = {
+            str(f): (int(n), int(other))
+            for f, n, other in con.execute(
+                "SELECT p.f, count(r.filename), count(r.filename) FILTER (r.user_id <> p.u) "
+                f"FROM {plan} p LEFT JOIN read_parquet({_list(listed)}, filename = true, "
+                "hive_partitioning = false) r ON r.filename = p.f GROUP BY p.f",
+                params,
+            ).fetchall()
+        }
+    except duckdb.Error:  # a damaged file: find which, one by one
+        found = {}
+        for path, user, n, _rows in listed:
+            try:
+                row = con.execute(
+                    "SELECT count(*), count(*) FILTER (user_id <> ?) FROM "
+                    f"{parquet_source([path])}",
+                    [user],
+                ).fetchone()
+                found[str(path)] = (int(row[0]), int(row[1])) if row else (0, 0)
+            except duckdb.Error as exc:
+                first = shorten(str(exc).splitlines()[0], 120)
+                problems.append((user, f"user {_who(user)}: the {table} file of commit {n} "
+                                       f"cannot be read ({first}); restore it from a copy"))  # fmt: skip
     for path, user, n, rows in listed:
         if str(path) not in found:
             continue
