@@ -171,8 +171,7 @@ class Fleet:
 
     def scan(self) -> tuple[list[str], dict[str, str]]:
         """Users with at least one commit, sorted, and the user directories whose last commit
-        cannot be read: each named as its directory names it (the id, unless a long one's
-        hash), with why."""
+        cannot be read, each with why (named as ``_label`` says)."""
         found: list[str] = []
         damaged: dict[str, str] = {}
         for udir in self._user_dirs():
@@ -450,7 +449,8 @@ def check_columns(
     ``con`` when given (a DuckDB connection costs tens of milliseconds to make)."""
     if con is None:
         with duckdb.connect() as own:
-            return check_columns(fleet, users, own)
+            check_columns(fleet, users, own)
+        return
     users = list(users)
     for table in TABLES:
         listed = [(f, u) for u in users for f in fleet.files(table, [u])]
@@ -462,7 +462,6 @@ def check_columns(
                     f"({path.relative_to(fleet.root)}): it {bad[path]}; "
                     f"`uac verify {fleet.root}` checks the fleet, restore it from a copy"
                 )
-    return None
 
 
 def _memory_tables() -> duckdb.DuckDBPyConnection:
