@@ -7,8 +7,11 @@ exception of its last attempt) as it finishes. Ray is imported only by ``run_ray
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -61,11 +64,18 @@ class Limiter:
             self._cond.notify()
 
 
-def _watch_parent() -> None:
-    """In a worker or the budget manager: exit when the driver that started it is gone (killed
-    with -9, it cannot stop them), rather than live on as an orphan. A task cut short this way
-    leaves its partition whole, as any killed task does."""
-    parent = os.getppid()
+def _watch_parent(parent: int) -> None:
+    """In a worker or the budget manager: exit when the driver that started it (``parent``) is
+    gone (killed with -9, it cannot stop them), rather than live on as an orphan. A task cut
+    short this way leaves its partition whole, as any killed task does.
+
+    On Linux the kernel does it (``PR_SET_PDEATHSIG``), so a job holding the GIL in C code (a
+    long regex, an extension) dies too; elsewhere, and as a second net, a thread polls."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the driver died before the line above took effect
+        os._exit(1)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -73,6 +83,9 @@ def _watch_parent() -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="uac-watch-parent", daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 class _BudgetManager(BaseManager):
@@ -100,13 +113,15 @@ def run_local(
     ctx = multiprocessing.get_context("spawn")
     # a TCP address on loopback: a Unix socket under a long TMPDIR exceeds its 108-byte limit
     manager = _BudgetManager(address=("127.0.0.1", 0), ctx=ctx)
-    manager.start(_watch_parent)
+    manager.start(_watch_parent, (os.getpid(),))
     try:
         budget = manager.Limiter(concurrency, rate)  # type: ignore[attr-defined]
         pending = list(reversed(range(len(items))))
         attempts = [0] * len(items)
         while pending:
-            pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_watch_parent)
+            pool = ProcessPoolExecutor(
+                jobs, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),)
+            )
             try:
                 running: dict[Future[R], int] = {}
                 broken = False
