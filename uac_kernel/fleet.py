@@ -406,9 +406,9 @@ def run(
     report.refused = refused
     given_up: list[dict[str, Any]] = []
     for user in [u for u in todo if u in damaged]:
-        row = {name: None for name, _ in SUMMARY_COLUMNS}
-        row.update(user_id=user, status="failed", error=damaged[user][:2000])
-        given_up.append(row)
+        unread: dict[str, Any] = {name: None for name, _ in SUMMARY_COLUMNS}
+        unread.update(user_id=user, status="failed", error=damaged[user][:2000])
+        given_up.append(unread)
         report.failed += 1
     todo = [u for u in todo if u not in damaged]
     _clear_dead_tasks_tmp(run_id)
@@ -449,10 +449,13 @@ def run(
                 show.update()
         finally:
             show.close()
-    if todo or given_up or not report.summary_path.exists():
-        report.rows = _write_summary(run_dir, given_up)
-    else:
-        report.rows = _read_rows(run_dir)
+    rows = None
+    if not todo and not given_up and report.summary_path.exists():
+        rows = _read_rows(run_dir)
+    if rows is None or any(r["status"] != "ok" for r in rows):
+        # a failed row with no result file behind it (a damaged user since removed) goes
+        rows = _write_summary(run_dir, given_up)
+    report.rows = rows
     return report
 
 

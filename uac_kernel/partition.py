@@ -170,32 +170,46 @@ class Fleet:
         return found
 
     def scan(self) -> tuple[list[str], dict[str, str]]:
-        """Users with at least one commit, sorted, and the user directories whose last commit
-        cannot be read, each with why (named as ``_label`` says)."""
-        found: list[str] = []
+        """Users with at least one commit, sorted, and the directories of commits that name no
+        user of theirs, each with a one-line why (named as ``_label`` says): a last commit that
+        cannot be read, that names no user or another user, a symbolic link."""
+        found: set[str] = set()
         damaged: dict[str, str] = {}
         for udir in self._user_dirs():
-            names = sorted(p.name for p in udir.iterdir() if _COMMIT_NAME.match(p.name))
-            if not names:
-                continue
             try:
-                user = _load_commit(udir / names[-1]).get("user")
+                if udir.is_symlink():
+                    raise FleetError(f"{udir} is a symbolic link, not a user's commits; remove it")
+                names = sorted(p.name for p in udir.iterdir() if _COMMIT_NAME.match(p.name))
+                if not names:
+                    continue
+                last = udir / names[-1]
+                user = _load_commit(last).get("user")
                 if not isinstance(user, str):
-                    raise FleetError(f"{udir / names[-1]} names no user; restore it from a copy")
-            except FleetError as exc:
-                damaged[self._label(udir)] = str(exc)
+                    raise FleetError(f"{last} names no user; restore it from a copy")
+                if self.dir(COMMITS, user) != udir:
+                    raise FleetError(
+                        f"{last} names user {_who(user)}, whose commits are elsewhere; restore "
+                        "it from a copy"
+                    )
+            except (FleetError, OSError) as exc:
+                damaged[self._label(udir)] = printable(str(exc))
                 continue
-            found.append(user)
+            found.add(user)
         return sorted(found), {u: why for u, why in damaged.items() if u not in found}
 
     def _label(self, udir: Path) -> str:
-        """The user a directory of commits is named for, when its name is that user's (and in
-        that user's bucket); else its path in the fleet (a long id's hash, or a stray)."""
+        """The user a directory of commits is named for, when its name is that user's (in
+        that user's bucket, and UTF-8); else its path in the fleet, printable (a long id's
+        hash, or a stray)."""
         name = udir.name.removeprefix("user=")
-        user = urllib.parse.unquote(name, errors="surrogatepass")
-        if encode(user) == name and udir.parent.name == f"bucket={bucket(user)}":
+        try:
+            user: str | None = urllib.parse.unquote(name, errors="strict")
+            (user or "").encode("utf-8")
+        except UnicodeError:
+            user = None
+        if user and encode(user) == name and udir.parent.name == f"bucket={bucket(user)}":
             return user
-        return udir.relative_to(self.root).as_posix()
+        return printable(udir.relative_to(self.root).as_posix())
 
     def _user_dirs(self) -> Iterator[Path]:
         top = self.root / COMMITS
