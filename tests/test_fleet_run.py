@@ -148,6 +148,9 @@ def ray_instance(helpers: Path) -> Iterator[None]:
     ray.shutdown()
 
 
+# The tests on Ray share one worker of pytest-xdist (--dist loadgroup): two local Ray instances
+# at once would contend for Ray's fixed default ports.
+@pytest.mark.xdist_group("ray")
 def test_local_and_ray_give_the_same_results_and_a_rerun_does_nothing(
     tmp_path: Path, ray_instance: None
 ) -> None:
@@ -196,6 +199,7 @@ def test_local_and_ray_give_the_same_results_and_a_rerun_does_nothing(
     assert tree(root / "_commits") == before
 
 
+@pytest.mark.xdist_group("ray")
 @pytest.mark.parametrize("engine", ["local", "ray"])
 def test_a_killed_worker_is_retried_and_the_partition_stays_whole(
     tmp_path: Path, helpers: Path, engine: str, request: pytest.FixtureRequest
