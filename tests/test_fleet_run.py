@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,10 @@ def tree(path: Path) -> dict[str, bytes]:
 HELPER = '''
 import os, time
 from pathlib import Path
+
+def pid(wb):
+    """The worker process this task ran in."""
+    return os.getpid()
 
 def late_note(wb, barrier, who):
     """Append a note; for one user, then wait at a barrier the test controls."""
@@ -352,3 +357,20 @@ def test_a_long_temp_dir_path_does_not_stop_a_local_run(
     report = run(tmp_path / "fleet", Job("ingest", (str(src),)), jobs=2, progress=lambda p: None)
     assert (report.ok, report.failed) == (len(USERS), 1)
     assert not list(deep.iterdir())  # every task's store copy and the manager's files are gone
+
+
+def test_a_worker_is_replaced_after_its_share_of_tasks(
+    tmp_path: Path, helpers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers are recycled (each task leaves native memory behind): with 2 tasks a worker,
+    5 users on one worker run in at least 3 processes, and every user is done once."""
+    from uac_kernel import _engines
+
+    monkeypatch.setattr(_engines, "TASKS_PER_WORKER", 2)
+    src = write_source(tmp_path / "src")
+    root = tmp_path / "fleet"
+    run(root, Job("ingest", (str(src),)), jobs=1, progress=lambda p: None)
+    report = run(root, Job("call", ("fleet_helper:pid",)), jobs=1, progress=lambda p: None)
+    assert (report.ok, report.failed) == (len(USERS), 0)
+    pids = [json.loads(r["value"]) for r in report.rows]
+    assert len(set(pids)) >= 3 and max(Counter(pids).values()) <= 2

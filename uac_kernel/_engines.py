@@ -34,6 +34,10 @@ Task = Callable[[T, "Budget"], R]
 Finished = Iterator[tuple[T, "R | BaseException"]]
 
 ENGINES = ("local", "ray")
+# A worker process is replaced after this many tasks: each task's DuckDB connections leave
+# about 0.6 MB of native memory behind (Python's own heap stays flat), so a worker that served
+# a thousand users held 600 MB more. A new worker costs about a second of start-up.
+TASKS_PER_WORKER = 100
 
 
 class Limiter:
@@ -120,7 +124,11 @@ def run_local(
         attempts = [0] * len(items)
         while pending:
             pool = ProcessPoolExecutor(
-                jobs, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),)
+                jobs,
+                mp_context=ctx,
+                initializer=_watch_parent,
+                initargs=(os.getpid(),),
+                max_tasks_per_child=TASKS_PER_WORKER,
             )
             try:
                 running: dict[Future[R], int] = {}
@@ -237,7 +245,9 @@ def run_ray(
             name=name, get_if_exists=True, num_cpus=0, max_concurrency=1000
         ).remote(concurrency, rate)
         remote: Any = ray.remote(_ray_task)
-        task = remote.options(num_cpus=1, max_retries=retries, retry_exceptions=True)
+        task = remote.options(
+            num_cpus=1, max_retries=retries, retry_exceptions=True, max_calls=TASKS_PER_WORKER
+        )
         pending = list(reversed(items))
         running: dict[Any, T] = {}
         try:
