@@ -467,6 +467,13 @@ def test_run_line_parsing() -> None:
     )
     with pytest.raises(FleetError, match="--jobs 'x' is not a number"):
         parse_run("--jobs x d eval 1")
+    # as on the command line, options may also follow DIR; after JOB they are the job's
+    assert parse_run("--engine ray d --jobs 1 eval --jobs 2") == (
+        "d",
+        "eval",
+        ("--jobs 2",),
+        {"engine": "ray", "jobs": 1},
+    )
 
 
 def test_marimo(fleet: tuple[Path, Path]) -> None:

@@ -932,7 +932,7 @@ def magic_cases(root: Path, tmp_path: Path, deep: Path) -> list[str]:
         f"%uac fleet {tmp_path}/not-a-fleet",
         f'%uac fleet "{deep}"',
         f'%uac fleet sql "{deep}" SELECT 1',
-        f'%uac fleet run "{deep}" --jobs 1 eval 1',
+        f'%uac fleet run --jobs 1 "{deep}" eval 1',  # ann's commit is damaged: 1 user failed
         "%uac fleet summary",
         '%uac fleet "unterminated',
     ]

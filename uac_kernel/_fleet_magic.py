@@ -46,21 +46,12 @@ def first_word(text: str) -> tuple[str, str]:
 
 
 def parse_run(line: str) -> tuple[str, str, tuple[str, ...], dict[str, Any]]:
-    """(DIR, JOB, its arguments, the run's options) of a ``%uac fleet run`` line."""
+    """(DIR, JOB, its arguments, the run's options) of a ``%uac fleet run`` line; options go
+    before DIR or between DIR and JOB, as on the command line."""
     options: dict[str, Any] = {}
-    rest = line
-    while rest.lstrip().startswith("--"):
-        word, rest = first_word(rest)
-        name, eq, value = word[2:].partition("=")
-        if name not in _OPTIONS:
-            raise FleetError(f"unknown option --{name}; usage: {USAGE}")
-        if not eq:
-            value, rest = first_word(rest)
-        try:
-            options[name] = _OPTIONS[name](value)
-        except ValueError:
-            raise FleetError(f"--{name} {value!r} is not a number; usage: {USAGE}") from None
+    rest = _options(line, options)
     root, rest = first_word(rest)
+    rest = _options(rest, options)
     job, rest = first_word(rest)
     if not root or not job:
         raise FleetError(f"usage: {USAGE}")
@@ -72,6 +63,22 @@ def parse_run(line: str) -> tuple[str, str, tuple[str, ...], dict[str, Any]]:
         except ValueError as exc:
             raise FleetError(f"the arguments of {job}: {exc}") from None
     return root, job, args, options
+
+
+def _options(rest: str, options: dict[str, Any]) -> str:
+    """Read the ``--name value`` options at the start of ``rest`` into ``options``; the rest."""
+    while rest.lstrip().startswith("--"):
+        word, rest = first_word(rest)
+        name, eq, value = word[2:].partition("=")
+        if name not in _OPTIONS:
+            raise FleetError(f"unknown option --{name}; usage: {USAGE}")
+        if not eq:
+            value, rest = first_word(rest)
+        try:
+            options[name] = _OPTIONS[name](value)
+        except ValueError:
+            raise FleetError(f"--{name} {value!r} is not a number; usage: {USAGE}") from None
+    return rest
 
 
 def run_with_progress(line: str, model: ModelSettings | None) -> RunReport:
