@@ -28,6 +28,8 @@ from typing import Any
 import duckdb
 import pytest
 from conftest import fact
+from test_i15_attacks import alive, descendants
+from test_snapshot import TAX
 
 from uac_kernel.errors import FleetError, UacError
 from uac_kernel.fleet import Job, run
@@ -383,32 +385,6 @@ def hold_gil(wb, barrier):
 '''
 
 
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (from /proc), zombies left out."""
-    parent: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            parent[int(stat.parent.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {p for p, pp in parent.items() if pp in frontier} - found
-        found |= frontier
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z"
-
-
 def listening_ports(pids: set[int]) -> set[tuple[str, int]]:
     """The TCP addresses the processes ``pids`` listen on (from /proc)."""
     inodes = set()
@@ -511,14 +487,6 @@ def test_a_worker_holding_the_gil_does_not_outlive_its_killed_driver(
 
 
 # --- 3. Workbench(snapshots=False) -----------------------------------------------------------
-
-TAX = {
-    "kind": "obligation",
-    "title": "File the tax return",
-    "due": {"date": "2025-04-15"},
-    "lead_days": 30,
-    "done_by": {"type": "TaxReturn"},
-}
 
 
 def notes(start: int, stop: int) -> list[dict[str, Any]]:
