@@ -21,7 +21,7 @@ starts from the same committed state):
    directory ``uac export`` writes from it, and of the fleet after ingest and after the bench.
 
 ``python bench/fleet.py --quick`` runs small sizes in a few minutes; without it, the sizes
-above (hours on 2 cores, an estimate: about 7,500 user tasks, most of 1,000 events).
+above (about an hour on 2 cores: some 9,000 user tasks, most of 1,000 events).
 ``--report FILE`` prints the figures of a results file as text. Results:
 ``bench/results/fleet.json`` (``fleet_quick.json``), each stage with its date, the engine's
 commit and the machine's load; a stage that cannot measure records its error and the others
