@@ -244,10 +244,9 @@ def run_ray(
         actor = limiter.options(
             name=name, get_if_exists=True, num_cpus=0, max_concurrency=1000
         ).remote(concurrency, rate)
-        remote: Any = ray.remote(_ray_task)
-        task = remote.options(
-            num_cpus=1, max_retries=retries, retry_exceptions=True, max_calls=TASKS_PER_WORKER
-        )
+        # max_calls is an option of the function, not of a call (.options refuses it)
+        remote: Any = ray.remote(max_calls=TASKS_PER_WORKER)(_ray_task)
+        task = remote.options(num_cpus=1, max_retries=retries, retry_exceptions=True)
         pending = list(reversed(items))
         running: dict[Any, T] = {}
         try:
