@@ -380,7 +380,7 @@ def _naive(when: datetime) -> datetime:
     return when if when.tzinfo is None else when.astimezone(UTC).replace(tzinfo=None)
 
 
-def whatif_timeline(w: WhatIf) -> alt.LayerChart:
+def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerChart:
     """The alerts of a past what-if against the real ones: a row per alert (its rule and a short
     message), a bar from raised to cleared for each run side by side (the real run in grey, the
     what-if in purple; the more severe, the more solid), and a rule where the hypothetical
@@ -388,8 +388,9 @@ def whatif_timeline(w: WhatIf) -> alt.LayerChart:
 
     "real" is the log replayed with the rules in force now. A span still standing at the end of
     the log runs on to the log's last moment (the latest start or end of any span, or the
-    insertion); one of no length is drawn as a tick. A what-if over the current state has no
-    timeline: ``QueryError`` says to give it a date.
+    insertion, or ``until`` if later: pass the log's clock, ``wb.state.now``); one of no length
+    is drawn as a tick. A what-if over the current state has no timeline: ``QueryError`` says
+    to give it a date.
     """
     if w.as_of is None:
         raise QueryError(
@@ -397,7 +398,7 @@ def whatif_timeline(w: WhatIf) -> alt.LayerChart:
             "(as_of=..., --as-of DATE) to insert its events in the past"
         )
     as_of = _naive(w.as_of)
-    moments = [as_of]
+    moments = [as_of] if until is None else [as_of, _naive(until)]
     for s in w.timeline:
         moments.append(_naive(s.start))
         if s.end is not None:

@@ -936,7 +936,7 @@ class WhatIfWidget(_Widget):
         if self._whatif.as_of is not None:
             from uac_kernel.charts import whatif_timeline
 
-            self.timeline_svg = _svg(whatif_timeline(self._whatif))
+            self.timeline_svg = _svg(whatif_timeline(self._whatif, until=self._wb.state.now))
 
 
 def _svg(chart: Any) -> str:

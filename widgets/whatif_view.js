@@ -168,8 +168,7 @@ function render({ model, el }) {
       return;
     }
     const t = r.totals;
-    const where = r.as_of ? `inserted at ${r.as_of}` : "over the current state";
-    heading.textContent = `What-if ${where}: ${r.summary}`;
+    heading.textContent = r.summary;
     const unchanged = t.answers - t.answers_changed;
     body.replaceChildren(
       ...[
