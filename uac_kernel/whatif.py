@@ -45,8 +45,6 @@ __all__ = [
 # The bounds of a cell's text: what a file of events may hold per line, times a few lines.
 MAX_TEXT_CHARS = 8 << 20
 MAX_DEPTH = 64
-# The kinds of event the fold reads (the rest: utterances, alerts, calls... only advance time).
-FOLDED = ("schema", "fact", "constraint")
 _RECORD_FIELDS = frozenset(Record.model_fields)
 
 
