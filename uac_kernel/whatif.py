@@ -12,6 +12,8 @@ log is replayed on top, the rules running after each day of it; the same replay 
 the real run. Both runs use the rules in force now, so the two timelines differ only by the
 what-if. A later event that no longer applies on top of the what-if (it adds a record the
 what-if already added, changes one it retracted) is skipped and listed in ``conflicts``.
+A past what-if's ``raised``, ``cleared`` and ``updated`` compare the alerts standing at the end
+of the two runs; its ``records`` are what the events changed at the moment they went in.
 """
 
 from __future__ import annotations
