@@ -388,7 +388,7 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
 
     "real" is the log replayed with the rules in force now. A span still standing at the end of
     the log runs on to the log's last moment (the latest start or end of any span, or the
-    insertion, or ``until`` if later: pass the log's clock, ``wb.state.now``); one of no length
+    insertion, or ``until`` if later: by default the log's clock where the replay ended); one of no length
     is drawn as a tick. A what-if over the current state has no timeline: ``QueryError`` says
     to give it a date.
     """
@@ -398,6 +398,7 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
             "(as_of=..., --as-of DATE) to insert its events in the past"
         )
     as_of = _naive(w.as_of)
+    until = until or w.log_end
     moments = [as_of] if until is None else [as_of, _naive(until)]
     for s in w.timeline:
         moments.append(_naive(s.start))

@@ -112,6 +112,8 @@ class WhatIf:
     was: dict[str, str] = field(default_factory=dict)
     answers: list[AnswerChange] = field(default_factory=list)
     timeline: list[AlertSpan] = field(default_factory=list)
+    # A past what-if: the log's clock at the end of the replay (where standing spans end).
+    log_end: datetime | None = None
     conflicts: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -235,6 +237,7 @@ class WhatIf:
                 }
                 for s in self.timeline
             ],
+            "log_end": _plain(self.log_end),
             "conflicts": list(self.conflicts),
             "summary": self.summary(),
         }

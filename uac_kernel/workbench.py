@@ -1170,6 +1170,7 @@ class Workbench:
                 replay_step(real, group, rules_after, None, real_seq)
                 bar.update()
             standing = {a.id: a for a in real.runner.standing()}
+            report.log_end = state.now
             report.timeline += real.finish()
             clock.lap("real run")
         report.raised = [renumbered(a, real_seq) for i, a in ended.items() if i not in standing]
