@@ -27,7 +27,15 @@ from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, 
 from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
 
-__all__ = ["InputEvent", "json_lines", "parse_event", "parse_jsonl", "parse_objects", "plan_batch"]
+__all__ = [
+    "InputEvent",
+    "json_lines",
+    "json_value",
+    "parse_event",
+    "parse_jsonl",
+    "parse_objects",
+    "plan_batch",
+]
 
 KINDS = ("utterance", "fact", "constraint")
 _EXACT_JSON: dict[str, type] = {"str": str, "int": int, "bool": bool}
@@ -129,7 +137,7 @@ def json_lines(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tu
             if not raw.strip():
                 continue
             try:
-                obj = _loads(raw)
+                obj = json_value(raw)
             except ValueError as exc:
                 raise EventError(str(exc), origin=origin, line=n) from None
             yield n, obj
@@ -149,8 +157,9 @@ def _wide_encoding(raw: bytes) -> str | None:
 _LONG_NUMBER = re.compile(rb"\d{19}")
 
 
-def _loads(raw: bytes) -> Any:
-    """One line's JSON value; a ValueError whose message says what is wrong with the line."""
+def json_value(raw: bytes) -> Any:
+    """One line's JSON value, integers exact and a key given twice refused; a ValueError whose
+    message says what is wrong with the line."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

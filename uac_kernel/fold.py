@@ -29,6 +29,7 @@ __all__ = [
     "State",
     "TypeState",
     "fold",
+    "moved",
     "order_value",
 ]
 
@@ -134,8 +135,8 @@ class TypeState:
         self.builds += 1
         self.stale = False
         # Unset fields are not rendered, so no block of code becomes dirty.
-        self.current = {k: _rebuild(cls, r) for k, r in self.current.items()}
-        self.history = [_rebuild(cls, r) for r in self.history]
+        self.current = {k: moved(cls, r) for k, r in self.current.items()}
+        self.history = [moved(cls, r) for r in self.history]
 
     def index(self, name: str) -> FieldIndex:
         idx = self.indexes.get(name)
@@ -430,7 +431,8 @@ def _read_given(ts: TypeState, given: dict[str, Any], values: dict[str, Any], se
         ) from None
 
 
-def _rebuild(cls: type[Record], rec: Record) -> Record:
+def moved(cls: type[Record], rec: Record) -> Record:
+    """``rec`` on a class with more fields (unset in it), as ``settle`` moves records."""
     return new_record(cls, {**dict.fromkeys(cls.model_fields), **rec.__dict__})
 
 

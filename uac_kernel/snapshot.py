@@ -36,7 +36,7 @@ import duckdb
 import orjson
 
 from uac_kernel.errors import SnapshotIgnored, StoreError
-from uac_kernel.fold import ConstraintVersion, FieldIndex, State, TypeState, order_value
+from uac_kernel.fold import ConstraintVersion, FieldIndex, State, TypeState, moved, order_value
 from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.rules.engine import Alert, Rule
 from uac_kernel.schema import Schema
@@ -327,14 +327,14 @@ class SnapTypeState(TypeState):
         self.builds += 1
         self.stale = False
         if "current" in self._loaded:
-            self.current = {k: _moved(cls, r) for k, r in _CUR.__get__(self).items()}
+            self.current = {k: moved(cls, r) for k, r in _CUR.__get__(self).items()}
         else:
-            self._seen = {k: r and _moved(cls, r) for k, r in self._seen.items()}
-            self._ops = [(k, r and _moved(cls, r)) for k, r in self._ops]
+            self._seen = {k: r and moved(cls, r) for k, r in self._seen.items()}
+            self._ops = [(k, r and moved(cls, r)) for k, r in self._ops]
         if "history" in self._loaded:
-            self.history = [_moved(cls, r) for r in _HIST.__get__(self)]
+            self.history = [moved(cls, r) for r in _HIST.__get__(self)]
         else:
-            self._hist_new = [_moved(cls, r) for r in self._hist_new]
+            self._hist_new = [moved(cls, r) for r in self._hist_new]
 
     def index(self, name: str) -> FieldIndex:
         """As ``TypeState.index``, but built from the key and field columns of the table while
@@ -535,11 +535,6 @@ class _Prefetching(set[str]):
     def __iter__(self) -> Iterator[str]:
         self._ts.prefetch(set.__iter__(self))
         return set.__iter__(self)
-
-
-def _moved(cls: type[Record], rec: Record) -> Record:
-    """``rec`` on a class with more fields (unset in it), as the fold's settle moves records."""
-    return new_record(cls, {**dict.fromkeys(cls.model_fields), **rec.__dict__})
 
 
 def _loaded(ts: SnapTypeState) -> set[str]:

@@ -10,9 +10,13 @@ the rules read, not the size of the state: no record of the base is copied.
 The base may read records it had not read yet (a state opened from a snapshot reads them
 lazily): that fills the base's own cache with what the log says, which changes no answer.
 
-A new field of an existing type does not rebuild the type's class, as the fold's ``settle``
-would: the trial's records carry it in their values, and records of the old class read it as
-unset (``Record.__getattr__``), which is what the rebuilt class would give.
+A new field of an existing type gives the layer the type's new class, as the fold's ``settle``
+does, but the base's records are moved onto it only as they are read (the trial's own at once),
+so a what-if that adds a field to a type of a million records costs the records its rules read.
+
+The base's own caches may fill during a trial: records a snapshot had not read yet, and a field
+index a rule asks for (``user.where``) built from the base's records. Both hold only what the
+base's log says; a later ingest keeps the index up to date as it would have had it built it.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, cast
 
-from uac_kernel.fold import FieldIndex, State, TypeState
-from uac_kernel.records import Record
+from uac_kernel.fold import FieldIndex, State, TypeState, moved
+from uac_kernel.records import Record, record_class
 
 __all__ = ["Trial"]
 
@@ -35,16 +39,38 @@ class _Current(MutableMapping[str, Record]):
     back goes to the end, as in the fold's own dict.
     """
 
-    __slots__ = ("_base", "_changed", "_gone", "_new")
+    __slots__ = ("_base", "_changed", "_cls", "_gone", "_moved", "_new")
 
     def __init__(self, base: Mapping[str, Record]) -> None:
         self._base = base
         self._changed: dict[str, Record] = {}  # base keys with a new record in place
         self._gone: set[str] = set()  # base keys deleted (maybe back in _new)
         self._new: dict[str, Record] = {}  # keys added by the trial, in order
+        # The class the trial gave the type (None: the base's), and base records moved onto it.
+        self._cls: type[Record] | None = None
+        self._moved: dict[str, Record] = {}
+
+    def move_to(self, cls: type[Record]) -> None:
+        """Records are of ``cls`` from now on: the trial's at once, the base's as read."""
+        self._cls, self._moved = cls, {}
+        self._changed = {k: moved(cls, r) for k, r in self._changed.items()}
+        self._new = {k: moved(cls, r) for k, r in self._new.items()}
+
+    def _read(self, key: str, rec: Record) -> Record:
+        cls = self._cls
+        if cls is None or type(rec) is cls:
+            return rec
+        done = self._moved.get(key)
+        if done is None:
+            done = self._moved[key] = moved(cls, rec)
+        return done
 
     def touched(self) -> set[str]:
         return {*self._changed, *self._gone, *self._new}
+
+    def before(self, key: str) -> Record | None:
+        """The base's record of ``key``, as the base has it."""
+        return self._base.get(key)
 
     def __getitem__(self, key: str) -> Record:
         if key in self._new:
@@ -53,7 +79,7 @@ class _Current(MutableMapping[str, Record]):
             raise KeyError(key)
         if key in self._changed:
             return self._changed[key]
-        return self._base[key]
+        return self._read(key, self._base[key])
 
     def get(self, key: str, default: Any = None) -> Any:
         try:
@@ -94,8 +120,12 @@ class _Current(MutableMapping[str, Record]):
         return [r for _, r in self.items()]
 
     def items(self) -> Any:
-        gone, changed = self._gone, self._changed
-        out = [(k, changed.get(k, r)) for k, r in self._base.items() if k not in gone]
+        gone, changed, read = self._gone, self._changed, self._read
+        out = [
+            (k, c if (c := changed.get(k)) is not None else read(k, r))
+            for k, r in self._base.items()
+            if k not in gone
+        ]
         return out + list(self._new.items())
 
     def keys(self) -> Any:
@@ -105,11 +135,27 @@ class _Current(MutableMapping[str, Record]):
 class _Appended(Sequence[Any]):
     """A type's history or creation order: the base's, then what the trial appended."""
 
-    __slots__ = ("_base", "_new")
+    __slots__ = ("_base", "_cls", "_moved", "_new")
 
     def __init__(self, base: Sequence[Any]) -> None:
         self._base = base
         self._new: list[Any] = []
+        # As _Current's: the class records are read on (None: as they are), and those moved.
+        self._cls: type[Record] | None = None
+        self._moved: dict[int, Record] = {}
+
+    def move_to(self, cls: type[Record]) -> None:
+        self._cls, self._moved = cls, {}
+        self._new = [moved(cls, r) for r in self._new]
+
+    def _read(self, i: int, item: Any) -> Any:
+        cls = self._cls
+        if cls is None or type(item) is cls:
+            return item
+        done = self._moved.get(i)
+        if done is None:
+            done = self._moved[i] = moved(cls, item)
+        return done
 
     def append(self, item: Any) -> None:
         self._new.append(item)
@@ -125,10 +171,11 @@ class _Appended(Sequence[Any]):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(i)
-        return self._base[i] if i < n else self._new[i - n]
+        return self._read(i, self._base[i]) if i < n else self._new[i - n]
 
     def __iter__(self) -> Iterator[Any]:
-        yield from self._base
+        read = self._read
+        yield from (read(i, item) for i, item in enumerate(self._base))
         yield from self._new
 
 
@@ -225,8 +272,14 @@ class _TrialType(TypeState):
         return cast(_Current, self.current)
 
     def settle(self, fields: dict[str, str]) -> None:
-        # Moving the base's records onto a new class would copy the type; see the module doc.
+        # The base's records move onto the new class as they are read: see the module doc.
+        if not self.stale:
+            return
+        cls = self.cls = record_class(self.name, fields)
+        self.builds += 1
         self.stale = False
+        self.layer.move_to(cls)
+        cast(_Appended, self.history).move_to(cls)
 
     def index(self, name: str) -> FieldIndex:
         idx = self.indexes.get(name)
@@ -270,7 +323,7 @@ class Trial(State):
             base = self.base.types.get(name)
             if isinstance(ts, _TrialType):
                 for key in sorted(ts.layer.touched(), key=_order_of(ts)):
-                    yield name, key, ts._base.current.get(key), ts.current.get(key)
+                    yield name, key, ts.layer.before(key), ts.current.get(key)
             elif base is None:
                 for key, rec in ts.current.items():
                     yield name, key, None, rec

@@ -18,17 +18,16 @@ of the two runs; its ``records`` are what the events changed at the moment they 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 import yaml
 
 from uac_kernel._display import plural, printable, show
-from uac_kernel.errors import ConstraintError, EventError, FoldError
-from uac_kernel.events import InputEvent
+from uac_kernel.errors import ConstraintError, EventError, FoldError, QueryError
+from uac_kernel.events import InputEvent, json_value
 from uac_kernel.fold import State
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import SEVERITIES, Alert, AlertChange, ClearedAlert, RuleRunner
@@ -42,6 +41,7 @@ __all__ = [
     "WhatIf",
     "event_dict",
     "events_from_text",
+    "moment",
 ]
 
 # The bounds of a cell's text: what a file of events may hold per line, times a few lines.
@@ -306,15 +306,14 @@ def events_from_text(text: str, origin: str = "<cell>") -> list[dict[str, Any]]:
 
 
 def _json(text: str, origin: str, line: int | None) -> Any:
+    """As a line of an events file is read (``events.json_value``): exact integers, a key
+    given twice refused."""
     try:
-        data = json.loads(text)
+        data = json_value(text.encode("utf-8", "surrogatepass"))
     except RecursionError:
         raise EventError(_too_deep(), origin=origin, line=line) from None
-    except json.JSONDecodeError as exc:
-        at = line if line is not None else exc.lineno
-        raise EventError(
-            f"invalid JSON ({exc.msg}); fix it or write YAML", origin=origin, line=at
-        ) from None
+    except ValueError as exc:
+        raise EventError(str(exc), origin=origin, line=line) from None
     _check_depth(data, origin, line)
     return data
 
@@ -356,6 +355,10 @@ def _yaml(text: str, origin: str) -> list[dict[str, Any]]:
         ) from None
     except ConstraintError as exc:  # the loader's own refusals (an alias, a key given twice)
         raise EventError(str(exc), origin=origin) from None
+    except ValueError as exc:  # a value the constructor cannot read (an int of 5,000 digits)
+        raise EventError(
+            f"a value YAML cannot read ({exc}); write it as text", origin=origin
+        ) from None
     _check_depth(out, origin, None)
     # YAML reads dates as dates: the event format takes ISO text, as JSON gives it.
     return [_iso(obj) for obj in out]
@@ -369,6 +372,34 @@ def _iso(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     return value
+
+
+def moment(value: Any) -> datetime:
+    """A past what-if's moment: a date-time, a date (its midnight) or ISO 8601 text of either;
+    an aware one as naive UTC, as event times are kept."""
+    when: Any = value
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise QueryError(
+                f"as of {printable(repr(value[:40]))}: not an ISO 8601 date or date-time; give "
+                "one like 2025-03-01 or 2025-03-01T09:00"
+            ) from None
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        when = datetime.combine(value, datetime.min.time())
+    if not isinstance(when, datetime):
+        raise QueryError(
+            f"as of {printable(repr(value))[:40]}: give a date, a date-time or ISO 8601 text"
+        )
+    if when.tzinfo is not None:
+        try:
+            when = when.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            raise QueryError(
+                f"as of {when.isoformat()}: in UTC it falls outside years 1 to 9999"
+            ) from None
+    return when
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -492,30 +523,41 @@ def days(events: Sequence[LoggedEvent]) -> Iterator[list[LoggedEvent]]:
         yield group
 
 
-def replay_step(
-    run: Run,
-    events: Sequence[LoggedEvent],
-    rules_after: RulesAfter,
-    conflicts: list[str] | None,
-    real_seq: dict[int, int],
-    at: datetime | None = None,
+def fold_over(
+    state: State, events: Iterable[LoggedEvent], conflicts: list[str], real_seq: dict[int, int]
 ) -> None:
-    """Fold one day of the later log into a run (skipping what no longer applies, when
-    ``conflicts`` collects it), run the rules it affects and note the alerts' spans."""
-    state = run.state
-    before = state.now
+    """Fold ``events`` into ``state``, skipping each that does not apply there and saying why
+    in ``conflicts`` (a log is folded here in the order of its times, not of its writing: a
+    record retracted, then added again dated earlier, meets itself)."""
     for ev in events:
         try:
             state._apply(ev)
         except FoldError as exc:
-            if conflicts is None:
-                raise
-            what = f"{ev.payload.get('op', '')} {ev.payload.get('type', '')} {ev.payload.get('key', '')!r}"
+            p = ev.payload
+            what = " ".join(str(p.get(f, "")) for f in ("op", "type")).strip()
+            key = p.get("key")
+            what += f" {key!r}" if key is not None else ""
             reason = str(exc).split(": ", 1)[-1]
             conflicts.append(
-                f"log event {real_seq.get(ev.seq, ev.seq)} ({what.strip()}) would not apply: {reason}"
+                f"log event {real_seq.get(ev.seq, ev.seq)} ({what.strip() or ev.kind}) would "
+                f"not apply: {reason}"
             )
     state._settle()
+
+
+def replay_step(
+    run: Run,
+    events: Sequence[LoggedEvent],
+    rules_after: RulesAfter,
+    conflicts: list[str],
+    real_seq: dict[int, int],
+    at: datetime | None = None,
+) -> None:
+    """Fold one day of the later log into a run (what no longer applies is skipped and said
+    in ``conflicts``), run the rules it affects and note the alerts' spans."""
+    state = run.state
+    before = state.now
+    fold_over(state, events, conflicts, real_seq)
     change = rules_after(
         state,
         run.runner,

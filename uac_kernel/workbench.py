@@ -9,7 +9,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -921,7 +921,7 @@ class Workbench:
         self,
         events: str | Path | Iterable[dict[str, Any]],
         *,
-        as_of: datetime | str | None = None,
+        as_of: datetime | date | str | None = None,
         expressions: Sequence[str] | dict[str, str] | None = None,
         format: str = "jsonl",
         origin: str = "<what-if>",
@@ -938,7 +938,7 @@ class Workbench:
         have stood, beside the real run's (see ``uac_kernel.whatif``). Its cost grows with
         the log; a what-if of the present costs the events and the rules they touch.
         """
-        from uac_kernel.whatif import WhatIf, event_dict
+        from uac_kernel.whatif import WhatIf, event_dict, moment
 
         clock = Stopwatch()
         with _no_gc():
@@ -956,10 +956,7 @@ class Workbench:
         if as_of is None:
             self._whatif_now(report, fresh, asked, clock)
         else:
-            when = datetime.fromisoformat(as_of) if isinstance(as_of, str) else as_of
-            if when.tzinfo is not None:
-                when = when.astimezone(UTC).replace(tzinfo=None)
-            report.as_of = when
+            report.as_of = moment(as_of)
             self._whatif_past(report, fresh, asked, clock, progress)
         report.seconds = clock.laps
         return report
@@ -1089,6 +1086,7 @@ class Workbench:
         from uac_kernel.whatif import (
             Run,
             days,
+            fold_over,
             logged,
             record_changes,
             renumbered,
@@ -1121,8 +1119,9 @@ class Workbench:
 
         early = numbered(early, 1)
         state = State(self.user)
+        real_conflicts: list[str] = []
         with _no_gc():
-            state.apply_all(early)
+            fold_over(state, early, real_conflicts, real_seq)
         state.take_changed_types()
         state.take_changed_constraints()
         own = set(self._constraint_rules.values())
@@ -1149,7 +1148,7 @@ class Workbench:
             trial = Trial(state)
             what = Run("what-if", trial, runner.copy(), dict(rules_of))
             what.start(when)
-            replay_step(what, inserted, rules_after, None, real_seq, at=when)
+            replay_step(what, inserted, rules_after, report.conflicts, real_seq, at=when)
             report.records = record_changes(trial)
             report.schema = schema_growth(state, trial)
             bar.update()
@@ -1167,11 +1166,14 @@ class Workbench:
             real = Run("real", state, runner, rules_of)
             real.start(when)
             for group in groups:
-                replay_step(real, group, rules_after, None, real_seq)
+                replay_step(real, group, rules_after, real_conflicts, real_seq)
                 bar.update()
             standing = {a.id: a for a in real.runner.standing()}
             report.log_end = state.now
             report.timeline += real.finish()
+            # What does not apply in both runs is the log's own order, not the what-if's doing.
+            report.conflicts = [c for c in report.conflicts if c not in real_conflicts]
+            report.conflicts += [f"in the real run too: {c}" for c in real_conflicts]
             clock.lap("real run")
         report.raised = [renumbered(a, real_seq) for i, a in ended.items() if i not in standing]
         report.cleared = [
