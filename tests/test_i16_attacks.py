@@ -346,9 +346,11 @@ def test_whatif_on_an_empty_store_with_new_types(tmp_path: Path) -> None:
 # -- a what-if changes nothing --------------------------------------------------------------------
 
 
-def test_a_whatif_does_not_build_indexes_on_the_base(tmp_path: Path) -> None:
+def test_an_index_a_whatif_builds_on_the_base_is_a_correct_cache(tmp_path: Path) -> None:
     """A rule that starts indexing a field only when the what-if's records ask for it: the
-    trial's index is built from the base's, which then holds (and maintains) a new index."""
+    trial's index is built from the base's, which then holds (and maintains) it. That is a
+    cache of what the log says (trial.py's doc): every other part of the state is as it was,
+    the index equals one built from scratch, and a later ingest keeps it right."""
 
     @rule(watch=["Trip"], severity="info")
     def cheap(user: UserView) -> Iterator[Finding]:
@@ -361,38 +363,40 @@ def test_a_whatif_does_not_build_indexes_on_the_base(tmp_path: Path) -> None:
     )
     with Workbench(db, user=USER, rules=[*RULES, cheap]) as wb:
         before = dump(wb)
-        wb.whatif([add("2025-03-02", "Trip", "trigger", destination="T", start="2025-04-01")])
-        assert dump(wb) == before
+        w = wb.whatif([add("2025-03-02", "Trip", "trigger", destination="T", start="2025-04-01")])
+        assert [a.message for a in w.raised if a.rule == "cheap"] == ["a"]
+        after = dump(wb)
+        built = after["type Trip"].pop("indexes")
+        had = before["type Trip"].pop("indexes")
+        assert after == before
+        assert "cost" not in had and built == {**had, "cost": ([(500, "a")], [])}
+        wb.ingest([update("2025-03-03", "Trip", "a", cost=50)])
+        trips = wb.state.types["Trip"]
+        assert (trips.indexes["cost"].entries, trips.indexes["cost"].unset) == ([(50, "a")], set())
 
 
-def test_a_rule_that_writes_through_its_view_does_not_reach_the_state(tmp_path: Path) -> None:
-    """A notebook rule misbehaves only in the what-if (its trigger is hypothetical): it
-    writes into the records and types it can reach through ``user``."""
+def test_records_a_rule_is_given_are_frozen(tmp_path: Path) -> None:
+    """A rule cannot set a field of the records it reads, in a what-if as in ingest (it
+    becomes a rule_error alert of the trial). Rules are code the user put in force: one that
+    reaches past ``user`` into its private ``_state`` is not guarded against, here or in
+    ingest (docs/whatif.md says so)."""
 
     @rule(watch=["Medication"])
     def vandal(user: UserView) -> Iterator[Finding]:
-        if user.get("Medication", "trigger") is None:
-            return iter(())
-        st = user._state
-        allergies = st.types["Allergy"]  # a type the what-if did not touch
-        del allergies.current["pen"]
         for m in user.all("Medication"):
-            m.__dict__["name"] = "vandalised"
+            m.name = "vandalised"  # type: ignore[misc]
         return iter(())
 
-    db = store_with(
-        tmp_path,
-        [
-            add("2025-03-01", "Allergy", "pen", substance="penicillin"),
-            add("2025-03-01", "Medication", "ibu", name="ibuprofen"),
-        ],
-    )
-    stored = files(db)
+    db = store_with(tmp_path, [add("2025-03-01", "Medication", "ibu", name="ibuprofen")])
     with Workbench(db, user=USER, rules=[*RULES, vandal]) as wb:
+        stored = files(db)  # after the open, which logged the rule's error
         before = dump(wb)
-        wb.whatif([add("2025-03-02", "Medication", "trigger", name="t")])
+        (standing,) = [a for a in wb.alerts() if a.rule == "vandal"]
+        assert standing.category == "rule_error" and "frozen" in standing.message
+        w = wb.whatif([add("2025-03-02", "Medication", "trigger", name="t")])
+        assert not [a for a in [*w.raised, *w.cleared] if a.rule == "vandal"]
         assert dump(wb) == before
-    assert files(db) == stored
+        assert files(db) == stored
 
 
 def test_a_rule_setting_frozen_attributes_becomes_a_rule_error_and_changes_nothing(
@@ -742,7 +746,7 @@ def test_hostile_events_are_judged_as_ingest_judges_them(
             None,
         ),
         ("- kind: fact\n  n: " + "1" * 5000 + "\n", None),
-        ("[" + "[" * 100_000 + "]" * 100_000 + "]", "nest more than"),
+        ("[" + "[" * 100_000 + "]" * 100_000 + "]", "nest more than|depth limit"),
         ("x: " + "[" * 100_000 + "]" * 100_000, "nest|invalid YAML"),
         ("- !!python/object/apply:os.system ['true']\n", "invalid YAML"),
         ("- !!python/name:os.system\n", "invalid YAML"),
