@@ -282,10 +282,12 @@ class RuleRunner:
         self.active.setdefault(r.name, {})
 
     def copy(self) -> RuleRunner:
-        """The same rules, with standing alerts of their own (a what-if changes the copy's)."""
+        """The same rules, with standing alerts of their own (a what-if changes the copy's).
+        A rule's alerts are replaced whole when it runs, never changed in place, so the copy
+        shares them until then: it costs the rules, not the alerts."""
         other = RuleRunner()
         other.rules = dict(self.rules)
-        other.active = {name: dict(alerts) for name, alerts in self.active.items()}
+        other.active = dict(self.active)
         return other
 
     def remove(self, name: str) -> list[Alert]:
