@@ -965,16 +965,17 @@ class Restored:
     checkpoint_seq: int | None
 
     def prefetch(self, events: Sequence[LoggedEvent]) -> None:
-        prefetch(self.state, events)
+        user = self.state.user
+        prefetch(self.state, (e.payload for e in events if e.kind == "fact" and e.user == user))
 
 
-def prefetch(state: State, events: Iterable[LoggedEvent]) -> None:
-    """Read, one query per type, the current rows of the keys ``events`` touch (of the types
-    ``state`` still holds in snapshot tables), so their fold reads none one by one."""
+def prefetch(state: State, facts: Iterable[dict[str, Any]]) -> None:
+    """Read, one query per type, the current rows of the records the payloads of fact events
+    ``facts`` touch (of the types ``state`` still holds in snapshot tables), so that checking
+    and folding them reads none one by one."""
     keys: dict[str, set[str]] = {}
-    for ev in events:
-        if ev.kind == "fact" and ev.user == state.user:
-            keys.setdefault(ev.payload["type"], set()).add(ev.payload["key"])
+    for p in facts:
+        keys.setdefault(p["type"], set()).add(p["key"])
     for name, touched in keys.items():
         ts = state.types.get(name)
         if isinstance(ts, SnapTypeState):

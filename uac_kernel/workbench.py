@@ -46,6 +46,7 @@ from uac_kernel.snapshot import (
     fingerprint,
     load_snapshot,
     materialise,
+    prefetch,
     reads_records,
     snapshot_gen,
     write_snapshot,
@@ -555,9 +556,7 @@ class Workbench:
         report = IngestReport(skipped=len(parsed) - len(fresh))
         if not fresh:
             return report, set(), False
-        planned = plan_batch(self.state, fresh, self.limits)
-        own = set(self._constraint_rules.values())
-        _check_compiles(planned, [n for n in self.runner.rules if n not in own])
+        planned = self._plan(self.state, fresh)
         clock.lap("validate")
         logged = self.store.append(planned)
         clock.lap("write")
@@ -1001,6 +1000,11 @@ class Workbench:
         return [(expr, expr) for expr in given]
 
     def _plan(self, state: State, fresh: Sequence[InputEvent]) -> list[NewEvent]:
+        """The events to append for ``fresh`` (checked against ``state``, schema events added),
+        as ``ingest`` appends them; a constraint that would not compile is refused."""
+        # The records the batch changes, read in one query per type if a snapshot holds them:
+        # checking them one by one costs two queries a record.
+        prefetch(state, (ev.payload for ev in fresh if ev.kind == "fact"))
         planned = plan_batch(state, fresh, self.limits)
         own = set(self._constraint_rules.values())
         _check_compiles(planned, [n for n in self.runner.rules if n not in own])
@@ -1013,7 +1017,6 @@ class Workbench:
         asked: list[tuple[str, str]],
         clock: Stopwatch,
     ) -> None:
-        from uac_kernel.snapshot import prefetch
         from uac_kernel.trial import Trial
         from uac_kernel.whatif import logged, record_changes, schema_growth, severities
 
@@ -1023,7 +1026,6 @@ class Workbench:
         events = logged(planned, self.state.seq)
         report.first_seq = events[0].seq if events else None
         with _no_gc():
-            prefetch(self.state, events)
             trial.apply_all(events)
         changed = trial.take_changed_types()
         clock.lap("fold")
