@@ -288,6 +288,11 @@ class State:
         elif ev.kind == "constraint":
             self._apply_constraint(ev)
 
+    def _writable(self, name: str) -> TypeState | None:
+        """The records of type ``name`` for the fold to change (a trial gives its own layer
+        over them, see ``uac_kernel.trial``)."""
+        return self.types.get(name)
+
     def _settle(self) -> None:
         for name in self._stale:
             self.types[name].settle(self.schema.types[name])
@@ -351,7 +356,7 @@ class State:
         name = payload["type"]
         self.schema.apply(payload)
         fields = self.schema.types[name]
-        ts = self.types.get(name)
+        ts = self._writable(name)
         if ts is None:
             self.types[name] = TypeState.of(name, fields)
         elif payload.get("field"):
@@ -365,7 +370,7 @@ class State:
     def _apply_fact(self, ev: LoggedEvent) -> None:
         p = ev.payload
         name, key, op = p["type"], p["key"], p["op"]
-        ts = self.types.get(name)
+        ts = self._writable(name)
         if ts is None:
             raise FoldError(f"event {ev.seq}: type {name!r} has no schema event before it")
         given = p.get("fields") or {}

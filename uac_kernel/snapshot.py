@@ -56,6 +56,7 @@ __all__ = [
     "fingerprint",
     "load_snapshot",
     "materialise",
+    "prefetch",
     "reads_records",
     "write_snapshot",
 ]
@@ -969,15 +970,20 @@ class Restored:
     checkpoint_seq: int | None
 
     def prefetch(self, events: Sequence[LoggedEvent]) -> None:
-        """Read, one query per type, the current rows of the keys ``events`` touch."""
-        keys: dict[str, set[str]] = {}
-        for ev in events:
-            if ev.kind == "fact" and ev.user == self.state.user:
-                keys.setdefault(ev.payload["type"], set()).add(ev.payload["key"])
-        for name, touched in keys.items():
-            ts = self.state.types.get(name)
-            if isinstance(ts, SnapTypeState):
-                ts.prefetch(touched)
+        prefetch(self.state, events)
+
+
+def prefetch(state: State, events: Iterable[LoggedEvent]) -> None:
+    """Read, one query per type, the current rows of the keys ``events`` touch (of the types
+    ``state`` still holds in snapshot tables), so their fold reads none one by one."""
+    keys: dict[str, set[str]] = {}
+    for ev in events:
+        if ev.kind == "fact" and ev.user == state.user:
+            keys.setdefault(ev.payload["type"], set()).add(ev.payload["key"])
+    for name, touched in keys.items():
+        ts = state.types.get(name)
+        if isinstance(ts, SnapTypeState):
+            ts.prefetch(touched)
 
 
 _TYPES_SQL = f"""

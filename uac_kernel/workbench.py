@@ -9,7 +9,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.codegen import rules_code
-from uac_kernel.errors import ConstraintError, QueryError, StoreError, UnknownUser
+from uac_kernel.errors import ConstraintError, QueryError, StoreError, UacError, UnknownUser
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
 from uac_kernel.fold import ConstraintVersion, State, fold
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
@@ -63,10 +63,14 @@ if TYPE_CHECKING:
     from uac_kernel.integrity import VerifyReport
     from uac_kernel.model import ModelClient, ModelSettings
     from uac_kernel.review import HeldBatch
+    from uac_kernel.whatif import AnswerChange, WhatIf
 
 # resolve_user and DEFAULT_USER live in users.py, where the commands that need no fold use them
 # without importing this module; they stay importable from here, where they were first.
 __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
+
+# What a what-if re-runs by default: the latest expressions and questions of the session.
+ASKED_MOST = 20
 
 
 def _check_compiles(planned: Iterable[NewEvent], taken: Collection[str] = ()) -> None:
@@ -99,6 +103,66 @@ def _key_of(rules: dict[str, str], rule: str) -> str | None:
 
 def _of(cv: ConstraintVersion | None) -> str:
     return f"constraint {cv.key!r}" if cv is not None else "its constraint"
+
+
+def put_in_force(runner: RuleRunner, rules_of: dict[str, str], cv: ConstraintVersion) -> None:
+    """Put the rule of constraint version ``cv`` in ``runner``, noting it in ``rules_of``
+    (constraint key → rule name)."""
+    from uac_kernel.constraints.inforce import in_force_rule
+
+    r = in_force_rule(cv)
+    runner.add(r)
+    rules_of[cv.key] = r.name
+
+
+def constraints_changed(
+    state: State, runner: RuleRunner, rules_of: dict[str, str], keys: Collection[str]
+) -> list[ClearedAlert]:
+    """Put the rules of the constraints ``keys`` in force, in their new version, or take
+    those of retracted ones out; return the alerts the retracted ones had standing."""
+    cleared: list[ClearedAlert] = []
+    for key in sorted(keys):
+        cv = state.constraints.get(key)
+        if cv is not None:
+            put_in_force(runner, rules_of, cv)
+            continue
+        name = rules_of.pop(key, None)
+        if name is None:
+            continue
+        ended = next(v for v in reversed(state.constraint_history) if v.key == key)
+        because = f": {ended.ended_because}" if ended.ended_because else ""
+        reason = f"constraint {key!r} was retracted{because}"
+        cleared += [as_cleared(a, reason) for a in runner.remove(name)]
+    return cleared
+
+
+def rules_after(
+    state: State,
+    runner: RuleRunner,
+    rules_of: dict[str, str],
+    changed: set[str],
+    clock_moved: bool,
+    constrained: set[str],
+) -> AlertChange | None:
+    """Run the rules a folded batch affects (None: it affects none): those reading a changed
+    type or the clock, and every rule of a constraint it put in force or changed."""
+    if not (changed or clock_moved or constrained):
+        return None
+    ended = constraints_changed(state, runner, rules_of, constrained)
+    view = UserView(state)
+    change = runner.run(view, changed, clock_moved)
+    if constrained:
+        # A new or changed constraint's rule runs on the whole state, whatever changed.
+        names = [rules_of[k] for k in constrained if k in state.constraints]
+        again = runner.run(view, None, only=names)
+        change.raised += [a for a in again.raised if a not in change.raised]
+        change.updated += again.updated
+        for a in again.cleared:
+            key = _key_of(rules_of, a.rule)
+            cv = state.constraints.get(key) if key is not None else None
+            change.cleared.append(as_cleared(a, f"{_of(cv)} was updated ({a.reason})"))
+    change.cleared += ended
+    return change
 
 
 class Stopwatch:
@@ -215,6 +279,8 @@ class Workbench:
         self._search: LogSearch | None = None
         self._model_settings = model
         self._model: ModelClient | None = None
+        # expression → label (the question it answered, or itself), oldest first
+        self._asked: dict[str, str] = {}
         self._load()
 
     def _load(self) -> None:
@@ -424,16 +490,7 @@ class Workbench:
         for this user are skipped, so re-ingesting a file appends nothing. Any invalid event
         rejects the whole batch with an ``EventError``.
         """
-        parsed: Iterable[InputEvent]
-        if isinstance(events, (str, Path)):
-            if format == "jsonl" and history is None:
-                parsed = parse_jsonl(events, self.limits)
-            else:
-                parsed = read_events(
-                    events, None if format == "auto" else format, user=history, limits=self.limits
-                )
-        else:
-            parsed = parse_objects(events, origin, self.limits)
+        parsed = self._parse(events, origin, format, history)
         clock = Stopwatch()
         with _no_gc():
             batch = list(parsed)
@@ -441,6 +498,35 @@ class Workbench:
             report, changed, clock_moved = self._write(batch, clock)
             del batch  # freed now, or the GC walks the whole parsed batch when it resumes
         return self._run_rules(report, changed, clock_moved, clock)
+
+    def _parse(
+        self,
+        events: str | Path | Iterable[dict[str, Any]],
+        origin: str,
+        format: str,
+        history: str | None = None,
+    ) -> Iterable[InputEvent]:
+        if isinstance(events, (str, Path)):
+            if format == "jsonl" and history is None:
+                return parse_jsonl(events, self.limits)
+            return read_events(
+                events, None if format == "auto" else format, user=history, limits=self.limits
+            )
+        return parse_objects(events, origin, self.limits)
+
+    def _fresh(self, parsed: Sequence[InputEvent]) -> list[InputEvent]:
+        """The events of ``parsed`` whose source is not logged yet (nor earlier in it)."""
+        fresh: list[InputEvent] = []
+        seen: set[str] = set()
+        for ev in parsed:
+            if ev.source is not None:
+                if ev.source in seen:
+                    continue
+                seen.add(ev.source)
+            fresh.append(ev)
+        if already := self.store.logged_sources(self.user, seen):
+            fresh = [ev for ev in fresh if ev.source not in already]
+        return fresh
 
     def append_parsed(self, parsed: Sequence[InputEvent]) -> IngestReport:
         """Append events already parsed (by an adapter or the extractor), like ``ingest``."""
@@ -465,16 +551,7 @@ class Workbench:
     def _write_locked(
         self, parsed: Sequence[InputEvent], clock: Stopwatch
     ) -> tuple[IngestReport, set[str], bool]:
-        fresh: list[InputEvent] = []
-        seen: set[str] = set()
-        for ev in parsed:
-            if ev.source is not None:
-                if ev.source in seen:
-                    continue
-                seen.add(ev.source)
-            fresh.append(ev)
-        if already := self.store.logged_sources(self.user, seen):
-            fresh = [ev for ev in fresh if ev.source not in already]
+        fresh = self._fresh(parsed)
         report = IngestReport(skipped=len(parsed) - len(fresh))
         if not fresh:
             return report, set(), False
@@ -503,22 +580,10 @@ class Workbench:
         self, report: IngestReport, changed: set[str], clock_moved: bool, clock: Stopwatch
     ) -> IngestReport:
         constrained = self.state.take_changed_constraints()
-        if changed or clock_moved or constrained:
-            ended = self._constraints_changed(constrained)
-            change = self.runner.run(self.view, changed, clock_moved)
-            if constrained:
-                # A new or changed constraint's rule runs on the whole state, whatever changed.
-                names = [
-                    self._constraint_rules[k] for k in constrained if k in self.state.constraints
-                ]
-                again = self.runner.run(self.view, None, only=names)
-                change.raised += [a for a in again.raised if a not in change.raised]
-                change.updated += again.updated
-                change.cleared += [
-                    as_cleared(a, f"{_of(self.constraint_of(a.rule))} was updated ({a.reason})")
-                    for a in again.cleared
-                ]
-            change.cleared += ended
+        change = rules_after(
+            self.state, self.runner, self._constraint_rules, changed, clock_moved, constrained
+        )
+        if change is not None:
             self._log_alerts(change)
             report.raised, report.cleared, report.updated = (
                 change.raised,
@@ -532,29 +597,10 @@ class Workbench:
     # -- constraints ----------------------------------------------------------------------
 
     def _put_in_force(self, cv: ConstraintVersion) -> None:
-        from uac_kernel.constraints.inforce import in_force_rule
-
-        r = in_force_rule(cv)
-        self.runner.add(r)
-        self._constraint_rules[cv.key] = r.name
+        put_in_force(self.runner, self._constraint_rules, cv)
 
     def _constraints_changed(self, keys: Collection[str]) -> list[ClearedAlert]:
-        """Put the rules of the constraints ``keys`` in force, in their new version, or take
-        those of retracted ones out; return the alerts the retracted ones had standing."""
-        cleared: list[ClearedAlert] = []
-        for key in sorted(keys):
-            cv = self.state.constraints.get(key)
-            if cv is not None:
-                self._put_in_force(cv)
-                continue
-            name = self._constraint_rules.pop(key, None)
-            if name is None:
-                continue
-            ended = next(v for v in reversed(self.state.constraint_history) if v.key == key)
-            because = f": {ended.ended_because}" if ended.ended_because else ""
-            reason = f"constraint {key!r} was retracted{because}"
-            cleared += [as_cleared(a, reason) for a in self.runner.remove(name)]
-        return cleared
+        return constraints_changed(self.state, self.runner, self._constraint_rules, keys)
 
     def constrain(
         self,
@@ -808,8 +854,22 @@ class Workbench:
         it is picked again from checkpoint ``version``, and only a selected record missing
         from the cell is retracted; records outside it stay as they are.
         """
+        plan = self._plan_edit(code, version, part, key, where, last)
+        report = self.ingest(plan.facts, origin=f"cell {part} (checkpoint {version})")
+        return plan, report
+
+    def _plan_edit(
+        self,
+        code: str,
+        version: int,
+        part: str,
+        key: str | Iterable[str] | None,
+        where: str | None,
+        last: int | None,
+    ) -> EditPlan:
         from uac_kernel.edits import Selection, plan_edit
 
+        self._sync()
         cp = self.checkpoints.get(version)
         base = self.state_at_seq(cp.seq)
         sel = Selection.of(key, where, last)
@@ -818,9 +878,7 @@ class Workbench:
         # plans other facts, so its correction events must not share their source ids.
         scope = f"|{sel!r}" if sel else ""
         digest_of = f"{self.user}|{version}|{part}{scope}|{code}"
-        plan = plan_edit(base, self.state, code, part, digest_of, selected)
-        report = self.ingest(plan.facts, origin=f"cell {part} (checkpoint {version})")
-        return plan, report
+        return plan_edit(base, self.state, code, part, digest_of, selected)
 
     def define_rule(self, r: Rule, source: str) -> AlertChange:
         """Put a rule written in a notebook in force, and log its source as a ``rule`` event."""
@@ -843,6 +901,284 @@ class Workbench:
         for ev in self.store.events(self.user, kinds=["rule"]):
             latest[ev.payload["name"]] = ev.payload
         return list(latest.values())
+
+    # -- what-ifs ---------------------------------------------------------------------------
+
+    @property
+    def expressions(self) -> list[tuple[str, str]]:
+        """(label, expression) of what this session asked, oldest first: each ``eval``
+        expression, and the code that answered each ``ask`` question (labelled by it). A
+        what-if re-runs them (see ``whatif``)."""
+        return [(label, expr) for expr, label in self._asked.items()]
+
+    def _remember(self, label: str, expr: str) -> None:
+        self._asked.pop(expr, None)
+        self._asked[expr] = label
+        while len(self._asked) > ASKED_MOST:
+            del self._asked[next(iter(self._asked))]
+
+    def whatif(
+        self,
+        events: str | Path | Iterable[dict[str, Any]],
+        *,
+        as_of: datetime | str | None = None,
+        expressions: Sequence[str] | dict[str, str] | None = None,
+        format: str = "jsonl",
+        origin: str = "<what-if>",
+        progress: bool | None = None,
+    ) -> WhatIf:
+        """What appending ``events`` (a file, or event objects) would change, without
+        appending them: records added, changed and retracted, alerts raised, cleared or
+        changing severity, and the answers of ``expressions`` (default: ``expressions``, this
+        session's) before → after. Nothing is written and no model is called; the events are
+        checked as ``ingest`` checks them (an ``EventError`` names the bad one).
+
+        With ``as_of`` (a date-time or ISO text) they go in at that moment of the past and the
+        later log is replayed on top; the report's ``timeline`` holds when each alert would
+        have stood, beside the real run's (see ``uac_kernel.whatif``). Its cost grows with
+        the log; a what-if of the present costs the events and the rules they touch.
+        """
+        from uac_kernel.whatif import WhatIf, event_dict
+
+        clock = Stopwatch()
+        with _no_gc():
+            batch = list(self._parse(events, origin, format))
+        clock.lap("parse")
+        self._sync()
+        fresh = self._fresh(batch)
+        report = WhatIf(
+            user=self.user,
+            events=[event_dict(ev) for ev in batch],
+            new=len(fresh),
+            skipped=len(batch) - len(fresh),
+        )
+        asked = self._expressions(expressions)
+        if as_of is None:
+            self._whatif_now(report, fresh, asked, clock)
+        else:
+            when = datetime.fromisoformat(as_of) if isinstance(as_of, str) else as_of
+            if when.tzinfo is not None:
+                when = when.astimezone(UTC).replace(tzinfo=None)
+            report.as_of = when
+            self._whatif_past(report, fresh, asked, clock, progress)
+        report.seconds = clock.laps
+        return report
+
+    def apply_whatif(self, whatif: WhatIf) -> IngestReport:
+        """Append the events of ``whatif`` for real, through ``ingest``: checked again against
+        the log as it is now (it may have moved since), in one batch, then the rules run and
+        their alerts are logged. Events appended since the what-if are skipped as usual."""
+        if whatif.user != self.user:
+            raise QueryError(
+                f"this what-if is of user {whatif.user!r}, not {self.user!r}; apply it with a "
+                "workbench of that user"
+            )
+        when = f" as of {whatif.as_of.isoformat()}" if whatif.as_of is not None else ""
+        return self.ingest(whatif.events, origin=f"what-if{when}")
+
+    def preview_edit(
+        self,
+        code: str,
+        *,
+        version: int,
+        part: str,
+        key: str | Iterable[str] | None = None,
+        where: str | None = None,
+        last: int | None = None,
+        expressions: Sequence[str] | dict[str, str] | None = None,
+    ) -> tuple[EditPlan, WhatIf]:
+        """What ``apply_edit`` with the same arguments would do, as a what-if: the plan of
+        correction facts and the report of what they would change. Nothing is appended; the
+        plan's facts are what ``apply_edit`` (or ``ingest``) would append."""
+        plan = self._plan_edit(code, version, part, key, where, last)
+        origin = f"cell {part} (checkpoint {version})"
+        return plan, self.whatif(plan.facts, expressions=expressions, origin=origin)
+
+    def _expressions(self, given: Sequence[str] | dict[str, str] | None) -> list[tuple[str, str]]:
+        if given is None:
+            return self.expressions
+        if isinstance(given, dict):
+            return [(str(label), expr) for label, expr in given.items()]
+        if isinstance(given, str):
+            return [(given, given)]
+        return [(expr, expr) for expr in given]
+
+    def _plan(self, state: State, fresh: Sequence[InputEvent]) -> list[NewEvent]:
+        planned = plan_batch(state, fresh, self.limits)
+        own = set(self._constraint_rules.values())
+        _check_compiles(planned, [n for n in self.runner.rules if n not in own])
+        return planned
+
+    def _whatif_now(
+        self,
+        report: WhatIf,
+        fresh: Sequence[InputEvent],
+        asked: list[tuple[str, str]],
+        clock: Stopwatch,
+    ) -> None:
+        from uac_kernel.snapshot import prefetch
+        from uac_kernel.trial import Trial
+        from uac_kernel.whatif import logged, record_changes, schema_growth, severities
+
+        planned = self._plan(self.state, fresh)
+        clock.lap("validate")
+        trial = Trial(self.state)
+        events = logged(planned, self.state.seq)
+        report.first_seq = events[0].seq if events else None
+        with _no_gc():
+            prefetch(self.state, events)
+            trial.apply_all(events)
+        changed = trial.take_changed_types()
+        clock.lap("fold")
+        runner = self.runner.copy()
+        change = rules_after(
+            trial,
+            runner,
+            dict(self._constraint_rules),
+            changed,
+            trial.now != self.state.now,
+            trial.take_changed_constraints(),
+        )
+        if change is not None:
+            report.raised, report.cleared, report.updated = (
+                change.raised,
+                change.cleared,
+                change.updated,
+            )
+            report.was = severities(self.runner, change.updated)
+        report.records = record_changes(trial)
+        report.schema = schema_growth(self.state, trial)
+        clock.lap("rules")
+        if asked:
+            report.answers = self._answers(trial, asked)
+            clock.lap("answers")
+
+    def _answers(self, trial: State, asked: list[tuple[str, str]]) -> list[AnswerChange]:
+        """Each expression run over the state and over the what-if's ``trial``, in the sandbox."""
+        from uac_kernel.whatif import AnswerChange
+
+        def run(box: WarmSandbox, expr: str) -> tuple[Any, str]:
+            try:
+                return box.evaluate(expr), ""
+            except UacError as exc:
+                return None, str(exc)
+
+        materialise(self.state)  # the sandboxes fork: they cannot read the store
+        now = self._sandbox()
+        before = [run(now, expr) for _, expr in asked]
+        ns = namespace(trial)
+        ns["search"] = search_function(self.search_index, [])
+        with WarmSandbox(ns, idle_seconds=None) as box:
+            after = [run(box, expr) for _, expr in asked]
+        return [
+            AnswerChange(label, expr, b, a, eb, ea)
+            for (label, expr), (b, eb), (a, ea) in zip(asked, before, after, strict=True)
+        ]
+
+    def _whatif_past(
+        self,
+        report: WhatIf,
+        fresh: Sequence[InputEvent],
+        asked: list[tuple[str, str]],
+        clock: Stopwatch,
+        progress: bool | None,
+    ) -> None:
+        from tqdm.auto import tqdm
+
+        from uac_kernel.trial import Trial
+        from uac_kernel.whatif import (
+            FOLDED,
+            Run,
+            days,
+            logged,
+            record_changes,
+            renumbered,
+            replay_step,
+            schema_growth,
+        )
+
+        assert report.as_of is not None
+        when = report.as_of
+        # Log order, renumbered: a log's times need not follow its order, so the events
+        # dated up to the moment and those after it interleave in it.
+        history = [e for e in self.store.events(self.user) if e.kind in FOLDED]
+        head = self.state.seq
+        early = [e for e in history if e.ts <= when or e.kind == "schema"]
+        late = [e for e in history if not (e.ts <= when or e.kind == "schema")]
+        real_seq: dict[int, int] = {}
+
+        def numbered(events: Iterable[LoggedEvent], start: int) -> list[LoggedEvent]:
+            out = []
+            for i, e in enumerate(events, start):
+                real_seq[i] = e.seq
+                out.append(e._replace(seq=i))
+            return out
+
+        early = numbered(early, 1)
+        state = State(self.user)
+        with _no_gc():
+            state.apply_all(early)
+        state.take_changed_types()
+        state.take_changed_constraints()
+        own = set(self._constraint_rules.values())
+        runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
+        rules_of: dict[str, str] = {}
+        for cv in state.constraints.values():
+            put_in_force(runner, rules_of, cv)
+        runner.run(UserView(state), None)
+        planned = self._plan(state, fresh)
+        clock.lap("validate")
+        inserted = logged(planned, len(early))
+        for i, e in enumerate(inserted, 1):
+            real_seq[e.seq] = head + i
+        report.first_seq = head + 1 if inserted else None
+        late = numbered(late, len(early) + len(inserted) + 1)
+        groups = list(days(late))
+        bar = tqdm(
+            total=2 * len(groups) + 1,
+            desc="replaying",
+            unit="day",
+            disable=None if progress is None else not progress,
+        )
+        with bar:
+            trial = Trial(state)
+            what = Run("what-if", trial, runner.copy(), dict(rules_of))
+            what.start(when)
+            replay_step(what, inserted, rules_after, None, real_seq, at=when)
+            report.records = record_changes(trial)
+            report.schema = schema_growth(state, trial)
+            bar.update()
+            for group in groups:
+                replay_step(what, group, rules_after, report.conflicts, real_seq)
+                bar.update()
+            clock.lap("what-if run")
+            if asked:
+                report.answers = self._answers(trial, asked)
+                clock.lap("answers")
+            ended = {a.id: a for a in what.runner.standing()}
+            report.timeline = what.finish()
+            # The layer reads through to the state, which the real run now changes.
+            del trial, what
+            real = Run("real", state, runner, rules_of)
+            real.start(when)
+            for group in groups:
+                replay_step(real, group, rules_after, None, real_seq)
+                bar.update()
+            standing = {a.id: a for a in real.runner.standing()}
+            report.timeline += real.finish()
+            clock.lap("real run")
+        report.raised = [renumbered(a, real_seq) for i, a in ended.items() if i not in standing]
+        report.cleared = [
+            as_cleared(renumbered(a, real_seq), "it does not stand at the end of the what-if's run")
+            for i, a in standing.items()
+            if i not in ended
+        ]
+        report.updated = [
+            renumbered(a, real_seq)
+            for i, a in ended.items()
+            if i in standing and standing[i].severity != a.severity
+        ]
+        report.was = {a.id: standing[a.id].severity for a in report.updated}
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -879,7 +1215,9 @@ class Workbench:
         """
         self._sync()
         sandbox = self._sandbox(records=reads_records(expr))
-        return sandbox.evaluate(expr, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+        value = sandbox.evaluate(expr, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+        self._remember(expr, expr)
+        return value
 
     def _sandbox(self, records: bool = True) -> WarmSandbox:
         """The warm sandbox for the current state version; a new one (and worker) once the state
@@ -1004,7 +1342,10 @@ class Workbench:
         """Answer a question by code the model writes over the schema; runs in the sandbox."""
         self._sync()
         materialise(self.state)  # its code runs in a forked sandbox, which cannot read the store
-        return answer_question(question, self.state, self.search_index, self.store, self.model)
+        answer = answer_question(question, self.state, self.search_index, self.store, self.model)
+        if answer.ok and answer.expression:
+            self._remember(question, answer.expression)
+        return answer
 
     def sql(self, query: str, *, timeout: float | None = None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``), stopped after

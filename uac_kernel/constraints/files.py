@@ -18,7 +18,7 @@ from uac_kernel.constraints.spec import Constraint, parse_constraint
 from uac_kernel.errors import ConstraintError
 from uac_kernel.events import KEY_CHARS
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "read_constraint_file", "read_constraints"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "StrictLoader", "read_constraint_file", "read_constraints"]
 
 # A constraint is a few hundred characters; a file of the most a user may have in force fits.
 MAX_CHARS = 1 << 20
@@ -27,8 +27,9 @@ MAX_CHARS = 1 << 20
 MAX_DEPTH = 32
 
 
-class _Loader(yaml.SafeLoader):
-    """The safe loader, refusing aliases and a key given twice in one mapping."""
+class StrictLoader(yaml.SafeLoader):
+    """The safe loader, refusing aliases and a key given twice in one mapping, reading only
+    true/false as booleans (constraint files, what-if cells)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -56,11 +57,11 @@ class _Loader(yaml.SafeLoader):
 
 # YAML 1.2 core schema booleans only: YAML 1.1 also reads yes/no/on/off/y/n as booleans, so
 # `country: NO` would silently become false (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
-_Loader.yaml_implicit_resolvers = {
+StrictLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in found if tag != "tag:yaml.org,2002:bool"]
     for first, found in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Loader.add_implicit_resolver(
+StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
 
@@ -127,7 +128,7 @@ def _parse(text: str, origin: str) -> Any:
                 f"{origin}: line {exc.lineno}: invalid JSON ({exc.msg}); fix it or write YAML"
             ) from None
     try:
-        return yaml.load(text, Loader=_Loader)  # the safe loader, aliases refused
+        return yaml.load(text, Loader=StrictLoader)  # the safe loader, aliases refused
     except ConstraintError as exc:
         raise ConstraintError(f"{origin}: {exc}") from None
     except yaml.YAMLError as exc:

@@ -281,6 +281,13 @@ class RuleRunner:
         self.rules[r.name] = r
         self.active.setdefault(r.name, {})
 
+    def copy(self) -> RuleRunner:
+        """The same rules, with standing alerts of their own (a what-if changes the copy's)."""
+        other = RuleRunner()
+        other.rules = dict(self.rules)
+        other.active = {name: dict(alerts) for name, alerts in self.active.items()}
+        return other
+
     def remove(self, name: str) -> list[Alert]:
         """Take rule ``name`` out of force; return the alerts it had standing (now cleared)."""
         self.rules.pop(name, None)
