@@ -1457,8 +1457,10 @@ class UacMagics(Magics):
                 )
             events = self._events_of(args.var)
             origin = args.var
+        from uac_kernel._whatif_face import moment
+
+        as_of = moment(_unquote(args.as_of)) if args.as_of else None
         wb = self._wb(read=True)
-        as_of = _unquote(args.as_of) if args.as_of else None
         w = wb.whatif(events, as_of=as_of, expressions=args.expr, origin=origin)
         self._show_whatif(wb, w)
 
@@ -1496,21 +1498,18 @@ class UacMagics(Magics):
     def _show_whatif(self, wb: Workbench, w: WhatIf, head: Sequence[str] = ()) -> None:
         """The what-if's report: its widget (with the Apply button) when there is one, else
         the text and HTML; ``head`` lines come first."""
-        from uac_kernel._whatif_face import report_html, report_lines
+        from uac_kernel._whatif_face import report_html, report_lines, widget_class
 
         head = [printable(h) for h in head]
         report = report_lines(w)
-        try:
-            from uac_kernel import widgets
-        except ImportError:  # anywidget is not installed: the text and HTML
-            widgets = None  # type: ignore[assignment]
-        if widgets is None or not hasattr(widgets, "WhatIfWidget"):
+        widget = widget_class()
+        if widget is None:
             text = "\n".join([*head, *report])
             display({"text/plain": text, "text/html": report_html(w, head)}, raw=True)
             return
         if head:
             print("\n".join(head))
-        self._show(lambda: widgets.WhatIfWidget(wb, w), "\n".join(report), report_html(w))
+        self._show(lambda: widget(wb, w), "\n".join(report), report_html(w))
 
     # -- widgets --------------------------------------------------------------------------------
 

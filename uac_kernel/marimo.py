@@ -255,11 +255,13 @@ def whatif(
     that widget is not available. A mistake in the events (or an empty text) shows as a
     callout with the one-line error instead; nothing is appended then either.
     """
-    from uac_kernel._whatif_face import report_html
+    from uac_kernel._whatif_face import moment, report_html, widget_class
     from uac_kernel.whatif import events_from_text
 
     mo = _marimo()
     try:
+        if isinstance(as_of, str):
+            moment(as_of, "as_of")
         given: str | Path | Iterable[dict[str, Any]] = events
         if isinstance(events, str):
             if not events.strip():
@@ -271,10 +273,7 @@ def whatif(
         w = wb.whatif(given, as_of=as_of, expressions=expressions)
     except UacError as exc:
         return mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
-    try:
-        from uac_kernel import widgets
-    except ImportError:  # anywidget is not installed
-        widgets = None  # type: ignore[assignment]
-    if widgets is not None and hasattr(widgets, "WhatIfWidget"):
-        return mo.ui.anywidget(widgets.WhatIfWidget(wb, w))
+    widget = widget_class()
+    if widget is not None:
+        return mo.ui.anywidget(widget(wb, w))
     return mo.Html(report_html(w))
