@@ -99,7 +99,7 @@ def test_whatif_mistakes_are_one_line_usage_errors(ip: Any) -> None:
         "%uac whatif text": "text is a str, not a list of event dicts",
         "%uac whatif mixed": "mixed[1] is a int, not an event dict",
         "%uac whatif os.system('x')": "name a variable",
-        "%%uac whatif\n": "write the events in the cell",
+        "%%uac whatif\n  \n": "write the events in the cell",
         "%%uac whatif prescription\n{}": "takes its events from the cell",
         "%%uac whatif\n- kind: fact\n  op: [": "%%uac whatif",
         '%%uac whatif\n{"kind": "fact", "ts": "2024-11-18T09:00:00", "op": "add", '
@@ -144,25 +144,28 @@ app = marimo.App()
 
 @app.cell
 def _():
+    import json
+
     import uac
     import uac.marimo as um
 
+    store, amoxicillin, amoxicillin_yaml = json.loads(EVENTS)
     wb = uac.open(":memory:", user="maya")
-    wb.ingest(STORE)
+    wb.ingest(store)
     before = len(wb.log())
-    return before, um, wb
+    return amoxicillin, amoxicillin_yaml, before, um, wb
 
 
 @app.cell
-def _(um, wb):
-    view = um.whatif(wb, [AMOXICILLIN], expressions=["len(user.all(Medication))"])
+def _(amoxicillin, um, wb):
+    view = um.whatif(wb, [amoxicillin], expressions=["len(user.all(Medication))"])
     view
     return (view,)
 
 
 @app.cell
-def _(um, wb):
-    text_view = um.whatif(wb, AMOXICILLIN_YAML)
+def _(amoxicillin_yaml, um, wb):
+    text_view = um.whatif(wb, amoxicillin_yaml)
     bad_view = um.whatif(wb, "- kind: fact\\n  op: add\\n")
     empty_view = um.whatif(wb, "  ")
     return bad_view, empty_view, text_view
@@ -179,9 +182,9 @@ def test_marimo_whatif_in_an_app(tmp_path: Path) -> None:
     mo = pytest.importorskip("marimo", reason="pip install marimo")
     import runpy
 
-    source = f"STORE = {STORE!r}\nAMOXICILLIN = {AMOXICILLIN!r}\nAMOXICILLIN_YAML = {AMOXICILLIN_YAML!r}\n"
+    events = json.dumps([STORE, AMOXICILLIN, AMOXICILLIN_YAML])
     path = tmp_path / "whatif_app.py"
-    path.write_text(source + _MARIMO_APP, encoding="utf-8")
+    path.write_text(_MARIMO_APP.replace("EVENTS", repr(events)), encoding="utf-8")
     app = runpy.run_path(str(path))["app"]
     outputs, defs = app.run()
     assert defs["after"] == defs["before"], "a what-if appended to the log"
