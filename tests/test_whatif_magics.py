@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import retract, update
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
@@ -76,6 +77,20 @@ def test_whatif_of_a_variable(ip: Any) -> None:
     run(ip, f"%uac eval {MEDICATIONS}")
     out = shown(ip, "%uac whatif prescription")
     assert MEDICATIONS in out
+
+
+def test_past_whatif_in_a_cell(ip: Any) -> None:
+    # the real log: the allergy, then amoxicillin for a week of November (the alert stood);
+    # what if the allergy had been retracted in March?
+    stopped = update("2024-11-25", "Medication", "med-amoxicillin", active=False)
+    ip.user_ns["wb"].ingest([AMOXICILLIN, stopped])
+    before = logged(ip)
+    retraction = retract("2024-03-01", "Allergy", "allergy-penicillin")
+    out = shown(ip, f"%%uac whatif --as-of '2024-03-01T12:00'\n{json.dumps(retraction)}\n")
+    assert "as of 2024-03-01 12:00" in out and "retracted Allergy" in out
+    timeline = [line.split() for line in out.splitlines() if RULE in line and "→" in line]
+    assert [(t[0], t[3], t[6]) for t in timeline] == [("real", "2024-11-18", "2024-11-25")]
+    assert logged(ip) == before
 
 
 def test_whatif_html_is_escaped(ip: Any) -> None:
