@@ -27,7 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -417,6 +417,117 @@ _SCROLL_TOP_JS = """
 """
 
 
+# After the notebook's own run: a code cell added at the end of the open notebook (in the page
+# only; the file is not saved) and run there, in the same kernel.
+_ADD_CELL_JS = """
+(source) => {
+  window.__uacCell = null;
+  (async () => {
+    const app = window.jupyterapp;
+    const nb = window.__uacPanel.content;
+    app.shell.activateById(window.__uacPanel.id);
+    nb.model.sharedModel.insertCell(nb.model.cells.length, {cell_type: 'code', source});
+    nb.activeCellIndex = nb.widgets.length - 1;
+    await app.commands.execute('notebook:run-cell');
+    return nb.widgets.length - 1;
+  })().then((index) => { window.__uacCell = {index}; },
+            (e) => { window.__uacCell = {error: String(e)}; });
+}
+"""
+
+_CELL_OUTPUT_JS = """
+(index) => {
+  const c = window.__uacPanel.content.widgets[index];
+  return {
+    outputs: c.model.outputs.toJSON(),
+    text: c.node.querySelector('.jp-OutputArea')?.innerText ?? '',
+  };
+}
+"""
+
+
+def run_cell(page: Any, source: str) -> dict[str, Any]:
+    """Add a code cell at the end of the open notebook, run it, and return its outputs (nbformat
+    JSON), the text its output area shows and its index."""
+    page.evaluate(_ADD_CELL_JS, source)
+    added = page.wait_for_function("() => window.__uacCell", timeout=RUN_TIMEOUT * 1000)
+    cell = added.json_value()
+    assert "error" not in cell, f"running an added cell failed: {cell['error']}"
+    page.wait_for_function(_RUN_OVER_JS, polling=100, timeout=RUN_TIMEOUT * 1000)
+    return {"index": cell["index"], **page.evaluate(_CELL_OUTPUT_JS, cell["index"])}
+
+
+# A what-if in the past ("had amoxicillin been prescribed in February"), on a store of its own,
+# shown as the widget; the notebook's own store is left alone. A hostile name rides along.
+WHATIF_NAME = "Amoxicillin <b>500</b> mg"
+_WHATIF_CELL = f"""
+import tempfile
+from pathlib import Path
+from uac_kernel import Workbench
+from uac_kernel.widgets import WhatIfWidget
+
+_wi_wb = Workbench(Path(tempfile.mkdtemp()) / "whatif.duckdb", user="maya")
+_wi_wb.ingest([{{"kind": "fact", "ts": "2025-01-05T09:00:00", "op": "add", "type": "Allergy",
+                "key": "pen", "fields": {{"substance": "penicillin"}}}},
+               {{"kind": "fact", "ts": "2025-03-01T09:00:00", "op": "add", "type": "Trip",
+                "key": "york", "fields": {{"destination": "York"}}}}])
+_wi_before = len(_wi_wb.log())
+_wi = _wi_wb.whatif([{{"kind": "fact", "ts": "2025-02-01T08:00:00", "op": "add",
+                      "type": "Medication", "key": "amox", "fields": {{"name": {WHATIF_NAME!r}}}}}],
+                    as_of="2025-02-01T08:00:00", expressions=[])
+WhatIfWidget(_wi_wb, _wi)
+"""
+_WHATIF_LOG_CELL = """
+_wi_new = _wi_wb.log()[_wi_before:]
+print("facts:", [(e.payload["op"], e.payload["key"]) for e in _wi_new if e.kind == "fact"])
+print("alerts:", [(e.payload["state"], e.payload["rule"]) for e in _wi_new if e.kind == "alert"])
+"""
+WHATIF = ".jp-OutputArea-output .uac-whatif"
+
+
+@dataclass
+class WhatIfCheck:
+    """What the what-if widget showed, before and after its Apply button was clicked."""
+
+    shown: str = ""  # the widget's text before the click
+    bold: int = 0  # <b> elements inside the widget (the hostile name must stay text)
+    image: int = 0  # the timeline picture's natural width in pixels (0: not drawn)
+    done: str = ""  # the line the widget showed after the click
+    disabled: bool = False  # the button, after the click
+    log: str = ""  # what the next cell printed of the log's new events
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def check_whatif(page: Any) -> WhatIfCheck:
+    """Show a what-if widget in the running notebook, click Apply for real, read the log."""
+    check = WhatIfCheck()
+    shown = run_cell(page, _WHATIF_CELL)
+    check.outputs = shown["outputs"]
+    widget = page.locator(WHATIF).last
+    widget.wait_for(timeout=RENDER_TIMEOUT * 1000)
+    img = widget.locator(".uac-whatif-timeline img")
+    img.wait_for(timeout=RENDER_TIMEOUT * 1000)
+    page.wait_for_function(
+        "(img) => img.complete && img.naturalWidth > 0", arg=img.element_handle()
+    )
+    check.image = int(img.evaluate("(img) => img.naturalWidth"))
+    check.shown = widget.inner_text()
+    check.bold = widget.locator("b").count()
+    apply = widget.get_by_role("button", name="Apply for real")
+    apply.click()
+    done = widget.locator(".uac-whatif-done")
+    page.wait_for_function(
+        "(el) => el.textContent.length > 0 || el.closest('.uac').querySelector('.uac-error')"
+        ".textContent.length > 0",
+        arg=done.element_handle(),
+        timeout=RENDER_TIMEOUT * 1000,
+    )
+    check.done = done.inner_text() or widget.locator(".uac-error").inner_text()
+    check.disabled = widget.locator("button.uac-button").first.is_disabled()
+    check.log = run_cell(page, _WHATIF_LOG_CELL)["text"]
+    return check
+
+
 def _took(timing: dict[str, str] | None) -> str:
     """`` (1.2 s)``: a cell's run time, from the metadata Lab records with recordTiming."""
     try:
@@ -455,6 +566,7 @@ class Run:
     stderr: list[str] = field(default_factory=list)  # every rendered stderr output's text
     counts: dict[str, int] = field(default_factory=dict)  # matches of each awaited selector
     browser_errors: list[str] = field(default_factory=list)  # page errors, console errors
+    after: Any = None  # what the ``after`` step of run_in_lab returned
 
     def report(self) -> str:
         text = describe(self.cells)
@@ -464,10 +576,17 @@ class Run:
 
 
 def run_in_lab(
-    browser: Any, lab: Lab, path: str, screenshot: Path, wait_for: list[str], clock: Clock
+    browser: Any,
+    lab: Lab,
+    path: str,
+    screenshot: Path,
+    wait_for: list[str],
+    clock: Clock,
+    after: Callable[[Any], Any] | None = None,
 ) -> Run:
-    """Open ``path`` in Lab, run all cells, wait for each selector of ``wait_for`` to match and
-    take a full-height screenshot (also when a step fails)."""
+    """Open ``path`` in Lab, run all cells, wait for each selector of ``wait_for`` to match,
+    read the cells, run ``after(page)`` (its result in ``Run.after``) and take a full-height
+    screenshot (also when a step fails)."""
     from playwright.sync_api import Error as PlaywrightError
 
     run = Run()
@@ -509,6 +628,10 @@ def run_in_lab(
         _fit_viewport(page)
         run.cells = page.evaluate(_CELLS_JS)
         run.stderr = page.locator(STDERR).all_inner_texts()
+        if after is not None:
+            run.after = after(page)
+            clock.mark("after the run")
+            _fit_viewport(page)
         page.screenshot(path=str(screenshot), full_page=True)
         clock.mark("screenshot")
     except BaseException:  # pytest.fail() too: keep a picture of what went wrong
@@ -575,7 +698,9 @@ def test_notebook_runs_and_renders_in_jupyterlab(notebook: Path, tmp_path: Path)
             lab.ready()
             clock.mark("server up")
             lab.start_kernel(notebook.name, _kernel_name(notebook))
-            run = run_in_lab(browser, lab, notebook.name, screenshot, [UAC_WIDGET, VEGA], clock)
+            run = run_in_lab(
+                browser, lab, notebook.name, screenshot, [UAC_WIDGET, VEGA], clock, check_whatif
+            )
     finally:
         _publish(screenshot)
         _publish(tmp_path / f"jupyterlab-{notebook.stem}.log")
@@ -610,3 +735,15 @@ def test_notebook_runs_and_renders_in_jupyterlab(notebook: Path, tmp_path: Path)
     assert run.counts[UAC_WIDGET], f"no uac widget on the page (no uac-* element):\n{report}"
     # (c) An Altair chart drew through vega-embed.
     assert run.counts[VEGA], f"no chart on the page (.vega-embed svg/canvas):\n{report}"
+
+    # (d) A what-if widget drew its report and timeline; its Apply for real button appended the
+    # what-if's events through the kernel, once, and the alert they raise was logged.
+    check: WhatIfCheck = run.after
+    assert not [o for o in check.outputs if o.get("output_type") == "error"], check.outputs
+    assert WHATIF_NAME in check.shown and check.bold == 0, check.shown[:2000]
+    assert "drug_allergy_cross_reactivity" in check.shown, check.shown[:2000]
+    assert check.image > 0, "the what-if's timeline picture did not load"
+    assert check.done.startswith("applied: 1 event appended"), check.done
+    assert check.disabled, "the Apply button stayed enabled after applying"
+    assert "facts: [('add', 'amox')]" in check.log, check.log
+    assert "alerts: [('raised', 'drug_allergy_cross_reactivity')]" in check.log, check.log

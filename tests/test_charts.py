@@ -22,6 +22,7 @@ from uac_kernel.charts import (
     records_over_time,
     result_chart,
     save_chart,
+    whatif_timeline,
 )
 from uac_kernel.errors import QueryError
 from uac_kernel.query import UserView
@@ -357,6 +358,96 @@ def test_charts_of_an_empty_user(wb: Workbench, tmp_path: Path) -> None:
     with Workbench(tmp_path / "empty.duckdb", user="nobody") as empty:
         for chart in (events_over_time(empty), records_over_time(empty), alerts_timeline(empty)):
             assert values(chart.to_dict()) == []
+
+
+# -- what-ifs -----------------------------------------------------------------------------------
+
+SCRIPT = "<script>alert('x')</script>"
+
+
+def layers(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A layered spec's layers by mark type."""
+    return {layer["mark"]["type"]: layer for layer in spec["layer"]}
+
+
+def test_whatif_timeline_draws_both_runs_and_the_insertion(wb: Workbench, tmp_path: Path) -> None:
+    # Had amoxicillin been prescribed in mid-March, the allergy logged on 2 April would have
+    # raised an alert about it then, which nothing in the log would ever clear.
+    what = wb.whatif(
+        [fact("2025-03-15T00:00:00", "add", "Medication", "early", name=f"amoxicillin {SCRIPT}")],
+        as_of="2025-03-15T00:00:00",
+        expressions=[],
+    )
+    chart = whatif_timeline(what)
+    assert isinstance(chart, alt.LayerChart)
+    spec = chart.to_dict()
+    by_mark = layers(spec)
+    assert set(by_mark) == {"bar", "tick", "rule", "text"}
+    bars = by_mark["bar"]
+    rows = values(spec)
+    assert {r["run"] for r in rows} == {"real", "what-if"}
+    shared = bars["encoding"]
+    assert shared["x"]["field"] == "start" and shared["x2"]["field"] == "end"
+    assert shared["color"]["field"] == "run" and shared["yOffset"]["field"] == "run"
+    assert shared["color"]["scale"]["domain"] == ["real", "what-if"]
+    assert shared["opacity"]["field"] == "severity"
+    assert shared["y"]["field"] == "label" and shared["y"]["axis"] == {"labelLimit": 0}
+
+    # The real run is the log as it happened; the what-if has all of it and one alert more.
+    real = {(r["label"], r["start"], r["end"]) for r in rows if r["run"] == "real"}
+    hypothetical = {(r["label"], r["start"], r["end"]) for r in rows if r["run"] == "what-if"}
+    assert real and real < hypothetical
+    (extra,) = [r for r in rows if r["run"] == "what-if" and SCRIPT in r["message"]]
+    assert extra["rule"] == "drug_allergy_cross_reactivity" and extra["severity"] == "critical"
+    assert extra["start"] == "2025-04-02T10:00:00Z"
+    # Still standing at the end of the log: the bar runs on to the log's last moment.
+    assert extra["standing"] and extra["end"] == max(r["end"] for r in rows)
+    assert extra["end"] == "2025-05-06T10:00:00Z"
+    assert extra["label"].startswith("drug_allergy_cross_reactivity: ")
+    # Given the log's clock (a widget passes wb.state.now), it runs on to that.
+    later = values(whatif_timeline(what, until=datetime(2025, 6, 1)).to_dict())
+    assert {r["end"] for r in later if r["standing"]} == {"2025-06-01T00:00:00Z"}
+
+    rule = by_mark["rule"]
+    (inserted,) = spec["datasets"][rule["data"]["name"]]
+    assert inserted == {"as_of": "2025-03-15T00:00:00Z", "text": "what-if inserted here"}
+    assert rule["encoding"]["x"]["field"] == "as_of"
+    assert by_mark["text"]["encoding"]["text"]["field"] == "text"
+
+    # Drawn offline, the hostile message is text in the picture, never markup.
+    svg = save_chart(chart, tmp_path / "whatif.svg").read_text()
+    assert svg.startswith("<svg") and "what-if inserted here" in svg
+    assert "<script" not in svg
+
+
+def test_whatif_timeline_labels_are_data(wb: Workbench) -> None:
+    """Rule and message are values in the rows, never field names or expressions."""
+    what = wb.whatif(
+        [
+            fact(
+                "2025-03-15T00:00:00",
+                "add",
+                "Medication",
+                'x"]; datum.y',
+                name='amoxicillin {{datum.start}} "]\n',
+            )
+        ],
+        as_of="2025-03-15",
+        expressions=[],
+    )
+    spec = whatif_timeline(what).to_dict()
+    text = str(spec["layer"])
+    assert "datum.start}}" not in text and 'x"]' not in text  # only in the datasets
+    rows = values(spec)
+    assert any('x"]; datum.y' in r["label"] for r in rows)
+    assert any('{{datum.start}} "]' in r["message"] for r in rows)
+    alt.LayerChart.from_dict(spec)  # still a valid Vega-Lite spec
+
+
+def test_a_whatif_over_the_current_state_has_no_timeline(wb: Workbench) -> None:
+    what = wb.whatif([fact("2025-05-07", "add", "Book", "emma", title="Emma")], expressions=[])
+    with pytest.raises(QueryError, match=r"no alert timeline: give it a date"):
+        whatif_timeline(what)
 
 
 # -- query results ---------------------------------------------------------------------------

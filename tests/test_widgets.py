@@ -31,6 +31,7 @@ MODULES = [
     "diff_view.js",
     "progress.js",
     "review_view.js",
+    "whatif_view.js",
 ]
 
 
@@ -419,6 +420,152 @@ def test_progress_helper_shows_the_widget_in_a_notebook(monkeypatch: pytest.Monk
     assert shown[-1].status == "stopped" and shown[-1].value == 0
 
 
+# -- WhatIfWidget -----------------------------------------------------------------------------
+
+# "What if the GP prescribes amoxicillin?" — with a hostile name, a trip that grows longer and a
+# note (under a key that is code) retracted.
+WHATIF = [
+    fact(
+        "2025-03-05T09:00:00",
+        "add",
+        "Medication",
+        "amox-2",
+        name=f"Amoxicillin 250 mg {SCRIPT}",
+        dose="250 mg",
+    ),
+    fact("2025-03-05T09:00:00", "update", "Trip", "york", nights=4),
+]
+QUESTIONS = {
+    "medications": "sorted(m.name for m in user.all('Medication'))",
+    "trips": "len(user.all(Trip))",
+}
+
+
+def kinds(events: list[LoggedEvent]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for e in events:
+        found[e.kind] = found.get(e.kind, 0) + 1
+    return found
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Workbench]:
+    """A user with a penicillin allergy and two trips, and nothing prescribed yet."""
+    bench = Workbench(tmp_path / "whatif.duckdb", user="maya")
+    bench.ingest(FIRST)
+    yield bench
+    bench.close()
+
+
+def test_whatif_widget_syncs_the_report_as_plain_data(fresh: Workbench) -> None:
+    before = fresh.log()
+    what = fresh.whatif(WHATIF, expressions=QUESTIONS)
+    view = w.WhatIfWidget(fresh, what)
+    assert view.error == "" and not view.applied and view.done == ""
+    assert view.timeline_svg == ""  # over the current state: no timeline
+    report = view.get_state()["report"]
+    orjson.dumps(report)  # JSON as it is synced, nothing left to convert
+    assert report["as_of"] == "" and report["summary"] == what.summary()
+    assert report["new"] == 2 and report["skipped"] == 0
+    assert report["totals"]["records"] == 2
+
+    changes = {(c["type"], c["key"]): c for c in report["records"]}
+    added = changes[("Medication", "amox-2")]
+    assert added["change"] == "added"
+    assert {f["field"]: (f["before"], f["after"]) for f in added["fields"]} == {
+        "name": (None, f"Amoxicillin 250 mg {SCRIPT}"),
+        "dose": (None, "250 mg"),
+    }
+    york = changes[("Trip", "york")]
+    assert york["change"] == "changed"
+    assert york["fields"] == [{"field": "nights", "before": None, "after": 4}]
+
+    (alert,) = report["raised"]
+    assert alert["rule"] == "drug_allergy_cross_reactivity" and alert["severity"] == "critical"
+    assert SCRIPT in alert["message"]
+    evidence = {(e["type"], e["key"]): e for e in alert["evidence"]}
+    allergy = evidence[("Allergy", "pen")]
+    assert allergy["status"] == "current" and allergy["fields"]["substance"] == "penicillin"
+    assert allergy["events"][0]["utterances"][0]["text"].endswith(SCRIPT)
+    med = evidence[("Medication", "amox-2")]
+    assert med["status"] == "what-if: added" and med["fields"]["dose"] == "250 mg"
+    assert med["events"] == []  # it exists only in the what-if
+    assert report["cleared"] == [] and report["escalated"] == []
+
+    answers = {a["label"]: a for a in report["answers"]}
+    assert set(answers) == {"medications"}  # the trip count stays the same
+    assert answers["medications"]["before"] == []
+    assert answers["medications"]["after"] == [f"Amoxicillin 250 mg {SCRIPT}"]
+    assert report["totals"]["answers"] == 2 and report["totals"]["answers_changed"] == 1
+    assert any("Medication" in s for s in report["schema"])
+    assert fresh.log() == before  # showing it wrote nothing
+
+
+def test_whatif_widget_applies_through_its_message_handler(fresh: Workbench) -> None:
+    what = fresh.whatif(WHATIF, expressions=[])
+    view = w.WhatIfWidget(fresh, what)
+    before = fresh.log()
+
+    view._on_msg(view, {"action": "apply"}, [])
+    assert view.error == "" and view.applied
+    report = view.done
+    assert report.startswith("applied: 2 events appended"), report
+    grown = fresh.log()[len(before) :]
+    assert fresh.log()[: len(before)] == before
+    facts = [e for e in grown if e.kind == "fact"]
+    assert [{k: e.payload[k] for k in ("op", "type", "key")} for e in facts] == [
+        {"op": "add", "type": "Medication", "key": "amox-2"},
+        {"op": "update", "type": "Trip", "key": "york"},
+    ]
+    assert facts[0].payload["fields"]["name"] == f"Amoxicillin 250 mg {SCRIPT}"
+    (logged,) = [e for e in grown if e.kind == "alert"]
+    assert logged.payload["state"] == "raised"
+    assert logged.payload["id"] == what.raised[0].id
+    assert set(kinds(grown)) == {"fact", "schema", "alert"}
+    assert [a.id for a in fresh.alerts()] == [what.raised[0].id]
+
+    # Applied once: the button's second press (or a replayed message) appends nothing.
+    served = view.served
+    view._on_msg(view, {"action": "apply"}, [])
+    assert view.served == served + 1 and "applied already" in view.error
+    assert len(fresh.log()) == len(before) + len(grown)
+
+
+def test_whatif_widget_shows_a_refusal_when_the_log_moved_on(fresh: Workbench) -> None:
+    what = fresh.whatif(WHATIF, expressions=[])
+    view = w.WhatIfWidget(fresh, what)
+    # Since the what-if ran, the York trip was retracted: its update no longer applies.
+    fresh.ingest([fact("2025-03-04", "retract", "Trip", "york", reason="cancelled")])
+    before = fresh.log()
+    view._on_msg(view, {"action": "apply"}, [])
+    assert view.error and "\n" not in view.error and not view.applied and view.done == ""
+    assert fresh.log() == before
+
+
+def test_whatif_widget_refuses_what_is_not_an_action(fresh: Workbench) -> None:
+    view = w.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    before = fresh.log()
+    for content in [{"action": "drop"}, "apply", {"action": ["apply"]}]:
+        view._on_msg(view, content, [])
+        assert view.error.startswith("not a what-if action") and not view.applied
+    assert fresh.log() == before
+
+
+def test_whatif_widget_in_the_past_draws_the_timeline(fresh: Workbench) -> None:
+    fresh.ingest(SECOND)  # amoxicillin prescribed on 2025-03-01: the alert stands since
+    what = fresh.whatif(
+        [fact("2025-01-20", "add", "Medication", "early", name=f"amoxicillin {SCRIPT}")],
+        as_of="2025-01-20T00:00:00",
+        expressions=[],
+    )
+    view = w.WhatIfWidget(fresh, what)
+    assert view.error == ""
+    assert view.report["as_of"] == "2025-01-20 00:00"
+    svg = view.timeline_svg
+    assert svg.startswith("<svg") and "what-if inserted here" in svg
+    assert "<script" not in svg and "&lt;script&gt;" in svg  # the message is text in the picture
+
+
 # -- data stays data --------------------------------------------------------------------------
 
 
@@ -450,6 +597,7 @@ def test_front_end_modules_never_parse_data_as_html(name: str) -> None:
         (w.DiffView, "diff_view.js"),
         (w.Progress, "progress.js"),
         (w.ReviewView, "review_view.js"),
+        (w.WhatIfWidget, "whatif_view.js"),
     ],
 )
 def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> None:
@@ -462,7 +610,15 @@ def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> No
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.parametrize(
     "widget",
-    [w.LogBrowser, w.AlertInspector, w.StateExplorer, w.DiffView, w.Progress, w.ReviewView],
+    [
+        w.LogBrowser,
+        w.AlertInspector,
+        w.StateExplorer,
+        w.DiffView,
+        w.Progress,
+        w.ReviewView,
+        w.WhatIfWidget,
+    ],
 )
 def test_each_module_parses_as_an_es_module(widget: type) -> None:
     # `node --check file.js` does not parse a .js file as a module; stdin with a module type does.

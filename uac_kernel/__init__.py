@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     )
     from uac_kernel.records import Record
     from uac_kernel.rules.engine import Alert, Finding, Rule, rule
+    from uac_kernel.whatif import WhatIf
     from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Select",
     "UacError",
     "ValidOn",
+    "WhatIf",
     "WindowLimit",
     "Workbench",
     "__version__",
@@ -71,6 +73,7 @@ def open(
 _LAZY = {
     "Workbench": "uac_kernel.workbench",
     "IngestReport": "uac_kernel.workbench",
+    "WhatIf": "uac_kernel.whatif",
     "Record": "uac_kernel.records",
     "Alert": "uac_kernel.rules.engine",
     "Finding": "uac_kernel.rules.engine",

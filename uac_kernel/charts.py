@@ -24,19 +24,20 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import altair as alt
 
-from uac_kernel._display import shorten
+from uac_kernel._display import shorten, show
 from uac_kernel.errors import QueryError
 from uac_kernel.sqlview import SqlResult
 
 if TYPE_CHECKING:
     from uac_kernel.fleetsql import FleetSummary
+    from uac_kernel.whatif import WhatIf
     from uac_kernel.workbench import Workbench
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "records_over_time",
     "result_chart",
     "save_chart",
+    "whatif_timeline",
 ]
 
 # freq -> the interval one period spans (DuckDB's date_trunc names the period).
@@ -353,6 +355,147 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
         .transform_filter(alt.datum.state == "updated")
     )
     return alt.LayerChart(layer=[bars, instants, updates], width=_WIDTH, height=alt.Step(22))
+
+
+# -- what-ifs --------------------------------------------------------------------------------
+
+RUNS = ("real", "what-if")
+_RUN_COLORS = ("#7f7f7f", "#9467bd")  # the log as it is in grey, the what-if in purple
+# Severity as opacity (colour is the run's): the more severe, the more solid the bar.
+_SEVERITY_OPACITY = {"critical": 1.0, "warning": 0.7, "info": 0.4}
+_INSERTED = "what-if inserted here"
+# Room on both sides, so the insertion's rule is not drawn on the axis when it comes first.
+_PADDED = alt.Scale(type="utc", padding=16)
+
+
+def _utc_text(when: datetime) -> str:
+    """ISO text Vega parses as UTC: an aware time converted, a naive one taken as UTC (as the
+    log stores times)."""
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat(timespec="seconds") + "Z"
+
+
+def _naive(when: datetime) -> datetime:
+    return when if when.tzinfo is None else when.astimezone(UTC).replace(tzinfo=None)
+
+
+def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerChart:
+    """The alerts of a past what-if against the real ones: a row per alert (its rule and a short
+    message), a bar from raised to cleared for each run side by side (the real run in grey, the
+    what-if in purple; the more severe, the more solid), and a rule where the hypothetical
+    events were inserted.
+
+    "real" is the log replayed with the rules in force now. A span still standing at the end of
+    the log runs on to the log's last moment (the latest start or end of any span, or the
+    insertion, or ``until`` if later: by default the log's clock where the replay ended); one of no length
+    is drawn as a tick. A what-if over the current state has no timeline: ``QueryError`` says
+    to give it a date.
+    """
+    if w.as_of is None:
+        raise QueryError(
+            "a what-if over the current state has no alert timeline: give it a date "
+            "(as_of=..., --as-of DATE) to insert its events in the past"
+        )
+    as_of = _naive(w.as_of)
+    until = until or w.log_end
+    moments = [as_of] if until is None else [as_of, _naive(until)]
+    for s in w.timeline:
+        moments.append(_naive(s.start))
+        if s.end is not None:
+            moments.append(_naive(s.end))
+    last = max(moments)
+    labels = _span_labels(w)
+    # Rows in the order their alerts first stood, by a number: the labels (data) stay out of
+    # the spec's encodings.
+    order = {label: i for i, label in enumerate(dict.fromkeys(labels.values()))}
+    rows = []
+    for s in w.timeline:
+        start = _naive(s.start)
+        end = last if s.end is None else _naive(s.end)
+        rows.append(
+            {
+                "label": labels[s.id],
+                "row": order[labels[s.id]],
+                "run": s.run,
+                "rule": s.rule,
+                "severity": s.severity,
+                "message": s.message,
+                "start": _utc_text(start),
+                "end": _utc_text(end),
+                "instant": end <= start,
+                "standing": s.end is None,
+            }
+        )
+    title = _title(
+        f"Alerts of {w.user}: real and what-if",
+        f"what-if inserted at {show(as_of)} UTC; bars: raised → cleared",
+    )
+    y = alt.Y(
+        "label:N",
+        title=None,
+        sort=alt.EncodingSortField("row", op="min"),
+        axis=alt.Axis(labelLimit=0),
+    )
+    base = alt.Chart(_data(rows)).encode(
+        y=y,
+        yOffset=alt.YOffset("run:N", sort=list(RUNS), scale=alt.Scale(domain=list(RUNS))),
+        color=alt.Color(
+            "run:N", title="Run", scale=alt.Scale(domain=list(RUNS), range=list(_RUN_COLORS))
+        ),
+        opacity=alt.Opacity(
+            "severity:N",
+            title="Severity",
+            scale=alt.Scale(domain=list(_SEVERITY_OPACITY), range=list(_SEVERITY_OPACITY.values())),
+        ),
+        tooltip=[
+            alt.Tooltip("run:N", title="run"),
+            alt.Tooltip("message:N", title="message"),
+            alt.Tooltip("rule:N", title="rule"),
+            alt.Tooltip("severity:N", title="severity"),
+            alt.Tooltip("start:T", title="from", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("end:T", title="until", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("standing:N", title="standing at the end"),
+        ],
+    )
+    x = alt.X("start:T", title="Time", scale=_PADDED)
+    bars = base.mark_bar(stroke="black", strokeWidth=0.5).encode(x=x, x2="end:T")
+    instants = (
+        base.mark_tick(thickness=3)
+        .encode(x=alt.X("start:T", scale=_PADDED))
+        .transform_filter(alt.datum.instant)
+    )
+    inserted = alt.Chart(_data([{"as_of": _utc_text(as_of), "text": _INSERTED}]))
+    rule = inserted.mark_rule(color="black", strokeDash=[4, 3], strokeWidth=1.5).encode(
+        x=alt.X("as_of:T", scale=_PADDED)
+    )
+    note = inserted.mark_text(align="left", baseline="bottom", dx=4, dy=-4, fontSize=11).encode(
+        x=alt.X("as_of:T", scale=_PADDED), y=alt.value(0), text="text:N"
+    )
+    return alt.LayerChart(
+        layer=[bars, instants, rule, note], title=title, width=_WIDTH, height=alt.Step(16)
+    )
+
+
+def _first_seen(span: Any) -> tuple[datetime, int]:
+    return _naive(span.start), RUNS.index(span.run) if span.run in RUNS else len(RUNS)
+
+
+def _span_labels(w: WhatIf) -> dict[str, str]:
+    """A row label per alert: ``rule: message`` shortened between words (the message of its
+    first span, real run first); two alerts alike get ``(2)``, ``(3)``, ..."""
+    labels: dict[str, str] = {}
+    taken: dict[str, int] = {}
+    for s in sorted(w.timeline, key=_first_seen):
+        if s.id in labels:
+            continue
+        text = shorten(f"{s.rule}: {s.message}", _WHATIF_LABEL)
+        taken[text] = taken.get(text, 0) + 1
+        labels[s.id] = f"{text} ({taken[text]})" if taken[text] > 1 else text
+    return labels
+
+
+_WHATIF_LABEL = 80  # characters of a row label: the rule and the start of the message
 
 
 # -- query results ---------------------------------------------------------------------------

@@ -12,6 +12,8 @@ log is replayed on top, the rules running after each day of it; the same replay 
 the real run. Both runs use the rules in force now, so the two timelines differ only by the
 what-if. A later event that no longer applies on top of the what-if (it adds a record the
 what-if already added, changes one it retracted) is skipped and listed in ``conflicts``.
+A past what-if's ``raised``, ``cleared`` and ``updated`` compare the alerts standing at the end
+of the two runs; its ``records`` are what the events changed at the moment they went in.
 """
 
 from __future__ import annotations
@@ -45,8 +47,6 @@ __all__ = [
 # The bounds of a cell's text: what a file of events may hold per line, times a few lines.
 MAX_TEXT_CHARS = 8 << 20
 MAX_DEPTH = 64
-# The kinds of event the fold reads (the rest: utterances, alerts, calls... only advance time).
-FOLDED = ("schema", "fact", "constraint")
 _RECORD_FIELDS = frozenset(Record.model_fields)
 
 
@@ -112,6 +112,8 @@ class WhatIf:
     was: dict[str, str] = field(default_factory=dict)
     answers: list[AnswerChange] = field(default_factory=list)
     timeline: list[AlertSpan] = field(default_factory=list)
+    # A past what-if: the log's clock at the end of the replay (where standing spans end).
+    log_end: datetime | None = None
     conflicts: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -235,6 +237,7 @@ class WhatIf:
                 }
                 for s in self.timeline
             ],
+            "log_end": _plain(self.log_end),
             "conflicts": list(self.conflicts),
             "summary": self.summary(),
         }

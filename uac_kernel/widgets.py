@@ -1,5 +1,5 @@
 """Notebook widgets over a ``Workbench``: the log, alerts and their evidence, state, diffs, progress,
-and model answers held for review.
+model answers held for review, and what-ifs.
 
 The widgets are a thin face. Each reads through the engine (the workbench, and one-page reads
 of the store in ``_paging``), shapes what it found into plain JSON traitlets, and leaves the
@@ -37,6 +37,8 @@ from uac_kernel.records import Record, field_values
 from uac_kernel.store import LoggedEvent
 
 if TYPE_CHECKING:
+    from uac_kernel.rules.engine import Alert
+    from uac_kernel.whatif import WhatIf
     from uac_kernel.workbench import Workbench
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "Progress",
     "ReviewView",
     "StateExplorer",
+    "WhatIfWidget",
     "progress",
 ]
 
@@ -867,3 +870,189 @@ def _numbers(only: list[int]) -> str:
 
 def _bad_message(content: Any) -> None:
     raise ValueError(f"not a review decision: {shorten(repr(content), 80)}")
+
+
+# -- what-ifs ---------------------------------------------------------------------------------
+
+
+class WhatIfAction(TypedDict):
+    """What the front end sends: ``{"action": "apply"}`` (the Apply for real button)."""
+
+    action: str
+
+
+class WhatIfWidget(_Widget):
+    """A what-if's report — records added, changed and retracted (before → after), alerts it
+    would raise, clear or escalate (with their evidence), answers that would change, the schema
+    it would grow — and, for a what-if in the past, the alert timeline against the real one.
+
+    Apply for real (or ``apply()``) appends the what-if's events through
+    ``Workbench.apply_whatif``: the normal ingest, validated and bounded against the log as it
+    is then, which may have changed since the what-if ran; a refusal shows as the error line.
+    Once applied, ``applied`` is true and ``done`` says what the ingest did; a second apply is
+    refused. Each list shows at most ``limit`` entries (``report["totals"]`` has the counts).
+    """
+
+    _esm = _module("whatif_view.js")
+    report = traitlets.Dict().tag(sync=True)
+    # The past what-if's timeline as SVG text (vl-convert, in the kernel); the front end shows
+    # it as an image, so nothing in it runs or reaches the page as markup. "" for none.
+    timeline_svg = traitlets.Unicode("").tag(sync=True)
+    applied = traitlets.Bool(False).tag(sync=True)
+    done = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, wb: Workbench, w: WhatIf, limit: int = 500):
+        self._wb = wb
+        self._whatif = w
+        self._limit = limit
+        super().__init__()
+        self.on_msg(self._on_msg)
+        self._answer(self._build)
+
+    @property
+    def whatif(self) -> WhatIf:
+        return self._whatif
+
+    def apply(self) -> None:
+        """Append the what-if's events for real (once), and say what the ingest did."""
+
+        def work() -> None:
+            if self.applied:
+                raise ValueError("this what-if was applied already; run a new one to apply again")
+            ingest = self._wb.apply_whatif(self._whatif)
+            self.applied = True
+            self.done = f"applied: {ingest.summary()}"
+
+        self._answer(work)
+
+    def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("action") == "apply":
+            self.apply()
+        else:
+            self._answer(lambda: _bad_whatif_message(content))
+
+    def _build(self) -> None:
+        self.report = whatif_report(self._wb, self._whatif, self._limit)
+        if self._whatif.as_of is not None:
+            from uac_kernel.charts import whatif_timeline
+
+            self.timeline_svg = _svg(whatif_timeline(self._whatif, until=self._wb.state.now))
+
+
+def _svg(chart: Any) -> str:
+    import vl_convert
+
+    return str(vl_convert.vegalite_to_svg(chart.to_dict()))
+
+
+def _bad_whatif_message(content: Any) -> None:
+    raise ValueError(f"not a what-if action: {shorten(repr(content), 80)}")
+
+
+def _plain(v: Any) -> Any:
+    """A value as JSON for the front end: ``_value``, and sets sorted, other objects as text."""
+    if isinstance(v, (set, frozenset)):
+        return sorted((_plain(x) for x in v), key=repr)
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if v is None or isinstance(v, (str, int, float, bool, date, datetime)):
+        return _value(v)
+    return str(v)
+
+
+def whatif_report(wb: Workbench, w: WhatIf, limit: int = 500) -> dict[str, Any]:
+    """A what-if as the plain JSON the widget draws: at most ``limit`` entries a list."""
+    changed = {(c.type, c.key): c for c in w.records}
+    seqs = {s for a in (*w.raised, *w.updated, *w.cleared) for e in a.evidence for s in e.sources}
+    events = {e["seq"]: e for e in provenance(wb, seqs)}
+
+    def evidence(a: Alert) -> list[dict[str, Any]]:
+        out = []
+        for e in a.evidence:
+            c = changed.get((e.type, e.key))
+            if c is not None:  # the record as the what-if leaves it
+                record = {
+                    "status": "what-if: retracted" if c.after is None else f"what-if: {c.change}",
+                    "valid_from": "",
+                    "valid_to": "",
+                    "fields": _plain(c.after if c.after is not None else c.before or {}),
+                }
+            else:
+                record = _record_now(wb, e.type, e.key)
+            out.append(
+                {
+                    "type": e.type,
+                    "key": e.key,
+                    **record,
+                    "events": [events[s] for s in e.sources if s in events],
+                    # sources past the log's end: the what-if's own events
+                    "hypothetical": sum(s not in events for s in e.sources),
+                }
+            )
+        return out
+
+    def alert(a: Alert, **extra: Any) -> dict[str, Any]:
+        return {
+            "id": a.id,
+            "rule": a.rule,
+            "severity": a.severity,
+            "category": a.category,
+            "message": a.message,
+            "evidence": evidence(a),
+            **extra,
+        }
+
+    def record(c: Any) -> dict[str, Any]:
+        before, after = c.before or {}, c.after or {}
+        names = list(c.fields) or list(after or before)
+        return {
+            "type": c.type,
+            "key": c.key,
+            "change": c.change,
+            "fields": [
+                {
+                    "field": f,
+                    "before": _plain(before.get(f)) if c.before is not None else None,
+                    "after": _plain(after.get(f)) if c.after is not None else None,
+                }
+                for f in names
+            ],
+        }
+
+    answers = [a for a in w.answers if a.changed]
+    escalated = w.escalated()
+    n = limit
+    return {
+        "user": w.user,
+        "as_of": "" if w.as_of is None else show(w.as_of),
+        "summary": w.summary(),
+        "new": w.new,
+        "skipped": w.skipped,
+        "totals": {
+            "records": len(w.records),
+            "raised": len(w.raised),
+            "cleared": len(w.cleared),
+            "escalated": len(escalated),
+            "answers": len(w.answers),
+            "answers_changed": len(answers),
+        },
+        "schema": list(w.schema),
+        "records": [record(c) for c in w.records[:n]],
+        "raised": [alert(a) for a in w.raised[:n]],
+        "cleared": [alert(a, reason=a.reason) for a in w.cleared[:n]],
+        "escalated": [alert(a, before=before, after=after) for before, after, a in escalated[:n]],
+        "answers": [
+            {
+                "label": a.label,
+                "expression": a.expression,
+                "before": _plain(a.before),
+                "after": _plain(a.after),
+                "error_before": a.error_before,
+                "error_after": a.error_after,
+            }
+            for a in answers[:n]
+        ],
+        "conflicts": list(w.conflicts),
+    }

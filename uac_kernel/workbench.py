@@ -1087,7 +1087,6 @@ class Workbench:
 
         from uac_kernel.trial import Trial
         from uac_kernel.whatif import (
-            FOLDED,
             Run,
             days,
             logged,
@@ -1101,9 +1100,15 @@ class Workbench:
         when = report.as_of
         # Log order, renumbered: a log's times need not follow its order, so the events
         # dated up to the moment and those after it interleave in it.
-        history = [e for e in self.store.events(self.user) if e.kind in FOLDED]
+        history = list(self.store.events(self.user))
         head = self.state.seq
-        early = [e for e in history if e.ts <= when or e.kind == "schema"]
+        # Every schema event goes first, so the types and fields of the log are known to the
+        # what-if's events; one dated later is dated at the moment, not to move the clock.
+        early = [
+            e if e.ts <= when else e._replace(ts=when)
+            for e in history
+            if e.ts <= when or e.kind == "schema"
+        ]
         late = [e for e in history if not (e.ts <= when or e.kind == "schema")]
         real_seq: dict[int, int] = {}
 
@@ -1165,6 +1170,7 @@ class Workbench:
                 replay_step(real, group, rules_after, None, real_seq)
                 bar.update()
             standing = {a.id: a for a in real.runner.standing()}
+            report.log_end = state.now
             report.timeline += real.finish()
             clock.lap("real run")
         report.raised = [renumbered(a, real_seq) for i, a in ended.items() if i not in standing]

@@ -1,0 +1,236 @@
+// WhatIfWidget: what a what-if would change, computed in the kernel (Workbench.whatif), and an
+// Apply for real button that asks the kernel to append its events (Workbench.apply_whatif).
+
+const MARK = { added: "+ added", changed: "~ changed", retracted: "− retracted" };
+
+function render({ model, el }) {
+  const root = h("section", { class: "uac uac-whatif", "aria-label": "What-if" });
+  const status = statusLine(model, root);
+  const heading = h("p", { class: "uac-status", role: "status" });
+  const body = h("div", { class: "uac-whatif-body" });
+  const apply = button("Apply for real", () => {
+    apply.disabled = true; // one click, one ingest: enabled again only if the kernel refused
+    status.busy();
+    model.send({ action: "apply" });
+  });
+  const done = h("p", { class: "uac-status uac-whatif-done", role: "status" });
+  root.append(heading, body, h("div", { class: "uac-controls" }, apply), done, status.node);
+  el.replaceChildren(root);
+
+  function badge(severity) {
+    return h("span", { class: `uac-badge uac-sev-${severity}`, text: severity });
+  }
+
+  function section(title, total, shown, draw) {
+    if (!total) return null;
+    const more = total > shown.length ? ` (first ${count(shown.length)} of ${count(total)})` : "";
+    return h(
+      "details",
+      { class: "uac-diff-section", open: true },
+      h("summary", { text: `${title}: ${count(total)}${more}` }),
+      draw(shown),
+    );
+  }
+
+  function beforeAfter(f, change) {
+    return [
+      change === "added"
+        ? null
+        : h("span", { class: "uac-before" }, h("del", { text: show(f.before) })),
+      change === "added" || change === "retracted" ? null : " → ",
+      change === "retracted"
+        ? h("span", { class: "uac-muted", text: " (retracted)" })
+        : h("span", { class: "uac-after" }, h("ins", { text: show(f.after) })),
+    ];
+  }
+
+  function records(items) {
+    return table(null, ["what", "record", "before → after"], items, (c) => [
+      h("td", { class: `uac-whatif-${c.change}`, text: MARK[c.change] || c.change }),
+      h("th", { scope: "row" }, `${c.type} `, h("code", { text: c.key })),
+      h(
+        "td",
+        {},
+        c.fields.length
+          ? h(
+              "ul",
+              { class: "uac-review-fields" },
+              c.fields.map((f) =>
+                h("li", {}, h("code", { text: f.field }), ": ", beforeAfter(f, c.change)),
+              ),
+            )
+          : h("p", { class: "uac-muted", text: "no field values" }),
+      ),
+    ]);
+  }
+
+  function evidence(items) {
+    if (!items.length) return h("p", { class: "uac-muted", text: "no records named as evidence" });
+    return h(
+      "ul",
+      { class: "uac-evidence" },
+      items.map((e) =>
+        h(
+          "li",
+          {},
+          h(
+            "h4",
+            { class: "uac-record-title" },
+            h("span", { text: `${e.type} ` }),
+            h("code", { text: e.key }),
+            e.status === "current" ? null : h("span", { class: "uac-flag", text: ` ${e.status}` }),
+          ),
+          fieldList(e.fields),
+          h("h5", { text: "Log events" }),
+          eventList(e.events),
+          e.hypothetical
+            ? h("p", {
+                class: "uac-muted",
+                text: `and ${count(e.hypothetical)} of the what-if's own events`,
+              })
+            : null,
+        ),
+      ),
+    );
+  }
+
+  function alertList(items, note) {
+    return h(
+      "div",
+      { class: "uac-alert-list" },
+      items.map((a) =>
+        h(
+          "details",
+          { class: `uac-alert uac-sev-${a.severity}` },
+          h(
+            "summary",
+            {},
+            badge(a.severity),
+            " ",
+            h("strong", { text: a.rule }),
+            a.category ? h("span", { class: "uac-muted", text: ` · ${a.category}` }) : null,
+            h("span", { class: "uac-message", text: ` — ${a.message}` }),
+          ),
+          note(a),
+          h("h4", { text: "Evidence" }),
+          evidence(a.evidence),
+        ),
+      ),
+    );
+  }
+
+  function answers(items) {
+    return table(null, ["question", "before", "after"], items, (a) => [
+      h(
+        "th",
+        { scope: "row" },
+        h("span", { text: a.label }),
+        a.expression !== a.label ? h("pre", { class: "uac-json", text: a.expression }) : null,
+      ),
+      h(
+        "td",
+        { class: "uac-before" },
+        a.error_before ? h("span", { class: "uac-error", text: a.error_before }) : null,
+        a.error_before ? null : h("del", { text: show(a.before) }),
+      ),
+      h(
+        "td",
+        { class: "uac-after" },
+        a.error_after ? h("span", { class: "uac-error", text: a.error_after }) : null,
+        a.error_after ? null : h("ins", { text: show(a.after) }),
+      ),
+    ]);
+  }
+
+  function timeline(svg) {
+    if (!svg) return null;
+    // An <img> of the SVG the kernel rendered: the browser draws it as a picture, so no text
+    // in it reaches the page as markup and nothing in it can run.
+    return h(
+      "figure",
+      { class: "uac-whatif-timeline" },
+      h("img", {
+        src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`,
+        alt: "Alert timeline: the real run and the what-if",
+      }),
+    );
+  }
+
+  function draw() {
+    const r = model.get("report");
+    const applied = model.get("applied");
+    apply.disabled = applied || !r || !r.totals;
+    apply.textContent = applied ? "Applied" : "Apply for real";
+    done.textContent = model.get("done");
+    if (!r || !r.totals) {
+      heading.textContent = "";
+      body.replaceChildren();
+      return;
+    }
+    const t = r.totals;
+    heading.textContent = r.summary;
+    const unchanged = t.answers - t.answers_changed;
+    body.replaceChildren(
+      ...[
+        h("p", {
+          class: "uac-muted",
+          text:
+            `${count(r.new)} event${r.new === 1 ? "" : "s"} would be appended` +
+            (r.skipped ? `, ${count(r.skipped)} already in the log` : "") +
+            "; nothing is written until you apply.",
+        }),
+        timeline(model.get("timeline_svg")),
+        section("Records", t.records, r.records, records),
+        section("Alerts raised", t.raised, r.raised, (items) =>
+          alertList(items, () => null),
+        ),
+        section("Alerts escalated", t.escalated, r.escalated, (items) =>
+          alertList(items, (a) =>
+            h("p", {}, "severity ", badge(a.before), " → ", badge(a.after)),
+          ),
+        ),
+        section("Alerts cleared", t.cleared, r.cleared, (items) =>
+          alertList(items, (a) =>
+            a.reason ? h("p", { class: "uac-review-reason", text: `Cleared: ${a.reason}` }) : null,
+          ),
+        ),
+        section("Answers that change", t.answers_changed, r.answers, answers),
+        unchanged
+          ? h("p", {
+              class: "uac-muted",
+              text: `${count(unchanged)} of ${count(t.answers)} answers stay the same`,
+            })
+          : null,
+        section("Schema", r.schema.length, r.schema, (items) =>
+          h(
+            "ul",
+            {},
+            items.map((s) => h("li", { text: s })),
+          ),
+        ),
+        section("Later events that would not apply", r.conflicts.length, r.conflicts, (items) =>
+          h(
+            "ul",
+            {},
+            items.map((s) => h("li", { text: s })),
+          ),
+        ),
+      ].filter(Boolean),
+    );
+  }
+
+  function settled() {
+    status.update();
+    // A refusal leaves the what-if unapplied: the button can be pressed again.
+    apply.disabled = model.get("applied") || !(model.get("report") || {}).totals;
+  }
+
+  draw();
+  const stop = [
+    listen(model, ["report", "timeline_svg", "applied", "done"], draw),
+    listen(model, ["error", "served"], settled),
+  ];
+  return () => stop.forEach((f) => f());
+}
+
+export default { render };
