@@ -164,10 +164,6 @@ def test_cli_past_whatif_replays_the_later_log(past: tuple[Path, Path], tmp_path
 def test_cli_past_whatif_chart(
     past: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from uac_kernel import charts
-
-    if not hasattr(charts, "whatif_timeline"):
-        pytest.skip("charts.whatif_timeline is not there yet")
     db, allergy = past
     before = fingerprint(db)
     for name in ("timeline.svg", "timeline.html"):
@@ -205,7 +201,8 @@ def test_cli_whatif_argument_mistakes_are_one_line(
     cases = {
         ("whatif", str(tmp_path / "missing.jsonl")): "missing.jsonl: cannot read the file",
         ("whatif", str(whatif_file), "--as-of", "March"): "expected an ISO date",
-        ("whatif", str(whatif_file), "--chart", "t.pdf"): "name a .svg, .png or .html file",
+        ("whatif", str(whatif_file), "--chart", "t.svg"): "give --as-of DATE too",
+        ("whatif", str(whatif_file), "--as-of", "2024-03-01", "--chart", "t.pdf"): "name a .svg",
     }
     for argv, message in cases.items():
         assert main([*argv, "--db", str(store)]) == 1, argv

@@ -94,12 +94,17 @@ def test_past_whatif_in_a_cell(ip: Any) -> None:
 
 
 def test_whatif_html_is_escaped(ip: Any) -> None:
+    from uac_kernel._whatif_face import report_html
+
     hostile = {**AMOXICILLIN, "fields": {**AMOXICILLIN["fields"], "name": "<b>amoxicillin</b>"}}
     ip.user_ns["hostile"] = [hostile]
     with capture_output() as cap:
         run(ip, "%uac whatif hostile")
-    htmls = [o.data["text/html"] for o in cap.outputs if "text/html" in o.data]
-    assert htmls and all("<b>amoxicillin" not in h for h in htmls)
+    assert "<b>amoxicillin</b>" in "".join(o.data["text/plain"] for o in cap.outputs)
+    assert all("<b>amoxicillin" not in o.data.get("text/html", "") for o in cap.outputs)
+    # the HTML shown where the widget is not
+    html = report_html(ip.user_ns["wb"].whatif([hostile]), ["<i>head</i>"])
+    assert "&lt;b&gt;amoxicillin" in html and "<b>" not in html and "<i>" not in html
 
 
 def test_whatif_mistakes_are_one_line_usage_errors(ip: Any) -> None:
@@ -204,10 +209,15 @@ def test_marimo_whatif_in_an_app(tmp_path: Path) -> None:
     outputs, defs = app.run()
     assert defs["after"] == defs["before"], "a what-if appended to the log"
     view = defs["view"]
-    assert isinstance(view, (mo.ui.anywidget, mo.Html)), type(view)
     assert outputs[1] is view
-    text = view.text if isinstance(view, mo.Html) else json.dumps(view.widget.get_state())
-    assert RULE in text and "amoxicillin" in text
-    assert RULE in (defs["text_view"].text if isinstance(defs["text_view"], mo.Html) else RULE)
+
+    def text(view: Any) -> str:
+        if isinstance(view, mo.ui.anywidget):  # the what-if widget, with its Apply button
+            return json.dumps(view.widget.report, default=str)
+        assert isinstance(view, mo.Html), type(view)  # the report, where there is no widget
+        return str(view.text)
+
+    assert RULE in text(view) and "amoxicillin" in text(view)
+    assert RULE in text(defs["text_view"])
     assert "danger" in defs["bad_view"].text and "what-if" in defs["bad_view"].text
     assert "Write the events" in defs["empty_view"].text

@@ -366,6 +366,10 @@ def cmd_whatif(args: argparse.Namespace) -> None:
         raise EventError(
             f"cannot read the file: {exc.strerror}; check the path", origin=args.file
         ) from exc
+    if args.chart is not None and args.as_of is None:
+        raise CommandLineError(
+            "--chart draws the alert timelines of a past what-if: give --as-of DATE too"
+        )
     if args.chart is not None and Path(args.chart).suffix.lower() not in CHART_SUFFIXES:
         raise CommandLineError(
             f"--chart {args.chart!r}: name a .svg, .png or .html file (drawn offline)"
