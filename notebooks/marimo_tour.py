@@ -85,6 +85,44 @@ def _(um, wb):
 
 @app.cell
 def _(mo):
+    mo.md(r"""
+    ## What if the GP prescribes amoxicillin?
+
+    A what-if folds hypothetical events onto a **copy** of the state and shows what would
+    change — records, alerts raised or cleared, answers before and after — with nothing
+    appended to the log. Maya's penicillin allergy is still on record, so a new amoxicillin
+    prescription would raise the drug–allergy alert again:
+    """)
+    return
+
+
+@app.cell
+def _(um, wb):
+    prescription = {
+        "kind": "fact",
+        "ts": "2026-01-12T10:30:00",
+        "op": "add",
+        "type": "Medication",
+        "key": "med-2026-01-amoxicillin",
+        "fields": {"name": "amoxicillin", "dose_mg": 500.0, "active": True, "times_per_day": 3},
+    }
+    events_before = len(wb.log())
+    whatif_view = um.whatif(wb, [prescription])
+    whatif_view  # noqa: B018 (marimo shows a cell's last expression)
+    return events_before, whatif_view
+
+
+@app.cell
+def _(events_before, mo, wb):
+    mo.md(f"""
+    The log holds **{len(wb.log())} events** after the what-if, as it did before
+    ({events_before}): nothing was written.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
     expression = mo.ui.text_area(
         value="len([t for t in user.all(Trip) if t.international and t.start.year == 2025])",
         label="An expression over `user`",

@@ -14,6 +14,7 @@ from uac_kernel.marimo import (
     fleet,
     log_browser,
     state_explorer,
+    whatif,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "fleet",
     "log_browser",
     "state_explorer",
+    "whatif",
 ]

@@ -351,6 +351,70 @@ def cmd_alerts(args: argparse.Namespace) -> None:
                 print(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
 
 
+CHART_SUFFIXES = (".svg", ".png", ".html")
+
+
+def cmd_whatif(args: argparse.Namespace) -> None:
+    """Fold a file of hypothetical events onto a copy of the user's state and print what would
+    change. The store is opened read-only: nothing is appended, nothing is written to it."""
+    from uac_kernel.errors import EventError
+
+    # The inputs are checked before the store is opened, so a mistyped name costs no fold.
+    try:
+        Path(args.file).open("rb").close()
+    except OSError as exc:
+        raise EventError(
+            f"cannot read the file: {exc.strerror}; check the path", origin=args.file
+        ) from exc
+    if args.chart is not None and args.as_of is None:
+        raise CommandLineError(
+            "--chart draws the alert timelines of a past what-if: give --as-of DATE too"
+        )
+    if args.chart is not None and Path(args.chart).suffix.lower() not in CHART_SUFFIXES:
+        raise CommandLineError(
+            f"--chart {args.chart!r}: name a .svg, .png or .html file (drawn offline)"
+        )
+    with _open(args, read_only=True) as wb:
+        events = _whatif_events(args.file)
+        w = wb.whatif(events, as_of=args.as_of, expressions=args.expr, origin=args.file)
+    if args.json:
+        _print_json(w.to_dict(), None)
+    else:
+        from uac_kernel._whatif_face import report_lines
+
+        print("\n".join(report_lines(w)))
+    if args.chart is not None:
+        _save_whatif_chart(w, args.chart)
+
+
+def _whatif_events(file: str) -> Any:
+    """What ``Workbench.whatif`` reads: the path of an Event JSONL file as it is (read line by
+    line, within the ingest bounds); a ``.yaml``/``.yml``/``.json`` file's events, parsed as a
+    ``%%uac whatif`` cell's body is (a list of mappings, or ``---``-separated ones)."""
+    if Path(file).suffix.lower() not in (".yaml", ".yml", ".json"):
+        return file
+    from uac_kernel.errors import EventError
+    from uac_kernel.whatif import events_from_text
+
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise EventError(f"cannot read the file: {why}", origin=file) from None
+    return events_from_text(text, file)
+
+
+def _save_whatif_chart(w: Any, out: str) -> None:
+    """The real and the what-if alert timelines, drawn offline into ``out``."""
+    from uac_kernel import charts
+
+    try:
+        charts.save_chart(charts.whatif_timeline(w), out)
+    except OSError as exc:
+        raise UacError(f"--chart {out!r}: cannot write it ({exc.strerror})") from None
+    print(f"wrote {out} (the alert timelines, real and what-if)")
+
+
 def cmd_constrain(args: argparse.Namespace) -> None:
     if args.retract is not None:
         if args.file is not None or args.key is not None:
@@ -844,6 +908,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _moment(text: str) -> str:
+    """An argparse type: an ISO date or date-time (``2025-03-01``, ``2025-03-01T09:00``),
+    checked here and passed on as written."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO date or date-time (2025-03-01 or 2025-03-01T09:00), got {text!r}"
+        ) from None
+    return text
+
+
 def _per_second(text: str) -> float:
     """An argparse type: a positive, finite number (of calls per second)."""
     try:
@@ -946,6 +1022,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retract", default=None, metavar="KEY", help="retract constraint KEY")
     p.add_argument("--reason", default=None, help="why (logged with the events)")
     p.add_argument("--source", default=None, help="where the constraints come from")
+    p = add(
+        "whatif",
+        cmd_whatif,
+        "fold hypothetical events onto a copy of the user and show what would change: records, "
+        "alerts raised, escalated or cleared, answers; nothing is written (see docs/whatif.md)",
+    )
+    p.add_argument("file", metavar="FILE", help="Event JSONL (or .yaml/.json) of the events")
+    p.add_argument(
+        "--as-of",
+        type=_moment,
+        default=None,
+        metavar="DATE",
+        help="insert the events at DATE and replay the later log on top (a past what-if)",
+    )
+    p.add_argument(
+        "--expr",
+        action="append",
+        default=None,
+        metavar="EXPR",
+        help="an expression over `user` to re-run before and after (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="the whole report as JSON")
+    p.add_argument(
+        "--chart",
+        default=None,
+        metavar="OUT",
+        help="draw the alert timelines, real and what-if, into OUT (.svg, .png or .html)",
+    )
     p = add("constraints", cmd_constraints, "the constraints in force, and the rule of each")
     p.add_argument("--history", action="store_true", help="every version, ended ones too")
     p.add_argument("--json", action="store_true")

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from uac_kernel.fold import ConstraintVersion
     from uac_kernel.model import ModelSettings
+    from uac_kernel.whatif import WhatIf
     from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = ["Table", "UacMagics", "load_ipython_extension", "unload_ipython_extension"]
@@ -1284,6 +1285,11 @@ class UacMagics(Magics):
     @argument("--key", action="extend", nargs="+", metavar="KEY", help="the cell's selection")
     @argument("--where", metavar="EXPR", help="the cell's selection")
     @argument("--last", type=int, metavar="N", help="the cell's selection")
+    @argument(
+        "--dry-run",
+        action="store_true",
+        help="show what the edit would change (records, alerts, answers); append nothing",
+    )
     def cmd_cell(self, rest: str, cell: str | None) -> None:
         """``%%uac cell --version N --part PART``: apply an edited part (made by ``%uac edit``).
 
@@ -1296,6 +1302,10 @@ class UacMagics(Magics):
         namespace (with ``rule``, ``Finding``, ``date``, ``datetime``, ``timedelta``), then put
         in force with their source logged. A rule must be self-contained: other code in the
         cell is not run. Then a checkpoint is taken.
+
+        With ``--dry-run`` nothing is appended and no rule is run: the edit is shown as a
+        what-if (``%%uac whatif``) — the records it would add, change or retract, the alerts it
+        would raise or clear, the answers that would change. Run the cell without it to apply.
         """
         if cell is None:
             raise UsageError(
@@ -1306,6 +1316,9 @@ class UacMagics(Magics):
         args = _cellargs.parse(self.cmd_cell, rest)
         wb = self._wb()
         part = _unquote(args.part)
+        if args.dry_run:
+            self._preview_cell(wb, cell, args, part)
+            return
         rules = self._compile_rules(cell, f"%%uac cell {rest.strip()}")
         before = wb.state.seq
         plan, report = wb.apply_edit(
@@ -1333,6 +1346,20 @@ class UacMagics(Magics):
                 f"{again}`"
             )
         print("\n".join(lines))
+
+    def _preview_cell(self, wb: Workbench, cell: str, args: Any, part: str) -> None:
+        """``%%uac cell ... --dry-run``: what applying the cell would do, as a what-if."""
+        plan, w = wb.preview_edit(
+            cell, version=args.version, part=part, key=args.key, where=args.where, last=args.last
+        )
+        head = [
+            f"{part}, edited from checkpoint {args.version} (dry run): {plan.summary()}; "
+            "nothing appended — run the cell without --dry-run to apply it"
+        ]
+        if plan.rules:
+            names = ", ".join(r.name for r in plan.rules)
+            head.append(f"rules in the cell, not run in a dry run: {names}")
+        self._show_whatif(wb, w, head)
 
     def _compile_rules(self, body: str, header: str) -> list[tuple[Rule, str]]:
         """Define the ``@rule`` functions of a cell in the user namespace (not yet in force).
@@ -1374,6 +1401,115 @@ class UacMagics(Magics):
                 )
             defined[obj.name] = (obj, source.rstrip() + "\n")
         return list(defined.values())
+
+    # -- what-ifs -------------------------------------------------------------------------------
+
+    @subcommand("whatif", cell=True)
+    @magic_arguments(name="uac whatif")
+    @argument("var", nargs="?", help="a Python list of event dicts in the namespace (no cell)")
+    @argument(
+        "--as-of",
+        metavar="DATE",
+        help="insert the events at DATE and replay the later log on top (a past what-if)",
+    )
+    @argument(
+        "--expr",
+        action="append",
+        metavar="EXPR",
+        help="an expression over `user` to re-run before and after (repeatable; default: "
+        "those this session evaluated or asked)",
+    )
+    def cmd_whatif(self, rest: str, cell: str | None) -> None:
+        """What would change if these events were true: ``%%uac whatif`` with the events in the
+        cell (JSONL, a JSON array, or YAML: a list of mappings or ``---``-separated ones), or
+        ``%uac whatif VAR`` with ``VAR`` a list of event dicts. They are folded onto a copy of
+        the user's state: nothing is appended, nothing is written to the store, no model is
+        called. Shows the records added, changed or retracted, the alerts that would be
+        raised, escalated or cleared, and the answers (``--expr``, else the expressions and
+        questions of this session) that would change. With ``--as-of DATE`` the events are
+        inserted at DATE and the later log replayed on top, with today's rules: the alert
+        timeline, real and what-if. A widget applies it for real (the same events, through
+        the validated ingest); the text view where widgets are not shown. See docs/whatif.md.
+        """
+        from uac_kernel import _cellargs
+
+        args = _cellargs.parse(self.cmd_whatif, rest)
+        if cell is not None:
+            if args.var is not None:
+                raise UsageError(
+                    f"`%%uac whatif` takes its events from the cell, not also from {args.var!r}; "
+                    f"use the line magic `%uac whatif {args.var}`"
+                )
+            if not cell.strip():
+                raise UsageError(
+                    "`%%uac whatif`: write the events in the cell, one JSON object a line or "
+                    "YAML (- kind: fact ...)"
+                )
+            from uac_kernel.whatif import events_from_text
+
+            events = events_from_text(cell, "%%uac whatif")
+            origin = "%%uac whatif"
+        else:
+            if args.var is None:
+                raise UsageError(
+                    "usage: %%uac whatif [--as-of DATE] [--expr EXPR] with the events in the "
+                    "cell, or %uac whatif VAR with VAR a list of event dicts"
+                )
+            events = self._events_of(args.var)
+            origin = args.var
+        from uac_kernel._whatif_face import moment
+
+        as_of = moment(_unquote(args.as_of)) if args.as_of else None
+        wb = self._wb(read=True)
+        w = wb.whatif(events, as_of=as_of, expressions=args.expr, origin=origin)
+        self._show_whatif(wb, w)
+
+    def _events_of(self, name: str) -> list[Any]:
+        """The list of event dicts bound to ``name`` in the user namespace: looked up, never
+        evaluated."""
+        if not name.isidentifier():
+            raise UsageError(
+                f"%uac whatif {name!r}: name a variable that holds a list of event dicts "
+                "(e.g. %uac whatif events), or write the events in a %%uac whatif cell"
+            )
+        ns = self.shell.user_ns if self.shell is not None else {}
+        if name not in ns:
+            names = [k for k, v in ns.items() if isinstance(v, list) and not k.startswith("_")]
+            raise UsageError(
+                f"%uac whatif: no variable {name!r} in the namespace.{did_you_mean(name, names)}"
+            )
+        value = ns[name]
+        if isinstance(value, dict):
+            raise UsageError(
+                f"%uac whatif {name}: {name} is one event; put it in a list ({name}s = [{name}])"
+            )
+        if not isinstance(value, (list, tuple)):
+            raise UsageError(
+                f"%uac whatif {name}: {name} is a {type(value).__name__}, not a list of event dicts"
+            )
+        wrong = next((i for i, v in enumerate(value) if not isinstance(v, dict)), None)
+        if wrong is not None:
+            raise UsageError(
+                f"%uac whatif {name}: {name}[{wrong}] is a {type(value[wrong]).__name__}, "
+                "not an event dict"
+            )
+        return list(value)
+
+    def _show_whatif(self, wb: Workbench, w: WhatIf, head: Sequence[str] = ()) -> None:
+        """The what-if's report: its widget (with the Apply button) when there is one, else
+        the text and HTML; ``head`` lines come first."""
+        from uac_kernel._whatif_face import report_html, report_lines, widget_class
+
+        head = [printable(h) for h in head]
+        report = report_lines(w)
+        widget = widget_class()
+        if widget is None:
+            text = "\n".join([*head, *report])
+            display({"text/plain": text, "text/html": report_html(w, head)}, raw=True)
+            return
+        if head:
+            print("\n".join(head))
+        self._show(lambda: widget(wb, w), "\n".join(report), report_html(w))
 
     # -- widgets --------------------------------------------------------------------------------
 

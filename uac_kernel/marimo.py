@@ -15,6 +15,7 @@ show, as functions of an open ``Workbench``:
 ``%uac constraints``               ``constraints_table(wb)``
 ``%uac fleet DIR``                 ``fleet(dir)`` (summary and charts of many users)
 ``%uac fleet sql DIR QUERY``       ``fleetsql.fleet_sql(dir, query)`` (an engine call)
+``%%uac whatif``                   ``whatif(wb, events)`` (the report, Apply button)
 =================================  ==================================================
 
 Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,6 +41,8 @@ from uac_kernel._extras import require
 from uac_kernel.errors import QueryError, UacError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import altair as alt
 
     from uac_kernel.workbench import Workbench
@@ -54,6 +58,7 @@ __all__ = [
     "fleet",
     "log_browser",
     "state_explorer",
+    "whatif",
 ]
 
 CHART_KINDS = ("events", "records", "alerts", "result")
@@ -227,3 +232,48 @@ def fleet(root: str | Path) -> Any:
             ),
         ]
     )
+
+
+def whatif(
+    wb: Workbench,
+    events: str | Path | Iterable[dict[str, Any]],
+    *,
+    as_of: str | datetime | None = None,
+    expressions: Sequence[str] | dict[str, str] | None = None,
+) -> Any:
+    """What would change if ``events`` were true (``%%uac whatif``), folded onto a copy of the
+    user's state by ``wb.whatif``: nothing is appended, nothing is written, no model is called.
+
+    ``events`` is a list of event dicts, the text of events as a ``%%uac whatif`` cell holds
+    them (JSONL, a JSON array or YAML — e.g. the value of ``mo.ui.code_editor``), or a
+    ``Path`` to an Event JSONL file. ``as_of`` inserts them at that moment and replays the
+    later log on top (a past what-if); ``expressions`` are re-run before and after (default:
+    those this session evaluated or asked).
+
+    Returns the what-if widget (the report and an Apply button that appends the same events
+    through the validated ingest) as ``mo.ui.anywidget``, or the report as ``mo.Html`` where
+    that widget is not available. A mistake in the events (or an empty text) shows as a
+    callout with the one-line error instead; nothing is appended then either.
+    """
+    from uac_kernel._whatif_face import moment, report_html, widget_class
+    from uac_kernel.whatif import events_from_text
+
+    mo = _marimo()
+    try:
+        if isinstance(as_of, str):
+            moment(as_of, "as_of")
+        given: str | Path | Iterable[dict[str, Any]] = events
+        if isinstance(events, str):
+            if not events.strip():
+                hint = (
+                    "Write the events, one JSON object a line or YAML: <code>- kind: fact</code> …"
+                )
+                return mo.callout(mo.Html(hint), kind="info")
+            given = events_from_text(events, "what-if")
+        w = wb.whatif(given, as_of=as_of, expressions=expressions)
+    except UacError as exc:
+        return mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
+    widget = widget_class()
+    if widget is not None:
+        return mo.ui.anywidget(widget(wb, w))
+    return mo.Html(report_html(w))

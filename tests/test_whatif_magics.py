@@ -1,0 +1,223 @@
+"""The notebook faces of what-ifs on a real IPython kernel shell over a real store file:
+`%%uac whatif` (JSONL and YAML bodies), `%uac whatif VAR`, `%%uac cell --dry-run`, their
+mistakes as one-line UsageErrors, and `uac.marimo.whatif` in a marimo app run by ``app.run()``.
+None of them appends to the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import retract, update
+
+os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
+
+from IPython.utils.capture import capture_output
+from test_magics import change, edit_cell, run, run_out, usage_error
+from test_whatif_cli import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE, jsonl
+
+# -- the magics -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The shell with ``%load_ext uac`` and Maya's store (allergy, ibuprofen) ingested."""
+    monkeypatch.chdir(tmp_path)
+    jsonl(tmp_path / "store.jsonl", STORE)
+    ip = kernel_shell
+    ip.reset(new_session=False)
+    ip.config.pop("UacMagics", None)
+    run(ip, "%load_ext uac")
+    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
+    run(ip, "%config UacMagics.user = 'maya'")
+    run(ip, "%uac ingest store.jsonl")
+    yield ip
+    run(ip, "%unload_ext uac")
+
+
+def shown(ip: Any, source: str) -> str:
+    """What a cell showed as text: printed, and the text/plain of what it displayed."""
+    with capture_output() as cap:
+        run(ip, source)
+    return cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
+
+
+def logged(ip: Any) -> int:
+    return len(ip.user_ns["wb"].log())
+
+
+def test_whatif_cell_jsonl(ip: Any) -> None:
+    before = logged(ip)
+    out = shown(ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
+    assert "amoxicillin" in out and "1 raised" in out and RULE in out
+    assert logged(ip) == before
+    assert [a.rule for a in ip.user_ns["wb"].alerts()] == []
+
+
+def test_whatif_cell_yaml(ip: Any) -> None:
+    before = logged(ip)
+    out = shown(ip, "%%uac whatif\n" + AMOXICILLIN_YAML)
+    assert "1 raised" in out and RULE in out
+    assert logged(ip) == before
+
+
+def test_whatif_of_a_variable(ip: Any) -> None:
+    ip.user_ns["prescription"] = [AMOXICILLIN]
+    before = logged(ip)
+    out = shown(ip, "%uac whatif prescription")
+    assert "1 raised" in out and RULE in out
+    assert logged(ip) == before
+    # the session's expressions are re-run by default
+    run(ip, f"%uac eval {MEDICATIONS}")
+    out = shown(ip, "%uac whatif prescription")
+    assert MEDICATIONS in out
+
+
+def test_past_whatif_in_a_cell(ip: Any) -> None:
+    # the real log: the allergy, then amoxicillin for a week of November (the alert stood);
+    # what if the allergy had been retracted in March?
+    stopped = update("2024-11-25", "Medication", "med-amoxicillin", active=False)
+    ip.user_ns["wb"].ingest([AMOXICILLIN, stopped])
+    before = logged(ip)
+    retraction = retract("2024-03-01", "Allergy", "allergy-penicillin")
+    out = shown(ip, f"%%uac whatif --as-of '2024-03-01T12:00'\n{json.dumps(retraction)}\n")
+    assert "as of 2024-03-01 12:00" in out and "retracted Allergy" in out
+    timeline = [line.split() for line in out.splitlines() if RULE in line and "→" in line]
+    assert [(t[0], t[3], t[6]) for t in timeline] == [("real", "2024-11-18", "2024-11-25")]
+    assert logged(ip) == before
+
+
+def test_whatif_html_is_escaped(ip: Any) -> None:
+    from uac_kernel._whatif_face import report_html
+
+    hostile = {**AMOXICILLIN, "fields": {**AMOXICILLIN["fields"], "name": "<b>amoxicillin</b>"}}
+    ip.user_ns["hostile"] = [hostile]
+    with capture_output() as cap:
+        run(ip, "%uac whatif hostile")
+    assert "<b>amoxicillin</b>" in "".join(o.data["text/plain"] for o in cap.outputs)
+    assert all("<b>amoxicillin" not in o.data.get("text/html", "") for o in cap.outputs)
+    # the HTML shown where the widget is not
+    html = report_html(ip.user_ns["wb"].whatif([hostile]), ["<i>head</i>"])
+    assert "&lt;b&gt;amoxicillin" in html and "<b>" not in html and "<i>" not in html
+
+
+def test_whatif_mistakes_are_one_line_usage_errors(ip: Any) -> None:
+    before = logged(ip)
+    ip.user_ns["one"] = AMOXICILLIN
+    ip.user_ns["text"] = "not events"
+    ip.user_ns["mixed"] = [AMOXICILLIN, 3]
+    cases = {
+        "%uac whatif": "usage: %%uac whatif",
+        "%uac whatif nothing_here": "no variable 'nothing_here'",
+        "%uac whatif one": "is one event; put it in a list",
+        "%uac whatif text": "text is a str, not a list of event dicts",
+        "%uac whatif mixed": "mixed[1] is a int, not an event dict",
+        "%uac whatif os.system('x')": "name a variable",
+        "%%uac whatif\n  \n": "write the events in the cell",
+        "%%uac whatif prescription\n{}": "takes its events from the cell",
+        "%%uac whatif\n- kind: fact\n  op: [": "%%uac whatif",
+        '%%uac whatif\n{"kind": "fact", "ts": "2024-11-18T09:00:00", "op": "add", '
+        '"type": "Medication", "key": "x", "fields": {"dose_mg": "lots"}}': "dose_mg",
+        f"%%uac whatif --as-of March\n{json.dumps(AMOXICILLIN)}": "March",
+    }
+    for source, message in cases.items():
+        assert message in usage_error(ip, source), source
+    assert logged(ip) == before
+
+
+def test_help_lists_whatif(ip: Any) -> None:
+    out = run_out(ip, "%uac help")
+    assert "%uac whatif" in out and "--as-of" in out
+    assert "nothing is appended" in run_out(ip, "%uac whatif --help")
+
+
+def test_cell_dry_run_appends_nothing(ip: Any) -> None:
+    run_out(ip, "%uac checkpoint")
+    text = edit_cell(ip, "%uac edit Medication")
+    text = change(text, "name='ibuprofen'", "name='amoxicillin'")
+    header, body = text.split("\n", 1)
+    before, versions = logged(ip), len(ip.user_ns["wb"].checkpoints.all())
+    out = shown(ip, f"{header} --dry-run\n{body}")
+    assert "(dry run)" in out and "nothing appended" in out
+    assert "1 raised" in out and RULE in out
+    assert logged(ip) == before and len(ip.user_ns["wb"].checkpoints.all()) == versions
+    assert ip.user_ns["wb"].alerts() == []
+    # the same cell without --dry-run applies it, and raises the alert it showed
+    out = run_out(ip, f"{header}\n{body}")
+    assert "correction event" in out and RULE in out
+    assert logged(ip) > before
+
+
+# -- marimo -----------------------------------------------------------------------------------
+
+_MARIMO_APP = """
+import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import json
+
+    import uac
+    import uac.marimo as um
+
+    store, amoxicillin, amoxicillin_yaml = json.loads(EVENTS)
+    wb = uac.open(":memory:", user="maya")
+    wb.ingest(store)
+    before = len(wb.log())
+    return amoxicillin, amoxicillin_yaml, before, um, wb
+
+
+@app.cell
+def _(amoxicillin, um, wb):
+    view = um.whatif(wb, [amoxicillin], expressions=["len(user.all(Medication))"])
+    view
+    return (view,)
+
+
+@app.cell
+def _(amoxicillin_yaml, um, wb):
+    text_view = um.whatif(wb, amoxicillin_yaml)
+    bad_view = um.whatif(wb, "- kind: fact\\n  op: add\\n")
+    empty_view = um.whatif(wb, "  ")
+    return bad_view, empty_view, text_view
+
+
+@app.cell
+def _(before, wb):
+    after = len(wb.log())
+    return (after,)
+"""
+
+
+def test_marimo_whatif_in_an_app(tmp_path: Path) -> None:
+    mo = pytest.importorskip("marimo", reason="pip install marimo")
+    import runpy
+
+    events = json.dumps([STORE, AMOXICILLIN, AMOXICILLIN_YAML])
+    path = tmp_path / "whatif_app.py"
+    path.write_text(_MARIMO_APP.replace("EVENTS", repr(events)), encoding="utf-8")
+    app = runpy.run_path(str(path))["app"]
+    outputs, defs = app.run()
+    assert defs["after"] == defs["before"], "a what-if appended to the log"
+    view = defs["view"]
+    assert outputs[1] is view
+
+    def text(view: Any) -> str:
+        if isinstance(view, mo.ui.anywidget):  # the what-if widget, with its Apply button
+            return json.dumps(view.widget.report, default=str)
+        assert isinstance(view, mo.Html), type(view)  # the report, where there is no widget
+        return str(view.text)
+
+    assert RULE in text(view) and "amoxicillin" in text(view)
+    assert RULE in text(defs["text_view"])
+    assert "danger" in defs["bad_view"].text and "what-if" in defs["bad_view"].text
+    assert "Write the events" in defs["empty_view"].text
