@@ -200,7 +200,7 @@ def test_cli_whatif_argument_mistakes_are_one_line(
     before = fingerprint(store)
     cases = {
         ("whatif", str(tmp_path / "missing.jsonl")): "missing.jsonl: cannot read the file",
-        ("whatif", str(whatif_file), "--as-of", "March"): "expected an ISO date",
+        ("whatif", str(whatif_file), "--as-of", "March"): "not an ISO 8601 date or date-time",
         ("whatif", str(whatif_file), "--chart", "t.svg"): "give --as-of DATE too",
         ("whatif", str(whatif_file), "--as-of", "2024-03-01", "--chart", "t.pdf"): "name a .svg",
     }

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from uac_kernel._display import plural, printable
 from uac_kernel._fleet_cli import add_fleet_queries
 from uac_kernel.adapters import FORMATS, read_histories
-from uac_kernel.errors import CommandLineError, UacError
+from uac_kernel.errors import CommandLineError, QueryError, UacError
 
 if TYPE_CHECKING:
     from uac_kernel.extract import ExtractionReport
@@ -908,16 +908,14 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _moment(text: str) -> str:
-    """An argparse type: an ISO date or date-time (``2025-03-01``, ``2025-03-01T09:00``),
-    checked here and passed on as written."""
+def _moment(text: str) -> datetime:
+    """An argparse type: a what-if's moment (``whatif.moment``), checked before the store opens."""
+    from uac_kernel.whatif import moment
+
     try:
-        datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an ISO date or date-time (2025-03-01 or 2025-03-01T09:00), got {text!r}"
-        ) from None
-    return text
+        return moment(text)
+    except QueryError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("as of ")) from None
 
 
 def _per_second(text: str) -> float:

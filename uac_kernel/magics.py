@@ -1457,7 +1457,7 @@ class UacMagics(Magics):
                 )
             events = self._events_of(args.var)
             origin = args.var
-        from uac_kernel._whatif_face import moment
+        from uac_kernel.whatif import moment
 
         as_of = moment(_unquote(args.as_of)) if args.as_of else None
         wb = self._wb(read=True)
@@ -1498,18 +1498,12 @@ class UacMagics(Magics):
     def _show_whatif(self, wb: Workbench, w: WhatIf, head: Sequence[str] = ()) -> None:
         """The what-if's report: its widget (with the Apply button) when there is one, else
         the text and HTML; ``head`` lines come first."""
-        from uac_kernel._whatif_face import report_html, report_lines, widget_class
+        from uac_kernel._whatif_face import report_html, report_lines
+        from uac_kernel.widgets import WhatIfWidget
 
-        head = [printable(h) for h in head]
-        report = report_lines(w)
-        widget = widget_class()
-        if widget is None:
-            text = "\n".join([*head, *report])
-            display({"text/plain": text, "text/html": report_html(w, head)}, raw=True)
-            return
         if head:
-            print("\n".join(head))
-        self._show(lambda: widget(wb, w), "\n".join(report), report_html(w))
+            print("\n".join(printable(h) for h in head))
+        self._show(lambda: WhatIfWidget(wb, w), "\n".join(report_lines(w)), report_html(w))
 
     # -- widgets --------------------------------------------------------------------------------
 

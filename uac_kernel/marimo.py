@@ -251,17 +251,14 @@ def whatif(
     those this session evaluated or asked).
 
     Returns the what-if widget (the report and an Apply button that appends the same events
-    through the validated ingest) as ``mo.ui.anywidget``, or the report as ``mo.Html`` where
-    that widget is not available. A mistake in the events (or an empty text) shows as a
+    through the validated ingest) as ``mo.ui.anywidget``. A mistake in the events (or an empty text) shows as a
     callout with the one-line error instead; nothing is appended then either.
     """
-    from uac_kernel._whatif_face import moment, report_html, widget_class
     from uac_kernel.whatif import events_from_text
+    from uac_kernel.widgets import WhatIfWidget
 
     mo = _marimo()
     try:
-        if isinstance(as_of, str):
-            moment(as_of, "as_of")
         given: str | Path | Iterable[dict[str, Any]] = events
         if isinstance(events, str):
             if not events.strip():
@@ -273,7 +270,4 @@ def whatif(
         w = wb.whatif(given, as_of=as_of, expressions=expressions)
     except UacError as exc:
         return mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
-    widget = widget_class()
-    if widget is not None:
-        return mo.ui.anywidget(widget(wb, w))
-    return mo.Html(report_html(w))
+    return mo.ui.anywidget(WhatIfWidget(wb, w))
