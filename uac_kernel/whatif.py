@@ -78,6 +78,18 @@ class AnswerChange:
     def changed(self) -> bool:
         return (self.before, self.error_before) != (self.after, self.error_after)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able data (dates as ISO text)."""
+        return {
+            "label": self.label,
+            "expression": self.expression,
+            "before": _plain(self.before),
+            "after": _plain(self.after),
+            "error_before": self.error_before,
+            "error_after": self.error_after,
+            "changed": self.changed,
+        }
+
 
 @dataclass(frozen=True)
 class AlertSpan:
@@ -213,18 +225,7 @@ class WhatIf:
             "updated": [
                 {**a.model_dump(mode="json"), "was": self.was.get(a.id)} for a in self.updated
             ],
-            "answers": [
-                {
-                    "label": a.label,
-                    "expression": a.expression,
-                    "before": _plain(a.before),
-                    "after": _plain(a.after),
-                    "error_before": a.error_before,
-                    "error_after": a.error_after,
-                    "changed": a.changed,
-                }
-                for a in self.answers
-            ],
+            "answers": [a.to_dict() for a in self.answers],
             "timeline": [
                 {
                     "run": s.run,

@@ -1043,16 +1043,6 @@ def whatif_report(wb: Workbench, w: WhatIf, limit: int = 500) -> dict[str, Any]:
         "raised": [alert(a) for a in w.raised[:n]],
         "cleared": [alert(a, reason=a.reason) for a in w.cleared[:n]],
         "escalated": [alert(a, before=before, after=after) for before, after, a in escalated[:n]],
-        "answers": [
-            {
-                "label": a.label,
-                "expression": a.expression,
-                "before": _plain(a.before),
-                "after": _plain(a.after),
-                "error_before": a.error_before,
-                "error_after": a.error_after,
-            }
-            for a in answers[:n]
-        ],
+        "answers": [a.to_dict() for a in answers[:n]],
         "conflicts": list(w.conflicts),
     }
