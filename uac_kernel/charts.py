@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import altair as alt
 
-from uac_kernel._display import shorten, show
+from uac_kernel._display import printable, shorten, show
 from uac_kernel.errors import QueryError
 from uac_kernel.sqlview import SqlResult
 
@@ -407,10 +407,12 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
     last = max(moments)
     labels = _span_labels(w)
     # Rows in the order their alerts first stood, by a number: the labels (data) stay out of
-    # the spec's encodings.
+    # the spec's encodings. At most _WHATIF_ROWS of them: a chart of thousands is unreadable
+    # and takes vl-convert tens of seconds (the title says how many are left out).
     order = {label: i for i, label in enumerate(dict.fromkeys(labels.values()))}
+    drawn = [s for s in w.timeline if order[labels[s.id]] < _WHATIF_ROWS]
     rows = []
-    for s in w.timeline:
+    for s in drawn:
         start = _naive(s.start)
         end = last if s.end is None else _naive(s.end)
         rows.append(
@@ -418,18 +420,20 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
                 "label": labels[s.id],
                 "row": order[labels[s.id]],
                 "run": s.run,
-                "rule": s.rule,
+                "rule": _chart_text(s.rule),
                 "severity": s.severity,
-                "message": s.message,
+                "message": _chart_text(s.message),
                 "start": _utc_text(start),
                 "end": _utc_text(end),
                 "instant": end <= start,
                 "standing": s.end is None,
             }
         )
+    left = len(order) - _WHATIF_ROWS
     title = _title(
-        f"Alerts of {w.user}: real and what-if",
-        f"what-if inserted at {show(as_of)} UTC; bars: raised → cleared",
+        f"Alerts of {_chart_text(w.user)}: real and what-if",
+        f"what-if inserted at {show(as_of)} UTC; bars: raised → cleared"
+        + (f"; the first {_WHATIF_ROWS} alerts of {len(order)} shown" if left > 0 else ""),
     )
     y = alt.Y(
         "label:N",
@@ -489,13 +493,20 @@ def _span_labels(w: WhatIf) -> dict[str, str]:
     for s in sorted(w.timeline, key=_first_seen):
         if s.id in labels:
             continue
-        text = shorten(f"{s.rule}: {s.message}", _WHATIF_LABEL)
+        text = _chart_text(shorten(f"{s.rule}: {s.message}", _WHATIF_LABEL))
         taken[text] = taken.get(text, 0) + 1
         labels[s.id] = f"{text} ({taken[text]})" if taken[text] > 1 else text
     return labels
 
 
 _WHATIF_LABEL = 80  # characters of a row label: the rule and the start of the message
+_WHATIF_ROWS = 200  # alerts a timeline draws at the most
+
+
+def _chart_text(text: str) -> str:
+    """Text from the log as a chart shows it: control and invisible characters escaped
+    (vl-convert aborts the process on a control character, and an SVG may not hold one)."""
+    return printable(text)
 
 
 # -- query results ---------------------------------------------------------------------------
@@ -797,6 +808,15 @@ def enable_offline() -> str:
     return previous
 
 
+class _ScriptSafeJSON(json.JSONEncoder):
+    """JSON that may stand inside an HTML <script>: ``<``, ``>`` and ``&`` as \\u escapes
+    (they occur only inside strings, where the escape reads back the same)."""
+
+    def encode(self, o: Any) -> str:
+        text = super().encode(o)
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def save_chart(chart: alt.TopLevelMixin, path: str | Path) -> Path:
     """Write ``chart`` to ``.svg``/``.png`` (rendered by vl-convert, no browser) or ``.html``
     (Vega's JavaScript inlined, so the file opens offline); returns the path."""
@@ -807,7 +827,8 @@ def save_chart(chart: alt.TopLevelMixin, path: str | Path) -> Path:
     elif suffix == ".png":
         chart.save(str(target), format="png")
     elif suffix == ".html":
-        chart.save(str(target), format="html", inline=True)
+        # The spec is embedded in a <script>: "</script>" in a label would end it there.
+        chart.save(str(target), format="html", inline=True, json_kwds={"cls": _ScriptSafeJSON})
     else:
         raise QueryError(f"cannot save a chart as {target.name!r}: use .svg, .png or .html")
     return target

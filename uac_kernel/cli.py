@@ -7,6 +7,7 @@ import importlib.util
 import json
 import keyword
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta
@@ -359,13 +360,16 @@ def cmd_whatif(args: argparse.Namespace) -> None:
     change. The store is opened read-only: nothing is appended, nothing is written to it."""
     from uac_kernel.errors import EventError
 
-    # The inputs are checked before the store is opened, so a mistyped name costs no fold.
+    # The inputs are checked before the store is opened, so a mistyped name costs no fold. A
+    # FIFO would block the open, and a device (/dev/zero) never ends: only files are read.
     try:
-        Path(args.file).open("rb").close()
+        regular = Path(args.file).stat().st_mode
     except OSError as exc:
         raise EventError(
             f"cannot read the file: {exc.strerror}; check the path", origin=args.file
         ) from exc
+    if not stat.S_ISREG(regular):
+        raise EventError("not a file (a directory, pipe or device); name a file", origin=args.file)
     if args.chart is not None and args.as_of is None:
         raise CommandLineError(
             "--chart draws the alert timelines of a past what-if: give --as-of DATE too"
@@ -394,13 +398,21 @@ def _whatif_events(file: str) -> Any:
     if Path(file).suffix.lower() not in (".yaml", ".yml", ".json"):
         return file
     from uac_kernel.errors import EventError
-    from uac_kernel.whatif import events_from_text
+    from uac_kernel.whatif import MAX_TEXT_CHARS, events_from_text
 
     try:
-        text = Path(file).read_text(encoding="utf-8")
+        with Path(file).open("rb") as f:
+            raw = f.read(4 * MAX_TEXT_CHARS + 1)  # UTF-8 takes at most 4 bytes a character
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
         raise EventError(f"cannot read the file: {why}", origin=file) from None
+    if len(raw) > 4 * MAX_TEXT_CHARS or len(text) > MAX_TEXT_CHARS:
+        raise EventError(
+            f"more than {MAX_TEXT_CHARS:,} characters of YAML or JSON; write the events as Event "
+            "JSONL (.jsonl), which is read a line at a time",
+            origin=file,
+        )
     return events_from_text(text, file)
 
 
@@ -412,7 +424,7 @@ def _save_whatif_chart(w: Any, out: str) -> None:
         charts.save_chart(charts.whatif_timeline(w), out)
     except OSError as exc:
         raise UacError(f"--chart {out!r}: cannot write it ({exc.strerror})") from None
-    print(f"wrote {out} (the alert timelines, real and what-if)")
+    print(f"wrote {printable(out)} (the alert timelines, real and what-if)")
 
 
 def cmd_constrain(args: argparse.Namespace) -> None:

@@ -1479,7 +1479,7 @@ class UacMagics(Magics):
                 f"%uac whatif: no variable {name!r} in the namespace.{did_you_mean(name, names)}"
             )
         value = ns[name]
-        if isinstance(value, dict):
+        if isinstance(value, dict):  # (isinstance does not call the value's own code)
             raise UsageError(
                 f"%uac whatif {name}: {name} is one event; put it in a list ({name}s = [{name}])"
             )
@@ -1487,13 +1487,24 @@ class UacMagics(Magics):
             raise UsageError(
                 f"%uac whatif {name}: {name} is a {type(value).__name__}, not a list of event dicts"
             )
-        wrong = next((i for i, v in enumerate(value) if not isinstance(v, dict)), None)
-        if wrong is not None:
+        # Copied into plain lists and dicts here: a subclass's own methods (its __iter__, its
+        # get) run once, and an error of theirs is one line, not a traceback from the parser.
+        try:
+            items = list(value)
+            wrong = next((i for i, v in enumerate(items) if not isinstance(v, dict)), None)
+            if wrong is not None:
+                raise UsageError(
+                    f"%uac whatif {name}: {name}[{wrong}] is a {type(items[wrong]).__name__}, "
+                    "not an event dict"
+                )
+            return [dict(v.items()) for v in items]
+        except UsageError:
+            raise
+        except Exception as exc:
             raise UsageError(
-                f"%uac whatif {name}: {name}[{wrong}] is a {type(value[wrong]).__name__}, "
-                "not an event dict"
-            )
-        return list(value)
+                f"%uac whatif {name}: reading it failed ({type(exc).__name__}: "
+                f"{printable(shorten(str(exc), 120))}); give a list of plain event dicts"
+            ) from None
 
     def _show_whatif(self, wb: Workbench, w: WhatIf, head: Sequence[str] = ()) -> None:
         """The what-if's report: its widget (with the Apply button) when there is one, else

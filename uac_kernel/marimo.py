@@ -258,6 +258,9 @@ def whatif(
     from uac_kernel.widgets import WhatIfWidget
 
     mo = _marimo()
+    problem = _whatif_arguments(events, expressions)
+    if problem is not None:
+        return mo.callout(mo.Html(html.escape(problem)), kind="danger")
     try:
         given: str | Path | Iterable[dict[str, Any]] = events
         if isinstance(events, str):
@@ -271,3 +274,26 @@ def whatif(
     except UacError as exc:
         return mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
     return mo.ui.anywidget(WhatIfWidget(wb, w))
+
+
+def _whatif_arguments(events: Any, expressions: Any) -> str | None:
+    """Why ``whatif``'s arguments cannot be what-if events and expressions, or None."""
+    if isinstance(events, str):
+        line = events.strip()
+        if "\n" not in line and line[:1] not in "{[-" and Path(line).suffix and Path(line).exists():
+            return (
+                f"{line!r} looks like the path of a file: pass Path({line!r}) for a file; a str "
+                "is read as the events' text (JSONL, a JSON array or YAML)"
+            )
+        return None
+    if not isinstance(events, (Path, list, tuple)):
+        return (
+            f"events is a {type(events).__name__}: give a list of event dicts, their text "
+            "(JSONL, a JSON array or YAML) or the Path of an Event JSONL file"
+        )
+    if expressions is not None and not isinstance(expressions, (list, tuple, dict)):
+        return (
+            f"expressions is a {type(expressions).__name__}: give a list of expressions, or a "
+            "dict of label → expression"
+        )
+    return None
