@@ -231,12 +231,11 @@ def test_cli_chart_paths(store: Path, tmp_path: Path) -> None:
     assert fingerprint(store) == before
 
 
-def test_cli_chart_path_with_control_characters_is_printed_escaped(
-    store: Path, tmp_path: Path
-) -> None:
-    whatif = jsonl(tmp_path / "a.jsonl", [AMOXICILLIN])
-    out = "a\x1b[31m\u202e.svg"
-    done = cli(
+def chart(
+    whatif: Path, store: Path, out: str, cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`uac whatif WHATIF --as-of 2024-01-01 --chart OUT` on ``store``."""
+    return cli(
         "whatif",
         str(whatif),
         "--db",
@@ -245,8 +244,17 @@ def test_cli_chart_path_with_control_characters_is_printed_escaped(
         "2024-01-01",
         "--chart",
         out,
-        cwd=tmp_path,
+        cwd=cwd,
+        timeout=timeout,
     )
+
+
+def test_cli_chart_path_with_control_characters_is_printed_escaped(
+    store: Path, tmp_path: Path
+) -> None:
+    whatif = jsonl(tmp_path / "a.jsonl", [AMOXICILLIN])
+    out = "a\x1b[31m\u202e.svg"
+    done = chart(whatif, store, out, tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / out).exists()
     # "wrote <name>" quotes the file name: escaped, as every other line is
@@ -256,18 +264,7 @@ def test_cli_chart_path_with_control_characters_is_printed_escaped(
 def test_cli_chart_html_keeps_hostile_text_inside_its_script(store: Path, tmp_path: Path) -> None:
     whatif = jsonl(tmp_path / "h.jsonl", [hostile_amoxicillin()])
     out = tmp_path / "timeline.html"
-    done = cli(
-        "whatif",
-        str(whatif),
-        "--db",
-        str(store),
-        "--as-of",
-        "2024-01-01",
-        "--chart",
-        str(out),
-        cwd=tmp_path,
-        timeout=300,
-    )
+    done = chart(whatif, store, str(out), tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     page = out.read_text(encoding="utf-8")
     # the alert's message (it quotes the key) is data in the page's <script>: a `</script>` in
@@ -278,18 +275,7 @@ def test_cli_chart_html_keeps_hostile_text_inside_its_script(store: Path, tmp_pa
 def test_cli_chart_svg_with_control_characters_is_well_formed(store: Path, tmp_path: Path) -> None:
     whatif = jsonl(tmp_path / "h.jsonl", [hostile_amoxicillin()])
     out = tmp_path / "timeline.svg"
-    done = cli(
-        "whatif",
-        str(whatif),
-        "--db",
-        str(store),
-        "--as-of",
-        "2024-01-01",
-        "--chart",
-        str(out),
-        cwd=tmp_path,
-        timeout=300,
-    )
+    done = chart(whatif, store, str(out), tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     svg = out.read_bytes()
     assert b"<script" not in svg
@@ -303,18 +289,7 @@ def test_cli_chart_with_a_control_character_in_a_label_does_not_abort(
     # a short key with an ESC: the row label ("rule: Medication 'a\x1b[31mb' ...") holds it
     whatif = jsonl(tmp_path / "h.jsonl", [{**AMOXICILLIN, "key": "a\x1b[31mb"}])
     before = fingerprint(store)
-    done = cli(
-        "whatif",
-        str(whatif),
-        "--db",
-        str(store),
-        "--as-of",
-        "2024-01-01",
-        "--chart",
-        str(tmp_path / f"timeline{suffix}"),
-        cwd=tmp_path,
-        timeout=300,
-    )
+    done = chart(whatif, store, str(tmp_path / f"timeline{suffix}"), tmp_path, timeout=300)
     # vl-convert panics on the \x1b while measuring the label's text and aborts the process
     # (SIGABRT, a Rust backtrace on stderr)
     assert done.returncode in (0, 1), (done.returncode, done.stderr[-800:])
@@ -368,25 +343,10 @@ pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
 from IPython.utils.capture import capture_output  # noqa: E402
 from test_magics import change, edit_cell, run, run_out, usage_error  # noqa: E402
+from test_whatif_magics import ip as _ip  # noqa: E402
+from test_whatif_magics import logged  # noqa: E402
 
-
-@pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.chdir(tmp_path)
-    jsonl(tmp_path / "store.jsonl", STORE)
-    ip = kernel_shell
-    ip.reset(new_session=False)
-    ip.config.pop("UacMagics", None)
-    run(ip, "%load_ext uac")
-    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
-    run(ip, "%config UacMagics.user = 'maya'")
-    run(ip, "%uac ingest store.jsonl")
-    yield ip
-    run(ip, "%unload_ext uac")
-
-
-def logged(ip: Any) -> int:
-    return len(ip.user_ns["wb"].log())
+ip = _ip  # the shell with Maya's store, as test_whatif_magics has it
 
 
 def shown(ip: Any, source: str) -> str:
