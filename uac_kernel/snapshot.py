@@ -973,13 +973,15 @@ def prefetch(state: State, facts: Iterable[dict[str, Any]]) -> None:
     """Read, one query per type, the current rows of the records the payloads of fact events
     ``facts`` touch (of the types ``state`` still holds in snapshot tables), so that checking
     and folding them reads none one by one."""
+    lazy = {name: ts for name, ts in state.types.items() if isinstance(ts, SnapTypeState)}
+    if not lazy:  # a state folded from the log: nothing to read (and no loop over the batch)
+        return
     keys: dict[str, set[str]] = {}
     for p in facts:
-        keys.setdefault(p["type"], set()).add(p["key"])
+        if p["type"] in lazy:
+            keys.setdefault(p["type"], set()).add(p["key"])
     for name, touched in keys.items():
-        ts = state.types.get(name)
-        if isinstance(ts, SnapTypeState):
-            ts.prefetch(touched)
+        lazy[name].prefetch(touched)
 
 
 _TYPES_SQL = f"""

@@ -32,6 +32,29 @@ from uac_kernel.records import Record, record_class
 __all__ = ["Trial"]
 
 
+class _Mover:
+    """The class a layer's records are read on once the trial gave their type a new field
+    (None: as they are), and the base's records already moved onto it, by key or place."""
+
+    __slots__ = ("cls", "done")
+
+    def __init__(self) -> None:
+        self.cls: type[Record] | None = None
+        self.done: dict[Any, Record] = {}
+
+    def to(self, cls: type[Record]) -> None:
+        self.cls, self.done = cls, {}
+
+    def read(self, at: Any, rec: Any) -> Any:
+        cls = self.cls
+        if cls is None or type(rec) is cls:
+            return rec
+        found = self.done.get(at)
+        if found is None:
+            found = self.done[at] = moved(cls, rec)
+        return found
+
+
 class _Current(MutableMapping[str, Record]):
     """A type's current records: the base's, with the trial's sets and deletes over them.
 
@@ -39,31 +62,21 @@ class _Current(MutableMapping[str, Record]):
     back goes to the end, as in the fold's own dict.
     """
 
-    __slots__ = ("_base", "_changed", "_cls", "_gone", "_moved", "_new")
+    __slots__ = ("_base", "_changed", "_gone", "_mover", "_new", "_read")
 
     def __init__(self, base: Mapping[str, Record]) -> None:
         self._base = base
         self._changed: dict[str, Record] = {}  # base keys with a new record in place
         self._gone: set[str] = set()  # base keys deleted (maybe back in _new)
         self._new: dict[str, Record] = {}  # keys added by the trial, in order
-        # The class the trial gave the type (None: the base's), and base records moved onto it.
-        self._cls: type[Record] | None = None
-        self._moved: dict[str, Record] = {}
+        self._mover = _Mover()
+        self._read = self._mover.read
 
     def move_to(self, cls: type[Record]) -> None:
         """Records are of ``cls`` from now on: the trial's at once, the base's as read."""
-        self._cls, self._moved = cls, {}
+        self._mover.to(cls)
         self._changed = {k: moved(cls, r) for k, r in self._changed.items()}
         self._new = {k: moved(cls, r) for k, r in self._new.items()}
-
-    def _read(self, key: str, rec: Record) -> Record:
-        cls = self._cls
-        if cls is None or type(rec) is cls:
-            return rec
-        done = self._moved.get(key)
-        if done is None:
-            done = self._moved[key] = moved(cls, rec)
-        return done
 
     def touched(self) -> set[str]:
         return {*self._changed, *self._gone, *self._new}
@@ -135,27 +148,17 @@ class _Current(MutableMapping[str, Record]):
 class _Appended(Sequence[Any]):
     """A type's history or creation order: the base's, then what the trial appended."""
 
-    __slots__ = ("_base", "_cls", "_moved", "_new")
+    __slots__ = ("_base", "_mover", "_new", "_read")
 
     def __init__(self, base: Sequence[Any]) -> None:
         self._base = base
         self._new: list[Any] = []
-        # As _Current's: the class records are read on (None: as they are), and those moved.
-        self._cls: type[Record] | None = None
-        self._moved: dict[int, Record] = {}
+        self._mover = _Mover()
+        self._read = self._mover.read
 
     def move_to(self, cls: type[Record]) -> None:
-        self._cls, self._moved = cls, {}
+        self._mover.to(cls)
         self._new = [moved(cls, r) for r in self._new]
-
-    def _read(self, i: int, item: Any) -> Any:
-        cls = self._cls
-        if cls is None or type(item) is cls:
-            return item
-        done = self._moved.get(i)
-        if done is None:
-            done = self._moved[i] = moved(cls, item)
-        return done
 
     def append(self, item: Any) -> None:
         self._new.append(item)
