@@ -75,12 +75,18 @@ def fleet(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_forget_carried_by_export_reaches_run_inputs_results_and_summaries(
-    fleet: Path, tmp_path: Path
-) -> None:
+def forgotten_in_store(fleet: Path, tmp_path: Path) -> Path:
+    """The `uac import` of the fleet into a store, then `uac forget --text` of the secret."""
     store = tmp_path / "s.duckdb"
     uac("import", str(fleet), str(store))
     uac("forget", "--db", str(store), "--user", "ana", "--text", SECRET)
+    return store
+
+
+def test_a_forget_carried_by_export_reaches_run_inputs_results_and_summaries(
+    fleet: Path, tmp_path: Path
+) -> None:
+    store = forgotten_in_store(fleet, tmp_path)
     assert SECRET.encode() not in store.read_bytes()
     out = uac("export", str(store), str(fleet)).stdout
     assert holding(fleet) == []
@@ -99,9 +105,7 @@ def test_verify_fails_while_a_run_file_predates_a_forget(fleet: Path, tmp_path: 
         json.loads(r.read_text())["path"]: (r.relative_to(fleet), r.read_bytes())
         for r in fleet.glob("_written/*/*.json")
     }
-    store = tmp_path / "s.duckdb"
-    uac("import", str(fleet), str(store))
-    uac("forget", "--db", str(store), "--user", "ana", "--text", SECRET)
+    store = forgotten_in_store(fleet, tmp_path)
     uac("export", str(store), str(fleet))
     # put one copy back with its record, as a forget cut short after the base commit leaves it
     for rel, data in kept.items():
@@ -120,10 +124,7 @@ def test_verify_fails_while_a_run_file_predates_a_forget(fleet: Path, tmp_path: 
 def test_a_kill_during_the_export_of_a_forget_leaves_before_or_failing(
     fleet: Path, tmp_path: Path
 ) -> None:
-    store = tmp_path / "s.duckdb"
-    uac("import", str(fleet), str(store))
-    uac("forget", "--db", str(store), "--user", "ana", "--text", SECRET)
-    outcomes = set()
+    store = forgotten_in_store(fleet, tmp_path)
     for delay in (0.0, 0.3, 0.6, 0.9, 1.2, 1.5, 2.0, 3.0):
         proc = subprocess.Popen(
             [sys.executable, "-m", "uac_kernel.cli", "export", str(store), str(fleet)],
@@ -137,7 +138,6 @@ def test_a_kill_during_the_export_of_a_forget_leaves_before_or_failing(
         leaked = bool(holding(fleet))
         # a directory that verifies is the one before the forget (whole) or after it (clean)
         assert not (verified and leaked and not _before(fleet)), holding(fleet)
-        outcomes.add((verified, leaked))
         if not leaked:
             break
     uac("export", str(store), str(fleet))  # a later export finishes what a killed one began
