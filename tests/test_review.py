@@ -113,8 +113,8 @@ def test_an_answer_retracting_every_record_is_held_and_nothing_changes(
     assert held.payload == {
         "state": "held",
         "call_id": call_id,
-        "reason": "it retracts or overwrites 23 of 23 current records, more than the 3 one "
-        "extraction run may change unreviewed; it changes 22 records its turns do not mention: Trip "
+        "reason": "it retracts or overwrites 23 of 23 current records, more than the budget of 3 "
+        "unreviewed changes between reviews; it changes 22 records its turns do not mention: Trip "
         "'trip-oslo', Medication 'med-statin', Book 'book-a', Book 'book-b', Book 'book-c' "
         "and 17 more",
         "utterances": ["chat-9#1", "chat-9#2"],
@@ -194,8 +194,8 @@ def test_overwriting_more_than_the_floor_of_mentioned_records_is_held(
         assert report.held == 1
         (held,) = wb.log(kinds=["review"])
         assert held.payload["reason"] == (
-            "it retracts or overwrites 4 of 4 current records, more than the 3 one extraction "
-            "run may change unreviewed"
+            "it retracts or overwrites 4 of 4 current records, more than the budget of 3 "
+            "unreviewed changes between reviews"
         )
         # limits are the caller's: with a floor of 4 the same answer applies
         wb.reject(held.payload["call_id"])
@@ -563,7 +563,7 @@ def test_a_word_every_title_shares_mentions_no_book(tmp_path: Path, server: Chat
     # The attack: the word "Title" let three overwrites a run through, 20 of 20 in 8 runs.
     runs = Runs(tmp_path, server, titled_books("book{}", "Title {}"))
     for run in range(8):
-        numbers = [n for n in range(3 * run + 1, 3 * run + 4) if n <= 20]
+        numbers = [(3 * run + i) % 20 + 1 for i in range(3)]
         ops = [op("update", "Book", f"book{n}", title="pwned") for n in numbers]
         assert "1 held for review" in runs.extract("What a title that was!", *ops)
     assert set(runs.books().values()) == {f"Title {n}" for n in range(1, 21)}
@@ -592,8 +592,30 @@ def test_the_type_name_said_mentions_no_record_of_the_type(
 
 def real_books() -> list[dict[str, Any]]:
     """20 books the turns can name: each title is its own word."""
-    words = "amber birch cedar delta ember fjord grove heron iris juniper".split()
-    words += "kestrel lotus maple nectar orchid pebble quartz raven sorrel tundra".split()
+    words = [
+        "amber",
+        "birch",
+        "cedar",
+        "delta",
+        "ember",
+        "fjord",
+        "grove",
+        "heron",
+        "iris",
+        "juniper",
+    ]
+    words += [
+        "kestrel",
+        "lotus",
+        "maple",
+        "nectar",
+        "orchid",
+        "pebble",
+        "quartz",
+        "raven",
+        "sorrel",
+        "tundra",
+    ]
     return [fact("2025-01-13", "add", "Book", f"book-{w}", title=w.title()) for w in words]
 
 
@@ -608,9 +630,9 @@ def test_the_budget_of_unreviewed_changes_holds_across_runs_and_processes(
     ended = [op("retract", "Book", f"book-{w}") for w in ("cedar", "delta")]
     assert "1 held for review" in runs.extract("I gave away Cedar and Delta", *ended)
     assert runs.holds() == [
-        "it retracts or overwrites 2 of 18 current records after 2 changed without review "
-        "since the last review, more than the 3 (max(3, 10% of 20 records)) that may change "
-        "without review between reviews"
+        "it retracts or overwrites 2 of 18 current records, and answers applied since the last "
+        "review already changed 2 without review: more than the budget of 3 unreviewed changes "
+        "between reviews"
     ]
     assert "book-cedar" in runs.books() and "book-amber" not in runs.books()
 
@@ -626,5 +648,7 @@ def test_a_review_renews_the_budget(tmp_path: Path, server: ChatServer) -> None:
     # a person has looked: the next changes start a new budget
     ended = [op("retract", "Book", f"book-{w}") for w in ("ember", "fjord", "grove")]
     assert "1 applied" in runs.extract("I gave away Ember, Fjord and Grove", *ended)
-    assert "1 held for review" in runs.extract("I gave away Heron", op("retract", "Book", "book-heron"))
+    assert "1 held for review" in runs.extract(
+        "I gave away Heron", op("retract", "Book", "book-heron")
+    )
     assert len(runs.books()) == 20 - 6
