@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 from test_cli import one_line_error, uac
+from test_magics import run
 from test_whatif_cli import AMOXICILLIN, STORE, fingerprint, jsonl
+from test_whatif_magics import ip as _ip
 
 from uac_kernel.errors import OutputRefused
 from uac_kernel.outputs import JSON, TSV, Output
@@ -266,24 +268,7 @@ def test_a_new_file_gets_the_usual_mode_and_a_replaced_one_keeps_its_own(tmp_pat
 
 # -- the notebook: save_chart with the store open ----------------------------------------------
 
-
-@pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The shell with ``%load_ext uac`` and Maya's store open in the notebook."""
-    from test_magics import run
-
-    monkeypatch.chdir(tmp_path)
-    jsonl(tmp_path / "maya.jsonl", STORE)
-    ip = kernel_shell
-    ip.reset(new_session=False)
-    ip.config.pop("UacMagics", None)
-    run(ip, "%load_ext uac")
-    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
-    run(ip, "%config UacMagics.user = 'maya'")
-    run(ip, "%uac ingest maya.jsonl")
-    run(ip, "from uac_kernel.charts import events_over_time, save_chart")
-    yield ip
-    run(ip, "%unload_ext uac")
+ip = _ip  # the shell with Maya's store open, as test_whatif_magics has it
 
 
 def refused_in(ip: Any, source: str) -> str:
@@ -293,8 +278,7 @@ def refused_in(ip: Any, source: str) -> str:
 
 
 def test_save_chart_in_a_notebook_never_writes_over_the_open_store(ip: Any, tmp_path: Path) -> None:
-    from test_magics import run
-
+    run(ip, "from uac_kernel.charts import events_over_time, save_chart")
     store = tmp_path / "maya.duckdb"
     os.link(store, tmp_path / "store.svg")  # named as a chart, the same file as the open store
     (tmp_path / "link.png").symlink_to(store)
