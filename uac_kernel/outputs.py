@@ -106,7 +106,7 @@ class Output:
     @property
     def shown(self) -> str:
         """How messages name the path: after its option (``--out 'x.json'``) if there is one."""
-        return f"{self.what} {str(self.path)!r}" if self.what else repr(str(self.path))
+        return _shown(self.path, self.what)
 
     def check(self) -> Path:
         """The file to write (a symbolic link's target, so the link stays), or OutputRefused."""
@@ -195,7 +195,7 @@ class Output:
 def output_dir(path: str | Path, *, what: str = "") -> Path:
     """The directory ``path`` for a face to write its files in (created if new): never a store,
     a file, or a fleet directory or one inside it (OutputRefused)."""
-    shown = f"{what} {str(path)!r}" if what else repr(str(path))
+    shown = _shown(path, what)
     target = Path(os.path.realpath(path))
     _refuse_store(target, shown, ())
     if target.exists() and not target.is_dir():
@@ -231,6 +231,10 @@ def _refuse_store(target: Path, shown: str, protect: Iterable[str | Path]) -> No
                 f"{shown}: is inside the fleet directory {parent}, which uac manages; choose "
                 "a path outside it"
             )
+
+
+def _shown(path: str | Path, what: str) -> str:
+    return f"{what} {str(path)!r}" if what else repr(str(path))
 
 
 def _head(path: Path) -> bytes:
