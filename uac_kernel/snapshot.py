@@ -76,7 +76,7 @@ PREFETCH_MAX = 20_000
 # that keeps missing (a checkpoint rendering blocks, a rule going through records, many ingest
 # batches) is going through the type, which costs one query per key, while a whole part costs
 # what reading its rows costs (less than the fold of the log a plain open makes).
-BY_KEY_QUERIES = 16
+BY_KEY_QUERIES = 4
 _RANK = {"BIGINT": 0, "HUGEINT": 1, "TIMESTAMP": 0, "VARCHAR": 2}
 
 
