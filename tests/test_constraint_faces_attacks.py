@@ -1732,10 +1732,11 @@ def test_a_never_ending_file_is_refused_after_its_bound(tmp_path: Path) -> None:
     t = threading.Thread(target=feed, daemon=True)
     t.start()
     try:
+        # only a hang reaches 120 s: the refusal takes a process start, some 2 s
         done = subprocess.run(
             [*UAC, "constrain", "--db", str(tmp_path / "s.duckdb"), str(fifo)],
             capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip  (only a hang reaches 120 s: the refusal takes a process start, ~2 s)
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         pytest.fail("uac constrain hung reading a file with no end")
     finally:
