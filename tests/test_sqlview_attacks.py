@@ -270,7 +270,7 @@ def test_the_time_limit_defaults_to_30_seconds_and_is_configurable(
     with pytest.raises(QueryError, match=r"time limit of 0\.5 s"):
         view.query(wb.state, "SELECT count(*) FROM range(100000000) a, range(100000000) b")
     monkeypatch.setenv("UAC_SQL_TIMEOUT", "soon")
-    with pytest.raises(QueryError, match="UAC_SQL_TIMEOUT='soon' is not a positive number"):
+    with pytest.raises(QueryError, match="UAC_SQL_TIMEOUT='soon' is not a number of seconds"):
         SqlView()
     monkeypatch.delenv("UAC_SQL_TIMEOUT")
     for bad in (0, -1, float("nan")):

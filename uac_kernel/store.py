@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import duckdb
 import orjson
 
+from uac_kernel import settings
 from uac_kernel._chain import GENESIS, call_hash, content_hash, event_hash, new_salt
 from uac_kernel._display import shorten
 from uac_kernel._migrations import migrate
@@ -649,18 +650,7 @@ _DEFAULT_LOCK_TIMEOUT = 10.0
 
 def _lock_timeout() -> float:
     """Seconds to wait for a store another process holds: env ``UAC_LOCK_TIMEOUT``, else 10."""
-    text = os.environ.get("UAC_LOCK_TIMEOUT", "").strip()
-    if not text:
-        return _DEFAULT_LOCK_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise StoreError(
-            f"UAC_LOCK_TIMEOUT={text!r} is not a number of seconds; set it like 10 or 0.5"
-        ) from None
-    if not seconds >= 0:  # also refuses nan
-        raise StoreError(f"UAC_LOCK_TIMEOUT={text!r} is negative; set it like 10 or 0.5")
-    return seconds
+    return settings.LOCK_TIMEOUT.get(_DEFAULT_LOCK_TIMEOUT)
 
 
 def _is_lock_error(exc: duckdb.Error) -> bool:
