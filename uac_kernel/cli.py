@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from uac_kernel import settings
 from uac_kernel._display import plural, printable
 from uac_kernel._fleet_cli import add_fleet_queries
 from uac_kernel.adapters import FORMATS, read_histories
@@ -1285,14 +1286,14 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
         print(f"uac: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     args.keep = keep
-    args.db_given = hasattr(args, "db") or bool(os.environ.get("UAC_DB"))
-    if not hasattr(args, "db"):
-        args.db = os.environ.get("UAC_DB") or DEFAULT_DB
-    args.user_given = hasattr(args, "user")  # on the command line
-    if not args.user_given:
-        # None: the store's only user ('me' in a new store); see users.resolve_user
-        args.user = os.environ.get("UAC_USER") or None
     try:
+        args.db_given = hasattr(args, "db") or settings.DB.get() is not None
+        if not hasattr(args, "db"):
+            args.db = settings.DB.get() or DEFAULT_DB
+        args.user_given = hasattr(args, "user")  # on the command line
+        if not args.user_given:
+            # None: the store's only user ('me' in a new store); see users.resolve_user
+            args.user = settings.USER.get()
         args.func(args)
     except UacError as exc:
         # Messages quote input, file names, stored text and model code: escaped here once, so
