@@ -221,8 +221,8 @@ def cmd_code(args: argparse.Namespace) -> None:
         return
     target.write_text([code])
     lines = plural(len(code.splitlines()), "line")
-    out = Path(args.out)
-    print(f"wrote {out} ({lines}); `import {out.stem}` from its folder")
+    # the stem is an identifier (_check_module_name): nothing to escape
+    print(f"{target.wrote(lines)}; `import {Path(args.out).stem}` from its folder")
 
 
 def _check_module_name(path: str) -> None:
@@ -278,7 +278,7 @@ def _print_json(value: Any, out: Output | None) -> None:
 
     if out is not None:
         written = out.write_text(json_chunks(value))
-        print(f"wrote {out.path} ({written:,} characters of JSON)")
+        print(out.wrote(f"{written:,} characters of JSON"))
         return
     text, note = clip_json(value)
     print(text)
@@ -329,7 +329,7 @@ def print_result(result: SqlResult, args: argparse.Namespace, out: Output | None
         return
     if out is not None:
         out.write_text(_tsv(result.columns, result.rows))
-        print(f"wrote {out.path} ({plural(len(result.rows), 'row', fmt=',')})")
+        print(out.wrote(plural(len(result.rows), "row", fmt=",")))
         return
     used = 0
     for n, line in enumerate(_tsv(result.columns, result.rows)):
@@ -441,7 +441,7 @@ def _save_whatif_chart(w: Any, out: Output) -> None:
     from uac_kernel import charts
 
     charts.save_chart(charts.whatif_timeline(w), out)
-    print(f"wrote {printable(str(out.path))} (the alert timelines, real and what-if)")
+    print(out.wrote("the alert timelines, real and what-if"))
 
 
 def cmd_constrain(args: argparse.Namespace) -> None:

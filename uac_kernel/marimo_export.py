@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from uac_kernel._extras import require
 from uac_kernel.errors import UacError
-from uac_kernel.outputs import HTML, Output, output_dir
+from uac_kernel.outputs import HTML, Output, copy_tree, output_dir
 
 __all__ = ["export_offline", "main"]
 
@@ -100,9 +99,7 @@ def export_offline(
         raise UacError(
             f"the export still loads {left[0]} (and {len(left) - 1} more) from the network"
         )
-    shutil.copytree(
-        static, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("index.html", "*.md")
-    )
+    copy_tree(static, target, skip=("index.html", "*.md"))
     page.write_text([html])
     return Path(page.path)
 

@@ -10,10 +10,16 @@ The contract, the same for the CLI, the magics, the marimo helpers and the Pytho
 - An existing file is replaced only when it is of the kind written (:class:`Kind`: its name
   ends with one of the kind's suffixes, and its first bytes are the kind's magic, or UTF-8
   text for a text kind) or with ``force``; otherwise refused with one line naming the path.
-- A replacement is atomic: the new bytes go to a temporary file in the same directory, are
-  fsync'ed, and ``os.replace`` puts it in place; a failure leaves the old file as it was and
-  no temporary file. A FIFO or a terminal (``--out /dev/stdout``) is written straight through:
-  it holds nothing to lose.
+- A replacement is atomic: the new bytes go to a temporary file in the same directory
+  (``.NAME.PID-HEX.tmp``, NAME cut to a few bytes so any valid name has one), are fsync'ed,
+  the file about to be replaced is checked again, and ``os.replace`` puts it in place; a
+  failure leaves the old file as it was and no temporary file. A temporary a killed process
+  left (its PID gone, older than this process) is removed by the next write of that file. A
+  FIFO or a terminal (``--out /dev/stdout``) is written straight through: nothing to lose.
+- A path ending in ``/`` (or ``/.``) names a directory, never a file; any error of the file
+  system on the way is one line naming the path.
+- :meth:`Output.appending` (a progress file) and :func:`copy_tree` (a directory of assets)
+  hold to the same rules; :meth:`Output.wrote` is the one "wrote PATH" message, escaped.
 
 Nothing here imports DuckDB: the command's ``--help`` stays light.
 """
@@ -21,14 +27,21 @@ Nothing here imports DuckDB: the command's ``--help`` stays light.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import functools
 import os
+import re
 import secrets
+import shutil
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
+from uac_kernel._display import printable
 from uac_kernel.errors import OutputRefused
 
 __all__ = [
@@ -44,12 +57,15 @@ __all__ = [
     "TSV",
     "Kind",
     "Output",
+    "copy_tree",
     "output_dir",
 ]
 
 FLEET_MARKER = "uac-fleet.json"  # the file that makes a directory a fleet (uac_kernel.partition)
 _DUCKDB_MAGIC = (8, b"DUCK")  # every DuckDB database file: 8 bytes of checksum, then "DUCK"
 _SNIFF = 8192  # bytes of an existing file read to tell its kind
+_TEMP_NAME_BYTES = 64  # of the output's name in its temporary's: NAME_MAX is 255
+_STARTED = time.time()  # a temporary older than this process, of a dead one, is stale
 
 
 @dataclass(frozen=True)
@@ -108,12 +124,24 @@ class Output:
         """How messages name the path: after its option (``--out 'x.json'``) if there is one."""
         return _shown(self.path, self.what)
 
+    def wrote(self, detail: str) -> str:
+        """The line a face prints once the file is written: ``wrote PATH (detail)``, the path
+        escaped so that no name can move the cursor or split the line."""
+        return f"wrote {printable(str(self.path))} ({detail})"
+
     def check(self) -> Path:
         """The file to write (a symbolic link's target, so the link stays), or OutputRefused."""
-        target = Path(os.path.realpath(self.path))
+        with _refusing(self.shown):
+            return self._checked(self.path)
+
+    def _checked(self, path: str | Path) -> Path:
+        target = Path(os.path.realpath(path))
         _refuse_store(target, self.shown, self.protect)
+        name = os.path.basename(path)
+        if str(path) and name in ("", ".", ".."):
+            raise OutputRefused(f"{self.shown}: names a directory; name a file in it")
         try:
-            mode = os.stat(self.path).st_mode
+            mode = os.stat(path).st_mode
             head = _head(target) if stat.S_ISREG(mode) else b""
         except FileNotFoundError:
             return target
@@ -124,7 +152,7 @@ class Output:
         if stat.S_ISDIR(mode):
             raise OutputRefused(f"{self.shown}: is a directory; name a file in it")
         if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
-            return Path(self.path)  # /dev/stdout: its link names no file (/proc/…/pipe:[…])
+            return Path(path)  # /dev/stdout: its link names no file (/proc/…/pipe:[…])
         if not stat.S_ISREG(mode):
             raise OutputRefused(f"{self.shown}: is not a regular file; choose another path")
         if _duckdb(head):
@@ -145,66 +173,183 @@ class Output:
         put in place atomically when the block ends; if the block fails, the temporary file is
         removed and the old file is as it was. A FIFO or a terminal is yielded itself."""
         target = self.check()
-        if target.exists() and not target.is_file():
+        with _refusing(self.shown):
+            special = target.exists() and not target.is_file()
+        if special:
             yield target  # a FIFO or a terminal: nothing to replace
             return
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            try:
-                # 0o666 less the umask, as open() makes a file; an existing file's mode is kept
-                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-                with contextlib.suppress(FileNotFoundError):
-                    os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-            except OSError as exc:
-                raise OutputRefused(f"{self.shown}: cannot write it ({exc.strerror})") from None
+        # the file the rename replaces is checked, not the path: a link re-pointed meanwhile
+        # must not let a store put at the first target be replaced
+        with _replacing(target, self.shown, lambda: self._checked(target)) as tmp:
             yield tmp
+
+    def appending(self) -> BinaryIO:
+        """The file opened to append to (created if new), checked like :meth:`check`; the
+        opened file itself is checked again, so a store swapped in meanwhile is refused."""
+        target = self.check()
+        with _refusing(self.shown):
+            # the resolved target, not followed if it became a link since the check
+            fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+            f = os.fdopen(fd, "r+b")
             try:
-                _fsync(tmp)
-                self.check()  # again: a store may have been put there while this one wrote
-                os.replace(tmp, target)
-                _fsync(target.parent)
-            except OSError as exc:
-                raise OutputRefused(f"{self.shown}: cannot write it ({exc.strerror})") from None
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+                head = f.read(_SNIFF)
+                if _duckdb(head) or not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OutputRefused(
+                        f"{self.shown}: is not a regular {self.kind.name} file (a store?); "
+                        "choose another path"
+                    )
+                self._checked(target)
+            except BaseException:
+                f.close()
+                raise
+        return f
 
     def write_text(self, chunks: Iterable[str]) -> int:
         """Write ``chunks`` of text (UTF-8, an unpaired surrogate escaped) through
         :meth:`replacing`; the characters written."""
         written = 0
-        with self.replacing() as tmp:
-            try:
-                with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
-                    for chunk in chunks:
-                        f.write(chunk)
-                        written += len(chunk)
-            except OSError as exc:
-                raise OutputRefused(f"{self.shown}: cannot write it ({exc.strerror})") from None
+        with (
+            self.replacing() as tmp,
+            _refusing(self.shown),
+            open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f,
+        ):
+            for chunk in chunks:
+                f.write(chunk)
+                written += len(chunk)
         return written
 
     def write_bytes(self, data: bytes) -> None:
         """Write ``data`` through :meth:`replacing`."""
-        with self.replacing() as tmp:
-            try:
-                tmp.write_bytes(data)
-            except OSError as exc:
-                raise OutputRefused(f"{self.shown}: cannot write it ({exc.strerror})") from None
+        with self.replacing() as tmp, _refusing(self.shown):
+            tmp.write_bytes(data)
 
 
 def output_dir(path: str | Path, *, what: str = "") -> Path:
     """The directory ``path`` for a face to write its files in (created if new): never a store,
     a file, or a fleet directory or one inside it (OutputRefused)."""
     shown = _shown(path, what)
-    target = Path(os.path.realpath(path))
-    _refuse_store(target, shown, ())
-    if target.exists() and not target.is_dir():
-        raise OutputRefused(f"{shown}: is a file, not a directory; name a directory")
-    try:
+    with _refusing(shown):
+        target = Path(os.path.realpath(path))
+        _refuse_store(target, shown, ())
+        if target.exists() and not target.is_dir():
+            raise OutputRefused(f"{shown}: is a file, not a directory; name a directory")
         target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputRefused(f"{shown}: cannot make it ({exc.strerror})") from None
     return target
+
+
+def copy_tree(source: Path, target: str | Path, *, skip: tuple[str, ...] = ()) -> Path:
+    """Copy the files under ``source`` into the directory ``target`` (see :func:`output_dir`),
+    leaving out names matching a pattern of ``skip``; returns ``target`` resolved.
+
+    Each file replaces the name it lands on, atomically: a symbolic or hard link there is
+    replaced, never written through; a store there, or a directory of the tree that is a
+    symbolic link, is refused (OutputRefused)."""
+    root = output_dir(target)
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if not _skipped(d, skip)]
+        into = root / Path(folder).relative_to(source)
+        shown = repr(str(into))
+        with _refusing(shown):
+            if into.is_symlink():
+                raise OutputRefused(
+                    f"{shown}: is a symbolic link; remove it or choose another path"
+                )
+            into.mkdir(exist_ok=True)
+        for name in files:
+            if not _skipped(name, skip):
+                dest = into / name
+                with _replacing(dest, repr(str(dest)), functools.partial(_check_name, dest)) as tmp:
+                    shutil.copyfile(Path(folder) / name, tmp)
+    return root
+
+
+def _skipped(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def _check_name(path: Path) -> None:
+    """OutputRefused unless replacing the name ``path`` (not following it) loses no store."""
+    shown = repr(str(path))
+    _refuse_store(path, shown, ())
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise OutputRefused(f"{shown}: is a directory; remove it or choose another path")
+    if stat.S_ISREG(mode) and _duckdb(_head(path)):
+        raise OutputRefused(f"{shown}: is a DuckDB database (a store), never written over")
+
+
+@contextlib.contextmanager
+def _refusing(shown: str) -> Iterator[None]:
+    """An error of the file system inside the block as one line naming the path."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OutputRefused(f"{shown}: cannot write it ({reason}); choose another path") from None
+
+
+@contextlib.contextmanager
+def _replacing(target: Path, shown: str, check: Callable[[], object]) -> Iterator[Path]:
+    """A temporary file beside ``target`` to write; once fsync'ed and ``check`` run again, it
+    replaces ``target``. On any failure the temporary file is removed."""
+    _remove_stale_temporaries(target)
+    tmp = target.with_name(_temporary_name(target.name, f"{os.getpid()}-{secrets.token_hex(4)}"))
+    try:
+        with _refusing(shown):
+            # 0o666 less the umask, as open() makes a file; an existing file's mode is kept
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+        yield tmp
+        with _refusing(shown):
+            _fsync(tmp)
+            check()  # again: a store may have been put there while this one wrote
+            os.replace(tmp, target)
+            _fsync(target.parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def _temporary_name(name: str, tag: str) -> str:
+    """``.NAME.TAG.tmp``, NAME cut to its first bytes: the temporary of any valid name is
+    valid, and still says whose it is."""
+    return f"{_temporary_prefix(name)}{tag}.tmp"
+
+
+def _temporary_prefix(name: str) -> str:
+    return f".{os.fsdecode(os.fsencode(name)[:_TEMP_NAME_BYTES])}."
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove the temporaries of ``target`` that killed processes left: named as this module
+    names them, by a process that is gone, and last written before this one started."""
+    mine = re.compile(re.escape(_temporary_prefix(target.name)) + r"(\d+)-[0-9a-f]{8}\.tmp")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            found = mine.fullmatch(entry.name)
+            if found is None or _alive(int(found[1])):
+                continue
+            with contextlib.suppress(OSError):
+                if (
+                    entry.is_file(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_mtime < _STARTED
+                ):
+                    os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
 
 
 def _refuse_store(target: Path, shown: str, protect: Iterable[str | Path]) -> None:
