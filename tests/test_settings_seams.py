@@ -467,13 +467,15 @@ def test_a_bad_environment_value_in_the_python_api_is_its_error(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("UAC_LOCK_TIMEOUT", "nan")
-    with pytest.raises(StoreError, match="^UAC_LOCK_TIMEOUT='nan'"):
+    with pytest.raises(StoreError, match=r"^UAC_LOCK_TIMEOUT='nan'"):
         Workbench(store, user="maya", read_only=True)
     monkeypatch.delenv("UAC_LOCK_TIMEOUT")
     monkeypatch.setenv("UAC_SQL_THREADS", "\x1b[2J")
-    with Workbench(store, user="maya", read_only=True) as wb:
-        with pytest.raises(QueryError, match=r"^UAC_SQL_THREADS='\\x1b\[2J'"):
-            wb.sql("SELECT 1")
+    with (
+        Workbench(store, user="maya", read_only=True) as wb,
+        pytest.raises(QueryError, match=r"^UAC_SQL_THREADS='\\x1b\[2J'"),
+    ):
+        wb.sql("SELECT 1")
 
 
 @pytest.mark.parametrize("deadline", [float("nan"), float("inf"), -1.0, 0.0])
