@@ -303,6 +303,17 @@ def test_memory_and_threads_leave_the_machine_usable(
         small.query(wb.state, "SET memory_limit = '100GB'")
 
 
+@pytest.mark.parametrize(("name", "value"), [("threads", 10**9), ("memory_mb", 2**40)])
+def test_the_python_api_bounds_threads_and_memory_as_the_environment_does(
+    name: str, value: int
+) -> None:
+    from uac_kernel.sqlview import SqlView
+
+    # DuckDB starts as many threads as it is told: 10**9 hung the machine through the variable
+    with pytest.raises(QueryError, match=rf"SQL {name} must be a positive number up to"):
+        SqlView(**{name: value})
+
+
 @pytest.mark.parametrize(
     ("values", "column"),
     [

@@ -40,6 +40,7 @@ beyond that ``VARCHAR`` holding the exact digits, so one huge number never break
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -465,14 +466,16 @@ def bounds(
     memory_mb = default_memory_mb() if memory_mb is None else memory_mb
     threads = default_threads() if threads is None else threads
     _check_timeout(timeout)
-    _check_positive("memory_mb", memory_mb)
-    _check_positive("threads", threads)
+    _check_positive("memory_mb", memory_mb, settings.SQL_MEMORY_MB.most)
+    _check_positive("threads", threads, settings.SQL_THREADS.most)
     return timeout, memory_mb, threads
 
 
-def _check_positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise QueryError(f"the SQL {name} must be a positive number, not {value!r}")
+def _check_positive(name: str, value: float, most: float = math.inf) -> None:
+    # the bound of the variable that sets it too: DuckDB starts as many threads as it is told
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+        upto = f" up to {most:,}" if most < math.inf else ""
+        raise QueryError(f"the SQL {name} must be a positive number{upto}, not {value!r}")
 
 
 def _check_timeout(value: float) -> None:

@@ -127,6 +127,10 @@ class Store:
         # Bumped by every use of the connection: a linger timer closes it only if its own
         # generation is still the current one (see ``_linger``).
         self._gen = 0
+        # The one pending linger timer, the generation it closes at and when (see ``_linger``).
+        self._timer: threading.Timer | None = None
+        self._linger_gen = 0
+        self._linger_at = 0.0
         self._opened_at = 0.0  # when the connection was made (``HOLD_MAX``)
         self._back_at = 0.0  # not before then may this Store connect again (``GAP``)
         self._closed = False
@@ -230,19 +234,31 @@ class Store:
 
         Connecting costs ~20 ms, a query on an open connection well under one: a script or a
         test that runs operations back to back keeps one connection, while another process
-        waits at most ``LINGER`` longer for the file (it waits up to ``lock_timeout``)."""
+        waits at most ``LINGER`` longer for the file (it waits up to ``lock_timeout``).
+        Called with ``_guard`` held. One timer per Store is re-armed rather than one started
+        per operation: thousands of operations a second would otherwise keep thousands of
+        timer threads alive at once."""
         if self._con is None or self.path == ":memory:":
             return
-        gen = self._gen
+        self._linger_gen = self._gen
+        self._linger_at = time.monotonic() + LINGER
+        if self._timer is None:
+            self._arm(LINGER)
 
-        def close_if_idle() -> None:
-            with self._guard:
-                if self._depth == 0 and self._gen == gen:
-                    self._disconnect()
-
-        timer = threading.Timer(LINGER, close_if_idle)
+    def _arm(self, seconds: float) -> None:
+        timer = self._timer = threading.Timer(seconds, self._close_if_idle)
         timer.daemon = True  # never keeps the interpreter (or `uac`, see cli.run) alive
         timer.start()
+
+    def _close_if_idle(self) -> None:
+        with self._guard:
+            left = self._linger_at - time.monotonic()
+            if left > 0:  # lingered again since this timer was armed: wait out the new delay
+                self._arm(left)
+                return
+            self._timer = None
+            if self._depth == 0 and self._gen == self._linger_gen:
+                self._disconnect()
 
     def release(self, *, linger: bool = False) -> None:
         """Close the connection unless an operation holds it, so another process can open
@@ -292,6 +308,9 @@ class Store:
         with self._guard:
             self._closed = True
             self._gen += 1
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             if self._con is not None:
                 self._con.close()
                 self._con = None

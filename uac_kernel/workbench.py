@@ -1304,10 +1304,9 @@ class Workbench:
             pending_utterances,
             propose_batch,
         )
-        from uac_kernel.review import RunBudget, hold
+        from uac_kernel.review import hold
 
         limits = limits or ExtractionLimits()
-        run = RunBudget(sum(self.state.counts().values()))
         pending = pending_utterances(self.store, self.user)
         report = ExtractionReport(utterances=len(pending))
         groups = list(batches(pending, batch_size, max_chars))
@@ -1323,15 +1322,7 @@ class Workbench:
                 report.pending += 1
                 report.errors.append(proposal.error)
                 continue
-            held = hold(
-                self.state,
-                proposal.planned,
-                proposal.mentioned,
-                limits,
-                proposal.call_id,
-                batch,
-                run,
-            )
+            held = hold(self.store, self.state, proposal, limits, batch)
             if held is not None:
                 self.append_parsed([held])
                 report.held += 1
@@ -1425,7 +1416,12 @@ class Workbench:
                 f"{self.store.path} is open read-only; open it without read_only to forget "
                 "(a dry run works read-only)"
             )
-        plan = plan_forget(self.store, self.user, type=type, key=key, source=source, text=text)
+        from uac_kernel.codegen import own_rule_sources
+
+        in_force = own_rule_sources(self.runner.rules.values())
+        plan = plan_forget(
+            self.store, self.user, type=type, key=key, source=source, text=text, in_force=in_force
+        )
         if dry_run:
             return plan
         if plan.empty:
@@ -1434,6 +1430,9 @@ class Workbench:
             self.store.compact()
             return plan
         forget(self.store, plan)
+        for name in plan.rules:  # out of force: the next checkpoint must not render it again
+            if name in in_force:
+                self.runner.remove(name)
         self._drop_sandbox()
         self._sql, self._search = None, None
         self._load()
