@@ -454,6 +454,7 @@ class UacMagics(Magics):
         events is an error, as nothing could be read or written."""
         from uac_kernel.workbench import Workbench
 
+        path = settings.store_path(path, memory=False)
         self._close()
         wb = Workbench(path, user=user or None, read_only=read_only, model=self._model_settings())
         self.workbench = wb
@@ -532,7 +533,7 @@ class UacMagics(Magics):
     def cmd_open(self, rest: str, cell: str | None) -> None:
         """Open a store for one user (closing the workbench open before) and bind it."""
         args = parse_argstring(self.cmd_open, rest)
-        path = os.path.expanduser(_unquote(args.path)) if args.path else self.db
+        path = _unquote(args.path) if args.path else self.db
         self._open(path, _unquote(args.user) if args.user else self.user, args.read_only)
 
     @subcommand("close")
