@@ -169,12 +169,12 @@ def test_good_values_keep_their_meaning(monkeypatch: pytest.MonkeyPatch) -> None
 # -- in a notebook ------------------------------------------------------------------------------
 
 # A %uac line that reads each variable, with the store and user named where they are not under
-# test. The magic passes its own sql_timeout (a %config setting), so UAC_SQL_TIMEOUT is the
-# Python API's and the command's.
+# test (UAC_SQL_TIMEOUT unless %config set UacMagics.sql_timeout).
 NOTEBOOK = {
     "UAC_DB": "%uac open",
     "UAC_USER": "%uac open {db}",
     "UAC_LOCK_TIMEOUT": "%uac open {db} --user maya",
+    "UAC_SQL_TIMEOUT": "%uac sql SELECT 1",
     "UAC_SQL_MEMORY_MB": "%uac sql SELECT 1",
     "UAC_SQL_THREADS": "%uac sql SELECT 1",
     "UAC_MODEL": "%uac ask how many trips?",

@@ -138,7 +138,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         raise EventError(
             f"cannot read the file: {exc.strerror}; check the path", origin=args.file
         ) from exc
-    created = args.db != ":memory:" and not Path(args.db).exists()
+    created = not Path(args.db).exists()
     try:
         _ingest(args)
     except UacError:
@@ -1290,6 +1290,7 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
         args.db_given = hasattr(args, "db") or settings.DB.get() is not None
         if not hasattr(args, "db"):
             args.db = settings.DB.get() or DEFAULT_DB
+        args.db = settings.store_path(args.db, memory=False)
         args.user_given = hasattr(args, "user")  # on the command line
         if not args.user_given:
             # None: the store's only user ('me' in a new store); see users.resolve_user

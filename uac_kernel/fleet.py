@@ -33,6 +33,7 @@ from uac_kernel import fleetfiles
 from uac_kernel._display import plural
 from uac_kernel.errors import FleetError, UacError
 from uac_kernel.partition import Fleet, bucket, encode
+from uac_kernel.settings import redacted
 
 if TYPE_CHECKING:
     from uac_kernel.model import Budget, ModelSettings
@@ -388,7 +389,7 @@ def run(
         "job": job.name,
         "args": list(job.args),
         "model": model.model if model else None,
-        "base_url": model.base_url if model else None,
+        "base_url": redacted(model.base_url) if model and model.base_url else None,
     }
     if not (run_dir / "run.json").exists():
         # the job's arguments as typed: no user's data (a forget names it as not reached)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from uac_kernel import settings
 from uac_kernel._display import plural, shorten
 from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
+from uac_kernel.settings import redacted
 from uac_kernel.store import Store
 
 __all__ = [
@@ -95,16 +96,20 @@ class ModelSettings:
                 f"{spelled['base_url']} or OPENAI_BASE_URL for a local server); or pass "
                 f"{spelled['offline']} or set UAC_OFFLINE=1 to answer only from recorded calls"
             )
+        # an argument is checked as the variable it stands for is: one check for both
+        url = settings.OPENAI_BASE_URL
+        given = spelled["base_url"].split()[0].rstrip(".=")
+        limit = settings.MODEL_DEADLINE
         return cls(
             model=name,
-            base_url=base_url or settings.OPENAI_BASE_URL.get(),
+            base_url=url.check(base_url, given) if base_url else url.get(),
             api_key=api_key or settings.OPENAI_API_KEY.get() or PLACEHOLDER_KEY,
-            timeout=timeout if timeout is not None else 60.0,
+            timeout=limit.check(timeout, "timeout") if timeout is not None else 60.0,
             max_retries=max_retries if max_retries is not None else 3,
             offline=off,
-            deadline=deadline
+            deadline=limit.check(deadline, "deadline")
             if deadline is not None
-            else settings.MODEL_DEADLINE.get(DEFAULT_DEADLINE),
+            else limit.get(DEFAULT_DEADLINE),
         )
 
 
@@ -181,7 +186,8 @@ class ModelClient:
 
         started = time.perf_counter()
         request = {"model": self.settings.model, "messages": messages, "schema": schema.__name__}
-        where = f"{purpose} call to {self.settings.model} at {self.settings.base_url or 'the OpenAI API'}"
+        url = self.settings.base_url
+        where = f"{purpose} call to {self.settings.model} at {redacted(url) if url else 'the OpenAI API'}"
 
         def fail(
             outcome: str, error: str, message: str, body: dict[str, Any] | None = None
@@ -352,7 +358,7 @@ class ModelClient:
             user=user,
             purpose=purpose,
             model=self.settings.model,
-            base_url=self.settings.base_url or "",
+            base_url=redacted(self.settings.base_url or ""),  # no password in the record
             request_key=key,
             request=orjson.dumps(request).decode(),
             response=orjson.dumps(body).decode() if body is not None else "",

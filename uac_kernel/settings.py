@@ -12,14 +12,19 @@ not echoed) and what to set instead::
 Numbers are ASCII digits only: ``float()`` would take ``'١٢'``, ``'inf'``, ``'nan'`` and
 ``'1e400'`` (infinity), and ``int()`` would take ``'١٢'`` and spend quadratic time on a
 100,000-digit string, so neither sees a value before it matched the pattern and its length.
-``table()`` is the README's table of variables.
+An argument that sets what a variable sets (``deadline=``, ``base_url=``) goes through the
+same check (``check``), so neither admits what the other refuses. ``table()`` is the README's
+table of variables.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from uac_kernel.errors import FleetError, ModelError, QueryError, StoreError, UacError, UnknownUser
 
@@ -43,6 +48,9 @@ __all__ = [
     "Setting",
     "Switch",
     "Text",
+    "Url",
+    "redacted",
+    "store_path",
     "table",
 ]
 
@@ -69,8 +77,11 @@ class Setting:
         """The raw value; ``None`` when the variable is unset or empty."""
         return os.environ.get(self.name) or None
 
-    def refuse(self, text: str, problem: str, expected: str) -> UacError:
-        """The one-line error for a value of this variable that cannot be used."""
+    def refuse(self, text: str, problem: str, expected: str, given: str | None = None) -> UacError:
+        """The one-line error for a value of this variable that cannot be used; ``given`` names
+        the argument the value came from instead (``deadline``, ``--base-url``)."""
+        if given is not None:
+            return self.error(f"{given}={self._shown(text)} is {problem}: pass {expected}")
         return self.error(
             f"{self.name}={self._shown(text)} is {problem}: set it to {expected}, or unset it"
         )
@@ -130,17 +141,30 @@ class Seconds(Setting):
         if text is None:
             return default
         word = text.strip(_BLANKS)
-        expected = self.kind + f", e.g. {self.example}"
         if not _NUMBER.fullmatch(word):
-            raise self.refuse(text, "not a number of seconds", expected)
-        value = float(word)  # ASCII digits: finite, or ±inf for 1e400, never nan
+            raise self.refuse(text, "not a number of seconds", self._expected)
+        return self._bounded(float(word), text)  # ASCII digits: finite, or ±inf, never nan
+
+    def check(self, value: float, given: str) -> float:
+        """An argument ``given`` that sets what this variable sets, checked as the variable is."""
+        text = repr(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise self.refuse(text, "not a number of seconds", self._expected, given)
+        return self._bounded(float(value), text, given)
+
+    def _bounded(self, value: float, text: str, given: str | None = None) -> float:
         if value < 0:
-            raise self.refuse(text, "negative", expected)
+            raise self.refuse(text, "negative", self._expected, given)
         if value == 0 and not self.zero:
-            raise self.refuse(text, "0", expected)
+            raise self.refuse(text, "0", self._expected, given)
         if value > self.most:
-            raise self.refuse(text, f"more than {self.most:g} seconds (a day)", expected)
+            problem = f"more than {self.most:g} seconds (a day)"
+            raise self.refuse(text, problem, self._expected, given)
         return value
+
+    @property
+    def _expected(self) -> str:
+        return self.kind + f", e.g. {self.example}"
 
     @property
     def kind(self) -> str:
@@ -192,6 +216,81 @@ class Text(Setting):
         return "printable text"
 
 
+@dataclass(frozen=True)
+class Url(Text):
+    """An http or https URL with a host, quoted back as ``redacted`` shows it."""
+
+    example: str = "http://localhost:8000/v1"
+
+    def get(self) -> str | None:
+        """The value, else ``None`` when unset."""
+        text = super().get()
+        return None if text is None else self.check(text)
+
+    def check(self, text: str, given: str | None = None) -> str:
+        """``text`` if it is a URL a call can be sent to; ``given`` names the argument it came
+        from (``--base-url``) when it is not this variable's value."""
+        expected = f"{self.kind}, e.g. {self.example}"
+        if given is not None and (not text.strip() or not text.isprintable()):
+            raise self.refuse(text, "not printable text", expected, given)
+        try:
+            parts = urlsplit(text.strip(_BLANKS))
+            ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        except ValueError:  # a bracketed host that is not an IPv6 address
+            ok = False
+        # file:, ftp: or javascript: would be sent to the HTTP client, retried, and recorded
+        if not ok:
+            raise self.refuse(text, "not an http or https URL with a host", expected, given)
+        return text
+
+    def _shown(self, text: str) -> str:
+        return super()._shown(redacted(text))
+
+    @property
+    def kind(self) -> str:
+        return "an http or https URL with a host"
+
+
+# A URL's user name and password: to the last "@" before its query or fragment (a raw "/" in a
+# password would end the host part early and leak the rest; a path with "@" loses more when shown).
+_USERINFO = re.compile(r"(?<=//)[^?#]*@")
+
+
+def redacted(url: str) -> str:
+    """``url`` as it may be shown or stored: without a user name and password, query or fragment
+    (where keys are passed too). The call itself uses the whole URL."""
+    return re.split(r"[?#]", _USERINFO.sub("", url, count=1), maxsplit=1)[0]
+
+
+# A scheme (s3:, https:, md:, …): DuckDB opens such a path remotely, fetching the extension
+# that reaches it.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def store_path(path: str | Path, *, memory: bool = True) -> str:
+    """``path`` as uac and DuckDB both open it, or a one-line ``StoreError``: every face passes
+    its store path (``--db``, env ``UAC_DB``, ``%uac open``) through here.
+
+    ``~`` is expanded here because DuckDB expands it itself: a check that did not would look
+    for the file elsewhere. A store is a local file: a URL would have DuckDB download code to
+    reach it. ``:memory:`` only where ``memory`` (the Python API): a command or a notebook
+    would lose what it appends there when it ends."""
+    text = str(path)
+    if text == ":memory:" and memory:
+        return text
+    if text.startswith(":memory:"):
+        raise StoreError(
+            f"{text!r} keeps the store in memory, where it is lost when this ends; pass the "
+            "path of a .duckdb file (a new file name creates a store)"
+        )
+    if _SCHEME.match(text):
+        raise StoreError(
+            f"{text!r} is not a local file, and a store is one; pass the path of a .duckdb "
+            f"file (./{text} for a local file whose name has a colon)"
+        )
+    return os.path.expanduser(text)
+
+
 DB = Text("UAC_DB", "the store file of `uac` and `%uac open`", "`uac.duckdb`", StoreError)
 USER = Text(
     "UAC_USER",
@@ -236,7 +335,7 @@ MODEL_DEADLINE = Seconds(
     ModelError,
     example="120",
 )
-OPENAI_BASE_URL = Text(
+OPENAI_BASE_URL = Url(
     "OPENAI_BASE_URL", "an OpenAI-compatible endpoint", "OpenAI's API", ModelError
 )
 OPENAI_API_KEY = Text(

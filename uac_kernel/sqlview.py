@@ -466,16 +466,23 @@ def bounds(
     memory_mb = default_memory_mb() if memory_mb is None else memory_mb
     threads = default_threads() if threads is None else threads
     _check_timeout(timeout)
-    _check_positive("memory_mb", memory_mb, settings.SQL_MEMORY_MB.most)
-    _check_positive("threads", threads, settings.SQL_THREADS.most)
-    return timeout, memory_mb, threads
+    _check_positive("memory_mb", memory_mb, settings.SQL_MEMORY_MB.most, whole=True)
+    _check_positive("threads", threads, settings.SQL_THREADS.most, whole=True)
+    return timeout, int(memory_mb), int(threads)
 
 
-def _check_positive(name: str, value: float, most: float = math.inf) -> None:
-    # the bound of the variable that sets it too: DuckDB starts as many threads as it is told
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+def _check_positive(name: str, value: float, most: float = math.inf, whole: bool = False) -> None:
+    # the bound of the variable that sets it too: DuckDB starts as many threads as it is told;
+    # ``whole``: 0.5 MB would be set as 0 (no limit), so a count is a whole number (2.0 is one)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= most
+        or (whole and not float(value).is_integer())
+    ):
         upto = f" up to {most:,}" if most < math.inf else ""
-        raise QueryError(f"the SQL {name} must be a positive number{upto}, not {value!r}")
+        kind = " (a whole number)" if whole else ""
+        raise QueryError(f"the SQL {name} must be a positive number{upto}{kind}, not {value!r}")
 
 
 def _check_timeout(value: float) -> None:

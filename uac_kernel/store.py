@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import stat
 import threading
 import time
 import weakref
@@ -118,7 +119,7 @@ class Store:
         operation runs (see ``hold`` and ``release``), and opening it waits up to
         ``lock_timeout`` seconds (default: env ``UAC_LOCK_TIMEOUT``, else 10) while another
         process has it, then raises a ``StoreLocked`` naming that process."""
-        self.path = str(path)
+        self.path = settings.store_path(path)
         self.read_only = read_only
         self.lock_timeout = _lock_timeout() if lock_timeout is None else lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -715,12 +716,18 @@ def _check_store_file(path: Path) -> None:
     """A one-line ``StoreError`` for an existing path that cannot be a store, before DuckDB
     reads it: DuckDB's own messages name no way out, and it opens some files (``.json``,
     ``.jsonl``, ``.csv``) as an in-memory database over the file instead of failing."""
-    if path.is_dir():
-        raise StoreError(
-            f"{path} is a directory, not a store; pass the path of a .duckdb file "
-            "(a new file name creates a store)"
-        )
     try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise StoreError(
+                f"{path} is a directory, not a store; pass the path of a .duckdb file "
+                "(a new file name creates a store)"
+            )
+        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer for ever
+            raise StoreError(
+                f"{path} is a device, pipe or socket, not a store; pass the path of a .duckdb "
+                "file (a new file name creates a store)"
+            )
         with path.open("rb") as handle:
             head = handle.read(12)
     except OSError as exc:
@@ -780,6 +787,11 @@ def _open_error(path: str, exc: duckdb.Error, read_only: bool, waited: float) ->
             "(readers share a store)"
         )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    if not Path(path).exists():  # it was to be created
+        return StoreError(
+            f"cannot create store {path} ({first}); pass a path in a directory that exists "
+            "and that you can write"
+        )
     return StoreError(
         f"cannot open store {path}, it is damaged or not a DuckDB database ({first}); "
         "restore it from a copy, or pass another path"
