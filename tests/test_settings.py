@@ -34,7 +34,7 @@ BAD: dict[str, list[str]] = {
     "UAC_MODEL_DEADLINE": [*NUMBERS_BAD, "0", "0.0", "86401"],
     "UAC_OFFLINE": SWITCH_BAD,
     "UAC_DB": TEXT_BAD,
-    "UAC_USER": TEXT_BAD,
+    "UAC_USER": [" ", "\t"],  # any other id names a user, as --user does (shown escaped)
     "UAC_MODEL": TEXT_BAD,
     "OPENAI_BASE_URL": TEXT_BAD,
     "OPENAI_API_KEY": TEXT_BAD,

@@ -121,7 +121,6 @@ SPELLINGS = [
     ("UAC_MODEL_DEADLINE", "inf", "ask"),
     ("UAC_OFFLINE", "enabled", "ask"),
     ("UAC_DB", "\x1b[2Jx.duckdb", "ingest"),
-    ("UAC_USER", "maya\x1b[0m", "ingest"),
 ]
 
 

@@ -193,9 +193,12 @@ class Switch(Setting):
 
 @dataclass(frozen=True)
 class Text(Setting):
-    """Printable text (a name, a path, a URL); ``secret`` is never quoted back."""
+    """Printable text (a name, a path, a URL); ``secret`` is never quoted back. With
+    ``printable=False`` any text but a blank one (a user id: a store may hold any, and
+    ``--user`` names it as given; it is shown escaped)."""
 
     secret: bool = False
+    printable: bool = True
 
     def get(self) -> str | None:
         """The value, else ``None`` when unset."""
@@ -204,7 +207,7 @@ class Text(Setting):
             return None
         if not text.strip():
             raise self.refuse(text, "blank", "printable text")
-        if not text.isprintable():  # a control character, or a byte that is not UTF-8
+        if self.printable and not text.isprintable():  # a control character, or not UTF-8
             raise self.refuse(text, "not printable text", "printable text")
         return text
 
@@ -297,6 +300,7 @@ USER = Text(
     "the user a command opens",
     "the store's only user; `me` in a new store",
     UnknownUser,
+    printable=False,
 )
 LOCK_TIMEOUT = Seconds(
     "UAC_LOCK_TIMEOUT",
