@@ -113,8 +113,8 @@ def test_an_answer_retracting_every_record_is_held_and_nothing_changes(
     assert held.payload == {
         "state": "held",
         "call_id": call_id,
-        "reason": "it retracts or overwrites 23 of 23 current records, more than the 3 one "
-        "extraction run may change unreviewed; it changes 22 records its turns do not mention: Trip "
+        "reason": "it retracts or overwrites 23 of 23 current records, more than the budget of 3 "
+        "unreviewed changes between reviews; it changes 22 records its turns do not mention: Trip "
         "'trip-oslo', Medication 'med-statin', Book 'book-a', Book 'book-b', Book 'book-c' "
         "and 17 more",
         "utterances": ["chat-9#1", "chat-9#2"],
@@ -194,8 +194,8 @@ def test_overwriting_more_than_the_floor_of_mentioned_records_is_held(
         assert report.held == 1
         (held,) = wb.log(kinds=["review"])
         assert held.payload["reason"] == (
-            "it retracts or overwrites 4 of 4 current records, more than the 3 one extraction "
-            "run may change unreviewed"
+            "it retracts or overwrites 4 of 4 current records, more than the budget of 3 "
+            "unreviewed changes between reviews"
         )
         # limits are the caller's: with a floor of 4 the same answer applies
         wb.reject(held.payload["call_id"])
@@ -481,3 +481,174 @@ def test_review_via_cli(tmp_path: Path, server: ChatServer) -> None:
     assert uac("review", cwd=tmp_path, env=env).stdout == "no model answers are held for review\n"
     helped = uac("review", "--help", cwd=tmp_path, env=env).stdout
     assert "is held, not applied" in " ".join(helped.split())
+
+
+# -- the budget holds across runs; a mention is a real reference (through `uac extract`) -------
+
+
+def titled_books(key: str, title: str, n: int = 20) -> list[dict[str, Any]]:
+    """``n`` books keyed and titled by their number: ``key.format(i)``, ``title.format(i)``."""
+    return [
+        fact("2025-01-13", "add", "Book", key.format(i), title=title.format(i))
+        for i in range(1, n + 1)
+    ]
+
+
+class Runs:
+    """A store driven as a user drives it: each run ingests one turn, then a separate
+    `uac extract` process asks the local server, which answers with the ops given."""
+
+    def __init__(self, tmp_path: Path, server: ChatServer, history: list[dict[str, Any]]):
+        self.cwd, self.server = tmp_path, server
+        self.db = tmp_path / "runs.duckdb"
+        self.env = {
+            "UAC_DB": str(self.db),
+            "UAC_USER": "maya",
+            "UAC_MODEL": "stand-in",
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "",
+        }
+        self.turns = 0
+        with Workbench(self.db, user="maya") as wb:
+            wb.ingest(history)
+
+    def extract(self, text: str, *ops: dict[str, Any]) -> str:
+        """One run: the turn ``text``, an answer of ``ops`` citing it; `uac extract`'s stdout."""
+        from test_cli import uac
+
+        self.turns += 1
+        source = f"chat-run#{self.turns}"
+        with Workbench(self.db, user="maya") as wb:
+            wb.ingest([{**TURNS[0], "text": text, "source": source}])
+        self.server.enqueue(answer(*[{**o, "utterances": [source]} for o in ops]))
+        done = uac("extract", cwd=self.cwd, env=self.env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def uac(self, *args: str) -> str:
+        from test_cli import uac
+
+        done = uac(*args, cwd=self.cwd, env=self.env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def books(self) -> dict[str, str]:
+        with Workbench(self.db, user="maya", read_only=True) as wb:
+            return {r.key: r.title for r in wb.state.all("Book")}
+
+    def holds(self) -> list[str]:
+        with Workbench(self.db, user="maya", read_only=True) as wb:
+            return [e.payload["reason"] for e in wb.log(kinds=["review"])]
+
+
+def test_numbers_the_turns_say_do_not_mention_books_titled_by_number(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    # The attack: turns like "I slept 3 and 4 hours" let an answer retract Book 'book3' and
+    # 'book4' (titles "Title 3", "Title 4"), three a run: 20 of 20 books in 7 runs.
+    runs = Runs(tmp_path, server, titled_books("book{}", "Title {}"))
+    for run in range(7):
+        numbers = [n for n in range(3 * run + 1, 3 * run + 4) if n <= 20]
+        said = f"I slept {', '.join(map(str, numbers))} hours"
+        out = runs.extract(said, *[op("retract", "Book", f"book{n}") for n in numbers])
+        assert "1 held for review" in out
+    assert len(runs.books()) == 20
+    holds = runs.holds()
+    assert len(holds) == 7 and holds[0] == (
+        "it changes 3 records its turns do not mention: Book 'book1', Book 'book2', Book 'book3'"
+    )
+
+
+def test_a_word_every_title_shares_mentions_no_book(tmp_path: Path, server: ChatServer) -> None:
+    # The attack: the word "Title" let three overwrites a run through, 20 of 20 in 8 runs.
+    runs = Runs(tmp_path, server, titled_books("book{}", "Title {}"))
+    for run in range(8):
+        numbers = [(3 * run + i) % 20 + 1 for i in range(3)]
+        ops = [op("update", "Book", f"book{n}", title="pwned") for n in numbers]
+        assert "1 held for review" in runs.extract("What a title that was!", *ops)
+    assert set(runs.books().values()) == {f"Title {n}" for n in range(1, 21)}
+    assert len(runs.holds()) == 8
+
+
+def test_a_number_inside_a_key_is_not_a_mention(tmp_path: Path, server: ChatServer) -> None:
+    runs = Runs(tmp_path, server, titled_books("vol-{}", "{}-th volume of the saga", n=5))
+    out = runs.extract("I slept 3 hours", op("retract", "Book", "vol-3"))
+    assert "1 held for review" in out and len(runs.books()) == 5
+    assert runs.holds() == ["it changes 1 record its turns do not mention: Book 'vol-3'"]
+
+
+def test_the_type_name_said_mentions_no_record_of_the_type(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    names = ["Dune", "Emma", "Ulysses", "Beloved", "Middlemarch"]
+    books = [
+        fact("2025-01-13", "add", "Book", f"book-{c}", title=t)
+        for c, t in zip("abcde", names, strict=True)
+    ]
+    runs = Runs(tmp_path, server, books)
+    out = runs.extract("I read a book today", op("retract", "Book", "book-a"))
+    assert "1 held for review" in out and len(runs.books()) == 5
+
+
+def real_books() -> list[dict[str, Any]]:
+    """20 books the turns can name: each title is its own word."""
+    words = [
+        "amber",
+        "birch",
+        "cedar",
+        "delta",
+        "ember",
+        "fjord",
+        "grove",
+        "heron",
+        "iris",
+        "juniper",
+    ]
+    words += [
+        "kestrel",
+        "lotus",
+        "maple",
+        "nectar",
+        "orchid",
+        "pebble",
+        "quartz",
+        "raven",
+        "sorrel",
+        "tundra",
+    ]
+    return [fact("2025-01-13", "add", "Book", f"book-{w}", title=w.title()) for w in words]
+
+
+def test_the_budget_of_unreviewed_changes_holds_across_runs_and_processes(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    # Changes the turns do mention, two a run, each run its own `uac extract` process: the
+    # budget, max(3, 10% of 20) = 3, is spent across them, not renewed by each.
+    runs = Runs(tmp_path, server, real_books())
+    ended = [op("retract", "Book", f"book-{w}") for w in ("amber", "birch")]
+    assert "1 applied" in runs.extract("I gave away Amber and Birch", *ended)
+    ended = [op("retract", "Book", f"book-{w}") for w in ("cedar", "delta")]
+    assert "1 held for review" in runs.extract("I gave away Cedar and Delta", *ended)
+    assert runs.holds() == [
+        "it retracts or overwrites 2 of 18 current records, and answers applied since the last "
+        "review already changed 2 without review: more than the budget of 3 unreviewed changes "
+        "between reviews"
+    ]
+    assert "book-cedar" in runs.books() and "book-amber" not in runs.books()
+
+
+def test_a_review_renews_the_budget(tmp_path: Path, server: ChatServer) -> None:
+    runs = Runs(tmp_path, server, real_books())
+    ended = [op("retract", "Book", f"book-{w}") for w in ("amber", "birch", "cedar")]
+    assert "1 applied" in runs.extract("I gave away Amber, Birch and Cedar", *ended)
+    ended = [op("retract", "Book", "book-delta")]
+    assert "1 held for review" in runs.extract("I gave away Delta", *ended)
+    (listed,) = [line for line in runs.uac("review").splitlines() if line.startswith("held")]
+    runs.uac("review", "reject", listed.split()[2])
+    # a person has looked: the next changes start a new budget
+    ended = [op("retract", "Book", f"book-{w}") for w in ("ember", "fjord", "grove")]
+    assert "1 applied" in runs.extract("I gave away Ember, Fjord and Grove", *ended)
+    assert "1 held for review" in runs.extract(
+        "I gave away Heron", op("retract", "Book", "book-heron")
+    )
+    assert len(runs.books()) == 20 - 6

@@ -68,6 +68,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
+from uac_kernel.outputs import JSONL, Output
+
 __all__ = ["DEMO_USER", "demo_events", "write_demo_jsonl"]
 
 DEMO_USER = "Maya Okafor"
@@ -113,8 +115,7 @@ def write_demo_jsonl(path: Path, seed: int = 7) -> int:
     """Write demo_events() one JSON object per line; return the number of lines."""
     events = demo_events(seed)
     lines = [json.dumps(event, ensure_ascii=False) + "\n" for event in events]
-    with Path(path).open("w", encoding="utf-8", newline="\n") as out:
-        out.writelines(lines)
+    Output(path, JSONL).write_text(lines)
     return len(lines)
 
 

@@ -32,6 +32,7 @@ from uac_kernel.errors import StoreError
 from uac_kernel.events import InputEvent
 from uac_kernel.extract import ExtractionReport
 from uac_kernel.model import ModelSettings
+from uac_kernel.outputs import PYTHON, Output
 from uac_kernel.rules.engine import Alert, ClearedAlert
 from uac_kernel.store import Store
 from uac_kernel.testing import ChatServer
@@ -206,7 +207,7 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
         wb.diff(checkpoint.version - 1, checkpoint.version) if checkpoint.version > 1 else None
     )
     code_file = path.with_suffix(".py")
-    code_file.write_text(checkpoint.code, encoding="utf-8")
+    Output(code_file, PYTHON, protect=(path,)).write_text([checkpoint.code])
 
     out(f"uac demo — the synthetic user {DEMO_USER!r}: two years of life in {lines} events")
     out(f"store: {path}   (events: {path.with_suffix('.jsonl')})")

@@ -32,9 +32,8 @@ from uac_kernel.errors import EventError, ModelOutputInvalid
 from uac_kernel.events import InputEvent, parse_event, plan_batch
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
+from uac_kernel.mentions import mentioned_records
 from uac_kernel.model import ModelClient
-from uac_kernel.records import field_values
-from uac_kernel.search import tokenize
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
 __all__ = [
@@ -145,13 +144,16 @@ class ExtractionLimits:
     a new type comes with four to six fields, so ``max_new_types`` × 6 = ``max_new_fields``.
     An answer over a cap is invalid (the model is told why and may try once more).
 
-    An answer that retracts, or overwrites field values of, more than
-    ``max(hold_floor, hold_share × current records)`` existing records is held for review: a
-    conversation corrects or cancels a fact or two at a time, so more than three in one batch
-    (or more than a tenth of a large memory) is worth a person's look. So is any change to an
-    existing record the batch's turns do not mention: one that shares no word with them, in its
-    key or its text values (``mentioned_records``). The first ``candidates`` of the records they
-    do mention are listed for the model in the prompt.
+    The budget of unreviewed change: once the answers applied since the user's last review
+    decision (read from the log, so every run and process counts against the same budget)
+    would together have retracted, or overwritten field values of, more than
+    ``max(hold_floor, hold_share × records)`` existing records — ``records`` as there were
+    when the first of them ran — the answer is held for review: a conversation corrects or
+    cancels a fact or two at a time, so more than three between reviews (or a tenth of a large
+    memory) is worth a person's look, and a review renews the budget. So is any change to an
+    existing record the batch's turns do not mention: say no distinctive word of its key or
+    text values (``uac_kernel.mentions``). The first ``candidates`` of the records they do
+    mention are listed for the model in the prompt.
     """
 
     max_operations: int = 100
@@ -163,7 +165,7 @@ class ExtractionLimits:
     candidates: int = 30
 
     def changes_allowed(self, records: int) -> int:
-        """How many existing records a batch may retract or overwrite without review."""
+        """How many existing records may be retracted or overwritten between reviews."""
         return max(self.hold_floor, int(records * self.hold_share))
 
 
@@ -229,22 +231,6 @@ def batches(
         chars += n
     if batch:
         yield batch
-
-
-def mentioned_records(state: State, *texts: str) -> list[list[tuple[str, str]]]:
-    """For each of ``texts``, the existing records it mentions: those whose key or text values
-    share a word (a search token, stop words aside) with it, as (type, key), most shared words
-    first. One pass over the records for all the texts."""
-    words = [set(tokenize(text)) for text in texts]
-    scored: list[list[tuple[int, str, str]]] = [[] for _ in texts]
-    for name, ts in state.types.items():
-        for key, rec in ts.current.items():
-            bag = {key, *(str(v) for v in field_values(rec).values() if isinstance(v, str))}
-            tokens = set(tokenize(" ".join(bag)))
-            for found, said in zip(scored, words, strict=True):
-                if overlap := len(said & tokens):
-                    found.append((-overlap, name, key))
-    return [[(name, key) for _, name, key in sorted(found)] for found in scored]
 
 
 def _turns(batch: list[LoggedEvent]) -> str:

@@ -32,6 +32,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
+from uac_kernel import settings
 from uac_kernel._askline import ask_line
 from uac_kernel._display import clip_json, clipped, did_you_mean, plural, printable, shorten, show
 from uac_kernel._fleet_magic import first_word
@@ -353,11 +354,11 @@ class UacMagics(Magics):
 
     @default("db")
     def _default_db(self) -> str:
-        return os.environ.get("UAC_DB", "uac.duckdb")
+        return settings.DB.get() or "uac.duckdb"
 
     @default("user")
     def _default_user(self) -> str:
-        return os.environ.get("UAC_USER", "")
+        return settings.USER.get() or ""
 
     def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any):
         self.workbench: Workbench | None = None  # before the config observers can run

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from uac_kernel import settings
 from uac_kernel._display import plural, shorten
 from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
 from uac_kernel.store import Store
@@ -87,8 +87,8 @@ class ModelSettings:
         ``spelled`` says how the caller's face gives ``model``, ``base_url`` and ``offline``
         (``{"model": "--model NAME", ...}`` for the command), for the message when none is set.
         """
-        off = offline if offline is not None else os.environ.get("UAC_OFFLINE", "") in ("1", "true")
-        name = model or os.environ.get("UAC_MODEL") or ""
+        off = offline if offline is not None else settings.OFFLINE.get()
+        name = model or settings.MODEL.get() or ""
         if not name and not off:
             raise ModelError(
                 f"no model configured: pass {spelled['model']} or set UAC_MODEL (and "
@@ -97,29 +97,15 @@ class ModelSettings:
             )
         return cls(
             model=name,
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY,
+            base_url=base_url or settings.OPENAI_BASE_URL.get(),
+            api_key=api_key or settings.OPENAI_API_KEY.get() or PLACEHOLDER_KEY,
             timeout=timeout if timeout is not None else 60.0,
             max_retries=max_retries if max_retries is not None else 3,
             offline=off,
-            deadline=deadline if deadline is not None else _env_deadline(),
+            deadline=deadline
+            if deadline is not None
+            else settings.MODEL_DEADLINE.get(DEFAULT_DEADLINE),
         )
-
-
-def _env_deadline() -> float:
-    text = os.environ.get("UAC_MODEL_DEADLINE", "").strip()
-    if not text:
-        return DEFAULT_DEADLINE
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise ModelError(
-            f"UAC_MODEL_DEADLINE must be a number of seconds above 0, not {text[:40]!r}; "
-            f"unset it for the default of {DEFAULT_DEADLINE:.0f} s"
-        )
-    return seconds
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from uac_kernel._chain import GENESIS
 from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import FleetConflict, FleetDiverged, FleetError
+from uac_kernel.outputs import FLEET_MARKER
 from uac_kernel.store import Store
 
 __all__ = [
@@ -68,7 +69,7 @@ FORMAT = 1
 BUCKETS = 256
 TABLES = ("events", "model_calls", "checkpoints", "checkpoint_segments")
 """The store's tables a partition holds (snapshots are a cache of the fold: never exported)."""
-MARKER = "uac-fleet.json"
+MARKER = FLEET_MARKER
 COMMITS = "_commits"
 # Each table's order within one user: the order of its chain.
 ORDER = {

@@ -1,7 +1,9 @@
 """Model answers held for review, and the decisions a person makes on them.
 
-An extraction answer that would retract or overwrite much of what is known, or change records
-or constraints its turns do not mention (see ``ExtractionLimits``), is not applied. A ``review`` event records
+An extraction answer that would retract or overwrite much of what is known — counted with what
+the answers applied since the user's last review changed (``spent``) — or change records or
+constraints its turns do not mention (``uac_kernel.mentions``; see ``ExtractionLimits``), is
+not applied. A ``review`` event records
 the hold — the call that gave the answer, why it is held, how many operations of each kind —
 and its utterances are not sent to the model again. The answer itself stays where every answer
 is, in the call record (``model_calls``), so it is never copied into the log twice.
@@ -24,23 +26,30 @@ from pydantic import ValidationError
 from uac_kernel._display import plural
 from uac_kernel.errors import ReviewError
 from uac_kernel.events import InputEvent
-from uac_kernel.extract import Extraction, ExtractionLimits, add_constraints, to_events
+from uac_kernel.extract import (
+    Extraction,
+    ExtractionLimits,
+    Proposal,
+    add_constraints,
+    to_events,
+)
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
+from uac_kernel.mentions import mentioned_constraints
 from uac_kernel.records import field_values
 from uac_kernel.schema import to_json_value
-from uac_kernel.search import tokenize
-from uac_kernel.store import LoggedEvent, NewEvent, Store
+from uac_kernel.store import LoggedEvent, Store
 
 __all__ = [
+    "Budget",
     "Change",
     "HeldBatch",
-    "RunBudget",
     "accept_events",
     "held_batches",
     "hold",
     "parse_only",
     "reject_event",
+    "spent",
 ]
 
 _SHOWN_KEYS = 5  # records named in a hold's reason; the counts say how many in all
@@ -115,46 +124,68 @@ def _text(value: Any) -> str:
 # -- holding --------------------------------------------------------------------------------------
 
 
-@dataclass
-class RunBudget:
-    """The existing records one extraction run may retract or overwrite without review are
-    counted against the records there were when it began, across all its batches."""
+@dataclass(frozen=True)
+class Budget:
+    """What the answers applied since a user's last review decision changed without review:
+    ``used`` existing records (and constraints) retracted or overwritten, out of the ``records``
+    there were when the first of them ran (``None``: none ran)."""
 
-    records: int
-    changed: int = 0
+    used: int
+    records: int | None
+
+
+def spent(store: Store, user: str) -> Budget:
+    """The budget ``user``'s unreviewed answers have spent, read from the log: each applied
+    answer's ``extraction`` marker says what it changed (``hold``), and a ``review`` decision,
+    accepting or rejecting, renews it. A marker of an accepted batch comes before its decision,
+    so what a person accepted is never counted."""
+    row = store.con.execute(
+        """
+        WITH last AS (
+            SELECT coalesce(max(seq), 0) AS seq FROM events
+            WHERE user_id = ? AND kind = 'review' AND salt <> ''
+              AND json_extract_string(payload, '$.state') <> 'held')
+        SELECT coalesce(sum(TRY_CAST(json_extract(payload, '$.changed') AS BIGINT)), 0),
+               arg_min(TRY_CAST(json_extract(payload, '$.records') AS BIGINT), events.seq)
+        FROM events, last
+        WHERE user_id = ? AND kind = 'extraction' AND salt <> '' AND events.seq > last.seq
+        """,
+        [user, user],
+    ).fetchone()
+    used, records = row if row is not None else (0, None)  # an aggregate always has a row
+    return Budget(int(used), None if records is None else int(records))
 
 
 def hold(
+    store: Store,
     state: State,
-    planned: list[NewEvent],
-    mentioned: Collection[tuple[str, str]],
+    proposal: Proposal,
     limits: ExtractionLimits,
-    call_id: int,
     utterances: list[LoggedEvent],
-    run: RunBudget | None = None,
 ) -> InputEvent | None:
     """The ``review`` event that holds a valid answer, or ``None`` if it may be applied.
 
-    ``planned`` is the answer planned against ``state``; ``mentioned`` the records its turns
-    mention (``extract.mentioned_records``); ``run`` what the batches applied before it in the
-    same extraction run changed, so many small batches cannot do unreviewed what one may not.
-    An answer that may be applied is charged to ``run``.
+    ``proposal`` is the answer planned against ``state``, with the records its turns mention.
+    The records it changes are counted with those the answers applied since the user's last
+    review changed (``spent``), so many small answers, in one run or many, cannot do
+    unreviewed what one may not. An answer that may be applied has its ``extraction`` marker
+    say what it changed and how many records there were, for the answers after it to count.
     """
     ops = {"add": 0, "update": 0, "retract": 0}
     changed: dict[tuple[str, str], None] = {}  # existing records retracted or overwritten
     unmentioned: dict[tuple[str, str], None] = {}  # existing records changed, not mentioned
     ignored: dict[str, None] = {}  # constraints in force changed, not mentioned
-    said: set[str] | None = None  # the words of the turns, read once a constraint needs them
-    for ev in planned:
+    said: set[str] | None = None  # the constraints the turns mention, read once one is changed
+    for ev in proposal.planned:
         if ev.kind == "constraint" and ev.payload["op"] != "add":
             # replacing or ending a rule in force is a change like overwriting a record
             key = ev.payload["key"]
             changed[("constraint", key)] = None
             if said is None:
-                said = set(tokenize("\n".join(u.payload["text"] for u in utterances)))
-            if (cv := state.constraints.get(key)) is not None and not said & set(
-                tokenize(f"{key} {cv.constraint.title}")
-            ):
+                said = mentioned_constraints(
+                    state, "\n".join(u.payload["text"] for u in utterances)
+                )
+            if key in state.constraints and key not in said:
                 ignored[key] = None
         if ev.kind != "fact":
             continue
@@ -164,24 +195,29 @@ def hold(
         rec = state.get(*record)
         if p["op"] == "add" or rec is None:  # new, or added earlier in this same answer
             continue
-        if record not in mentioned:
+        if record not in proposal.mentioned:
             unmentioned[record] = None
         now = field_values(rec)
         if p["op"] == "retract" or any(
             now.get(k) is not None and to_json_value(now[k]) != v for k, v in p["fields"].items()
         ):
             changed[record] = None
-    run = run or RunBudget(sum(state.counts().values()))
-    records = run.records
-    allowed = limits.changes_allowed(records)
+    records = sum(state.counts().values())
+    budget = spent(store, state.user)
+    # the budget is of the records there were when it began: adds since do not widen it
+    base = records if budget.records is None else min(records, budget.records)
+    allowed = limits.changes_allowed(base)
     reasons = []
-    if run.changed + len(changed) > allowed:
+    if budget.used + len(changed) > allowed:
         before = (
-            f" (after {run.changed} changed by earlier batches of this run)" if run.changed else ""
+            f", and answers applied since the last review already changed {budget.used} "
+            "without review:"
+            if budget.used
+            else ","
         )
         reasons.append(
             f"it retracts or overwrites {len(changed)} of {plural(records, 'current record')}"
-            f"{before}, more than the {allowed} one extraction run may change unreviewed"
+            f"{before} more than the budget of {allowed} unreviewed changes between reviews"
         )
     if unmentioned:
         names = [f"{t} {k!r}" for t, k in list(unmentioned)[:_SHOWN_KEYS]]
@@ -191,8 +227,6 @@ def hold(
             f"{', '.join(names)}{f' and {more} more' if more else ''}"
         )
     if ignored:
-        # as records are (extract.mentioned_records): the turns share no word with the key
-        # or the title of the constraint the answer ends or replaces
         names = [repr(k) for k in list(ignored)[:_SHOWN_KEYS]]
         more = len(ignored) - len(names)
         reasons.append(
@@ -200,17 +234,18 @@ def hold(
             f"mention: {', '.join(names)}{f' and {more} more' if more else ''}"
         )
     if not reasons:
-        run.changed += len(changed)
+        if proposal.events:
+            proposal.events[-1].payload.update(changed=len(changed), records=records)
         return None
     last = utterances[-1]
     payload = {
         "state": "held",
-        "call_id": call_id,
+        "call_id": proposal.call_id,
         "reason": "; ".join(reasons),
         "utterances": [u.source for u in utterances],
         "counts": {**ops, "changed": len(changed), "unmentioned": len(unmentioned) + len(ignored)},
     }
-    return InputEvent("review", 1, last.ts, "review", f"review:{call_id}:held", payload)
+    return InputEvent("review", 1, last.ts, "review", f"review:{proposal.call_id}:held", payload)
 
 
 # -- reading what is held ------------------------------------------------------------------------

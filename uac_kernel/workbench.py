@@ -1304,10 +1304,9 @@ class Workbench:
             pending_utterances,
             propose_batch,
         )
-        from uac_kernel.review import RunBudget, hold
+        from uac_kernel.review import hold
 
         limits = limits or ExtractionLimits()
-        run = RunBudget(sum(self.state.counts().values()))
         pending = pending_utterances(self.store, self.user)
         report = ExtractionReport(utterances=len(pending))
         groups = list(batches(pending, batch_size, max_chars))
@@ -1323,15 +1322,7 @@ class Workbench:
                 report.pending += 1
                 report.errors.append(proposal.error)
                 continue
-            held = hold(
-                self.state,
-                proposal.planned,
-                proposal.mentioned,
-                limits,
-                proposal.call_id,
-                batch,
-                run,
-            )
+            held = hold(self.store, self.state, proposal, limits, batch)
             if held is not None:
                 self.append_parsed([held])
                 report.held += 1

@@ -74,6 +74,7 @@ from uac_kernel.constraints.spec import parse_constraint
 from uac_kernel.errors import ConstraintError, UacError
 from uac_kernel.extract import ConstraintOperation, Extraction, FactOperation, FieldValue
 from uac_kernel.model import ModelSettings
+from uac_kernel.outputs import JSON, TSV, Output
 from uac_kernel.rules.engine import Alert
 from uac_kernel.workbench import Workbench
 
@@ -587,8 +588,8 @@ def _write(out_dir: str | Path, day: str, data: dict[str, Any], text: str) -> tu
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     js, txt = out / f"alerts-{day}.json", out / f"alerts-{day}.txt"
-    js.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    txt.write_text(text, encoding="utf-8")
+    Output(js, JSON).write_text([json.dumps(data, indent=1, ensure_ascii=False) + "\n"])
+    Output(txt, TSV).write_text([text])
     return js, txt
 
 

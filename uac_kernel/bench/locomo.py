@@ -48,6 +48,7 @@ from tqdm.auto import tqdm
 from uac_kernel.adapters import locomo_questions, locomo_samples
 from uac_kernel.errors import ModelError, ModelOutputInvalid, UacError
 from uac_kernel.model import ModelClient, ModelSettings, call_totals
+from uac_kernel.outputs import JSON, Output
 from uac_kernel.store import Store
 from uac_kernel.workbench import Workbench
 
@@ -569,7 +570,7 @@ def run(
         progress_path=log.path,
         json_path=json_path,
     )
-    json_path.write_bytes(
+    Output(json_path, JSON).write_bytes(
         orjson.dumps(result.to_dict(), default=_jsonable, option=orjson.OPT_INDENT_2)
     )
     return result

@@ -1,0 +1,132 @@
+"""Which existing records (and constraints) a conversation really mentions.
+
+A model may change an existing record without review only when the turns it read mention the
+record; what counts as a mention decides how far a hostile answer reaches, so it is a real
+reference, not any shared word. A text mentions a record when it says a *distinctive* word of
+the record's key or of one of its text values (lists of strings included), one that:
+
+- has a letter and at least three characters: a number ("I slept 3 hours") names no book
+  titled "Title 3", and ``a`` or ``b3`` names nothing. A character of a script written without
+  spaces (Chinese, Japanese, Korean, Thai…) counts two, and such a word is found inside the
+  text's runs of that script, which no space splits into words;
+- is not a stop word nor a word of the record's type name (``book`` is every ``Book``'s word);
+- singles the record out: at most ``SHARED`` records of its type hold it. A word many records
+  share ("title" in "Title 1", "Title 2"…) names none of them, however often it is said.
+
+Words are compared case-folded, split at anything not a letter or a digit (``trip_lisbon`` and
+``trip-lisbon`` both hold ``lisbon``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from uac_kernel.fold import State
+from uac_kernel.records import field_values
+from uac_kernel.search import tokenize
+
+__all__ = ["SHARED", "mentioned_constraints", "mentioned_records", "words"]
+
+SHARED = 2  # a word held by more records of a type than this names none of them
+_MIN_WEIGHT = 3  # a distinctive word's length, a character of an unspaced script counting 2
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# Scripts written without spaces between words that East Asian width does not mark wide:
+# Thai, Lao, Tibetan, Myanmar, Khmer.
+_UNSPACED = ((0x0E00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF))
+
+
+def words(text: str) -> set[str]:
+    """The words of ``text``: case-folded, split at anything not a letter or digit, stop words
+    left out."""
+    return {part for token in tokenize(text) for part in token.split("_") if part}
+
+
+def _unspaced(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in "WF" or any(
+        lo <= ord(ch) <= hi for lo, hi in _UNSPACED
+    )
+
+
+def _weight(word: str) -> int:
+    return sum(2 if _unspaced(ch) else 1 for ch in word)
+
+
+def _type_words(name: str) -> set[str]:
+    """``BankAccount`` → bankaccount, bank, account (and their plurals): words that name every
+    record of the type, so none in particular."""
+    found = {name.casefold(), *(part.casefold() for part in _CAMEL.findall(name))}
+    return found | {f"{w}s" for w in found} | {f"{w}es" for w in found}
+
+
+def _distinctive(names: Mapping[str, Iterable[str]], common: set[str]) -> dict[str, set[str]]:
+    """For each id of one group (a record type), its distinctive words: of its ``names``, those
+    with a letter and enough length, not in ``common``, held by at most ``SHARED`` ids."""
+    held = {i: {w for n in texts for w in words(n)} for i, texts in names.items()}
+    df = Counter(w for ws in held.values() for w in ws)
+    return {
+        i: {
+            w
+            for w in ws
+            if df[w] <= SHARED
+            and w not in common
+            and _weight(w) >= _MIN_WEIGHT
+            and any(ch.isalpha() for ch in w)
+        }
+        for i, ws in held.items()
+    }
+
+
+def _said(distinctive: set[str], said: set[str], unspaced: str) -> int:
+    """How many of a record's ``distinctive`` words a text says: as a word of it, or (a word of
+    an unspaced script) inside its unspaced runs."""
+    return sum(w in said or (_unspaced(w[0]) and w in unspaced) for w in distinctive)
+
+
+def _unspaced_runs(text: str) -> str:
+    return " ".join(w for w in words(text) if any(_unspaced(ch) for ch in w))
+
+
+def _ranked(
+    groups: Mapping[str, Mapping[str, Iterable[str]]], texts: tuple[str, ...]
+) -> list[list[tuple[str, str]]]:
+    """For each of ``texts``, the (group, id) it mentions, most distinctive words said first."""
+    said = [(words(text), _unspaced_runs(text)) for text in texts]
+    scored: list[list[tuple[int, str, str]]] = [[] for _ in texts]
+    for group, names in groups.items():
+        for ident, own in _distinctive(names, _type_words(group)).items():
+            for found, (ws, runs) in zip(scored, said, strict=True):
+                if own and (n := _said(own, ws, runs)):
+                    found.append((-n, group, ident))
+    return [[(group, ident) for _, group, ident in sorted(found)] for found in scored]
+
+
+def mentioned_records(state: State, *texts: str) -> list[list[tuple[str, str]]]:
+    """For each of ``texts``, the current records it mentions, as (type, key), most
+    distinctive words said first. One pass over the records for all the texts."""
+    groups = {
+        name: {
+            key: [
+                key,
+                *(
+                    item
+                    for v in field_values(rec).values()
+                    for item in (v if isinstance(v, list) else [v])
+                    if isinstance(item, str)
+                ),
+            ]
+            for key, rec in ts.current.items()
+        }
+        for name, ts in state.types.items()
+    }
+    return _ranked(groups, texts)
+
+
+def mentioned_constraints(state: State, text: str) -> set[str]:
+    """The keys of the constraints in force that ``text`` mentions, by their key or title, as
+    records are mentioned (the constraints in force are one group)."""
+    names = {key: [key, cv.constraint.title] for key, cv in state.constraints.items()}
+    (found,) = _ranked({"Constraint": names}, (text,))
+    return {key for _, key in found}
