@@ -29,9 +29,10 @@ def _own_rules(text: str) -> tuple[list[tuple[str, int, int]], ast.Assign | None
         return [], None
     found: list[tuple[str, int, int]] = []
     listing = None
+    lines = text.splitlines()
     for node in tree.body:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        end = node.end_lineno or node.lineno
+        end = _block_end(lines, node.end_lineno or node.lineno)
         if isinstance(node, ast.FunctionDef):
             found.append((node.name, first, end))
         elif (
@@ -44,6 +45,20 @@ def _own_rules(text: str) -> tuple[list[tuple[str, int, int]], ast.Assign | None
             else:
                 found.append((node.targets[0].id, first, end))
     return found, listing
+
+
+def _block_end(lines: list[str], end: int) -> int:
+    """The last line of the block whose last statement ends at line ``end``: comments indented
+    under it go with it (as ``inspect.getsource``, which rendered the rule, keeps them), up to
+    the next line at the left margin; blank lines between are not part of it."""
+    last = end
+    for at in range(end, len(lines)):
+        line = lines[at]
+        if line.strip() and not line[:1].isspace():
+            break
+        if line.strip():
+            last = at + 1
+    return last
 
 
 def rule_names(text: str) -> list[str]:

@@ -379,6 +379,10 @@ def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
                 for u, ev in zip(_user_seqs(store, erased), plan.events, strict=True)
                 if ev.kind == "rule"
             ],
+            # every notebook rule taken out of force, by name (a name is structure, as in
+            # ``names_note``): a workbench in another process holding one in force takes it
+            # out when it catches up with this event (``Workbench._load``)
+            "out_of_force": plan.rules,
         }
         last = store.con.execute("SELECT max(ts) FROM events WHERE user_id = ?", [user]).fetchone()
         ts: datetime = last[0] if last and last[0] else datetime(1970, 1, 1)

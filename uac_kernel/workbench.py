@@ -289,7 +289,7 @@ class Workbench:
         user = self.user
         self._erasures = self.store.erasures
         gc.unfreeze()  # what an earlier load froze (see below) can be collected again
-        own = set(self._constraint_rules.values())
+        own = set(self._constraint_rules.values()) | self._forgotten_rules()
         self.runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
         self._constraint_rules = {}
         latest = self.checkpoints.latest()
@@ -318,6 +318,19 @@ class Workbench:
         self.state.take_changed_constraints()
         self.runner.run(self.view, None)
         self._reconcile_alerts(self.runner.rules.keys())
+
+    def _forgotten_rules(self) -> set[str]:
+        """The rules a forget logged since this workbench's state took out of force: a reload
+        carries the rules in force over, and must not carry one a forget in another process
+        erased (its next checkpoint would render the source back)."""
+        state: State | None = getattr(self, "state", None)
+        if state is None or not self.runner.rules:
+            return set()
+        return {
+            str(name)
+            for ev in self.store.events(self.user, after_seq=state.seq, kinds=["forget"])
+            for name in ev.payload.get("out_of_force") or ()
+        }
 
     def _load_snapshot(self, snap: Restored) -> None:
         """Fold the events after a snapshot into the state it restored, and run only the rules
@@ -1430,9 +1443,7 @@ class Workbench:
             self.store.compact()
             return plan
         forget(self.store, plan)
-        for name in plan.rules:  # out of force: the next checkpoint must not render it again
-            if name in in_force:
-                self.runner.remove(name)
+        # the reload takes the rules the forget erased out of force (``_forgotten_rules``)
         self._drop_sandbox()
         self._sql, self._search = None, None
         self._load()
