@@ -1150,7 +1150,7 @@ def import_fleet(
             finally:
                 for table in TABLES:
                     con.execute(f"DROP VIEW IF EXISTS temp.imp_{table}")
-        if report.erased:
+        if target.compaction_owed:
             target.compact()  # no erased byte stays in the file's free blocks
     except duckdb.Error as exc:
         raise FleetError(
