@@ -68,9 +68,7 @@ def history(n_books: int = 3) -> list[dict[str, Any]]:
 
 def bulk(n: int, start: int = 0) -> list[dict[str, Any]]:
     """``n`` facts without the text (enough of them makes a close write a snapshot)."""
-    return [
-        fact("2025-04-01T09:00:00", "add", "Step", f"s{start + i}", count=i) for i in range(n)
-    ]
+    return [fact("2025-04-01T09:00:00", "add", "Step", f"s{start + i}", count=i) for i in range(n)]
 
 
 def define(wb: Workbench, source: str, filename: str, *, logged: bool = True) -> str:
@@ -297,8 +295,7 @@ def test_a_whatif_after_the_forget_shows_none_of_it(tmp_path: Path) -> None:
     events = tmp_path / "in" / "what.jsonl"
     events.parent.mkdir()
     events.write_text(
-        json.dumps(fact("2025-03-09T09:00:00", "update", "Trip", "t1", destination="Porto"))
-        + "\n"
+        json.dumps(fact("2025-03-09T09:00:00", "update", "Trip", "t1", destination="Porto")) + "\n"
     )
     for extra in ([], ["--json"], ["--as-of", "2025-03-05"]):
         out = uac(
