@@ -358,3 +358,25 @@ def test_verify_fails_while_a_rules_segment_holds_a_rule_whose_source_was_forgot
     con.close()
     report = verify(Store(db, read_only=True))
     assert not report.ok and "still defines rule 'flagged_drug'" in report.summary(str(db))
+
+
+def test_a_file_owing_its_rewrite_fails_verify_until_a_writer_opens_it(tmp_path: Path) -> None:
+    """A forget killed after its erasure committed, before it rewrote the file, leaves the
+    store owing the rewrite (the row its transaction wrote): verify says so, and the next
+    Store opened to write rewrites the file."""
+    db = tmp_path / "s.duckdb"
+    wb = Workbench(db, user="maya")
+    wb.ingest(history())
+    wb.forget(text=SECRET)
+    wb.close()
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO uncompacted VALUES (current_timestamp)")  # as the kill leaves it
+    con.close()
+    store = Store(db, read_only=True)
+    report = verify(store)
+    store.close()
+    assert not report.ok and "may still hold bytes a forget erased" in report.summary(str(db))
+    Store(db).close()
+    store = Store(db, read_only=True)
+    assert not store.compaction_owed and verify(store).ok
+    store.close()

@@ -380,8 +380,13 @@ def test_a_forget_killed_at_any_point_is_finished_by_running_it_again(tmp_path: 
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-        # whatever the kill left opens and verifies: the log before the forget, or after it
-        assert uac("verify", "--db", str(db), check=False).returncode == 0
+        # whatever the kill left opens and verifies: the log before the forget, or after it;
+        # a file killed before its rewrite may still hold erased bytes, and verify says so
+        checked = uac("verify", "--db", str(db), check=False)
+        assert checked.returncode == 0 or (
+            "may still hold bytes a forget erased" in checked.stderr
+            and len(checked.stderr.strip().splitlines()) == 1
+        ), checked.stderr
     # the same forget again finishes it: no byte in the store, its WAL or a leftover copy
     uac("forget", "--db", str(db), "--user", "maya", "--text", X)
     assert holding(tmp_path) == []

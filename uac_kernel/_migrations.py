@@ -311,6 +311,13 @@ def m005_snapshots(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE SCHEMA IF NOT EXISTS uac_snap")
 
 
+@migration
+def m006_uncompacted(con: duckdb.DuckDBPyConnection) -> None:
+    # A row while the file may still hold bytes a forget erased (``Store.owe_compaction``):
+    # written in the erasing transaction, gone with the file ``Store.compact`` rewrites.
+    con.execute("CREATE TABLE uncompacted (since TIMESTAMP NOT NULL)")
+
+
 def _rebuild(
     con: duckdb.DuckDBPyConnection, table: str, columns: str, rows: list[tuple[Any, ...]]
 ) -> None:

@@ -591,7 +591,8 @@ def _ingest_sources(src: Path, fleet: Fleet, run_dir: Path, refused: list[str]) 
 
 def _split_jsonl(src: Path, fleet: Fleet, done: Path) -> None:
     done.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".split-", dir=done.parent))
+    fleetfiles.clear_split(done.parent)
+    staging, lock = fleetfiles.staging_dir(done.parent, fleetfiles.SPLIT)
     try:
         lines: dict[str, list[str]] = {}
         with src.open(encoding="utf-8") as handle:
@@ -630,6 +631,7 @@ def _split_jsonl(src: Path, fleet: Fleet, done: Path) -> None:
             raise FleetError(f"{src}: cannot split it into {done}: {exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        os.close(lock)
 
 
 def _result_rows(results: list[Path]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ the file is in place, so a writer killed at any point leaves the file covered by
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -28,18 +29,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "SPLIT",
+    "STAGING",
     "WRITTEN",
     "Purged",
     "note",
     "noted",
     "purge",
     "recorded_heads",
+    "split_leftovers",
+    "staging_dir",
     "stale",
     "unreached",
     "write",
 ]
 
 WRITTEN = "_written"
+# Directories of files being written, moved into place by rename: an export's commit files
+# (in the fleet's root) and the split of a run's input (beside the split it will become).
+STAGING, SPLIT = ".staging-", ".split-"
 # What a purge does to a file: delete it, or rewrite it without the user's rows.
 DELETE, ROWS = "delete", "rows"
 # The directories a fleet itself keeps (partitions and commits), which `partition` checks.
@@ -214,8 +222,81 @@ def unreached(root: Path) -> list[str]:
     recorded = {rec.path for rec in _records(root) if rec.users}
     out = []
     for top in sorted(root.iterdir()):
-        if top.name in _OWN or top.name.startswith((".staging-", ".making-")):
+        if top.name in _OWN or top.name.startswith((STAGING, ".making-")):
             continue
         files = [top] if not top.is_dir() else sorted(p for p in top.rglob("*") if p.is_file())
-        out += [r for p in files if (r := _rel(root, p)) not in recorded]
+        # (a split cut short is uac's: the next run or export deletes it, verify fails on it)
+        out += [
+            r
+            for p in files
+            if (r := _rel(root, p)) not in recorded
+            and not any(part.startswith(SPLIT) for part in p.relative_to(root).parts)
+        ]
     return out
+
+
+def staging_dir(parent: Path, prefix: str) -> tuple[Path, int]:
+    """A new staging directory ``<prefix><token>`` in ``parent`` (the same file system, so its
+    files move into place by rename), locked by this process for as long as the returned
+    descriptor is open: made under another name and locked before it is renamed, so no other
+    writer ever sees it unlocked while its writer lives."""
+    token = secrets.token_hex(4)
+    making = parent / f".making-{token}"
+    making.mkdir()
+    fd = os.open(making, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    staging = parent / f"{prefix}{token}"
+    os.rename(making, staging)
+    return staging, fd
+
+
+def _abandoned(parent: Path, prefix: str) -> Iterator[Path]:
+    """The staging directories ``<prefix>*`` in ``parent`` of writers killed mid-way: no
+    process holds their lock (see ``staging_dir``)."""
+    if not parent.is_dir():
+        return
+    for path in sorted(parent.iterdir()):
+        # (a `.making-` dir is left empty by a writer killed before its rename: nothing in it)
+        if not path.name.startswith(prefix):
+            continue
+        if path.is_symlink() or not path.is_dir():
+            yield path
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone meanwhile
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live writer's
+        finally:
+            os.close(fd)  # closing releases the lock taken, if any
+        yield path
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def split_leftovers(root: Path) -> list[Path]:
+    """The splits of runs' input cut short (``SPLIT`` staging directories no one writes)."""
+    return [p for d in sorted(root.glob("runs/*/input")) for p in _abandoned(d, SPLIT)]
+
+
+def clear_split(parent: Path) -> None:
+    """Remove the input splits in ``parent`` cut short: they hold copies of users' events,
+    which a later forget's rewrite would otherwise miss."""
+    for path in _abandoned(parent, SPLIT):
+        _remove(path)
+
+
+def clear_staging(root: Path) -> None:
+    """Remove the staging directories of the fleet's writers killed mid-way (an export's, a
+    run's input split): they hold copies of users' rows, which a later forget's rewrite would
+    otherwise miss."""
+    for path in [*_abandoned(root, STAGING), *split_leftovers(root)]:
+        _remove(path)

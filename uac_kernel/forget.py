@@ -42,7 +42,7 @@ from uac_kernel.constraints.compile import rule_name
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.snapshot import drop_snapshots
-from uac_kernel.store import LoggedEvent, NewEvent, Store
+from uac_kernel.store import LoggedEvent, NewEvent, Store, owe_compaction
 
 __all__ = ["ForgetPlan", "follow_forgets", "forget", "plan_forget"]
 
@@ -390,6 +390,7 @@ def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
         def erase(con: duckdb.DuckDBPyConnection) -> None:
             # A snapshot holds the erased values too: the next open folds the log again.
             drop_snapshots(con, user)
+            owe_compaction(con)
             con.execute(
                 "UPDATE events SET payload = ?, salt = '' WHERE user_id = ? "
                 "AND seq IN (SELECT unnest(?))",
@@ -516,6 +517,7 @@ def follow_forgets(con: duckdb.DuckDBPyConnection, users: list[str], *, staged: 
         row = con.execute(sql).fetchone()  # the number of rows changed
         changed += int(row[0]) if row else 0
     if changed:
+        owe_compaction(con)
         for user in users:
             drop_snapshots(con, user)  # a snapshot may hold what was erased
     return changed

@@ -188,6 +188,12 @@ def verify(
             )
         if user is None:
             _check_seq(store)
+        if store.compaction_owed:
+            raise _Broken(
+                "the file may still hold bytes a forget erased (the forget, or an import "
+                "carrying one, was cut short before it rewrote the file); run any command that "
+                "writes to the store, e.g. `uac checkpoint`, to rewrite it"
+            )
     except _Broken as exc:
         return VerifyReport(False, totals["events"], exc.seq, exc.problem, users=totals["users"])
     return VerifyReport(

@@ -45,6 +45,7 @@ __all__ = [
     "event_hash",
     "is_damage",
     "open_paths",
+    "owe_compaction",
 ]
 
 EVENT_KINDS = (
@@ -169,6 +170,8 @@ class Store:
         self._lock = _writer_lock(self.path)
         self._shared = _shared(self.path)
         _OPEN.setdefault(_key(self.path), weakref.WeakSet()).add(self)
+        if not read_only and self.compaction_owed:
+            self.compact()  # a forget (or an import carrying one) was cut short before it
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -342,12 +345,27 @@ class Store:
             self.con.execute(f"ATTACH '{quoted}' AS uac_compact")
             try:
                 self.con.execute(f'COPY FROM DATABASE "{name}" TO uac_compact')
+                # owed no more, in the new file only: a kill before it replaces the old one
+                # leaves the old one owing
+                self.con.execute("DELETE FROM uac_compact.uncompacted")
             finally:
                 self.con.execute("DETACH uac_compact")
             self._disconnect()  # the file is replaced: this one reopens it on its next use too
             os.replace(fresh, path)
             Path(f"{path}.wal").unlink(missing_ok=True)
             self._shared.erasures += 1
+
+    @property
+    def compaction_owed(self) -> bool:
+        """Whether the file may still hold bytes a forget erased: an erasure committed, and the
+        rewrite (``compact``) it owes has not replaced the file since (see ``owe_compaction``)."""
+        if self.path == ":memory:":
+            return False
+        try:
+            row = self.con.execute("SELECT count(*) FROM uncompacted").fetchone()
+        except duckdb.CatalogException:  # a store from before the table, opened read-only
+            return False
+        return bool(row and row[0])
 
     @property
     def erasures(self) -> int:
@@ -701,6 +719,13 @@ def _shared(path: str) -> _Shared:
         return _Shared()
     with _WRITER_LOCKS_GUARD:
         return _SHARED.setdefault(_key(path), _Shared())
+
+
+def owe_compaction(con: duckdb.DuckDBPyConnection) -> None:
+    """Record, in the transaction that erases, that the file must be rewritten: a process
+    killed before its ``Store.compact`` leaves the record, the next Store opened to write
+    rewrites the file, and ``verify`` fails until then."""
+    con.execute("INSERT INTO uncompacted VALUES (current_timestamp)")
 
 
 def _writer_lock(path: str) -> threading.RLock:
