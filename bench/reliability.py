@@ -41,6 +41,7 @@ FAMILIES: dict[str, list[str]] = {
     "hostile model answers and endpoints": [
         "tests/test_model_attacks.py",
         "tests/test_review.py",
+        "tests/test_review_seams.py",
         "tests/test_attacks_final_model.py",
     ],
     "hostile input files and objects": ["tests/test_input_attacks.py"],
@@ -48,10 +49,24 @@ FAMILIES: dict[str, list[str]] = {
     "tampered, truncated, damaged or shared stores; forgetting": [
         "tests/test_integrity.py",
         "tests/test_forget.py",
+        "tests/test_forget_seams.py",
+        "tests/test_fleet_forget.py",
         "tests/test_store_attacks.py",
         "tests/test_attacks_final_store.py",
     ],
     "hostile strings in output": ["tests/test_output_attacks.py"],
+    "files written over a store or another kind of file": [
+        "tests/test_outputs.py",
+        "tests/test_outputs_seams.py",
+    ],
+    "hostile settings in the environment": [
+        "tests/test_settings.py",
+        "tests/test_settings_seams.py",
+    ],
+    "snapshots that must read in bulk and answer as the fold": [
+        "tests/test_snapshot_seams.py",
+        "tests/test_snapshot.py::test_snapshot_reads_are_bounded_by_types_not_keys",
+    ],
 }
 
 

@@ -1727,14 +1727,15 @@ def test_a_never_ending_file_is_refused_after_its_bound(tmp_path: Path) -> None:
                 f.flush()
             except BrokenPipeError:
                 return
-            stop.wait(60)  # the pipe stays open: no end of file until the test is done
+            stop.wait(600)  # the pipe stays open: no end of file until the test is done
 
     t = threading.Thread(target=feed, daemon=True)
     t.start()
     try:
+        # only a hang reaches 120 s: the refusal takes a process start, some 2 s
         done = subprocess.run(
             [*UAC, "constrain", "--db", str(tmp_path / "s.duckdb"), str(fifo)],
-            capture_output=True, text=True, timeout=20, check=False,
+            capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         pytest.fail("uac constrain hung reading a file with no end")

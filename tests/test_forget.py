@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import linecache
 import subprocess
 import sys
 from pathlib import Path
@@ -256,3 +257,104 @@ def test_rerendered_checkpoints_equal_a_full_render_of_the_log_without_it(db: Pa
         expected[RULES] = rules[0]
         assert wb.code(cp.version) == join_segments(expected), cp.version
     wb.close()
+
+
+RULE_SECRET = "Brindlewhistle"  # the text a notebook rule holds; nowhere else
+
+
+def _cell(ip: Any, source: str) -> str:
+    """Run a cell on the real shell, failing on any error; its printed output."""
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        result = ip.run_cell(source)
+    result.raise_error()
+    return cap.stdout
+
+
+def test_a_notebook_rule_holding_the_text_is_taken_out_and_its_source_erased(
+    kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "nb.duckdb"
+    (tmp_path / "events.jsonl").write_text(
+        json.dumps(fact("2025-03-01T09:00:00", "add", "Drug", "d1", name="aspirin")) + "\n"
+    )
+    ip = kernel_shell
+    ip.reset(new_session=False)
+    ip.config.pop("UacMagics", None)
+    _cell(ip, "%load_ext uac")
+    try:
+        _cell(ip, f"%config UacMagics.db = {str(db)!r}")
+        _cell(ip, "%config UacMagics.user = 'maya'")
+        _cell(ip, "%uac open")
+        _cell(ip, "%uac ingest events.jsonl")
+        _cell(ip, "%uac checkpoint")
+        ip.payload_manager.clear_payload()
+        _cell(ip, "%uac edit rules")
+        (payload,) = [
+            p for p in ip.payload_manager.read_payload() if p["source"] == "set_next_input"
+        ]
+        rule_cell = payload["text"] + (
+            "\n\n@rule(watch=['Drug'], severity='info', category='pharmacy')\n"
+            "def flagged_drug(user):\n"
+            "    for d in user.all('Drug'):\n"
+            f"        if d.name == {RULE_SECRET!r}:\n"
+            "            yield Finding(f'{d.name}: flagged', [d])\n"
+        )
+        out = _cell(ip, rule_cell)
+        assert "rule flagged_drug: in force" in out and "checkpoint 2 taken" in out
+        wb = ip.user_ns["wb"]
+        assert RULE_SECRET in wb.code(2)
+
+        out = _cell(ip, f"%uac forget --text {RULE_SECRET}")
+        assert "rule(s) flagged_drug taken out of force, their source erased" in out
+        assert "flagged_drug" not in wb.runner.rules
+        _cell(ip, "%uac checkpoint")  # a later checkpoint does not render it again
+        for version in (1, 2, 3):
+            assert RULE_SECRET not in wb.code(version)
+        assert "flagged_drug" not in wb.code(2)  # its source, its name in `rules = [...]`
+        assert "erased by a forget" in wb.code(2)
+    finally:
+        _cell(ip, "%unload_ext uac")
+    assert RULE_SECRET.encode() not in raw(db)
+    cli = [sys.executable, "-m", "uac_kernel.cli"]
+    for args in (["code", "--version", "2"], ["verify"]):
+        done = subprocess.run([*cli, *args, "--db", str(db)], capture_output=True, text=True)
+        assert done.returncode == 0 and RULE_SECRET not in done.stdout, done.stderr
+
+
+def test_verify_fails_while_a_rules_segment_holds_a_rule_whose_source_was_forgotten(
+    db: Path,
+) -> None:
+    from uac_kernel.rules.engine import Finding, rule
+
+    wb = Workbench(db, user="maya")
+    wb.ingest([fact("2025-03-01T09:00:00", "add", "Drug", "d1", name="aspirin")])
+    source = (
+        "@rule(watch=['Drug'])\n"
+        "def flagged_drug(user):\n"
+        f"    return [Finding('x', [d]) for d in user.all('Drug') if d.name == {RULE_SECRET!r}]\n"
+    )
+    namespace: dict[str, Any] = {"rule": rule, "Finding": Finding}
+    # kept where inspect finds it, as the magics keep a cell's source
+    linecache.cache["<rule-cell>"] = (len(source), None, source.splitlines(True), "<rule-cell>")
+    exec(compile(source, "<rule-cell>", "exec"), namespace)
+    wb.define_rule(namespace["flagged_drug"], source)
+    wb.checkpoint()
+    row = wb.store.con.execute(
+        "SELECT text, salt, text_hash FROM checkpoint_segments WHERE segment = '3'"
+    ).fetchone()
+    wb.forget(text=RULE_SECRET)
+    wb.close()
+    assert verify(Store(db, read_only=True)).ok
+    # the segment as it was before the forget, salt and hash and all: what a forget that kept
+    # the rules segment as stored left
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE checkpoint_segments SET text = ?, salt = ?, text_hash = ? WHERE segment = '3'",
+        list(row),
+    )
+    con.close()
+    report = verify(Store(db, read_only=True))
+    assert not report.ok and "still defines rule 'flagged_drug'" in report.summary(str(db))

@@ -13,7 +13,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 import xml.dom.minidom
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -95,9 +94,9 @@ def test_cli_fifo_does_not_hang(store: Path, tmp_path: Path, name: str) -> None:
     os.mkfifo(fifo)
     before = fingerprint(store)
     try:
-        done = cli("whatif", str(fifo), "--db", str(store), cwd=tmp_path, timeout=20)
+        done = cli("whatif", str(fifo), "--db", str(store), cwd=tmp_path, timeout=120)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"`uac whatif {name}` on a FIFO with no writer hung (20 s)")
+        pytest.fail(f"`uac whatif {name}` on a FIFO with no writer hung (120 s)")
     one_line_error(done)
     assert fingerprint(store) == before
 
@@ -107,9 +106,11 @@ def test_cli_dev_zero_named_yaml_is_refused_not_read_whole(store: Path, tmp_path
     link.symlink_to("/dev/zero")
     before = fingerprint(store)
     try:
-        done = cli("whatif", str(link), "--db", str(store), cwd=tmp_path, timeout=30, limit_mb=1500)
+        done = cli(
+            "whatif", str(link), "--db", str(store), cwd=tmp_path, timeout=120, limit_mb=1500
+        )
     except subprocess.TimeoutExpired:
-        pytest.fail("`uac whatif zero.yaml` (-> /dev/zero) read for 30 s without a bound")
+        pytest.fail("`uac whatif zero.yaml` (-> /dev/zero) read for 120 s without a bound")
     one_line_error(done)
     assert fingerprint(store) == before
 
@@ -463,18 +464,19 @@ def test_whatif_var_tuple_and_huge_list(ip: Any) -> None:
     ip.user_ns["pair"] = (AMOXICILLIN,)
     assert "1 raised" in shown(ip, "%uac whatif pair")
     # two million copies of one event: one source, so one new event and the rest skipped
-    # (there is no bound on a batch's length); either way quick, and nothing appended
+    # (there is no bound on a batch's length), and nothing appended. The bound is a count, not
+    # a time: past the copy and the skip, the what-if folds and checks one event.
     ip.user_ns["huge"] = [AMOXICILLIN] * 2_000_000
-    started = time.monotonic()
     with capture_output() as cap:
         result = ip.run_cell("%uac whatif huge")
-    assert time.monotonic() - started < 60, "a huge list took long"
     if result.error_in_exec is not None:
         from IPython.core.error import UsageError
 
         assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
     else:
-        assert "1 raised" in cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
+        text = cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
+        assert "1 raised" in text and "what-if: 1 event;" in text, text[:500]
+        assert f"({2_000_000 - 1} already in the log)" in text, text[:500]
     del ip.user_ns["huge"]
     assert logged(ip) == before
 
@@ -821,17 +823,15 @@ def test_chart_of_thousands_of_spans_is_bounded(tmp_path: Path) -> None:
     from uac_kernel import charts
 
     chart = charts.whatif_timeline(spans_whatif(3000, message="m"))
-    size = len(json.dumps(chart.to_dict()))
-    started = time.monotonic()
+    spec = chart.to_dict()
+    size = len(json.dumps(spec))
     out = charts.save_chart(chart, tmp_path / "big.svg")
-    took = time.monotonic() - started
     # the widget draws this SVG in the kernel when it is made: thousands of alert rows give
-    # a chart nobody can read, megabytes large and tens of seconds to draw
-    assert size < 1 << 20 and out.stat().st_size < 2 << 20 and took < 10, (
-        size,
-        out.stat().st_size,
-        took,
-    )
+    # a chart nobody can read, megabytes large and tens of seconds to draw. Bounded by what is
+    # drawn (rows and bytes), not by how long this machine takes to draw it.
+    rows = sum(len(v) for v in spec.get("datasets", {}).values())
+    assert rows <= 200 + 1, rows  # the 200 alerts a timeline draws at most, and one more row
+    assert size < 1 << 20 and out.stat().st_size < 2 << 20, (size, out.stat().st_size)
 
 
 CHART_OF = """

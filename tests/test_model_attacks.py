@@ -243,15 +243,24 @@ def test_the_deadline_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
     assert ModelSettings.resolve(model="m").deadline == 120.0
 
 
-@pytest.mark.parametrize("value", ["soon", "0", "-1", "inf", "nan"])
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("soon", "not a number of seconds"),
+        ("0", "0"),
+        ("-1", "negative"),
+        ("inf", "not a number of seconds"),
+        ("nan", "not a number of seconds"),
+    ],
+)
 def test_a_bad_deadline_in_the_environment_is_one_line(
-    monkeypatch: pytest.MonkeyPatch, value: str
+    monkeypatch: pytest.MonkeyPatch, value: str, problem: str
 ) -> None:
     monkeypatch.setenv("UAC_MODEL_DEADLINE", value)
     with pytest.raises(
         ModelError,
-        match=rf"^UAC_MODEL_DEADLINE must be a number of seconds above 0, not '{value}'; "
-        "unset it for the default of 120 s$",
+        match=rf"^UAC_MODEL_DEADLINE='{value}' is {problem}: set it to a number of seconds > 0, "
+        "at most 86400, e.g. 120, or unset it$",
     ):
         ModelSettings.resolve(model="m")
 

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -371,6 +372,22 @@ def test_operations_back_to_back_share_one_connection_until_it_is_idle(
     with Workbench(db, user="u") as wb:
         assert wb.eval("len(user.all('Note'))") == 2
         assert lets_go(wb.store) and can_write_from_another_process(db)
+
+
+def test_operations_back_to_back_keep_one_linger_timer(db: Path) -> None:
+    """Each operation's end re-arms the Store's one timer: a process making thousands of
+    operations a second once kept a timer thread per operation alive (22,800 were seen)."""
+    store = Store(db)
+    try:
+        before = threading.active_count()
+        for _ in range(2_000):
+            with store.hold():
+                store.con.execute("SELECT 1").fetchone()
+            assert threading.active_count() <= before + 1
+        assert lets_go(store) and can_write_from_another_process(db)
+        assert threading.active_count() <= before  # the timer ended with the connection
+    finally:
+        store.close()
 
 
 def test_no_connection_is_left_open_after_a_workbench_operation(db: Path, tmp_path: Path) -> None:

@@ -470,3 +470,102 @@ def test_a_workbench_without_snapshots_writes_none_and_answers_the_same(tmp_path
         store.close()
     assert counts == {"with": (1,), "without": (0,)}
     assert answers(tmp_path / "with.duckdb", "demo") == answers(tmp_path / "without.duckdb", "demo")
+
+
+# -- reads by type, not by key ---------------------------------------------------------------
+
+
+def many_keys_store(tmp_path: Path, scale: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A generated history of ~2,500 records whose ingest's close wrote the snapshot (the state
+    a big ``uac ingest`` leaves: nothing checkpointed, every block to render)."""
+    import uac_kernel.workbench as workbench
+
+    monkeypatch.setattr(workbench, "CLOSE_AFTER", 1000)
+    history = scale.History(3000)
+    db = tmp_path / "many.duckdb"
+    with Workbench(db, user="me") as wb:
+        wb.ingest([history.next() for _ in range(3000)])
+    assert opened_from_snapshot(db, "me")
+    return db
+
+
+def snapshot_reads(wb: Workbench) -> int:
+    """The queries the snapshot's lazy types made so far."""
+    return sum(ts._src.reads for ts in wb.state.types.values() if isinstance(ts, SnapTypeState))
+
+
+def updates(wb: Workbench, n: int, start: int = 0) -> list[dict[str, Any]]:
+    """``n`` updates of distinct current records, spread over the types (keys in order)."""
+    keys = [(t, k) for t, ts in wb.state.types.items() for k in ts.order if k in ts.current]
+    step = max(1, len(keys) // n)
+    return [
+        {"kind": "fact", "ts": f"2030-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}", "op": "update",
+         "type": t, "key": k, "fields": {"note": f"n{i}"}}
+        for i, (t, k) in enumerate(keys[start * step :: step][:n])
+    ]  # fmt: skip
+
+
+def _ingest_many(wb: Workbench) -> Any:
+    return wb.ingest(updates(wb, 600)).appended
+
+
+def _ingest_batches(wb: Workbench) -> Any:
+    events = updates(wb, 200)
+    return [wb.ingest(events[i : i + 5]).appended for i in range(0, len(events), 5)]
+
+
+def _whatif(wb: Workbench) -> Any:
+    w = wb.whatif(updates(wb, 300))
+    return [repr(x) for x in (w.records, w.raised, w.cleared, w.updated)]
+
+
+def _forget(wb: Workbench) -> Any:
+    ts = wb.state.types["Transaction"]
+    key = next(k for k in ts.order[::-1] if k in ts.current)
+    return wb.forget(type="Transaction", key=key).events
+
+
+TRIPS = {"kind": "window_limit", "title": "At most 90 days of trips in any 180",
+         "subject": {"type": "Trip"}, "measure": "days", "window_days": 180, "limit": 90}  # fmt: skip
+OPERATIONS = {
+    "checkpoint": lambda wb: None,
+    "ingest_more_than_prefetch_max": _ingest_many,
+    "ingest_small_batches": _ingest_batches,
+    "rules": lambda wb: [a.message for a in wb.constrain(TRIPS, key="trips").raised],
+    "eval": lambda wb: wb.eval("[(r.key, r.valid_from) for r in user.all('Meal')]"),
+    "sql": lambda wb: wb.sql("SELECT * FROM Transaction ORDER BY key").rows,
+    "whatif": _whatif,
+    "forget": _forget,
+}
+
+
+@pytest.mark.parametrize("operation", sorted(OPERATIONS))
+def test_snapshot_reads_are_bounded_by_types_not_keys(
+    tmp_path: Path, scale: ModuleType, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """An operation, then a checkpoint, on a store opened from its snapshot reads each type's
+    tables in a bounded number of queries, however many keys it reads (~2,500 here, each once
+    a query before), and answers and renders byte for byte what the plain fold does."""
+    import uac_kernel.snapshot as snapshot
+
+    db = many_keys_store(tmp_path, scale, monkeypatch)
+    plain = tmp_path / "plain.duckdb"
+    shutil.copy(db, plain)
+    store = Store(plain)
+    drop_snapshots(store.con, "me")
+    store.close()
+    # A batch of 600 keys (about 300 of a type) is past the bound: the type is read whole.
+    monkeypatch.setattr(snapshot, "PREFETCH_MAX", 100)
+    run = OPERATIONS[operation]
+    got: list[Any] = []
+    for path in (db, plain):
+        with Workbench(path, user="me") as wb:
+            lazy = isinstance(wb.state.types["Transaction"], SnapTypeState)
+            assert lazy == (path == db)
+            bound = (snapshot.BY_KEY_QUERIES + 4) * len(wb.state.types)
+            answer = run(wb)
+            assert not lazy or snapshot_reads(wb) <= bound, "the operation"
+            cp = wb.checkpoint()
+            assert not lazy or snapshot_reads(wb) <= bound, "the checkpoint after it"
+            got.append((answer, cp.new, wb.code(cp.version)))
+    assert got[0] == got[1]

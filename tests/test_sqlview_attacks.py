@@ -270,7 +270,7 @@ def test_the_time_limit_defaults_to_30_seconds_and_is_configurable(
     with pytest.raises(QueryError, match=r"time limit of 0\.5 s"):
         view.query(wb.state, "SELECT count(*) FROM range(100000000) a, range(100000000) b")
     monkeypatch.setenv("UAC_SQL_TIMEOUT", "soon")
-    with pytest.raises(QueryError, match="UAC_SQL_TIMEOUT='soon' is not a positive number"):
+    with pytest.raises(QueryError, match="UAC_SQL_TIMEOUT='soon' is not a number of seconds"):
         SqlView()
     monkeypatch.delenv("UAC_SQL_TIMEOUT")
     for bad in (0, -1, float("nan")):
@@ -301,6 +301,17 @@ def test_memory_and_threads_leave_the_machine_usable(
         small.query(wb.state, "SELECT list(i ORDER BY i DESC) FROM range(100000000) t(i)")
     with pytest.raises(QueryError, match="only one SELECT"):
         small.query(wb.state, "SET memory_limit = '100GB'")
+
+
+@pytest.mark.parametrize(("name", "value"), [("threads", 10**9), ("memory_mb", 2**40)])
+def test_the_python_api_bounds_threads_and_memory_as_the_environment_does(
+    name: str, value: int
+) -> None:
+    from uac_kernel.sqlview import SqlView
+
+    # DuckDB starts as many threads as it is told: 10**9 hung the machine through the variable
+    with pytest.raises(QueryError, match=rf"SQL {name} must be a positive number up to"):
+        SqlView(**{name: value})
 
 
 @pytest.mark.parametrize(

@@ -807,9 +807,8 @@ def test_verify_head_from_a_garbage_file_is_one_line(
     with Workbench(db, user="u") as wb:
         wb.ingest([trip("x")])
     (tmp_path / "heads.txt").write_bytes(content)
-    start = time.monotonic()
+    # a hang, not a slow machine, fails this: cli's timeout is 120 s, some 50 times a verify
     out = cli("verify", "--db", str(db), "--user", "u", "--head", "heads.txt", cwd=tmp_path)
-    assert time.monotonic() - start < 30
     line = one_line_error(out)
     assert expect in line
     assert len(line) < 400  # a 5 MB head is not echoed back

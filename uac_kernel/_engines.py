@@ -20,6 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.managers import BaseManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from uac_kernel import settings
 from uac_kernel.errors import FleetError, MissingExtra
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ def run_ray(
 
     started = False
     if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
+        address = settings.RAY_ADDRESS.get()
         if address:
             ray.init(address=address, log_to_driver=False)
         else:

@@ -32,11 +32,12 @@ def add_fleet_queries(fleet_sub: Any) -> None:
 
 
 def cmd_fleet_sql(args: argparse.Namespace) -> None:
-    from uac_kernel.cli import print_result
+    from uac_kernel.cli import print_result, sql_output
     from uac_kernel.fleetsql import fleet_sql
 
+    out = sql_output(args)
     users = None if args.users is None else [u for u in args.users.split(",") if u]
-    print_result(fleet_sql(args.dir, args.query, users=users, timeout=args.timeout), args)
+    print_result(fleet_sql(args.dir, args.query, users=users, timeout=args.timeout), args, out)
 
 
 def cmd_fleet_summary(args: argparse.Namespace) -> None:

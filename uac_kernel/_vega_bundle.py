@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from uac_kernel import settings
+
 __all__ = [
     "bundle_path",
     "cache_dir",
@@ -37,7 +39,7 @@ _HEADER = b"// uac vega bundle sha256="
 
 def cache_dir() -> Path:
     """Where uac keeps rebuildable files: ``$UAC_CACHE_DIR``, else the platform's user cache."""
-    configured = os.environ.get("UAC_CACHE_DIR")
+    configured = settings.CACHE_DIR.get()
     if configured:
         return Path(configured)
     import platformdirs

@@ -11,7 +11,7 @@ Offline display (nothing here reaches a CDN):
   from a CDN, and the ``mimetype`` renderer emits Vega-Lite 6, which JupyterLab 4.6 cannot draw.)
 - marimo: wrap a chart as ``mo.ui.altair_chart(chart)``; no renderer is needed.
 - Files: :func:`save_chart` writes ``.svg``/``.png`` through vl-convert and ``.html`` with the
-  JavaScript inlined.
+  JavaScript inlined; atomically, and never over a store (``uac_kernel.outputs``).
 
 >>> wb = uac.open("memory.duckdb", user="maya")          # doctest: +SKIP
 >>> events_over_time(wb, freq="month")                  # doctest: +SKIP
@@ -33,6 +33,7 @@ import altair as alt
 
 from uac_kernel._display import printable, shorten, show
 from uac_kernel.errors import QueryError
+from uac_kernel.outputs import CHART_KINDS, Output
 from uac_kernel.sqlview import SqlResult
 
 if TYPE_CHECKING:
@@ -817,18 +818,23 @@ class _ScriptSafeJSON(json.JSONEncoder):
         return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def save_chart(chart: alt.TopLevelMixin, path: str | Path) -> Path:
+def save_chart(chart: alt.TopLevelMixin, path: str | Path | Output, *, force: bool = False) -> Path:
     """Write ``chart`` to ``.svg``/``.png`` (rendered by vl-convert, no browser) or ``.html``
-    (Vega's JavaScript inlined, so the file opens offline); returns the path."""
-    target = Path(path)
+    (Vega's JavaScript inlined, so the file opens offline); returns the path.
+
+    The file is replaced atomically, and only if it is a chart of that kind or ``force`` is
+    true; never a store (``uac_kernel.outputs``). A face passes its own checked ``Output``."""
+    out = path if isinstance(path, Output) else None
+    target = Path(path.path if isinstance(path, Output) else path)
     suffix = target.suffix.lower()
-    if suffix == ".svg":
-        chart.save(str(target), format="svg")
-    elif suffix == ".png":
-        chart.save(str(target), format="png")
-    elif suffix == ".html":
-        # The spec is embedded in a <script>: "</script>" in a label would end it there.
-        chart.save(str(target), format="html", inline=True, json_kwds={"cls": _ScriptSafeJSON})
-    else:
+    if suffix not in CHART_KINDS:
         raise QueryError(f"cannot save a chart as {target.name!r}: use .svg, .png or .html")
+    if out is None:
+        out = Output(target, CHART_KINDS[suffix], force=force, flag="force=True")
+    with out.replacing() as tmp:
+        if suffix == ".html":
+            # The spec is embedded in a <script>: "</script>" in a label would end it there.
+            chart.save(str(tmp), format="html", inline=True, json_kwds={"cls": _ScriptSafeJSON})
+        else:
+            chart.save(str(tmp), format="svg" if suffix == ".svg" else "png")
     return target

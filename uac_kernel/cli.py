@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from uac_kernel import settings
 from uac_kernel._display import plural, printable
 from uac_kernel._fleet_cli import add_fleet_queries
 from uac_kernel.adapters import FORMATS, read_histories
@@ -21,6 +22,7 @@ from uac_kernel.errors import CommandLineError, QueryError, UacError
 
 if TYPE_CHECKING:
     from uac_kernel.extract import ExtractionReport
+    from uac_kernel.outputs import Kind, Output
     from uac_kernel.sqlview import SqlResult
     from uac_kernel.store import Store
     from uac_kernel.workbench import IngestReport, Workbench
@@ -136,7 +138,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         raise EventError(
             f"cannot read the file: {exc.strerror}; check the path", origin=args.file
         ) from exc
-    created = args.db != ":memory:" and not Path(args.db).exists()
+    created = not Path(args.db).exists()
     try:
         _ingest(args)
     except UacError:
@@ -203,34 +205,38 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
 
 def cmd_code(args: argparse.Namespace) -> None:
     from uac_kernel.checkpoint import Checkpoints
+    from uac_kernel.outputs import PYTHON
 
+    if args.out is not None:
+        _check_module_name(args.out)
+    target = _output(args, "out", PYTHON)
     # A stored version's code (the latest without --version): read, never rendered, so no fold.
     store, user = _open_user(args)
     try:
         code = Checkpoints(store, user).get(args.version).code
     finally:
         store.close()
-    if args.out is None:
+    if target is None:
         sys.stdout.write(code)
         return
-    out = Path(args.out)
+    target.write_text([code])
+    lines = plural(len(code.splitlines()), "line")
+    # the stem is an identifier (_check_module_name): nothing to escape
+    print(f"{target.wrote(lines)}; `import {Path(args.out).stem}` from its folder")
+
+
+def _check_module_name(path: str) -> None:
+    """``uac code --out``'s file must be importable by its name, and hide no installed module."""
+    out = Path(path)
     stem = out.stem
     if not out.name.endswith(".py") or not stem.isidentifier() or keyword.iskeyword(stem):
         raise UacError(
-            f"--out {args.out!r}: name the file like a Python module (e.g. maya_model.py), "
+            f"--out {path!r}: name the file like a Python module (e.g. maya_model.py), "
             "so that `import maya_model` finds it"
         )
     if importlib.util.find_spec(stem) is not None or stem in sys.stdlib_module_names:
         # the module would hide it (or be hidden), and the checkpoint imports datetime and uac
-        raise UacError(
-            f"--out {args.out!r}: {stem!r} is the name of an installed module; pick another"
-        )
-    try:
-        out.write_text(code, encoding="utf-8")
-    except OSError as exc:
-        raise UacError(f"--out {args.out!r}: cannot write it ({exc.strerror})") from None
-    lines = plural(len(code.splitlines()), "line")
-    print(f"wrote {out} ({lines}); `import {out.stem}` from its folder")
+        raise UacError(f"--out {path!r}: {stem!r} is the name of an installed module; pick another")
 
 
 def cmd_diff(args: argparse.Namespace) -> None:
@@ -252,27 +258,27 @@ def cmd_diff(args: argparse.Namespace) -> None:
             print(printable(f"  - {c.type} {c.key}"))
 
 
-def _write_out(path: str, chunks: Iterable[str]) -> int:
-    """Stream ``chunks`` into the file ``path``; the characters written."""
-    written = 0
-    try:
-        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
-            for chunk in chunks:
-                f.write(chunk)
-                written += len(chunk)
-    except OSError as exc:
-        raise UacError(f"--out {path!r}: cannot write it ({exc.strerror})") from None
-    return written
+def _output(args: argparse.Namespace, option: str, kind: Kind) -> Output | None:
+    """The file of ``--option`` (None if not given), checked now, before any work: never the
+    store the command reads (``--db``), a file of another kind only with ``--force``."""
+    from uac_kernel.outputs import Output
+
+    path = getattr(args, option)
+    if path is None:
+        return None
+    target = Output(path, kind, force=args.force, protect=(args.db,), what=f"--{option}")
+    target.check()
+    return target
 
 
-def _print_json(value: Any, out: str | None) -> None:
+def _print_json(value: Any, out: Output | None) -> None:
     """The result as JSON: whole into ``out``, else cut at the terminal budget with a note on
     stderr that says how to get the rest."""
     from uac_kernel._display import clip_json, json_chunks
 
     if out is not None:
-        written = _write_out(out, json_chunks(value))
-        print(f"wrote {out} ({written:,} characters of JSON)")
+        written = out.write_text(json_chunks(value))
+        print(out.wrote(f"{written:,} characters of JSON"))
         return
     text, note = clip_json(value)
     print(text)
@@ -281,9 +287,12 @@ def _print_json(value: Any, out: str | None) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
+    from uac_kernel.outputs import JSON
+
+    out = _output(args, "out", JSON)
     with _open(args, read_only=True) as wb:
         value = wb.eval(args.expr)
-    _print_json(value, args.out)
+    _print_json(value, out)
 
 
 def _tsv(columns: list[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
@@ -297,22 +306,30 @@ def _tsv(columns: list[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
 
 
 def cmd_sql(args: argparse.Namespace) -> None:
+    out = sql_output(args)
     with _open(args, read_only=True) as wb:
         result = wb.sql(args.query, timeout=args.timeout)
-    print_result(result, args)
+    print_result(result, args, out)
 
 
-def print_result(result: SqlResult, args: argparse.Namespace) -> None:
+def sql_output(args: argparse.Namespace) -> Output | None:
+    """The checked ``--out`` of a SQL command (see sql_options): JSON with ``--json``, else TSV."""
+    from uac_kernel.outputs import JSON, TSV
+
+    return _output(args, "out", JSON if args.json else TSV)
+
+
+def print_result(result: SqlResult, args: argparse.Namespace, out: Output | None) -> None:
     """A query's rows as `uac sql` prints them: TSV cut at the terminal budget, or whole into
-    ``args.out``; JSON with ``args.json``."""
+    ``out``; JSON with ``args.json``."""
     from uac_kernel._display import TERMINAL_BUDGET
 
     if args.json:
-        _print_json(result.records(), args.out)
+        _print_json(result.records(), out)
         return
-    if args.out is not None:
-        _write_out(args.out, _tsv(result.columns, result.rows))
-        print(f"wrote {args.out} ({plural(len(result.rows), 'row', fmt=',')})")
+    if out is not None:
+        out.write_text(_tsv(result.columns, result.rows))
+        print(out.wrote(plural(len(result.rows), "row", fmt=",")))
         return
     used = 0
     for n, line in enumerate(_tsv(result.columns, result.rows)):
@@ -352,9 +369,6 @@ def cmd_alerts(args: argparse.Namespace) -> None:
                 print(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
 
 
-CHART_SUFFIXES = (".svg", ".png", ".html")
-
-
 def cmd_whatif(args: argparse.Namespace) -> None:
     """Fold a file of hypothetical events onto a copy of the user's state and print what would
     change. The store is opened read-only: nothing is appended, nothing is written to it."""
@@ -374,10 +388,16 @@ def cmd_whatif(args: argparse.Namespace) -> None:
         raise CommandLineError(
             "--chart draws the alert timelines of a past what-if: give --as-of DATE too"
         )
-    if args.chart is not None and Path(args.chart).suffix.lower() not in CHART_SUFFIXES:
-        raise CommandLineError(
-            f"--chart {args.chart!r}: name a .svg, .png or .html file (drawn offline)"
-        )
+    chart = None
+    if args.chart is not None:
+        from uac_kernel.outputs import CHART_KINDS
+
+        kind = CHART_KINDS.get(Path(args.chart).suffix.lower())
+        if kind is None:
+            raise CommandLineError(
+                f"--chart {args.chart!r}: name a .svg, .png or .html file (drawn offline)"
+            )
+        chart = _output(args, "chart", kind)
     with _open(args, read_only=True) as wb:
         events = _whatif_events(args.file)
         w = wb.whatif(events, as_of=args.as_of, expressions=args.expr, origin=args.file)
@@ -387,8 +407,8 @@ def cmd_whatif(args: argparse.Namespace) -> None:
         from uac_kernel._whatif_face import report_lines
 
         print("\n".join(report_lines(w)))
-    if args.chart is not None:
-        _save_whatif_chart(w, args.chart)
+    if chart is not None:
+        _save_whatif_chart(w, chart)
 
 
 def _whatif_events(file: str) -> Any:
@@ -416,15 +436,12 @@ def _whatif_events(file: str) -> Any:
     return events_from_text(text, file)
 
 
-def _save_whatif_chart(w: Any, out: str) -> None:
+def _save_whatif_chart(w: Any, out: Output) -> None:
     """The real and the what-if alert timelines, drawn offline into ``out``."""
     from uac_kernel import charts
 
-    try:
-        charts.save_chart(charts.whatif_timeline(w), out)
-    except OSError as exc:
-        raise UacError(f"--chart {out!r}: cannot write it ({exc.strerror})") from None
-    print(f"wrote {printable(out)} (the alert timelines, real and what-if)")
+    charts.save_chart(charts.whatif_timeline(w), out)
+    print(out.wrote("the alert timelines, real and what-if"))
 
 
 def cmd_constrain(args: argparse.Namespace) -> None:
@@ -889,6 +906,12 @@ def _whole(low: int) -> Callable[[str], int]:
     return parse
 
 
+FORCE_HELP = (
+    "replace an existing file of another kind (a file of the kind written is replaced anyway; "
+    "a store, its .wal or a fleet directory never)"
+)
+
+
 def sql_options(p: argparse.ArgumentParser) -> None:
     """The output and time options of a SQL command (`uac sql`, `uac fleet sql`)."""
     p.add_argument("--json", action="store_true")
@@ -898,6 +921,7 @@ def sql_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write every row to FILE (TSV, or JSON with --json); the terminal gets 100 kB",
     )
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument(
         "--timeout",
         type=_seconds,
@@ -1001,6 +1025,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("code", cmd_code, "print a checkpoint's code, or write it as a module (--out)")
     p.add_argument("--version", type=POSITIVE, default=None)
     p.add_argument("--out", default=None, metavar="PATH", help="write the module to PATH.py")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p = add("diff", cmd_diff, "what changed between two checkpoints")
     p.add_argument("a", type=POSITIVE)
     p.add_argument("b", type=POSITIVE)
@@ -1011,6 +1036,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("expr")
     p.add_argument("--out", default=None, metavar="FILE", help="write the whole result to FILE")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p = add(
         "sql",
         cmd_sql,
@@ -1060,6 +1086,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="draw the alert timelines, real and what-if, into OUT (.svg, .png or .html)",
     )
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p = add("constraints", cmd_constraints, "the constraints in force, and the rule of each")
     p.add_argument("--history", action="store_true", help="every version, ended ones too")
     p.add_argument("--json", action="store_true")
@@ -1259,14 +1286,15 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
         print(f"uac: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     args.keep = keep
-    args.db_given = hasattr(args, "db") or bool(os.environ.get("UAC_DB"))
-    if not hasattr(args, "db"):
-        args.db = os.environ.get("UAC_DB") or DEFAULT_DB
-    args.user_given = hasattr(args, "user")  # on the command line
-    if not args.user_given:
-        # None: the store's only user ('me' in a new store); see users.resolve_user
-        args.user = os.environ.get("UAC_USER") or None
     try:
+        args.db_given = hasattr(args, "db") or settings.DB.get() is not None
+        if not hasattr(args, "db"):
+            args.db = settings.DB.get() or DEFAULT_DB
+        args.db = settings.store_path(args.db, memory=False)
+        args.user_given = hasattr(args, "user")  # on the command line
+        if not args.user_given:
+            # None: the store's only user ('me' in a new store); see users.resolve_user
+            args.user = settings.USER.get()
         args.func(args)
     except UacError as exc:
         # Messages quote input, file names, stored text and model code: escaped here once, so

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
-from uac_kernel._segments import join_segments
+from uac_kernel._segments import RULES, join_segments
 from uac_kernel.errors import CodeError
 from uac_kernel.fold import BLOCK, State, TypeState
 from uac_kernel.records import Record
@@ -35,6 +35,7 @@ __all__ = [
     "HEADER",
     "RULES",
     "list_target",
+    "own_rule_sources",
     "parse_module",
     "read_literal",
     "render_module",
@@ -43,7 +44,6 @@ __all__ = [
 ]
 
 HEADER = "0"
-RULES = "3"
 CONSTRAINTS = "4"
 # A record longer than this is written one field per line (ruff's line length in this repo).
 LINE = 100
@@ -148,12 +148,34 @@ def _rule_source(r: Rule) -> tuple[str, str] | None:
     return None
 
 
-def rules_code(rules: Iterable[Rule]) -> str:
-    """The rules in force: shipped ones imported by name, the user's own with their source."""
+def _shipped(rules: Iterable[Rule]) -> set[str]:
     # Shipped means the library's own function: a notebook rule may take a shipped rule's name.
     library = {r.name: r.func for r in LIBRARY}
+    return {r.name for r in rules if library.get(r.name) is r.func}
+
+
+def _own(r: Rule, shipped: set[str]) -> bool:
+    """Whether ``r`` is the user's own: rendered with its source."""
+    # a compiled constraint's function is uac's own code; the constraint is rendered as data
+    module = getattr(r.func, "__module__", None) or ""  # None for code run from a cell
+    return r.name not in shipped and not module.startswith("uac_kernel.constraints.")
+
+
+def own_rule_sources(rules: Iterable[Rule]) -> dict[str, str]:
+    """The source of each of the user's own rules that has one kept, by rule name."""
+    rules = list(rules)
+    shipped = _shipped(rules)
+    return {
+        r.name: found[0]
+        for r in rules
+        if _own(r, shipped) and (found := _rule_source(r)) is not None
+    }
+
+
+def rules_code(rules: Iterable[Rule]) -> str:
+    """The rules in force: shipped ones imported by name, the user's own with their source."""
     ordered = sorted(rules, key=lambda r: r.name)
-    shipped = {r.name for r in ordered if library.get(r.name) is r.func}
+    shipped = _shipped(ordered)
     text = "\n\n# Rules in force\n"
     listed = [r.name for r in ordered if r.name in shipped]
     if listed:
@@ -161,9 +183,7 @@ def rules_code(rules: Iterable[Rule]) -> str:
         text += f"from uac.rules import (  # noqa: E402\n{imports})\n"
     own = ""
     for r in ordered:
-        # a compiled constraint's function is uac's own code; the constraint is rendered as data
-        module = getattr(r.func, "__module__", None) or ""  # None for code run from a cell
-        if r.name in shipped or module.startswith("uac_kernel.constraints."):
+        if not _own(r, shipped):
             continue
         found = _rule_source(r)
         if found is None:

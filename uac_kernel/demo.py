@@ -68,7 +68,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
-__all__ = ["DEMO_USER", "demo_events", "write_demo_jsonl"]
+from uac_kernel.outputs import JSONL, Output
+
+__all__ = ["DEMO_USER", "demo_events", "demo_jsonl", "write_demo_jsonl"]
 
 DEMO_USER = "Maya Okafor"
 
@@ -109,12 +111,15 @@ def demo_events(
     return tl.events()
 
 
+def demo_jsonl(seed: int = 7) -> list[str]:
+    """demo_events() as the lines of its JSONL file."""
+    return [json.dumps(event, ensure_ascii=False) + "\n" for event in demo_events(seed)]
+
+
 def write_demo_jsonl(path: Path, seed: int = 7) -> int:
     """Write demo_events() one JSON object per line; return the number of lines."""
-    events = demo_events(seed)
-    lines = [json.dumps(event, ensure_ascii=False) + "\n" for event in events]
-    with Path(path).open("w", encoding="utf-8", newline="\n") as out:
-        out.writelines(lines)
+    lines = demo_jsonl(seed)
+    Output(path, JSONL).write_text(lines)
     return len(lines)
 
 

@@ -14,11 +14,12 @@ operations and expressions below. Re-run it with a real endpoint (``uac demo --l
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from uac_kernel.outputs import JSONL, Output
 from uac_kernel.store import Store
 
 __all__ = [
@@ -250,11 +251,14 @@ def export_calls(store: Store, path: Path) -> int:
     rows = store.con.execute(
         f"SELECT {', '.join(_COLUMNS)} FROM model_calls ORDER BY call_id"
     ).fetchall()
-    with path.open("w", encoding="utf-8") as out:
+
+    def lines() -> Iterator[str]:
         for row in rows:
             record = dict(zip(_COLUMNS, row, strict=True))
             record["base_url"], record["latency_ms"] = "", 0.0
-            out.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+            yield json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+
+    Output(path, JSONL).write_text(lines())
     return len(rows)
 
 

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from uac_kernel._display import plural, shorten
 from uac_kernel.ask import Answer
-from uac_kernel.demo import DEMO_USER, write_demo_jsonl
+from uac_kernel.demo import DEMO_USER, demo_jsonl, write_demo_jsonl
 from uac_kernel.demo_chat import (
     CALLS_FILE,
     DEMO_MODEL,
@@ -32,6 +32,7 @@ from uac_kernel.errors import StoreError
 from uac_kernel.events import InputEvent
 from uac_kernel.extract import ExtractionReport
 from uac_kernel.model import ModelSettings
+from uac_kernel.outputs import PYTHON, Output
 from uac_kernel.rules.engine import Alert, ClearedAlert
 from uac_kernel.store import Store
 from uac_kernel.testing import ChatServer
@@ -69,29 +70,49 @@ DEMO_QUESTIONS: list[tuple[str, str]] = [
 ]
 
 
-def _fresh_path(path: Path) -> None:
-    """Make ``path`` ready for a new demo store: create its folder (the demo writes its events
-    and code beside the store), remove an earlier demo store, refuse to touch any other store."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return
-    store = Store(path, read_only=True)
-    try:
-        users = store.users()
-    finally:
-        store.close()
-    if users not in ([], [DEMO_USER_ID]):
-        raise StoreError(
-            f"{path} holds other users' data, not the demo; pass another --db for the demo"
-        )
-    path.unlink()
-    Path(f"{path}.wal").unlink(missing_ok=True)
+def _claim(path: Path) -> None:
+    """Make ``path`` ready for a new demo store, replacing only what an earlier demo made.
+
+    A store there is removed only if it is empty or the demo's (its user is the demo's and it
+    holds the demo's first event); the events and code files beside it (``.jsonl``, ``.py``)
+    are replaced only beside such a store, or when the events file is the demo's to the byte.
+    Anything else is refused in one line: ``maya`` is the README's example user too."""
+    events_file, code_file = path.with_suffix(".jsonl"), path.with_suffix(".py")
+    lines = demo_jsonl()
+    ours = False
+    if path.exists():
+        store = Store(path, read_only=True)
+        try:
+            users = store.users()
+            first = json.loads(lines[0])["source"]
+            ours = users == [DEMO_USER_ID] and bool(store.logged_sources(DEMO_USER_ID, {first}))
+        finally:
+            store.close()
+        if not ours and users:
+            raise StoreError(
+                f"{path} holds data the demo did not make; pass another --db for the demo"
+            )
+    if not ours:
+        if events_file.exists() and events_file.read_bytes() != "".join(lines).encode():
+            raise StoreError(
+                f"{events_file} exists and is not the demo's events (the demo writes them "
+                "there); pass another --db for the demo"
+            )
+        if code_file.exists():
+            raise StoreError(
+                f"{code_file} exists and the demo did not write it (the demo writes its model "
+                "there); pass another --db for the demo"
+            )
+    if path.exists():
+        path.unlink()
+        Path(f"{path}.wal").unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def build_history(path: Path, model: ModelSettings | None = None) -> tuple[Workbench, int]:
     """A fresh demo store with the two typed years, replayed day by day so the rules run after
     every day's changes and the alert history shows when each alert was raised and cleared."""
-    _fresh_path(path)
+    _claim(path)
     events_file = path.with_suffix(".jsonl")
     lines = write_demo_jsonl(events_file)
     wb = Workbench(path, user=DEMO_USER_ID, model=model)
@@ -206,7 +227,7 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
         wb.diff(checkpoint.version - 1, checkpoint.version) if checkpoint.version > 1 else None
     )
     code_file = path.with_suffix(".py")
-    code_file.write_text(checkpoint.code, encoding="utf-8")
+    Output(code_file, PYTHON, protect=(path,)).write_text([checkpoint.code])
 
     out(f"uac demo — the synthetic user {DEMO_USER!r}: two years of life in {lines} events")
     out(f"store: {path}   (events: {path.with_suffix('.jsonl')})")

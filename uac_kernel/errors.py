@@ -20,6 +20,7 @@ __all__ = [
     "ModelError",
     "ModelOffline",
     "ModelOutputInvalid",
+    "OutputRefused",
     "QueryError",
     "ReviewError",
     "RuleError",
@@ -195,6 +196,12 @@ class FleetConflict(FleetError):
 class FleetDiverged(FleetError):
     """A user's chain in a store and in a fleet directory do not extend one another (one was
     rewritten, or they grew apart); nothing of that user was written."""
+
+
+class OutputRefused(UacError):
+    """A file a face was asked to write was refused or could not be written: it is a store,
+    its log or inside a fleet directory (never written over), or an existing file of another
+    kind (replaced only when forced). The message names the path and what to do."""
 
 
 class SnapshotIgnored(UserWarning):

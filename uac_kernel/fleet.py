@@ -29,9 +29,11 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from uac_kernel import fleetfiles
 from uac_kernel._display import plural
 from uac_kernel.errors import FleetError, UacError
-from uac_kernel.partition import bucket, encode
+from uac_kernel.partition import Fleet, bucket, encode
+from uac_kernel.settings import redacted
 
 if TYPE_CHECKING:
     from uac_kernel.model import Budget, ModelSettings
@@ -151,11 +153,9 @@ def _user_file(run_dir: Path, kind: str, user: str, suffix: str) -> Path:
     return run_dir / kind / f"bucket={bucket(user)}" / f"{encode(user)}{suffix}"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def _head(fleet: Fleet, user: str) -> int:
+    """The user's event head in the partition: what a file written from their data records."""
+    return int(fleet.head(user).get("events", [0])[0])
 
 
 def _json(value: Any) -> str:
@@ -200,7 +200,7 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
     A ``UacError`` (bad data, a refused expression, a model that failed) is a 'failed' result and
     nothing is committed; any other exception propagates, so the engine retries the task.
     """
-    from uac_kernel.partition import Fleet, checkout, commit
+    from uac_kernel.partition import checkout, commit
 
     fleet = Fleet(task.root)
     run_dir = Path(task.run_dir)
@@ -225,8 +225,12 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     timings = {"user_id": task.user, "seconds": clock.laps}
-    _write_atomic(_user_file(run_dir, "timings", task.user, ".json"), _json(timings))
-    _write_atomic(_user_file(run_dir, "results", task.user, ".json"), _json(row))
+    # written after the commit, from the partition at its head
+    heads = {task.user: _head(fleet, task.user)}
+    for kind, value in (("timings", timings), ("results", row)):
+        fleetfiles.write(
+            fleet.root, _user_file(run_dir, kind, task.user, ".json"), _json(value), heads
+        )
     return row
 
 
@@ -360,7 +364,6 @@ def run(
     ``progress`` is called as users finish (else a tqdm bar shows it in a terminal).
     """
     from uac_kernel import _engines
-    from uac_kernel.partition import Fleet
 
     if engine not in _engines.ENGINES:
         raise FleetError(f"unknown engine {engine!r}; use one of {', '.join(_engines.ENGINES)}")
@@ -386,15 +389,16 @@ def run(
         "job": job.name,
         "args": list(job.args),
         "model": model.model if model else None,
-        "base_url": model.base_url if model else None,
+        "base_url": redacted(model.base_url) if model and model.base_url else None,
     }
     if not (run_dir / "run.json").exists():
-        _write_atomic(run_dir / "run.json", _json(spec) + "\n")
+        # the job's arguments as typed: no user's data (a forget names it as not reached)
+        fleetfiles.write(fleet.root, run_dir / "run.json", _json(spec) + "\n", {})
     sources: dict[str, str] = {}
     refused: list[str] = []
     damaged: dict[str, str] = {}
     if job.name == "ingest":
-        sources = _ingest_sources(Path(job.args[0]), run_dir, refused)
+        sources = _ingest_sources(Path(job.args[0]), fleet, run_dir, refused)
         known = sorted(sources)
     else:
         # a user whose last commit cannot be read fails alone; the others run
@@ -454,7 +458,7 @@ def run(
         rows = _read_rows(run_dir)
     if rows is None or any(r["status"] != "ok" for r in rows):
         # a failed row with no result file behind it (a damaged user since removed) goes
-        rows = _write_summary(run_dir, given_up)
+        rows = _write_summary(fleet, run_dir, given_up)
     report.rows = rows
     return report
 
@@ -541,7 +545,7 @@ def _choose(
     return chosen
 
 
-def _ingest_sources(src: Path, run_dir: Path, refused: list[str]) -> dict[str, str]:
+def _ingest_sources(src: Path, fleet: Fleet, run_dir: Path, refused: list[str]) -> dict[str, str]:
     """Each user's Event JSONL for ``ingest SRC``: a directory's ``<enc>.jsonl`` files (the
     user is the unquoted name), or one JSONL file split by its objects' ``"user"`` field into
     ``runs/<id>/input/<hash of its content>`` (kept, so a rerun of the same file splits nothing;
@@ -578,14 +582,14 @@ def _ingest_sources(src: Path, run_dir: Path, refused: list[str]) -> dict[str, s
             digest.update(chunk)
     done = run_dir / "input" / digest.hexdigest()[:16]
     if not done.is_dir():
-        _split_jsonl(src, done)
+        _split_jsonl(src, fleet, done)
     return {
         json.loads(p.with_suffix(".user").read_text(encoding="utf-8")): str(p)
         for p in sorted(done.glob("bucket=*/*.jsonl"))
     }
 
 
-def _split_jsonl(src: Path, done: Path) -> None:
+def _split_jsonl(src: Path, fleet: Fleet, done: Path) -> None:
     done.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".split-", dir=done.parent))
     try:
@@ -607,7 +611,11 @@ def _split_jsonl(src: Path, done: Path) -> None:
                 # ASCII: a lone surrogate stays an escape, for the event parser to refuse
                 lines.setdefault(user, []).append(json.dumps(obj))
         for user, events in lines.items():
-            path = staging / f"bucket={bucket(user)}" / f"{encode(user)}.jsonl"
+            rel = Path(f"bucket={bucket(user)}") / f"{encode(user)}.jsonl"
+            heads = {user: _head(fleet, user)}
+            for final in (done / rel, (done / rel).with_suffix(".user")):
+                fleetfiles.note(fleet.root, final, heads)  # before the rename brings it in
+            path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("\n".join(events) + "\n", encoding="utf-8")
             # the user's id as given: a long one's file name is a hash of it
@@ -624,9 +632,9 @@ def _split_jsonl(src: Path, done: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _result_rows(run_dir: Path) -> list[dict[str, Any]]:
+def _result_rows(results: list[Path]) -> list[dict[str, Any]]:
     rows = []
-    for path in (run_dir / "results").glob("bucket=*/*.json"):
+    for path in results:
         try:
             row = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
@@ -640,12 +648,18 @@ def _result_rows(run_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _write_summary(run_dir: Path, given_up: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _write_summary(
+    fleet: Fleet, run_dir: Path, given_up: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """``summary.parquet`` from every result (and the users given up this time), ordered by
     user; ``timings.parquet`` from every timing. Written by DuckDB, each temp then renamed."""
     import duckdb
 
-    rows = sorted(_result_rows(run_dir) + given_up, key=lambda r: r["user_id"])
+    results = sorted((run_dir / "results").glob("bucket=*/*.json"))
+    rows = sorted(_result_rows(results) + given_up, key=lambda r: r["user_id"])
+    # both tables gather the results: they hold each user's data as of their result file
+    heads = fleetfiles.recorded_heads(fleet.root, results)
+    heads.update({r["user_id"]: 0 for r in given_up if r["user_id"] not in heads})
     names = [name for name, _ in SUMMARY_COLUMNS]
     con = duckdb.connect()
     try:
@@ -670,12 +684,11 @@ def _write_summary(run_dir: Path, given_up: list[dict[str, Any]]) -> list[dict[s
             con.executemany("INSERT INTO timings VALUES (?, ?, ?)", timings)
         for table, order in (("summary", "user_id"), ("timings", "user_id, step")):
             target = run_dir / f"{table}.parquet"
-            tmp = run_dir / f".{table}.{os.getpid()}.parquet"
-            quoted = str(tmp).replace("'", "''")
-            con.execute(
-                f"COPY (SELECT * FROM {table} ORDER BY {order}) TO '{quoted}' (FORMAT parquet)"
-            )
-            os.replace(tmp, target)
+            with fleetfiles.noted(fleet.root, target, heads, keyed_rows=True) as tmp:
+                quoted = str(tmp).replace("'", "''")
+                con.execute(
+                    f"COPY (SELECT * FROM {table} ORDER BY {order}) TO '{quoted}' (FORMAT parquet)"
+                )
     finally:
         con.close()
     return [{n: r.get(n) for n in names} for r in rows]

@@ -10,7 +10,10 @@
 - alerts whose evidence names a forgotten record, or that hold the text, and the alerts of a
   forgotten constraint's rule;
 - model calls whose request or answer holds any of the forgotten content;
-- checkpoint code, which is re-rendered from the log without it.
+- checkpoint code, which is re-rendered from the log without it;
+- rules written in a notebook whose source holds it (or whose ``rule`` event goes): taken out of
+  force and their source erased from every stored rules segment (rule source is content, and a
+  rule cannot be re-rendered without it; refusing instead would leave the user to find the rule).
 
 ``forget`` appends one ``forget`` event that names what it erased (positions only, never the
 content), and in the same transaction replaces each payload by ``{"forgotten": N}`` and erases
@@ -33,6 +36,7 @@ import orjson
 
 from uac_kernel._chain import ERASED, content_hash, digest, new_salt
 from uac_kernel._display import plural, printable, shorten
+from uac_kernel._segments import erase_rules
 from uac_kernel.codegen import RULES, render_segments, segment_part
 from uac_kernel.constraints.compile import rule_name
 from uac_kernel.errors import QueryError
@@ -46,6 +50,9 @@ __all__ = ["ForgetPlan", "follow_forgets", "forget", "plan_forget"]
 MIN_TEXT = 3
 # How events.py names an event given without a source: a hash of its payload.
 STAND_IN_SOURCE = "sha256:"
+# How a notebook rule's event is named: its name and a hash of its source (see
+# ``Workbench.define_rule``), which would confirm a guess of the source.
+RULE_SOURCE = "rule:"
 # Content pieces shorter than this are not looked for in model calls (a "1" or "yes" would
 # match every call).
 MIN_NEEDLE = 4
@@ -66,6 +73,10 @@ class ForgetPlan:
     names: list[str] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
     checkpoints: list[int] = field(default_factory=list)
+    # Notebook rules taken out of force, their source erased; and each stored rules segment
+    # rewritten without them, as (version, text).
+    rules: list[str] = field(default_factory=list)
+    rule_segments: list[tuple[int, str]] = field(default_factory=list)
 
     def names_note(self) -> str:
         """What a forget leaves of the text, if any: the names it is part of."""
@@ -79,7 +90,7 @@ class ForgetPlan:
 
     @property
     def empty(self) -> bool:
-        return not self.events and not self.calls
+        return not self.events and not self.calls and not self.rules
 
     def summary(self) -> str:
         kinds: dict[str, int] = {}
@@ -91,6 +102,11 @@ class ForgetPlan:
             f"{plural(len(self.calls), 'model call')}, "
             f"code of {plural(len(self.checkpoints), 'checkpoint')} to re-render"
         )
+        if self.rules:
+            text += (
+                f"; rule(s) {', '.join(printable(n) for n in self.rules)} taken out of force, "
+                "their source erased (define them again without it)"
+            )
         return f"{text}; {self.names_note()}" if self.names else text
 
     def lines(self) -> list[str]:
@@ -114,8 +130,11 @@ def plan_forget(
     key: str | None = None,
     source: str | None = None,
     text: str | None = None,
+    in_force: dict[str, str] | None = None,
 ) -> ForgetPlan:
-    """What forgetting a record (``type`` and ``key``), a ``source`` or a ``text`` erases."""
+    """What forgetting a record (``type`` and ``key``), a ``source`` or a ``text`` erases;
+    ``in_force``: the source of each notebook rule in force, by name (a rule holding the text
+    goes too)."""
     given = [n for n, v in (("type", type), ("source", source), ("text", text)) if v is not None]
     if len(given) != 1 or (type is None) != (key is None):
         raise QueryError(
@@ -205,8 +224,13 @@ def plan_forget(
         ev.seq
         for ev in plan.events
         if ev.source
-        and (ev.source.startswith(STAND_IN_SOURCE) or (needle and needle in fold(ev.source)))
+        and (
+            ev.source.startswith(STAND_IN_SOURCE)
+            or (ev.kind == "rule" and ev.source.startswith(RULE_SOURCE))
+            or (needle and needle in fold(ev.source))
+        )
     ]
+    _plan_rules(store, plan, needle, in_force or {})
     plan.calls = _calls_holding(store, user, _needles(plan, text))
     if plan.events:
         first = plan.events[0].seq
@@ -220,6 +244,35 @@ def plan_forget(
             ).fetchall()
         ]
     return plan
+
+
+def _plan_rules(
+    store: Store, plan: ForgetPlan, needle: str | None, in_force: dict[str, str]
+) -> None:
+    """The notebook rules that go: those whose ``rule`` event goes, and those whose source holds
+    the text, in force or in a stored rules segment; and each such segment without them."""
+    sources = {
+        fold(str(ev.payload.get("source", ""))).strip() for ev in plan.events if ev.kind == "rule"
+    }
+    names = {str(ev.payload.get("name")) for ev in plan.events if ev.kind == "rule"}
+
+    def holds(block: str) -> bool:
+        folded = fold(block)
+        return (needle is not None and needle in folded) or folded.strip() in sources
+
+    names.update(n for n, source in in_force.items() if holds(source))
+    for version, text in store.con.execute(
+        "SELECT version, text FROM checkpoint_segments WHERE user_id = ? AND segment = ? "
+        "ORDER BY version",
+        [plan.user, RULES],
+    ).fetchall():
+        erased, gone = erase_rules(str(text), holds)
+        if gone:
+            plan.rule_segments.append((int(version), erased))
+            names.update(gone)
+    plan.rules = sorted(names)
+    if needle is not None:  # a rule's name is structure, as type and field names are: it stays
+        plan.names += [n for n in plan.rules if needle in fold(n) and n not in plan.names]
 
 
 def fold(text: str) -> str:
@@ -311,6 +364,7 @@ def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
     with store.writing():
         erased = {ev.seq for ev in plan.events}
         segments, added = _rerendered(store, user, erased, plan.checkpoints)
+        segments += [(v, RULES, text) for v, text in plan.rule_segments]
         payload = {
             "by": plan.by,
             "events": _user_seqs(store, erased),
@@ -318,6 +372,13 @@ def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
             "calls": plan.calls,
             "segments": [[v, s, digest(t)] for v, s, t in segments],
             "added_segments": [[v, s, digest(t)] for v, s, t in added],
+            # the notebook rules whose logged source went, by name (``verify`` checks that no
+            # stored rules segment still defines one from then)
+            "rules": [
+                [u, str(ev.payload.get("name"))]
+                for u, ev in zip(_user_seqs(store, erased), plan.events, strict=True)
+                if ev.kind == "rule"
+            ],
         }
         last = store.con.execute("SELECT max(ts) FROM events WHERE user_id = ?", [user]).fetchone()
         ts: datetime = last[0] if last and last[0] else datetime(1970, 1, 1)

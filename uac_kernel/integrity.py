@@ -28,6 +28,7 @@ from uac_kernel._chain import (
     digest,
     event_hash,
 )
+from uac_kernel._segments import RULES, rule_names
 from uac_kernel.errors import StoreError
 from uac_kernel.store import Store
 
@@ -282,6 +283,36 @@ class _Forgotten:
     segments: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
     # Segments a forget added to a checkpoint that had inherited them: not part of its hash.
     added: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
+    # The names of notebook rules whose logged source a forget erased, by that rule event's
+    # user_seq.
+    rules: dict[int, str] = field(default_factory=dict)
+
+
+def _check_rules(
+    who: str,
+    events: list[tuple[Any, ...]],
+    points: list[tuple[Any, ...]],
+    segments: list[tuple[Any, ...]],
+    erased: dict[int, str],
+) -> None:
+    """No checkpoint's rules segment may still define a notebook rule whose latest logged
+    source at that checkpoint a forget erased (it would hold what was forgotten)."""
+    logged: list[tuple[int, str]] = [(n, name) for n, name in erased.items()]
+    for _seq, user_seq, _r, _ts, kind, _src, payload, salt, _ph, _h in events:
+        if kind == "rule" and salt != "":
+            logged.append((int(user_seq), str(orjson.loads(payload).get("name"))))
+    logged.sort()
+    rules_text = {int(v): str(t) for v, seg, t, _salt, _h in segments if seg == RULES}
+    text = ""
+    for version, _seq, _records, event_seq, _head, _h in points:
+        text = rules_text.get(int(version), text)  # a version inherits the segment it did not store
+        latest = {name: n for n, name in logged if n <= int(event_seq)}
+        for name in rule_names(text):
+            if latest.get(name) in erased:
+                raise _Broken(
+                    f"{who}: the code of checkpoint {version} still defines rule {name!r}, whose "
+                    "source a forget erased; run the same `uac forget` again to erase it there"
+                )
 
 
 def _forget_events(store: Store, user: str | None) -> dict[str, _Forgotten]:
@@ -305,6 +336,7 @@ def _forget_events(store: Store, user: str | None) -> dict[str, _Forgotten]:
                 f.segments[(int(v), str(name))] = (user_seq, str(digest))
             for v, name, digest in body["added_segments"]:
                 f.added[(int(v), str(name))] = (user_seq, str(digest))
+            f.rules.update((int(n), str(name)) for n, name in body.get("rules", ()))
         except (orjson.JSONDecodeError, TypeError, ValueError, KeyError, AttributeError):
             raise _Broken(f"user {u!r}: forget event {seq} is not one uac wrote", seq) from None
     return out
@@ -422,6 +454,8 @@ def _verify_user(
         elif content_hash(salt, text) != text_hash:
             raise _Broken(f"{who}: the code of checkpoint {version} was changed after it was taken")
         by_version.setdefault(version, {})[segment] = text_hash
+    if forgotten.rules:
+        _check_rules(who, events, points, segments, forgotten.rules)
     prev = GENESIS
     point_links: list[str] = []
     for n, (version, seq, records, event_seq, head, h) in enumerate(points, 1):

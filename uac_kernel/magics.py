@@ -32,6 +32,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
+from uac_kernel import settings
 from uac_kernel._askline import ask_line
 from uac_kernel._display import clip_json, clipped, did_you_mean, plural, printable, shorten, show
 from uac_kernel._fleet_magic import first_word
@@ -339,7 +340,10 @@ class UacMagics(Magics):
         config=True
     )
     sql_timeout = Float(
-        30.0, help="seconds a `sql` query may run (`%uac sql --timeout S ...` for one query)"
+        None,
+        allow_none=True,
+        help="seconds a `sql` query may run (None: env UAC_SQL_TIMEOUT, else 30; "
+        "`%uac sql --timeout S ...` for one query)",
     ).tag(config=True)
     cpu_seconds = Float(5.0, help="CPU seconds an `eval` expression may use").tag(config=True)
     memory_mb = Int(1024, help="memory (MB) an `eval` expression may use").tag(config=True)
@@ -353,11 +357,11 @@ class UacMagics(Magics):
 
     @default("db")
     def _default_db(self) -> str:
-        return os.environ.get("UAC_DB", "uac.duckdb")
+        return settings.DB.get() or "uac.duckdb"
 
     @default("user")
     def _default_user(self) -> str:
-        return os.environ.get("UAC_USER", "")
+        return settings.USER.get() or ""
 
     def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any):
         self.workbench: Workbench | None = None  # before the config observers can run
@@ -450,6 +454,7 @@ class UacMagics(Magics):
         events is an error, as nothing could be read or written."""
         from uac_kernel.workbench import Workbench
 
+        path = settings.store_path(path, memory=False)
         self._close()
         wb = Workbench(path, user=user or None, read_only=read_only, model=self._model_settings())
         self.workbench = wb
@@ -528,7 +533,7 @@ class UacMagics(Magics):
     def cmd_open(self, rest: str, cell: str | None) -> None:
         """Open a store for one user (closing the workbench open before) and bind it."""
         args = parse_argstring(self.cmd_open, rest)
-        path = os.path.expanduser(_unquote(args.path)) if args.path else self.db
+        path = _unquote(args.path) if args.path else self.db
         self._open(path, _unquote(args.user) if args.user else self.user, args.read_only)
 
     @subcommand("close")
@@ -729,8 +734,9 @@ class UacMagics(Magics):
             raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
         return self._wb(read=True).sql(query, timeout=timeout)
 
-    def _timeout_option(self, rest: str) -> tuple[float, str]:
-        """A leading `--timeout S` (else ``sql_timeout``) and the rest of the line as written."""
+    def _timeout_option(self, rest: str) -> tuple[float | None, str]:
+        """A leading `--timeout S` (else ``sql_timeout``; ``None`` leaves it to the
+        environment) and the rest of the line as written."""
         match = re.match(r"\s*--timeout[ =](\S+)\s*", rest)
         if not match:
             return self.sql_timeout, rest

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from uac_kernel._extras import require
 from uac_kernel.errors import UacError
+from uac_kernel.outputs import HTML, Output, copy_tree, output_dir
 
 __all__ = ["export_offline", "main"]
 
@@ -54,9 +54,14 @@ def remote_assets(html: str) -> list[str]:
     return _REMOTE_ASSET.findall(html)
 
 
-def export_offline(notebook: str | Path, out: str | Path, *, include_code: bool = True) -> Path:
+def export_offline(
+    notebook: str | Path, out: str | Path, *, include_code: bool = True, force: bool = False
+) -> Path:
     """Run ``notebook`` with ``marimo export html`` and write an offline copy to the directory
-    ``out`` (``index.html`` plus marimo's front end); returns the path of ``index.html``."""
+    ``out`` (``index.html`` plus marimo's front end); returns the path of ``index.html``.
+
+    ``out`` is never a store or a fleet directory, and an ``index.html`` there that is not HTML
+    is replaced only with ``force`` (``uac_kernel.outputs``)."""
     marimo = require("marimo", extra="marimo", feature="exporting a marimo notebook")
     source = Path(notebook)
     if not source.is_file():
@@ -64,7 +69,10 @@ def export_offline(notebook: str | Path, out: str | Path, *, include_code: bool 
     static = Path(str(marimo.__file__)).parent / "_static"
     if not (static / "assets").is_dir():
         raise UacError(f"marimo {marimo.__version__} ships no front end in {static}")
-    target = Path(out)
+    # checked before the notebook runs: a refused path costs no export
+    target = output_dir(out)
+    page = Output(target / "index.html", HTML, force=force)
+    page.check()
     with tempfile.TemporaryDirectory() as tmp:
         exported = Path(tmp) / "export.html"
         options = ["-o", str(exported), "--force"]
@@ -91,13 +99,9 @@ def export_offline(notebook: str | Path, out: str | Path, *, include_code: bool 
         raise UacError(
             f"the export still loads {left[0]} (and {len(left) - 1} more) from the network"
         )
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(
-        static, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("index.html", "*.md")
-    )
-    page = target / "index.html"
-    page.write_text(html, encoding="utf-8")
-    return page
+    copy_tree(static, target, skip=("index.html", "*.md"))
+    page.write_text([html])
+    return Path(page.path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,9 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "-o", "--out", required=True, help="directory to write index.html and assets to"
     )
     ap.add_argument("--no-include-code", action="store_true", help="leave the code out")
+    ap.add_argument(
+        "--force", action="store_true", help="replace an OUT/index.html that is not HTML"
+    )
     args = ap.parse_args(argv)
     try:
-        page = export_offline(args.notebook, args.out, include_code=not args.no_include_code)
+        page = export_offline(
+            args.notebook, args.out, include_code=not args.no_include_code, force=args.force
+        )
     except UacError as exc:
         print(f"uac: error: {exc}", file=sys.stderr)
         return 1

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -25,8 +24,10 @@ from typing import Any, Generic, Protocol, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from uac_kernel import settings
 from uac_kernel._display import plural, shorten
 from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
+from uac_kernel.settings import redacted
 from uac_kernel.store import Store
 
 __all__ = [
@@ -87,39 +88,29 @@ class ModelSettings:
         ``spelled`` says how the caller's face gives ``model``, ``base_url`` and ``offline``
         (``{"model": "--model NAME", ...}`` for the command), for the message when none is set.
         """
-        off = offline if offline is not None else os.environ.get("UAC_OFFLINE", "") in ("1", "true")
-        name = model or os.environ.get("UAC_MODEL") or ""
+        off = offline if offline is not None else settings.OFFLINE.get()
+        name = model or settings.MODEL.get() or ""
         if not name and not off:
             raise ModelError(
                 f"no model configured: pass {spelled['model']} or set UAC_MODEL (and "
                 f"{spelled['base_url']} or OPENAI_BASE_URL for a local server); or pass "
                 f"{spelled['offline']} or set UAC_OFFLINE=1 to answer only from recorded calls"
             )
+        # an argument is checked as the variable it stands for is: one check for both
+        url = settings.OPENAI_BASE_URL
+        given = spelled["base_url"].split()[0].rstrip(".=")
+        limit = settings.MODEL_DEADLINE
         return cls(
             model=name,
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY,
-            timeout=timeout if timeout is not None else 60.0,
+            base_url=url.check(base_url, given) if base_url else url.get(),
+            api_key=api_key or settings.OPENAI_API_KEY.get() or PLACEHOLDER_KEY,
+            timeout=limit.check(timeout, "timeout") if timeout is not None else 60.0,
             max_retries=max_retries if max_retries is not None else 3,
             offline=off,
-            deadline=deadline if deadline is not None else _env_deadline(),
+            deadline=limit.check(deadline, "deadline")
+            if deadline is not None
+            else limit.get(DEFAULT_DEADLINE),
         )
-
-
-def _env_deadline() -> float:
-    text = os.environ.get("UAC_MODEL_DEADLINE", "").strip()
-    if not text:
-        return DEFAULT_DEADLINE
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise ModelError(
-            f"UAC_MODEL_DEADLINE must be a number of seconds above 0, not {text[:40]!r}; "
-            f"unset it for the default of {DEFAULT_DEADLINE:.0f} s"
-        )
-    return seconds
 
 
 @dataclass(frozen=True)
@@ -195,7 +186,8 @@ class ModelClient:
 
         started = time.perf_counter()
         request = {"model": self.settings.model, "messages": messages, "schema": schema.__name__}
-        where = f"{purpose} call to {self.settings.model} at {self.settings.base_url or 'the OpenAI API'}"
+        url = self.settings.base_url
+        where = f"{purpose} call to {self.settings.model} at {redacted(url) if url else 'the OpenAI API'}"
 
         def fail(
             outcome: str, error: str, message: str, body: dict[str, Any] | None = None
@@ -366,7 +358,7 @@ class ModelClient:
             user=user,
             purpose=purpose,
             model=self.settings.model,
-            base_url=self.settings.base_url or "",
+            base_url=redacted(self.settings.base_url or ""),  # no password in the record
             request_key=key,
             request=orjson.dumps(request).decode(),
             response=orjson.dumps(body).decode() if body is not None else "",

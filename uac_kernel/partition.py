@@ -38,10 +38,12 @@ from typing import Any
 
 import duckdb
 
+from uac_kernel import fleetfiles
 from uac_kernel._chain import GENESIS
 from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import FleetConflict, FleetDiverged, FleetError
+from uac_kernel.outputs import FLEET_MARKER
 from uac_kernel.store import Store
 
 __all__ = [
@@ -67,7 +69,7 @@ FORMAT = 1
 BUCKETS = 256
 TABLES = ("events", "model_calls", "checkpoints", "checkpoint_segments")
 """The store's tables a partition holds (snapshots are a cache of the fold: never exported)."""
-MARKER = "uac-fleet.json"
+MARKER = FLEET_MARKER
 COMMITS = "_commits"
 # Each table's order within one user: the order of its chain.
 ORDER = {
@@ -493,6 +495,13 @@ def _drop_before(fleet: Fleet, user: str) -> None:
         path.unlink(missing_ok=True)
 
 
+def _base_head(commits: list[dict[str, Any]]) -> int:
+    """The event head of the user's last base commit past the first (0 if none): a forget
+    erased content from before it, so a file written from their data before it may hold that."""
+    bases = [c for c in commits[1:] if c.get("base")]
+    return int(bases[-1]["heads"]["events"][0]) if bases else 0
+
+
 def _stale(fleet: Fleet, user: str, commits: list[dict[str, Any]]) -> list[Path]:
     """The files of ``user``'s partition written for a commit up to the last base commit that
     it does not list: what a writer killed before ``_drop_before`` finished left behind."""
@@ -594,6 +603,10 @@ class ExportReport:
     rewritten: int = 0
     unchanged: int = 0
     rows: dict[str, int] = field(default_factory=dict)
+    # what carrying a forget did to the files uac wrote beside the partitions, and the files
+    # of the directory it cannot check (only when a forget was carried)
+    purged: fleetfiles.Purged = field(default_factory=fleetfiles.Purged)
+    unreached: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         done = self.new + self.appended + self.rewritten
@@ -604,7 +617,18 @@ class ExportReport:
             f"{plural(self.rows.get('model_calls', 0), 'model call')}, "
             f"{plural(self.rows.get('checkpoints', 0), 'checkpoint')} written"
         )
-        return text
+        if not (self.rewritten or self.purged.deleted or self.purged.rewritten):
+            return text
+        lines = [text, "the forget reached these files uac wrote in the directory:"]
+        lines += [f"  deleted {p}" for p in self.purged.deleted]
+        lines += [f"  rewrote {p} without the forgotten user's rows" for p in self.purged.rewritten]
+        lines.append("not reached (check or delete them yourself):")
+        lines += [f"  {p} (not written from users' data by uac)" for p in self.unreached]
+        lines.append(
+            "  copies outside this directory: files you wrote, notebook outputs, other copies "
+            "of the store or of this directory"
+        )
+        return "\n".join(lines)
 
 
 def _columns(values: dict[str, list[Any]]) -> tuple[str, dict[str, list[Any]]]:
@@ -744,8 +768,22 @@ def _export(
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             os.close(lock)
+    # a forget reaches the files uac wrote from these users' data too (also finishing what a
+    # writer killed after a base commit left)
+    bases = {
+        u: _base_head(fleet.commits(u) if u in made else commits[u]) for u in held + list(made)
+    }
+    purged = fleetfiles.purge(fleet.root, bases) if any(bases.values()) else fleetfiles.Purged()
+    carried = report["rewritten"] or purged.deleted or purged.rewritten
     done = report["new"] + report["appended"] + report["rewritten"]
-    summary = ExportReport(fleet.root, **report, unchanged=len(found) - done, rows=rows_total)
+    summary = ExportReport(
+        fleet.root,
+        **report,
+        unchanged=len(found) - done,
+        rows=rows_total,
+        purged=purged,
+        unreached=fleetfiles.unreached(fleet.root) if carried else [],
+    )
     return summary, made
 
 
@@ -1274,6 +1312,12 @@ def verify_fleet(root: str | Path, *, users: Iterable[str] | None = None) -> Fle
             problems.append((user, f"user {_who(user)}: {plural(len(left), 'file')} of commits "
                                    "before its last base commit remain (they may hold what a "
                                    "forget erased); `uac export` of the store deletes them"))  # fmt: skip
+    bases = {u: _base_head(c) for u, c in good.items()}
+    for user, rel in fleetfiles.stale(fleet.root, bases) if any(bases.values()) else ():
+        problems.append((user, f"user {_who(user)}: {printable(rel)} was written from their "
+                               "data before a forget erased some of it (it may hold that); "
+                               "`uac export` of the store that forgot deletes or rewrites it"))  # fmt: skip
+    for user, commits in good.items():
         start = max((i for i, c in enumerate(commits) if c.get("base")), default=0)
         for c in commits[start:]:
             rows: dict[str, Any] = c["rows"] if isinstance(c.get("rows"), dict) else {}

@@ -72,6 +72,11 @@ CLOSE_AFTER = 10_000
 SCHEMA = "uac_snap"
 # Past this many keys a query by key costs more than reading the type's table whole.
 PREFETCH_MAX = 20_000
+# Queries by key a type may make before the next key it misses reads the part whole: a reader
+# that keeps missing (a checkpoint rendering blocks, a rule going through records, many ingest
+# batches) is going through the type, which costs one query per key, while a whole part costs
+# what reading its rows costs (less than the fold of the log a plain open makes).
+BY_KEY_QUERIES = 4
 _RANK = {"BIGINT": 0, "HUGEINT": 1, "TIMESTAMP": 0, "VARCHAR": 2}
 
 
@@ -187,8 +192,10 @@ class _Source:
     fields: list[list[str]]
     gen: int
     pid: int
+    reads: int = 0  # queries made (tests bound it by the number of types, not keys)
 
     def fetch(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        self.reads += 1
         if os.getpid() != self.pid:
             raise StoreError(
                 f"records of {self.user!r} were not read before this process forked; "
@@ -224,9 +231,14 @@ class SnapTypeState(TypeState):
     or deletes; ``history`` and ``order`` count and collect what the fold appends. Anything
     else (iterating, slicing, a length of ``current``) reads the whole table once and replays
     what was collected over it, so every answer is what a full fold gives.
+
+    Reads by key are few: after ``BY_KEY_QUERIES`` of them (or one of more than
+    ``PREFETCH_MAX`` keys) a key not yet read reads the part whole, so no reader makes one
+    query per key, whatever it reads and however many batches it folds.
     """
 
     __slots__ = (
+        "_by_key",
         "_hist_base",
         "_hist_new",
         "_loaded",
@@ -240,6 +252,7 @@ class SnapTypeState(TypeState):
     )
 
     _src: _Source
+    _by_key: int  # queries by key made so far
     _loaded: set[str]
     _seen: dict[str, Record | None]
     _ops: list[tuple[str, Record | None]]
@@ -259,7 +272,7 @@ class SnapTypeState(TypeState):
         for f, t in fields.items():
             ts.add_field(f, t)
         ts.stale = False
-        ts._src, ts._loaded = src, set()
+        ts._src, ts._loaded, ts._by_key = src, set(), 0
         ts._seen, ts._ops, ts._pos = {}, [], {}
         ts._hist_base, ts._hist_new = mark.history, []
         ts._ord_base, ts._ord_new = mark.order, []
@@ -388,14 +401,23 @@ class SnapTypeState(TypeState):
     def _columns(self) -> str:
         return "".join(f", c{i}" for i in range(len(self._src.fields)))
 
+    def _by_key_allowed(self, keys: int) -> bool:
+        """Whether ``keys`` keys may be read by a query by key, counting it; False once the type
+        spent its ``BY_KEY_QUERIES`` or past ``PREFETCH_MAX`` keys: the caller reads whole."""
+        if keys > PREFETCH_MAX or self._by_key >= BY_KEY_QUERIES:
+            return False
+        self._by_key += 1
+        return True
+
     def prefetch(self, keys: Iterable[str]) -> None:
-        """Read the current rows of ``keys`` (one query), so the fold finds them."""
+        """Read the current rows of ``keys`` (one query, or the whole table past the budget of
+        reads by key), so the fold finds them."""
         if "current" in self._loaded:
             return
         todo = sorted({k for k in keys if k not in self._seen})
         if not todo:
             return
-        if len(todo) > PREFETCH_MAX:
+        if not self._by_key_allowed(len(todo)):
             self.load_current()
             return
         rows = self._src.fetch(
@@ -436,18 +458,26 @@ class SnapTypeState(TypeState):
         return out
 
     def lookup(self, key: str) -> Record | None:
+        """The current record of ``key`` (None: none), reading the part whole past the budget."""
         if key not in self._seen:
             self.prefetch([key])
+            if "current" in self._loaded:
+                return _CUR.__get__(self).get(key)
         return self._seen[key]
 
     def load_current(self) -> dict[str, Record]:
         if "current" not in self._loaded:
             rows = self._src.fetch(
-                f"SELECT key, valid_from, sources{self._columns()} FROM {self._src.tables[0]} "
-                "ORDER BY pos",
+                f"SELECT pos, key, valid_from, sources{self._columns()} "
+                f"FROM {self._src.tables[0]} ORDER BY pos",
                 [],
             )
-            records = {rec.key: rec for rec in self._make(rows, _CURRENT)}
+            # The positions of current keys come with them: the fold and the code rendering
+            # ask for them, and the order table would otherwise be read one key at a time.
+            known = self._pos
+            for pos, key, *_ in rows:
+                known.setdefault(key, int(pos))
+            records = {rec.key: rec for rec in self._make([r[1:] for r in rows], _CURRENT)}
             for key, rec in self._ops:
                 if rec is None:
                     del records[key]
@@ -479,13 +509,15 @@ class SnapTypeState(TypeState):
 
     def load_position(self, key: str) -> int:
         pos = self._pos.get(key)
-        if pos is None:
-            rows = self._src.fetch(
-                f"SELECT max(pos) FROM {self._src.tables[2]} WHERE key = ?", [key]
-            )
-            if not rows or rows[0][0] is None:
-                raise KeyError(key)
-            pos = self._pos[key] = int(rows[0][0])
+        if pos is not None:
+            return pos
+        if not self._by_key_allowed(1):
+            self.load_order()
+            return int(_POS.__get__(self)[key])
+        rows = self._src.fetch(f"SELECT max(pos) FROM {self._src.tables[2]} WHERE key = ?", [key])
+        if not rows or rows[0][0] is None:
+            raise KeyError(key)
+        pos = self._pos[key] = int(rows[0][0])
         return pos
 
     def tail(self, part: str, start: int) -> list[Any]:
@@ -505,6 +537,7 @@ class SnapTypeState(TypeState):
 
     def rebase(self, src: _Source, mark: TypeMark) -> None:
         """The snapshot tables now hold everything this state collected: start again from them."""
+        src.reads += self._src.reads
         self._src = src
         self._ops = []
         self._hist_base, self._hist_new = mark.history, []
@@ -580,10 +613,11 @@ class _LazyCurrent(MutableMapping[str, Record]):
 
     def __delitem__(self, key: str) -> None:
         ts = self._ts
-        if "current" in ts._loaded:
+        found = "current" in ts._loaded or ts.lookup(key) is not None
+        if "current" in ts._loaded:  # read before, or by the lookup
             del _CUR.__get__(ts)[key]
             return
-        if ts.lookup(key) is None:
+        if not found:
             raise KeyError(key)
         ts._seen[key] = None
         ts._ops.append((key, None))

@@ -40,6 +40,7 @@ beyond that ``VARCHAR`` holding the exact digits, so one huge number never break
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -50,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import orjson
 
+from uac_kernel import settings
 from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
@@ -77,7 +79,7 @@ CONSTRAINTS_TABLE = "uac_constraints"
 DEFAULT_TIMEOUT = 30.0
 # threading.Timer cannot wait for inf or 1e300 s (OverflowError in its thread, and the query
 # would run unbounded): a day is longer than any query should take.
-MAX_TIMEOUT = 86_400.0
+MAX_TIMEOUT = settings.SQL_TIMEOUT.most
 _INT64 = (-(2**63), 2**63 - 1)
 _INT128 = (-(2**127), 2**127 - 1)
 _WRITING_NODE = re.compile(r'"type":"([A-Z]+_QUERY_NODE)"')
@@ -115,19 +117,6 @@ def _int_column(values: Iterable[Any], *, listed: bool) -> str:
     return "VARCHAR"
 
 
-def _env_number(name: str, default: float) -> float:
-    text = os.environ.get(name)
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise QueryError(f"{name}={text!r} is not a positive number; fix or unset it")
-    return value
-
-
 def default_memory_mb() -> int:
     """The SQL view's memory limit: env UAC_SQL_MEMORY_MB, else the smaller of 2 GB and a
     quarter of the RAM."""
@@ -135,7 +124,7 @@ def default_memory_mb() -> int:
         ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     except (ValueError, OSError, AttributeError):
         ram_mb = 8192
-    return int(_env_number("UAC_SQL_MEMORY_MB", min(2048, max(ram_mb // 4, 64))))
+    return settings.SQL_MEMORY_MB.get(min(2048, max(ram_mb // 4, 64)))
 
 
 _CONSTRAINT_COLUMNS = (
@@ -145,7 +134,7 @@ _CONSTRAINT_COLUMNS = (
 
 def default_threads() -> int:
     """The SQL view's threads: env UAC_SQL_THREADS, else half the CPUs (1 to 4)."""
-    return int(_env_number("UAC_SQL_THREADS", min(4, max(1, (os.cpu_count() or 2) // 2))))
+    return settings.SQL_THREADS.get(min(4, max(1, (os.cpu_count() or 2) // 2)))
 
 
 def table_names(
@@ -473,18 +462,27 @@ def bounds(
 ) -> tuple[float, int, int]:
     """A SQL connection's time, memory and thread bounds: those given, else the environment's
     (``UAC_SQL_TIMEOUT``, ``UAC_SQL_MEMORY_MB``, ``UAC_SQL_THREADS``), each checked."""
-    timeout = _env_number("UAC_SQL_TIMEOUT", DEFAULT_TIMEOUT) if timeout is None else timeout
+    timeout = settings.SQL_TIMEOUT.get(DEFAULT_TIMEOUT) if timeout is None else timeout
     memory_mb = default_memory_mb() if memory_mb is None else memory_mb
     threads = default_threads() if threads is None else threads
     _check_timeout(timeout)
-    _check_positive("memory_mb", memory_mb)
-    _check_positive("threads", threads)
-    return timeout, memory_mb, threads
+    _check_positive("memory_mb", memory_mb, settings.SQL_MEMORY_MB.most, whole=True)
+    _check_positive("threads", threads, settings.SQL_THREADS.most, whole=True)
+    return timeout, int(memory_mb), int(threads)
 
 
-def _check_positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise QueryError(f"the SQL {name} must be a positive number, not {value!r}")
+def _check_positive(name: str, value: float, most: float = math.inf, whole: bool = False) -> None:
+    # the bound of the variable that sets it too: DuckDB starts as many threads as it is told;
+    # ``whole``: 0.5 MB would be set as 0 (no limit), so a count is a whole number (2.0 is one)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= most
+        or (whole and not float(value).is_integer())
+    ):
+        upto = f" up to {most:,}" if most < math.inf else ""
+        kind = " (a whole number)" if whole else ""
+        raise QueryError(f"the SQL {name} must be a positive number{upto}{kind}, not {value!r}")
 
 
 def _check_timeout(value: float) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import stat
 import threading
 import time
 import weakref
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import duckdb
 import orjson
 
+from uac_kernel import settings
 from uac_kernel._chain import GENESIS, call_hash, content_hash, event_hash, new_salt
 from uac_kernel._display import shorten
 from uac_kernel._migrations import migrate
@@ -117,7 +119,7 @@ class Store:
         operation runs (see ``hold`` and ``release``), and opening it waits up to
         ``lock_timeout`` seconds (default: env ``UAC_LOCK_TIMEOUT``, else 10) while another
         process has it, then raises a ``StoreLocked`` naming that process."""
-        self.path = str(path)
+        self.path = settings.store_path(path)
         self.read_only = read_only
         self.lock_timeout = _lock_timeout() if lock_timeout is None else lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -126,6 +128,10 @@ class Store:
         # Bumped by every use of the connection: a linger timer closes it only if its own
         # generation is still the current one (see ``_linger``).
         self._gen = 0
+        # The one pending linger timer, the generation it closes at and when (see ``_linger``).
+        self._timer: threading.Timer | None = None
+        self._linger_gen = 0
+        self._linger_at = 0.0
         self._opened_at = 0.0  # when the connection was made (``HOLD_MAX``)
         self._back_at = 0.0  # not before then may this Store connect again (``GAP``)
         self._closed = False
@@ -229,19 +235,31 @@ class Store:
 
         Connecting costs ~20 ms, a query on an open connection well under one: a script or a
         test that runs operations back to back keeps one connection, while another process
-        waits at most ``LINGER`` longer for the file (it waits up to ``lock_timeout``)."""
+        waits at most ``LINGER`` longer for the file (it waits up to ``lock_timeout``).
+        Called with ``_guard`` held. One timer per Store is re-armed rather than one started
+        per operation: thousands of operations a second would otherwise keep thousands of
+        timer threads alive at once."""
         if self._con is None or self.path == ":memory:":
             return
-        gen = self._gen
+        self._linger_gen = self._gen
+        self._linger_at = time.monotonic() + LINGER
+        if self._timer is None:
+            self._arm(LINGER)
 
-        def close_if_idle() -> None:
-            with self._guard:
-                if self._depth == 0 and self._gen == gen:
-                    self._disconnect()
-
-        timer = threading.Timer(LINGER, close_if_idle)
+    def _arm(self, seconds: float) -> None:
+        timer = self._timer = threading.Timer(seconds, self._close_if_idle)
         timer.daemon = True  # never keeps the interpreter (or `uac`, see cli.run) alive
         timer.start()
+
+    def _close_if_idle(self) -> None:
+        with self._guard:
+            left = self._linger_at - time.monotonic()
+            if left > 0:  # lingered again since this timer was armed: wait out the new delay
+                self._arm(left)
+                return
+            self._timer = None
+            if self._depth == 0 and self._gen == self._linger_gen:
+                self._disconnect()
 
     def release(self, *, linger: bool = False) -> None:
         """Close the connection unless an operation holds it, so another process can open
@@ -291,6 +309,9 @@ class Store:
         with self._guard:
             self._closed = True
             self._gen += 1
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             if self._con is not None:
                 self._con.close()
                 self._con = None
@@ -630,18 +651,7 @@ _DEFAULT_LOCK_TIMEOUT = 10.0
 
 def _lock_timeout() -> float:
     """Seconds to wait for a store another process holds: env ``UAC_LOCK_TIMEOUT``, else 10."""
-    text = os.environ.get("UAC_LOCK_TIMEOUT", "").strip()
-    if not text:
-        return _DEFAULT_LOCK_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise StoreError(
-            f"UAC_LOCK_TIMEOUT={text!r} is not a number of seconds; set it like 10 or 0.5"
-        ) from None
-    if not seconds >= 0:  # also refuses nan
-        raise StoreError(f"UAC_LOCK_TIMEOUT={text!r} is negative; set it like 10 or 0.5")
-    return seconds
+    return settings.LOCK_TIMEOUT.get(_DEFAULT_LOCK_TIMEOUT)
 
 
 def _is_lock_error(exc: duckdb.Error) -> bool:
@@ -706,12 +716,18 @@ def _check_store_file(path: Path) -> None:
     """A one-line ``StoreError`` for an existing path that cannot be a store, before DuckDB
     reads it: DuckDB's own messages name no way out, and it opens some files (``.json``,
     ``.jsonl``, ``.csv``) as an in-memory database over the file instead of failing."""
-    if path.is_dir():
-        raise StoreError(
-            f"{path} is a directory, not a store; pass the path of a .duckdb file "
-            "(a new file name creates a store)"
-        )
     try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise StoreError(
+                f"{path} is a directory, not a store; pass the path of a .duckdb file "
+                "(a new file name creates a store)"
+            )
+        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer for ever
+            raise StoreError(
+                f"{path} is a device, pipe or socket, not a store; pass the path of a .duckdb "
+                "file (a new file name creates a store)"
+            )
         with path.open("rb") as handle:
             head = handle.read(12)
     except OSError as exc:
@@ -771,6 +787,11 @@ def _open_error(path: str, exc: duckdb.Error, read_only: bool, waited: float) ->
             "(readers share a store)"
         )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    if not Path(path).exists():  # it was to be created
+        return StoreError(
+            f"cannot create store {path} ({first}); pass a path in a directory that exists "
+            "and that you can write"
+        )
     return StoreError(
         f"cannot open store {path}, it is damaged or not a DuckDB database ({first}); "
         "restore it from a copy, or pass another path"

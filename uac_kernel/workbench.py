@@ -1416,7 +1416,12 @@ class Workbench:
                 f"{self.store.path} is open read-only; open it without read_only to forget "
                 "(a dry run works read-only)"
             )
-        plan = plan_forget(self.store, self.user, type=type, key=key, source=source, text=text)
+        from uac_kernel.codegen import own_rule_sources
+
+        in_force = own_rule_sources(self.runner.rules.values())
+        plan = plan_forget(
+            self.store, self.user, type=type, key=key, source=source, text=text, in_force=in_force
+        )
         if dry_run:
             return plan
         if plan.empty:
@@ -1425,6 +1430,9 @@ class Workbench:
             self.store.compact()
             return plan
         forget(self.store, plan)
+        for name in plan.rules:  # out of force: the next checkpoint must not render it again
+            if name in in_force:
+                self.runner.remove(name)
         self._drop_sandbox()
         self._sql, self._search = None, None
         self._load()

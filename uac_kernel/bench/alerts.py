@@ -74,6 +74,7 @@ from uac_kernel.constraints.spec import parse_constraint
 from uac_kernel.errors import ConstraintError, UacError
 from uac_kernel.extract import ConstraintOperation, Extraction, FactOperation, FieldValue
 from uac_kernel.model import ModelSettings
+from uac_kernel.outputs import JSON, TSV, Output, output_dir
 from uac_kernel.rules.engine import Alert
 from uac_kernel.workbench import Workbench
 
@@ -584,11 +585,10 @@ def _row(o: ScenarioOutcome, width: int) -> str:
 
 
 def _write(out_dir: str | Path, day: str, data: dict[str, Any], text: str) -> tuple[Path, Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out_dir, what="--out")
     js, txt = out / f"alerts-{day}.json", out / f"alerts-{day}.txt"
-    js.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    txt.write_text(text, encoding="utf-8")
+    Output(js, JSON).write_text([json.dumps(data, indent=1, ensure_ascii=False) + "\n"])
+    Output(txt, TSV).write_text([text])
     return js, txt
 
 
@@ -768,6 +768,8 @@ def run(
     extract the facts from the user turns with this model instead of reading them from the
     fixtures.
     """
+    if out_dir is not None:
+        output_dir(out_dir, what="--out")  # refused before the replay, not after it
     outcomes = [
         run_scenario(fx, model=model, line=line)
         for fx in tqdm(_items(fixtures), desc="scenarios", unit="scenario", disable=not progress)
@@ -864,6 +866,8 @@ def run_all(
 ) -> AlertBench:
     """Both lines on each of ``sets`` (``public``, ``holdout``), one replay a scenario scored
     twice: constraint alerts are not seen on the library line, so it is the library alone."""
+    if out_dir is not None:
+        output_dir(out_dir, what="--out")  # refused before the replay, not after it
     files = {**SETS, **(paths or {})}
     note = _constraints_note(model)
     results: list[AlertBenchResult] = []

@@ -48,6 +48,7 @@ from tqdm.auto import tqdm
 from uac_kernel.adapters import locomo_questions, locomo_samples
 from uac_kernel.errors import ModelError, ModelOutputInvalid, UacError
 from uac_kernel.model import ModelClient, ModelSettings, call_totals
+from uac_kernel.outputs import JSON, JSONL, Output, output_dir
 from uac_kernel.store import Store
 from uac_kernel.workbench import Workbench
 
@@ -306,17 +307,23 @@ class _Progress:
         self.path = path
         self.samples: dict[str, dict[str, Any]] = {}
         self.answered: dict[tuple[str, int], dict[str, Any]] = {}
+        # through outputs, checked before it is read: never appended to a store, whatever
+        # the name links to
+        self._file = Output(path, JSONL).appending()
         lines = self._read()
         if lines:
-            self._check(lines[0], header)
+            try:
+                self._check(lines[0], header)
+            except UacError:
+                self._file.close()
+                raise
         for obj in lines[1:]:
             if obj.get("kind") == "sample":
                 self.samples[obj["sample_id"]] = obj
             elif obj.get("kind") == "question":
                 self.answered[(obj["sample_id"], obj["index"])] = obj
-        path.parent.mkdir(parents=True, exist_ok=True)
-        cut = path.exists() and not path.read_bytes().endswith(b"\n") and path.stat().st_size > 0
-        self._file = path.open("ab")
+        data = path.read_bytes()
+        cut = bool(data) and not data.endswith(b"\n")
         if cut:  # end the line an interruption cut off, so the next record starts afresh
             self._file.write(b"\n")
         if not lines:
@@ -520,7 +527,7 @@ def run(
     selected = [q for q in locomo_questions(path) if q["sample_id"] in wanted]
     if limit is not None:
         selected = selected[: max(0, limit)]
-    out_dir = Path(out) if out is not None else db.parent
+    out_dir = output_dir(out if out is not None else db.parent, what="--out")
     json_path = out_dir / f"{db.stem}.locomo-results.json"
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     header = {
@@ -569,7 +576,7 @@ def run(
         progress_path=log.path,
         json_path=json_path,
     )
-    json_path.write_bytes(
+    Output(json_path, JSON).write_bytes(
         orjson.dumps(result.to_dict(), default=_jsonable, option=orjson.OPT_INDENT_2)
     )
     return result

@@ -45,6 +45,7 @@ from uac_kernel.bench.aggregate._systems import (
 )
 from uac_kernel.bench.tokens import TokenCounter
 from uac_kernel.model import ModelSettings
+from uac_kernel.outputs import GZIP, JSON, Output
 
 if TYPE_CHECKING:
     import altair as alt
@@ -368,8 +369,9 @@ class AggregateResult:
         svg_path = stem.with_suffix(".svg")
         self.paths = [json_path, cases_path]
         try:
-            chart = self.chart()
-            chart.save(str(svg_path))  # through vl-convert
+            from uac_kernel.charts import save_chart  # altair, only to draw
+
+            save_chart(self.chart(), svg_path)  # through vl-convert
             self.paths.append(svg_path)
         except (ImportError, ValueError) as exc:
             self.notes.append(
@@ -377,9 +379,11 @@ class AggregateResult:
                 "pip install altair vl-convert-python"
             )
         self.meta["files"] = [p.name for p in self.paths[1:]]
-        json_path.write_bytes(orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        data = orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
+        Output(json_path, JSON).write_bytes(data)
         lines = b"".join(orjson.dumps(c) + b"\n" for c in self.cases())
-        cases_path.write_bytes(gzip.compress(lines, mtime=0))  # ~1 MB of JSONL for a full run
+        # ~1 MB of JSONL for a full run
+        Output(cases_path, GZIP).write_bytes(gzip.compress(lines, mtime=0))
         return self.paths
 
 
