@@ -25,30 +25,6 @@ from uac_kernel.workbench import Workbench
 
 # -- harness -----------------------------------------------------------------------------------
 
-
-# Cases the outside pass found that are not fixed yet (issue 25 stays open until they are):
-# each still runs and must fail, so a fix shows as an XPASS that fails the run (strict).
-KNOWN_OPEN = {
-    "test_a_number_with_a_unit_is_not_a_mention": "a word with digits counts as distinctive",
-    "test_a_common_word_of_a_notes_text_is_not_a_mention": "commonness needs > 2 records",
-    "test_a_record_type_word_in_a_constraint_title_is_not_a_mention": "type words in titles count",
-    "test_an_assistant_turn_naming_records_is_not_a_mention": "assistant turns are read too",
-    "test_a_real_mention_in_another_normal_form_counts[case-folded-sharp-s]": "no casefold",
-    "test_a_real_mention_in_another_normal_form_counts[decomposed-umlaut-NFD]": "no NFKC",
-    "test_a_real_mention_in_another_normal_form_counts[fullwidth-latin]": "no NFKC",
-    "test_the_models_own_unreviewed_adds_do_not_widen_the_next_budget": "base counts model adds",
-    "test_every_kind_of_change_spends_the_budget[new-field-marks-it-lost]": "a new field is free",
-    "test_forget_in_between_does_not_refund_the_budget[chat-9]": "forget erases the markers",
-}
-
-
-@pytest.fixture(autouse=True)
-def _known_open(request: pytest.FixtureRequest) -> None:
-    reason = KNOWN_OPEN.get(request.node.name)
-    if reason is not None:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"open in issue 25: {reason}"))
-
-
 WORDS = [
     "amber",
     "birch",

@@ -32,7 +32,7 @@ from uac_kernel.errors import EventError, ModelOutputInvalid
 from uac_kernel.events import InputEvent, parse_event, plan_batch
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
-from uac_kernel.mentions import mentioned_records
+from uac_kernel.mentions import mentioned_records, said_by_user
 from uac_kernel.model import ModelClient
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 
@@ -449,11 +449,9 @@ def propose_batch(
     """
     limits = limits or ExtractionLimits()
     # The model is shown the records its turns, as the prompt writes them, may be about; a
-    # change is held unless the words the people said mention the record (a turn's source,
-    # time and speaker name no record).
-    shown, mentioned = mentioned_records(
-        state, _turns(batch), "\n".join(u.payload["text"] for u in batch)
-    )
+    # change is held unless the words the user said mention the record (a turn's source,
+    # time and speaker name no record, and an assistant turn is a model's words).
+    shown, mentioned = mentioned_records(state, _turns(batch), said_by_user(batch))
     messages = batch_messages(state, batch, shown[: limits.candidates])
     origin = f"extraction of {batch[0].source}..{batch[-1].source}"
     error = ""

@@ -25,7 +25,6 @@ too, so re-ingesting the original file does not bring a forgotten fact back.
 from __future__ import annotations
 
 import contextlib
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +40,7 @@ from uac_kernel.codegen import RULES, render_segments, segment_part
 from uac_kernel.constraints.compile import rule_name
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
+from uac_kernel.mentions import fold_text as fold
 from uac_kernel.snapshot import drop_snapshots
 from uac_kernel.store import LoggedEvent, NewEvent, Store, owe_compaction
 
@@ -273,11 +273,6 @@ def _plan_rules(
     plan.rules = sorted(names)
     if needle is not None:  # a rule's name is structure, as type and field names are: it stays
         plan.names += [n for n in plan.rules if needle in fold(n) and n not in plan.names]
-
-
-def fold(text: str) -> str:
-    """What a text match compares: the same letters however they are composed, in any case."""
-    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def _is_unicode(text: str) -> bool:

@@ -6,15 +6,22 @@ reference, not any shared word. A text mentions a record when it says a *distinc
 the record's key or of one of its text values (lists of strings included), one that:
 
 - has a letter and at least three characters: a number ("I slept 3 hours") names no book
-  titled "Title 3", and ``a`` or ``b3`` names nothing. A character of a script written without
+  titled "Title 3", and ``a`` or ``b3`` names nothing. A word of a value has no digit either: a
+  quantity with its unit ("20mg") is a number too; only a key, an identifier, may hold one. A character of a script written without
   spaces (Chinese, Japanese, Korean, Thai…) counts two, and such a word is found inside the
   text's runs of that script, which no space splits into words;
-- is not a stop word nor a word of the record's type name (``book`` is every ``Book``'s word);
+- is not a stop word nor a word of a type name (``book`` is every ``Book``'s word, and a
+  constraint titled "valid for every trip" is not named by "a trip to Rome");
+- comes from the key or a name-like value, one of at most ``NAME_WORDS`` words: a longer text
+  (a note, a description) is prose, its words the language's ("Water the plants every
+  morning" is not named by "Good morning"), however few records of its type hold them;
 - singles the record out: at most ``SHARED`` records of its type hold it. A word many records
   share ("title" in "Title 1", "Title 2"…) names none of them, however often it is said.
 
-Words are compared case-folded, split at anything not a letter or a digit (``trip_lisbon`` and
-``trip-lisbon`` both hold ``lisbon``).
+Only the user's own turns mention (``said_by_user``): an assistant turn is a model's words.
+Words are compared in one normal form, NFKC then case-folded (as ``forget`` matches: "WEISS"
+says "Weiß", a decomposed or fullwidth letter the composed one), split at anything not a
+letter or a digit (``trip_lisbon`` and ``trip-lisbon`` both hold ``lisbon``).
 """
 
 from __future__ import annotations
@@ -27,10 +34,20 @@ from collections.abc import Iterable, Mapping
 from uac_kernel.fold import State
 from uac_kernel.records import field_values
 from uac_kernel.search import tokenize
+from uac_kernel.store import LoggedEvent
 
-__all__ = ["SHARED", "mentioned_constraints", "mentioned_records", "words"]
+__all__ = [
+    "NAME_WORDS",
+    "SHARED",
+    "fold_text",
+    "mentioned_constraints",
+    "mentioned_records",
+    "said_by_user",
+    "words",
+]
 
 SHARED = 2  # a word held by more records of a type than this names none of them
+NAME_WORDS = 3  # a value of more words than this is prose, not a name
 _MIN_WEIGHT = 3  # a distinctive word's length, a character of an unspaced script counting 2
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # Scripts written without spaces between words that East Asian width does not mark wide:
@@ -38,10 +55,20 @@ _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _UNSPACED = ((0x0E00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF))
 
 
+def fold_text(text: str) -> str:
+    """What a text match compares: the same letters however they are composed, in any case."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def words(text: str) -> set[str]:
-    """The words of ``text``: case-folded, split at anything not a letter or digit, stop words
+    """The words of ``text``: folded, split at anything not a letter or digit, stop words
     left out."""
-    return {part for token in tokenize(text) for part in token.split("_") if part}
+    return {part for token in tokenize(fold_text(text)) for part in token.split("_") if part}
+
+
+def said_by_user(turns: Iterable[LoggedEvent]) -> str:
+    """The text of the user's own ``turns``, the words that may mention a record."""
+    return "\n".join(u.payload["text"] for u in turns if u.payload.get("speaker") == "user")
 
 
 def _unspaced(ch: str) -> bool:
@@ -57,14 +84,27 @@ def _weight(word: str) -> int:
 def _type_words(name: str) -> set[str]:
     """``BankAccount`` → bankaccount, bank, account (and their plurals): words that name every
     record of the type, so none in particular."""
-    found = {name.casefold(), *(part.casefold() for part in _CAMEL.findall(name))}
+    found = {fold_text(name), *(fold_text(part) for part in _CAMEL.findall(name))}
     return found | {f"{w}s" for w in found} | {f"{w}es" for w in found}
 
 
-def _distinctive(names: Mapping[str, Iterable[str]], common: set[str]) -> dict[str, set[str]]:
-    """For each id of one group (a record type), its distinctive words: of its ``names``, those
-    with a letter and enough length, not in ``common``, held by at most ``SHARED`` ids."""
-    held = {i: {w for n in texts for w in words(n)} for i, texts in names.items()}
+def _named(key: str, values: Iterable[str]) -> set[str]:
+    """The words that may name a record: its key's, and those of its name-like values, with
+    no digit (a quantity, "20mg", is a number)."""
+    found = words(key)
+    for value in values:
+        if len(held := words(value)) <= NAME_WORDS:
+            found |= {w for w in held if not any(ch.isdigit() for ch in w)}
+    return found
+
+
+def _distinctive(
+    names: Mapping[str, tuple[str, list[str]]], common: set[str]
+) -> dict[str, set[str]]:
+    """For each id of one group (a record type), its distinctive words: of those its key and
+    values name, those with a letter and enough length, not in ``common``, held by at most
+    ``SHARED`` ids."""
+    held = {i: _named(key, values) for i, (key, values) in names.items()}
     df = Counter(w for ws in held.values() for w in ws)
     return {
         i: {
@@ -90,13 +130,16 @@ def _unspaced_runs(text: str) -> str:
 
 
 def _ranked(
-    groups: Mapping[str, Mapping[str, Iterable[str]]], texts: tuple[str, ...]
+    state: State,
+    groups: Mapping[str, Mapping[str, tuple[str, list[str]]]],
+    texts: tuple[str, ...],
 ) -> list[list[tuple[str, str]]]:
     """For each of ``texts``, the (group, id) it mentions, most distinctive words said first."""
     said = [(words(text), _unspaced_runs(text)) for text in texts]
     scored: list[list[tuple[int, str, str]]] = [[] for _ in texts]
+    common = {w for name in (*state.types, *groups) for w in _type_words(name)}
     for group, names in groups.items():
-        for ident, own in _distinctive(names, _type_words(group)).items():
+        for ident, own in _distinctive(names, common).items():
             for found, (ws, runs) in zip(scored, said, strict=True):
                 if own and (n := _said(own, ws, runs)):
                     found.append((-n, group, ident))
@@ -108,25 +151,25 @@ def mentioned_records(state: State, *texts: str) -> list[list[tuple[str, str]]]:
     distinctive words said first. One pass over the records for all the texts."""
     groups = {
         name: {
-            key: [
+            key: (
                 key,
-                *(
+                [
                     item
                     for v in field_values(rec).values()
                     for item in (v if isinstance(v, list) else [v])
                     if isinstance(item, str)
-                ),
-            ]
+                ],
+            )
             for key, rec in ts.current.items()
         }
         for name, ts in state.types.items()
     }
-    return _ranked(groups, texts)
+    return _ranked(state, groups, texts)
 
 
 def mentioned_constraints(state: State, text: str) -> set[str]:
     """The keys of the constraints in force that ``text`` mentions, by their key or title, as
     records are mentioned (the constraints in force are one group)."""
-    names = {key: [key, cv.constraint.title] for key, cv in state.constraints.items()}
-    (found,) = _ranked({"Constraint": names}, (text,))
+    names = {key: (key, [cv.constraint.title]) for key, cv in state.constraints.items()}
+    (found,) = _ranked(state, {"Constraint": names}, (text,))
     return {key for _, key in found}

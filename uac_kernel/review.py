@@ -35,7 +35,7 @@ from uac_kernel.extract import (
 )
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
-from uac_kernel.mentions import mentioned_constraints
+from uac_kernel.mentions import mentioned_constraints, said_by_user
 from uac_kernel.records import field_values
 from uac_kernel.schema import to_json_value
 from uac_kernel.store import LoggedEvent, Store
@@ -128,32 +128,41 @@ def _text(value: Any) -> str:
 class Budget:
     """What the answers applied since a user's last review decision changed without review:
     ``used`` existing records (and constraints) retracted or overwritten, out of the ``records``
-    there were when the first of them ran (``None``: none ran)."""
+    there were when the first of them ran (``None``: none ran); ``forgotten``: a forget erased
+    the marker of one, so what it spent is unknown; ``added``: the records every answer applied
+    without review ever added, which no review made the user's."""
 
     used: int
     records: int | None
+    forgotten: bool
+    added: int
 
 
 def spent(store: Store, user: str) -> Budget:
     """The budget ``user``'s unreviewed answers have spent, read from the log: each applied
-    answer's ``extraction`` marker says what it changed (``hold``), and a ``review`` decision,
-    accepting or rejecting, renews it. A marker of an accepted batch comes before its decision,
-    so what a person accepted is never counted."""
+    answer's ``extraction`` marker says what it changed and added (``hold``), and a ``review``
+    decision, accepting or rejecting, renews it. A marker of an accepted batch comes before its
+    decision, and says neither, so what a person accepted is never counted."""
     row = store.con.execute(
         """
         WITH last AS (
             SELECT coalesce(max(seq), 0) AS seq FROM events
             WHERE user_id = ? AND kind = 'review' AND salt <> ''
               AND json_extract_string(payload, '$.state') <> 'held')
-        SELECT coalesce(sum(TRY_CAST(json_extract(payload, '$.changed') AS BIGINT)), 0),
+        SELECT coalesce(sum(TRY_CAST(json_extract(payload, '$.changed') AS BIGINT))
+                        FILTER (WHERE salt <> '' AND events.seq > last.seq), 0),
                arg_min(TRY_CAST(json_extract(payload, '$.records') AS BIGINT), events.seq)
+                        FILTER (WHERE salt <> '' AND events.seq > last.seq),
+               count(*) FILTER (WHERE salt = '' AND events.seq > last.seq),
+               coalesce(sum(TRY_CAST(json_extract(payload, '$.added') AS BIGINT))
+                        FILTER (WHERE salt <> ''), 0)
         FROM events, last
-        WHERE user_id = ? AND kind = 'extraction' AND salt <> '' AND events.seq > last.seq
+        WHERE user_id = ? AND kind = 'extraction'
         """,
         [user, user],
     ).fetchone()
-    used, records = row if row is not None else (0, None)  # an aggregate always has a row
-    return Budget(int(used), None if records is None else int(records))
+    used, records, erased, added = row if row is not None else (0, None, 0, 0)
+    return Budget(int(used), None if records is None else int(records), erased > 0, int(added))
 
 
 def hold(
@@ -174,6 +183,7 @@ def hold(
     ops = {"add": 0, "update": 0, "retract": 0}
     changed: dict[tuple[str, str], None] = {}  # existing records retracted or overwritten
     unmentioned: dict[tuple[str, str], None] = {}  # existing records changed, not mentioned
+    added: dict[tuple[str, str], None] = {}  # records new in the state
     ignored: dict[str, None] = {}  # constraints in force changed, not mentioned
     said: set[str] | None = None  # the constraints the turns mention, read once one is changed
     for ev in proposal.planned:
@@ -182,9 +192,7 @@ def hold(
             key = ev.payload["key"]
             changed[("constraint", key)] = None
             if said is None:
-                said = mentioned_constraints(
-                    state, "\n".join(u.payload["text"] for u in utterances)
-                )
+                said = mentioned_constraints(state, said_by_user(utterances))
             if key in state.constraints and key not in said:
                 ignored[key] = None
         if ev.kind != "fact":
@@ -193,26 +201,34 @@ def hold(
         ops[p["op"]] += 1
         record = (p["type"], p["key"])
         rec = state.get(*record)
-        if p["op"] == "add" or rec is None:  # new, or added earlier in this same answer
+        if rec is None:  # new, or added earlier in this same answer
+            if p["op"] != "retract":
+                added[record] = None
+            continue
+        if p["op"] == "add":
             continue
         if record not in proposal.mentioned:
             unmentioned[record] = None
         now = field_values(rec)
+        # setting a field the record did not hold changes it too ("lost": true)
         if p["op"] == "retract" or any(
-            now.get(k) is not None and to_json_value(now[k]) != v for k, v in p["fields"].items()
+            to_json_value(now.get(k)) != v for k, v in p["fields"].items()
         ):
             changed[record] = None
     records = sum(state.counts().values())
     budget = spent(store, state.user)
-    # the budget is of the records there were when it began: adds since do not widen it
-    base = records if budget.records is None else min(records, budget.records)
+    # The budget is of the user's records: not those the model added unreviewed, ever (a
+    # review of another answer does not make them the user's), and not adds since it began.
+    own = max(records - budget.added, 0)
+    base = own if budget.records is None else min(own, budget.records)
     allowed = limits.changes_allowed(base)
+    # a forgotten marker's changes are unknown: the budget is spent until the next review
+    used = allowed if budget.forgotten else budget.used
     reasons = []
-    if budget.used + len(changed) > allowed:
+    if used + len(changed) > allowed:
         before = (
-            f", and answers applied since the last review already changed {budget.used} "
-            "without review:"
-            if budget.used
+            f", and answers applied since the last review already changed {used} without review:"
+            if used
             else ","
         )
         reasons.append(
@@ -235,7 +251,7 @@ def hold(
         )
     if not reasons:
         if proposal.events:
-            proposal.events[-1].payload.update(changed=len(changed), records=records)
+            proposal.events[-1].payload.update(changed=len(changed), records=own, added=len(added))
         return None
     last = utterances[-1]
     payload = {
