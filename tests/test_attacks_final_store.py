@@ -1062,12 +1062,6 @@ def silent(user: Any) -> Any:
     yield from ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known leak, open in issue 25: a text only in a comment of a rule's body, forgotten "
-    "by a workbench with no rules in force, stays in checkpoint 1's rules segment (verify "
-    "reports it)",
-)
 def test_a_text_only_in_a_rules_source_leaves_the_file(db: Path) -> None:
     source = f"def silent(user):\n    # {SECRET}\n    yield from ()\n"
     with Workbench(db, user="u") as wb:

@@ -360,6 +360,47 @@ def test_verify_fails_while_a_rules_segment_holds_a_rule_whose_source_was_forgot
     assert not report.ok and "still defines rule 'flagged_drug'" in report.summary(str(db))
 
 
+def cell_rule(name: str, body: str) -> tuple[Any, str]:
+    """A rule as a notebook cell defines it: its source kept where inspect finds it."""
+    from uac_kernel.rules.engine import Finding, rule
+
+    source = f"@rule(watch=['Drug'])\ndef {name}(user):\n{body}"
+    filename = f"<cell-{hashlib.sha256(source.encode()).hexdigest()[:8]}>"
+    namespace: dict[str, Any] = {"rule": rule, "Finding": Finding}
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name], source
+
+
+def test_a_forgotten_rule_source_goes_by_name_only_from_checkpoints_that_read_it(
+    db: Path,
+) -> None:
+    """The segment renders a rule as defined, not as logged: a rule whose logged source goes
+    leaves every checkpoint whose latest definition of it was that source, and a later, clean
+    definition of the same name stays where it is the latest."""
+    wb = Workbench(db, user="maya")
+    wb.ingest([fact("2025-03-01T09:00:00", "add", "Drug", "d1", name="aspirin")])
+    first, _ = cell_rule("flagged", "    return []\n")
+    wb.define_rule(first, f"def flagged(user):\n    # {RULE_SECRET}\n    return []\n")
+    wb.checkpoint()
+    second, source = cell_rule("flagged", "    return []  # redefined\n")
+    wb.define_rule(second, source)
+    wb.ingest([fact("2025-03-02T09:00:00", "add", "Drug", "d2", name="ibuprofen")])
+    wb.checkpoint()
+    plan = wb.forget(text=RULE_SECRET)
+    assert [e.kind for e in plan.events] == ["rule"]
+    segments = dict(
+        wb.store.con.execute(
+            "SELECT version, text FROM checkpoint_segments WHERE segment = '3' ORDER BY version"
+        ).fetchall()
+    )
+    assert "def flagged" not in segments[1]
+    assert "# redefined" in segments[2]
+    assert wb.verify().ok
+    wb.close()
+    assert RULE_SECRET.encode() not in raw(db)
+
+
 def test_a_file_owing_its_rewrite_fails_verify_until_a_writer_opens_it(tmp_path: Path) -> None:
     """A forget killed after its erasure committed, before it rewrote the file, leaves the
     store owing the rewrite (the row its transaction wrote): verify says so, and the next

@@ -558,11 +558,6 @@ def test_a_failed_users_error_holding_the_text_goes_from_results_and_summary(
     assert uac("verify", str(root)).returncode == 0
 
 
-@pytest.mark.xfail(
-    strict=False,  # the kill lands in the window between commit and compaction only sometimes
-    reason="known leak, open in issue 25: an import killed between carrying a forget and "
-    "compacting the file is not finished by the next import",
-)
 def test_an_import_killed_after_it_carried_a_forget_is_finished_by_the_next(
     tmp_path: Path,
 ) -> None:

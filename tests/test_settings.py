@@ -201,12 +201,8 @@ def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
 
 @pytest.mark.parametrize("name", sorted(NOTEBOOK))
 def test_a_bad_value_is_a_usage_error_in_a_notebook(
-    name: str, ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    name: str, ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if name == "UAC_CACHE_DIR":
-        # open: in the full suite the Vega bundle may already be loaded in this process (an
-        # earlier case in the same worker), so the variable is never read
-        request.applymarker(pytest.mark.xfail(strict=False, reason="order-dependent"))
     line = NOTEBOOK[name].format(db=store)
     for value in BAD[name][:4]:
         ip.run_cell("%unload_ext uac")

@@ -17,6 +17,7 @@ from altair import JupyterChart
 
 from uac_kernel import _vega_bundle as vb
 from uac_kernel.charts import enable_offline
+from uac_kernel.errors import UacError
 
 
 @pytest.fixture
@@ -184,3 +185,14 @@ def test_enable_offline_uses_the_real_bundle_and_a_second_kernel_reads_it(
         import altair as alt
 
         alt.renderers.enable(previous)
+
+
+def test_a_bad_cache_dir_is_refused_at_every_chart_not_only_the_first(
+    cache: Path, builds: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert vb.load_offline_bundle() == "built"
+    monkeypatch.setenv("UAC_CACHE_DIR", "a\nb")
+    with pytest.raises(UacError, match=r"^UAC_CACHE_DIR="):
+        vb.load_offline_bundle()
+    monkeypatch.setenv("UAC_CACHE_DIR", str(cache))
+    assert vb.load_offline_bundle() == "already"

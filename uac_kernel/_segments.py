@@ -66,12 +66,13 @@ def rule_names(text: str) -> list[str]:
     return [name for name, _first, _end in _own_rules(text)[0]]
 
 
-def erase_rules(text: str, holds: Callable[[str], bool]) -> tuple[str, list[str]]:
-    """The rules segment ``text`` without each own rule whose source ``holds`` (left out of its
-    ``rules`` list too, a comment in its place that names nothing), and the names taken out."""
+def erase_rules(text: str, goes: Callable[[str, str], bool]) -> tuple[str, list[str]]:
+    """The rules segment ``text`` without each own rule for which ``goes(name, source)`` (left
+    out of its ``rules`` list too, a comment in its place that names nothing), and the names
+    taken out."""
     found, listing = _own_rules(text)
     lines = text.splitlines(keepends=True)
-    gone = [(n, a, b) for n, a, b in found if holds("".join(lines[a - 1 : b]))]
+    gone = [(n, a, b) for n, a, b in found if goes(n, "".join(lines[a - 1 : b]))]
     if not gone or listing is None:
         return text, []
     names = {n for n, _a, _b in gone}

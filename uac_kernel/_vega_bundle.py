@@ -62,8 +62,9 @@ def bundle_key() -> str:
     return f"altair-{altair.__version__}-vl-convert-{vlc}-{h.hexdigest()[:16]}"
 
 
-def bundle_path() -> Path:
-    return cache_dir() / "vega-bundle" / f"{bundle_key()}.js"
+def bundle_path(directory: Path | None = None) -> Path:
+    """Where the bundle is kept in ``directory`` (the cache directory if None)."""
+    return (directory or cache_dir()) / "vega-bundle" / f"{bundle_key()}.js"
 
 
 def read_bundle(path: Path) -> str | None:
@@ -127,9 +128,12 @@ def load_offline_bundle() -> Literal["already", "cache", "built"]:
     chart, then finds the widget offline already and builds nothing."""
     from altair import JupyterChart
 
+    # Read the setting first, even when the bundle is loaded already: a bad $UAC_CACHE_DIR is
+    # then reported at every chart, not only at a kernel's first.
+    directory = cache_dir()
     if JupyterChart._is_offline:
         return "already"
-    bundle, found = cached_bundle(bundle_path(), _build)
+    bundle, found = cached_bundle(bundle_path(directory), _build)
     JupyterChart._esm = bundle
     JupyterChart._is_offline = True
     return found

@@ -261,12 +261,19 @@ def _plan_rules(
         return (needle is not None and needle in folded) or folded.strip() in sources
 
     names.update(n for n, source in in_force.items() if holds(source))
+    going = _rules_going(store, plan)
     for version, text in store.con.execute(
         "SELECT version, text FROM checkpoint_segments WHERE user_id = ? AND segment = ? "
         "ORDER BY version",
         [plan.user, RULES],
     ).fetchall():
-        erased, gone = erase_rules(str(text), holds)
+        # A segment renders each rule as the function was defined, which need not be the source
+        # its event logged: a rule also goes by name where its logged source goes (as verify
+        # checks it).
+        by_name = going.get(int(version), set())
+        erased, gone = erase_rules(
+            str(text), lambda name, block, by_name=by_name: name in by_name or holds(block)
+        )
         if gone:
             plan.rule_segments.append((int(version), erased))
             names.update(gone)
@@ -420,6 +427,37 @@ def forget(store: Store, plan: ForgetPlan) -> LoggedEvent | None:
         logged = store.append([NewEvent(ts, "forget", user, payload)], within=erase)
     store.compact()
     return logged[0]
+
+
+def _rules_going(store: Store, plan: ForgetPlan) -> dict[int, set[str]]:
+    """By the version of each stored rules segment: the rules whose latest logged source, at a
+    checkpoint that reads that segment, is an event the plan erases."""
+    going = set(_user_seqs(store, {ev.seq for ev in plan.events if ev.kind == "rule"}))
+    if not going:
+        return {}
+    logged = store.con.execute(
+        "SELECT user_seq, json_extract_string(payload, '$.name') FROM events "
+        "WHERE user_id = ? AND kind = 'rule' ORDER BY user_seq",
+        [plan.user],
+    ).fetchall()
+    stored = {
+        int(r[0])
+        for r in store.con.execute(
+            "SELECT version FROM checkpoint_segments WHERE user_id = ? AND segment = ?",
+            [plan.user, RULES],
+        ).fetchall()
+    }
+    out: dict[int, set[str]] = {}
+    segment = None  # a version without its own rules segment reads the last one stored
+    for version, event_seq in store.con.execute(
+        "SELECT version, event_seq FROM checkpoints WHERE user_id = ? ORDER BY version",
+        [plan.user],
+    ).fetchall():
+        segment = int(version) if int(version) in stored else segment
+        latest = {str(name): int(n) for n, name in logged if int(n) <= int(event_seq)}
+        if segment is not None:
+            out.setdefault(segment, set()).update(n for n, at in latest.items() if at in going)
+    return out
 
 
 def _user_seqs(store: Store, seqs: set[int]) -> list[int]:
