@@ -271,9 +271,11 @@ def _plan_rules(
         # its event logged: a rule also goes by name where its logged source goes (as verify
         # checks it).
         by_name = going.get(int(version), set())
-        erased, gone = erase_rules(
-            str(text), lambda name, block, by_name=by_name: name in by_name or holds(block)
-        )
+
+        def goes(name: str, block: str, by_name: set[str] = by_name) -> bool:
+            return name in by_name or holds(block)
+
+        erased, gone = erase_rules(str(text), goes)
         if gone:
             plan.rule_segments.append((int(version), erased))
             names.update(gone)
