@@ -131,4 +131,9 @@ def test_no_update_or_delete_statement_in_the_engine() -> None:
                 targets = set(re.findall(r"DELETE FROM (\w+|\{\w+\})", text))
                 assert targets <= {"SNAPSHOTS", "{CUR}"}, f"{path} deletes from {targets}"
                 continue
+            if path.name == "store.py" and stmt == "DELETE FROM":
+                # The note that the file owes a rewrite is cleared in the rewritten copy.
+                targets = set(re.findall(r"DELETE FROM ([\w.]+)", text))
+                assert targets <= {"UAC_COMPACT.UNCOMPACTED"}, f"{path} deletes from {targets}"
+                continue
             assert stmt not in text, f"{path} contains {stmt}"
