@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from IPython.core.interactiveshell import ExecutionResult
 from IPython.utils.capture import capture_output
 
 from uac_kernel.ask import Answer
+from uac_kernel.errors import QueryError
 from uac_kernel.magics import Table, UacMagics
 from uac_kernel.rules.engine import Rule
 from uac_kernel.sqlview import SqlResult
@@ -385,6 +387,46 @@ def test_errors_are_one_line_usage_errors(loaded: Any) -> None:
     assert "takes no cell body" in usage_error(ip, "%%uac checkpoint\nbody")
     run(ip, "%config UacMagics.cpu_seconds = 0.5")
     assert "CPU" in usage_error(ip, "%uac eval sum(range(10**12))")
+
+
+def plain(lines: list[str]) -> str:
+    """Traceback lines as text, without their colours."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", "".join(lines))
+
+
+def test_a_uac_error_from_a_call_in_a_cell_shows_one_line_and_tb_has_the_rest(
+    loaded: Any,
+) -> None:
+    ip = loaded
+    result = ip.run_cell("wb.sql('SELECT * FROM Nope')")
+    assert isinstance(result.error_in_exec, QueryError)
+    # what the kernel sends the notebook as the cell's error (its traceback lines)
+    assert ip._last_traceback == [f"QueryError: {result.error_in_exec}"]
+    run(ip, "%tb")
+    frames = plain(ip._last_traceback)
+    assert len(ip._last_traceback) > 1 and "wb.sql(" in frames and "workbench.py" in frames
+    result = ip.run_cell("1 / 0")  # anything else keeps its whole traceback
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
+    assert len(ip._last_traceback) > 1 and "1 / 0" in plain(ip._last_traceback)
+    run(ip, "%unload_ext uac")
+    assert ip.custom_exceptions == ()
+    run(ip, "%load_ext uac")
+
+
+def test_a_custom_error_handler_the_user_set_stays_theirs(kernel_shell: Any) -> None:
+    ip = kernel_shell
+    seen: list[BaseException] = []
+    ip.set_custom_exc(
+        (ValueError,), lambda shell, etype, value, tb, tb_offset=None: seen.append(value)
+    )
+    try:
+        run(ip, "%load_ext uac")
+        run(ip, "%unload_ext uac")
+        assert ip.custom_exceptions == (ValueError,)
+        ip.run_cell("raise ValueError('mine')")
+        assert [str(e) for e in seen] == ["mine"]
+    finally:
+        ip.set_custom_exc((), None)
 
 
 def test_help(ip: Any) -> None:

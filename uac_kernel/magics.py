@@ -1572,6 +1572,21 @@ def load_ipython_extension(ip: InteractiveShell) -> None:
     # After IPython's own cleanup transforms, before its help (`obj?`) and magic handling.
     if ask_line not in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.append(ask_line)
+    if not ip.custom_exceptions:  # a handler the user set stays theirs
+        ip.set_custom_exc((UacError,), _one_line_error)
+
+
+def _one_line_error(
+    shell: InteractiveShell, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
+) -> list[str]:
+    """A uac error raised by a call in a cell (``save_chart``, ``wb.ask``) shows as its one
+    line, as a magic's ``UsageError`` does; ``%tb`` still shows where it was raised."""
+    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = value
+    stb = [f"{etype.__name__}: {value}"]
+    shell._showtraceback(etype, value, stb)
+    return stb
 
 
 def unload_ipython_extension(ip: InteractiveShell) -> None:
@@ -1589,6 +1604,8 @@ def unload_ipython_extension(ip: InteractiveShell) -> None:
         ip.magics_manager.magics[kind].pop("uac", None)
     while ask_line in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(ask_line)
+    if ip.custom_exceptions == (UacError,):
+        ip.set_custom_exc((), None)
     if ip.display_formatter is not None:
         for mime in ("text/html", "text/plain"):
             for typ in (SqlResult, Answer):
