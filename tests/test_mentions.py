@@ -75,7 +75,9 @@ def said(state: State, text: str) -> list[str]:
         pytest.param("My books, the book, a Book", [], id="the-type-name"),
         pytest.param("Ana's passport expires", ["Person p-ana"], id="a-three-letter-name"),
         pytest.param("my sister called", ["Person p-ana"], id="a-word-of-a-list-value"),
-        pytest.param("Herr MÜLLER kommt", ["Person p-mueller"], id="case-folded-non-ascii"),
+        pytest.param("Herr JÜRGEN MÜLLER kommt", ["Person p-mueller"], id="case-folded-non-ascii"),
+        # a name of several words is mentioned whole: one of its words may be a common one
+        pytest.param("Herr Müller kommt", [], id="one-word-of-a-longer-name"),
         pytest.param("来週東京に行きます", ["Trip trip-tokyo"], id="inside-unspaced-text"),
         pytest.param("서울에 가요", ["Trip trip-seoul"], id="hangul-with-a-particle"),
         pytest.param("Japan was lovely", [], id="a-value-three-records-share"),
@@ -95,7 +97,8 @@ def test_records_are_ranked_by_the_distinctive_words_said(state: State) -> None:
 @pytest.mark.parametrize(
     ("text", "keys"),
     [
-        ("my passport is renewed", {"passport-valid"}),
+        ("is my passport valid now?", {"passport-valid"}),
+        ("my passport is renewed", set()),
         ("I slept 3 hours", set()),
     ],
 )

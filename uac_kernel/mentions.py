@@ -88,41 +88,56 @@ def _type_words(name: str) -> set[str]:
     return found | {f"{w}s" for w in found} | {f"{w}es" for w in found}
 
 
-def _named(key: str, values: Iterable[str]) -> set[str]:
-    """The words that may name a record: its key's, and those of its name-like values, with
-    no digit (a quantity, "20mg", is a number)."""
-    found = words(key)
+def _names(key: str, values: Iterable[str]) -> list[set[str]]:
+    """The names of a record, each as its words: its key, and its name-like values (at most
+    ``NAME_WORDS`` words), without words with a digit (a quantity, "20mg", is a number)."""
+    found = [words(key)]
     for value in values:
         if len(held := words(value)) <= NAME_WORDS:
-            found |= {w for w in held if not any(ch.isdigit() for ch in w)}
-    return found
+            found.append({w for w in held if not any(ch.isdigit() for ch in w)})
+    return [ws for ws in found if ws]
 
 
 def _distinctive(
     names: Mapping[str, tuple[str, list[str]]], common: set[str]
-) -> dict[str, set[str]]:
-    """For each id of one group (a record type), its distinctive words: of those its key and
-    values name, those with a letter and enough length, not in ``common``, held by at most
-    ``SHARED`` ids."""
-    held = {i: _named(key, values) for i, (key, values) in names.items()}
-    df = Counter(w for ws in held.values() for w in ws)
+) -> dict[str, list[set[str]]]:
+    """For each id of one group (a record type), each of its names as its distinctive words:
+    those with a letter and enough length, not in ``common``, held by at most ``SHARED`` ids.
+    A name with none names nothing."""
+    held = {i: _names(key, values) for i, (key, values) in names.items()}
+    df = Counter(w for found in held.values() for w in set().union(*found))
     return {
-        i: {
-            w
-            for w in ws
-            if df[w] <= SHARED
-            and w not in common
-            and _weight(w) >= _MIN_WEIGHT
-            and any(ch.isalpha() for ch in w)
-        }
-        for i, ws in held.items()
+        i: [
+            kept
+            for ws in found
+            if (
+                kept := {
+                    w
+                    for w in ws
+                    if df[w] <= SHARED
+                    and w not in common
+                    and _weight(w) >= _MIN_WEIGHT
+                    and any(ch.isalpha() for ch in w)
+                }
+            )
+        ]
+        for i, found in held.items()
     }
 
 
-def _said(distinctive: set[str], said: set[str], unspaced: str) -> int:
-    """How many of a record's ``distinctive`` words a text says: as a word of it, or (a word of
-    an unspaced script) inside its unspaced runs."""
-    return sum(w in said or (_unspaced(w[0]) and w in unspaced) for w in distinctive)
+def _said(names: list[set[str]], said: set[str], unspaced: str) -> int:
+    """How many distinctive words of the most fully said of a record's ``names`` a text says:
+    a name counts only when every one of its distinctive words is said ("Bill Evans" is not
+    mentioned by "the electricity bill"), as a word of the text or (a word of an unspaced
+    script) inside its unspaced runs."""
+    return max(
+        (
+            len(ws)
+            for ws in names
+            if all(w in said or (_unspaced(w[0]) and w in unspaced) for w in ws)
+        ),
+        default=0,
+    )
 
 
 def _unspaced_runs(text: str) -> str:
