@@ -41,6 +41,7 @@ __all__ = [
     "render_module",
     "render_segments",
     "segment_part",
+    "shipped",
 ]
 
 HEADER = "0"
@@ -148,42 +149,43 @@ def _rule_source(r: Rule) -> tuple[str, str] | None:
     return None
 
 
-def _shipped(rules: Iterable[Rule]) -> set[str]:
+def shipped(rules: Iterable[Rule]) -> set[str]:
+    """The names of ``rules`` that are the library's own functions."""
     # Shipped means the library's own function: a notebook rule may take a shipped rule's name.
     library = {r.name: r.func for r in LIBRARY}
     return {r.name for r in rules if library.get(r.name) is r.func}
 
 
-def _own(r: Rule, shipped: set[str]) -> bool:
+def _own(r: Rule, library: set[str]) -> bool:
     """Whether ``r`` is the user's own: rendered with its source."""
     # a compiled constraint's function is uac's own code; the constraint is rendered as data
     module = getattr(r.func, "__module__", None) or ""  # None for code run from a cell
-    return r.name not in shipped and not module.startswith("uac_kernel.constraints.")
+    return r.name not in library and not module.startswith("uac_kernel.constraints.")
 
 
 def own_rule_sources(rules: Iterable[Rule]) -> dict[str, str]:
     """The source of each of the user's own rules that has one kept, by rule name."""
     rules = list(rules)
-    shipped = _shipped(rules)
+    library = shipped(rules)
     return {
         r.name: found[0]
         for r in rules
-        if _own(r, shipped) and (found := _rule_source(r)) is not None
+        if _own(r, library) and (found := _rule_source(r)) is not None
     }
 
 
 def rules_code(rules: Iterable[Rule]) -> str:
     """The rules in force: shipped ones imported by name, the user's own with their source."""
     ordered = sorted(rules, key=lambda r: r.name)
-    shipped = _shipped(ordered)
+    library = shipped(ordered)
     text = "\n\n# Rules in force\n"
-    listed = [r.name for r in ordered if r.name in shipped]
+    listed = [r.name for r in ordered if r.name in library]
     if listed:
         imports = "".join(f"    {n},\n" for n in listed)
         text += f"from uac.rules import (  # noqa: E402\n{imports})\n"
     own = ""
     for r in ordered:
-        if not _own(r, shipped):
+        if not _own(r, library):
             continue
         found = _rule_source(r)
         if found is None:
@@ -191,7 +193,7 @@ def rules_code(rules: Iterable[Rule]) -> str:
         else:
             own += "\n\n" + found[0]
             listed.append(found[1])
-    if len(listed) > len(shipped):
+    if len(listed) > len(library):
         # What a rule written in a notebook cell has at hand there (magics.RULE_HELPERS), and
         # `uac` for rules decorated `@uac.rule`, as docs/rules.md writes them.
         text += (

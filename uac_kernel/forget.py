@@ -77,6 +77,8 @@ class ForgetPlan:
     # rewritten without them, as (version, text).
     rules: list[str] = field(default_factory=list)
     rule_segments: list[tuple[int, str]] = field(default_factory=list)
+    # Of those, the rules in force (``in_force``) whose source holds the text.
+    holding: list[str] = field(default_factory=list)
 
     def names_note(self) -> str:
         """What a forget leaves of the text, if any: the names it is part of."""
@@ -260,7 +262,8 @@ def _plan_rules(
         folded = fold(block)
         return (needle is not None and needle in folded) or folded.strip() in sources
 
-    names.update(n for n, source in in_force.items() if holds(source))
+    plan.holding = sorted(n for n, source in in_force.items() if holds(source))
+    names.update(plan.holding)
     going = _rules_going(store, plan)
     for version, text in store.con.execute(
         "SELECT version, text FROM checkpoint_segments WHERE user_id = ? AND segment = ? "

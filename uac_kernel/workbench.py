@@ -276,6 +276,9 @@ class Workbench:
         self.runner = RuleRunner(rules)
         # The rule in force for each constraint in force, by constraint key.
         self._constraint_rules: dict[str, str] = {}
+        # notebook rule name → the user_seq of the ``rule`` event that logged the definition
+        # in force (``define_rule``): a forget in any process takes it out only if that went
+        self._defined: dict[str, int] = {}
         self._sql: SqlView | None = None
         self._search: LogSearch | None = None
         self._model_settings = model
@@ -320,17 +323,32 @@ class Workbench:
         self._reconcile_alerts(self.runner.rules.keys())
 
     def _forgotten_rules(self) -> set[str]:
-        """The rules a forget logged since this workbench's state took out of force: a reload
-        carries the rules in force over, and must not carry one a forget in another process
-        erased (its next checkpoint would render the source back)."""
+        """The rules in force that a forget logged since this workbench's state erased: a
+        reload carries the rules in force over, and must not carry one whose source a forget
+        in another process erased (its next checkpoint would render the source back).
+
+        A rule defined here goes only if the event that logged its definition went (a clean
+        redefinition stays); a shipped rule never goes; any other own rule the forget named
+        goes (its source is known only here)."""
         state: State | None = getattr(self, "state", None)
         if state is None or not self.runner.rules:
             return set()
-        return {
-            str(name)
-            for ev in self.store.events(self.user, after_seq=state.seq, kinds=["forget"])
-            for name in ev.payload.get("out_of_force") or ()
-        }
+        from uac_kernel.codegen import shipped
+
+        library = shipped(self.runner.rules.values())
+        out: set[str] = set()
+        for ev in self.store.events(self.user, after_seq=state.seq, kinds=["forget"]):
+            erased = {int(u) for u, _name in ev.payload.get("rules") or ()}
+            for name in map(str, ev.payload.get("out_of_force") or ()):
+                defined = self._defined.get(name)
+                if defined is not None:
+                    if defined in erased:
+                        out.add(name)
+                elif name not in library:
+                    out.add(name)
+        for name in out:
+            self._defined.pop(name, None)
+        return out
 
     def _load_snapshot(self, snap: Restored) -> None:
         """Fold the events after a snapshot into the state it restored, and run only the rules
@@ -709,6 +727,7 @@ class Workbench:
         The change returned (and logged) is against what the log says the rule's alerts are, so
         putting back a rule that was in force before logs only what differs since.
         """
+        self._defined.pop(r.name, None)  # this definition was not logged (``define_rule``)
         self.runner.add(r)
         change = self.runner.run(self.view, None, only=[r.name])
         if self.store.read_only:  # nothing can be logged, so the log is no reference
@@ -904,7 +923,17 @@ class Workbench:
             {"name": r.name, "source": source},
         )
         self.append_parsed([event])
-        return self.add_rule(r)
+        # the event as logged (one logged before with the same source is not appended again)
+        row = self.store.con.execute(
+            "SELECT max(user_seq) FROM events WHERE user_id = ? AND kind = 'rule' AND source = ?",
+            [self.user, event.source],
+        ).fetchone()
+        change = self.add_rule(r)
+        if row and row[0] is not None:
+            self._defined[r.name] = int(row[0])
+        else:
+            self._defined.pop(r.name, None)
+        return change
 
     def stored_rules(self) -> list[dict[str, Any]]:
         """Rules defined in notebooks, as logged (name and source). They are not run on open:
@@ -1443,7 +1472,13 @@ class Workbench:
             self.store.compact()
             return plan
         forget(self.store, plan)
-        # the reload takes the rules the forget erased out of force (``_forgotten_rules``)
+        # the rules in force whose own source holds the text go now; the reload takes out
+        # those whose logged definition the forget erased (``_forgotten_rules``)
+        self.runner = RuleRunner(
+            r for r in self.runner.rules.values() if r.name not in plan.holding
+        )
+        for name in plan.holding:
+            self._defined.pop(name, None)
         self._drop_sandbox()
         self._sql, self._search = None, None
         self._load()
