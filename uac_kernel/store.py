@@ -167,6 +167,7 @@ class Store:
         self._last_seq = self._max_seq()
         # Each user's chain head (user_seq, hash), read on a user's first append.
         self._heads: dict[str, tuple[int, str]] = {}
+        self._owed_check = False  # see ``_catch_up``
         self._lock = _writer_lock(self.path)
         self._shared = _shared(self.path)
         _OPEN.setdefault(_key(self.path), weakref.WeakSet()).add(self)
@@ -467,6 +468,7 @@ class Store:
             self._append_rows(rows, within)
             self._last_seq = seq
             self._heads.update(heads)
+        self._finish_owed()
         return logged
 
     def head_at_seq(self, user: str, seq: int) -> tuple[int, str]:
@@ -486,6 +488,7 @@ class Store:
         with self.exclusive():
             self._catch_up()
             yield
+        self._finish_owed()
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -522,6 +525,16 @@ class Store:
         if last != self._last_seq:
             self._last_seq = last
             self._heads.clear()
+            # another writer's forget may have been cut short before its rewrite
+            self._owed_check = not self.read_only
+
+    def _finish_owed(self) -> None:
+        """After a write that found another writer's: finish the rewrite a forget cut short
+        owes, as opening the store to write does."""
+        if self._owed_check:
+            self._owed_check = False
+            if self.compaction_owed:
+                self.compact()
 
     def record_call(
         self,
