@@ -53,6 +53,7 @@ FAMILIES: dict[str, list[str]] = {
         "tests/test_fleet_forget.py",
         "tests/test_store_attacks.py",
         "tests/test_attacks_final_store.py",
+        "tests/test_review_forget_attacks.py",
     ],
     "hostile strings in output": ["tests/test_output_attacks.py"],
     "files written over a store or another kind of file": [
