@@ -23,6 +23,7 @@ from uac_kernel._display import show
 from uac_kernel.errors import ConstraintError, EventError
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, INT_MAX, INT_MIN, Limits
+from uac_kernel.names import field_clash, type_clash
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
 from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
@@ -550,6 +551,8 @@ class _Overlay:
                 f"type {name!r} differs from the existing type {other!r} only in case, which SQL "
                 f"does not tell apart; use {other!r} or another name"
             )
+        if (why := type_clash(folded.values(), name)) is not None:
+            return why
         if low.endswith("_history") and (other := folded.get(low[: -len("_history")])):
             return (
                 f"type {name!r} has the name of the SQL table {other}_history, which holds the "
@@ -701,7 +704,10 @@ def plan_batch(
                         f"fields.{fname}",
                     )
                 new_fields += 1
-                if (why := overlay.new_field_problem(name, new_fields, limits)) is not None:
+                why = field_clash(name, field_types, fname) or overlay.new_field_problem(
+                    name, new_fields, limits
+                )
+                if why is not None:
                     raise _fail(ev, why, f"fields.{fname}")
                 overlay.add_field(name, fname, ftype)
                 out.append(

@@ -41,6 +41,7 @@ from uac_kernel._migrations import migrate
 from uac_kernel.errors import FleetError, QueryError
 from uac_kernel.partition import Fleet, check_columns, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
+from uac_kernel.names import quote_ident
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
 from uac_kernel.sqlview import (
     INDEX_TABLE,
@@ -320,10 +321,10 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
         )
         for name, fields in types.items():
             current, history = names[name]
-            build_type(cur, _ident(history), name, fields, columns=_field_columns(fields))
+            build_type(cur, quote_ident(history), name, fields, columns=_field_columns(fields))
             cur.execute(
-                f"CREATE TABLE {_ident(current)} AS SELECT * EXCLUDE (retracted) "
-                f"FROM {_ident(history)} WHERE valid_to IS NULL"
+                f"CREATE TABLE {quote_ident(current)} AS SELECT * EXCLUDE (retracted) "
+                f"FROM {quote_ident(history)} WHERE valid_to IS NULL"
             )
     finally:
         cur.close()
@@ -333,14 +334,10 @@ def _build_types(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
 def _field_columns(fields: dict[str, str]) -> dict[str, str]:
     """Each field's column: its name, but for a field named ``user_id``, which the fleet's own
     column holds, the first of ``user_id_2``, ``user_id_3``... that is no field's name."""
-    if "user_id" not in fields:
+    # SQL names are case-blind: `User_ID` is the user column too
+    if "user_id" not in {f.lower() for f in fields}:
         return {f: f for f in fields}
     n = 2
-    while f"user_id_{n}" in fields:
+    while f"user_id_{n}" in {f.lower() for f in fields}:
         n += 1
-    return {f: f"user_id_{n}" if f == "user_id" else f for f in fields}
-
-
-def _ident(name: str) -> str:
-    """A quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
+    return {f: f"user_id_{n}" if f.lower() == "user_id" else f for f in fields}

@@ -9,6 +9,7 @@ from typing import Any
 from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
+from uac_kernel.names import class_name
 from uac_kernel.records import Record
 
 __all__ = ["UserView", "namespace"]
@@ -149,6 +150,8 @@ class UserView:
 def namespace(state: State) -> dict[str, Any]:
     """The names a query sees: ``user``, every record class by name, and the safe helpers."""
     ns: dict[str, Any] = {"user": UserView(state)}
-    ns.update({name: ts.cls for name, ts in state.types.items()})
+    # by class name (names.class_name): a type written `list` or `flight_leg` is `List`,
+    # `FlightLeg`; a name as written would shadow a helper
+    ns.update({class_name(name): ts.cls for name, ts in state.types.items()})
     ns.update({"date": date, "datetime": datetime, "timedelta": timedelta, "Counter": Counter})
     return ns

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from uac_kernel.names import field_identifier
 from uac_kernel.schema import check_field_name
 
 __all__ = ["Record", "field_values", "new_record", "python_type", "record_class"]
@@ -52,6 +53,8 @@ class Record(BaseModel):
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: a name that could be a field is an unset one.
+        if (written := _written_names(type(self)).get(name)) is not None:
+            return self.__dict__.get(written)  # `r.from_` for the field `from`
         if check_field_name(name) is None:
             return None
         return super().__getattr__(name)  # type: ignore[misc]
@@ -92,6 +95,16 @@ def _own_fields(cls: type[Record]) -> tuple[str, ...]:
         own = tuple(n for n in cls.model_fields if n not in Record.model_fields)
         type.__setattr__(cls, "__uac_own_fields__", own)
     return own
+
+
+def _written_names(cls: type[Record]) -> dict[str, str]:
+    """The fields whose name is not an identifier, by the identifier code writes them as
+    (names.field_identifier: ``from_`` → ``from``); kept on the class, as ``_own_fields``."""
+    names = cls.__dict__.get("__uac_written_names__")
+    if names is None:
+        names = {i: n for n in _own_fields(cls) if (i := field_identifier(n)) != n}
+        type.__setattr__(cls, "__uac_written_names__", names)
+    return names
 
 
 _set = object.__setattr__

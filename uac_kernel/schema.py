@@ -7,13 +7,14 @@ A type or field seen for the first time extends the schema; the extension is its
 from __future__ import annotations
 
 import functools
-import keyword
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
+
+from uac_kernel.names import RESERVED_FIELDS, RESERVED_TYPES, name_problem
 
 __all__ = [
     "FIELD_TYPES",
@@ -32,19 +33,10 @@ __all__ = [
 SCALARS = ("bool", "int", "float", "str", "date", "datetime")
 FIELD_TYPES = SCALARS + tuple(f"list[{s}]" for s in SCALARS)
 
-# Names every record has (DESIGN.md "Query namespace"), so facts cannot use them as fields.
-# `fields` and `own_fields` are Record's methods, which a field of that name would hide.
-RESERVED_FIELDS = frozenset(
-    {"key", "valid_from", "valid_to", "sources", "retracted", "fields", "own_fields"}
-)
-# Names bound in the query namespace and in generated code.
-RESERVED_TYPES = frozenset(
-    {"Record", "Finding", "Counter", "Alert", "Severity", "State", "User", "True", "False", "None"}
-)
-
 # Names the checkpoint module binds at its top level besides the record classes (codegen). Type
-# names start with a capital letter and the capitalised ones here are reserved types, so the two
-# never collide; rule functions must not take them either.
+# names are written as class names (names.class_name), which start with a capital letter, and the
+# capitalised ones here are reserved types, so the two never collide; rule functions must not take
+# them either.
 MODULE_NAMES = frozenset(
     {
         "date",
@@ -63,8 +55,6 @@ MODULE_NAMES = frozenset(
     }
 )
 
-_TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]{0,63}\Z")
-_FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 # An offset (`Z`, `+02:00`) is allowed and the value converted to UTC, as an event's `ts` is.
 _DATETIME = re.compile(
@@ -72,59 +62,14 @@ _DATETIME = re.compile(
 )
 
 
-# Names longer than this are never valid, so they are refused without going into the caches
-# below, which a stream of long hostile names would otherwise fill.
-_NAME_CHARS = 64
-
-
 def check_type_name(name: object) -> str | None:
-    """Why ``name`` cannot be a record type name, or None when it can."""
-    text = name if isinstance(name, str) else repr(name)
-    return _check_type_name(text) if len(text) <= _NAME_CHARS else _bad_type_name(text)
-
-
-def _bad_type_name(name: str) -> str:
-    return (
-        f"type name {_cut(name)} must start with a capital letter and use only letters, "
-        f"digits and '_' (at most {_NAME_CHARS}), e.g. 'Trip'"
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _check_type_name(name: str) -> str | None:
-    if not _TYPE_NAME.match(name):
-        return _bad_type_name(name)
-    if name in RESERVED_TYPES or keyword.iskeyword(name):
-        return f"type name {name!r} is reserved; choose another name"
-    return None
-
-
-def _cut(name: str) -> str:
-    """``repr(name)``, shortened: a 10,000-character name must not make a 10,000-character error."""
-    text = repr(name)
-    return text if len(text) <= 40 else text[:36] + "...'"
+    """Why ``name`` cannot be a record type name, or None when it can (names.name_problem)."""
+    return name_problem("type", name)
 
 
 def check_field_name(name: object) -> str | None:
-    """Why ``name`` cannot be a field name, or None when it can."""
-    text = name if isinstance(name, str) else repr(name)
-    return _check_field_name(text) if len(text) <= _NAME_CHARS else _bad_field_name(text)
-
-
-def _bad_field_name(name: str) -> str:
-    return (
-        f"field name {_cut(name)} must be lower_snake_case: start with a lowercase letter, "
-        f"then letters, digits or '_' (at most {_NAME_CHARS})"
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _check_field_name(name: str) -> str | None:
-    if not _FIELD_NAME.match(name):
-        return _bad_field_name(name)
-    if name in RESERVED_FIELDS or keyword.iskeyword(name) or name.startswith("model_"):
-        return f"field name {name!r} is reserved; choose another name"
-    return None
+    """Why ``name`` cannot be a field name, or None when it can (names.name_problem)."""
+    return name_problem("field", name)
 
 
 def _scalar_type(value: Any) -> str | None:

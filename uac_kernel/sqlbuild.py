@@ -27,6 +27,7 @@ from typing import Any
 
 import duckdb
 
+from uac_kernel.names import quote_ident
 from uac_kernel.sqlview import sql_type
 
 __all__ = ["MIXED", "build_type", "build_types", "load_facts"]
@@ -157,9 +158,10 @@ def _int_columns(
 
 def _extract(fields: list[str]) -> str:
     """The fields' JSON values in one parse of the payload: the n-th is NULL when the event
-    leaves the field out, JSON null when it sets it to null. Field names are lower_snake_case
-    (schema.check_field_name), safe inside the quotes."""
-    return "json_extract(payload, [{}])".format(", ".join(f"'$.fields.\"{f}\"'" for f in fields))
+    leaves the field out, JSON null when it sets it to null. A field name may hold any character
+    (names.py): each is a JSON pointer (``~`` and ``/`` escaped) in an SQL string (``'`` doubled)."""
+    paths = (f.replace("~", "~0").replace("/", "~1").replace("'", "''") for f in fields)
+    return "json_extract(payload, [{}])".format(", ".join(f"'/fields/{p}'" for p in paths))
 
 
 def build_type(
@@ -197,16 +199,16 @@ def build_type(
         [name],
     )
     latest = "".join(
-        f', arg_max_null(_v{n}, _seq) FILTER (WHERE _s{n}) AS "{named.get(f, f)}"'
+        f", arg_max_null(_v{n}, _seq) FILTER (WHERE _s{n}) AS {quote_ident(named.get(f, f))}"
         for n, (f, _) in enumerate(field_columns)
     )
-    names = "".join(f', "{named.get(f, f)}"' for f, _ in field_columns)
+    names = "".join(f", {quote_ident(named.get(f, f))}" for f, _ in field_columns)
     # Each ended version: the values before an update or retract; a struct keeps a field set
     # to null by an event apart from a field the event left out.
     before = "OVER (PARTITION BY _user, key ORDER BY _seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     carried = "".join(
         f", (last_value(CASE WHEN _s{n} THEN struct_pack(v := _v{n}) END IGNORE NULLS) "
-        f'{before}).v AS "{named.get(f, f)}"'
+        f"{before}).v AS {quote_ident(named.get(f, f))}"
         for n, (f, _) in enumerate(field_columns)
     )
     # Only keys with an update or retract have ended versions: the windows see only their events.

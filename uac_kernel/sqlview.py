@@ -55,6 +55,7 @@ from uac_kernel import settings
 from uac_kernel._display import printable
 from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
+from uac_kernel.names import quote_ident
 from uac_kernel.records import Record
 
 if TYPE_CHECKING:
@@ -287,12 +288,12 @@ class SqlView:
                     for i, name in enumerate(built):
                         current, history = names[name]
                         con.execute(
-                            f'CREATE OR REPLACE TABLE "{history}" AS '
+                            f"CREATE OR REPLACE TABLE {quote_ident(history)} AS "
                             f"SELECT * EXCLUDE (_user) FROM uac_build.h{i}"
                         )
                         con.execute(
-                            f'CREATE OR REPLACE TABLE "{current}" AS SELECT * EXCLUDE (retracted) '
-                            f'FROM "{history}" WHERE valid_to IS NULL'
+                            f"CREATE OR REPLACE TABLE {quote_ident(current)} AS SELECT * "
+                            f"EXCLUDE (retracted) FROM {quote_ident(history)} WHERE valid_to IS NULL"
                         )
                 except BaseException:
                     con.execute("ROLLBACK")  # the view keeps its tables as they were
@@ -338,7 +339,7 @@ class SqlView:
         cols += [("valid_from", "TIMESTAMP"), ("valid_to", "TIMESTAMP"), ("sources", "BIGINT[]")]
         if history:
             cols.append(("retracted", "BOOLEAN"))
-        ddl = ", ".join(f'"{c}" {t}' for c, t in cols)
+        ddl = ", ".join(f"{quote_ident(c)} {t}" for c, t in cols)
         rows = []
         for r in records:
             row = [
@@ -353,7 +354,7 @@ class SqlView:
             rows.append(tuple(row))
         con = self.con
         con.execute("BEGIN TRANSACTION")
-        con.execute(f'CREATE OR REPLACE TABLE "{table}" ({ddl})')
+        con.execute(f"CREATE OR REPLACE TABLE {quote_ident(table)} ({ddl})")
         if rows:
             appender = con.appender(table)
             appender.append_rows(rows)
