@@ -39,9 +39,9 @@ import duckdb
 from uac_kernel._display import plural, printable, shorten
 from uac_kernel._migrations import migrate
 from uac_kernel.errors import FleetError, QueryError
+from uac_kernel.names import quote_ident
 from uac_kernel.partition import Fleet, check_columns, parquet_source
 from uac_kernel.rules.engine import SEVERITIES
-from uac_kernel.names import quote_ident
 from uac_kernel.sqlbuild import MIXED, build_type, load_facts
 from uac_kernel.sqlview import (
     INDEX_TABLE,
