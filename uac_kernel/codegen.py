@@ -25,6 +25,7 @@ from typing import Any
 from uac_kernel._segments import RULES, join_segments
 from uac_kernel.errors import CodeError
 from uac_kernel.fold import BLOCK, State, TypeState
+from uac_kernel.names import class_name, field_identifier
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule
 from uac_kernel.rules.library import LIBRARY
@@ -82,7 +83,7 @@ def record_line(rec: Record) -> str:
     for name in type(rec).own_fields():
         value = values[name]
         if value is not None:
-            parts.append(f"{name}={literal(value)}")
+            parts.append(f"{field_identifier(name)}={literal(value)}")
     if rec.valid_from is not None:
         parts.append(f"valid_from={literal(rec.valid_from)}")
     if rec.valid_to is not None:
@@ -90,7 +91,7 @@ def record_line(rec: Record) -> str:
     parts.append(f"sources={literal(tuple(rec.sources))}")
     if rec.retracted:
         parts.append("retracted=True")
-    name = type(rec).__name__
+    name = class_name(type(rec).__name__)
     line = f"    {name}({', '.join(parts)}),\n"
     if len(line) <= LINE + 1:
         return line
@@ -100,10 +101,37 @@ def record_line(rec: Record) -> str:
 def schema_class(name: str, fields: dict[str, str]) -> str:
     # No `= None` defaults: a default binds the field's name in the class body, and a field
     # named `date` would then shadow the type for the annotations after it. Record makes every
-    # field default to None.
-    body = "".join(f"    {f}: {t} | None\n" for f, t in fields.items())
+    # field default to None. A name that is not an identifier is written as one (names.py) and
+    # kept as written, as a literal: the class's title, the field's alias.
+    body = ""
+    for f, t in fields.items():
+        ident = field_identifier(f)
+        if ident == f:
+            body += f"    {f}: {t} | None\n"
+        else:
+            body += f"    {ident}: Annotated[{t} | None, Field(alias={literal(f)})]\n"
+    config = [f"title={literal(name)}"] if class_name(name) != name else []
+    if body and _aliased(fields):
+        config.append("populate_by_name=True")  # records are written with the identifiers
+    if config:
+        body = f"    model_config = ConfigDict({', '.join(config)})\n" + body
     body = body or "    pass\n"
-    return f"\n\nclass {name}(Record):\n{body}"
+    return f"\n\nclass {class_name(name)}(Record):\n{body}"
+
+
+def _aliased(fields: Iterable[str]) -> bool:
+    return any(field_identifier(f) != f for f in fields)
+
+
+def _header_imports(schema: Schema) -> str:
+    """What the classes of names written other than as identifiers need (nothing otherwise, so
+    other checkpoints keep their bytes)."""
+    types = schema.types
+    if any(_aliased(f) for f in types.values()):
+        return "from typing import Annotated\n\nfrom pydantic import ConfigDict, Field\n"
+    if any(class_name(t) != t for t in types):
+        return "\nfrom pydantic import ConfigDict\n"
+    return ""
 
 
 def _header(state: State) -> str:
@@ -116,7 +144,7 @@ def _header(state: State) -> str:
         "Every field is optional: an unset field reads None. Edit a record in a notebook cell and\n"
         "run it to append a correction to the log.\n"
         '"""\n\n'
-        "from datetime import date, datetime\n\n"
+        f"from datetime import date, datetime\n{_header_imports(state.schema)}\n"
         "from uac import Record\n\n"
         f"user_id = {literal(state.user)}\n"
         f"seq = {state.seq}  # the last log event this checkpoint covers\n"
@@ -272,9 +300,10 @@ def render_segments(
         t = _type_id(ordinal[name])
         if section == "schema":
             out[f"1:{t}"] = schema_class(name, state.schema.types[name])
-            out[f"2:{t}:a"] = f"\n\n# {name}: current records\nrecords[{name}] = [\n"
+            cls = class_name(name)
+            out[f"2:{t}:a"] = f"\n\n# {cls}: current records\nrecords[{cls}] = [\n"
             out[f"2:{t}:c"] = (
-                f"]\n\n# {name}: superseded and retracted versions\nhistory[{name}] = [\n"
+                f"]\n\n# {cls}: superseded and retracted versions\nhistory[{cls}] = [\n"
             )
             out[f"2:{t}:e"] = "]\n"
         else:
@@ -340,6 +369,62 @@ def read_literal(node: ast.expr) -> Any:
     )
 
 
+def _read_field(item: ast.AnnAssign, where: str) -> tuple[str, str]:
+    """A class body's field line as ``(name as written, ftype)``: ``name: T | None``, or
+    ``ident: Annotated[T | None, Field(alias='name as written')]``."""
+    ident = item.target.id  # type: ignore[union-attr]
+    node, name = item.annotation, ident
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Annotated"
+        and isinstance(node.slice, ast.Tuple)
+        and len(node.slice.elts) == 2
+    ):
+        node, alias = node.slice.elts
+        written = _call_literals(alias, "Field", where).get("alias")
+        if not isinstance(written, str):
+            raise CodeError(f"{where}: field {ident} needs Field(alias='its name as written')")
+        name = written
+    if (why := check_field_name(name)) is not None:
+        raise CodeError(f"{where}: {why}")
+    if field_identifier(name) != ident:
+        raise CodeError(
+            f"{where}: the field {name!r} is written {field_identifier(name)} in code, not {ident}"
+        )
+    return name, _read_annotation(node, where)
+
+
+def _call_literals(node: ast.expr, func: str, where: str) -> dict[str, Any]:
+    """The keyword literals of ``func(a=..., b=...)``."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == func
+        and not node.args
+        and all(kw.arg is not None for kw in node.keywords)
+    ):
+        raise CodeError(
+            f"{where}: expected {func}(name=value, ...), found {ast.unparse(node)[:60]!r}"
+        )
+    return {str(kw.arg): read_literal(kw.value) for kw in node.keywords}
+
+
+def _class_title(item: ast.stmt, where: str) -> str | None:
+    """The type name as written from ``model_config = ConfigDict(title=...)``, or None when
+    ``item`` is not that line."""
+    if not (
+        isinstance(item, ast.Assign)
+        and len(item.targets) == 1
+        and isinstance(item.targets[0], ast.Name)
+        and item.targets[0].id == "model_config"
+    ):
+        return None
+    config = _call_literals(item.value, "ConfigDict", where)
+    title = config.get("title")
+    return title if isinstance(title, str) else ""
+
+
 def _read_annotation(node: ast.expr, where: str) -> str:
     # `T | None`, where T is a scalar name or list[scalar]
     if (
@@ -356,24 +441,32 @@ def _read_annotation(node: ast.expr, where: str) -> str:
 
 
 def parse_classes(tree: ast.Module) -> Schema:
+    """The record classes of a module, by type name as written (a class's title, else its name)."""
     schema = Schema()
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            if (why := check_type_name(node.name)) is not None:
-                raise CodeError(f"line {node.lineno}: {why}")
+            name = node.name
             fields: dict[str, str] = {}
             for item in node.body:
+                where = f"line {item.lineno}: class {node.name}"
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                    where = f"line {item.lineno}: class {node.name}"
-                    if (why := check_field_name(item.target.id)) is not None:
-                        raise CodeError(f"{where}: {why}")
-                    fields[item.target.id] = _read_annotation(item.annotation, where)
+                    written, ftype = _read_field(item, where)
+                    fields[written] = ftype
+                elif (title := _class_title(item, where)) is not None:
+                    name = title or name
                 elif not (isinstance(item, ast.Pass) or _is_docstring(item)):
                     raise CodeError(
                         f"line {item.lineno}: class {node.name} may only declare fields "
                         "like `name: str | None`"
                     )
-            schema.types[node.name] = fields
+            if (why := check_type_name(name)) is not None:
+                raise CodeError(f"line {node.lineno}: {why}")
+            if class_name(name) != node.name:
+                raise CodeError(
+                    f"line {node.lineno}: the type {name!r} is written class "
+                    f"{class_name(name)} in code, not {node.name}"
+                )
+            schema.types[name] = fields
     return schema
 
 
@@ -405,12 +498,14 @@ def list_target(node: ast.stmt) -> tuple[str, str] | None:
 def iter_records(
     tree: ast.Module, classes: dict[str, type[Record]]
 ) -> Iterator[tuple[str, str, Record]]:
-    """``(type, "records"|"history", record)`` for every record call in the module's lists."""
+    """``(type, "records"|"history", record)`` for every record call in the module's lists
+    (``classes`` by type name as written; the lists name their classes)."""
+    written = {class_name(t): t for t in classes}
     for node in tree.body:
         found = list_target(node)
-        if found is None or found[0] not in classes:
+        if found is None or found[0] not in written:
             continue
-        type_name, section = found
+        type_name, section = written[found[0]], found[1]
         value = node.value  # type: ignore[attr-defined]
         if not isinstance(value, ast.List):
             raise CodeError(f"line {node.lineno}: {section}[{type_name}] must be a list of records")
@@ -422,17 +517,20 @@ def read_record(call: ast.expr, classes: dict[str, type[Record]], expected: str)
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and not call.args):
         raise CodeError(
             f"line {getattr(call, 'lineno', '?')}: each entry must be a record like "
-            f"{expected}(key='...', field=value)"
+            f"{class_name(expected)}(key='...', field=value)"
         )
-    if call.func.id != expected:
-        raise CodeError(f"line {call.lineno}: a {call.func.id} record in the {expected} list")
+    cls = classes[expected]
+    shown = class_name(expected)
+    if call.func.id != shown:
+        raise CodeError(f"line {call.lineno}: a {call.func.id} record in the {shown} list")
     values: dict[str, Any] = {}
+    written = {field_identifier(f): f for f in cls.own_fields()}
     for kw in call.keywords:
         if kw.arg is None:
             raise CodeError(f"line {call.lineno}: `**` is not allowed in a record")
-        values[kw.arg] = read_literal(kw.value)
+        values[written.get(kw.arg, kw.arg)] = read_literal(kw.value)
     try:
-        return classes[expected].model_validate(values)
+        return cls.model_validate(values)
     except Exception as exc:  # pydantic's ValidationError, reported in one line
         first = str(exc).splitlines()
         detail = " ".join(first[1:3]).strip() if len(first) > 1 else str(exc)

@@ -42,6 +42,7 @@ from uac_kernel.errors import (
     SandboxRefused,
 )
 from uac_kernel.fold import State
+from uac_kernel.names import class_name, field_clash, field_identifier
 from uac_kernel.records import Record, field_values, record_class
 from uac_kernel.sandbox import check
 from uac_kernel.schema import RESERVED_FIELDS, check_field_name, infer, to_json_value
@@ -95,7 +96,7 @@ def render_part(
     lines = "".join(record_line(r) for r in records)
     return (
         schema_class(part, state.schema.types[part]).lstrip("\n")
-        + f"\n\n{note}records[{part}] = [\n{lines}]\n"
+        + f"\n\n{note}records[{class_name(part)}] = [\n{lines}]\n"
     )
 
 
@@ -357,12 +358,15 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
         fields[fname] = ftype
     # A field used in a record but not declared in the class is new: its type comes from its
     # first value, as for an ingested fact.
+    shown = class_name(part)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == part:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == shown:
+            idents = {field_identifier(f) for f in fields}
             for kw in node.keywords:
-                if kw.arg is None or kw.arg in fields or kw.arg in RESERVED_FIELDS:
+                if kw.arg is None or kw.arg in idents or kw.arg in RESERVED_FIELDS:
                     continue
-                if (why := check_field_name(kw.arg)) is not None:
+                why = check_field_name(kw.arg) or field_clash(part, fields, kw.arg)
+                if why is not None:
                     raise CodeError(f"line {node.lineno}: {why}")
                 inferred = infer(to_json_value(read_literal(kw.value)))
                 if inferred is not None:
@@ -373,14 +377,14 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
         found = list_target(node)
         if found is None or found[1] != "records":
             continue
-        if found[0] != part:
+        if found[0] != shown:
             raise CodeError(
                 f"line {node.lineno}: this cell is the {part} part; records[{found[0]}] "
                 "belongs to another"
             )
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.List):
             raise CodeError(
-                f"line {node.lineno}: records[{part}] must be a list of {part}(...) records"
+                f"line {node.lineno}: records[{shown}] must be a list of {shown}(...) records"
             )
         records = {}
         for call in node.value.elts:
