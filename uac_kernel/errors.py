@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from uac_kernel._display import printable
+from collections.abc import Collection
+
+from uac_kernel._display import did_you_mean, printable, shorten
 
 __all__ = [
     "CheckpointNotFound",
@@ -31,6 +33,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "UacError",
+    "UnknownField",
     "UnknownUser",
 ]
 
@@ -115,6 +118,23 @@ class EditConflict(UacError):
 
 class QueryError(UacError):
     """A SQL query or a query over the state failed."""
+
+
+class UnknownField(QueryError, AttributeError):
+    """A record was asked for a field its type has never had: a misspelt name, most often.
+
+    Also an ``AttributeError``, so ``getattr(rec, name, default)`` and ``hasattr`` still answer.
+    """
+
+    @classmethod
+    def of(cls, type_name: str, field: str, known: Collection[str]) -> UnknownField:
+        """The error for ``type_name.field``, naming the closest of the ``known`` fields."""
+        # The name is as an expression (or a model) wrote it: escaped, it cannot reach a
+        # terminal as control characters.
+        hint = did_you_mean(field, list(known))
+        if not hint:
+            hint = f" Its fields: {shorten(', '.join(known), 300)}." if known else ""
+        return cls(f"{type_name} has no field {printable(repr(field))}.{hint}", name=field)
 
 
 class RuleError(UacError):
