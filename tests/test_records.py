@@ -13,7 +13,7 @@ from conftest import add, clock
 
 from uac_kernel.errors import QueryError, UnknownField
 from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.rules.engine import Finding, RuleRunner, rule
 from uac_kernel.workbench import Workbench
 
@@ -89,6 +89,34 @@ def test_copies_and_pickles_read_as_the_record_does(wb: Workbench) -> None:
     assert visit.place == "Kyoto"
     with pytest.raises(UnknownField, match=r"^Visit has no field 'plce'\. Did you mean 'place'\?$"):
         visit.plce  # noqa: B018
+
+
+class CountedFields(dict[str, str]):
+    """A type's fields that count how often they are walked (a search for a suggestion)."""
+
+    walks = 0
+
+    def __iter__(self) -> Iterator[str]:
+        CountedFields.walks += 1
+        return super().__iter__()
+
+
+def test_a_miss_under_getattr_with_a_default_searches_no_fields() -> None:
+    # hasattr and getattr(rec, name, default) run in rules over every record: the suggestion is
+    # found only when the message is read, not on each miss (2,000 fields: ~1 ms a search)
+    known = CountedFields({f"field_{i}": "str" for i in range(2000)})
+    cls = record_class("Wide", dict(known), known=known)
+    rec = new_record(cls, {**dict.fromkeys(cls.model_fields), "key": "w", "sources": ()})
+    CountedFields.walks = 0
+    assert [getattr(rec, "zzz", None) for _ in range(1000)] == [None] * 1000
+    assert not any(hasattr(rec, "zzz") for _ in range(1000))
+    assert CountedFields.walks == 0
+    with pytest.raises(UnknownField) as caught:
+        rec.field_12x  # noqa: B018
+    assert str(caught.value) == "Wide has no field 'field_12x'. Did you mean 'field_12'?"
+    # the error pickles with its names (the fold gives it a live view of them, which cannot)
+    again = pickle.loads(pickle.dumps(caught.value))
+    assert str(again) == str(caught.value) and again.name == "field_12x"
 
 
 def test_a_record_read_before_its_type_gained_a_field_reads_that_field_as_unset(

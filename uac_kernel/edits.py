@@ -197,7 +197,7 @@ def where_query(part: str, where: str, names: Collection[str], fields: Collectio
             and node.attr not in known
             and not hasattr(Record, node.attr)
         ):
-            raise UnknownField.of(part, node.attr, known)
+            raise UnknownField(part, node.attr, known)
     query = ast.parse("[r.key for r in user.all(T) if x]", mode="eval")
     comp = query.body
     assert isinstance(comp, ast.ListComp)  # the template above

@@ -109,7 +109,7 @@ class UserView:
         if ftype is None:
             # The type name is as the expression (or a model) wrote it: escaped, it cannot
             # reach a terminal as control characters.
-            raise UnknownField.of(printable(name), field, list(fields))
+            raise UnknownField(printable(name), field, list(fields))
         if ftype in ("date", "datetime"):
             return "time"
         if ftype in ("int", "float"):

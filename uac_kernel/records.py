@@ -63,8 +63,7 @@ class Record(BaseModel):
         # A name the type never had reads as an error, never as None: a misspelt field that
         # read None made a believable wrong answer (``sum(...)`` of nothing, a filter that
         # drops every record).
-        fields = dict.fromkeys([*known, *_own_fields(cls), *Record.model_fields])
-        raise UnknownField.of(cls.__name__, name, list(fields))
+        raise UnknownField(cls.__name__, name, known, _own_fields(cls), Record.model_fields)
 
 
 _SCALAR_TYPES: dict[str, type] = {
