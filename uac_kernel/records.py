@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from uac_kernel.schema import check_field_name
+from uac_kernel.errors import UnknownField
 
 __all__ = ["Record", "field_values", "new_record", "python_type", "record_class"]
 
@@ -51,10 +52,18 @@ class Record(BaseModel):
             cls.model_rebuild(force=True)
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached when normal lookup fails: a name that could be a field is an unset one.
-        if check_field_name(name) is None:
-            return None
-        return super().__getattr__(name)  # type: ignore[misc]
+        # Only reached when normal lookup fails. Private, dunder and ``model_`` names belong to
+        # pydantic and Python's protocols: pydantic's own lookup answers them.
+        if name.startswith(("_", "model_")):
+            return super().__getattr__(name)  # type: ignore[misc]
+        cls = type(self)
+        known = cls.__dict__.get("__uac_known__", ())
+        if name in cls.model_fields or name in known:
+            return None  # a field of the type that this record never set
+        # A name the type never had reads as an error, never as None: a misspelt field that
+        # read None made a believable wrong answer (``sum(...)`` of nothing, a filter that
+        # drops every record).
+        raise UnknownField(cls.__name__, name, known, _own_fields(cls), Record.model_fields)
 
 
 _SCALAR_TYPES: dict[str, type] = {
@@ -74,10 +83,16 @@ def python_type(ftype: str) -> Any:
     return _SCALAR_TYPES[ftype]
 
 
-def record_class(name: str, fields: dict[str, str]) -> type[Record]:
-    """A pydantic class for record type ``name`` with the given ``{field: ftype}``, all optional."""
+def record_class(name: str, fields: dict[str, str], known: Collection[str] = ()) -> type[Record]:
+    """A pydantic class for record type ``name`` with the given ``{field: ftype}``, all optional.
+
+    ``known`` holds every field the type has, and may grow after the class is built (the fold
+    gives a type new fields before it builds the type's next class): its records read a field
+    added there as unset (None), not as a name the type never had.
+    """
     spec: dict[str, Any] = {f: (python_type(t) | None, None) for f, t in fields.items()}
     cls: type[Record] = create_model(name, __base__=Record, __module__="uac.user", **spec)
+    type.__setattr__(cls, "__uac_known__", known)
     return cls
 
 
