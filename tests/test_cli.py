@@ -153,6 +153,10 @@ def test_diff_via_cli(tmp_path: Path, events: Path) -> None:
             "no event kind 'alerts'. Did you mean 'alert'? Kinds: alert,",
         ),
         (("history", "Trp", "tokyo-2025"), "no record type 'Trp'. Did you mean 'Trip'?"),
+        (
+            ("eval", "len([t for t in user.all(Trip) if t.internatonal])"),
+            "uac: error: Trip has no field 'internatonal'. Did you mean 'international'?\n",
+        ),
         (("demo", "--user", "bob"), "the demo's user is 'maya'"),
     ],
 )

@@ -1656,7 +1656,8 @@ def test_a_model_retract_with_a_long_reason_is_kept_as_data(mwb: Workbench, serv
             clock(
                 "2025-05-21T09:00:00",
                 "chat-1#2",
-                "Forget the lease deadline, the signed lease went back.",
+                # names the constraint whole (its key's words), so the retract is not held
+                "Forget the return lease deadline, the signed lease went back.",
             )
         ]
     )

@@ -389,6 +389,14 @@ def test_errors_are_one_line_usage_errors(loaded: Any) -> None:
     assert "CPU" in usage_error(ip, "%uac eval sum(range(10**12))")
 
 
+def test_a_misspelt_field_in_eval_is_a_one_line_usage_error(loaded: Any) -> None:
+    ip = loaded
+    message = usage_error(ip, "%uac eval [m.nmae for m in user.all(Medication)]")
+    assert message == "Medication has no field 'nmae'. Did you mean 'name'?"
+    # a field of the type that one record never set still reads None
+    assert run(ip, "%uac eval [m.dose_mg for m in user.all(Medication)]") == [None, 200.0]
+
+
 def plain(lines: list[str]) -> str:
     """Traceback lines as text, without their colours."""
     return re.sub(r"\x1b\[[0-9;]*m", "", "".join(lines))

@@ -111,6 +111,19 @@ def test_missing_and_mistyped_fields_raise_nothing(tmp_path: Path) -> None:
         assert not [a for a in runner.standing() if a.category == "rule_error"]
 
 
+def test_types_lacking_every_field_a_rule_reads_raise_nothing(tmp_path: Path) -> None:
+    # A type the library watches that has none of the fields its rules read: a name the type
+    # never had is an error when read as an attribute, so rules read fields through ``_get``.
+    types = sorted({t for r in lib.LIBRARY if r.watch for t in r.watch} | {"Event", "Appointment"})
+    events = [clock("2025-01-01"), *(add("2025-01-01", t, "bare", note="x") for t in types)]
+    view = build(tmp_path, events)
+    for r in lib.LIBRARY:
+        assert fire(r, view) == [], r.name  # raises on a rule that reads a missing field
+    runner = RuleRunner(lib.LIBRARY)
+    runner.run(view, None, clock_moved=True)
+    assert runner.standing() == []
+
+
 # -- health -----------------------------------------------------------------------------------
 
 

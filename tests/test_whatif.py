@@ -427,6 +427,26 @@ def test_session_expressions_and_questions_are_rerun(gp: Workbench) -> None:
     assert not named.answers[1].changed
 
 
+def test_an_answer_reads_a_field_the_trial_adds_and_names_a_misspelt_one(gp: Workbench) -> None:
+    amox = add("2025-05-02", "Medication", "amox", name="amoxicillin", dose="500mg")
+    w = gp.whatif(
+        [amox],
+        expressions={
+            "doses": "[m.dose for m in user.all('Medication')]",
+            "typo": "[m.nmae for m in user.all('Medication')]",
+        },
+    )
+    doses, typo = w.answers
+    # before, Medication has no field dose; in the trial it has, unset on ibuprofen
+    assert doses.error_before.startswith("Medication has no field 'dose'. Its fields: name,")
+    assert doses.after == [None, "500mg"] and doses.error_after == ""
+    assert (
+        typo.error_before
+        == typo.error_after
+        == ("Medication has no field 'nmae'. Did you mean 'name'?")
+    )
+
+
 # -- the past -------------------------------------------------------------------------------------
 
 

@@ -15,7 +15,6 @@ deterministic; a record left out of the cell's selection is never retracted by i
 from __future__ import annotations
 
 import ast
-import difflib
 import hashlib
 import re
 import textwrap
@@ -40,6 +39,7 @@ from uac_kernel.errors import (
     SandboxFailed,
     SandboxLimit,
     SandboxRefused,
+    UnknownField,
 )
 from uac_kernel.fold import State
 from uac_kernel.names import class_name, field_clash, field_identifier
@@ -180,8 +180,9 @@ def where_query(part: str, where: str, names: Collection[str], fields: Collectio
     ``where`` (an expression over a record ``r``) is true. ``where`` meets the sandbox's static
     check on its own first, so its errors name the user's text, not the query around it.
 
-    An unset field reads None, so a misspelt one would quietly select nothing: ``r.NAME`` must
-    name one of ``fields`` (or ``key``, ``valid_from``, ``valid_to``, ``sources``)."""
+    ``r.NAME`` must name one of ``fields`` (or ``key``, ``valid_from``, ``valid_to``,
+    ``sources``): checked before it runs, so a misspelt name is refused even when the part
+    holds no record to read it on."""
     expr = check(where, [*names, "r"]).body
     rebinds = any(
         isinstance(n, ast.Name) and n.id == "r" and not isinstance(n.ctx, ast.Load)
@@ -197,11 +198,7 @@ def where_query(part: str, where: str, names: Collection[str], fields: Collectio
             and node.attr not in known
             and not hasattr(Record, node.attr)
         ):
-            close = difflib.get_close_matches(node.attr, known, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise QueryError(
-                f"{part} has no field {node.attr!r}.{hint} Its fields: {', '.join(known)}"
-            )
+            raise UnknownField(part, node.attr, known)
     query = ast.parse("[r.key for r in user.all(T) if x]", mode="eval")
     comp = query.body
     assert isinstance(comp, ast.ListComp)  # the template above

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from uac_kernel._display import printable
+from collections.abc import Collection
+
+from uac_kernel._display import did_you_mean, printable, shorten
 
 __all__ = [
     "CheckpointNotFound",
@@ -31,6 +33,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "UacError",
+    "UnknownField",
     "UnknownUser",
 ]
 
@@ -115,6 +118,38 @@ class EditConflict(UacError):
 
 class QueryError(UacError):
     """A SQL query or a query over the state failed."""
+
+
+class UnknownField(QueryError, AttributeError):
+    """A record was asked for a field its type has never had: a misspelt name, most often.
+
+    Also an ``AttributeError``, so ``getattr(rec, name, default)`` and ``hasattr`` still answer.
+    ``known`` are the type's names (one or more collections, joined): the message suggests the
+    closest. It is written only when read, so a ``getattr`` with a default that misses costs no
+    search of a type's fields (2,000 fields: ~1 ms a miss).
+    """
+
+    def __init__(self, type_name: str, field: str, *known: Collection[str]):
+        super().__init__(type_name, field, name=field)
+        self.known = known
+
+    def names(self) -> list[str]:
+        """The type's names, each once, in order."""
+        return list(dict.fromkeys(n for group in self.known for n in group))
+
+    def __reduce__(self) -> tuple[type[UnknownField], tuple[str, str, list[str]]]:
+        # ``known`` may be a live view of a type's fields, which cannot be pickled: its names are.
+        return type(self), (*self.args, self.names())
+
+    def __str__(self) -> str:
+        type_name, field = self.args
+        names = self.names()
+        hint = did_you_mean(field, names)
+        if not hint and names:
+            hint = f" Its fields: {shorten(', '.join(names), 300)}."
+        # The name is as an expression (or a model) wrote it: escaped, it cannot reach a
+        # terminal as control characters.
+        return f"{type_name} has no field {printable(repr(field))}.{hint}"
 
 
 class RuleError(UacError):

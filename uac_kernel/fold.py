@@ -110,11 +110,22 @@ class TypeState:
     @classmethod
     def of(cls, name: str, fields: dict[str, str]) -> TypeState:
         """The empty state of a type with the given ``{field: ftype}``."""
-        ts = cls(name, record_class(name, fields))
-        for f, t in fields.items():
-            ts.add_field(f, t)
-        ts.stale = False
+        ts = cls(name, Record)
+        ts.define(fields)
         return ts
+
+    def define(self, fields: dict[str, str]) -> None:
+        """Give a type that has no records yet its fields, and build its class of them."""
+        for f, t in fields.items():
+            self.add_field(f, t)
+        self.cls = self.new_class(fields)
+        self.stale = False
+
+    def new_class(self, fields: dict[str, str]) -> type[Record]:
+        """The record class of ``fields``. Its records know every field the type gains later
+        (``blank`` grows with the schema), so a record read before such a field came reads it
+        as unset, not as a name the type never had."""
+        return record_class(self.name, fields, known=self.blank.keys())
 
     def add_field(self, name: str, ftype: str) -> None:
         """A new field, unset in every record; the class follows at the next ``settle``."""
@@ -131,7 +142,7 @@ class TypeState:
         """
         if not self.stale:
             return
-        cls = self.cls = record_class(self.name, fields)
+        cls = self.cls = self.new_class(fields)
         self.builds += 1
         self.stale = False
         # Unset fields are not rendered, so no block of code becomes dirty.

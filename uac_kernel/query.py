@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from uac_kernel._display import printable
-from uac_kernel.errors import QueryError
+from uac_kernel.errors import QueryError, UnknownField
 from uac_kernel.fold import State
 from uac_kernel.names import class_name
 from uac_kernel.records import Record
@@ -105,12 +105,12 @@ class UserView:
         return records
 
     def _orderable(self, name: str, field: str) -> str:
-        ftype = self._state.schema.types.get(name, {}).get(field)
+        fields = self._state.schema.types.get(name, {})
+        ftype = fields.get(field)
         if ftype is None:
-            known = ", ".join(self._state.schema.types.get(name, {})) or "none"
-            # The name is as the expression (or a model) wrote it: escaped, it cannot reach a
-            # terminal as control characters.
-            raise QueryError(f"{printable(name)} has no field {field!r} (its fields: {known})")
+            # The type name is as the expression (or a model) wrote it: escaped, it cannot
+            # reach a terminal as control characters.
+            raise UnknownField(printable(name), field, list(fields))
         if ftype in ("date", "datetime"):
             return "time"
         if ftype in ("int", "float"):

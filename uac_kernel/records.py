@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from uac_kernel.errors import UnknownField
 from uac_kernel.names import field_identifier
-from uac_kernel.schema import check_field_name
 
 __all__ = ["Record", "field_values", "new_record", "python_type", "record_class"]
 
@@ -52,12 +53,18 @@ class Record(BaseModel):
             cls.model_rebuild(force=True)
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached when normal lookup fails: a name that could be a field is an unset one.
-        if (written := _written_names(type(self)).get(name)) is not None:
-            return self.__dict__.get(written)  # `r.from_` for the field `from`
-        if check_field_name(name) is None:
-            return None
-        return super().__getattr__(name)  # type: ignore[misc]
+        # Only reached when normal lookup fails. Private, dunder and ``model_`` names belong to
+        # pydantic and Python's protocols: pydantic's own lookup answers them.
+        if name.startswith(("_", "model_")):
+            return super().__getattr__(name)  # type: ignore[misc]
+        cls = type(self)
+        known = cls.__dict__.get("__uac_known__", ())
+        if name in cls.model_fields or name in known or _identifies(name, known):
+            return None  # a field of the type that this record never set
+        # A name the type never had reads as an error, never as None: a misspelt field that
+        # read None made a believable wrong answer (``sum(...)`` of nothing, a filter that
+        # drops every record).
+        raise UnknownField(cls.__name__, name, known, _own_fields(cls), Record.model_fields)
 
 
 _SCALAR_TYPES: dict[str, type] = {
@@ -77,11 +84,32 @@ def python_type(ftype: str) -> Any:
     return _SCALAR_TYPES[ftype]
 
 
-def record_class(name: str, fields: dict[str, str]) -> type[Record]:
-    """A pydantic class for record type ``name`` with the given ``{field: ftype}``, all optional."""
+def record_class(name: str, fields: dict[str, str], known: Collection[str] = ()) -> type[Record]:
+    """A pydantic class for record type ``name`` with the given ``{field: ftype}``, all optional.
+
+    ``known`` holds every field the type has, and may grow after the class is built (the fold
+    gives a type new fields before it builds the type's next class): its records read a field
+    added there as unset (None), not as a name the type never had.
+    """
     spec: dict[str, Any] = {f: (python_type(t) | None, None) for f, t in fields.items()}
     cls: type[Record] = create_model(name, __base__=Record, __module__="uac.user", **spec)
+    type.__setattr__(cls, "__uac_known__", known)
+    _add_identifiers(cls, fields)
     return cls
+
+
+def _add_identifiers(cls: type[Record], fields: Iterable[str]) -> None:
+    """Each field whose name is not an identifier also reads as the identifier code writes it
+    as (names.field_identifier): ``r.from_`` is ``getattr(r, "from")``, ``r.drug_name`` is
+    ``getattr(r, "drug name")``."""
+    for name in fields:
+        if (ident := field_identifier(name)) != name:
+            type.__setattr__(cls, ident, property(lambda rec, n=name: rec.__dict__.get(n)))
+
+
+def _identifies(name: str, known: Iterable[str]) -> bool:
+    """Whether ``name`` is the identifier of a field in ``known`` (one added after the class)."""
+    return any(field_identifier(f) == name for f in known)
 
 
 # Per class, once: codegen asks for every record it renders, the fold for every record it makes.
@@ -95,16 +123,6 @@ def _own_fields(cls: type[Record]) -> tuple[str, ...]:
         own = tuple(n for n in cls.model_fields if n not in Record.model_fields)
         type.__setattr__(cls, "__uac_own_fields__", own)
     return own
-
-
-def _written_names(cls: type[Record]) -> dict[str, str]:
-    """The fields whose name is not an identifier, by the identifier code writes them as
-    (names.field_identifier: ``from_`` → ``from``); kept on the class, as ``_own_fields``."""
-    names = cls.__dict__.get("__uac_written_names__")
-    if names is None:
-        names = {i: n for n in _own_fields(cls) if (i := field_identifier(n)) != n}
-        type.__setattr__(cls, "__uac_written_names__", names)
-    return names
 
 
 _set = object.__setattr__

@@ -37,7 +37,7 @@ import orjson
 
 from uac_kernel.errors import SnapshotIgnored, StoreError
 from uac_kernel.fold import ConstraintVersion, FieldIndex, State, TypeState, moved, order_value
-from uac_kernel.records import Record, new_record, record_class
+from uac_kernel.records import Record, new_record
 from uac_kernel.rules.engine import Alert, Rule
 from uac_kernel.schema import Schema
 from uac_kernel.sqlview import sql_type
@@ -268,10 +268,8 @@ class SnapTypeState(TypeState):
         cls, name: str, fields: dict[str, str], src: _Source, mark: TypeMark, builds: int
     ) -> SnapTypeState:
         ts = cls.__new__(cls)
-        TypeState.__init__(ts, name, record_class(name, fields), builds=builds)
-        for f, t in fields.items():
-            ts.add_field(f, t)
-        ts.stale = False
+        TypeState.__init__(ts, name, Record, builds=builds)
+        ts.define(fields)
         ts._src, ts._loaded, ts._by_key = src, set(), 0
         ts._seen, ts._ops, ts._pos = {}, [], {}
         ts._hist_base, ts._hist_new = mark.history, []
@@ -336,7 +334,7 @@ class SnapTypeState(TypeState):
         if {"current", "history"} <= self._loaded:
             super().settle(fields)
             return
-        cls = self.cls = record_class(self.name, fields)
+        cls = self.cls = self.new_class(fields)
         self.builds += 1
         self.stale = False
         if "current" in self._loaded:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequenc
 from typing import Any, cast
 
 from uac_kernel.fold import FieldIndex, State, TypeState, moved
-from uac_kernel.records import Record, record_class
+from uac_kernel.records import Record
 
 __all__ = ["Trial"]
 
@@ -278,7 +278,7 @@ class _TrialType(TypeState):
         # The base's records move onto the new class as they are read: see the module doc.
         if not self.stale:
             return
-        cls = self.cls = record_class(self.name, fields)
+        cls = self.cls = self.new_class(fields)
         self.builds += 1
         self.stale = False
         self.layer.move_to(cls)

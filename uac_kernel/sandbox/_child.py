@@ -79,7 +79,11 @@ def _one_line(exc: BaseException) -> str:
         message = str(exc)
     except Exception:
         message = ""
-    text = " ".join(f"{type(exc).__name__}: {message}".split()) if message else type(exc).__name__
+    # uac's own errors (a field a record's type never had) are already written for the user:
+    # they read the same inside the sandbox as out. Python's errors say what kind they are.
+    if message and not isinstance(exc, UacError):
+        message = f"{type(exc).__name__}: {message}"
+    text = " ".join((message or type(exc).__name__).split())
     return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 3] + "..."
 
 
