@@ -15,7 +15,7 @@ import functools
 import keyword
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = [
     "NAME_CHARS",
@@ -153,26 +153,32 @@ def class_name(name: str) -> str:
 
 def field_clash(type_name: str, fields: Iterable[str], name: str) -> str | None:
     """Why field ``name`` cannot join the type's ``fields``: one of them differs from it only in
-    case or style, so SQL or generated code would take the two for one."""
-    key, ident = style_key(name), field_identifier(name)
-    for other in fields:
-        if other != name and (style_key(other) == key or field_identifier(other) == ident):
-            return (
-                f"field {name!r} of {type_name} differs from its field {other!r} only in case or "
-                f"style, which SQL and code cannot tell apart; use {other!r} or another name"
-            )
-    return None
+    case or style, so SQL (case-blind) or generated code would take the two for one."""
+    if (other := _twin(fields, name, field_identifier)) is None:
+        return None
+    return (
+        f"field {name!r} of {type_name} differs from its field {other!r} only in case or style, "
+        f"which SQL and code cannot tell apart; use {other!r} or another name"
+    )
 
 
 def type_clash(types: Iterable[str], name: str) -> str | None:
-    """Why type ``name`` cannot join ``types``: one of them has the same class name."""
-    mine = class_name(name)
-    for other in types:
-        if other != name and class_name(other) == mine:
-            return (
-                f"type {name!r} differs from the existing type {other!r} only in case or style "
-                f"(both are the class {mine}); use {other!r} or another name"
-            )
+    """Why type ``name`` cannot join ``types``: one of them differs from it only in case or
+    style (``flight_leg`` and ``FlightLeg``: one class; ``ＴＲＩＰ`` and ``Trip``: one name)."""
+    if (other := _twin(types, name, class_name)) is None:
+        return None
+    return (
+        f"type {name!r} differs from the existing type {other!r} only in case or style, which "
+        f"SQL and code cannot tell apart; use {other!r} or another name"
+    )
+
+
+def _twin(names: Iterable[str], name: str, ident: Callable[[str], str]) -> str | None:
+    """The first of ``names`` that is ``name`` in other case or style, or the same identifier."""
+    key, mine = style_key(name), ident(name)
+    for other in names:
+        if other != name and (style_key(other) == key or ident(other) == mine):
+            return other
     return None
 
 

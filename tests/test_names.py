@@ -1,0 +1,226 @@
+"""Any type or field name in: kept as written in the log, state, SQL and reports; written as an
+identifier (with the name kept beside it) in code; a case/style twin is one clash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_checkpoint_import import import_here
+from test_cli import one_line_error, uac
+
+from uac_kernel.codegen import parse_module
+from uac_kernel.errors import CodeError, EventError
+from uac_kernel.names import class_name, field_identifier, style_key
+from uac_kernel.workbench import Workbench
+
+HOSTILE = 'q"uote\'s \\ x """'
+FIELDS: dict[str, Any] = {
+    "drugName": "ibuprofen",
+    "from": "2025-01-01",
+    "class": "nsaid",
+    "dose mg": 200,
+    "list": "x",
+    "café": "oui",
+    "1st": True,
+    "Dosis-Größe": "klein",
+    HOSTILE: "hostile",
+}
+
+
+def fact(type_: str, key: str, ts: str = "2025-01-02", op: str = "add", **fields: Any) -> dict:
+    return {"kind": "fact", "ts": ts, "op": op, "type": type_, "key": key, "fields": fields}
+
+
+@pytest.mark.parametrize(
+    ("written", "ident"),
+    [
+        ("drugName", "drugName"),
+        ("from", "from_"),
+        ("class", "class_"),
+        ("dose mg", "dose_mg"),
+        ("Dosis-Größe", "Dosis_Größe"),
+        ("1st", "f_1st"),
+        ("list", "list"),
+        ("ﬁle", "file"),  # Python reads the ligature in source as 'file'
+        (HOSTILE, "q_uote_s_x"),
+    ],
+)
+def test_a_field_name_becomes_a_valid_identifier(written: str, ident: str) -> None:
+    assert field_identifier(written) == ident and ident.isidentifier()
+
+
+@pytest.mark.parametrize(
+    ("written", "cls"),
+    [("Trip", "Trip"), ("medication", "Medication"), ("flight_leg", "FlightLeg"), ("bank account", "BankAccount"), ("2fa", "T2fa")],
+)  # fmt: skip
+def test_a_type_name_becomes_a_class_name(written: str, cls: str) -> None:
+    assert class_name(written) == cls
+
+
+def test_names_differing_in_case_or_style_have_one_key() -> None:
+    keys = {style_key(n) for n in ("drugName", "drug_name", "DrugName", "drug-name", "DRUG NAME")}
+    assert keys == {"drug_name"}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    lines = [
+        fact("medication", "m1", "2025-01-01", **FIELDS),
+        fact("flight_leg", "f1", **{"with": "Ana", "from": "LHR", "to": "JFK"}),
+        fact("medication", "m1", "2025-01-03", "update", drugName="naproxen"),
+    ]
+    path = tmp_path / "names.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
+    done = uac("ingest", str(path), "--user", "ana", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return tmp_path
+
+
+def test_names_are_kept_as_written_in_the_log_and_the_sql_view(store: Path) -> None:
+    log = uac("log", cwd=store)
+    assert log.returncode == 0 and '"dose mg": 200' in log.stdout and '"from"' in log.stdout
+    sql = uac("sql", "SELECT * FROM medication", cwd=store)
+    assert sql.returncode == 0, sql.stderr
+    assert sql.stdout.splitlines()[0].split("\t")[1:10] == list(FIELDS)
+    quoted = uac("sql", 'SELECT "from", "dose mg" FROM medication WHERE "dose mg" > 100', cwd=store)
+    assert quoted.stdout.splitlines() == ["from\tdose mg", "2025-01-01\t200"], quoted.stderr
+
+
+def test_eval_reads_a_field_by_its_identifier_or_as_written(store: Path) -> None:
+    query = (
+        "[(m.from_, m.drugName, m.dose_mg, m.fields()['dose mg'], m.class_, m.f_1st) "
+        "for m in user.all(Medication)] + [f.with_ for f in user.all('flight_leg')]"
+    )
+    done = uac("eval", query, cwd=store)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["2025-01-01", "naproxen", 200, 200, "nsaid", True], "Ana"]
+
+
+def test_the_module_imports_in_a_clean_interpreter_with_the_names_as_written(store: Path) -> None:
+    assert uac("checkpoint", cwd=store).returncode == 0
+    out = store / "ana_model.py"
+    assert uac("code", "--out", str(out), cwd=store).returncode == 0
+    code = out.read_text(encoding="utf-8")
+    assert "class Medication(Record):" in code and "from_: Annotated[date | None" in code
+    assert "title='flight_leg'" in code
+    # imported with no path to the store: the records by name as written equal the state's
+    script = (
+        "import importlib.util, json, sys\n"
+        "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "print(json.dumps({c.model_config.get('title', c.__name__): "
+        "[r.model_dump(mode='json', by_alias=True) for r in rs] for c, rs in m.records.items()}))\n"
+    )
+    ran = uac("eval", "1", cwd=store)  # the store is still readable after the export
+    assert ran.returncode == 0
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", script, str(out)],
+        capture_output=True,
+        text=True,
+        cwd=store,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout)
+    with Workbench(store / "uac.duckdb", user="ana") as wb:
+        truth = {
+            t: [r.model_dump(mode="json") for r in ts.current.values()]
+            for t, ts in wb.state.types.items()
+        }
+        read_back = parse_module(code)
+    assert imported == truth
+    assert {
+        t: [r.model_dump(mode="json") for r in ts.current.values()]
+        for t, ts in read_back.types.items()
+    } == truth
+
+
+def test_a_case_or_style_twin_is_one_clash_in_one_line(store: Path) -> None:
+    path = store / "twin.jsonl"
+    path.write_text(json.dumps(fact("medication", "m2", drug_name="x")) + "\n", encoding="utf-8")
+    err = one_line_error(uac("ingest", str(path), cwd=store))
+    assert "'drug_name'" in err and "'drugName'" in err and "twin.jsonl:1:" in err
+    path.write_text(json.dumps(fact("FlightLeg", "f2", to="x")) + "\n", encoding="utf-8")
+    err = one_line_error(uac("ingest", str(path), cwd=store))
+    assert "'FlightLeg'" in err and "'flight_leg'" in err
+    # within one event too
+    path.write_text(json.dumps(fact("Call", "c", **{"from": "a", "from_": "b"})) + "\n")
+    err = one_line_error(uac("ingest", str(path), cwd=store))
+    assert "'from_'" in err and "'from'" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("a\nb", "control character or line break"),
+        ("tab\there", "control character"),
+        ("", "is empty"),
+        ("x" * 65, "at most 64"),
+        ("_private", "reserved"),
+        ("model_dump", "reserved"),
+        ("Key", "reserved"),
+        ("validFrom", "reserved"),
+    ],
+)
+def test_only_what_cannot_be_stored_or_breaks_uac_is_refused(
+    tmp_path: Path, name: str, says: str
+) -> None:
+    with Workbench(tmp_path / "u.duckdb", user="u") as wb:
+        with pytest.raises(EventError) as err:
+            wb.ingest([fact("Note", "n", text="ok"), fact("Note", "m", **{name: 1})])
+        message = str(err.value)
+        assert says in message and message.startswith("<events>:2: ") and "\n" not in message
+        assert wb.state.types == {}  # the whole batch was refused, nothing half-written
+
+
+def test_a_hostile_name_stays_data_in_the_module(tmp_path: Path) -> None:
+    names = ['x""" + __import__("os").system("touch CANARY") + """', "a\\", "');--", "ü" * 64]
+    with Workbench(tmp_path / "u.duckdb", user="u") as wb:
+        wb.ingest([fact("Note", "n", **{n: i for i, n in enumerate(names)})])
+        code = wb.checkpoint().code
+        back = parse_module(code)
+        assert list(back.schema.types["Note"]) == names
+        assert wb.sql("SELECT * FROM Note").columns[1:5] == names
+    module = import_here(code, tmp_path)
+    assert not (tmp_path / "CANARY").exists()
+    (rec,) = module.records[module.Note]
+    assert rec.model_dump(by_alias=True)[names[0]] == 0
+
+
+def test_an_edit_of_the_rendered_code_round_trips_to_the_names_as_written(
+    tmp_path: Path,
+) -> None:
+    with Workbench(tmp_path / "u.duckdb", user="u") as wb:
+        wb.ingest([fact("medication", "m1", **{"from": "2025-01-01", "drugName": "ibu"})])
+        wb.checkpoint()
+        cell = wb.cell("medication")
+        assert cell.startswith("class Medication(Record):") and "from_=date(2025, 1, 1)" in cell
+        edited = cell.replace("from_=date(2025, 1, 1)", "from_=date(2025, 2, 1), dose_mg=5")
+        plan, _ = wb.apply_edit(edited, version=1, part="medication")
+        assert plan.updated == ["m1"]
+        (ev,) = wb.log(kinds=["fact"])[-1:]
+        assert ev.payload["fields"] == {"from": "2025-02-01", "dose_mg": 5}
+        twin = cell.replace("drugName='ibu'", "drugName='ibu', drug_name='x'")
+        with pytest.raises(CodeError, match="'drug_name' of medication differs from its field 'drugName'"):
+            wb.apply_edit(twin, version=1, part="medication")
+
+
+def test_forget_and_a_fleet_round_trip_keep_the_names(store: Path) -> None:
+    assert uac("export", "uac.duckdb", "fleet", cwd=store).returncode == 0
+    fleet = uac("fleet", "sql", "fleet", 'SELECT "dose mg", "from" FROM medication', cwd=store)
+    assert fleet.returncode == 0, fleet.stderr
+    assert fleet.stdout.splitlines() == ["dose mg\tfrom", "200\t2025-01-01"]
+    assert uac("import", "fleet", "b.duckdb", cwd=store).returncode == 0
+    back = uac("--db", "b.duckdb", "sql", 'SELECT "Dosis-Größe" FROM medication', cwd=store)
+    assert back.stdout.splitlines() == ["Dosis-Größe", "klein"]
+    gone = uac("forget", "--record", "flight_leg", "f1", cwd=store)
+    assert gone.returncode == 0, gone.stderr
+    count = uac("sql", "SELECT count(*) FROM flight_leg", cwd=store)
+    assert count.stdout.splitlines()[-1] == "0"
+    assert uac("verify", cwd=store).returncode == 0
