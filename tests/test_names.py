@@ -164,6 +164,7 @@ def test_a_case_or_style_twin_is_one_clash_in_one_line(store: Path) -> None:
         ("x" * 65, "at most 64"),
         ("_private", "reserved"),
         ("model_dump", "reserved"),
+        ("model dump", "reserved"),
         ("Key", "reserved"),
         ("validFrom", "reserved"),
     ],

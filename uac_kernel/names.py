@@ -82,7 +82,8 @@ def name_problem(what: str, name: object) -> str | None:
         if class_name(name) in RESERVED_TYPES:
             return f"type name {name!r} is reserved (class {class_name(name)}); choose another name"
         return None
-    if name.startswith("_") or name.startswith("model_"):
+    # the identifier too: `model dump` is written model_dump in code
+    if name.startswith("_") or field_identifier(name).startswith("model_"):
         return (
             f"field name {name!r} is reserved: names starting with '_' or 'model_' belong to "
             "uac and pydantic; choose another name"
