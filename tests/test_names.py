@@ -207,8 +207,12 @@ def test_an_edit_of_the_rendered_code_round_trips_to_the_names_as_written(
         assert plan.updated == ["m1"]
         (ev,) = wb.log(kinds=["fact"])[-1:]
         assert ev.payload["fields"] == {"from": "2025-02-01", "dose_mg": 5}
+        picked = wb.cell("medication", where="r.from_ == date(2025, 1, 1)")
+        assert "key='m1'" in picked
         twin = cell.replace("drugName='ibu'", "drugName='ibu', drug_name='x'")
-        with pytest.raises(CodeError, match="'drug_name' of medication differs from its field 'drugName'"):
+        with pytest.raises(
+            CodeError, match="'drug_name' of medication differs from its field 'drugName'"
+        ):
             wb.apply_edit(twin, version=1, part="medication")
 
 

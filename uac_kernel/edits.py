@@ -188,7 +188,9 @@ def where_query(part: str, where: str, names: Collection[str], fields: Collectio
         isinstance(n, ast.Name) and n.id == "r" and not isinstance(n.ctx, ast.Load)
         for n in ast.walk(expr)
     ) or any(isinstance(n, ast.arg) and n.arg == "r" for n in ast.walk(expr))
-    known = [*fields, *Record.model_fields]
+    # a field as code writes it (`r.from_`, names.field_identifier) is one of them too
+    idents = [i for f in fields if (i := field_identifier(f)) != f]
+    known = [*fields, *idents, *Record.model_fields]
     for node in ast.walk(expr):
         if (
             not rebinds
