@@ -175,8 +175,8 @@ def build_type(
 ) -> list[tuple[str, str]]:
     """Create ``table`` (a quoted, maybe qualified name) from the loaded facts of type ``name``:
     its history, the user column ``user_column`` first, the current records last (``valid_to``
-    NULL); a field's column is named ``columns[field]`` (default: the field's name,
-    lower_snake_case and so safe in quotes). Return its field columns (field, SQL type)."""
+    NULL); a field's column is named ``columns[field]`` (default: the field's name as
+    written, quoted by names.quote_ident). Return its field columns (field, SQL type)."""
     ints = _int_columns(cur, name, fields)
     named = columns or {}
     field_columns = [
