@@ -28,6 +28,7 @@ from uac_kernel.constraints.spec import constraint_json
 from uac_kernel.demo import demo_events
 from uac_kernel.errors import RuleError
 from uac_kernel.fold import State
+from uac_kernel.names import class_name, field_identifier, style_key
 from uac_kernel.schema import check_field_name, check_type_name
 from uac_kernel.workbench import Workbench
 
@@ -48,6 +49,10 @@ SHADOWING_FIELDS += ["case", "records", "history", "user_id", "seq", "clock", "r
 # `Trip_history` beside `Trip` is refused at ingest (SQL would confuse them): `Stay_history` ends
 # in `_history` alone.
 TRICKY_TYPES = ["USER", "SEQ", "CLOCK", "RULES", "Trip", "Trip_records", "Stay_history", "Date"]
+# Names in other styles: keywords, camelCase, spaces, hyphens, letters beyond ASCII, quotes.
+STYLED_TYPES = ["medication", "flight_leg", "bank account", "straße", "class", "2fa", "ＴＲＩＰ"]
+STYLED_FIELDS = ["from", "class", "with", "drugName", "dose mg", "Dosis-Größe", "1st", "ﬁle"]
+STYLED_FIELDS += ['q"uo\'te \\ """', "x__y", "café", "None", "id"]
 
 
 def described_state(state: State, rules: list[str]) -> dict[str, Any]:
@@ -62,8 +67,8 @@ def described_state(state: State, rules: list[str]) -> dict[str, Any]:
         ]
         types[name] = {
             "fields": dict(fields),
-            "records": [_record(r, fields) for r in ordered],
-            "history": [_record(r, fields) for r in ts.history],
+            "records": [_record(r, {f: f for f in fields}) for r in ordered],
+            "history": [_record(r, {f: f for f in fields}) for r in ts.history],
         }
     when = state.now.isoformat() if state.now else None
     # constraints in force are data in the module (a compiled constraint's rule is not listed)
@@ -78,9 +83,11 @@ def described_state(state: State, rules: list[str]) -> dict[str, Any]:
     }
 
 
-def _record(rec: Any, fields: dict[str, str]) -> list[str]:
+def _record(rec: Any, attrs: dict[str, str]) -> list[str]:
+    """A record as text; ``attrs`` maps each field's name as written to the attribute that
+    holds it (the name itself on the state's records)."""
     # repr tells 1 from 1.0 and True, a date from a datetime and from a string
-    own = [f"{f}={getattr(rec, f)!r}" for f in fields]
+    own = [f"{w}={getattr(rec, a)!r}" for w, a in attrs.items()]
     meta = [rec.key, rec.valid_from, rec.valid_to, tuple(rec.sources), rec.retracted]
     return [repr(v) for v in meta] + own
 
@@ -91,9 +98,9 @@ import importlib.util, json, sys, warnings
 warnings.simplefilter("ignore")  # fields named like deprecated pydantic methods warn
 from uac import Record
 
-def rec(r, fields):
+def rec(r, attrs):
     meta = [r.key, r.valid_from, r.valid_to, tuple(r.sources), r.retracted]
-    return [repr(v) for v in meta] + [f"{f}={getattr(r, f)!r}" for f in fields]
+    return [repr(v) for v in meta] + [f"{w}={getattr(r, a)!r}" for w, a in attrs.items()]
 
 def annotation(f):
     a = f.annotation.__args__[0]
@@ -108,10 +115,13 @@ for i, path in enumerate(sys.argv[1:]):
     for cls, recs in mod.records.items():
         assert getattr(mod, cls.__name__) is cls, cls
         assert all(type(r) is cls for r in recs + mod.history[cls]), cls
-        fields = {n: annotation(f) for n, f in cls.model_fields.items()
-                  if n not in Record.model_fields}
-        types[cls.__name__] = {"fields": fields, "records": [rec(r, fields) for r in recs],
-                               "history": [rec(r, fields) for r in mod.history[cls]]}
+        own = {n: f for n, f in cls.model_fields.items() if n not in Record.model_fields}
+        # by name as written: a field's alias, a class's title
+        attrs = {f.alias or n: n for n, f in own.items()}
+        fields = {f.alias or n: annotation(f) for n, f in own.items()}
+        types[cls.model_config.get("title") or cls.__name__] = {
+            "fields": fields, "records": [rec(r, attrs) for r in recs],
+            "history": [rec(r, attrs) for r in mod.history[cls]]}
     clock = mod.clock.isoformat() if mod.clock else None
     out.append({"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types,
                 "rules": sorted(r.name for r in mod.rules),
@@ -161,15 +171,12 @@ def describe_module_here(mod: ModuleType) -> dict[str, Any]:
     types = {}
     for cls, recs in mod.records.items():
         assert getattr(mod, cls.__name__) is cls
-        fields = {
-            n: _annotation(f.annotation)
-            for n, f in cls.model_fields.items()
-            if n not in uac.Record.model_fields
-        }
-        types[cls.__name__] = {
-            "fields": fields,
-            "records": [_record(r, fields) for r in recs],
-            "history": [_record(r, fields) for r in mod.history[cls]],
+        own = {n: f for n, f in cls.model_fields.items() if n not in uac.Record.model_fields}
+        attrs = {f.alias or n: n for n, f in own.items()}  # by name as written
+        types[cls.model_config.get("title") or cls.__name__] = {
+            "fields": {f.alias or n: _annotation(f.annotation) for n, f in own.items()},
+            "records": [_record(r, attrs) for r in recs],
+            "history": [_record(r, attrs) for r in mod.history[cls]],
         }
     clock = mod.clock.isoformat() if mod.clock else None
     rules = sorted(r.name for r in mod.rules)
@@ -197,11 +204,17 @@ def rule_names(wb: Workbench) -> list[str]:
 # -- generated schemas and records ----------------------------------------------------------------
 
 # Only names ingest accepts: the validators are the contract.
+# Any name ingest accepts, in any style (names.py): those that are no identifier are written as
+# one in the module and kept as written beside it.
 type_names = st.one_of(
-    st.sampled_from(TRICKY_TYPES), st.from_regex(r"[A-Z][A-Za-z0-9_]{0,10}", fullmatch=True)
-).filter(lambda n: check_type_name(n) is None)
+    st.sampled_from(TRICKY_TYPES + STYLED_TYPES),
+    st.from_regex(r"[A-Z][A-Za-z0-9_]{0,10}", fullmatch=True),
+    st.text(max_size=10),
+).filter(lambda n: check_type_name(n) is None and not n.casefold().endswith("_history"))
 field_names = st.one_of(
-    st.sampled_from(SHADOWING_FIELDS), st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
+    st.sampled_from(SHADOWING_FIELDS + STYLED_FIELDS),
+    st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True),
+    st.text(max_size=10),
 ).filter(lambda n: check_field_name(n) is None)
 texts = st.one_of(st.sampled_from(HOSTILE), st.text(st.characters(exclude_categories=("Cs",))))
 FIELD_VALUES = {
@@ -220,15 +233,14 @@ FIELD_VALUES = {
 def histories(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     """A user id and a history of adds, updates and retracts over a generated schema."""
     user = draw(texts.filter(lambda t: t.strip() != ""))
-    names = draw(st.lists(type_names, min_size=1, max_size=3, unique=True))
-    schema = {
-        n: draw(
-            st.dictionaries(
-                field_names, st.sampled_from(sorted(FIELD_VALUES)), min_size=1, max_size=4
-            )
+    # no two names one type's twins in case or style (refused at ingest: names.field_clash)
+    names = draw(st.lists(type_names, min_size=1, max_size=3, unique_by=(class_name, style_key)))
+    schema = {}
+    for n in names:
+        fnames = draw(
+            st.lists(field_names, min_size=1, max_size=4, unique_by=(field_identifier, style_key))
         )
-        for n in names
-    }
+        schema[n] = {f: draw(st.sampled_from(sorted(FIELD_VALUES))) for f in fnames}
     events: list[dict[str, Any]] = []
     live: dict[str, set[str]] = {n: set() for n in names}
     clock = datetime(2025, 1, 1)

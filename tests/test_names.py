@@ -4,12 +4,15 @@ identifier (with the name kept beside it) in code; a case/style twin is one clas
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_checkpoint_import import import_here
 from test_cli import one_line_error, uac
+from test_magics import edit_cell, run, run_out, usage_error
+from test_magics import ip as _ip
 
 from uac_kernel.codegen import parse_module
 from uac_kernel.errors import CodeError, EventError
@@ -229,3 +232,28 @@ def test_forget_and_a_fleet_round_trip_keep_the_names(store: Path) -> None:
     count = uac("sql", "SELECT count(*) FROM flight_leg", cwd=store)
     assert count.stdout.splitlines()[-1] == "0"
     assert uac("verify", cwd=store).returncode == 0
+
+
+ip = _ip  # the shell with %load_ext uac and a store in tmp_path, as test_magics has it
+
+
+def test_a_notebook_edit_round_trips_to_the_names_as_written(ip: Any, tmp_path: Path) -> None:
+    rows = [fact("medication", "m1", **{"from": "2025-01-01", "drugName": "ibu", "dose mg": 5})]
+    (tmp_path / "names.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run(ip, "%uac open")
+    run(ip, "%uac ingest names.jsonl")
+    run(ip, "%uac checkpoint")
+    text = edit_cell(ip, "%uac edit medication")
+    assert text.startswith("%%uac cell --version 1 --part medication\nclass Medication(Record):")
+    assert "dose_mg: Annotated[int | None, Field(alias='dose mg')]" in text
+    edited = text.replace("from_=date(2025, 1, 1)", "from_=date(2025, 2, 1)")
+    assert "medication, edited from checkpoint 1: changed m1" in run_out(ip, edited)
+    wb = ip.user_ns["wb"]
+    (ev,) = wb.log(kinds=["fact"])[-1:]
+    assert ev.payload["type"] == "medication" and ev.payload["fields"] == {"from": "2025-02-01"}
+    query = "%uac eval [(m.from_, m.dose_mg, m.fields()['dose mg']) for m in user.all(Medication)]"
+    assert run(ip, query) == [[date(2025, 2, 1), 5, 5]]
+    assert getattr(wb.state.get("medication", "m1"), "from") == date(2025, 2, 1)
+    twin = edited.replace("drugName='ibu'", "drugName='ibu', drug_name='x'")
+    message = usage_error(ip, twin)
+    assert "'drug_name' of medication differs from its field 'drugName'" in message

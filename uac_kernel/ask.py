@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused
 from uac_kernel.fold import State
+from uac_kernel.names import class_name, field_identifier
 from uac_kernel.query import UserView, namespace
 from uac_kernel.records import Record
 from uac_kernel.sandbox import evaluate_traced
@@ -109,7 +110,8 @@ def schema_summary(state: State) -> str:
     types = sorted(state.types.values(), key=lambda ts: (-len(ts.current), ts.name))[:MAX_TYPES]
     for ts in types:
         versions = len(ts.current) + len(ts.history)
-        lines.append(f"{ts.name} ({len(ts.current)} current, {versions} versions):")
+        cls = "" if class_name(ts.name) == ts.name else f"class {class_name(ts.name)}, "
+        lines.append(f"{ts.name} ({cls}{len(ts.current)} current, {versions} versions):")
         sample = [r for _, r in zip(range(EXAMPLES), ts.current.values(), strict=False)]
         for fname, ftype in state.schema.types[ts.name].items():
             seen = []
@@ -118,7 +120,9 @@ def schema_summary(state: State) -> str:
                 if v is not None and _example(v) not in seen:
                     seen.append(_example(v))
             examples = f" e.g. {', '.join(seen)}" if seen else ""
-            lines.append(f"  {fname}: {ftype}{examples}")
+            ident = field_identifier(fname)
+            shown = fname if ident == fname else f"{fname} (attribute {ident})"
+            lines.append(f"  {shown}: {ftype}{examples}")
     if len(state.types) > MAX_TYPES:
         lines.append(f"... and {len(state.types) - MAX_TYPES} more types with fewer records")
     return "\n".join(lines) or "(no typed records yet)"
