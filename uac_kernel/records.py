@@ -59,7 +59,7 @@ class Record(BaseModel):
             return super().__getattr__(name)  # type: ignore[misc]
         cls = type(self)
         known = cls.__dict__.get("__uac_known__", ())
-        if name in cls.model_fields or name in known or _identifies(name, known):
+        if name in cls.model_fields or name in known or _identifies(cls, name, known):
             return None  # a field of the type that this record never set
         # A name the type never had reads as an error, never as None: a misspelt field that
         # read None made a believable wrong answer (``sum(...)`` of nothing, a filter that
@@ -107,8 +107,12 @@ def _add_identifiers(cls: type[Record], fields: Iterable[str]) -> None:
             type.__setattr__(cls, ident, property(lambda rec, n=name: rec.__dict__.get(n)))
 
 
-def _identifies(name: str, known: Iterable[str]) -> bool:
-    """Whether ``name`` is the identifier of a field in ``known`` (one added after the class)."""
+def _identifies(cls: type[Record], name: str, known: Collection[str]) -> bool:
+    """Whether ``name`` is the identifier of a field added to ``known`` after ``cls`` was built.
+    The class's own fields' identifiers are properties, found before ``__getattr__``, so a
+    class with no later field walks nothing (a miss under ``hasattr`` stays cheap)."""
+    if len(known) <= len(_own_fields(cls)):
+        return False
     return any(field_identifier(f) == name for f in known)
 
 
