@@ -117,10 +117,10 @@ BAD = [
         "Trip 'nope' does not exist; add it first",
         "key",
     ),
-    (json.dumps(fact("2025-01-01", "add", "trip", "t", a=1)), "capital letter", "type"),
+    (json.dumps(fact("2025-01-01", "add", "Tr\nip", "t", a=1)), "line-break", "type"),
     (
         json.dumps(fact("2025-01-01", "add", "Trip", "t", **{"__class__": 1})),
-        "lower_snake_case",
+        "reserved",
         "fields.__class__",
     ),
     (

@@ -161,8 +161,10 @@ def test_a_case_or_style_twin_is_one_clash_in_one_line(store: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "says"),
     [
-        ("a\nb", "control character or line break"),
-        ("tab\there", "control character"),
+        ("a\nb", "line-break character"),
+        ("Bi\u202ell", "invisible"),
+        ("x\u200b", "invisible"),
+        ("tab\there", "control"),
         ("", "is empty"),
         ("x" * 65, "at most 64"),
         ("_private", "reserved"),

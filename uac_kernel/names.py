@@ -59,6 +59,7 @@ RESERVED_TYPES = frozenset(
     }
 )
 
+_UNSHOWABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -66,7 +67,7 @@ def name_problem(what: str, name: object) -> str | None:
     """Why ``name`` cannot be stored as a ``what`` ('type' or 'field') name, or None.
 
     Only what cannot be stored or shown on one line is refused: a non-string, an empty or blank
-    name, one over ``NAME_CHARS``, control characters or line breaks.
+    name, one over ``NAME_CHARS``, control, invisible or line-break characters.
     """
     if not isinstance(name, str):
         return f"{what} name must be a string, not {type(name).__name__}"
@@ -76,8 +77,13 @@ def name_problem(what: str, name: object) -> str | None:
         )
     if len(name) > NAME_CHARS:
         return f"{what} name {_cut(name)} has {len(name):,} characters; use at most {NAME_CHARS}"
-    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
-        return f"{what} name {_cut(name)} holds a control character or line break; remove it"
+    # Invisible and direction-changing characters (Cf) too: they make two names look alike, or
+    # reorder the line a report shows; a lone surrogate (Cs) cannot be stored as UTF-8.
+    if any(unicodedata.category(c) in _UNSHOWABLE for c in name):
+        return (
+            f"{what} name {_cut(name)} holds a control, invisible or line-break character; "
+            "remove it"
+        )
     if what == "type":
         if class_name(name) in RESERVED_TYPES:
             return f"type name {name!r} is reserved (class {class_name(name)}); choose another name"

@@ -104,7 +104,14 @@ def _add_identifiers(cls: type[Record], fields: Iterable[str]) -> None:
     ``getattr(r, "drug name")``."""
     for name in fields:
         if (ident := field_identifier(name)) != name:
-            type.__setattr__(cls, ident, property(lambda rec, n=name: rec.__dict__.get(n)))
+            type.__setattr__(cls, ident, _field_property(name))
+
+
+def _field_property(name: str) -> property:
+    def read(rec: Record) -> Any:
+        return rec.__dict__.get(name)
+
+    return property(read)
 
 
 def _identifies(cls: type[Record], name: str, known: Collection[str]) -> bool:
