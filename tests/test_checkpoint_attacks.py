@@ -216,19 +216,16 @@ def test_names_at_the_validators_limits(tmp_path: Path) -> None:
     assert import_clean([tmp_path / "names.py"], tmp_path) == [want]
 
 
+# Only names that cannot be stored or would break uac are refused (README "Names"); names in any
+# other style (`trip`, `1T`, `Tr ip`, `class`, `x-y`) are let in (tests/test_names.py).
 @pytest.mark.parametrize(
     ("type_", "field"),
     [
-        ("trip", "x"),
-        ("_T", "x"),
-        ("1T", "x"),
         ("A" * 65, "x"),
         ("Record", "x"),
         ("Finding", "x"),
-        ("True", "x"),
-        ("None", "x"),
-        ("Tr ip", "x"),
-        ("Trïp", "x"),
+        ("record", "x"),
+        ("", "x"),
         ("T\n", "x"),
         ("T", "Key"),
         ("T", "key"),
@@ -236,13 +233,11 @@ def test_names_at_the_validators_limits(tmp_path: Path) -> None:
         ("T", "sources"),
         ("T", "retracted"),
         ("T", "model_x"),
-        ("T", "class"),
         ("T", "_x"),
-        ("T", "x-y"),
         ("T", "a" * 65),
         ("T", "x\n"),
-        ("T", "ｆ"),
         ("T", "__import__"),
+        ("T", " "),
     ],
 )
 def test_names_ingest_refuses(type_: str, field: str) -> None:

@@ -171,7 +171,8 @@ def test_a_case_or_style_twin_is_one_clash_in_one_line(store: Path) -> None:
         ("model_dump", "reserved"),
         ("model dump", "reserved"),
         ("Key", "reserved"),
-        ("validFrom", "reserved"),
+        ("VALID_FROM", "reserved"),
+        ("valid-from", "reserved"),
     ],
 )
 def test_only_what_cannot_be_stored_or_breaks_uac_is_refused(

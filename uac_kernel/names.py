@@ -34,9 +34,10 @@ __all__ = [
 # names would otherwise fill).
 NAME_CHARS = 64
 
-# The names that would break uac itself (README "Names"), compared by ``style_key`` so that
-# ``Key`` or ``validFrom`` — the same SQL column — is refused too: every record's own
-# attributes and SQL columns, and Record's methods, which a field of that name would hide.
+# The names that would break uac itself (README "Names"): every record's own attributes and SQL
+# columns, and Record's methods, which a field of that name would hide. Refused in any case
+# (``Key`` is the SQL column ``key``) and as the identifier code writes (``valid-from`` is
+# ``valid_from``); ``key_`` or ``validFrom`` is another column and attribute, so it is let in.
 RESERVED_FIELDS = frozenset(
     {"key", "valid_from", "valid_to", "sources", "retracted", "fields", "own_fields"}
 )
@@ -94,8 +95,9 @@ def name_problem(what: str, name: object) -> str | None:
             f"field name {name!r} is reserved: names starting with '_' or 'model_' belong to "
             "uac and pydantic; choose another name"
         )
-    if style_key(name) in RESERVED_FIELDS:
-        return f"field name {name!r} is reserved (every record has {style_key(name)}); choose another name"
+    for same in (name.casefold(), field_identifier(name)):
+        if same in RESERVED_FIELDS:
+            return f"field name {name!r} is reserved (every record has {same}); choose another name"
     return None
 
 
