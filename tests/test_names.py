@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_checkpoint_import import import_here
+from test_checkpoint_import import (
+    described_state,
+    import_here,
+    import_in_clean_interpreter,
+    rule_names,
+)
 from test_cli import one_line_error, uac
 from test_magics import edit_cell, run, run_out, usage_error
 from test_magics import ip as _ip
@@ -109,39 +114,13 @@ def test_the_module_imports_in_a_clean_interpreter_with_the_names_as_written(sto
     code = out.read_text(encoding="utf-8")
     assert "class Medication(Record):" in code and "from_: Annotated[date | None" in code
     assert "title='flight_leg'" in code
-    # imported with no path to the store: the records by name as written equal the state's
-    script = (
-        "import importlib.util, json, sys\n"
-        "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
-        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
-        "print(json.dumps({c.model_config.get('title', c.__name__): "
-        "[r.model_dump(mode='json', by_alias=True) for r in rs] for c, rs in m.records.items()}))\n"
-    )
-    ran = uac("eval", "1", cwd=store)  # the store is still readable after the export
-    assert ran.returncode == 0
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", script, str(out)],
-        capture_output=True,
-        text=True,
-        cwd=store,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    imported = json.loads(done.stdout)
+    # imported with no path to the store: names as written (aliases, titles) and values equal
+    # the state's, and the module reads back to the same state by its literals
     with Workbench(store / "uac.duckdb", user="ana") as wb:
-        truth = {
-            t: [r.model_dump(mode="json") for r in ts.current.values()]
-            for t, ts in wb.state.types.items()
-        }
-        read_back = parse_module(code)
-    assert imported == truth
-    assert {
-        t: [r.model_dump(mode="json") for r in ts.current.values()]
-        for t, ts in read_back.types.items()
-    } == truth
+        truth = described_state(wb.state, rule_names(wb))
+    assert import_in_clean_interpreter(out, store) == truth
+    assert described_state(parse_module(code), truth["rules"]) == truth
+    assert set(truth["types"]["medication"]["fields"]) == set(FIELDS)
 
 
 def test_a_case_or_style_twin_is_one_clash_in_one_line(store: Path) -> None:
