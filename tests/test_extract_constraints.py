@@ -100,7 +100,7 @@ def test_a_stated_obligation_becomes_a_constraint_in_force_with_its_alert(
         ({"kind": "run_code", "title": "x", "code": "import os"}, "kind"),
         ("not json at all", "JSON object"),
         ([1, 2], "constraint"),
-        ({**RETURN_LEASE, "subject": {"type": "lease"}}, "subject.type"),
+        ({**RETURN_LEASE, "subject": {"type": "Record"}}, "subject.type"),
         ({**RETURN_LEASE, "title": "x" * 400}, "title"),
     ],
     ids=["missing-due", "unknown-kind", "not-json", "not-an-object", "bad-type-name", "long-title"],
@@ -138,7 +138,7 @@ def test_a_retry_that_breaks_the_facts_keeps_the_first_answer(
     good_fact_bad_constraint = answer(
         [LEASE], [proposal("ok", RETURN_LEASE), proposal("bad", {"kind": "nope"})]
     )
-    broken = answer([{**LEASE, "type": "not a type"}], [proposal("ok", RETURN_LEASE)])
+    broken = answer([{**LEASE, "type": "Record"}], [proposal("ok", RETURN_LEASE)])
     server.enqueue(good_fact_bad_constraint, broken)
     report = wb.extract(progress=False)
     assert (report.applied, report.operations, report.constraints) == (1, 1, 1)
