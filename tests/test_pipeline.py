@@ -197,8 +197,12 @@ def test_timeout_leaves_the_batch_pending(tmp_path: Path, server: ChatServer) ->
     [
         "{not json",
         json.dumps(
-            {"operations": [{"op": "add", "type": "trip", "key": "x", "utterances": ["chat-1#1"]}]}
-        ),  # bad type name
+            {
+                "operations": [
+                    {"op": "add", "type": "Tr\nip", "key": "x", "utterances": ["chat-1#1"]}
+                ]
+            }
+        ),  # bad type name (a line break; a lower-case one is a name)
         json.dumps(
             {
                 "operations": [
