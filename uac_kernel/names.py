@@ -78,6 +78,13 @@ def name_problem(what: str, name: object) -> str | None:
         )
     if len(name) > NAME_CHARS:
         return f"{what} name {_cut(name)} has {len(name):,} characters; use at most {NAME_CHARS}"
+    return _problem(what, name)
+
+
+# Cached: ingest asks for every field of every event, and a user has few names. Only names
+# within NAME_CHARS get here, so a stream of long hostile names cannot fill it with large keys.
+@functools.lru_cache(maxsize=4096)
+def _problem(what: str, name: str) -> str | None:
     # Invisible and direction-changing characters (Cf) too: they make two names look alike, or
     # reorder the line a report shows; a lone surrogate (Cs) cannot be stored as UTF-8.
     if any(unicodedata.category(c) in _UNSHOWABLE for c in name):
