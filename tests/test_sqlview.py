@@ -168,3 +168,31 @@ def test_no_type_silently_hides_another(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="maya")
     assert wb.sql("SELECT key FROM trip_3").rows == [("d",)]
     assert wb.sql("SELECT key FROM TRIP_2").rows == [("b",)]
+
+
+# Column and table names as written, whatever they hold: every build of the view quotes them.
+ODD_FIELDS = ["from", "dose mg", 'q"uote', "back\\slash", "');--", "Größe", "drugName"]
+
+
+def test_names_in_any_style_are_columns_as_written_in_every_build(tmp_path: Path) -> None:
+    db = tmp_path / "odd.duckdb"
+    adds = [
+        fact("2025-01-01", "add", "flight_leg", "f1", **{f: i for i, f in enumerate(ODD_FIELDS)})
+    ]
+    columns = ", ".join('"' + f.replace('"', '""') + '"' for f in ODD_FIELDS)  # SQL's quoting
+    select = f"SELECT {columns} FROM flight_leg"
+    with Workbench(db, user="u") as wb:
+        wb.ingest(adds)
+        first = wb.sql("SELECT * FROM flight_leg")  # built from the log
+        assert first.columns[1:8] == ODD_FIELDS and first.rows[0][1:8] == tuple(range(7))
+        wb.ingest([fact("2025-01-02", "update", "flight_leg", "f1", **{"dose mg": 70})])
+        assert wb.sql(select).rows == [(0, 70, 2, 3, 4, 5, 6)]  # the changed type rebuilt
+        history = wb.sql('SELECT "dose mg" FROM flight_leg_history ORDER BY valid_from').rows
+        assert history == [(1,), (70,)]
+    with Workbench(db, user="u") as wb:  # and again from a reopened store
+        assert wb.sql(select).rows == [(0, 70, 2, 3, 4, 5, 6)]
+        assert wb.sql("SELECT * FROM uac_tables").rows[0][:3] == (
+            "flight_leg",
+            "flight_leg",
+            "flight_leg_history",
+        )
