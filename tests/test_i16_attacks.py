@@ -72,10 +72,18 @@ def predict_and_ingest(
         assert no_indexes(dump(wb)) == no_indexes(before)
     assert files(db) == stored
     with Workbench(copy, user=USER, rules=rules) as real:
-        answers_before = [real.eval(e) for e in expressions or []]
+        answers_before = [answer(real, e) for e in expressions or []]
         report = real.ingest(batch)
-        answers_after = [real.eval(e) for e in expressions or []]
+        answers_after = [answer(real, e) for e in expressions or []]
     return w, report, before, answers_before, answers_after
+
+
+def answer(wb: Workbench, expression: str) -> tuple[Any, str]:
+    """What ``uac eval`` gives for an expression: its value, or the one-line error it fails with."""
+    try:
+        return wb.eval(expression), ""
+    except UacError as e:
+        return None, str(e)
 
 
 def no_indexes(d: dict[str, Any]) -> dict[str, Any]:
@@ -94,9 +102,9 @@ def same_alerts(w: Any, report: Any) -> None:
 
 @rule(watch=["Medication"], severity="warning")
 def undosed(user: UserView) -> Iterator[Finding]:
-    """A medication without a dose (reads a field that may not exist yet)."""
+    """A medication without a dose (reads a field the type may not have yet)."""
     for m in user.all("Medication"):
-        if m.dose is None:
+        if m.fields().get("dose") is None:
             yield Finding(f"{m.key} has no dose", [m])
 
 
@@ -163,6 +171,30 @@ def test_new_field_of_existing_type_clearing_reason_matches_ingest(tmp_path: Pat
     same_alerts(w, report)
 
 
+@rule(watch=["Medication"], severity="warning")
+def undosed_by_name(user: UserView) -> Iterator[Finding]:
+    """The same, reading ``m.dose``: an error while the type has no such field."""
+    for m in user.all("Medication"):
+        if m.dose is None:
+            yield Finding(f"{m.key} has no dose", [m])
+
+
+def test_rule_reading_a_field_its_type_lacks_errors_until_the_field_arrives(
+    tmp_path: Path,
+) -> None:
+    """A rule that reads a name its type never had fails as a rule_error alert (a typo is not
+    None); the batch that gives the type that field clears it, in the what-if as in ingest."""
+    w, report, *_ = predict_and_ingest(
+        tmp_path,
+        [add("2025-03-01", "Medication", "ibu", name="ibuprofen")],
+        [update("2025-03-02", "Medication", "ibu", dose="200mg")],
+        [*RULES, undosed_by_name],
+    )
+    assert [(a.rule, a.category) for a in report.cleared] == [("undosed_by_name", "rule_error")]
+    assert report.cleared[0].reason == "the rule runs without error again"
+    same_alerts(w, report)
+
+
 def test_new_field_read_through_fields_method_matches_ingest(tmp_path: Path) -> None:
     """A rule reading ``rec.fields()``: after ingest the new field is there; in the trial the
     record keeps its old class, whose fields() leaves the new field out."""
@@ -193,8 +225,10 @@ def test_new_field_answers_match_ingest(tmp_path: Path) -> None:
         RULES,
         expressions=exprs,
     )
-    assert [a.before for a in w.answers] == before
-    assert [a.after for a in w.answers] == after
+    assert [(a.before, a.error_before) for a in w.answers] == before
+    assert [(a.after, a.error_after) for a in w.answers] == after
+    assert "Medication has no field 'dose'" in w.answers[2].error_before
+    assert w.answers[2].after == ["200mg", None]
 
 
 def test_add_retract_add_of_one_key_within_a_batch(tmp_path: Path) -> None:

@@ -327,3 +327,7 @@ def test_marimo_evaluate_shows_a_mistake_instead_of_nothing(wb: Any) -> None:
     assert "name 'Trp' is not defined in the query namespace" in shown
     value, view = um.evaluate(wb, "   ")
     assert value is None and "Type an expression" in view.text
+    value, view = um.evaluate(wb, "[t.countyr for t in user.all(Trip)]")  # a misspelt field
+    assert value is None
+    shown = html.unescape(html.unescape(view.text))
+    assert "danger" in shown and "Trip has no field 'countyr'. Did you mean 'country'?" in shown

@@ -266,6 +266,25 @@ def test_a_failing_expression_is_shown_to_the_model_once(
     assert not failed.ok and failed.attempts == 2 and "ZeroDivisionError" in failed.error
 
 
+def test_a_misspelt_field_in_a_model_answer_is_shown_to_it_by_name(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    wb = workbench(tmp_path, server)
+    wb.extract(progress=False)
+    typo = "len([t for t in user.all(Trip) if t.internatonal])"
+    server.enqueue(
+        json.dumps({"expression": typo, "explanation": "x"}),
+        json.dumps(
+            {"expression": typo.replace("internatonal", "international"), "explanation": "y"}
+        ),
+    )
+    answer = wb.ask("How many trips abroad?")
+    # the misspelt name was an error the model saw, not a believable 0
+    assert answer.ok and answer.attempts == 2 and answer.value == 1
+    told = server.requests[-1]["messages"][-1]["content"]
+    assert "Trip has no field 'internatonal'. Did you mean 'international'?" in told
+
+
 def test_ask_prompt_does_not_grow_with_the_history(tmp_path: Path, server: ChatServer) -> None:
     sizes = []
     for n in (100, 100_000):

@@ -67,6 +67,16 @@ def test_getattr_with_a_default_and_hasattr_still_answer(wb: Workbench) -> None:
     assert hasattr(leeds, "international") and getattr(leeds, "international", 1) is None
 
 
+def test_an_expression_reads_a_field_a_type_may_lack_through_fields(wb: Workbench) -> None:
+    # the sandbox has no getattr: what the README offers instead
+    assert wb.eval("[t.fields().get('nights') for t in user.all(Trip)]") == [None] * 3
+    assert wb.eval("[t.fields().get('destination') for t in user.all(Trip)]") == [
+        "Tokyo",
+        "Lyon",
+        "Leeds",
+    ]
+
+
 def test_private_dunder_and_model_names_stay_pydantics(wb: Workbench) -> None:
     tokyo = wb.state.get("Trip", "tokyo")
     assert tokyo is not None
