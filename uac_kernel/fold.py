@@ -18,6 +18,7 @@ from uac_kernel.errors import ConstraintError, FoldError
 from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.schema import Schema, reader
 from uac_kernel.store import LoggedEvent
+from uac_kernel.vocab.binding import Binding, Vocabulary
 
 if TYPE_CHECKING:
     from uac_kernel.constraints.spec import Constraint
@@ -221,6 +222,17 @@ class State:
         self.changed_constraints: set[str] = set()
         # The seq of the last constraint event (the SQL view refreshes its table by it).
         self.constraint_seq = 0
+        # Vocabulary bindings the log holds, in log order (a later one of the same key wins),
+        # and the vocabulary they make, built when first read after a change.
+        self.vocab_bindings: list[Binding] = []
+        self._vocab: Vocabulary | None = None
+
+    @property
+    def vocab(self) -> Vocabulary:
+        """The user's vocabulary: which types play each role, which fields carry each concept."""
+        if self._vocab is None:
+            self._vocab = Vocabulary(self.vocab_bindings)
+        return self._vocab
 
     # -- reading -------------------------------------------------------------------------
 

@@ -6,11 +6,13 @@ from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from uac_kernel._display import printable
+from uac_kernel._display import close_matches, printable
 from uac_kernel.errors import QueryError, UnknownField
 from uac_kernel.fold import State
 from uac_kernel.names import class_name
 from uac_kernel.records import Record
+from uac_kernel.vocab.binding import Vocabulary
+from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
 
 __all__ = ["UserView", "namespace"]
 
@@ -58,6 +60,33 @@ class UserView:
 
     def types(self) -> list[str]:
         return list(self._state.types)
+
+    @property
+    def vocab(self) -> Vocabulary:
+        """Which of this user's types play each role and which fields carry each concept
+        (``uac vocab``); the shipped rules read through it."""
+        return self._state.vocab
+
+    def role(self, name: str) -> list[Record]:
+        """The current records of every type that plays role ``name`` (``user.role("trip")``:
+        trips, whatever this user calls them), type by type in order of creation."""
+        if name not in ROLES:
+            hint = "".join(f"; did you mean {c!r}?" for c in close_matches(name, list(ROLES)))
+            raise QueryError(f"no role {name!r}{hint}; `uac vocab roles` lists them")
+        types = self._state.vocab.types(name) if not ROLES[name].any else list(self._state.types)
+        return [r for t in types for r in self.all(t)] if types else []
+
+    def value(self, rec: Record, concept: str) -> Any:
+        """The value of ``concept`` on ``rec`` as the rules read it: the first of the fields this
+        user's vocabulary binds to it that is set (``user.value(t, "trip.start")``)."""
+        if concept not in CONCEPTS:
+            hint = "".join(f"; did you mean {c!r}?" for c in close_matches(concept, list(CONCEPTS)))
+            raise QueryError(f"no concept {concept!r}{hint}; `uac vocab concepts` lists them")
+        values = rec.__dict__
+        for f in self._state.vocab.fields(type(rec).__name__, concept):
+            if (v := values.get(f)) is not None:
+                return v
+        return None
 
     def all(self, T: type[Record] | str) -> list[Record]:
         """The current records of type ``T``, in order of creation."""

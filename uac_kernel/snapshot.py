@@ -747,7 +747,7 @@ def fingerprint(r: Rule) -> str | None:
         return None
     h = hashlib.sha256()
     watch = None if r.watch is None else sorted(r.watch)
-    h.update(repr((r.name, watch, r.severity, r.category, r.clock)).encode())
+    h.update(repr((r.name, watch, sorted(r.roles), r.severity, r.category, r.clock)).encode())
     h.update(repr((getattr(r.func, "__module__", ""), r.func.__qualname__)).encode())
     _code_digest(code, h)
     return h.hexdigest()[:32]

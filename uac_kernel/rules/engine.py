@@ -1,8 +1,9 @@
 """Rules over the typed state, and the alerts they raise.
 
 A rule is an ordinary function of the ``user`` view that yields ``Finding``s. It declares the
-record types it reads (``watch``), so after a state change only the rules that read a changed
-type run again; ``clock=True`` rules also run when the log's clock moves (deadlines). An alert's
+record types it reads (``watch``) or the roles they play for the user (``roles``: a shipped
+rule reads ``trip``, whatever the user calls trips), so after a state change only the rules that
+read a changed type run again; ``clock=True`` rules also run when the log's clock moves (deadlines). An alert's
 id is stable (rule name + what it is about), so the engine can tell a new alert from one that is
 still standing, and log when each is raised and when it clears.
 """
@@ -21,6 +22,9 @@ from uac_kernel.errors import RuleError
 from uac_kernel.query import UserView
 from uac_kernel.records import Record, field_values
 from uac_kernel.schema import MODULE_NAMES
+from uac_kernel.vocab.binding import Binding
+from uac_kernel.vocab.catalogue import ROLES
+from uac_kernel.vocab.resolve import noting, using
 
 __all__ = [
     "Alert",
@@ -97,16 +101,32 @@ class Rule:
     source: str = ""
     clock: bool = False
     doc: str = ""
+    roles: frozenset[str] = frozenset()
 
     def __call__(self, user: UserView) -> Iterable[Finding]:
-        return self.func(user)
+        with using(user.vocab):
+            return list(self.func(user))
+
+    def watches(self, user: UserView) -> frozenset[str] | None:
+        """The type names it reads for ``user``: its ``watch`` and the types that play its
+        ``roles`` in the user's vocabulary; None for a rule that reads every type."""
+        if self.watch is None:
+            return None
+        if not self.roles:
+            return self.watch
+        vocab = user.vocab
+        return self.watch | {t for r in self.roles for t in vocab.types(r)}
 
     def alerts(self, user: UserView) -> dict[str, Alert]:
         found: dict[str, Alert] = {}
-        for f in self.func(user):
+        vocab = user.vocab
+        with using(vocab), noting() as read:
+            findings = list(self.func(user))
+        for f in findings:
             evidence = tuple(
                 Evidence(type=type(r).__name__, key=r.key, sources=r.sources) for r in f.evidence
             )
+            message = f.message + _read_note(read, {e.type for e in evidence})
             ident = "|".join([f.about, *sorted(f"{e.type}/{e.key}" for e in evidence)])
             alert_id = f"{self.name}:{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
             found[alert_id] = Alert(
@@ -114,10 +134,18 @@ class Rule:
                 rule=self.name,
                 severity=f.severity or self.severity,
                 category=self.category,
-                message=f.message,
+                message=message,
                 evidence=evidence,
             )
         return found
+
+
+def _read_note(read: set[Binding], types: set[str]) -> str:
+    """What an alert's message adds when it rests on bindings beyond the catalogue's: the
+    ones its rule read on the types of its evidence (``read Journey.leaves_on as trip.start
+    (inferred 0.86: ...)``)."""
+    mine = sorted((b for b in read if b.type in types), key=lambda b: (b.type, b.target))
+    return f" [read {'; '.join(b.describe() for b in mine)}]" if mine else ""
 
 
 @overload
@@ -126,6 +154,7 @@ def rule(func: RuleFunc, /) -> Rule: ...
 def rule(
     *,
     watch: Iterable[str] | None = None,
+    roles: Iterable[str] = (),
     severity: Severity = "warning",
     category: str = "",
     source: str = "",
@@ -137,6 +166,7 @@ def rule(
     /,
     *,
     watch: Iterable[str] | None = None,
+    roles: Iterable[str] = (),
     severity: Severity = "warning",
     category: str = "",
     source: str = "",
@@ -145,10 +175,18 @@ def rule(
 ) -> Rule | Callable[[RuleFunc], Rule]:
     """Declare a rule: ``@rule`` or ``@rule(watch=["Medication", "Allergy"], severity="critical")``.
 
-    Without ``watch`` the rule runs after every change of any type.
+    ``roles=["trip", "document"]`` watches every type that plays those roles for the user
+    (``uac vocab``), as the shipped rules do. Without ``watch`` or ``roles`` the rule runs after
+    every change of any type.
     """
     if severity not in SEVERITIES:
         raise RuleError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+    role_set = frozenset(roles)
+    for r in role_set:
+        if r not in ROLES:
+            raise RuleError(f"role {r!r} is not in the catalogue; `uac vocab roles` lists them")
+    if role_set and watch is None:
+        watch = ()
 
     def wrap(fn: RuleFunc) -> Rule:
         rule_name = name or fn.__name__
@@ -167,6 +205,7 @@ def rule(
             name=rule_name,
             func=fn,
             watch=None if watch is None else frozenset(watch),
+            roles=role_set,
             severity=severity,
             category=category,
             source=source,
@@ -243,10 +282,11 @@ def why_cleared(
         return "; ".join(notes) + (f"; and {clock}" if clock and today else "")
     if changed_types is None:
         return "the rule no longer finds it in the current state; none of its records changed"
-    watched = changed_types if r is None or r.watch is None else r.watch & changed_types
+    watch = None if r is None else r.watches(user)
+    watched = changed_types if watch is None else watch & changed_types
     others = ""
     if watched:
-        kinds = "" if r is None or r.watch is None else " " + ", ".join(sorted(watched))
+        kinds = "" if watch is None else " " + ", ".join(sorted(watched))
         others = f"other{kinds} records changed"
     what = " and ".join(x for x in (clock if today else "", others) if x)
     return f"{what or 'the rule no longer finds it'}; none of its own records changed"
@@ -313,10 +353,11 @@ class RuleRunner:
         for r in self.rules.values():
             if selected is not None and r.name not in selected:
                 continue
+            watch = r.watches(user)
             affected = (
                 changed_types is None
-                or r.watch is None
-                or bool(r.watch & changed_types)
+                or watch is None
+                or bool(watch & changed_types)
                 or (r.clock and clock_moved)
             )
             if not affected:

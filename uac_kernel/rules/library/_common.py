@@ -1,7 +1,10 @@
 """What the rules share: text matching, field conventions and record helpers.
 
-Rules read fields with ``_get(rec, field)``, skip a record that lacks what they need, and
-measure time with ``user.today`` (the log clock), never the wall clock.
+Rules read concepts, never a user's spelling: ``_get(rec, TRIP_START)`` reads whichever fields
+the user's vocabulary binds to ``trip.start`` on ``rec``'s type (``uac_kernel.vocab``), and
+``user.role("trip")`` the records of every type that plays a trip. A plain string is a field
+name as written (constraints pass the fields a person named). Rules skip a record that lacks
+what they need, and measure time with ``user.today`` (the log clock), never the wall clock.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from uac_kernel._display import plural
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
+from uac_kernel.vocab.catalogue import Concept, concept
+from uac_kernel.vocab.resolve import current, fields_of, types_of
 
 _When = TypeVar("_When", date, datetime)
 
@@ -64,13 +69,27 @@ def _classes(text: str, table: dict[str, tuple[str, ...]]) -> dict[str, str]:
     return {cls: hit for cls, terms in table.items() if (hit := _first_term(text, terms))}
 
 
-# -- field conventions -------------------------------------------------------------------------
+# -- concepts every rule reads (data/concepts/record.toml) -------------------------------------
 # A record called off (a trip, booking, appointment, policy, order, medication...) will not
-# happen or holds no more: one of these flags true, or a ``status`` naming one ("Cancelled by
-# the airline", "declined", "called off").
-CALLED_OFF_FLAGS = _split("cancelled canceled declined void called_off")
+# happen or holds no more: a ``record.called_off`` flag true, or its ``record.status`` naming
+# one ("Cancelled by the airline", "declined", "called off").
+CALLED_OFF = concept("record.called_off")
+SETTLED = concept("record.settled")
+STATUS = concept("record.status")
+ACTIVE = concept("record.active")
+LABEL = concept("record.label")
+CURRENCY = concept("record.currency")
+TRIP_START, TRIP_END = concept("trip.start"), concept("trip.end")
+TRIP_DAYS, TRIP_NIGHTS = concept("trip.length_days"), concept("trip.nights")
+TIMEZONE = concept("booking.timezone")
+MEAL_WHEN = concept("meal.when")
+DOCUMENT_VOID = concept("document.void")
+MED_NAME, MED_END, MED_STOPPED = (
+    concept("medication.name"),
+    concept("medication.end"),
+    concept("medication.stopped"),
+)
 CALLED_OFF_STATUS = _terms("cancelled, canceled, declined, void, voided, called off")
-SETTLED = _split("done resolved cancelled returned filed completed paid renewed submitted")
 # A ``status`` text naming one of these settles a record as the flags do ("Filed", "paid").
 SETTLED_STATUS = _terms(
     "done, resolved, cancelled, canceled, returned, filed, completed, complete, paid, renewed,",
@@ -80,8 +99,8 @@ SETTLED_STATUS = _terms(
 # and stays an alert until the record is settled. The other deadline fields are windows (a
 # return, a warranty, a promotion, a renewal) that simply close.
 OBLIGATION_FIELDS = ("deadline", "due")
-# A document or policy in one of these states covers nothing, whatever its dates say.
-VOID_FLAGS = (*CALLED_OFF_FLAGS, *_split("lapsed terminated revoked suspended"))
+# A document or policy whose ``document.void`` flag is true, or whose status says one of these,
+# covers nothing, whatever its dates say.
 VOID_STATUS = (*CALLED_OFF_STATUS, *_terms("lapsed, terminated, revoked, suspended, expired"))
 DEADLINE_FIELDS = _split(
     "deadline due return_by warranty_until warranty_expires renews_on expires ends promo_ends"
@@ -175,52 +194,84 @@ def _country(text: str) -> str:
 
 
 # -- record helpers --------------------------------------------------------------------------
+def _names(rec: Record, names: str | Iterable[str]) -> Iterable[str]:
+    """The fields to read on ``rec`` for ``names``: concepts resolved through the vocabulary in
+    force, field names as they are; a single name or concept may stand for a list of one."""
+    t = type(rec).__name__
+    if isinstance(names, str):
+        return fields_of(t, names)
+    return [f for n in names for f in fields_of(t, n)]
+
+
 def _get(rec: Record, name: str) -> Any:
+    """The value of field or concept ``name`` on ``rec``: for a concept, the first of its
+    fields that is set; None when none is."""
     # A record's __dict__ holds every field of its type; a miss (a field the type lacks) through
     # getattr goes down pydantic's slow path, ~40x slower, and rules probe many absent fields.
-    return rec.__dict__.get(name)
+    values = rec.__dict__
+    if type(name) is not Concept:
+        return values.get(name)
+    for f in fields_of(type(rec).__name__, name):
+        if (v := values.get(f)) is not None:
+            return v
+    return None
+
+
+def _named(rec: Record, name: str) -> str:
+    """The user's own name of the field ``_get(rec, name)`` read (for a message), or the
+    concept's first default name when none is set."""
+    values = rec.__dict__
+    found = fields_of(type(rec).__name__, name)
+    return next((f for f in found if values.get(f) is not None), found[0] if found else name)
 
 
 def _flag(rec: Record, *names: str) -> bool:
     values = rec.__dict__
-    return any(values.get(n) is True for n in names)
+    return any(values.get(f) is True for f in _names(rec, names))
+
+
+def plays(rec: Record | str, role: str) -> bool:
+    """Whether ``rec``'s type (or the type named) plays ``role`` for this user."""
+    t = rec if isinstance(rec, str) else type(rec).__name__
+    return current().plays(t, role)
 
 
 def _status(rec: Record, terms: Iterable[str]) -> str | None:
     """The first of ``terms`` that the record's ``status`` text names, or None."""
-    st = _get(rec, "status")
+    st = _get(rec, STATUS)
     return _first_term(_norm(st), terms) if isinstance(st, str) else None
 
 
 def _called_off(rec: Record) -> bool:
     """Whether ``rec`` says it will not happen or holds no more (a cancelled trip, a declined
-    invitation, a void booking): a flag of ``CALLED_OFF_FLAGS`` true, or a ``status`` naming one.
+    invitation, a void booking): a ``record.called_off`` flag true, or a status naming one.
     The one test of cancellation every rule and compiled constraint uses."""
-    return _flag(rec, *CALLED_OFF_FLAGS) or _status(rec, CALLED_OFF_STATUS) is not None
+    return _flag(rec, CALLED_OFF) or _status(rec, CALLED_OFF_STATUS) is not None
 
 
 def _settled(rec: Record) -> bool:
     """Done: a settled flag (``done``, ``filed``, ``paid``, ...) is true, or ``status`` says so;
     a record called off is settled too."""
-    return _flag(rec, *SETTLED) or _status(rec, SETTLED_STATUS) is not None or _called_off(rec)
+    return _flag(rec, SETTLED) or _status(rec, SETTLED_STATUS) is not None or _called_off(rec)
 
 
 def _void(rec: Record) -> str | None:
-    """Why a document or policy covers nothing (``cancelled``, ``lapsed``, ... true, or a
-    ``status`` saying so), or None when it is in force."""
-    hit = next((f for f in VOID_FLAGS if _get(rec, f) is True), None)
+    """Why a document or policy covers nothing (a ``document.void`` flag such as ``cancelled``
+    or ``lapsed`` true, or a status saying so), or None when it is in force."""
+    values = rec.__dict__
+    hit = next((f for f in _names(rec, DOCUMENT_VOID) if values.get(f) is True), None)
     return hit or _status(rec, VOID_STATUS)
 
 
-# A trip's length, when its end date is missing: ``days`` counts the days away (first and last
-# included), ``nights`` the nights (the return is the day after the last night).
+# A trip's length, when its end date is missing: ``trip.length_days`` counts the days away (first
+# and last included), ``trip.nights`` the nights (the return is the day after the last night).
 def _trip_end(rec: Record) -> date | None:
-    """The last day of a trip or stay: ``end``, else ``start`` plus a stated ``days``/``nights``;
-    None when unknown (never the start day: an unknown end is unknown)."""
-    start, end = _day(_get(rec, "start")), _day(_get(rec, "end"))
+    """The last day of a trip or stay: its end, else its start plus a stated length in days or
+    nights; None when unknown (never the start day: an unknown end is unknown)."""
+    start, end = _first_day(rec, TRIP_START), _first_day(rec, TRIP_END)
     if end is not None or start is None:
         return max(end, start) if end and start else end
-    days, nights = _number(_get(rec, "days")), _number(_get(rec, "nights"))
+    days, nights = _number(_get(rec, TRIP_DAYS)), _number(_get(rec, TRIP_NIGHTS))
     if days is not None and 1 <= days <= 3660:
         return start + timedelta(days=int(days) - 1)
     if nights is not None and 0 <= nights <= 3660:
@@ -228,18 +279,21 @@ def _trip_end(rec: Record) -> date | None:
     return None
 
 
-# A record's zone: ``tz`` or ``timezone``, an offset (``+09:00``, ``UTC-5``, ``-0500``, ``Z``)
+# A record's zone (``booking.timezone``): an offset (``+09:00``, ``UTC-5``, ``-0500``, ``Z``)
 # or an IANA zone name (``Asia/Tokyo``). The log stores a time written with its own offset in
 # UTC already, so only naive local times need one; records without one are compared as given.
-TZ_FIELDS = ("tz", "timezone")
 _OFFSET = re.compile(r"(?:utc|gmt)?\s*(?:([+-])\s*(\d{1,2})(?::?(\d{2}))?)?", re.IGNORECASE)
 _ZONE = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9_+-]+){1,2}")
 
 
 def _zone(rec: Record) -> tuple[tzinfo, str] | None:
-    """The zone a record's ``tz``/``timezone`` field names, and its text; None when unset or
+    """The zone a record's ``booking.timezone`` field names, and its text; None when unset or
     unreadable."""
-    text = next((v for f in TZ_FIELDS if isinstance(v := _get(rec, f), str) and v.strip()), None)
+    values = rec.__dict__
+    text = next(
+        (v for f in _names(rec, TIMEZONE) if isinstance(v := values.get(f), str) and v.strip()),
+        None,
+    )
     if text is None:
         return None
     text = text.strip()
@@ -270,10 +324,11 @@ def _utc(local: datetime, zone: tuple[tzinfo, str] | None) -> datetime:
         return local
 
 
-def _text(rec: Record, names: Iterable[str]) -> str:
+def _text(rec: Record, names: str | Iterable[str]) -> str:
+    """The text of ``names`` (fields or concepts) on ``rec``, lists flattened, joined by ``;``."""
     parts: list[str] = []
     values = rec.__dict__
-    for n in names:
+    for n in _names(rec, names):
         v = values.get(n)
         if isinstance(v, str):
             parts.append(v)
@@ -285,10 +340,16 @@ def _text(rec: Record, names: Iterable[str]) -> str:
 DATE_TYPES = frozenset({"date", "datetime"})
 
 
-def _date_fields(user: UserView, t: str, names: Iterable[str]) -> list[str]:
-    """Those of ``names`` that type ``t`` has as date or date-time fields, in ``names`` order."""
+def _date_fields(user: UserView, t: str, names: str | Iterable[str]) -> list[str]:
+    """The fields ``names`` (fields or concepts) stand for that type ``t`` has as date or
+    date-time fields, in ``names`` order."""
     ftypes = user.field_types(t)
-    return [n for n in names if ftypes.get(n) in DATE_TYPES]
+    found = (
+        fields_of(t, names)
+        if isinstance(names, str)
+        else [f for n in names for f in fields_of(t, n)]
+    )
+    return [f for f in dict.fromkeys(found) if ftypes.get(f) in DATE_TYPES]
 
 
 def _dated_from(
@@ -306,7 +367,9 @@ def _dated_from(
     return list(found.values())
 
 
-def _from_day(user: UserView, t: str, since: date | None, fields: Sequence[str]) -> list[Record]:
+def _from_day(
+    user: UserView, t: str, since: date | None, fields: str | Sequence[str]
+) -> list[Record]:
     """Current records of ``t`` with a date from ``since`` on in any of ``fields``, and those
     with none of them set (the rule decides about those); every record when ``since`` is None
     or ``t`` has none of the fields as dates. A superset of ``_first_day(rec, fields) >= since``
@@ -318,7 +381,9 @@ def _from_day(user: UserView, t: str, since: date | None, fields: Sequence[str])
     return _dated_from(user, t, dated, since) + undated
 
 
-def _not_past(user: UserView, t: str, today: date | None, fields: Sequence[str]) -> list[Record]:
+def _not_past(
+    user: UserView, t: str, today: date | None, fields: str | Sequence[str]
+) -> list[Record]:
     """Current records of ``t`` not dated before ``today`` by their first date ``fields``, and
     those with none of the fields set; every record when there is no clock or no date field."""
     recs = _from_day(user, t, today, fields)
@@ -330,7 +395,7 @@ def _not_past(user: UserView, t: str, today: date | None, fields: Sequence[str])
 def _uneaten(user: UserView, t: str, today: date | None) -> list[Record]:
     """Current records of food type ``t``; of meals and reservations, only those not dated
     before today (those were eaten). A habit or a restaurant has no such date."""
-    return _not_past(user, t, today, ("start", "date")) if t in MEAL_TYPES else user.all(t)
+    return _not_past(user, t, today, MEAL_WHEN) if plays(t, "meal") else user.all(t)
 
 
 def _at_least(user: UserView, t: str, field: str, low: float) -> list[Record]:
@@ -367,9 +432,10 @@ def _after(when: _When, span: timedelta) -> _When:
         return type(when).max
 
 
-def _first_day(rec: Record, names: Iterable[str]) -> date | None:
+def _first_day(rec: Record, names: str | Iterable[str]) -> date | None:
+    """The first of ``names`` (fields or concepts) on ``rec`` holding a date, as a date."""
     values = rec.__dict__
-    for n in names:
+    for n in _names(rec, names):
         if (d := _day(values.get(n))) is not None:
             return d
     return None
@@ -380,15 +446,15 @@ def _number(v: Any) -> float | None:
 
 
 def _money(x: float, rec: Record) -> str:
-    cur = _get(rec, "currency")
+    cur = _get(rec, CURRENCY)
     return f"{cur} {x:,.2f}" if isinstance(cur, str) and cur else f"{x:,.2f}"
 
 
-_NAME_FIELDS = _split("name title item substance destination merchant service holder city")
-
-
 def _label(rec: Record) -> str:
-    name = next((v for n in _NAME_FIELDS if isinstance(v := _get(rec, n), str) and v.strip()), None)
+    values = rec.__dict__
+    name = next(
+        (v for f in _names(rec, LABEL) if isinstance(v := values.get(f), str) and v.strip()), None
+    )
     base = f"{type(rec).__name__} '{rec.key}'"
     return f"{base} ({name.strip()})" if name else base
 
@@ -398,18 +464,19 @@ def _days(n: int) -> str:
 
 
 def _current_meds(
-    user: UserView, today: date | None, types: Sequence[str] = ("Medication",)
+    user: UserView, today: date | None, roles: Sequence[str] = ("medication",)
 ) -> list[tuple[Record, str]]:
-    """Current medication-like records and their normalised names (stopped, ended ones left out)."""
+    """Current records of types playing ``roles`` and their normalised medication names
+    (stopped, ended ones left out)."""
     out = []
-    for t in types:
+    for t in dict.fromkeys(t for r in roles for t in types_of(r)):
         for m in user.all(t):
-            if _get(m, "active") is False or _flag(m, "stopped", "discontinued") or _called_off(m):
+            if _get(m, ACTIVE) is False or _flag(m, MED_STOPPED) or _called_off(m):
                 continue
-            end = _day(_get(m, "end"))
+            end = _first_day(m, MED_END)
             if end is not None and today is not None and end < today:
                 continue
-            text = _norm(_text(m, ("name", "item", "generic", "brand", "drug")))
+            text = _norm(_text(m, MED_NAME))
             if text.strip():
                 out.append((m, text))
     return out

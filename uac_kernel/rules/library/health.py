@@ -347,7 +347,7 @@ def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
     CYP3A4 inhibitor, atorvastatin + one (warning), St John's wort with SSRIs/SNRIs/warfarin.
     """
     by_class: dict[str, list[Record]] = defaultdict(list)
-    for rec, text in _current_meds(user, user.today, ("Medication", "Supplement")):
+    for rec, text in _current_meds(user, user.today, ("medication", "supplement")):
         for cls in _classes(text, DRUG_CLASSES):
             by_class[cls].append(rec)
     for a_cls, b_cls, severity, risk, advice in DRUG_PAIRS:

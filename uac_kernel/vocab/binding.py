@@ -1,0 +1,143 @@
+"""A user's vocabulary: which of their types play each role and which fields carry each concept.
+
+Built from the catalogue's defaults (author ``default``) and the bindings the log holds (author
+``inferred`` from the matcher, ``model`` from extraction, ``person`` by hand). A binding is
+``used`` (rules read it), ``held`` (proposed, waiting for review: never read) or ``rejected``
+(a person said no: also hides a default). Only a binding's author and score order what is read:
+a person's over a model's over an inferred one, then the catalogue's defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
+
+__all__ = ["AUTHORS", "Author", "Binding", "Status", "Vocabulary"]
+
+Author = Literal["default", "inferred", "model", "person"]
+Status = Literal["used", "held", "rejected"]
+AUTHORS: tuple[Author, ...] = ("person", "model", "inferred", "default")
+_RANK = {a: i for i, a in enumerate(AUTHORS)}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """``type`` plays role ``target`` (``field`` None), or ``type.field`` carries concept
+    ``target``, said by ``author`` with a ``score`` in [0, 1] and the ``reason`` it matched."""
+
+    target: str
+    type: str
+    field: str | None = None
+    author: Author = "inferred"
+    score: float = 1.0
+    reason: str = ""
+    status: Status = "used"
+
+    @property
+    def is_role(self) -> bool:
+        return self.field is None
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        """What a binding is about; a later binding of the same key replaces it."""
+        return (self.target, self.type, self.field)
+
+    def describe(self) -> str:
+        """``Journey.leaves_on as trip.start (inferred 0.86: synonym 'leave'; date field)``."""
+        what = self.type if self.field is None else f"{self.type}.{self.field}"
+        how = "plays" if self.field is None else "as"
+        why = f": {self.reason}" if self.reason else ""
+        return f"{what} {how} {self.target} ({self.author} {self.score:.2f}{why})"
+
+
+class Vocabulary:
+    """The bindings in force for one user, and what rules read through them. Immutable: a new
+    schema or a new binding makes a new vocabulary (``State.vocab``)."""
+
+    def __init__(self, bindings: Iterable[Binding] = ()):
+        latest: dict[tuple[str, str, str | None], Binding] = {}
+        for b in bindings:
+            latest[b.key] = b
+        self.bindings: tuple[Binding, ...] = tuple(latest.values())
+        used = sorted(
+            (b for b in self.bindings if b.status == "used"),
+            key=lambda b: (_RANK[b.author], -b.score),
+        )
+        self._fields: dict[tuple[str, str], list[str]] = {}
+        self._types: dict[str, list[str]] = {}
+        self._rejected = {b.key for b in self.bindings if b.status == "rejected"}
+        self._read: dict[tuple[str, str, str | None], Binding] = {}
+        for b in used:
+            if b.field is None:
+                self._types.setdefault(b.target, []).append(b.type)
+            else:
+                self._fields.setdefault((b.type, b.target), []).append(b.field)
+            if b.author != "default":
+                self._read[b.key] = b
+        self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._role_cache: dict[str, tuple[str, ...]] = {}
+        # Whether any binding beyond the catalogue's is in force: only then do rule calls note
+        # which bindings they read (the evidence of an alert that rests on one).
+        self.inferred = bool(self._read)
+
+    def fields(self, type_name: str, concept: str) -> tuple[str, ...]:
+        """The fields of ``type_name`` that carry ``concept``, in the order they are read: its
+        bindings, then the catalogue's default names (whether or not the type has them: a
+        record lacks a field it never had, and reads None there)."""
+        key = (type_name, concept)
+        got = self._cache.get(key)
+        if got is None:
+            bound = self._fields.get(key, [])
+            defaults = CONCEPTS[concept].fields
+            got = tuple(
+                dict.fromkeys(
+                    [
+                        *bound,
+                        *(f for f in defaults if (concept, type_name, f) not in self._rejected),
+                    ]
+                )
+            )
+            self._cache[key] = got
+        return got
+
+    def types(self, role: str) -> tuple[str, ...]:
+        """The type names that play ``role``: bound ones, then the catalogue's defaults, less
+        those a person rejected. A role every type plays (``record``) has none listed."""
+        got = self._role_cache.get(role)
+        if got is None:
+            r = ROLES[role]
+            got = tuple(
+                dict.fromkeys(
+                    [
+                        *self._types.get(role, []),
+                        *(t for t in r.types if (role, t, None) not in self._rejected),
+                    ]
+                )
+            )
+            self._role_cache[role] = got
+        return got
+
+    def plays(self, type_name: str, role: str) -> bool:
+        return ROLES[role].any or type_name in self.types(role)
+
+    def binding(self, type_name: str, concept: str, field: str | None) -> Binding | None:
+        """The non-default binding that put ``type_name.field`` under ``concept`` (``field``
+        None: the type under role ``concept``), or None when only the catalogue did."""
+        return self._read.get((concept, type_name, field))
+
+    def held(self) -> list[Binding]:
+        """Proposals waiting for review: listed, never read."""
+        return [b for b in self.bindings if b.status == "held"]
+
+    def used(self) -> list[Binding]:
+        return [b for b in self.bindings if b.status == "used"]
+
+    def with_bindings(self, more: Iterable[Binding]) -> Vocabulary:
+        return Vocabulary([*self.bindings, *more])
+
+    def __repr__(self) -> str:
+        used = sum(1 for b in self.bindings if b.status == "used")
+        return f"<Vocabulary: {used} bindings in force, {len(self.held())} held>"

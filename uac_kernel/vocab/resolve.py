@@ -1,0 +1,72 @@
+"""Reading a concept from a record: the vocabulary a rule runs under, and what it read.
+
+The rule runner sets the user's vocabulary around each rule call (``using``); the record helpers
+of the rule library (``_get``, ``_flag``, ``_text``, ``_first_day``) ask ``fields_of`` which of a
+record's fields carry a concept. Called outside a run, the catalogue's defaults answer. When
+bindings beyond the defaults are in force, each one read is noted, so an alert can say which
+binding it rests on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from uac_kernel.vocab.binding import Binding, Vocabulary
+from uac_kernel.vocab.catalogue import Concept
+
+__all__ = ["DEFAULT", "current", "fields_of", "noting", "types_of", "using"]
+
+DEFAULT = Vocabulary()
+_CURRENT: ContextVar[Vocabulary] = ContextVar("uac_vocabulary", default=DEFAULT)
+_NOTED: ContextVar[set[Binding] | None] = ContextVar("uac_vocabulary_reads", default=None)
+
+
+def current() -> Vocabulary:
+    return _CURRENT.get()
+
+
+@contextmanager
+def using(vocab: Vocabulary) -> Iterator[Vocabulary]:
+    token = _CURRENT.set(vocab)
+    try:
+        yield vocab
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def noting() -> Iterator[set[Binding]]:
+    """The non-default bindings read inside the block."""
+    seen: set[Binding] = set()
+    token = _NOTED.set(seen)
+    try:
+        yield seen
+    finally:
+        _NOTED.reset(token)
+
+
+def fields_of(type_name: str, name: str) -> tuple[str, ...]:
+    """The fields to read for ``name`` on a record of ``type_name``: a ``Concept``'s bound
+    fields, or ``name`` itself (a field name as written)."""
+    if type(name) is not Concept:
+        return (name,)
+    vocab = _CURRENT.get()
+    found = vocab.fields(type_name, name)
+    if vocab.inferred and (seen := _NOTED.get()) is not None:
+        for f in found:
+            if (b := vocab.binding(type_name, name, f)) is not None:
+                seen.add(b)
+    return found
+
+
+def types_of(role: str) -> tuple[str, ...]:
+    """The types that play ``role`` for the current user."""
+    vocab = _CURRENT.get()
+    found = vocab.types(role)
+    if vocab.inferred and (seen := _NOTED.get()) is not None:
+        for t in found:
+            if (b := vocab.binding(t, role, None)) is not None:
+                seen.add(b)
+    return found
