@@ -227,6 +227,11 @@ class State:
         self.vocab_bindings: list[Binding] = []
         self._vocab: Vocabulary | None = None
 
+    def bind(self, bindings: Iterable[Binding]) -> None:
+        """Put ``bindings`` in the vocabulary (a later one of the same key replaces it)."""
+        self.vocab_bindings.extend(bindings)
+        self._vocab = None
+
     @property
     def vocab(self) -> Vocabulary:
         """The user's vocabulary: which types play each role, which fields carry each concept."""
