@@ -1,0 +1,246 @@
+"""The matcher (uac_kernel/vocab/matcher.py): bindings proposed from a user's own names.
+
+Concepts not in the catalogue on this branch, so not tested here yet: medication.refills
+(``Script.repeats_remaining``), food.text (``Booking.dishes``), duty.done, payment.account (a
+``from`` field whose values are Account keys).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import fact
+from uac_kernel.events import parse_objects, plan_batch
+from uac_kernel.fold import State
+from uac_kernel.store import Store
+from uac_kernel.vocab import Binding, Vocabulary
+from uac_kernel.vocab.matcher import propose, unwatched
+
+Schema = Mapping[str, Mapping[str, str]]
+
+
+def proposals(
+    schema: Schema,
+    vocab: Vocabulary | None = None,
+    values: Mapping[tuple[str, str], Sequence[Any]] | None = None,
+    keys: Mapping[str, Collection[str]] | None = None,
+) -> dict[tuple[str, str | None, str], Binding]:
+    """(type, field, target) → the proposal, for every one made."""
+    got = propose(
+        schema,
+        vocab or Vocabulary(),
+        values=None if values is None else (lambda t, f: values.get((t, f), [])),
+        keys=None if keys is None else (lambda t: keys.get(t, [])),
+    )
+    for b in got:
+        assert b.author == "inferred" and 0.0 <= b.score <= 1.0 and b.reason
+        assert b.status in ("used", "held")
+    return {(b.type, b.field, b.target): b for b in got}
+
+
+def status(got: Mapping[tuple[str, str | None, str], Binding], *key: Any) -> str | None:
+    b = got.get(key)
+    return None if b is None else b.status
+
+
+def test_the_issues_names_bind_to_their_concepts_with_reasons() -> None:
+    got = proposals(
+        {
+            "Journey": {"leaves_on": "date", "returns_on": "date"},
+            "Shot": {"valid_thru": "date", "vaccine": "str"},
+            "Homework": {"turn_in": "date", "subject": "str"},
+            "Purchase": {"priceGBP": "float"},
+        }
+    )
+    assert status(got, "Journey", None, "trip") == "used"
+    assert status(got, "Journey", "leaves_on", "trip.start") == "used"
+    assert status(got, "Journey", "returns_on", "trip.end") == "used"
+    assert status(got, "Shot", None, "document") == "used"
+    thru = got[("Shot", "valid_thru", "document.expiry")]
+    assert thru.status == "used"
+    assert "abbreviation thru→until" in thru.reason and "date field" in thru.reason
+    assert "Shot plays document" in thru.reason
+    assert status(got, "Homework", "turn_in", "duty.due") == "used"
+    price = got[("Purchase", "priceGBP", "payment.amount")]
+    assert price.status == "used" and "currency GBP" in price.reason
+    # valid_thru is an expiry, not a booking's end ("until" explains only half the name)
+    assert ("Shot", "valid_thru", "booking.end") not in got
+
+
+def test_camel_case_and_lower_case_names_bind() -> None:
+    got = proposals(
+        {"medication": {"drugName": "str"}, "flight_leg": {"departure": "datetime"}},
+        values={("medication", "drugName"): ["warfarin", "Advil"]},
+    )
+    assert status(got, "medication", None, "medication") == "used"
+    name = got[("medication", "drugName", "medication.name")]
+    assert name.status == "used" and "values look like drug names" in name.reason
+    assert status(got, "flight_leg", None, "travel_leg") == "used"
+
+
+def test_a_time_zone_field_named_zone_is_read_when_its_values_are_zones() -> None:
+    schema = {"Meeting": {"zone": "str", "begins": "datetime"}}
+    zones = proposals(schema, values={("Meeting", "zone"): ["America/New_York", "+01:00"]})
+    assert status(zones, "Meeting", "zone", "booking.timezone") == "used"
+    # a "zone" of garden beds is no time zone: its name alone does not make it one
+    beds = proposals(schema, values={("Meeting", "zone"): ["north bed", "south bed", "pond"]})
+    bed = beds[("Meeting", "zone", "booking.timezone")]
+    assert bed.status == "held" and "values do not look like time zones" in bed.reason
+
+
+def test_a_text_field_of_a_critical_role_is_held_on_its_name_alone() -> None:
+    got = proposals({"medication": {"drugName": "str"}})
+    b = got[("medication", "drugName", "medication.name")]
+    assert b.status == "held" and "name only" in b.reason
+
+
+def test_flags_that_silence_alerts_are_never_used_from_a_name() -> None:
+    got = proposals({"Homework": {"turn_in": "bool"}, "Outing": {"scrapped": "bool"}})
+    assert status(got, "Homework", "turn_in", "record.settled") == "held"
+    assert status(got, "Outing", "scrapped", "record.called_off") == "held"
+    assert "bind it by hand" in got[("Homework", "turn_in", "record.settled")].reason
+    # a bool is never a due date
+    assert ("Homework", "turn_in", "duty.due") not in got
+
+
+def test_wrong_kinds_never_bind() -> None:
+    got = proposals(
+        {
+            "Shot": {"valid_thru": "str"},
+            "Hike": {"starting": "str", "begins": "int"},
+            "Purchase": {"price": "str"},
+        }
+    )
+    targets = {t for (_, _, t) in got}
+    assert not targets & {"document.expiry", "trip.start", "booking.start", "payment.amount"}
+
+
+def test_ambiguous_fields_are_held_not_used() -> None:
+    got = proposals({"Journey": {"leave_date": "date", "departure_date": "date"}})
+    leave = got[("Journey", "leave_date", "trip.start")]
+    depart = got[("Journey", "departure_date", "trip.start")]
+    assert leave.status == depart.status == "held"
+    assert "fits trip.start too" in leave.reason
+
+
+def test_a_name_two_roles_fit_equally_is_held() -> None:
+    # A Transfer is a payment by default; that "transfer" is also an airport transfer is no
+    # reason to make it a leg of a trip
+    got = proposals({"Transfer": {"amt": "float"}})
+    assert status(got, "Transfer", None, "travel_leg") == "held"
+    assert status(got, "Transfer", "amt", "payment.amount") == "used"
+
+
+def test_a_misspelt_name_is_held() -> None:
+    got = proposals({"Shot": {"expiery": "date"}})
+    b = got[("Shot", "expiery", "document.expiry")]
+    assert b.status == "held" and "misspelling" in b.reason
+
+
+def test_nothing_the_vocabulary_has_is_proposed_again() -> None:
+    schema = {"Journey": {"leaves_on": "date", "start": "date"}, "Trip": {"depart": "date"}}
+    rejected = Binding("trip.start", "Journey", "leaves_on", author="person", status="rejected")
+    plays = Binding("trip", "Journey", author="person")
+    got = proposals(schema, Vocabulary([rejected, plays]))
+    assert ("Journey", "leaves_on", "trip.start") not in got  # a person said no
+    assert ("Journey", None, "trip") not in got  # a person already said yes
+    assert ("Journey", "start", "trip.start") not in got  # the default already reads it
+    assert ("Trip", None, "trip") not in got  # a default type
+    assert status(got, "Trip", "depart", "trip.start") == "used"
+    # a field a person bound to one of a role's concepts gets no other of that role
+    person = Binding("trip.end", "Journey", "leaves_on", author="person")
+    assert ("Journey", "leaves_on", "trip.start") not in proposals(schema, Vocabulary([person]))
+
+
+def test_traps_are_not_bound_wrongly() -> None:
+    got = proposals(
+        {
+            # a pet-sitting client's passport: not the user's trip, nor a drug
+            "Passport": {"client_name": "str", "pet_name": "str", "expiry": "date"},
+            "Hike": {"start": "str", "start_point": "str"},
+        },
+        values={("Passport", "pet_name"): ["Biscuit"], ("Hike", "start"): ["the car park"]},
+    )
+    assert all(b.status == "held" for b in got.values() if b.type == "Passport")
+    assert not any(
+        b.target in ("trip", "medication") or b.target.startswith("trip.") for b in got.values()
+    )
+    assert not any(b.type == "Hike" for b in got.values())
+
+
+def test_a_link_alone_is_a_held_proposal() -> None:
+    got = proposals(
+        {"Journey": {"leaves_on": "date", "where": "str"}, "Country": {"name": "str"}},
+        values={("Journey", "where"): ["fr", "jp", "fr"]},
+        keys={"Country": ["fr", "jp"]},
+    )
+    b = got[("Journey", "where", "trip.country")]
+    assert b.status == "held" and "values are keys of Country" in b.reason
+
+
+def test_each_fields_values_are_read_at_most_once() -> None:
+    schema = {
+        f"Thing{i}": {**{f"note_{j}": "str" for j in range(18)}, "zone": "str", "country": "str"}
+        for i in range(30)
+    }
+    calls: list[tuple[str, str]] = []
+
+    def values(t: str, f: str) -> list[str]:
+        calls.append((t, f))
+        return ["Europe/Paris"]
+
+    propose(schema, Vocabulary(), values=values, keys=lambda t: [t.lower()])
+    assert len(calls) == len(set(calls)) <= 30 * 20
+
+
+def test_proposals_from_a_store_bind_and_rules_read_them(tmp_path: Path) -> None:
+    st = State("u")
+    store = Store(tmp_path / "u.duckdb")
+    events = [
+        fact("2025-01-01", "add", "Journey", "j1", leaves_on="2025-06-01", country="France"),
+        fact("2025-01-01", "add", "Shot", "s1", valid_thru="2025-05-01", holder="me"),
+    ]
+    st.apply_all(store.append(plan_batch(st, parse_objects(events))))
+    store.close()
+    got = propose(
+        st.schema.types,
+        st.vocab,
+        values=lambda t, f: [r.__dict__.get(f) for r in st.all(t)],
+        keys=lambda t: [r.key for r in st.all(t)],
+        types=["Journey"],
+    )
+    assert {b.type for b in got} == {"Journey"}
+    st.bind(b for b in got if b.status == "used")
+    assert "Journey" in st.vocab.types("trip")
+    assert st.vocab.fields("Journey", "trip.start")[0] == "leaves_on"
+
+
+def test_unwatched_lists_what_looks_like_dates_amounts_documents_and_substances() -> None:
+    schema = {
+        "Shot": {"valid_thru": "date", "given_on": "date"},
+        "Homework": {"turn_in": "date"},
+        "Purchase": {"priceGBP": "float", "count": "int"},
+        "Note": {"text": "str", "pet_name": "str"},
+    }
+    found = unwatched(
+        schema,
+        Vocabulary(),
+        read={("Shot", "given_on")},
+        values=lambda t, f: ["took ibuprofen"] if (t, f) == ("Note", "text") else [],
+    )
+    by = {(u.type, u.field): u for u in found}
+    assert by[("Shot", "valid_thru")].looks == "date"
+    assert ("Shot", None) not in by  # one of its fields is read
+    assert ("Shot", "given_on") not in by
+    assert by[("Homework", "turn_in")].looks == "deadline"
+    assert by[("Purchase", "priceGBP")].looks == "amount"
+    assert ("Purchase", "count") not in by
+    assert by[("Note", "text")].looks == "substance"
+    assert ("Note", "pet_name") not in by
+    assert (
+        by[("Homework", "turn_in")].describe().startswith("Homework.turn_in: looks like a deadline")
+    )
+    unread = unwatched({"Shot": {"vaccine": "str"}}, Vocabulary(), read=set())
+    assert [(u.type, u.looks) for u in unread] == [("Shot", "document")]

@@ -1,0 +1,601 @@
+"""The matcher: bindings proposed from a user's own type and field names to the catalogue.
+
+Deterministic, stdlib only. A name is split (camelCase, PascalCase, acronyms, snake, kebab,
+spaces), casefolded, stripped of accents, its short forms expanded and its stop tokens dropped
+(``data/concepts/_matcher.toml``), each token folded to a stem (expires, expiry, expiration →
+``expir``); then compared with the ``words`` of every role and concept in the catalogue, read at
+run time. A field is a candidate for a concept only when its schema type fits the concept's value
+kind (``catalogue.KINDS``); a sample of its values may add a bonus (countries, time zones,
+currency codes, weekdays, drug or food words; values that are keys of another type make a link),
+never enough alone. Each proposal has a score in [0, 1] and the reason it matched; ``used`` when
+it scores at least 0.75 and beats the next candidate by 0.15, ``held`` for review when lower or
+ambiguous, or when it would feed a critical rule from a name alone; dropped under 0.5.
+
+Proposals are computed when the schema changes, per changed type: names and catalogue words are
+normalised once and cached, and each field's values are asked for at most once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import tomllib
+import unicodedata
+import zoneinfo
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from uac_kernel.names import style_key
+from uac_kernel.rules.library._common import _OFFSET, COUNTRY_NAMES, _country, _norm
+from uac_kernel.rules.library.health import DRUG_CLASSES, FOOD_ALLERGENS, TERATOGENS
+from uac_kernel.rules.library.schedule import WEEKDAYS
+from uac_kernel.vocab.binding import Binding, Status, Vocabulary
+from uac_kernel.vocab.catalogue import CONCEPTS, KINDS, ROLES
+
+__all__ = ["Unwatched", "propose", "unwatched"]
+
+USE, HOLD, MARGIN = 0.75, 0.5, 0.15  # used at USE and a MARGIN over the next; held from HOLD
+_SHAPE_BONUS, _LINK_BONUS, _LINK_ALONE = 0.15, 0.2, 0.6
+_SHAPE_MISS = 0.3  # a sample that contradicts a kind's shape (a "zone" of garden beds)
+_SAMPLE = 50  # values read per field
+_TEXT = frozenset({"str", "list[str]"})
+
+
+def _table() -> dict[str, Any]:
+    path = resources.files("uac_kernel") / "data" / "concepts" / "_matcher.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+_DATA = _table()
+_STOP = frozenset(_DATA["stop"])
+_CURRENCIES = frozenset(_DATA["currencies"])
+_ABBREV: dict[str, str] = _DATA["abbreviations"]
+_NEVER_FROM_NAME = frozenset(_DATA["hold"]["never_from_name"])
+_CRITICAL_ROLES = frozenset(_DATA["hold"]["critical_roles"])
+# A value kind whose shape is itself (a country field holds countries) and may contradict it.
+_KIND_SHAPES = {"country": "country", "tz": "zone"}
+# concept → the value shapes it expects (a concept the catalogue lacks is never a candidate)
+_SHAPE_OF: dict[str, frozenset[str]] = {
+    c: frozenset(s for s, cs in _DATA["shapes"].items() if c in cs)
+    for cs in _DATA["shapes"].values()
+    for c in cs
+}
+_SHAPE_WORDS = {
+    "country": "countries",
+    "zone": "time zones",
+    "currency": "currency codes",
+    "weekday": "weekdays",
+    "drug": "drug names",
+    "food": "foods",
+}
+
+
+# -- names -----------------------------------------------------------------------------------
+# Tried in order, the first that leaves a stem of three letters or more is cut.
+_SUFFIXES: tuple[str, ...] = (
+    *("ations", "ation", "itions", "ition", "ings", "ing", "ures", "ure", "ies", "ied"),
+    *("ed", "es", "y", "s", "e"),
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def _fold(token: str) -> str:
+    """A token's stem: expires, expiry, expiration, expired → ``expir``; departure → depart."""
+    for suffix in _SUFFIXES:
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            return token[: -len(suffix)]
+    return token
+
+
+def _plain(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+@dataclass(frozen=True, slots=True)
+class _Name:
+    """A name as the matcher reads it: folded tokens, in order (the last is the head word)."""
+
+    tokens: tuple[str, ...]
+    abbreviations: tuple[str, ...] = ()  # "thru→until"
+    currency: str | None = None  # "GBP" of priceGBP
+
+
+@functools.lru_cache(maxsize=8192)
+def _read(name: str) -> _Name:
+    raw = style_key(_plain(name)).split("_") if name.strip() else []
+    words: list[str] = []
+    abbreviations: list[str] = []
+    currency = None
+    for w in (w for w in raw if w):
+        if w in _CURRENCIES and len(raw) > 1 and currency is None:
+            currency = w.upper()
+        elif w in _ABBREV:
+            abbreviations.append(f"{w}→{_ABBREV[w]}")
+            words.extend(_ABBREV[w].split())
+        else:
+            words.append(w)
+    kept = [w for w in words if w not in _STOP] or words
+    return _Name(tuple(_fold(w) for w in kept), tuple(abbreviations), currency)
+
+
+# -- the catalogue's words, indexed ----------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Phrase:
+    target: str  # a role or a concept
+    word: str  # as the catalogue writes it
+    tokens: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    by_token: dict[str, tuple[_Phrase, ...]]
+    tokens: tuple[str, ...]  # every token, for near misses
+
+
+def _index(entries: Iterable[tuple[str, Iterable[str]]]) -> _Index:
+    by_token: dict[str, list[_Phrase]] = {}
+    for target, words in entries:
+        for word in words:
+            tokens = frozenset(_read(word).tokens)
+            if tokens:
+                phrase = _Phrase(target, word, tokens)
+                for t in tokens:
+                    by_token.setdefault(t, []).append(phrase)
+    return _Index({t: tuple(p) for t, p in by_token.items()}, tuple(sorted(by_token)))
+
+
+@functools.cache
+def _concept_index() -> _Index:
+    return _index((c.name, c.words) for c in CONCEPTS.values())
+
+
+@functools.cache
+def _role_index() -> _Index:
+    return _index((r.name, (*r.words, r.name.replace("_", " "))) for r in ROLES.values())
+
+
+@functools.cache
+def _defaults() -> frozenset[str]:
+    """Every field name some concept reads by default: a field so named needs no binding."""
+    return frozenset(f for c in CONCEPTS.values() for f in c.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """How well a name fits a target's words."""
+
+    score: float
+    covered: frozenset[str]
+    words: tuple[str, ...]
+    near: str | None = None  # a misspelt token read as this word
+
+
+def _fits(name: str, index: _Index) -> dict[str, _Fit]:
+    """Each target whose words explain some of ``name``'s tokens, and how well."""
+    n = _read(name)
+    got = _fits_tokens(n.tokens, index)
+    if got or not n.tokens:
+        return got
+    # No word fits: a token of five letters or more within a letter or two of one (a typo) is
+    # read as it, and what it gives is held, never used.
+    for i, tok in enumerate(n.tokens):
+        close = (
+            difflib.get_close_matches(tok, index.tokens, n=1, cutoff=0.85) if len(tok) >= 5 else []
+        )
+        if close:
+            swapped = (*n.tokens[:i], close[0], *n.tokens[i + 1 :])
+            return {
+                t: _Fit(min(f.score, 0.65), f.covered, f.words, near=close[0])
+                for t, f in _fits_tokens(swapped, index).items()
+            }
+    return {}
+
+
+def _fits_tokens(tokens: tuple[str, ...], index: _Index) -> dict[str, _Fit]:
+    have = frozenset(tokens)
+    found: dict[str, list[_Phrase]] = {}
+    for t in have:
+        for p in index.by_token.get(t, ()):
+            if p.tokens <= have:
+                found.setdefault(p.target, []).append(p)
+    out: dict[str, _Fit] = {}
+    for target, phrases in found.items():
+        covered: frozenset[str] = frozenset().union(*(p.tokens for p in phrases))
+        words: tuple[str, ...]
+        cov = len(covered) / len(have)
+        # Of the words that say it whole, the one written out ("amount", not "amt").
+        whole = min(
+            (p for p in phrases if p.tokens == have),
+            key=lambda p: (len(_read(p.word).abbreviations), len(p.word)),
+            default=None,
+        )
+        if whole is not None:
+            score, words = 1.0, (whole.word,)
+        else:
+            best = sorted({p.word: p for p in phrases}.values(), key=lambda p: -len(p.tokens))
+            words = tuple(p.word for p in best)
+            # The last token of a compound is its head ("warranty end" is an end).
+            score = 0.95 if cov == 1 else (0.6 if tokens[-1] in covered else 0.35) + 0.3 * cov
+        out[target] = _Fit(score, covered, words)
+    # A target explaining a strict part of what another explains is not what the name means:
+    # "valid_thru" is a document's expiry ("valid until"), not a booking's end ("until").
+    return {t: f for t, f in out.items() if not any(f.covered < g.covered for g in out.values())}
+
+
+@functools.lru_cache(maxsize=8192)
+def _concept_fits(name: str) -> dict[str, _Fit]:
+    return _fits(name, _concept_index())
+
+
+@functools.lru_cache(maxsize=4096)
+def _role_fits(name: str) -> dict[str, _Fit]:
+    return {r: f for r, f in _fits(name, _role_index()).items() if not ROLES[r].any}
+
+
+# -- values ----------------------------------------------------------------------------------
+@functools.cache
+def _zones() -> frozenset[str]:
+    return frozenset(z.casefold() for z in zoneinfo.available_timezones())
+
+
+@functools.cache
+def _terms_of(shape: str) -> tuple[str, ...]:
+    if shape == "drug":
+        return tuple(
+            {t for ts in DRUG_CLASSES.values() for t in ts}
+            | {t for _, ts, _ in TERATOGENS.values() for t in ts}
+        )
+    return tuple({t for ts in FOOD_ALLERGENS.values() for t in ts})
+
+
+def _looks(shape: str, v: str) -> bool:
+    text = v.strip()
+    if shape == "country":
+        return _country(text) in _COUNTRIES
+    if shape == "zone":  # "+09:00", "UTC-5", "Z", "Asia/Tokyo"
+        return _OFFSET.fullmatch(text) is not None or text.casefold() in _zones() | {"z"}
+    if shape == "currency":
+        return text.casefold() in _CURRENCIES
+    if shape == "weekday":
+        words = _norm(text).split()
+        return bool(words) and all(w in WEEKDAYS or w in ("weekday", "weekend") for w in words)
+    norm = _norm(text)
+    return any(t in norm for t in _terms_of(shape))
+
+
+_COUNTRIES = frozenset(COUNTRY_NAMES.values())
+
+
+def _texts(sample: Sequence[Any]) -> list[str]:
+    out: list[str] = []
+    for v in sample:
+        if isinstance(v, str) and v.strip():
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, str) and x.strip())
+    return out[:_SAMPLE]
+
+
+# -- proposing -------------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Cand:
+    concept: str
+    score: float
+    parts: list[str] = field(default_factory=list)  # the reason, term by term
+    backed: bool = False  # values back the name (a shape or a link)
+
+
+@dataclass
+class _Matcher:
+    schema: Mapping[str, Mapping[str, str]]
+    vocab: Vocabulary
+    values: Callable[[str, str], Sequence[Any]] | None
+    keys: Callable[[str], Collection[str]] | None
+    _samples: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    _owners: dict[str, set[str]] | None = None
+
+    def sample(self, t: str, f: str) -> list[str]:
+        got = self._samples.get((t, f))
+        if got is None:
+            got = _texts(self.values(t, f)) if self.values is not None else []
+            self._samples[(t, f)] = got
+        return got
+
+    def link(self, t: str, f: str) -> str | None:
+        """The other type whose keys this field's values are (at least 80% of them, and two,
+        or the only one), or None."""
+        if self.keys is None:
+            return None
+        if self._owners is None:
+            self._owners = {}
+            for other in self.schema:
+                for k in self.keys(other):
+                    self._owners.setdefault(k, set()).add(other)
+        sample = self.sample(t, f)
+        counts: dict[str, int] = {}
+        for v in sample:
+            for other in self._owners.get(v, ()):
+                if other != t:
+                    counts[other] = counts.get(other, 0) + 1
+        if not counts:
+            return None
+        other, n = max(sorted(counts.items()), key=lambda kv: kv[1])
+        return other if n >= 0.8 * len(sample) and (n >= 2 or len(sample) == 1) else None
+
+    def candidates(self, t: str, f: str, ftype: str) -> dict[str, _Cand]:
+        """The concepts ``t.f`` may carry, by name, kind, values and links."""
+        out: dict[str, _Cand] = {}
+        n = _read(f)
+        for c, fit in _concept_fits(f).items():
+            if ftype not in KINDS[CONCEPTS[c].value]:
+                continue  # a kind that does not fit never binds (a text "start" is no date)
+            said = f"name {f!r} ~ {' + '.join(repr(w) for w in fit.words)}"
+            notes = [*(f"abbreviation {a}" for a in n.abbreviations)]
+            if fit.near:
+                notes.append(f"read as a misspelling of {fit.near!r}")
+            if notes:
+                said += f" ({'; '.join(notes)})"
+            score = fit.score - (0.05 if n.abbreviations else 0.0)
+            out[c] = _Cand(c, score, [said, f"{ftype} field"])
+        if n.currency is not None:
+            for cand in out.values():
+                if CONCEPTS[cand.concept].value == "money":
+                    cand.parts.append(f"currency {n.currency} in the name")
+        if ftype in _TEXT:
+            self._values_say(t, f, ftype, out)
+        return out
+
+    def _values_say(self, t: str, f: str, ftype: str, out: dict[str, _Cand]) -> None:
+        if self.values is None:
+            return
+        for cand in out.values():
+            c = CONCEPTS[cand.concept]
+            shapes = _SHAPE_OF.get(c.name, frozenset()) | (
+                {_KIND_SHAPES[c.value]} if c.value in _KIND_SHAPES else set()
+            )
+            sample = self.sample(t, f) if shapes else []
+            for shape in sorted(shapes):
+                hits = sum(_looks(shape, v) for v in sample)
+                if sample and hits >= 0.5 * len(sample):
+                    cand.score += _SHAPE_BONUS
+                    cand.backed = True
+                    cand.parts.append(
+                        f"values look like {_SHAPE_WORDS[shape]} ({hits}/{len(sample)})"
+                    )
+                    break
+                if len(sample) >= 3 and hits < 0.2 * len(sample) and shape in _KIND_SHAPES.values():
+                    cand.score -= _SHAPE_MISS
+                    cand.parts.append(f"values do not look like {_SHAPE_WORDS[shape]}")
+        other = self.link(t, f)
+        if other is None:
+            return
+        heads = set(_read(other).tokens)
+        for c in CONCEPTS.values():
+            if ftype not in KINDS[c.value] or _fold(c.name.partition(".")[2]) not in heads:
+                continue
+            said = f"values are keys of {other} (a link)"
+            got = out.get(c.name)
+            if got is None:
+                out[c.name] = _Cand(c.name, _LINK_ALONE, [said, f"{ftype} field"], backed=True)
+            else:
+                got.score += _LINK_BONUS
+                got.backed = True
+                got.parts.append(said)
+
+    def for_type(self, t: str) -> list[Binding]:
+        fields = self.schema[t]
+        vocab = self.vocab
+        known = {b.key for b in vocab.bindings}
+        # A field a person (or an earlier proposal) already put under a role's concept.
+        bound = {(b.type, b.field, _roles_of(b.target)) for b in vocab.bindings if b.field}
+        defaults = _defaults()
+        cands = {
+            f: self.candidates(t, f, ftype) for f, ftype in fields.items() if f not in defaults
+        }
+        # Roles: the type's name, and the share of the role's concepts its fields carry.
+        roles: dict[str, tuple[float, Status, str]] = {}
+        type_fits = _role_fits(t)
+        for r in sorted({*type_fits, *(_roles_of(c) for cs in cands.values() for c in cs)}):
+            if ROLES[r].any or vocab.plays(t, r) or (r, t, None) in known:
+                continue
+            scored = _role_score(t, r, type_fits.get(r), fields, cands)
+            if scored[0] < HOLD:
+                continue
+            # Two roles the name fits as well, which no type plays both of by default (a
+            # Transfer is a payment or an airport transfer): the name does not say which.
+            rival = next(
+                (
+                    o
+                    for o, fit in sorted(type_fits.items())
+                    if o != r
+                    and r in type_fits
+                    and type_fits[r].score - fit.score < MARGIN
+                    and not set(ROLES[o].types) & set(ROLES[r].types)
+                ),
+                None,
+            )
+            if rival is not None:
+                scored = (scored[0], "held", f"{scored[2]}; held: the name fits {rival} as well")
+            roles[r] = scored
+        out = [
+            Binding(r, t, None, "inferred", round(min(s, 1.0), 2), why, status)
+            for r, (s, status, why) in roles.items()
+        ]
+        # Fields: the best concept per role each field may carry, for the roles the type plays
+        # (a field may carry concepts of several roles: a trip's start is a booking's start).
+        best: dict[tuple[str, str], tuple[_Cand, _Cand | None]] = {}
+        for f, cs in cands.items():
+            by_role: dict[str, list[_Cand]] = {}
+            for cand in cs.values():
+                by_role.setdefault(_roles_of(cand.concept), []).append(cand)
+            for r, group in by_role.items():
+                if not (ROLES[r].any or vocab.plays(t, r) or r in roles) or (t, f, r) in bound:
+                    continue
+                group.sort(key=lambda c: (-c.score, c.concept))
+                best[(f, r)] = (group[0], group[1] if len(group) > 1 else None)
+        for (f, r), (cand, runner) in sorted(best.items()):
+            c = cand.concept
+            if cand.score < HOLD or (c, t, f) in known:
+                continue
+            held: list[str] = []
+            if c in _NEVER_FROM_NAME:
+                held.append(
+                    "a flag that silences alerts is never taken from a name: bind it by hand"
+                )
+            if r in _CRITICAL_ROLES and fields[f] in _TEXT and not cand.backed:
+                held.append(f"name only, and critical rules read {r}")
+            if runner is not None and runner.score >= HOLD and cand.score - runner.score < MARGIN:
+                held.append(f"fits {runner.concept} too")
+            rivals = [
+                g
+                for (g, r2), (x, _) in best.items()
+                if r2 == r and g != f and x.concept == c and abs(cand.score - x.score) < MARGIN
+            ]
+            if rivals:
+                held.append(f"{', '.join(map(repr, rivals))} fits {c} too")
+            if r in roles:
+                cand.parts.append(f"{t} {'may play' if roles[r][1] == 'held' else 'plays'} {r}")
+                if roles[r][1] == "held":
+                    held.append(f"{t} playing {r} is held")
+            elif not ROLES[r].any:
+                cand.parts.append(f"{t} plays {r}")
+            status: Status = "used" if cand.score >= USE and not held else "held"
+            reason = "; ".join([*cand.parts, *(f"held: {h}" for h in held)])
+            out.append(Binding(c, t, f, "inferred", round(min(cand.score, 1.0), 2), reason, status))
+        return out
+
+
+def _roles_of(c: str) -> str:
+    return CONCEPTS[c].role
+
+
+def _role_score(
+    t: str,
+    r: str,
+    fit: _Fit | None,
+    fields: Mapping[str, str],
+    cands: Mapping[str, Mapping[str, _Cand]],
+) -> tuple[float, Status, str]:
+    members = [c for c in CONCEPTS.values() if c.role == r]
+    carried = sorted(
+        c.name
+        for c in members
+        if any(f in fields and fields[f] in KINDS[c.value] for f in c.fields)
+        or any(c.name in cs and cs[c.name].score >= HOLD for cs in cands.values())
+    )
+    share = len(carried) / len(members) if members else 0.0
+    parts = []
+    if fit is not None:
+        parts.append(f"type name {t!r} ~ {' + '.join(repr(w) for w in fit.words)}")
+        score = 0.85 * fit.score + 0.3 * share
+    else:
+        score = 0.7 * share  # fields alone never make a role used
+    if carried:
+        parts.append(f"fields carry {', '.join(carried)}")
+    held = []
+    if r in _CRITICAL_ROLES and not carried:
+        held.append(f"name only, and critical rules read {r}")
+    status: Status = "used" if score >= USE and not held else "held"
+    return min(score, 1.0), status, "; ".join(parts + [f"held: {h}" for h in held])
+
+
+def propose(
+    schema: Mapping[str, Mapping[str, str]],
+    vocab: Vocabulary,
+    *,
+    values: Callable[[str, str], Sequence[Any]] | None = None,
+    keys: Callable[[str], Collection[str]] | None = None,
+    types: Collection[str] | None = None,
+) -> list[Binding]:
+    """Bindings proposed for ``types`` of ``schema`` (type → field → schema type; default every
+    type): roles (type → role) and concepts (type.field → concept), author ``inferred``, each
+    with a score and a reason, ``used`` or ``held``. Nothing ``vocab`` already has (a binding of
+    any status: one a person rejected is never proposed again) nor what the catalogue's defaults
+    already read. ``values(type, field)`` gives a sample of a field's values and
+    ``keys(type)`` the keys of a type's records; without them names and kinds decide alone."""
+    m = _Matcher(schema, vocab, values, keys)
+    return [b for t in (schema if types is None else types) if t in schema for b in m.for_type(t)]
+
+
+# -- what no binding reads -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Unwatched:
+    """A type or field that looks like something rules care about, which no binding reads."""
+
+    type: str
+    field: str | None
+    looks: str  # date, deadline, amount, document, substance
+    why: str
+
+    def describe(self) -> str:
+        what = self.type if self.field is None else f"{self.type}.{self.field}"
+        article = "an" if self.looks[0] in "aeiou" else "a"
+        return f"{what}: looks like {article} {self.looks} ({self.why})"
+
+
+def unwatched(
+    schema: Mapping[str, Mapping[str, str]],
+    vocab: Vocabulary,
+    read: Collection[tuple[str, str]],
+    *,
+    values: Callable[[str, str], Sequence[Any]] | None = None,
+) -> list[Unwatched]:
+    """The types and fields of ``schema`` that look like dates, deadlines, amounts, documents or
+    substances and that no binding or constraint reads (``read``: the (type, field) pairs read),
+    each with why it looks like one: what uac is blind to for this user."""
+    table = _DATA["unwatched"]
+    deadlines = frozenset(table["deadline_roles"])
+    documents = frozenset(table["document_roles"])
+    substances = frozenset(table["substance_shapes"])
+    out: list[Unwatched] = []
+    for t, fields in schema.items():
+        reads = {f for f in fields if (t, f) in read}
+        if not reads:
+            doc = next(
+                (r for r in sorted(documents) if r in ROLES and vocab.plays(t, r)), None
+            ) or next((r for r in _role_fits(t) if r in documents), None)
+            if doc is not None:
+                out.append(
+                    Unwatched(
+                        t,
+                        None,
+                        "document",
+                        f"{t!r} reads as a {doc}, and none of its fields is read",
+                    )
+                )
+        for f, ftype in fields.items():
+            if f in reads:
+                continue
+            # Only a name the words explain whole says what it is ("pet_name" is no drug name).
+            fits = {
+                c: x
+                for c, x in _concept_fits(f).items()
+                if x.score >= 0.9 and ftype in KINDS[CONCEPTS[c].value]
+            }
+            if ftype in KINDS["date"]:
+                dl = sorted(c for c in fits if CONCEPTS[c].role in deadlines)
+                looks, why = (
+                    ("deadline", f"a {ftype} field named like {dl[0]}")
+                    if dl
+                    else ("date", f"a {ftype} field")
+                )
+                out.append(Unwatched(t, f, looks, why))
+            elif ftype in KINDS["money"]:
+                money = sorted(c for c in fits if CONCEPTS[c].value == "money")
+                if money or _read(f).currency:
+                    why = (
+                        f"named like {money[0]}"
+                        if money
+                        else f"currency {_read(f).currency} in the name"
+                    )
+                    out.append(Unwatched(t, f, "amount", f"a number {why}"))
+            elif ftype in _TEXT:
+                named = sorted(c for c in fits if _SHAPE_OF.get(c, frozenset()) & substances)
+                sample = _texts(values(t, f)) if values is not None else []
+                hit = next((v for v in sample for s in sorted(substances) if _looks(s, v)), None)
+                if named or hit:
+                    why = f"named like {named[0]}" if named else f"values name one ({hit!r})"
+                    out.append(Unwatched(t, f, "substance", why))
+    return out
