@@ -773,7 +773,8 @@ def test_schengen_90_in_180_days(tmp_path: Path) -> None:
         ],
     )
     alert = one(lib.schengen_90_180, view)
-    assert alert.severity == "critical" and keys(alert) == {"Trip/t3"}
+    # The alert names the earlier stays whose days it counted, not only the trip it flags.
+    assert alert.severity == "critical" and keys(alert) == {"Trip/t1", "Trip/t2", "Trip/t3"}
     # 45 + 30 days already used, 21 planned
     for needle in ("96 days", "75 days are already used", "at most 15 days remain", "21 days"):
         assert needle in alert.message
@@ -2388,7 +2389,8 @@ def test_uk_statutory_residence_test(tmp_path: Path) -> None:
     )
     alert = one(lib.residence_day_limits, view)
     # Midnights: 112 (Apr 10 - Jul 30) + 106 (Oct 1 - Jan 14) = 218 in the tax year from 6 April.
-    assert keys(alert) == {"Trip/b"} and alert.severity == "warning"
+    # Both trips' days were counted: the alert names them both.
+    assert keys(alert) == {"Trip/a", "Trip/b"} and alert.severity == "warning"
     assert "218 days in the UK tax year 2026-04-06 – 2027-04-05" in alert.message
     assert "HMRC RDR3" in alert.message
 
@@ -2450,7 +2452,8 @@ def test_stated_stay_limit_and_home_country(tmp_path: Path) -> None:
         ],
     )
     alert = one(lib.residence_day_limits, view)
-    assert keys(alert) == {"Trip/th2", "StayLimit/th"} and alert.severity == "critical"
+    # th1's days count in th2's window: the alert names it beside the trip and the limit.
+    assert keys(alert) == {"Trip/th1", "Trip/th2", "StayLimit/th"} and alert.severity == "critical"
     assert "65 days in the 180 days 2025-11-07 – 2026-05-05" in alert.message
 
 
@@ -2479,7 +2482,8 @@ def test_an_open_ended_stay_under_way_counts_through_today(
     if found:
         (alert,) = found
         # 30 days of th1 and 46 of th2 (Mar 1 - Apr 15) in the 180 days to today; 30 + 30 fit.
-        assert keys(alert) == {"Trip/th2", "StayLimit/th"} and alert.severity == "critical"
+        assert keys(alert) == {"Trip/th1", "Trip/th2", "StayLimit/th"}
+        assert alert.severity == "critical"
         assert "76 days in the 180 days 2025-10-18 – 2026-04-15" in alert.message
         assert "counted through today (2026-04-15)" in alert.message
         assert "you had to leave by 2026-03-30" in alert.message

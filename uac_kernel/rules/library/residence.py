@@ -10,19 +10,28 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
+    TRIP_START,
     _before,
     _called_off,
     _country,
     _day,
     _days,
-    _from_day,
     _get,
     _label,
     _number,
     _text,
     _trip_end,
 )
-from uac_kernel.rules.library.travel import _countries
+from uac_kernel.rules.library.travel import (
+    TRIP_COUNTRY,
+    TRIP_WHERE,
+    _countries,
+    _home_countries,
+    _trips_from,
+    _values,
+)
+from uac_kernel.vocab.catalogue import concept
+from uac_kernel.vocab.resolve import types_of
 
 __all__ = ["residence_day_limits"]
 
@@ -86,7 +95,9 @@ STAY_LIMITS: tuple[StayLimit, ...] = (
         over=True,
     ),
 )
-STATED_LIMIT_TYPES = ("StayLimit", "ResidenceLimit")
+LIMIT_COUNTRY = concept("stay_limit.country")
+LIMIT_DAYS = concept("stay_limit.days")
+LIMIT_WINDOW = concept("stay_limit.window")
 _VWP_EXEMPT = frozenset({_country("United States"), _country("Canada")})  # no VWP needed
 LOOKBACK = timedelta(days=3 * 366)  # the substantial presence test looks back two years
 
@@ -109,21 +120,14 @@ def _count(days: set[date], lo: date, hi: date) -> int:
 
 
 def _stated(user: UserView) -> list[tuple[StayLimit, Record]]:
-    """Limits stated by ``StayLimit``/``ResidenceLimit`` records: ``country``, ``days`` (or
-    ``limit``/``max_days``), ``window_days`` (none: per visit)."""
+    """Limits stated by records of types playing ``stay_limit``: ``stay_limit.country``,
+    ``stay_limit.days``, ``stay_limit.window`` (none: per visit)."""
     out = []
-    for t in STATED_LIMIT_TYPES:
+    for t in types_of("stay_limit"):
         for r in user.all(t):
-            country = _text(r, ("country",))
-            days = next(
-                (
-                    x
-                    for n in ("days", "limit", "max_days")
-                    if (x := _number(_get(r, n))) is not None
-                ),
-                None,
-            )
-            window = _number(_get(r, "window_days"))
+            country = _text(r, LIMIT_COUNTRY)
+            days = next((x for v in _values(r, LIMIT_DAYS) if (x := _number(v)) is not None), None)
+            window = _number(_get(r, LIMIT_WINDOW))
             if not country.strip() or days is None or not 0 < days < 3660 or _called_off(r):
                 continue
             ok_window = window is not None and 0 < window <= 3660
@@ -147,20 +151,21 @@ def _stated(user: UserView) -> list[tuple[StayLimit, Record]]:
 
 
 @rule(
-    watch=["Trip", "Residence", "Passport", *STATED_LIMIT_TYPES],
+    roles=["trip", "residence", "passport", "stay_limit"],
     clock=True,
     severity="warning",
     category="travel_document_validity",
     source="HMRC RDR3 (UK Statutory Residence Test, 183 days in a tax year from 6 April); "
     "26 U.S.C. 7701(b)(3) and IRS Publication 519 (substantial presence test); Income Tax Act "
     "(Canada) s. 250(1)(a) (183 days); 8 U.S.C. 1187 and 8 CFR 217.2 (Visa Waiver Program, 90 "
-    "days a visit); a limit stated in a StayLimit/ResidenceLimit record",
+    "days a visit); a limit the user stated (role stay_limit)",
 )
 def residence_day_limits(user: UserView) -> Iterator[Finding]:
-    """Reads ``Trip`` records (``country``/``countries``, ``start``, ``end`` or a stated length;
-    skips ``cancelled``), home countries (``Residence.country``, ``Passport.country``/
-    ``nationality``) and ``StayLimit``/``ResidenceLimit`` records (``country``, ``days``/
-    ``limit``/``max_days``, ``window_days``; none means per visit).
+    """Reads trips (role ``trip``: ``trip.country``, ``trip.start``, ``trip.end`` or a stated
+    length; skips called-off ones), home countries (``residence.country``; a passport's
+    ``document.country``/``passport.nationality``) and limits the user stated (role
+    ``stay_limit``: ``stay_limit.country``, ``stay_limit.days``, ``stay_limit.window``; none
+    means per visit).
 
     For each coming trip to a country with a limit, counts the days present from the user's
     trips: the UK Statutory Residence Test (183 days at midnight in a tax year from 6 April),
@@ -169,7 +174,8 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
     (warning, for travellers who are not US or Canadian), and stated limits (critical). The tax
     tests are skipped for the user's own countries. A trip with no end recorded counts through
     today while under way (the message says by when it had to end to stay within the limit),
-    else its first day only, and the message says so.
+    else its first day only, and the message says so. An alert names the trip, the other trips
+    whose days it counted and the stated limit it breaks.
     """
     today = user.today
     limits = [(lim, None) for lim in STAY_LIMITS] + _stated(user)
@@ -179,19 +185,16 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
     # (trip, start, last day counted, end when known) of the trips to a country with a limit; a
     # trip with no end recorded counts through today while under way, else its first day only.
     by_country: dict[str, list[tuple[Record, date, date, date | None]]] = {}
-    for t in _from_day(user, "Trip", _before(today, LOOKBACK), ("start", "end")):
-        s = _day(_get(t, "start"))
+    for t in _trips_from(user, _before(today, LOOKBACK)):
+        s = _day(_get(t, TRIP_START))
         if s is None or _called_off(t):
             continue
         e = _trip_end(t)
-        for c in _countries(_get(t, "country"), _get(t, "countries")) & wanted:
+        for c in _countries(*_values(t, TRIP_COUNTRY)) & wanted:
             by_country.setdefault(c, []).append((t, s, e or max(s, today), e))
     if not any(last >= today for stays in by_country.values() for _, _, last, _ in stays):
         return  # no trip to such a country lies ahead or is under way
-    home = _countries(*(_get(r, "country") for r in user.all("Residence")))
-    passports = _countries(
-        *(_get(p, n) for p in user.all("Passport") for n in ("country", "nationality"))
-    )
+    home, passports = _home_countries(user)
     for lim, stated in limits:
         stays = by_country.get(lim.country)
         if not stays:
@@ -204,9 +207,20 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
         for trip, start, last, end in stays:
             if last < today:
                 continue  # over: what it did is counted for the trips ahead
-            span = _check(lim, days, start, last)
-            if span is None:
+            checked = _check(lim, days, start, last)
+            if checked is None:
                 continue
+            span, lo, hi = checked
+            # The other trips whose days the count took in (a visit counts only its own).
+            counted = [
+                t
+                for t, s, x, _ in stays
+                if t is not trip and s <= hi and x >= lo and lim.period != "visit"
+            ]
+            # The trip's own words for where it goes; a list of countries reads as the limit's.
+            named = " ; ".join(
+                v for v in _values(trip, TRIP_COUNTRY, TRIP_WHERE) if isinstance(v, str) and v
+            )
             todo = " Shorten or move the trip, or take advice before you go."
             if end is None and start >= today:
                 todo += (
@@ -218,10 +232,10 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
                 todo = _under_way(lim, others, start, today)
             yield Finding(
                 f"{_label(trip)} ({start} – {end or 'return not recorded'}) brings your days in "
-                f"{_text(trip, ('country', 'destination')) or lim.country.strip().title()} to "
+                f"{named or lim.country.strip().title()} to "
                 f"{span}, against {lim.name} ({lim.days} days; {lim.source}): "
                 f"{lim.consequence}.{todo}",
-                [trip, *([stated] if stated is not None else [])],
+                [trip, *counted, *([stated] if stated is not None else [])],
                 about=lim.name,
                 severity=lim.severity,
             )
@@ -258,30 +272,36 @@ def _under_way(
     )
 
 
-def _check(lim: StayLimit, days: set[date], start: date, last: date) -> str | None:
-    """The days counted, said, when the trip from ``start`` to ``last`` breaks ``lim``."""
+def _check(
+    lim: StayLimit, days: set[date], start: date, last: date
+) -> tuple[str, date, date] | None:
+    """When the trip from ``start`` to ``last`` breaks ``lim``: the days counted, said, and the
+    first and last day of the period counted."""
     broken = (lambda n: n > lim.days) if lim.over else (lambda n: n >= lim.days)
     if lim.period == "visit":
         n = (last - start).days + 1
-        return f"{_days(n)} in one visit" if broken(n) else None
+        return (f"{_days(n)} in one visit", start, last) if broken(n) else None
     if lim.period == "rolling":
         lo = last - timedelta(days=lim.window - 1)
         n = _count(days, lo, last)
-        return f"{_days(n)} in the {lim.window} days {lo} – {last}" if broken(n) else None
+        said = f"{_days(n)} in the {lim.window} days {lo} – {last}"
+        return (said, lo, last) if broken(n) else None
     if lim.period == "tax_year_uk":
         lo, hi = _uk_tax_year(last)
         n = _count(days, lo, hi)
-        return f"{_days(n)} in the UK tax year {lo} – {hi}" if broken(n) else None
+        return (f"{_days(n)} in the UK tax year {lo} – {hi}", lo, hi) if broken(n) else None
     year = last.year
     n = _count(days, date(year, 1, 1), date(year, 12, 31))
     if lim.period == "calendar_year":
-        return f"{_days(n)} in {year}" if broken(n) else None
+        said = f"{_days(n)} in {year}"
+        return (said, date(year, 1, 1), date(year, 12, 31)) if broken(n) else None
     prior = _count(days, date(year - 1, 1, 1), date(year - 1, 12, 31))
     second = _count(days, date(year - 2, 1, 1), date(year - 2, 12, 31))
     weighted = n + prior / 3 + second / 6
     if n >= 31 and broken(int(weighted)):
-        return (
+        said = (
             f"{_days(n)} in {year}, {prior} in {year - 1} and {second} in {year - 2}: "
             f"{n} + {prior}/3 + {second}/6 = {weighted:.1f} weighted days"
         )
+        return said, date(year - 2, 1, 1), date(year, 12, 31)
     return None

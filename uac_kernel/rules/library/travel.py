@@ -13,27 +13,53 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
-    CERTIFICATES,
     MIN_BLANK_PAGES,
     PASSPORT_MONTHS,
-    TRAVEL_DOCUMENTS,
+    TRIP_DAYS,
+    TRIP_END,
+    TRIP_START,
     _before,
     _called_off,
     _country,
     _day,
     _days,
+    _first_day,
     _flag,
     _from_day,
     _get,
     _label,
+    _named,
     _norm,
     _number,
     _terms,
     _trip_end,
     _void,
+    plays,
 )
+from uac_kernel.vocab.catalogue import concept
+from uac_kernel.vocab.resolve import fields_of, types_of
 
 __all__ = ["document_expires_before_trip", "passport_validity", "schengen_90_180", "visa_validity"]
+
+# What the travel rules read (data/concepts/travel.toml); the roles they read are ``trip``,
+# ``passport``, ``visa``, ``residence``, ``document``, ``insurance_policy``, ``health_certificate``.
+TRIP_WHERE = concept("trip.destination")
+TRIP_COUNTRY = concept("trip.country")
+TRIP_INTERNATIONAL = concept("trip.international")
+TRAVELLERS = concept("trip.travellers")
+TRIP_EXEMPT = concept("trip.exempt")
+EXPIRY = concept("document.expiry")
+VALID_FROM = concept("document.valid_from")
+HOLDER = concept("document.holder")
+DOC_COUNTRY = concept("document.country")
+RENEWED = concept("document.renewed")
+SUPERSEDED = concept("document.superseded")
+BLANK_PAGES = concept("passport.blank_pages")
+NATIONALITY = concept("passport.nationality")
+VISA_ENTRIES = concept("visa.entries")
+SINGLE_ENTRY = concept("visa.single_entry")
+VISA_USED = concept("visa.used")
+RESIDENCE_COUNTRY = concept("residence.country")
 
 
 # -- travel ----------------------------------------------------------------------------------
@@ -43,13 +69,40 @@ def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date | None]
     has not started: what can be checked without its end is checked before departure."""
     today = user.today
     # A trip that has not ended starts or ends from today on: the index reads just those.
-    for trip in _from_day(user, "Trip", today, ("start", "end")):
-        start = _day(_get(trip, "start"))
+    for trip in _trips_from(user, today):
+        start = _day(_get(trip, TRIP_START))
         if start is None or _called_off(trip):
             continue
         end = _trip_end(trip)
         if today is None or (end or start) >= today:
             yield trip, start, end
+
+
+def _trips_from(user: UserView, since: date | None) -> list[Record]:
+    """Current records of every type playing ``trip`` that start or end from ``since`` on (or
+    have neither date), read through the date indexes."""
+    return [r for t in types_of("trip") for r in _from_day(user, t, since, (TRIP_START, TRIP_END))]
+
+
+def _values(rec: Record, *names: str) -> list[Any]:
+    """Every value set on ``rec`` in the fields bound to the concepts ``names``, in read order:
+    a concept several fields carry (a trip's ``country`` and ``countries``) reads them all."""
+    values, t = rec.__dict__, type(rec).__name__
+    return [v for n in names for f in fields_of(t, n) if (v := values.get(f)) is not None]
+
+
+def _role_countries(user: UserView, role: str, *names: str) -> set[str]:
+    """The countries the records of every type playing ``role`` name in ``names``."""
+    return _countries(*(v for t in types_of(role) for r in user.all(t) for v in _values(r, *names)))
+
+
+def _home_countries(user: UserView) -> tuple[set[str], set[str]]:
+    """The user's home countries: where they live (``residence.country``), and those of their
+    passports (``document.country``, ``passport.nationality``)."""
+    return (
+        _role_countries(user, "residence", RESIDENCE_COUNTRY),
+        _role_countries(user, "passport", DOC_COUNTRY, NATIONALITY),
+    )
 
 
 def _span_text(start: date, end: date | None) -> str:
@@ -58,7 +111,7 @@ def _span_text(start: date, end: date | None) -> str:
 
 def _trip_where(trip: Record) -> str:
     return ", ".join(
-        v for n in ("destination", "country") if isinstance(v := _get(trip, n), str) and v
+        v for n in (TRIP_WHERE, TRIP_COUNTRY) if isinstance(v := _get(trip, n), str) and v
     )
 
 
@@ -79,9 +132,8 @@ def _same_person(a: str, b: str) -> bool:
 
 def _travellers(trip: Record) -> list[str]:
     # Companions travel *with* the user, so naming them never narrows whose passport counts;
-    # only an explicit traveller field does.
-    fields = ("traveller", "travellers", "traveler", "travelers")
-    return [n for f in fields for n in _names(_get(trip, f))]
+    # only a ``trip.travellers`` field does.
+    return [n for v in _values(trip, TRAVELLERS) for n in _names(v)]
 
 
 def _passports_for(trip: Record, best: dict[str, Record]) -> list[Record]:
@@ -99,7 +151,7 @@ def _passport_findings(
     """``own``: the trip goes to the passport's own country, which lets its citizens in on it
     whatever its remaining validity or blank pages; it must only be valid for the journey.
     ``end`` None: the return is unknown, so the margin after it is at most that after departure."""
-    exp = _day(_get(p, "expires")) or date.max
+    exp = _day(_get(p, EXPIRY)) or date.max
     if exp < start:
         yield Finding(
             f"{_label(p)} expires {exp}, {_days((start - exp).days)} before you leave for {where} "
@@ -134,7 +186,7 @@ def _passport_findings(
             [p, trip],
             severity="critical" if after < 90 else "warning",
         )
-    pages = _get(p, "blank_pages")
+    pages = _get(p, BLANK_PAGES)
     if (
         not own
         and isinstance(pages, int)
@@ -147,12 +199,12 @@ def _passport_findings(
             f"{MIN_BLANK_PAGES} (a visa takes a full page, entry and exit stamps another). Renew "
             "the passport before applying for any visa.",
             [p, trip],
-            about="blank_pages",
+            about=_named(p, BLANK_PAGES),
         )
 
 
 @rule(
-    watch=["Trip", "Passport", "Residence"],
+    roles=["trip", "passport", "residence"],
     clock=True,
     severity="critical",
     category="travel_document_validity",
@@ -160,46 +212,47 @@ def _passport_findings(
     "and blank pages; many countries require six months' validity)",
 )
 def passport_validity(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Trip`` (``start``, ``end`` or a stated ``days``/``nights``, ``country``,
-    ``destination``, ``international``,
-    traveller names in ``traveller(s)``/``companions``; skips ``cancelled`` and ended trips),
-    ``Passport`` (``holder``, ``expires``, ``blank_pages``, ``country``/``nationality``) and
-    ``Residence.country``.
+    """Reads current trips (role ``trip``: ``trip.start``, ``trip.end`` or a stated
+    ``trip.length_days``/``trip.nights``, ``trip.country``, ``trip.destination``,
+    ``trip.international``, traveller names in ``trip.travellers``; skips called-off and ended
+    trips), passports (role ``passport``: ``document.holder``, ``document.expiry``,
+    ``passport.blank_pages``, ``document.country``/``passport.nationality``; skips
+    ``document.superseded`` ones) and ``residence.country`` of the role ``residence``.
 
-    A trip is international if ``international`` is true, or if it is not false and names a
-    ``country`` other than the home countries (residence and passport countries); countries are
-    compared by name, code or demonym ("UK", "GB", "British", "United Kingdom" are one). For each
-    traveller the passport with the latest ``expires`` is checked: critical if it expires before
-    the trip ends; critical if less than 90 days, warning if less than 183 days (six months) after
-    the return; critical if it has fewer than 2 ``blank_pages``. A trip to the passport's own
-    country (``country``/``nationality``) is checked only for expiry before its end (its
-    citizens need no remaining validity or pages to enter), and not at all if the user also
+    A trip is international if ``trip.international`` is true, or if it is not false and names a
+    country other than the home countries (residence and passport countries); countries are
+    compared by name, code or demonym ("UK", "GB", "British", "United Kingdom" are one). Whose
+    passports count: those of the trip's travellers and of no (or a "me") holder; without
+    travellers, every passport. Companions named elsewhere travel with the user and never narrow
+    it. For each holder the passport with the latest expiry is checked: critical if it expires
+    before the trip ends; critical if less than 90 days, warning if less than 183 days (six
+    months) after the return; critical if it has fewer than 2 blank pages. A trip to the
+    passport's own country (its country or nationality) is checked only for expiry before its end
+    (its citizens need no remaining validity or pages to enter), and not at all if the user also
     lives there (domestic). A trip with no end recorded is checked against its departure: the
     validity left after the return is at most that left after departure (critical under 90 days,
     warning under 183), and the message says the return date is unknown. A named traveller with
     no passport in that name but one with the same first name and another surname: critical. A
     trip's alerts clear once it has ended (the rule re-runs as the log's clock moves).
     """
-    residence = _countries(*(_get(r, "country") for r in user.all("Residence")))
-    home = residence | _countries(
-        *(_get(p, n) for p in user.all("Passport") for n in ("country", "nationality"))
-    )
+    residence, passport_countries = _home_countries(user)
+    home = residence | passport_countries
     best: dict[str, Record] = {}
-    for p in user.all("Passport"):
-        if _flag(p, "lost", "replaced") or _called_off(p):
+    for p in (p for t in types_of("passport") for p in user.all(t)):
+        if _flag(p, SUPERSEDED) or _called_off(p):
             continue
-        holder = _norm(str(_get(p, "holder") or "")).strip()
-        exp = _day(_get(p, "expires")) or date.min
-        if holder not in best or exp > (_day(_get(best[holder], "expires")) or date.min):
+        holder = _norm(str(_get(p, HOLDER) or "")).strip()
+        exp = _day(_get(p, EXPIRY)) or date.min
+        if holder not in best or exp > (_day(_get(best[holder], EXPIRY)) or date.min):
             best[holder] = p
     for trip, start, end in _upcoming_trips(user):
-        dest = _countries(_get(trip, "country"))
-        intl = _get(trip, "international")
+        dest = _countries(*_values(trip, TRIP_COUNTRY))
+        intl = _get(trip, TRIP_INTERNATIONAL)
         if intl is True or (intl is None and dest and not dest <= home):
             where = _trip_where(trip) or "your destination"
             passports = _passports_for(trip, best)
             for p in passports:
-                own = bool(dest) and dest <= _countries(_get(p, "country"), _get(p, "nationality"))
+                own = bool(dest) and dest <= _countries(*_values(p, DOC_COUNTRY, NATIONALITY))
                 if not (own and dest <= residence):
                     yield from _passport_findings(p, trip, where, start, end, own)
             yield from _name_mismatches(trip, best, passports)
@@ -240,13 +293,13 @@ _SCHENGEN_AREA = _norm("Schengen")
 
 
 def _areas(trip: Record) -> set[str]:
-    """The normalised countries of a trip (``country``, ``countries``), plus Schengen if any is."""
-    out = _countries(_get(trip, "country"), _get(trip, "countries"))
+    """The normalised countries of a trip (``trip.country``), plus Schengen if any is."""
+    out = _countries(*_values(trip, TRIP_COUNTRY))
     return out | {_SCHENGEN_AREA} if out & SCHENGEN else out
 
 
 @rule(
-    watch=["Trip", "Visa"],
+    roles=["trip", "visa"],
     clock=True,
     severity="critical",
     category="travel_document_validity",
@@ -254,40 +307,41 @@ def _areas(trip: Record) -> set[str]:
     "dates and number of entries)",
 )
 def visa_validity(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Visa`` records (``country``, ``starts``, ``expires``, ``entries``/
-    ``single_entry``, ``used``; skips ``cancelled``) and ``Trip`` records (``country``/
-    ``countries``, ``start``, ``end``). A visa for "Schengen" covers the Schengen countries.
+    """Reads current visas (role ``visa``: ``document.country``, ``document.valid_from``,
+    ``document.expiry``, ``visa.entries``/``visa.single_entry``, ``visa.used``; skips called-off
+    ones) and trips (role ``trip``: ``trip.country``, ``trip.start``, ``trip.end``). A visa for
+    "Schengen" covers the Schengen countries.
 
-    For each coming trip to a visa's country flags (critical): the visa ``starts`` after the trip
-    starts; it ``expires`` before the trip ends; it is single-entry and already ``used``, or an
-    earlier trip to the same country (not called off) began within its validity. A trip with no end recorded
-    (no ``end``, ``days`` or ``nights``): a visa expiring before arrival is critical, one
-    expiring later a warning naming the date to leave by.
+    For each coming trip to a visa's country flags (critical): the visa starts after the trip
+    starts; it expires before the trip ends; it is single-entry and already used, or an earlier
+    trip to the same country (not called off) began within its validity. A trip with no end
+    recorded (no end or stated length): a visa expiring before arrival is critical, one expiring
+    later a warning naming the date to leave by.
     """
     visas: dict[str, list[Record]] = defaultdict(list)
-    for v in user.all("Visa"):
+    for v in (v for t in types_of("visa") for v in user.all(t)):
         if not _called_off(v):
-            for area in _countries(_get(v, "country")):
+            for area in _countries(*_values(v, DOC_COUNTRY)):
                 visas[area].append(v)
     if not visas:
         return
     # A trip called off never entered the country, so it used no entry.
     trips = [
         (t, s, _areas(t))
-        for t in user.all("Trip")
-        if (s := _day(_get(t, "start"))) and not _called_off(t)
+        for t in _trips_from(user, None)
+        if (s := _day(_get(t, TRIP_START))) and not _called_off(t)
     ]
     for trip, start, end in _upcoming_trips(user):
         where = _trip_where(trip) or "your destination"
         for v in {id(v): v for a in sorted(_areas(trip)) for v in visas.get(a, ())}.values():
-            starts, expires = _day(_get(v, "starts")), _day(_get(v, "expires"))
+            starts, expires = _first_day(v, VALID_FROM), _day(_get(v, EXPIRY))
             if starts is not None and starts > start:
                 yield Finding(
                     f"{_label(v)} is valid from {starts}, {_days((starts - start).days)} after you "
                     f"arrive in {where} on {start} ({_label(trip)}): you would be refused entry; "
                     f"move the trip to on or after {starts} or get the visa's start changed.",
                     [v, trip],
-                    about="starts",
+                    about=_named(v, VALID_FROM),
                 )
             if expires is not None and end is None and expires >= start:
                 yield Finding(
@@ -295,7 +349,7 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
                     "with no return date recorded: leave by the visa's expiry or extend it, and "
                     "record the return date so it can be checked.",
                     [v, trip],
-                    about="expires",
+                    about=_named(v, EXPIRY),
                     severity="warning",
                 )
             elif expires is not None and expires < (end or start):
@@ -304,13 +358,13 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
                     f"your trip to {where} ({_span_text(start, end)}, {_label(trip)}) ends: "
                     "shorten the stay or extend the visa.",
                     [v, trip],
-                    about="expires",
+                    about=_named(v, EXPIRY),
                 )
-            entries = _get(v, "entries")
-            single = _flag(v, "single_entry") or entries == 1 or "single" in str(entries).lower()
+            entries = _get(v, VISA_ENTRIES)
+            single = _flag(v, SINGLE_ENTRY) or entries == 1 or "single" in str(entries).lower()
             if not single:
                 continue
-            v_areas = _countries(_get(v, "country"))
+            v_areas = _countries(*_values(v, DOC_COUNTRY))
             used = [
                 t
                 for t, s, areas in trips
@@ -320,18 +374,18 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
                 and (starts is None or s >= starts)
                 and (expires is None or s <= expires)
             ]
-            if used or _flag(v, "used"):
+            if used or _flag(v, VISA_USED):
                 how = f" for {_label(used[0])}" if used else ""
                 yield Finding(
                     f"{_label(v)} is single-entry and was already used{how}: it cannot be used "
                     f"again for {_label(trip)} on {start}; apply for a new visa before you go.",
                     [v, trip, *used[:1]],
-                    about="used",
+                    about=_named(v, VISA_USED),
                 )
 
 
 @rule(
-    watch=["Trip"],
+    roles=["trip"],
     clock=True,
     severity="critical",
     category="travel_document_validity",
@@ -339,14 +393,14 @@ def visa_validity(user: UserView) -> Iterator[Finding]:
     "180-day period",
 )
 def schengen_90_180(user: UserView) -> Iterator[Finding]:
-    """Reads ``Trip`` records (``country``/``countries``, ``start``, ``end`` or a stated length
-    ``days``/``nights``; skips ``cancelled`` and, for the trip checked, ``resident``/
-    ``visa_exempt_long_stay`` true).
+    """Reads trips (role ``trip``: ``trip.country``, ``trip.start``, ``trip.end`` or a stated
+    length ``trip.length_days``/``trip.nights``; skips called-off ones and, for the trip checked,
+    one whose ``trip.exempt`` flag is true: a resident or a long-stay visa holder).
 
     For each coming trip to a Schengen country, counts the distinct days spent in the Schengen
     area (entry and exit days included) in the 180 days ending on the trip's last day, the trip
-    itself included; flags more than 90 (critical) with the days used, planned and allowed. A
-    stay whose stated ``days`` exceed its dates counts the stated days (the records disagree and
+    itself included; flags more than 90 (critical) with the days used, planned and allowed, and
+    names the earlier stays counted. A stay whose stated length in days exceeds its dates counts the stated days (the records disagree and
     an overstay bars entry, so the count errs safe; the message says so). A coming trip with no
     end recorded: the date by which to leave, when earlier stays leave fewer than 90 days (warning).
     """
@@ -355,19 +409,19 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     # Only stays that end inside some coming trip's 180-day window count: none ended before
     # 180 days ago (the index hands over the trips from then on).
     since = _before(user.today, timedelta(days=180)) if user.today else None
-    for t in _from_day(user, "Trip", since, ("start", "end")):
-        s = _day(_get(t, "start"))
+    for t in _trips_from(user, since):
+        s = _day(_get(t, TRIP_START))
         if s is None or _called_off(t) or _SCHENGEN_AREA not in _areas(t):
             continue
         e = _trip_end(t)
-        stated = _number(_get(t, "days"))
+        stated = _number(_get(t, TRIP_DAYS))
         if e is not None and stated is not None and (e - s).days + 1 < stated <= 3660:
             extra[t.key] = int(stated) - (e - s).days - 1
         stays.append((t, s, e or s))  # an unknown end counts the days known: the first
     coming = [
         (trip, start, end)
         for trip, start, end in _upcoming_trips(user)
-        if _SCHENGEN_AREA in _areas(trip) and not _flag(trip, "resident", "visa_exempt_long_stay")
+        if _SCHENGEN_AREA in _areas(trip) and not _flag(trip, TRIP_EXEMPT)
     ]
     if not stays or not coming:
         return
@@ -380,7 +434,7 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
         for i in range(max((hi - lo).days + 1, 0)):
             covered[lo + timedelta(days=i)].append(t)
 
-    def used(window: date, upto: date, skip: Record | None) -> tuple[set[date], list[Record]]:
+    def used(window: date, upto: date, skip: Record) -> tuple[set[date], list[Record]]:
         """Days in the area from ``window`` to ``upto`` by stays other than ``skip``, and the
         stays inside the window whose stated length adds days their dates lack."""
         days = {
@@ -393,15 +447,22 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
         ]
         return days, longer
 
+    def counted(days: set[date], longer: list[Record], skip: Record) -> list[Record]:
+        """The earlier stays a count rests on: those covering ``days``, and ``longer``."""
+        found = {id(t): t for d in sorted(days) for t in covered[d] if t is not skip}
+        return list({**found, **{id(t): t for t in longer}}.values())
+
     for trip, start, end in coming:
         if end is None:
             # Staying on from the first day: the last day that keeps within 90 in 180.
             stay_until = None
+            earlier: list[Record] = []
             for i in range(90):
                 d = start + timedelta(days=i)
                 before, longer = used(d - timedelta(days=179), d, trip)
-                total = len({x for x in before if x < start}) + i + 1
-                total += sum(extra[t.key] for t in longer)
+                gone = {x for x in before if x < start}
+                total = len(gone) + i + 1 + sum(extra[t.key] for t in longer)
+                earlier = counted(gone, longer, trip)
                 if total > 90:
                     break
                 stay_until = d
@@ -415,7 +476,7 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
                     f"{_label(trip)} starts {start} with no return date recorded, and earlier "
                     f"Schengen stays count against the 90 days in any 180: {can}. Record the "
                     "return date so it can be checked.",
-                    [trip],
+                    [trip, *earlier],
                     severity="warning" if stay_until else "critical",
                 )
             continue
@@ -426,7 +487,7 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
         if total > 90:
             prior = len({d for d in before if d < start}) + sum(extra[t.key] for t in longer)
             note = "".join(
-                f" {_label(t)} states {int(_get(t, 'days'))} days, {_days(extra[t.key])} more "
+                f" {_label(t)} states {int(_get(t, TRIP_DAYS))} days, {_days(extra[t.key])} more "
                 "than its dates cover: counted as stated, to be safe; correct the dates if the "
                 "stated length is wrong."
                 for t in longer
@@ -437,12 +498,12 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
                 f"Schengen area to {total} days in the 180 days up to {end}, over the 90-day "
                 f"limit: {prior} days are already used since {window}, so at most "
                 f"{max(90 - prior, 0)} days remain. Shorten or move the trip.{note}",
-                [trip, *longer],
+                [trip, *counted(before, longer, trip)],
             )
 
 
 @rule(
-    watch=["Trip", *TRAVEL_DOCUMENTS],
+    roles=["trip", "document"],
     clock=True,
     severity="critical",
     category="travel_document_validity",
@@ -451,27 +512,25 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     "valid for a stated period); insurers' policy terms (no cover outside the policy period)",
 )
 def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
-    """Reads current ``DriverLicense``, ``License``, ``IDCard``, ``Insurance``,
-    ``HealthInsurance``, ``TravelInsurance``, ``HealthCertificate``, ``Certificate`` and
-    ``Vaccination`` records: ``expires``, a start (``start``/``starts``/``effective``/
-    ``effective_date``/``effective_from``), ``renewed``/``replaced`` (coverage continues past
-    ``expires``) and what voids one (``cancelled``/``lapsed``/``terminated``/``void``/``revoked``/
-    ``suspended`` true, or such a ``status``); and coming trips (``start``, ``end`` or a stated
-    length).
+    """Reads current records of every type playing ``document`` (by default licences, identity
+    cards, insurance policies, health certificates and vaccinations): ``document.expiry``,
+    ``document.valid_from``, ``document.renewed`` (cover continues past the expiry) and what
+    voids one (``document.void`` true, or such a status); and coming trips (role ``trip``:
+    ``trip.start``, ``trip.end`` or a stated length).
 
     The documents of a type are intervals, all of them: a trip is covered on the days some
     document in force covers. A cancelled or lapsed one covers nothing. Flags the uncovered days
-    of a coming trip, named: critical when the departure day is uncovered (warning for
-    certificates and vaccinations, which only some destinations check), warning for a gap later
-    in the trip. A trip with no end recorded is checked on the days known, its first. Also flags
-    a coming gap between two insurance policies of one type (one ends before the next starts):
-    warning, with the uncovered days.
+    of a coming trip, naming the documents and the trip: critical when the departure day is
+    uncovered (warning for types playing ``health_certificate``, which only some destinations
+    check), warning for a gap later in the trip. A trip with no end recorded is checked on the
+    days known, its first. Also flags a coming gap between two policies of one type playing
+    ``insurance_policy`` (one ends before the next starts): warning, with the uncovered days.
     """
     coverage: dict[str, tuple[list[Record], list[tuple[date | None, date | None]]]] = {}
-    for t in TRAVEL_DOCUMENTS:
+    for t in types_of("document"):
         docs = user.all(t)
         spans = [_doc_span(d) for d in docs if not _void(d)]
-        bounded = any(_void(d) or _get(d, "expires") is not None for d in docs)
+        bounded = any(_void(d) or _get(d, EXPIRY) is not None for d in docs)
         if docs and bounded:
             coverage[t] = (docs, [sp for sp in spans if sp is not None])
     if not coverage:
@@ -490,13 +549,13 @@ def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
                 f"{_days(n)}: {where}{unknown}. {_describe(docs, start)} Renew or replace it before "
                 "you go, or confirm you won't need it there.",
                 [*docs, trip],
-                severity=None if at_start and t not in CERTIFICATES else "warning",
+                severity=None if at_start and not plays(t, "health_certificate") else "warning",
             )
     today = user.today
-    for t in INSURANCE_TYPES:
-        if t not in coverage:
+    for t, (all_docs, _) in coverage.items():
+        if not plays(t, "insurance_policy"):
             continue
-        docs = [d for d in coverage[t][0] if not _void(d)]
+        docs = [d for d in all_docs if not _void(d)]
         for a, b, lo, hi in _policy_gaps(docs):
             if today is None or hi >= today:
                 yield Finding(
@@ -510,15 +569,10 @@ def document_expires_before_trip(user: UserView) -> Iterator[Finding]:
                 )
 
 
-DOC_START = ("start", "starts", "effective", "effective_date", "effective_from", "begins")
-INSURANCE_TYPES = ("Insurance", "HealthInsurance", "TravelInsurance")
-
-
 def _doc_span(d: Record) -> tuple[date | None, date | None]:
     """The days a document in force covers: (first or None, last or None: open)."""
-    first = next((x for f in DOC_START if (x := _day(_get(d, f))) is not None), None)
-    renewed = _flag(d, "renewed", "replaced")
-    return first, None if renewed else _day(_get(d, "expires"))
+    renewed = _flag(d, RENEWED)
+    return _first_day(d, VALID_FROM), None if renewed else _day(_get(d, EXPIRY))
 
 
 def _uncovered(
@@ -569,6 +623,6 @@ def _describe(docs: list[Record], start: date) -> str:
         elif last is not None and last < start:
             parts.append(f"{_label(d)} expires {last}, {_days((start - last).days)} before {start}")
         else:
-            until = last or ("open-ended" if _flag(d, "renewed", "replaced") else "no end date")
+            until = last or ("open-ended" if _flag(d, RENEWED) else "no end date")
             parts.append(f"{_label(d)} covers {first or '…'} – {until}")
     return "; ".join(parts) + "."
