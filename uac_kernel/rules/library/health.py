@@ -14,21 +14,25 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
+    ACTIVE,
+    MED_STOPPED,
     _called_off,
     _classes,
     _current_meds,
-    _day,
+    _first_day,
     _first_term,
     _flag,
     _get,
     _label,
+    _names,
     _norm,
     _not_past,
-    _split,
     _terms,
     _text,
     _uneaten,
 )
+from uac_kernel.vocab.catalogue import concept
+from uac_kernel.vocab.resolve import types_of
 
 __all__ = [
     "activity_medical_clearance",
@@ -225,26 +229,45 @@ FOOD_PAIRS: tuple[tuple[tuple[str, ...], str, Severity, str, str], ...] = (
 # fmt: on
 
 
+# -- concepts the health rules read (data/concepts/health.toml) ------------------------------
+ALLERGEN, ALLERGY_SEVERITY = concept("allergy.allergen"), concept("allergy.severity")
+ALLERGY_RESOLVED = concept("allergy.resolved")
+CONDITION_NAME, CONDITION_END = concept("condition.name"), concept("condition.end")
+CONDITION_RESOLVED = concept("condition.resolved")
+PREGNANCY_ENDED = concept("pregnancy.ended")
+MED_START = concept("medication.start")
+FOOD_DISHES, FOOD_TEXT = concept("food.dishes"), concept("food.text")
+FOOD_AVOIDED = concept("food.avoided")
+ACTIVITY_TEXT, ACTIVITY_WHEN = concept("activity.text"), concept("activity.when")
+ACTIVITY_CLEARED = concept("activity.cleared")
+
+
 # -- health ----------------------------------------------------------------------------------
+def _playing(user: UserView, role: str) -> list[Record]:
+    """The current records of the types playing ``role``, read through ``types_of`` so an
+    alert notes a type bound to the role by someone (``user.role`` reads the same records)."""
+    return [r for t in types_of(role) for r in user.all(t)]
+
+
 SEVERE_WORDS = _terms("severe, anaphylaxis, anaphylactic, life threatening, epipen")
 
 
 def _allergies(user: UserView) -> list[tuple[Record, str, bool]]:
     """Current, not resolved allergies: (record, normalised substance, severe?)."""
     out = []
-    for a in user.all("Allergy"):
-        if _flag(a, "absent", "resolved") or _get(a, "active") is False:
+    for a in _playing(user, "allergy"):
+        if _flag(a, ALLERGY_RESOLVED) or _get(a, ACTIVE) is False:
             continue
-        substance = _get(a, "substance")
+        substance = _get(a, ALLERGEN)
         if isinstance(substance, str) and _norm(substance).strip():
-            sev = _norm(_text(a, ("severity", "reaction")))
+            sev = _norm(_text(a, ALLERGY_SEVERITY))
             severe = any(w in sev for w in SEVERE_WORDS)
             out.append((a, _norm(substance), severe))
     return out
 
 
 @rule(
-    watch=["Allergy", "Medication"],
+    roles=["allergy", "medication"],
     severity="critical",
     category="drug_interactions_health_safety",
     source="FDA prescribing information, Contraindications: amoxicillin, cephalexin (Keflex), "
@@ -252,8 +275,11 @@ def _allergies(user: UserView) -> list[tuple[Record, str, bool]]:
     "(2022) on penicillin-cephalosporin cross-reactivity",
 )
 def drug_allergy_cross_reactivity(user: UserView) -> Iterator[Finding]:
-    """Reads ``Allergy.substance``/``severity``/``reaction`` (skips ``absent``/``resolved`` true)
-    and current ``Medication.name``/``generic``/``brand`` (skips ``active`` false, ``end`` past).
+    """Reads each allergy's ``allergy.allergen`` and ``allergy.severity`` (skips
+    ``allergy.resolved`` true, ``record.active`` false) and each current medication's
+    ``medication.name`` (skips ``medication.stopped`` true, ``record.active`` false,
+    ``medication.end`` past); by default ``Allergy.substance``/``severity``/``reaction`` and
+    ``Medication.name``/``item``/``generic``/``brand``/``drug``.
 
     Flags a medication in the same drug class as the allergen (penicillin ↔ amoxicillin, sulfa ↔
     Bactrim, ...) or naming the allergen itself: critical. A cephalosporin with a severe
@@ -284,21 +310,24 @@ def drug_allergy_cross_reactivity(user: UserView) -> Iterator[Finding]:
                 )
 
 
-FOOD_TYPES = ("Reservation", "Meal", "FoodHabit", "Restaurant")
-FOOD_TEXT = _split("name title item items dish dishes cuisine venue restaurant description")
+def _food_text(rec: Record) -> str:
+    """Every text on ``rec`` that may name a food (``food.text``, and ``food.dishes`` where a
+    user bound their dishes), normalised; each field read once."""
+    return _norm(_text(rec, dict.fromkeys(_names(rec, (FOOD_TEXT, FOOD_DISHES)))))
 
 
 @rule(
-    watch=["Allergy", *FOOD_TYPES],
+    roles=["allergy", "food_exposure"],
     severity="warning",
     category="drug_interactions_health_safety",
     source="FDA, Food Allergies: the nine major food allergens (FALCPA 2004, FASTER Act 2021)",
 )
 def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
-    """Reads ``Allergy.substance``/``severity``/``reaction`` and the text fields (name, title, item,
-    items, dish, dishes, cuisine, venue, restaurant, description) of current ``Reservation``,
-    ``Meal``, ``FoodHabit`` and ``Restaurant`` records (skips ``cancelled``/``avoid`` true and
-    reservations or meals whose ``start``/``date`` is past: those were eaten).
+    """Reads each allergy's ``allergy.allergen``/``allergy.severity`` and the ``food.text`` and
+    ``food.dishes`` of current records playing ``food_exposure`` (by default ``Reservation``,
+    ``Meal``, ``FoodHabit`` and ``Restaurant``: name, title, item, items, dish, dishes, cuisine,
+    venue, restaurant, description); skips those called off or ``food.avoided``, and meals whose
+    ``meal.when`` is past: those were eaten.
 
     Flags a record whose text names a food of the allergen's group (shellfish allergy ↔ "The Crab
     Shack", seafood) or the allergen itself: critical when the allergy is severe/anaphylactic,
@@ -308,11 +337,11 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
     if not allergies:
         return
     today = user.today
-    for t in FOOD_TYPES:
+    for t in types_of("food_exposure"):
         for rec in _uneaten(user, t, today):
-            if _flag(rec, "avoid", "avoids") or _called_off(rec):
+            if _flag(rec, FOOD_AVOIDED) or _called_off(rec):
                 continue
-            text = _norm(_text(rec, FOOD_TEXT))
+            text = _food_text(rec)
             for allergy, substance, severe, groups in allergies:
                 hits = [w for g in groups if (w := _first_term(text, FOOD_ALLERGENS[g]))]
                 if not hits and substance in text:
@@ -330,7 +359,7 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
 
 
 @rule(
-    watch=["Medication", "Supplement"],
+    roles=["medication", "supplement"],
     severity="critical",
     category="drug_interactions_health_safety",
     source="FDA prescribing information: phenelzine (Nardil) and sertraline (Zoloft), "
@@ -339,8 +368,10 @@ def food_allergy_exposure(user: UserView) -> Iterator[Finding]:
     "(Lipitor), Contraindications / Drug Interactions",
 )
 def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Medication`` and ``Supplement`` names (``name``/``item``/``generic``/
-    ``brand``; skips ``active`` false, ``stopped`` true or ``end`` past).
+    """Reads the ``medication.name`` of current records playing ``medication`` or
+    ``supplement`` (by default ``Medication``/``Supplement`` ``name``/``item``/``generic``/
+    ``brand``/``drug``; skips ``record.active`` false, ``medication.stopped`` true or
+    ``medication.end`` past).
 
     Flags dangerous pairs of ``DRUG_PAIRS``: SSRI/SNRI + MAOI (serotonin syndrome), warfarin +
     NSAID (bleeding, warning), warfarin + vitamin K supplement, simvastatin/lovastatin + a strong
@@ -365,7 +396,7 @@ def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
 
 
 @rule(
-    watch=["Medication", "FoodHabit", "Meal", "Supplement"],
+    roles=["medication", "food", "supplement"],
     severity="warning",
     category="drug_interactions_health_safety",
     source="FDA consumer update 'Grapefruit Juice and Some Drugs Don't Mix'; FDA prescribing "
@@ -373,9 +404,11 @@ def drug_drug_interaction(user: UserView) -> Iterator[Finding]:
     "vitamin K)",
 )
 def food_drug_interaction(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Medication`` names and the ``item``/``name``/``items``/``dish`` of current
-    ``FoodHabit``, ``Meal`` and ``Supplement`` records (skips ``avoid`` true, and meals dated
-    before today: a meal already eaten is no standing interaction, a habit is).
+    """Reads current medications' ``medication.name`` and the ``food.dishes`` of current records
+    playing ``food`` or ``supplement`` (by default the ``item``/``name``/``items``/``dish`` of
+    ``FoodHabit``, ``Meal`` and ``Supplement``); skips those ``food.avoided`` or
+    ``medication.stopped``, and meals whose ``meal.when`` is before today: a meal already eaten
+    is no standing interaction, a habit is.
 
     Flags statin + grapefruit (warning), MAOI + tyramine-rich food such as aged cheese or cured
     meat (warning), warfarin + vitamin K-rich food such as kale or spinach (info: keep it steady).
@@ -387,11 +420,11 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
     if not by_class:
         return
     today = user.today
-    for t in ("FoodHabit", "Meal", "Supplement"):
+    for t in dict.fromkeys((*types_of("food"), *types_of("supplement"))):
         for food in _uneaten(user, t, today):
-            if _flag(food, "avoid", "avoids", "stopped") or _called_off(food):
+            if _flag(food, FOOD_AVOIDED, MED_STOPPED) or _called_off(food):
                 continue
-            found = _classes(_norm(_text(food, ("item", "name", "items", "dish"))), FOOD_CLASSES)
+            found = _classes(_norm(_text(food, FOOD_DISHES)), FOOD_CLASSES)
             for drug_classes, food_cls, severity, risk, advice in FOOD_PAIRS:
                 if food_cls not in found:
                     continue
@@ -406,7 +439,7 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
 
 
 @rule(
-    watch=["Condition", "Pregnancy", "Medication"],
+    roles=["condition", "pregnancy", "medication"],
     severity="critical",
     category="drug_interactions_health_safety",
     source="FDA prescribing information, Contraindications / Boxed Warning: isotretinoin "
@@ -415,31 +448,25 @@ def food_drug_interaction(user: UserView) -> Iterator[Finding]:
     "FDA Drug Safety Communication on statins in pregnancy (2021)",
 )
 def pregnancy_teratogenic_medication(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Condition.name`` (containing "pregnan"; skips ``resolved`` true, ``active``
-    false or ``end`` past), any current ``Pregnancy`` record, and current ``Medication`` names.
+    """Reads current records playing ``pregnancy`` (skips ``pregnancy.ended`` true; by default
+    ``Pregnancy`` with ``resolved``/``ended``), current conditions whose ``condition.name``
+    contains "pregnan" (see ``activity_medical_clearance`` for which are current), and current
+    medications' ``medication.name`` and ``medication.start``.
 
     Flags a medication known to harm a pregnancy: critical for isotretinoin, acitretin,
     thalidomide-class drugs, methotrexate, misoprostol, warfarin, valproate, ACE inhibitors and
     ARBs; warning for statins.
     """
     today = user.today
-    pregnancies = [c for c in user.all("Pregnancy") if not _flag(c, "resolved", "ended")]
-    for c in user.all("Condition"):
-        end = _day(_get(c, "end"))
-        if (
-            "pregnan" in str(_get(c, "name") or "").lower()
-            and not _flag(c, "resolved", "absent")
-            and _get(c, "active") is not False
-            and not (end is not None and today is not None and end < today)
-        ):
-            pregnancies.append(c)
+    pregnancies = [p for p in _playing(user, "pregnancy") if not _flag(p, PREGNANCY_ENDED)]
+    pregnancies += [c for c, name in _current_conditions(user) if " pregnan" in name]
     if not pregnancies:
         return
     preg = pregnancies[0]
     for med, text in _current_meds(user, today):
         for group, (severity, terms, why) in TERATOGENS.items():
             if any(term in text for term in terms):
-                started = _day(_get(med, "start"))
+                started = _first_day(med, MED_START)
                 since = f" (started {started.isoformat()})" if started else ""
                 act = (
                     "call the prescriber and obstetrician today about stopping or switching it"
@@ -475,31 +502,27 @@ ACTIVITY_CLEARANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
         "consciousness or breath underwater can be fatal",
     ),
 }
-ACTIVITY_TYPES = _split(
-    "Activity Course Class Lesson Event Trip Vacation Booking Reservation Excursion Tour Hobby Plan"
-)
-ACTIVITY_TEXT = _split("name title activity activities description kind course purpose")
 
 
 def _current_conditions(user: UserView) -> list[tuple[Record, str]]:
-    """Current ``Condition`` records (not resolved/absent, ``active`` not false, ``end`` not
-    past) and their normalised names."""
+    """Current conditions (not ``condition.resolved``, ``record.active`` not false,
+    ``condition.end`` not past) and their normalised ``condition.name``."""
     today, out = user.today, []
-    for c in user.all("Condition"):
-        end = _day(_get(c, "end"))
+    for c in _playing(user, "condition"):
+        end = _first_day(c, CONDITION_END)
         if (
-            _flag(c, "resolved", "absent")
-            or _get(c, "active") is False
+            _flag(c, CONDITION_RESOLVED)
+            or _get(c, ACTIVE) is False
             or (end is not None and today is not None and end < today)
         ):
             continue
-        if (name := _norm(_text(c, ("name", "condition", "diagnosis")))).strip():
+        if (name := _norm(_text(c, CONDITION_NAME))).strip():
             out.append((c, name))
     return out
 
 
 @rule(
-    watch=["Condition", *ACTIVITY_TYPES],
+    roles=["condition", "planned_activity"],
     clock=True,
     severity="critical",
     category="drug_interactions_health_safety",
@@ -507,12 +530,14 @@ def _current_conditions(user: UserView) -> list[tuple[Record, str]]:
     "physician's written approval before diving",
 )
 def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
-    """Reads current ``Condition.name`` (skips ``resolved``/``absent`` true, ``active`` false or
-    ``end`` past) and the text (name, title, activity, activities, description, kind, course,
-    purpose) of current ``Activity``, ``Course``, ``Class``, ``Lesson``, ``Event``, ``Trip``,
-    ``Vacation``, ``Booking``, ``Reservation``, ``Excursion``, ``Tour``, ``Hobby`` and ``Plan``
-    records (skips ``cancelled`` true, ``cleared``/``medical_clearance`` true, and those whose
-    ``end``/``start``/``date`` is past).
+    """Reads current conditions' ``condition.name`` (by default ``Condition.name``/
+    ``condition``/``diagnosis``; skips ``condition.resolved`` true, ``record.active`` false or
+    ``condition.end`` past) and the ``activity.text`` of current records playing
+    ``planned_activity`` (by default ``Activity``, ``Course``, ``Class``, ``Lesson``, ``Event``,
+    ``Trip``, ``Vacation``, ``Booking``, ``Reservation``, ``Excursion``, ``Tour``, ``Hobby`` and
+    ``Plan``: name, title, activity, activities, description, kind, course, purpose); skips those
+    called off or ``activity.cleared``, and those whose ``activity.when`` (end, start, date) is
+    past.
 
     Flags a planned activity of ``ACTIVITY_CLEARANCE`` (scuba diving) with a condition the diver
     medical questionnaire lists (asthma, chronic lung disease, pneumothorax, seizures, heart
@@ -523,9 +548,9 @@ def activity_medical_clearance(user: UserView) -> Iterator[Finding]:
     if not conditions:
         return
     today = user.today
-    for t in ACTIVITY_TYPES:
-        for rec in _not_past(user, t, today, ("end", "start", "date")):
-            if _flag(rec, "cleared", "medical_clearance") or _called_off(rec):
+    for t in types_of("planned_activity"):
+        for rec in _not_past(user, t, today, ACTIVITY_WHEN):
+            if _flag(rec, ACTIVITY_CLEARED) or _called_off(rec):
                 continue
             text = _norm(_text(rec, ACTIVITY_TEXT))
             for activity, (terms, risky, why) in ACTIVITY_CLEARANCE.items():
