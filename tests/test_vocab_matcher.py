@@ -172,11 +172,11 @@ def test_traps_are_not_bound_wrongly() -> None:
 
 def test_a_link_alone_is_a_held_proposal() -> None:
     got = proposals(
-        {"Journey": {"leaves_on": "date", "where": "str"}, "Country": {"name": "str"}},
-        values={("Journey", "where"): ["fr", "jp", "fr"]},
+        {"Journey": {"leaves_on": "date", "ref": "str"}, "Country": {"name": "str"}},
+        values={("Journey", "ref"): ["fr", "jp", "fr"]},
         keys={"Country": ["fr", "jp"]},
     )
-    b = got[("Journey", "where", "trip.country")]
+    b = got[("Journey", "ref", "trip.country")]
     assert b.status == "held" and "values are keys of Country" in b.reason
 
 
