@@ -46,7 +46,9 @@ def test_freeze_and_a_transfer_in_other_words(tmp_path: Path) -> None:
     )
     alert = one(lib.transfer_during_freeze, view)  # 'late' goes after the hold; 'other' elsewhere
     assert keys(alert) == {"AccountHold/h", "MoneyMove/m"} and alert.severity == "critical"
-    assert "send 900.00 from 'family trust'" in alert.message and "until 2024-09-30" in alert.message
+    assert (
+        "send 900.00 from 'family trust'" in alert.message and "until 2024-09-30" in alert.message
+    )
     assert "[read " in alert.message and "MoneyMove.from as payment.account" in alert.message
     assert lib.transfer_during_freeze.watches(view) >= {"AccountHold", "MoneyMove"}
 
@@ -82,7 +84,9 @@ def test_charge_after_cancellation_and_over_limit_in_other_words(tmp_path: Path)
         ("limit.cap", "CardCap", "maxAmount"),
     )
     late = one(lib.charge_after_cancellation, view)  # t0 was before the cancellation
-    assert keys(late) == {"Streaming/s", "CardTxn/t1"} and "54.99 charge on 2024-09-01" in late.message
+    assert (
+        keys(late) == {"Streaming/s", "CardTxn/t1"} and "54.99 charge on 2024-09-01" in late.message
+    )
     over = one(lib.transaction_over_limit, view)  # 'ok' was approved
     assert keys(over) == {"CardCap/cap", "CardTxn/big"} and "300.00 over the 500.00" in over.message
 
@@ -112,7 +116,9 @@ def test_payment_from_a_closed_account_lower_case_type(tmp_path: Path) -> None:
 def test_wash_sale_with_side_types_in_other_words(tmp_path: Path) -> None:
     events = [
         add("2024-09-01", "Acquisition", "b", tickerSym="VTI", tradeDay="2024-09-01"),
-        add("2024-09-10", "Disposal", "s", tickerSym="VTI", tradeDay="2024-09-10", realisedLoss=300),
+        add(
+            "2024-09-10", "Disposal", "s", tickerSym="VTI", tradeDay="2024-09-10", realisedLoss=300
+        ),
         add("2024-09-10", "Disposal", "gain", tickerSym="VTI", tradeDay="2024-09-10"),
         add("2024-06-01", "Acquisition", "old", tickerSym="VTI", tradeDay="2024-06-01"),
     ]
