@@ -14,8 +14,8 @@ public sources named beside them; nothing is copied from a label or a database.
 
 One module a category: ``health``, ``supply`` (medication supply), ``travel``, ``residence``
 (days present against residence limits), ``schedule``, ``deadlines``, ``contradictions``,
-``money``, ``limits`` (annual contributions, budgets), ``cashflow`` (balances projected);
-``_common`` holds what they share. ``LIBRARY`` is every shipped rule, in force by
+``money``, ``limits`` (annual contributions, budgets, caps on work), ``cashflow`` (balances
+projected); ``_common`` holds what they share. ``LIBRARY`` is every shipped rule, in force by
 default.
 """
 
@@ -33,11 +33,17 @@ from uac_kernel.rules.library.health import (
     food_drug_interaction,
     pregnancy_teratogenic_medication,
 )
-from uac_kernel.rules.library.limits import annual_contribution_limit, budget_exceeded
+from uac_kernel.rules.library.limits import (
+    annual_contribution_limit,
+    budget_exceeded,
+    work_over_permit_cap,
+)
 from uac_kernel.rules.library.money import (
     charge_after_cancellation,
+    duplicate_charge,
     investment_against_risk_tolerance,
     payment_from_closed_account,
+    promotional_rate_ending,
     transaction_over_limit,
     transfer_during_freeze,
     wash_sale,
@@ -64,6 +70,7 @@ __all__ = [
     "document_expires_before_trip",
     "drug_allergy_cross_reactivity",
     "drug_drug_interaction",
+    "duplicate_charge",
     "food_allergy_exposure",
     "food_drug_interaction",
     "investment_against_risk_tolerance",
@@ -72,6 +79,7 @@ __all__ = [
     "passport_validity",
     "payment_from_closed_account",
     "pregnancy_teratogenic_medication",
+    "promotional_rate_ending",
     "residence_day_limits",
     "schengen_90_180",
     "tax_filing_deadline",
@@ -79,6 +87,7 @@ __all__ = [
     "transfer_during_freeze",
     "visa_validity",
     "wash_sale",
+    "work_over_permit_cap",
 ]
 
 LIBRARY: tuple[Rule, ...] = (
@@ -92,12 +101,15 @@ LIBRARY: tuple[Rule, ...] = (
     schengen_90_180,
     document_expires_before_trip,
     overlapping_commitments,
+    work_over_permit_cap,
     deadline_approaching,
     conflicting_records,
     transfer_during_freeze,
     charge_after_cancellation,
     payment_from_closed_account,
     transaction_over_limit,
+    duplicate_charge,
+    promotional_rate_ending,
     activity_medical_clearance,
     tax_filing_deadline,
     wash_sale,

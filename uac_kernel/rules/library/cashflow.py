@@ -22,23 +22,39 @@ from uac_kernel.rules.library._common import (
     _number,
     _settled,
     _text,
+    plays,
 )
-from uac_kernel.rules.library.money import _ACCOUNT_STOP, _match, _words
+from uac_kernel.rules.library.money import (
+    _ACCOUNT_STOP,
+    ACCOUNT_CLOSED,
+    ACCOUNT_NAME,
+    AMOUNT,
+    OUTFLOWS,
+    PAID_ON,
+    SENT,
+    SOURCE,
+    _match,
+    _records,
+    _types,
+    _words,
+)
+from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["balance_projection"]
 
-OUTFLOW_TYPES = ("Payment", "Bill", "Transfer", "Donation", "Purchase")
-INCOME_TYPES = ("Income", "Paycheck", "Salary")
-OUT_DATES = ("date", "due", "on", "scheduled")
-IN_DATES = ("next_date", "next", "date", "on")
+BALANCE, BALANCE_AS_OF = concept("account.balance"), concept("account.balance_as_of")
+MIN_BALANCE, HORIZON_DAYS = concept("account.min_balance"), concept("account.horizon_days")
+INCOME_AMOUNT, INCOME_ON = concept("income.amount"), concept("income.date")
+FREQUENCY, INCOME_ACCOUNT = concept("income.frequency"), concept("income.account")
+INCOME_ENDED = concept("income.ended")
 HORIZON = timedelta(days=31)  # a month of bills ahead of the log clock, unless the account says
 _EVERY = {"weekly": 7, "biweekly": 14, "fortnightly": 14, "monthly": 0}
 
 
 def _recurring_dates(first: date, rec: Record, until: date) -> list[date]:
-    """``first`` and its repeats up to ``until`` by ``frequency``/``every`` (weekly, biweekly,
+    """``first`` and its repeats up to ``until`` by ``income.frequency`` (weekly, biweekly,
     monthly); just ``first`` without one."""
-    freq = _norm(_text(rec, ("frequency", "every", "recurrence"))).strip()
+    freq = _norm(_text(rec, FREQUENCY)).strip()
     step = _EVERY.get(freq.replace(" ", ""))
     if step is None:
         return [first] if first <= until else []
@@ -55,22 +71,23 @@ def _recurring_dates(first: date, rec: Record, until: date) -> list[date]:
     return out
 
 
-def _belongs(rec: Record, account: Record, only: bool) -> bool:
-    """Whether ``rec`` draws on (or pays into) ``account``: its account names it, or it names
-    none and ``account`` is the only one with a balance."""
-    src = _text(rec, ("account", "from_account", "to_account", "source_account"))
+def _belongs(rec: Record, account: Record, only: bool, link: str) -> bool:
+    """Whether ``rec`` draws on (or pays into) ``account``: its ``link`` (``payment.account``
+    or ``income.account``) names it, or it names none and ``account`` is the only one with a
+    balance."""
+    src = _text(rec, link)
     if not src.strip():
         return only
     if src == account.key:
         return True
     return _match(
         _words(src, _ACCOUNT_STOP),
-        _words(_text(account, ("name", "bank", "institution")) or account.key, _ACCOUNT_STOP),
+        _words(_text(account, ACCOUNT_NAME) or account.key, _ACCOUNT_STOP),
     )
 
 
 @rule(
-    watch=["Account", *OUTFLOW_TYPES, *INCOME_TYPES],
+    roles=["account", *OUTFLOWS, "income"],
     clock=True,
     severity="warning",
     category="financial_authorization_conflicts",
@@ -79,36 +96,39 @@ def _belongs(rec: Record, account: Record, only: bool) -> bool:
     "budgeting guidance (list bills by due date against income by pay date)",
 )
 def balance_projection(user: UserView) -> Iterator[Finding]:
-    """Reads ``Account`` records with a number ``balance``, its day (``balance_as_of``/
-    ``as_of``, else when last stated), optional ``min_balance`` and ``horizon_days``; pending
-    outflows (``Payment``/``Bill``/``Transfer``/``Donation``/``Purchase`` with ``amount``, a
-    date ``date``/``due``/``on``/``scheduled``, ``account``/``from_account``; not settled,
-    sent or cancelled) and income (``Income``/``Paycheck``/``Salary`` with ``amount``,
-    ``next_date``/``next``/``date`` and an optional ``frequency`` weekly/biweekly/monthly). A
-    record naming no account belongs to the only account with a balance.
+    """Reads ``account`` records with a number ``account.balance``, its day
+    (``account.balance_as_of``, else when last stated), optional ``account.min_balance`` and
+    ``account.horizon_days``; pending outflows (``payment`` and ``bill`` records: ``Payment``, ``Bill``,
+    ``Transfer``, ``Donation``, ``Purchase``, ``Autopay``, ``Wire``, with ``payment.amount``,
+    ``payment.date``, ``payment.account``; not settled, sent or cancelled) and ``income``
+    (``Income``, ``Paycheck``, ``Salary``: ``income.amount``, ``income.date``, an optional
+    ``income.frequency`` weekly/biweekly/monthly, ``income.account``). A record naming no
+    account belongs to the only account with a balance.
 
     Projects the balance day by day from its day to the horizon (31 days after the log clock):
     flags the first day it falls below zero (critical) or below ``min_balance`` (warning), with
-    the shortfall and the payments that cause it. When a payment with an amount is planned and
-    unpaid bills due before the next income (or undated) have no amount, says so instead of
-    guessing: the lowest known balance and the bills it must still cover (warning).
+    the shortfall and the payments that cause it (evidence: the account and those payments).
+    When a payment with an amount is planned and unpaid bills (``bill`` records) due before the
+    next income (or undated) have no amount, says so instead of guessing: the lowest known
+    balance and the bills it must still cover (warning; evidence: the account, the bills and the
+    planned payments).
     """
     today = user.today
     if today is None:
         return
-    accounts = [a for a in user.all("Account") if _number(_get(a, "balance")) is not None]
-    accounts = [a for a in accounts if not _flag(a, "closed")]
+    accounts = [a for a in _records(user, "account") if _number(_get(a, BALANCE)) is not None]
+    accounts = [a for a in accounts if not _flag(a, ACCOUNT_CLOSED)]
     if not accounts:
         return
     only = len(accounts) == 1
     outs = [
         r
-        for t in OUTFLOW_TYPES
-        for r in _from_day(user, t, today, OUT_DATES)
-        if not _settled(r) and not _flag(r, "sent", "executed")
+        for t in _types(*OUTFLOWS)
+        for r in _from_day(user, t, today, PAID_ON)
+        if not _settled(r) and not _flag(r, SENT)
     ]
     incomes = [
-        r for t in INCOME_TYPES for r in user.all(t) if not (_flag(r, "ended") or _called_off(r))
+        r for r in _records(user, "income") if not (_flag(r, INCOME_ENDED) or _called_off(r))
     ]
     for acct in accounts:
         yield from _project(acct, only, outs, incomes, today)
@@ -117,22 +137,22 @@ def balance_projection(user: UserView) -> Iterator[Finding]:
 def _project(
     acct: Record, only: bool, outs: list[Record], incomes: list[Record], today: date
 ) -> Iterator[Finding]:
-    balance = _number(_get(acct, "balance")) or 0.0
-    as_of = _first_day(acct, ("balance_as_of", "as_of"))
+    balance = _number(_get(acct, BALANCE)) or 0.0
+    as_of = _first_day(acct, BALANCE_AS_OF)
     if as_of is None and acct.valid_from is not None:
         as_of = acct.valid_from.date()
-    days = _number(_get(acct, "horizon_days"))
+    days = _number(_get(acct, HORIZON_DAYS))
     horizon = today + (timedelta(days=int(days)) if days and 0 < days <= 366 else HORIZON)
-    floor = _number(_get(acct, "min_balance")) or 0.0
+    floor = _number(_get(acct, MIN_BALANCE)) or 0.0
     moves: list[tuple[date, float, Record]] = []
     unknown: list[Record] = []
     planned = False
     for r in outs:
-        if not _belongs(r, acct, only):
+        if not _belongs(r, acct, only, SOURCE):
             continue
-        when, amount = _first_day(r, OUT_DATES), _number(_get(r, "amount"))
+        when, amount = _first_day(r, PAID_ON), _number(_get(r, AMOUNT))
         if amount is None:
-            if type(r).__name__ == "Bill" and (when is None or when <= horizon):
+            if plays(r, "bill") and (when is None or when <= horizon):
                 unknown.append(r)
             continue
         when = when or today  # a pending payment without a date can go out any day now
@@ -141,12 +161,12 @@ def _project(
             planned = True
     next_in: tuple[date, Record] | None = None
     for r in incomes:
-        first = _first_day(r, IN_DATES)
-        if first is None or not _belongs(r, acct, only):
+        first = _first_day(r, INCOME_ON)
+        if first is None or not _belongs(r, acct, only, INCOME_ACCOUNT):
             continue
         if next_in is None or first < next_in[0]:
             next_in = (first, r)
-        amount = _number(_get(r, "amount"))
+        amount = _number(_get(r, INCOME_AMOUNT))
         if amount is not None and amount > 0:
             moves.extend((d, amount, r) for d in _recurring_dates(first, r, horizon) if d >= today)
     moves.sort(key=lambda m: (m[0], m[1] > 0))  # money out before money in on the same day
@@ -160,7 +180,7 @@ def _project(
         if running < floor:
             under = "below zero" if running < 0 else f"below the minimum {_money(floor, acct)}"
             listed = ", ".join(
-                f"{_label(c)} {_money(_number(_get(c, 'amount')) or 0, c)}" for c in causes[-3:]
+                f"{_label(c)} {_money(_number(_get(c, AMOUNT)) or 0, c)}" for c in causes[-3:]
             )
             yield Finding(
                 f"{_label(acct)}: {_money(balance, acct)} on {as_of} falls to "
@@ -172,7 +192,7 @@ def _project(
             )
             return
     cutoff = next_in[0] if next_in else horizon
-    due = [b for b in unknown if (d := _first_day(b, OUT_DATES)) is None or d <= cutoff]
+    due = [b for b in unknown if (d := _first_day(b, PAID_ON)) is None or d <= cutoff]
     if planned and due:
         names = ", ".join(_label(b) for b in due[:5])
         until = f" before the next income on {next_in[0]} ({_label(next_in[1])})" if next_in else ""
