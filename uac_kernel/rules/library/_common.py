@@ -119,16 +119,6 @@ DEADLINE_ACTIONS = {
     "expires": "renew or replace it",
     "ends": "decide what happens when it ends",
 }
-TRIP_TYPES = frozenset({"Trip", "Vacation", "Travel"})
-STAYS = frozenset({"Hotel", "Lodging", "Accommodation"})
-TRAVEL_PARTS = STAYS | {"Flight", "Train", "CarRental"}
-# Types with start/end that are states or periods, not commitments of the user's time.
-NOT_COMMITMENTS = frozenset(
-    _split(
-        "Medication Supplement Condition Allergy Residence Home Employment Subscription Lease "
-        "Membership Insurance HealthInsurance Policy Visa Passport Warranty Account"
-    )
-)
 MAX_ALL_DAY_COMMITMENT = timedelta(days=31)  # longer all-day ranges are periods (except trips)
 SINGULAR_TYPES = ("Residence", "Home")  # one current at a time; not Employer (two jobs happen)
 TRAVEL_DOCUMENTS = _split(
@@ -139,8 +129,6 @@ CERTIFICATES = frozenset({"HealthCertificate", "Certificate", "Vaccination"})
 PASSPORT_MONTHS = timedelta(days=183)
 MIN_BLANK_PAGES = 2  # a visa sticker takes a full page, entry and exit stamps another
 
-
-MEAL_TYPES = frozenset(_split("Reservation Dinner Lunch Breakfast Brunch Meal"))
 
 # Other names people give a country: ISO 3166-1 codes, short and formal names, its nations, the
 # demonym a passport's ``nationality`` often holds, and a few native names. Two-letter codes
