@@ -9,27 +9,13 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from test_rules_library import add, clock, fire, keys, one
-from test_rules_library import build as build_in
+from conftest import bound
+from test_rules_library import add, build, clock, fire, keys, one
 
 from uac_kernel.query import UserView
 from uac_kernel.rules import library as lib
-from uac_kernel.vocab.binding import Binding
 
 RULE = lib.deadline_approaching
-
-
-def build(path: Path, events: list[dict[str, Any]]) -> UserView:
-    path.mkdir(exist_ok=True)
-    return build_in(path, events)
-
-
-def bound(view: UserView, *bindings: tuple[str, str] | tuple[str, str, str]) -> UserView:
-    """``view`` with a person's bindings: ``(role, Type)`` or ``(concept, Type, field)``."""
-    view._state.bind(
-        [Binding(b[0], b[1], b[2] if len(b) == 3 else None, author="person") for b in bindings]
-    )
-    return view
 
 
 def alert_id(rule: str, about: str, *evidence: str) -> str:
