@@ -24,7 +24,11 @@ from __future__ import annotations
 from uac_kernel.rules.engine import Rule
 from uac_kernel.rules.library.cashflow import balance_projection
 from uac_kernel.rules.library.contradictions import conflicting_records
-from uac_kernel.rules.library.deadlines import deadline_approaching, tax_filing_deadline
+from uac_kernel.rules.library.deadlines import (
+    deadline_approaching,
+    tax_filing_deadline,
+    warranty_ends_with_open_fault,
+)
 from uac_kernel.rules.library.health import (
     activity_medical_clearance,
     drug_allergy_cross_reactivity,
@@ -78,6 +82,7 @@ __all__ = [
     "transaction_over_limit",
     "transfer_during_freeze",
     "visa_validity",
+    "warranty_ends_with_open_fault",
     "wash_sale",
 ]
 
@@ -93,6 +98,7 @@ LIBRARY: tuple[Rule, ...] = (
     document_expires_before_trip,
     overlapping_commitments,
     deadline_approaching,
+    warranty_ends_with_open_fault,
     conflicting_records,
     transfer_during_freeze,
     charge_after_cancellation,

@@ -11,6 +11,8 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
+    LABEL,
+    _called_off,
     _date_fields,
     _dated_from,
     _day,
@@ -19,9 +21,12 @@ from uac_kernel.rules.library._common import (
     _flag,
     _get,
     _label,
+    _named,
+    _names,
     _norm,
     _number,
     _settled,
+    _status,
     _terms,
     _text,
     plays,
@@ -29,7 +34,7 @@ from uac_kernel.rules.library._common import (
 from uac_kernel.vocab.catalogue import Concept, concept
 from uac_kernel.vocab.resolve import current, types_of
 
-__all__ = ["deadline_approaching", "tax_filing_deadline"]
+__all__ = ["deadline_approaching", "tax_filing_deadline", "warranty_ends_with_open_fault"]
 
 
 # -- deadlines -------------------------------------------------------------------------------
@@ -261,3 +266,121 @@ def tax_filing_deadline(user: UserView) -> Iterator[Finding]:
                 severity="critical" if left <= 2 else "warning" if left <= 7 else "info",
             )
 
+
+# -- a warranty ending while a fault on its item is open --------------------------------------
+FAULT_ITEM, REPORTED = concept("fault.item"), concept("fault.reported")
+FIXED = concept("fault.fixed")
+COVERS = concept("warranty.covers")
+FIXED_STATUS = _terms("fixed, repaired, replaced")
+_ARTICLES = _terms("the, my, our, a, an")
+
+
+def _refs(rec: Record, name: str) -> set[str]:
+    """The things field or concept ``name`` of ``rec`` names (texts and list items),
+    normalised, a leading article dropped: "the Dishwasher" and "dishwasher" are one."""
+    values = rec.__dict__
+    found = set()
+    for f in _names(rec, name):
+        v = values.get(f)
+        for text in v if isinstance(v, list) else [v]:
+            if isinstance(text, str) and (n := _norm(text)).strip():
+                art = next((a for a in _ARTICLES if n.startswith(a) and len(n) > len(a)), "")
+                found.add(" " + n[len(art) :] if art else n)
+    return found
+
+
+def _open_faults(user: UserView) -> list[tuple[Record, set[str]]]:
+    """Current records of types playing ``fault`` that are not resolved (settled, called
+    off, ``fault.fixed``, or a status saying fixed or repaired), with what they name as faulty."""
+    found = []
+    for t in types_of("fault"):
+        for rec in user.all(t):
+            if _settled(rec) or _flag(rec, FIXED) or _status(rec, FIXED_STATUS) is not None:
+                continue
+            if items := _refs(rec, FAULT_ITEM):
+                found.append((rec, items))
+    return found
+
+
+def _reported(rec: Record) -> date | None:
+    """When a fault was reported: its ``fault.reported`` date, else when it was recorded."""
+    return _first_day(rec, REPORTED) or (rec.valid_from.date() if rec.valid_from else None)
+
+
+@rule(
+    watch=None,
+    clock=True,
+    severity="warning",
+    category="warranty_deadline_expiration",
+    source="FTC consumer guidance, Warranties (consumer.ftc.gov): a defect reported during the "
+    "warranty period must be corrected even if the warranty expires before it is fixed; "
+    "Magnuson-Moss Warranty Act, 15 U.S.C. 2304(a)(1) (remedy within a reasonable time); "
+    "Directive (EU) 2019/771, Art. 10 and 17 (the seller's liability and commercial guarantees); "
+    "UK Consumer Rights Act 2015, s. 30 (a guarantee is binding)",
+)
+def warranty_ends_with_open_fault(user: UserView) -> Iterator[Finding]:
+    """Reads open faults: current records of the types playing ``fault`` (``Repair``,
+    ``Fault``, ``Issue``, ``Ticket``, ``Defect``, ``RepairTicket``) that name an item in
+    ``fault.item`` (``item``, ``product``, ``device``, ``appliance``, ``asset``, ``warranty``:
+    the item's key, or its name), reported on ``fault.reported`` (``reported``,
+    ``reported_on``, ``opened``, ``opened_on``, ``noticed``, ``date``; else when recorded), not
+    settled, called off or ``fault.fixed`` (``fixed``, ``repaired``, ``resolved``, ``closed``, or
+    a status saying so); and records of any type with a ``warranty.until`` date
+    (``warranty_until``, ``warranty_expires``), linked to the fault by their key, their name
+    (``record.label``) or the item their ``warranty.covers`` names (``item``, ``product``,
+    ``device``, ``covers``).
+
+    Flags a warranty that ends within 30 days of the log clock while a fault on its item is
+    open (critical within 7 days: the claim must be made before the end), and one that has
+    ended since the fault was reported (warning: a fault reported in time must still be put
+    right, so press the claim with the date it was reported). A fault reported after the
+    warranty ended, a resolved fault or a fault on another item is not flagged. The evidence
+    is the warranty's record and the fault's. Re-runs as the clock moves.
+    """
+    today = user.today
+    if today is None:
+        return
+    faults = _open_faults(user)
+    if not faults:
+        return
+    reported = {f.key: _reported(f) for f, _ in faults}
+    # A warranty that ended before every open fault was reported, or before today when none
+    # says when, covers none of them: the index reads only those ending since.
+    since = min([today, *(d for d in reported.values() if d is not None)])
+    lead = LEAD_DAYS[WARRANTY_UNTIL]
+    for t in user.types():
+        fields = _date_fields(user, t, WARRANTY_UNTIL)
+        if not fields:
+            continue
+        for w in _dated_from(user, t, fields, since):
+            until = _first_day(w, fields)
+            if until is None or _called_off(w):
+                continue
+            # Its own key and name (the first label set, not every label field: a merchant
+            # "Apple" names no laptop), and the item it covers when it is a record of its own.
+            names = {_norm(w.key), *_refs(w, _named(w, LABEL)), *_refs(w, COVERS)}
+            field, left = _named(w, WARRANTY_UNTIL), (until - today).days
+            for fault, items in faults:
+                on = reported[fault.key]
+                if fault is w or not items & names or (on is not None and on > until):
+                    continue
+                what = f"{_label(fault)}, reported {on}" if on else _label(fault)
+                if 0 <= left <= lead:
+                    in_ = "today" if left == 0 else "tomorrow" if left == 1 else f"in {left} days"
+                    yield Finding(
+                        f"{_label(w)}: its warranty ({field} {until}) ends {in_} (today is "
+                        f"{today}) and {what}, is still open. Make the warranty claim for it "
+                        "before then, in writing, and keep proof of the date.",
+                        [w, fault],
+                        about=field,
+                        severity="critical" if left <= 7 else None,
+                    )
+                elif left < 0 and on is not None:
+                    yield Finding(
+                        f"{_label(w)}: its warranty ({field} {until}) ended {_days(-left)} ago "
+                        f"(today is {today}) and {what} while it was covered, is still open. A "
+                        "fault reported during the warranty must still be put right: press the "
+                        "claim now, citing the date it was reported.",
+                        [w, fault],
+                        about=field,
+                    )
