@@ -12,8 +12,10 @@ import pytest
 from uac_kernel.events import parse_objects, plan_batch
 from uac_kernel.fold import State
 from uac_kernel.integrity import Head, verify
+from uac_kernel.query import UserView
 from uac_kernel.schema import infer
 from uac_kernel.store import NewEvent, Store
+from uac_kernel.vocab.binding import Binding
 
 # A store another process holds is waited for up to UAC_LOCK_TIMEOUT seconds (10 by default)
 # before the error naming that process; the tests that expect the error need not wait that
@@ -86,6 +88,15 @@ def without_record(code: str, key: str) -> str:
 def append(store: Store, state: State, events: Iterable[dict[str, Any]]) -> None:
     """Validate, append and fold a batch, as the workbench does."""
     state.apply_all(store.append(plan_batch(state, parse_objects(events))))
+
+
+def bound(view: UserView, *bindings: tuple[str, str] | tuple[str, str, str]) -> UserView:
+    """``view`` with a person's vocabulary bindings: ``(role, Type)`` or ``(concept, Type,
+    field)`` (a user's own names read as the library's)."""
+    view._state.bind(
+        [Binding(b[0], b[1], b[2] if len(b) == 3 else None, author="person") for b in bindings]
+    )
+    return view
 
 
 def append_as_before(db: Path, user: str, adds: list[dict[str, Any]]) -> None:

@@ -29,6 +29,7 @@ CATEGORIES = {
 
 
 def build(tmp_path: Path, events: list[dict[str, Any]]) -> UserView:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # a test may fold several states under one
     store = Store(tmp_path / "u.duckdb")
     st = State("u")
     st.apply_all(store.append(plan_batch(st, parse_objects(events))))

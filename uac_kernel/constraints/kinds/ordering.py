@@ -61,9 +61,8 @@ from uac_kernel.rules.library._common import (
     _zone,
 )
 from uac_kernel.rules.library.schedule import (
-    RECURRENCE_FIELDS,
-    WEEKDAY_FIELDS,
     _clock_time,
+    _may_repeat,
     _Weekly,
     _weekly,
     _weekly_clash,
@@ -167,10 +166,9 @@ def _weeklies(user: UserView, sel: Select) -> list[_Weekly]:
     ``start`` that repeats weekly: the library's reading), not cancelled, not ended before
     today; only types with a weekday or recurrence field are read."""
     today = user.today
-    kinds = (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)
     out = []
     for t in sel.types:
-        if not any(f in user.field_types(t) for f in kinds):
+        if not _may_repeat(user, t):
             continue
         for rec in select(user, sel.model_copy(update={"type": t, "also": []})):
             w = _weekly(rec)

@@ -24,7 +24,11 @@ from __future__ import annotations
 from uac_kernel.rules.engine import Rule
 from uac_kernel.rules.library.cashflow import balance_projection
 from uac_kernel.rules.library.contradictions import conflicting_records
-from uac_kernel.rules.library.deadlines import deadline_approaching, tax_filing_deadline
+from uac_kernel.rules.library.deadlines import (
+    deadline_approaching,
+    tax_filing_deadline,
+    warranty_ends_with_open_fault,
+)
 from uac_kernel.rules.library.health import (
     activity_medical_clearance,
     drug_allergy_cross_reactivity,
@@ -86,6 +90,7 @@ __all__ = [
     "transaction_over_limit",
     "transfer_during_freeze",
     "visa_validity",
+    "warranty_ends_with_open_fault",
     "wash_sale",
     "work_over_permit_cap",
 ]
@@ -103,6 +108,7 @@ LIBRARY: tuple[Rule, ...] = (
     overlapping_commitments,
     work_over_permit_cap,
     deadline_approaching,
+    warranty_ends_with_open_fault,
     conflicting_records,
     transfer_during_freeze,
     charge_after_cancellation,

@@ -95,40 +95,9 @@ SETTLED_STATUS = _terms(
     "done, resolved, cancelled, canceled, returned, filed, completed, complete, paid, renewed,",
     "submitted, closed",
 )
-# A deadline in one of these fields is an obligation: once its date passes undone it is overdue
-# and stays an alert until the record is settled. The other deadline fields are windows (a
-# return, a warranty, a promotion, a renewal) that simply close.
-OBLIGATION_FIELDS = ("deadline", "due")
 # A document or policy whose ``document.void`` flag is true, or whose status says one of these,
 # covers nothing, whatever its dates say.
 VOID_STATUS = (*CALLED_OFF_STATUS, *_terms("lapsed, terminated, revoked, suspended, expired"))
-DEADLINE_FIELDS = _split(
-    "deadline due return_by warranty_until warranty_expires renews_on expires ends promo_ends"
-)
-# Days ahead a deadline is flagged: 14, or 30 for a warranty's end (a claim needs a diagnosis and a
-# repair visit, which take weeks to arrange: common sense).
-DEADLINE_LEAD_DAYS = {"warranty_until": 30, "warranty_expires": 30}
-NOTICE_FIELDS = ("renews_on", "expires", "ends")  # with ``notice_days``: act by date minus notice
-DEADLINE_EXCLUDED = {("Passport", "expires")}  # passport_validity covers passports
-DEADLINE_ACTIONS = {
-    "return_by": "start the return",
-    "warranty_until": "file any warranty claim",
-    "warranty_expires": "file any warranty claim",
-    "renews_on": "cancel or confirm the renewal",
-    "promo_ends": "pay down the promotional balance or plan for the regular rate",
-    "expires": "renew or replace it",
-    "ends": "decide what happens when it ends",
-}
-TRIP_TYPES = frozenset({"Trip", "Vacation", "Travel"})
-STAYS = frozenset({"Hotel", "Lodging", "Accommodation"})
-TRAVEL_PARTS = STAYS | {"Flight", "Train", "CarRental"}
-# Types with start/end that are states or periods, not commitments of the user's time.
-NOT_COMMITMENTS = frozenset(
-    _split(
-        "Medication Supplement Condition Allergy Residence Home Employment Subscription Lease "
-        "Membership Insurance HealthInsurance Policy Visa Passport Warranty Account"
-    )
-)
 MAX_ALL_DAY_COMMITMENT = timedelta(days=31)  # longer all-day ranges are periods (except trips)
 SINGULAR_TYPES = ("Residence", "Home")  # one current at a time; not Employer (two jobs happen)
 TRAVEL_DOCUMENTS = _split(
@@ -139,8 +108,6 @@ CERTIFICATES = frozenset({"HealthCertificate", "Certificate", "Vaccination"})
 PASSPORT_MONTHS = timedelta(days=183)
 MIN_BLANK_PAGES = 2  # a visa sticker takes a full page, entry and exit stamps another
 
-
-MEAL_TYPES = frozenset(_split("Reservation Dinner Lunch Breakfast Brunch Meal"))
 
 # Other names people give a country: ISO 3166-1 codes, short and formal names, its nations, the
 # demonym a passport's ``nationality`` often holds, and a few native names. Two-letter codes

@@ -12,13 +12,10 @@ from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
-    DATE_TYPES,
+    CALLED_OFF,
     MAX_ALL_DAY_COMMITMENT,
-    MEAL_TYPES,
-    NOT_COMMITMENTS,
-    STAYS,
-    TRAVEL_PARTS,
-    TRIP_TYPES,
+    TRIP_END,
+    TRIP_START,
     _before,
     _called_off,
     _date_fields,
@@ -29,6 +26,8 @@ from uac_kernel.rules.library._common import (
     _flag,
     _get,
     _label,
+    _named,
+    _names,
     _norm,
     _split,
     _terms,
@@ -36,9 +35,20 @@ from uac_kernel.rules.library._common import (
     _trip_end,
     _utc,
     _zone,
+    plays,
 )
+from uac_kernel.vocab.catalogue import concept
+from uac_kernel.vocab.resolve import fields_of
 
 __all__ = ["overlapping_commitments"]
+
+START, END = concept("booking.start"), concept("booking.end")
+# A trip's own start and end are read first on a trip (the travel rules read them too), then
+# the booking's, so either binding places it.
+TRIP_STARTS, TRIP_ENDS = (TRIP_START, START), (TRIP_END, END)
+PLACE = concept("booking.place")
+TRIP_PLACES = concept("trip.places")
+IMPORTANT = concept("booking.important")
 
 # -- scheduling ------------------------------------------------------------------------------
 # A meal booked for a time, with no end given, still holds the table for a while: restaurants
@@ -61,6 +71,13 @@ class _Span:
     @property
     def type(self) -> str:
         return type(self.rec).__name__
+
+    def plays(self, role: str) -> bool:
+        return plays(self.rec, role)
+
+    def travels(self) -> bool:
+        """Whether it is part of a journey: a leg or a stay."""
+        return self.plays("travel_leg") or self.plays("stay")
 
     def when(self) -> str:
         if self.given:
@@ -92,24 +109,30 @@ def _span(rec: Record) -> _Span | None:
     return replace(sp, start=_utc(sp.start, zone), end=_utc(sp.end, zone), given=given)
 
 
+def _dated(rec: Record, names: tuple[str, ...]) -> Any:
+    """The first of ``names`` on ``rec`` holding a date or date-time, as it is; None if none."""
+    return next((v for n in names if _day(v := _get(rec, n)) is not None), None)
+
+
 def _local_span(rec: Record) -> _Span | None:
-    s, e = _get(rec, "start"), _get(rec, "end")
-    if _day(s) is None:
+    trip = plays(rec, "trip")
+    s = _dated(rec, TRIP_STARTS if trip else (START,))
+    e = _dated(rec, TRIP_ENDS if trip else (END,))
+    if s is None:
         return None
-    e = e if _day(e) is not None else None
     if isinstance(s, datetime):
         if isinstance(e, datetime):
             end = e
         elif isinstance(e, date):
             end = datetime.combine(e + timedelta(days=1), time())
-        elif type(rec).__name__ in MEAL_TYPES:
+        elif plays(rec, "meal"):
             return _Span(s, s + MEAL_LENGTH, False, rec, assumed_end=True)
         else:
             end = s  # no end: an instant
         return _Span(s, end, False, rec) if end >= s else None
     if isinstance(s, date):
         start = datetime.combine(s, time())
-        long_ok = type(rec).__name__ in TRIP_TYPES
+        long_ok = trip
         # A first day and a known end time (a checkout at noon). An end at midnight is taken as
         # a date: a date stored in a field that other records filled with date-times.
         if isinstance(e, datetime) and e.time() != time():
@@ -126,38 +149,35 @@ def _local_span(rec: Record) -> _Span | None:
     return None
 
 
-_PLACE = ("location", "city", "destination", "country", "address", "venue", "place")
-
-
 def _part_of(a: _Span, b: _Span) -> bool:
     """Whether two spans overlap by design: a trip and its own travel or plans at its
     destination; a stay and whatever you do while staying there."""
-    if a.type in TRIP_TYPES and b.type in TRIP_TYPES:
+    if a.plays("trip") and b.plays("trip"):
         return False
-    if a.type in TRAVEL_PARTS and b.type in TRAVEL_PARTS:
+    if a.travels() and b.travels():
         if a.all_day or b.all_day:
             return True  # hotel nights vs a flight time: not comparable
         # A stay whose check-in time is unknown starts at midnight: travel on its first day is
         # the arrival, not a clash (travel after check-in and before checkout is one).
         return any(
-            x.type in STAYS
-            and y.type not in STAYS
+            x.plays("stay")
+            and not y.plays("stay")
             and x.open_start
             and y.start.date() == x.start.date()
             for x, y in ((a, b), (b, a))
         )
-    if a.type in STAYS or b.type in STAYS:
+    if a.plays("stay") or b.plays("stay"):
         return True
     for trip, other in ((a, b), (b, a)):
-        if trip.type in TRIP_TYPES:
-            if other.type in TRAVEL_PARTS:
+        if trip.plays("trip"):
+            if other.travels():
                 return True
             places = [
                 _norm(v)
-                for n in ("destination", "city", "country")
+                for n in _names(trip.rec, TRIP_PLACES)
                 if isinstance(v := _get(trip.rec, n), str) and _norm(v).strip()
             ]
-            there = _norm(_text(other.rec, _PLACE))
+            there = _norm(_text(other.rec, PLACE))
             return any(p in there for p in places)
     return False
 
@@ -172,9 +192,10 @@ WEEKDAYS = {
     "thur": 3,
     "thurs": 3,
 }
-WEEKDAY_FIELDS = ("weekday", "weekdays", "day_of_week", "days")
-RECURRENCE_FIELDS = ("recurrence", "frequency", "repeats", "every")
-IMPORTANT = ("important", "critical", "mandatory")
+WEEKDAYS_ON, RECURRENCE = concept("recurring.weekdays"), concept("recurring.rule")
+START_TIME, END_TIME = concept("recurring.start_time"), concept("recurring.end_time")
+FIRST, LAST = concept("recurring.first"), concept("recurring.last")
+SKIP = concept("recurring.skip")
 # Recurrences that are not weekly (every other week, monthly, ...) are not expanded.
 NOT_WEEKLY = _terms(
     "other, second, third, fourth, alternate, biweekly, fortnight, fortnightly, two week,",
@@ -237,26 +258,36 @@ class _Weekly:
         return start, end
 
 
+def _may_repeat(user: UserView, t: str) -> bool:
+    """Whether type ``t`` has a field that may make its records weekly (``recurring.weekdays``
+    or ``recurring.rule``): only those types are read for weekly commitments."""
+    have = user.field_types(t)
+    return any(f in have for c in (WEEKDAYS_ON, RECURRENCE) for f in fields_of(t, c))
+
+
 def _weekly(rec: Record) -> _Weekly | None:
-    """A weekly (or daily) commitment: ``weekday``/``weekdays``/``day_of_week``/``days`` with
-    ``start_time`` (and ``end_time``), or a datetime ``start`` whose ``recurrence``/``frequency``/
-    ``repeats``/``every`` says weekly, daily or names weekdays; bounded by ``since``/``until``,
-    minus the dates in ``skip_dates``. Every other week, monthly and the like are left out."""
+    """A weekly (or daily) commitment: ``recurring.weekdays`` (``weekday``/``weekdays``/
+    ``day_of_week``/``days``) with ``recurring.start_time`` (``start_time``, and
+    ``recurring.end_time``), or a datetime ``booking.start`` whose ``recurring.rule``
+    (``recurrence``/``frequency``/``repeats``/``every``) says weekly, daily or names weekdays;
+    bounded by ``recurring.first``/``last`` (``since``/``start_date``, ``until``/``end_date``),
+    minus the dates in ``recurring.skip`` (``skip_dates``). Every other week, monthly and the
+    like are left out."""
     if _called_off(rec):
         return None
-    rule_text = _norm(_text(rec, RECURRENCE_FIELDS))
+    rule_text = _norm(_text(rec, RECURRENCE))
     if _first_term(rule_text, NOT_WEEKLY):
         return None
-    days = _weekdays(_text(rec, (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)))
+    days = _weekdays(_text(rec, (WEEKDAYS_ON, RECURRENCE)))
     if " daily " in rule_text or " every day " in rule_text:
         days = frozenset(range(7))
-    skip = frozenset(d for v in _listed(_get(rec, "skip_dates")) if (d := _as_day(v)) is not None)
-    first, last = _first_day(rec, ("since", "start_date")), _first_day(rec, ("until", "end_date"))
-    s, e = _get(rec, "start"), _get(rec, "end")
+    skip = frozenset(d for v in _listed(_get(rec, SKIP)) if (d := _as_day(v)) is not None)
+    first, last = _first_day(rec, FIRST), _first_day(rec, LAST)
+    s, e = _get(rec, START), _get(rec, END)
     if isinstance(s, datetime) and (days or _first_term(rule_text, _terms("week, weekly"))):
         end = e.time() if isinstance(e, datetime) and e.date() == s.date() else s.time()
         return _Weekly(rec, days or frozenset({s.weekday()}), s.time(), end, s.date(), last, skip)
-    t1, t2 = _clock_time(_get(rec, "start_time")), _clock_time(_get(rec, "end_time"))
+    t1, t2 = _clock_time(_get(rec, START_TIME)), _clock_time(_get(rec, END_TIME))
     if days and t1 is not None:
         return _Weekly(rec, days, t1, t2 or t1, first, last, skip)
     return None
@@ -302,14 +333,17 @@ def _weekly_clash(w: _Weekly, sp: _Span) -> date | None:
     return None
 
 
-def _maybe_running(user: UserView, t: str, now: datetime | None) -> list[Record]:
-    """Records of ``t`` whose span may not have ended at ``now``: a start or an end from a day
-    and a meal's length before it on (a date covers its whole day; a meal without an end holds
-    its table for MEAL_LENGTH). A superset of the spans with ``end > now or start >= now``."""
+def _maybe_running(
+    user: UserView, t: str, now: datetime | None, names: tuple[str, ...]
+) -> list[Record]:
+    """Records of ``t`` whose span may not have ended at ``now``: a start or an end (``names``)
+    from a day and a meal's length before it on (a date covers its whole day; a meal without
+    an end holds its table for MEAL_LENGTH). A superset of the spans with ``end > now or
+    start >= now``."""
     if now is None:
         return user.all(t)
     since = _before(now, timedelta(days=1) + MEAL_LENGTH)
-    return _dated_from(user, t, _date_fields(user, t, ("start", "end")), since)
+    return _dated_from(user, t, _date_fields(user, t, names), since)
 
 
 @rule(
@@ -346,21 +380,22 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
     spans: list[_Span] = []
     weekly: list[_Weekly] = []
     for t in user.types():
-        if t in NOT_COMMITMENTS:
+        if plays(t, "state_period"):
             continue
-        fields = user.field_types(t)
-        if any(f in fields for f in (*WEEKDAY_FIELDS, *RECURRENCE_FIELDS)):
+        if _may_repeat(user, t):
             weekly += [w for rec in user.all(t) if (w := _weekly(rec)) is not None]
-        if fields.get("start") not in DATE_TYPES:
+        trip = plays(t, "trip")
+        starts = TRIP_STARTS if trip else (START,)
+        if not _date_fields(user, t, starts):
             continue  # no date start: no span (see _span)
-        for rec in _maybe_running(user, t, now):
+        for rec in _maybe_running(user, t, now, (*starts, *(TRIP_ENDS if trip else (END,)))):
             if _called_off(rec):
                 continue
             sp = _span(rec)
             if sp is not None and (now is None or sp.end > now or sp.start >= now):
                 spans.append(sp)
     for w in weekly:
-        w_important = _flag(w.rec, *IMPORTANT)
+        w_important = _flag(w.rec, IMPORTANT)
         for sp in spans:
             # Whole days (a trip) are set against a weekly slot only when missing it matters.
             if sp.rec is w.rec or (sp.all_day and not w_important):
@@ -370,9 +405,9 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
                 yield Finding(
                     f"{_label(sp.rec)} on {sp.when()} falls on {_label(w.rec)}, {w.when()} "
                     f"(the one on {day}): reschedule one of them, or add {day} to the weekly "
-                    "one's skip_dates if you will miss it.",
+                    f"one's {_named(w.rec, SKIP)} if you will miss it.",
                     [w.rec, sp.rec],
-                    severity="critical" if w_important or _flag(sp.rec, *IMPORTANT) else None,
+                    severity="critical" if w_important or _flag(sp.rec, IMPORTANT) else None,
                 )
     spans.sort(key=lambda s: (s.start, s.end, s.type, s.rec.key))
     active: list[_Span] = []
@@ -389,11 +424,12 @@ def overlapping_commitments(user: UserView) -> Iterator[Finding]:
                 shared = f"from {overlap.start.strftime('%Y-%m-%d %H:%M')}"  # the end is a guess
             if a.given or sp.given:
                 shared += " UTC"
-            important = _flag(a.rec, *IMPORTANT) or _flag(sp.rec, *IMPORTANT)
+            important = _flag(a.rec, IMPORTANT) or _flag(sp.rec, IMPORTANT)
+            off = " or ".join(dict.fromkeys(_named(r, CALLED_OFF) for r in (a.rec, sp.rec)))
             yield Finding(
                 f"{_label(a.rec)} on {a.when()} overlaps {_label(sp.rec)} on {sp.when()} "
                 f"(overlap: {shared}): reschedule one of them, or mark the one you will "
-                "skip as cancelled.",
+                f"skip as {off}.",
                 [a.rec, sp.rec],
                 severity="critical" if important else None,
             )
