@@ -488,7 +488,7 @@ def test_line_b_counts_constraint_alerts_of_the_scenario_category_only() -> None
 
 def test_a_refused_constraint_batch_costs_the_line_b_run_no_fact() -> None:
     bad = renewal("warranty_deadline_expiration")
-    bad["constraint"]["subject"] = {"type": "not a type"}
+    bad["constraint"]["subject"] = {"type": "not\na type"}  # a line break: no name holds one
     fx = scenario(
         "allergy_violation",
         2,
