@@ -76,10 +76,16 @@ class ConceptDef:
     fields: tuple[str, ...] = ()  # default field names, read in this order
     words: tuple[str, ...] = ()
     domain: str = ""
+    also: tuple[str, ...] = ()  # other roles whose types carry it (a passport's expiry)
 
     @property
     def role(self) -> str:
         return self.name.partition(".")[0]
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The roles whose types may carry it: its own, then ``also``."""
+        return (self.role, *self.also)
 
 
 @functools.cache
@@ -117,10 +123,12 @@ def _load() -> tuple[dict[str, Role], dict[str, ConceptDef]]:
                 fields=tuple(c.get("fields", ())),
                 words=tuple(c.get("words", ())),
                 domain=domain,
+                also=tuple(c.get("also", ())),
             )
     for c in defs.values():
-        if c.role not in roles:
-            raise ValueError(f"concept {c.name!r} names role {c.role!r}, which no file defines")
+        for r in c.roles:
+            if r not in roles:
+                raise ValueError(f"concept {c.name!r} names role {r!r}, which no file defines")
     return roles, defs
 
 

@@ -429,9 +429,14 @@ class _Matcher:
         for f, cs in cands.items():
             by_role: dict[str, list[_Cand]] = {}
             for cand in cs.values():
-                by_role.setdefault(_roles_of(cand.concept), []).append(cand)
+                by_role.setdefault(_role_for(t, cand.concept, vocab, roles), []).append(cand)
+            # What a role the type plays knows beats what any type may hold: a passport's
+            # `expiry` is its expiry, not a contract's end.
+            specific = any(not ROLES[r].any and _playing(t, r, vocab, roles) for r in by_role)
             for r, group in by_role.items():
-                if not (ROLES[r].any or vocab.plays(t, r) or r in roles) or (t, f, r) in bound:
+                if not _playing(t, r, vocab, roles) or (t, f, r) in bound:
+                    continue
+                if specific and ROLES[r].any:
                     continue
                 group.sort(key=lambda c: (-c.score, c.concept))
                 best[(f, r)] = (group[0], group[1] if len(group) > 1 else None)
@@ -469,6 +474,17 @@ class _Matcher:
 
 def _roles_of(c: str) -> str:
     return CONCEPTS[c].role
+
+
+def _role_for(t: str, c: str, vocab: Vocabulary, roles: Mapping[str, Any]) -> str:
+    """The role under which type ``t`` would carry concept ``c``: the first of the concept's
+    roles (its own, then ``also``) the type plays, else its own."""
+    own = CONCEPTS[c].roles
+    return next((r for r in own if not ROLES[r].any and _playing(t, r, vocab, roles)), own[0])
+
+
+def _playing(t: str, r: str, vocab: Vocabulary, roles: Mapping[str, Any]) -> bool:
+    return ROLES[r].any or vocab.plays(t, r) or r in roles
 
 
 def _role_score(

@@ -278,7 +278,7 @@ CAP_PERIOD, TERM_ONLY = concept("permit.period"), concept("permit.term_only")
 TERM_START, TERM_END = concept("permit.term_start"), concept("permit.term_end")
 PERMIT_EMPLOYER = concept("permit.employer")
 VALID_FROM, VALID_UNTIL = concept("document.valid_from"), concept("document.expiry")
-TERM_FROM, TERM_UNTIL = concept("term.start"), concept("term.end")
+TERM_FROM, TERM_UNTIL = concept("study_term.start"), concept("study_term.end")
 SHIFT_HOURS, SHIFT_WHEN = concept("shift.hours"), concept("shift.when")
 SHIFT_END, SHIFT_EMPLOYER = concept("shift.end"), concept("shift.employer")
 _TERM, _WEEK = _terms("term, semester, session"), _terms("week, weekly, wk")
@@ -331,7 +331,7 @@ def _terms_of(user: UserView, permits: list[Record]) -> list[tuple[date, date, R
     """Terms as (first day, last day, record): ``term`` records and the term a permit states."""
     found = []
     for rec, first, last in [
-        *((t, TERM_FROM, TERM_UNTIL) for t in _records(user, "term")),
+        *((t, TERM_FROM, TERM_UNTIL) for t in _records(user, "study_term")),
         *((p, TERM_START, TERM_END) for p in permits),
     ]:
         a, b = _first_day(rec, first), _first_day(rec, last)
@@ -341,7 +341,7 @@ def _terms_of(user: UserView, permits: list[Record]) -> list[tuple[date, date, R
 
 
 @rule(
-    roles=["permit", "shift", "term"],
+    roles=["permit", "shift", "study_term"],
     clock=True,
     severity="critical",
     category="scheduling_conflicts",
