@@ -1159,7 +1159,13 @@ class Workbench:
         clock: Stopwatch,
     ) -> None:
         from uac_kernel.trial import Trial
-        from uac_kernel.whatif import logged, record_changes, schema_growth, severities
+        from uac_kernel.whatif import (
+            logged,
+            record_changes,
+            schema_growth,
+            severities,
+            vocab_growth,
+        )
 
         planned = self._plan(self.state, fresh)
         clock.lap("validate")
@@ -1188,6 +1194,7 @@ class Workbench:
             report.was = severities(self.runner, change.updated)
         report.records = record_changes(trial)
         report.schema = schema_growth(self.state, trial)
+        report.vocabulary = vocab_growth(self.state, trial)
         clock.lap("rules")
         if asked:
             report.answers = self._answers(trial, asked)

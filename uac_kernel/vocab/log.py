@@ -11,8 +11,9 @@ One event a binding change::
 binds a key (concept or role, type, field) not bound yet, ``update`` changes a bound one,
 ``retract`` removes it (its binding then holds the key only). A ``used`` or ``held`` binding
 names a type the user has, a field that type has, whose value kind fits the concept; a
-``rejected`` one may name any type or field: it only hides a catalogue default (a person saying
-"``Trip.start`` is not when my trip starts", perhaps before any ``Trip`` exists).
+``rejected`` one of a catalogue default may name a type or field the user lacks: it hides the
+default (a person saying "``Trip.start`` is not when my trip starts", perhaps before any
+``Trip`` exists).
 """
 
 from __future__ import annotations
@@ -167,21 +168,27 @@ def schema_problem(
     b: Binding, types: Collection[str], field_types: dict[str, str]
 ) -> tuple[str, str] | None:
     """Why binding ``b`` cannot be used with the user's schema (``types``, and the fields of
-    ``b.type`` with their types): ``(message, part)``, or None. A rejected binding only
-    hides, so any name goes there."""
-    if b.status == "rejected":
-        return None
+    ``b.type`` with their types): ``(message, part)``, or None. A rejected binding of a
+    catalogue default may name a type or field the user lacks (it hides the default, should
+    it come); any other name the user lacks is a typo to fix."""
+    hides = b.status == "rejected" and (
+        b.type in ROLES[b.target].types if b.field is None else b.field in CONCEPTS[b.target].fields
+    )
     if b.type not in types:
+        if hides:
+            return None
         known = sorted(types)
         return (
             f"the user has no type {b.type!r}.{did_you_mean(b.type, known)} Types: "
-            f"{', '.join(known) or 'none yet'} (only a rejected binding may name another)",
+            f"{', '.join(known) or 'none yet'}",
             "type",
         )
     if b.field is None:
         return None
     ftype = field_types.get(b.field)
     if ftype is None:
+        if hides:
+            return None
         fields = list(field_types)
         return (
             f"{b.type} has no field {b.field!r}.{did_you_mean(b.field, fields)} Its fields: "
@@ -189,7 +196,7 @@ def schema_problem(
             "field",
         )
     kind = CONCEPTS[b.target].value
-    if ftype not in KINDS[kind]:
+    if b.status != "rejected" and ftype not in KINDS[kind]:
         return (
             f"{b.type}.{b.field} holds {ftype}, and {b.target} is a {kind} "
             f"({' or '.join(sorted(KINDS[kind]))}); bind a field of that kind",
