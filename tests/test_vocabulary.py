@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import check, tamper
+from conftest import check, tamper, uac_shell
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
+from test_magics import run
 
 from uac_kernel.codegen import parse_module, render_module
 from uac_kernel.errors import EventError, VocabularyError
@@ -290,25 +291,11 @@ def test_cli_vocab_bind_raises_the_shipped_alert(tmp_path: Path) -> None:
     assert "\nmedication\t" in uac("vocab", "roles", cwd=tmp_path).stdout
 
 
-def run(ip: Any, source: str) -> Any:
-    result = ip.run_cell(source)
-    result.raise_error()
-    return result.result
-
-
 @pytest.fixture
 def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.chdir(tmp_path)
     write_jsonl(tmp_path / "scripts.jsonl", SCRIPTS)
-    ip = kernel_shell
-    ip.reset(new_session=False)
-    ip.config.pop("UacMagics", None)
-    run(ip, "%load_ext uac")
-    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
-    run(ip, "%config UacMagics.user = 'maya'")
-    run(ip, "%uac ingest scripts.jsonl")
-    yield ip
-    run(ip, "%unload_ext uac")
+    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "scripts.jsonl")
 
 
 def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None:
