@@ -165,6 +165,18 @@ def uac_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 # -- the notebook's shell ---------------------------------------------------------------------
 
 
+def uac_shell(shell: Any, db: Path, user: str, ingest: str) -> Iterator[Any]:
+    """``shell`` with ``%load_ext uac``, ``UacMagics`` set to ``user`` of ``db`` and the file
+    ``ingest`` ingested; unloaded after (for a fixture to ``yield from``)."""
+    shell.reset(new_session=False)
+    shell.config.pop("UacMagics", None)
+    for line in ("%load_ext uac", f"%config UacMagics.db = {str(db)!r}",
+                 f"%config UacMagics.user = {user!r}", f"%uac ingest {ingest}"):  # fmt: skip
+        shell.run_cell(line).raise_error()
+    yield shell
+    shell.run_cell("%unload_ext uac").raise_error()
+
+
 @pytest.fixture(scope="module")
 def kernel_shell() -> Iterator[Any]:
     """ipykernel's in-process kernel shell, the one a notebook talks to: one per test module."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import retract, update
+from conftest import retract, uac_shell, update
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
@@ -30,15 +30,7 @@ def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     """The shell with ``%load_ext uac`` and Maya's store (allergy, ibuprofen) ingested."""
     monkeypatch.chdir(tmp_path)
     jsonl(tmp_path / "store.jsonl", STORE)
-    ip = kernel_shell
-    ip.reset(new_session=False)
-    ip.config.pop("UacMagics", None)
-    run(ip, "%load_ext uac")
-    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
-    run(ip, "%config UacMagics.user = 'maya'")
-    run(ip, "%uac ingest store.jsonl")
-    yield ip
-    run(ip, "%unload_ext uac")
+    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "store.jsonl")
 
 
 def shown(ip: Any, source: str) -> str:

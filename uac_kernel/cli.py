@@ -503,6 +503,35 @@ def cmd_constraints(args: argparse.Namespace) -> None:
                  by.strip() or "-", rule_name(cv.key))  # fmt: skip
 
 
+def cmd_vocab(args: argparse.Namespace) -> None:
+    from uac_kernel.vocab import listing
+
+    words = list(args.words)
+    if words[:1] in (["concepts"], ["roles"]) and len(words) == 1:
+        roles = words[0] == "roles"
+        columns = listing.ROLE_COLUMNS if roles else listing.CONCEPT_COLUMNS
+        _table(columns, listing.catalogue_rows(roles), args.json)
+        return
+    if words:
+        target, name, status = listing.vocab_command(words)
+        with _open(args) as wb:
+            report = wb.bind(target, name, reason=args.reason or "", status=status)
+            _print_report(report, "" if report.appended else "already so; ")
+        return
+    with _open(args, read_only=True) as wb:
+        _table(listing.BINDING_COLUMNS, listing.binding_rows(wb.vocab()), args.json)
+
+
+def _table(columns: list[str], rows: list[tuple[str, ...]], as_json: bool) -> None:
+    """Rows as JSON objects, or a header and tab-separated lines."""
+    if as_json:
+        print(printable(to_json([dict(zip(columns, r, strict=True)) for r in rows])))
+        return
+    _row(*columns)
+    for r in rows:
+        _row(*r)
+
+
 def cmd_log(args: argparse.Namespace) -> None:
     from uac_kernel.users import check_kind
 
@@ -1058,6 +1087,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retract", default=None, metavar="KEY", help="retract constraint KEY")
     p.add_argument("--reason", default=None, help="why (logged with the events)")
     p.add_argument("--source", default=None, help="where the constraints come from")
+    p = add(
+        "vocab",
+        cmd_vocab,
+        "the user's vocabulary (which types and fields carry the concepts rules read), or "
+        "`bind TYPE.FIELD CONCEPT`, `bind TYPE ROLE`, `unbind ...`, `concepts`, `roles`; see "
+        "docs/vocabulary.md",
+    )
+    p.add_argument(
+        "words", nargs="*", metavar="ACTION", help="bind|unbind TARGET NAME, concepts or roles"
+    )
+    p.add_argument("--reason", default=None, help="why (logged with the binding)")
+    p.add_argument("--json", action="store_true")
     p = add(
         "whatif",
         cmd_whatif,

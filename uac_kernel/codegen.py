@@ -23,18 +23,22 @@ from datetime import date, datetime
 from typing import Any
 
 from uac_kernel._segments import RULES, join_segments
-from uac_kernel.errors import CodeError
+from uac_kernel.errors import CodeError, VocabularyError
 from uac_kernel.fold import BLOCK, State, TypeState
+from uac_kernel.limits import DEFAULT_LIMITS
 from uac_kernel.names import class_name, field_identifier
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Rule
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.schema import FIELD_TYPES, Schema, check_field_name, check_type_name
+from uac_kernel.vocab.binding import Binding
+from uac_kernel.vocab.log import binding_json, binding_of, check_binding
 
 __all__ = [
     "CONSTRAINTS",
     "HEADER",
     "RULES",
+    "VOCABULARY",
     "list_target",
     "own_rule_sources",
     "parse_module",
@@ -47,6 +51,7 @@ __all__ = [
 
 HEADER = "0"
 CONSTRAINTS = "4"
+VOCABULARY = "5"
 # A record longer than this is written one field per line (ruff's line length in this repo).
 LINE = 100
 
@@ -261,6 +266,20 @@ def constraints_code(state: State) -> str:
     )
 
 
+def vocabulary_code(state: State) -> str:
+    """The user's vocabulary bindings as data: ``vocabulary = [{...}, ...]``, in the order they
+    were first bound; empty when the user never had one (so older checkpoints keep their bytes)."""
+    bindings = state.vocab.bindings
+    if not bindings and not state.vocab_seq:
+        return ""
+    lines = "".join(f"    {json_literal(binding_json(b))},\n" for b in bindings)
+    return (
+        "\n\n# Vocabulary: which of this user's types and fields carry the concepts rules read\n"
+        "# (docs/vocabulary.md). Change it with `uac vocab bind` or a `%%uac vocab` cell.\n"
+        f"vocabulary: list[dict] = [\n{lines}]\n"
+    )
+
+
 def _block_lines(ts: TypeState, section: str, block: int) -> str:
     lo, hi = block * BLOCK, (block + 1) * BLOCK
     if section == "history":
@@ -283,8 +302,8 @@ def render_segments(
 ) -> dict[str, str]:
     """The segments to (re)write: all of them when ``dirty`` is None, else those it names.
 
-    The header, the rules and the constraints are always included; they are small (a user
-    has at most ``Limits.constraints`` in force).
+    The header, the rules, the constraints and the vocabulary are always included; they are
+    small (a user has at most ``Limits.constraints`` in force, and a binding per field).
     """
     ordinal = {name: i + 1 for i, name in enumerate(state.types)}
     if dirty is None:
@@ -295,6 +314,8 @@ def render_segments(
     out = {HEADER: _header(state), RULES: rules_code(rules)}
     if given := constraints_code(state):
         out[CONSTRAINTS] = given
+    if bound := vocabulary_code(state):
+        out[VOCABULARY] = bound
     for name, section, block in dirty:
         ts = state.types[name]
         t = _type_id(ordinal[name])
@@ -316,7 +337,7 @@ def segment_part(state: State, segment: str) -> tuple[str, str, int] | None:
     """The ``(type, section, block)`` that renders ``segment`` (None: the header or the rules;
     the inverse of the ids ``render_segments`` writes)."""
     parts = segment.split(":")
-    if parts[0] in (HEADER, RULES, CONSTRAINTS) or len(parts) < 2:
+    if parts[0] in (HEADER, RULES, CONSTRAINTS, VOCABULARY) or len(parts) < 2:
         return None
     names = {_type_id(i + 1): name for i, name in enumerate(state.types)}
     name = names.get(parts[1])
@@ -551,6 +572,32 @@ def read_header(tree: ast.Module) -> dict[str, Any]:
     return out
 
 
+def read_vocabulary(tree: ast.Module) -> list[Binding]:
+    """The bindings of a module's ``vocabulary = [{...}, ...]``, read as literals and checked
+    as a vocabulary event's are (none when the module has no such list)."""
+    for node in tree.body:
+        target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if not (isinstance(target, ast.Name) and target.id == "vocabulary"):
+            continue
+        value = node.value  # type: ignore[attr-defined]
+        if not isinstance(value, ast.List):
+            raise CodeError(f"line {node.lineno}: vocabulary must be a list of bindings")
+        out = []
+        for item in value.elts:
+            if not isinstance(item, ast.Dict) or None in item.keys:
+                raise CodeError(f"line {item.lineno}: each binding must be a {{...}} of literals")
+            pairs = zip(item.keys, item.values, strict=True)
+            d = {read_literal(k): read_literal(v) for k, v in pairs}  # type: ignore[arg-type]
+            try:
+                out.append(binding_of(check_binding(d, "add", DEFAULT_LIMITS.value_chars)))
+            except VocabularyError as exc:
+                raise CodeError(f"line {item.lineno}: {exc}") from None
+        return out
+    return []
+
+
 def parse_module(code: str) -> State:
     """Read a checkpoint module back into a ``State`` — by reading literals, never by running it."""
     try:
@@ -570,6 +617,7 @@ def parse_module(code: str) -> State:
     state.seq = seq
     state.now = clock
     state.schema = parse_classes(tree)
+    state.bind(read_vocabulary(tree))
     for name, fields in state.schema.types.items():
         state.types[name] = TypeState.of(name, fields)
     classes = {name: ts.cls for name, ts in state.types.items()}

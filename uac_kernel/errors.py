@@ -35,6 +35,7 @@ __all__ = [
     "UacError",
     "UnknownField",
     "UnknownUser",
+    "VocabularyError",
 ]
 
 
@@ -210,6 +211,21 @@ class ConstraintError(UacError):
     ``field`` is the dotted path of the bad field within the constraint (empty when the whole
     object is wrong) and ``reason`` the message without its place, so a caller that names the
     place its own way (an event's file and line) can say it once.
+    """
+
+    def __init__(self, message: str, *, field: str = "", reason: str = ""):
+        super().__init__(message)
+        self.field = field
+        self.reason = reason or message
+
+
+class VocabularyError(UacError):
+    """A vocabulary binding is not valid (a concept or role the catalogue lacks, a type or
+    field the user does not have, a field whose values cannot carry the concept) or not there
+    to change; the message names what is wrong and what to write instead.
+
+    ``field`` and ``reason`` as a ``ConstraintError``'s: the place within the binding, and the
+    message without it.
     """
 
     def __init__(self, message: str, *, field: str = "", reason: str = ""):

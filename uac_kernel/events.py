@@ -20,13 +20,14 @@ from typing import Any
 import orjson
 
 from uac_kernel._display import show
-from uac_kernel.errors import ConstraintError, EventError
+from uac_kernel.errors import ConstraintError, EventError, VocabularyError
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, INT_MAX, INT_MIN, Limits
 from uac_kernel.names import field_clash, type_clash
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
-from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, table_names
+from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, VOCABULARY_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
+from uac_kernel.vocab.log import binding_json, binding_of, check_binding, schema_problem
 
 __all__ = [
     "InputEvent",
@@ -38,7 +39,7 @@ __all__ = [
     "plan_batch",
 ]
 
-KINDS = ("utterance", "fact", "constraint")
+KINDS = ("utterance", "fact", "constraint", "vocabulary")
 _EXACT_JSON: dict[str, type] = {"str": str, "int": int, "bool": bool}
 OPS = ("add", "update", "retract")
 _ALLOWED = {
@@ -66,6 +67,7 @@ _ALLOWED = {
         "author",
         "derived_from",
     },
+    "vocabulary": {"kind", "ts", "source", "op", "binding"},
 }
 
 
@@ -327,6 +329,8 @@ def parse_event(
         _check_utterance(payload, fail, limits)
     elif kind == "constraint":
         _check_constraint_shape(payload, fail, limits)
+    elif kind == "vocabulary":
+        _check_vocabulary_shape(payload, fail, limits)
     else:
         _check_fact_shape(payload, fail, limits)
     if source is None:
@@ -495,6 +499,20 @@ def _check_constraint_shape(p: dict[str, Any], fail: Any, limits: Limits) -> Non
     _check_provenance(p, fail, limits)
 
 
+def _check_vocabulary_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
+    """Op as a fact's; the binding checked against the catalogue and stored canonical (every
+    part given), so the log holds only bindings the fold can read."""
+    op = p.get("op")
+    if op not in OPS:
+        raise fail(f"unknown op {_show(op)}; use one of {', '.join(OPS)}", "op")
+    if "binding" not in p:
+        raise fail("a vocabulary event needs a binding: a JSON object", "binding")
+    try:
+        p["binding"] = check_binding(p["binding"], op, limits.value_chars)
+    except VocabularyError as exc:
+        raise fail(exc.reason, f"binding.{exc.field}" if exc.field else "binding") from None
+
+
 class _Overlay:
     """The state as the batch so far would leave it: enough to validate the next event."""
 
@@ -513,6 +531,8 @@ class _Overlay:
         # constraints are in force after the batch so far.
         self.constraints: dict[str, datetime | None] = {}
         self.constraints_in_force = len(state.constraints)
+        # Vocabulary keys the batch bound (True) or retracted (False).
+        self.bound: dict[tuple[str, str, str | None], bool] = {}
         # Per type the batch reads, its field types as the batch so far leaves them: one dict
         # per type and batch, not a look-up in the state and the batch per field and event.
         self._field_types: dict[str, dict[str, str]] = {}
@@ -544,7 +564,7 @@ class _Overlay:
             self._renamed = self._renamed_tables()
         folded = self._folded
         low = name.lower()
-        if low in (INDEX_TABLE, CONSTRAINTS_TABLE):
+        if low in (INDEX_TABLE, CONSTRAINTS_TABLE, VOCABULARY_TABLE):
             return f"type name {name!r} is the SQL view's table {low}; choose another name"
         if (other := folded.get(low)) is not None:
             return (
@@ -666,6 +686,8 @@ def plan_batch(
     for ev in batch:
         if ev.kind == "constraint":
             _plan_constraint(overlay, ev, limits)
+        elif ev.kind == "vocabulary":
+            _plan_vocabulary(overlay, ev)
         if ev.kind != "fact":
             out.append(NewEvent(ev.ts, ev.kind, user, ev.payload, ev.source))
             continue
@@ -769,6 +791,29 @@ def _plan_constraint(overlay: _Overlay, ev: InputEvent, limits: Limits) -> None:
     elif op == "retract":
         overlay.constraints_in_force -= 1
     overlay.constraints[key] = None if op == "retract" else ev.ts
+
+
+def _plan_vocabulary(overlay: _Overlay, ev: InputEvent) -> None:
+    """Check a vocabulary event against the bindings and the schema as the batch so far leaves
+    them: an add of a bound key, an update or retract of an unbound one, or a used or held
+    binding of a type or field the user lacks is an ``EventError``."""
+    b = binding_of(ev.payload["binding"])
+    op = ev.payload["op"]
+    bound = overlay.bound.get(b.key)
+    if bound is None:
+        bound = overlay.state.bound(b.key) is not None
+    what = binding_json(b, key_only=True)
+    if op == "add" and bound:
+        raise _fail(ev, f"{what} is already bound; use op 'update' to change it", "binding")
+    if op != "add" and not bound:
+        todo = "nothing to retract" if op == "retract" else "add it first (op 'add')"
+        raise _fail(ev, f"{what} is not bound; {todo}", "binding")
+    if op != "retract":
+        fields = overlay.field_types(b.type) if overlay.has_type(b.type) else {}
+        types = (*overlay.state.schema.types, *overlay.fields)
+        if (problem := schema_problem(b, types, fields)) is not None:
+            raise _fail(ev, problem[0], f"binding.{problem[1]}")
+    overlay.bound[b.key] = op != "retract"
 
 
 def _too_long(chars: int, most: int) -> str:

@@ -1,5 +1,5 @@
 """State = fold(log): deterministic application of schema and fact events to typed records,
-and of constraint events to the constraints in force.
+of constraint events to the constraints in force, and of vocabulary events to the bindings.
 
 The fold is incremental by construction: applying one event touches one record. It also notes
 which parts of the generated code the event made stale (``dirty``) and which record types
@@ -19,6 +19,7 @@ from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.schema import Schema, reader
 from uac_kernel.store import LoggedEvent
 from uac_kernel.vocab.binding import Binding, Vocabulary
+from uac_kernel.vocab.log import binding_of
 
 if TYPE_CHECKING:
     from uac_kernel.constraints.spec import Constraint
@@ -226,11 +227,31 @@ class State:
         # and the vocabulary they make, built when first read after a change.
         self.vocab_bindings: list[Binding] = []
         self._vocab: Vocabulary | None = None
+        # The seq of the last vocabulary event, and whether the vocabulary changed since
+        # ``take_changed_vocab``: every rule reads through it, so all of them run again.
+        self.vocab_seq = 0
+        self.vocab_changed = False
 
     def bind(self, bindings: Iterable[Binding]) -> None:
         """Put ``bindings`` in the vocabulary (a later one of the same key replaces it)."""
         self.vocab_bindings.extend(bindings)
         self._vocab = None
+        self.vocab_changed = True
+
+    def unbind(self, key: tuple[str, str, str | None]) -> None:
+        """Take the binding of ``key`` (target, type, field) out of the vocabulary."""
+        self.vocab_bindings = [b for b in self.vocab_bindings if b.key != key]
+        self._vocab = None
+        self.vocab_changed = True
+
+    def bound(self, key: tuple[str, str, str | None]) -> Binding | None:
+        """The binding of ``key`` in force (used, held or rejected), or None."""
+        return next((b for b in reversed(self.vocab_bindings) if b.key == key), None)
+
+    def take_changed_vocab(self) -> bool:
+        """Whether the vocabulary changed since the last call."""
+        changed, self.vocab_changed = self.vocab_changed, False
+        return changed
 
     @property
     def vocab(self) -> Vocabulary:
@@ -316,6 +337,8 @@ class State:
             self._apply_fact(ev)
         elif ev.kind == "constraint":
             self._apply_constraint(ev)
+        elif ev.kind == "vocabulary":
+            self._apply_vocabulary(ev)
 
     def _writable(self, name: str) -> TypeState | None:
         """The records of type ``name`` for the fold to change (a trial gives its own layer
@@ -380,6 +403,20 @@ class State:
             raise FoldError(f"event {ev.seq}: unknown op {op!r}")
         self.changed_constraints.add(key)
         self.constraint_seq = ev.seq
+
+    def _apply_vocabulary(self, ev: LoggedEvent) -> None:
+        op = ev.payload["op"]
+        b = binding_of(ev.payload["binding"])
+        if (op == "add") == (self.bound(b.key) is not None):
+            state = "already bound" if op == "add" else "not bound"
+            raise FoldError(f"event {ev.seq}: {b.describe()} is {state} for op {op!r}")
+        if op == "retract":
+            self.unbind(b.key)
+        elif op in ("add", "update"):
+            self.bind([b])
+        else:
+            raise FoldError(f"event {ev.seq}: unknown op {op!r}")
+        self.vocab_seq = ev.seq
 
     def _apply_schema(self, payload: dict[str, Any]) -> None:
         name = payload["type"]

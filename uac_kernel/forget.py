@@ -6,7 +6,8 @@
   record and the utterances it was extracted from; an utterance takes the records extracted
   from it; a constraint event, likewise, every event of its constraint (which is then no longer
   in force) and the utterances it was derived from, and an utterance the constraints derived
-  from it;
+  from it; a vocabulary event whose reason holds the text, every event of its binding (type,
+  field and concept names are structure and stay, as schema events do);
 - alerts whose evidence names a forgotten record, or that hold the text, and the alerts of a
   forgotten constraint's rule;
 - model calls whose request or answer holds any of the forgotten content;
@@ -156,9 +157,14 @@ def plan_forget(
     def holds_text(ev: LoggedEvent) -> bool:
         if needle is None:
             return False
-        return needle in fold(ev.source or "") or any(
-            needle in fold(s) for s in _strings(ev.payload)
+        # A binding's concept, type and field are names (structure, which stays); its reason
+        # is content.
+        held = (
+            ev.payload.get("binding", {}).get("reason", "")
+            if ev.kind == "vocabulary"
+            else ev.payload
         )
+        return needle in fold(ev.source or "") or any(needle in fold(s) for s in _strings(held))
 
     def record_of(ev: LoggedEvent) -> tuple[str, str] | None:
         if ev.kind == "fact":
@@ -168,10 +174,26 @@ def plan_forget(
     def constraint_of(ev: LoggedEvent) -> str | None:
         return str(ev.payload.get("key")) if ev.kind == "constraint" else None
 
+    def binding_key(ev: LoggedEvent) -> tuple[str, str, str | None] | None:
+        if ev.kind != "vocabulary":
+            return None
+        b = ev.payload["binding"]
+        return (b.get("concept") or b.get("role"), b.get("type"), b.get("field"))
+
     seeds = [
         ev
         for ev in events
-        if ev.kind in ("utterance", "fact", "alert", "review", "rule", "extraction", "constraint")
+        if ev.kind
+        in (
+            "utterance",
+            "fact",
+            "alert",
+            "review",
+            "rule",
+            "extraction",
+            "constraint",
+            "vocabulary",
+        )
         and (
             (by == "record" and record_of(ev) == (type, key))
             or (by == "source" and ev.source == source)
@@ -187,6 +209,9 @@ def plan_forget(
                 (str(e.get("type")), str(e.get("key"))) for e in ev.payload.get("evidence") or ()
             )
     constraints = {k for ev in seeds if (k := constraint_of(ev)) is not None}
+    # A binding goes whole, every event of its key: a later update or retract of it alone
+    # would not fold.
+    bindings = {b for ev in seeds if (b := binding_key(ev)) is not None}
     said = {ev.source for ev in seeds if ev.kind == "utterance" and ev.source}
     for ev in events:  # records and constraints derived from a forgotten utterance go with it
         if ev.kind == "fact" and said & set(ev.payload.get("derived_from") or ()):
@@ -206,6 +231,7 @@ def plan_forget(
         if (
             record_of(ev) in records
             or constraint_of(ev) in constraints
+            or binding_key(ev) in bindings
             or (ev.kind == "alert" and ev.payload.get("rule") in rules)
             or (ev.kind == "utterance" and ev.source in origins)
             or (
@@ -330,6 +356,8 @@ def _needles(plan: ForgetPlan, text: str | None) -> set[str]:
         elif ev.kind == "constraint":
             found.add(str(ev.payload.get("key", "")))
             found.add(str((ev.payload.get("constraint") or {}).get("title", "")))
+        elif ev.kind == "vocabulary":
+            found.add(str(ev.payload["binding"].get("reason", "")))
     return {n for n in found if len(n) >= MIN_NEEDLE}
 
 

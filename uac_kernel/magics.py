@@ -933,6 +933,40 @@ class UacMagics(Magics):
         caption = plural(len(rows), "constraint") + ("" if args.history else " in force")
         return Table(columns, rows, self.displaylimit, caption=caption, wrap=["title"])
 
+    @subcommand("vocab", cell=True)
+    @magic_arguments(name="uac vocab")
+    @argument("words", nargs="*", help="bind|unbind TARGET NAME, concepts or roles")
+    @argument("--reason", default=None, help="why (logged with the bindings)")
+    def cmd_vocab(self, rest: str, cell: str | None) -> Table | None:
+        """``%uac vocab``: the user's bindings (type.field, concept, author, score, status,
+        reason; held proposals last). ``%uac vocab bind TYPE.FIELD CONCEPT`` (or ``TYPE ROLE``),
+        ``unbind ...`` (a person's rejection), ``concepts``, ``roles`` (the catalogue). A
+        ``%%uac vocab`` cell: one ``bind`` or ``unbind`` a line, appended as one batch."""
+        from uac_kernel.vocab import listing
+
+        args = parse_argstring(self.cmd_vocab, rest)
+        words = [_unquote(w) for w in args.words]
+        reason = _unquote(args.reason) if args.reason else ""
+        if cell is not None and cell.strip():
+            if words:
+                raise UsageError("`%%uac vocab` takes its commands in the cell, not on its line")
+            lines = listing.vocab_lines(cell)
+        elif words in (["concepts"], ["roles"]):
+            roles = words == ["roles"]
+            columns = listing.ROLE_COLUMNS if roles else listing.CONCEPT_COLUMNS
+            rows = listing.catalogue_rows(roles)
+            return Table(columns, rows, self.displaylimit, caption=plural(len(rows), words[0][:-1]))
+        elif words:
+            lines = [listing.vocab_command(words)]
+        else:
+            rows = listing.binding_rows(self._wb(read=True).vocab())
+            caption = plural(len(rows), "binding")
+            return Table(listing.BINDING_COLUMNS, rows, self.displaylimit, caption=caption)
+        wb = self._wb()
+        given = [wb.binding(t, name, reason=reason, status=st) for t, name, st in lines]
+        self._print_report(wb.bind_all(given))
+        return None
+
     @subcommand("log")
     @magic_arguments(name="uac log")
     @argument("--kind", default=None, help="only events of this kind (utterance, fact, alert, ...)")

@@ -52,6 +52,7 @@ MODULE_NAMES = frozenset(
         "history",
         "rules",
         "constraints",
+        "vocabulary",
     }
 )
 

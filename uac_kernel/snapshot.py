@@ -42,6 +42,7 @@ from uac_kernel.rules.engine import Alert, Rule
 from uac_kernel.schema import Schema
 from uac_kernel.sqlview import sql_type
 from uac_kernel.store import LoggedEvent, Store, damaged, is_damage
+from uac_kernel.vocab.log import binding_json, binding_of
 
 if TYPE_CHECKING:
     from uac_kernel.checkpoint import Checkpoint
@@ -937,6 +938,8 @@ def write_snapshot(
             "constraint_seq": state.constraint_seq,
             "constraints": [_cv_json(cv) for cv in state.constraints.values()],
             "constraint_history": [_cv_json(cv) for cv in state.constraint_history],
+            "vocab_seq": state.vocab_seq,
+            "vocabulary": [binding_json(b) for b in state.vocab.bindings],
             "dirty": sorted(state.dirty),
             "checkpoint": [latest.version, latest.seq] if latest is not None else None,
             "alerts": {
@@ -1124,6 +1127,10 @@ def _restore(
         state.constraint_history = [_cv_of(d) for d in meta["constraint_history"]]
     except ConstraintError as exc:
         return f"a constraint does not parse ({exc})", None
+    # A snapshot written before the vocabulary event kind has none (nor had its log).
+    state.bind(binding_of(d) for d in meta.get("vocabulary", ()))
+    state.vocab_seq = int(meta.get("vocab_seq", 0))
+    state.take_changed_vocab()  # as the snapshot found it: its alerts were read through it
     if checkpoint_seq is None:
         state.dirty = {(str(a), str(b), int(c)) for a, b, c in meta["dirty"]}
     alerts = {

@@ -19,7 +19,9 @@ with ``uac_tables`` gets the first free suffix that is no type's name: ``TRIP`` 
 is ``TRIP_2`` and ``TRIP_2_history``. A name once given never changes (ingest refuses a new type
 named like a renamed table). Table ``uac_tables`` (``type``, ``current_table``,
 ``history_table``) lists which table is which, and ``uac_constraints`` (``key``, ``kind``,
-``title``, ``json``, ``valid_from``, ``rule``) the constraints in force.
+``title``, ``json``, ``valid_from``, ``rule``) the constraints in force, and ``uac_vocabulary``
+(``type``, ``field``, ``concept``, ``role``, ``author``, ``score``, ``status``, ``reason``) the
+user's vocabulary bindings (``uac vocab``).
 
 A query cannot change the view: DuckDB's own parser must find exactly one statement and it must
 be a query (``SELECT``, ``WITH``, ``FROM``, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``);
@@ -57,6 +59,7 @@ from uac_kernel.errors import QueryError
 from uac_kernel.fold import State
 from uac_kernel.names import quote_ident
 from uac_kernel.records import Record
+from uac_kernel.vocab.binding import Vocabulary
 
 if TYPE_CHECKING:
     from uac_kernel.store import Store
@@ -66,6 +69,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "INDEX_TABLE",
     "MAX_TIMEOUT",
+    "VOCABULARY_TABLE",
     "SqlResult",
     "SqlView",
     "check_read_only",
@@ -77,6 +81,11 @@ __all__ = [
 
 INDEX_TABLE = "uac_tables"
 CONSTRAINTS_TABLE = "uac_constraints"
+VOCABULARY_TABLE = "uac_vocabulary"
+_VOCABULARY_COLUMNS = (
+    "type VARCHAR, field VARCHAR, concept VARCHAR, role VARCHAR, author VARCHAR, score DOUBLE, "
+    "status VARCHAR, reason VARCHAR"
+)
 DEFAULT_TIMEOUT = 30.0
 # threading.Timer cannot wait for inf or 1e300 s (OverflowError in its thread, and the query
 # would run unbounded): a day is longer than any query should take.
@@ -149,7 +158,7 @@ def table_names(
     ``Trip_2`` and never ``TRIP`` renamed."""
     order = list(type_names)
     types = {t.lower() for t in order}
-    taken = {INDEX_TABLE, CONSTRAINTS_TABLE, *(r.lower() for r in reserved)}
+    taken = {INDEX_TABLE, CONSTRAINTS_TABLE, VOCABULARY_TABLE, *(r.lower() for r in reserved)}
     names: dict[str, tuple[str, str]] = {}
     for name in order:
         base, n = name, 1
@@ -226,6 +235,8 @@ class SqlView:
         )
         self._constraints_seq = 0
         self.con.execute(f"CREATE TABLE {CONSTRAINTS_TABLE} ({_CONSTRAINT_COLUMNS})")
+        self._vocab: Vocabulary | None = None
+        self.con.execute(f"CREATE TABLE {VOCABULARY_TABLE} ({_VOCABULARY_COLUMNS})")
 
     def refresh(self, state: State) -> None:
         names = table_names(t for t in state.schema.types if t in state.types)
@@ -243,6 +254,8 @@ class SqlView:
             self.tables = names
         if state.constraint_seq != self._constraints_seq:
             self._load_constraints(state)
+        if state.vocab is not self._vocab:  # a new vocabulary object after every change
+            self._load_vocabulary(state.vocab)
         stale = [n for n in state.types if self._built.get(n) != state.type_seq.get(n, 0)]
         if self.store is not None:
             self._build_sql(state, stale, names)
@@ -322,15 +335,28 @@ class SqlView:
             )
             for cv in state.constraints.values()
         ]
+        self._replace(CONSTRAINTS_TABLE, _CONSTRAINT_COLUMNS, rows)
+        self._constraints_seq = state.constraint_seq
+
+    def _load_vocabulary(self, vocab: Vocabulary) -> None:
+        rows = [
+            (b.type, b.field, b.target if b.field is not None else None,
+             b.target.partition(".")[0], b.author, b.score, b.status, b.reason)
+            for b in vocab.bindings
+        ]  # fmt: skip
+        self._replace(VOCABULARY_TABLE, _VOCABULARY_COLUMNS, rows)
+        self._vocab = vocab
+
+    def _replace(self, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
+        """Replace a table of uac's own with ``rows``, in one transaction."""
         con = self.con
         con.execute("BEGIN TRANSACTION")
-        con.execute(f"CREATE OR REPLACE TABLE {CONSTRAINTS_TABLE} ({_CONSTRAINT_COLUMNS})")
+        con.execute(f"CREATE OR REPLACE TABLE {table} ({columns})")
         if rows:
-            appender = con.appender(CONSTRAINTS_TABLE)
+            appender = con.appender(table)
             appender.append_rows(rows)
             appender.flush()
         con.execute("COMMIT")
-        self._constraints_seq = state.constraint_seq
 
     def _load(
         self, table: str, columns: Sequence[tuple[str, str]], records: list[Record], history: bool

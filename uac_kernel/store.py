@@ -58,6 +58,7 @@ EVENT_KINDS = (
     "review",
     "forget",
     "constraint",
+    "vocabulary",
 )
 """The kinds of event uac writes to the log."""
 _FETCH = 50_000

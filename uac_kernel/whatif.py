@@ -116,6 +116,9 @@ class WhatIf:
     # The log positions the what-if's events take (past the log's head: none is in the log).
     first_seq: int | None = None
     schema: list[str] = field(default_factory=list)
+    # The bindings the events would make or change (``Binding.describe``), and those they
+    # would take out, as "unbound ...".
+    vocabulary: list[str] = field(default_factory=list)
     records: list[RecordChange] = field(default_factory=list)
     raised: list[Alert] = field(default_factory=list)
     cleared: list[ClearedAlert] = field(default_factory=list)
@@ -156,6 +159,7 @@ class WhatIf:
         """The report as plain text, one item a line (strings from the log shown printable)."""
         lines = [self.summary()]
         lines += [f"  schema: {printable(s)}" for s in self.schema]
+        lines += [f"  vocabulary: {printable(v)}" for v in self.vocabulary]
         for r in self.records:
             lines.append(f"  {r.change} {printable(r.type)} {printable(repr(r.key))}")
             for name in r.fields:
@@ -446,6 +450,15 @@ def schema_growth(base: State, trial: State) -> list[str]:
             had = {}
         out += [f"new field {name}.{f} ({t})" for f, t in fields.items() if f not in had]
     return out
+
+
+def vocab_growth(base: State, trial: State) -> list[str]:
+    """The bindings the trial makes or changes, then those it takes out."""
+    had = set(base.vocab.bindings)
+    now = trial.vocab.bindings
+    out = [b.describe() for b in now if b not in had]
+    keys = {b.key for b in now}
+    return out + [f"unbound {b.describe()}" for b in base.vocab.bindings if b.key not in keys]
 
 
 def logged(planned: Sequence[NewEvent], after: int) -> list[LoggedEvent]:

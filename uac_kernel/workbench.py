@@ -21,7 +21,15 @@ from uac_kernel.adapters import read_events
 from uac_kernel.ask import Answer, answer_question, search_function
 from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
 from uac_kernel.codegen import rules_code
-from uac_kernel.errors import ConstraintError, QueryError, StoreError, UacError, UnknownUser
+from uac_kernel.errors import (
+    ConstraintError,
+    EventError,
+    QueryError,
+    StoreError,
+    UacError,
+    UnknownUser,
+    VocabularyError,
+)
 from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
 from uac_kernel.fold import ConstraintVersion, State, fold
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
@@ -54,6 +62,8 @@ from uac_kernel.snapshot import (
 from uac_kernel.sqlview import SqlResult, SqlView
 from uac_kernel.store import LoggedEvent, NewEvent, Store
 from uac_kernel.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
+from uac_kernel.vocab.binding import Vocabulary
+from uac_kernel.vocab.log import binding_json, binding_of, check_binding, split_target
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
@@ -96,6 +106,15 @@ def _check_compiles(planned: Iterable[NewEvent], taken: Collection[str] = ()) ->
                     f"constraint {key!r} would be rule {name!r}, the name of a rule in force "
                     "that is not a constraint's; choose another key"
                 )
+
+
+def _said(given: Any) -> str:
+    """A binding as its caller gave it, for a one-line error."""
+    if not isinstance(given, dict):
+        return "the binding"
+    where = ".".join(str(given[k]) for k in ("type", "field") if k in given)
+    target = given.get("concept") or given.get("role")
+    return f"{where} as {target}" if target is not None else where
 
 
 def _key_of(rules: dict[str, str], rule: str) -> str | None:
@@ -146,12 +165,14 @@ def rules_after(
     constrained: set[str],
 ) -> AlertChange | None:
     """Run the rules a folded batch affects (None: it affects none): those reading a changed
-    type or the clock, and every rule of a constraint it put in force or changed."""
-    if not (changed or clock_moved or constrained):
+    type or the clock, every rule of a constraint it put in force or changed, and every rule
+    when it changed the vocabulary (rules read through it)."""
+    everything = state.take_changed_vocab()
+    if not (changed or clock_moved or constrained or everything):
         return None
     ended = constraints_changed(state, runner, rules_of, constrained)
     view = UserView(state)
-    change = runner.run(view, changed, clock_moved)
+    change = runner.run(view, None if everything else changed, clock_moved)
     if constrained:
         # A new or changed constraint's rule runs on the whole state, whatever changed.
         names = [rules_of[k] for k in constrained if k in state.constraints]
@@ -316,6 +337,7 @@ class Workbench:
             # (bench/nofold.py). close() unfreezes, so no cycle stays uncollected past it.
             gc.freeze()
         self.state.take_changed_types()
+        self.state.take_changed_vocab()
         for cv in self.state.constraints.values():  # each compiled once per open
             self._put_in_force(cv)
         self.state.take_changed_constraints()
@@ -366,7 +388,9 @@ class Workbench:
             else:
                 state.apply_all(events)
             gc.freeze()  # as after a full fold (see _load)
-        changed = state.take_changed_types()
+        changed: set[str] | None = state.take_changed_types()
+        if state.take_changed_vocab():
+            changed = None  # every rule reads through the vocabulary
         for cv in state.constraints.values():
             self._put_in_force(cv)
         constrained = state.take_changed_constraints()
@@ -452,7 +476,9 @@ class Workbench:
             for e in new:
                 if e.kind == "utterance":
                     self._search.add(e.seq, e.ts, e.payload["speaker"], e.payload["text"], e.source)
-        changed = self.state.take_changed_types()
+        changed: set[str] | None = self.state.take_changed_types()
+        if self.state.take_changed_vocab():
+            changed = None  # every rule reads through the vocabulary
         constrained = self.state.take_changed_constraints()
         self._constraints_changed(constrained)
         self.runner.run(self.view, changed, self.state.now != before)
@@ -715,6 +741,79 @@ class Workbench:
         """The constraint in force whose rule is ``rule`` (an alert's ``rule``), or None."""
         key = _key_of(self._constraint_rules, rule)
         return self.state.constraints.get(key) if key is not None else None
+
+    # -- vocabulary -----------------------------------------------------------------------
+
+    def vocab(self) -> Vocabulary:
+        """The user's vocabulary: every binding with who made it, its score and reason
+        (``.bindings``); ``.held()`` the proposals waiting for review, which no rule reads."""
+        self._sync()
+        return self.state.vocab
+
+    def bind(
+        self,
+        target: str,
+        name: str,
+        *,
+        author: str = "person",
+        score: float = 1.0,
+        reason: str = "",
+        status: str = "used",
+    ) -> IngestReport:
+        """Bind ``"Type.field"`` to concept ``name`` (``"Journey.leaves_on"``, ``"trip.start"``)
+        or ``"Type"`` to role ``name`` (``"Journey"``, ``"trip"``); every rule runs again.
+        A ``VocabularyError`` names an unknown concept, role, type or field, and nothing is
+        appended."""
+        return self.bind_all(
+            [self.binding(target, name, author=author, score=score, reason=reason, status=status)]
+        )
+
+    def binding(self, target: str, name: str, **parts: Any) -> dict[str, Any]:
+        """The ``binding`` object of ``bind(target, name, **parts)``, for ``bind_all``."""
+        self._sync()
+        type_name, field_name = split_target(target, self.state.schema.types)
+        b: dict[str, Any] = {"role" if field_name is None else "concept": name, "type": type_name}
+        if field_name is not None:
+            b["field"] = field_name
+        return {**b, **parts}
+
+    def unbind(self, target: str, name: str, *, reason: str = "") -> IngestReport:
+        """A person's ``rejected`` binding: ``"Type.field"`` does not carry concept ``name``
+        (or ``"Type"`` does not play role ``name``), also where the catalogue's defaults say
+        it does."""
+        return self.bind(target, name, reason=reason, status="rejected")
+
+    def bind_all(self, bindings: Iterable[dict[str, Any]]) -> IngestReport:
+        """Append one vocabulary event per binding (a ``binding`` object of the event format)
+        in one batch: an ``add``, or an ``update`` of a key already bound; one bound exactly so
+        is left out. The faces, and proposals (a matcher's, a model's), come through here."""
+        self._sync()
+        ts = (self.state.now or datetime(1970, 1, 1)).isoformat()
+        events: list[dict[str, Any]] = []
+        asked: list[str] = []
+        seen: set[tuple[str, str, str | None]] = set()
+        for i, given in enumerate(bindings):
+            try:
+                b = binding_of(check_binding(given, "add", self.limits.value_chars))
+            except VocabularyError as exc:
+                raise VocabularyError(f"{_said(given)}: {exc.reason}") from None
+            bound = self.state.bound(b.key)
+            if bound == b:
+                continue
+            op = "update" if bound is not None or b.key in seen else "add"
+            seen.add(b.key)
+            # A source of its own: binding, unbinding and binding again are three events.
+            source = f"vocab:{self.state.seq}:{i}"
+            events.append({"kind": "vocabulary", "ts": ts, "op": op, "binding": binding_json(b),
+                           "source": source})  # fmt: skip
+            asked.append(_said(given))
+        if not events:
+            return IngestReport()
+        try:
+            return self.ingest(events, origin="vocab")
+        except EventError as exc:
+            said = asked[exc.line - 1] if exc.line else "the vocabulary"
+            raise VocabularyError(f"{said}: {exc.reason}") from None
 
     def _code_rules(self) -> list[Rule]:
         """The rules checkpoint code lists: constraints are rendered as data, not as rules."""
@@ -1060,7 +1159,13 @@ class Workbench:
         clock: Stopwatch,
     ) -> None:
         from uac_kernel.trial import Trial
-        from uac_kernel.whatif import logged, record_changes, schema_growth, severities
+        from uac_kernel.whatif import (
+            logged,
+            record_changes,
+            schema_growth,
+            severities,
+            vocab_growth,
+        )
 
         planned = self._plan(self.state, fresh)
         clock.lap("validate")
@@ -1089,6 +1194,7 @@ class Workbench:
             report.was = severities(self.runner, change.updated)
         report.records = record_changes(trial)
         report.schema = schema_growth(self.state, trial)
+        report.vocabulary = vocab_growth(self.state, trial)
         clock.lap("rules")
         if asked:
             report.answers = self._answers(trial, asked)
@@ -1168,6 +1274,7 @@ class Workbench:
             fold_over(state, early, real_conflicts, real_seq)
         state.take_changed_types()
         state.take_changed_constraints()
+        state.take_changed_vocab()
         own = set(self._constraint_rules.values())
         runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
         rules_of: dict[str, str] = {}

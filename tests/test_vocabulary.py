@@ -1,0 +1,318 @@
+"""The ``vocabulary`` event kind: bindings logged, folded, rendered, verified, forgotten,
+tried in a what-if, kept in snapshots and fleets, and made through ``uac vocab`` and
+``%%uac vocab`` — over a real DuckDB file, real ``uac`` processes and a real IPython shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import check, tamper, uac_shell
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+from test_magics import run
+
+from uac_kernel.codegen import parse_module, render_module
+from uac_kernel.errors import EventError, VocabularyError
+from uac_kernel.partition import export_store, import_fleet
+from uac_kernel.snapshot import SnapTypeState
+from uac_kernel.store import Store
+from uac_kernel.vocab.binding import Binding
+from uac_kernel.vocab.log import binding_json
+from uac_kernel.workbench import Workbench
+
+# Two drugs that must never be taken together, in someone else's words: a `Script` type whose
+# name field is `drugName`. The shipped drug_drug_interaction rule reads neither name until a
+# person binds them.
+SCRIPTS = [
+    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Script", "key": "a",
+     "fields": {"drugName": "sertraline 50mg", "refills": 2}},
+    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Script", "key": "b",
+     "fields": {"drugName": "phenelzine", "refills": 1}},
+]  # fmt: skip
+PLAYS = {"role": "medication", "type": "Script"}
+NAMED = {"concept": "medication.name", "type": "Script", "field": "drugName"}
+SECRET = "told by Dr Quillfeather"
+
+
+def vocab_event(op: str, binding: dict[str, Any], ts: str = "2025-03-02") -> dict[str, Any]:
+    return {"kind": "vocabulary", "ts": ts, "op": op, "binding": binding}
+
+
+def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def wb(db: Path) -> Iterator[Workbench]:
+    with Workbench(db, user="maya") as w:
+        w.ingest(SCRIPTS)
+        yield w
+
+
+def interaction(alerts: list[Any]) -> list[Any]:
+    return [a for a in alerts if a.rule == "drug_drug_interaction"]
+
+
+# -- the event -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("binding", "field", "says"),
+    [
+        (
+            {**NAMED, "concept": "medication.nme"},
+            "binding.concept",
+            "Did you mean 'medication.name'?",
+        ),
+        ({**PLAYS, "role": "medicaton"}, "binding.role", "Did you mean 'medication'?"),
+        ({"concept": "medication.name", "type": "Script"}, "binding.field", "give the field"),
+        ({**PLAYS, "field": "drugName"}, "binding.field", "a role binding names a type"),
+        ({**NAMED, "type": "Scrpt"}, "binding.type", "Did you mean 'Script'?"),
+        ({**NAMED, "field": "drug"}, "binding.field", "Its fields: drugName, refills"),
+        ({**NAMED, "field": "refills"}, "binding.field", "Script.refills holds int"),
+        ({**NAMED, "author": "robot"}, "binding.author", "inferred, model, person"),
+        ({**NAMED, "score": 1.5}, "binding.score", "from 0 to 1"),
+        ({**NAMED, "status": "maybe"}, "binding.status", "used, held, rejected"),
+    ],
+)
+def test_event_errors_name_file_line_and_field(
+    wb: Workbench, tmp_path: Path, binding: dict[str, Any], field: str, says: str
+) -> None:
+    path = write_jsonl(tmp_path / "v.jsonl", [SCRIPTS[0], vocab_event("add", binding)])
+    before = wb.store.con.execute("SELECT count(*) FROM events").fetchone()
+    with pytest.raises(EventError) as caught:
+        wb.ingest(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:2: field {field!r}: ") and says in message, message
+    assert "\n" not in message
+    # the whole batch is refused: the log is as it was
+    assert wb.store.con.execute("SELECT count(*) FROM events").fetchone() == before
+
+
+def test_a_rejected_binding_may_name_what_the_user_lacks_and_hides_a_default(
+    wb: Workbench,
+) -> None:
+    wb.ingest([vocab_event("add", {"role": "trip", "type": "Trip", "status": "rejected"})])
+    assert "Trip" not in wb.vocab().types("trip")
+    assert "Vacation" in wb.vocab().types("trip")
+
+
+def test_fold_update_and_retract(wb: Workbench) -> None:
+    wb.ingest([vocab_event("add", {**NAMED, "author": "inferred", "score": 0.6,
+                                   "status": "held", "reason": "drug in the name"})])  # fmt: skip
+    (held,) = wb.vocab().held()
+    assert held == Binding("medication.name", "Script", "drugName", "inferred", 0.6,
+                           "drug in the name", "held")  # fmt: skip
+    assert wb.vocab().fields("Script", "medication.name")[0] == "name"  # held: not read
+    wb.ingest([vocab_event("update", {**NAMED, "author": "person"})])
+    assert wb.vocab().fields("Script", "medication.name")[0] == "drugName"
+    assert not wb.vocab().held()
+    with pytest.raises(EventError, match="already bound; use op 'update'"):
+        wb.ingest([vocab_event("add", NAMED, ts="2025-03-03")])
+    wb.ingest([vocab_event("retract", NAMED)])
+    assert wb.vocab().bindings == ()
+    with pytest.raises(EventError, match="is not bound; nothing to retract"):
+        wb.ingest([vocab_event("retract", NAMED, ts="2025-03-04")])
+
+
+def test_a_binding_raises_the_shipped_rules_alert_and_a_rejection_clears_it(
+    wb: Workbench,
+) -> None:
+    assert not interaction(wb.alerts())
+    wb.bind("Script", "medication")
+    report = wb.bind("Script.drugName", "medication.name")
+    (raised,) = interaction(report.raised)
+    assert "Script 'b' [MAOI] together with Script 'a' [SSRI]" in raised.message
+    assert "Script.drugName as medication.name (person 1.00)" in raised.message
+    assert wb.bind("Script.drugName", "medication.name").appended == 0  # already so
+    report = wb.unbind("Script", "medication", reason="these are not mine")
+    assert interaction(report.cleared) and not interaction(wb.alerts())
+
+
+def test_face_errors_are_one_line_with_the_fix(wb: Workbench) -> None:
+    with pytest.raises(VocabularyError) as caught:
+        wb.bind("Script.drugNme", "medication.name")
+    assert str(caught.value) == (
+        "Script.drugNme as medication.name: Script has no field 'drugNme'. Did you mean "
+        "'drugName'? Its fields: drugName, refills"
+    )
+    with pytest.raises(VocabularyError, match=r"Did you mean 'medication.name'\?"):
+        wb.bind("Script.drugName", "medication.nam")
+
+
+# -- code, verify, forget --------------------------------------------------------------------
+
+DESCRIBE = r"""
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("checkpoint", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+print(json.dumps(mod.vocabulary))
+"""
+
+
+def test_checkpoint_code_holds_the_bindings_reads_back_and_imports_clean(
+    wb: Workbench, tmp_path: Path
+) -> None:
+    wb.bind("Script", "medication")
+    wb.bind("Script.drugName", "medication.name", reason="a 'quote' \"and\" \\ breakout\n#")
+    wb.unbind("Trip", "trip")
+    code = wb.code(wb.checkpoint().version)
+    assert parse_module(code).vocab.bindings == wb.state.vocab.bindings
+    path = tmp_path / "checkpoint.py"
+    path.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", DESCRIBE, str(path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [binding_json(b) for b in wb.state.vocab.bindings]
+    assert render_module(parse_module(code)).count("vocabulary: list[dict]") == 1
+
+
+def test_verify_catches_a_tampered_binding_in_the_code(wb: Workbench, db: Path) -> None:
+    wb.bind("Script", "medication")
+    wb.checkpoint()
+    wb.close()
+    assert check(db) == ""
+    tamper(
+        db,
+        "UPDATE checkpoint_segments SET text = replace(text, 'medication', 'supplement') "
+        "WHERE segment = '5'",
+    )
+    assert "checkpoint 1 was changed after it was taken" in check(db)
+
+
+def test_forget_erases_a_reason_that_holds_the_text_and_keeps_the_names(
+    wb: Workbench, db: Path
+) -> None:
+    wb.bind("Script", "medication")
+    wb.bind("Script.drugName", "medication.name", reason=SECRET)
+    wb.checkpoint()
+    plan = wb.forget(text="quillfeather")
+    # the binding's events go; so do the alert that quoted the reason and the records it
+    # rests on (forget's rule for an alert holding the text: a rule would raise it again)
+    assert [ev.kind for ev in plan.events if ev.kind == "vocabulary"] == ["vocabulary"]
+    assert wb.vocab().bindings == (Binding("medication", "Script", author="person"),)
+    assert "Quillfeather" not in wb.code()
+    assert "Script" in wb.state.schema.types and "drugName" in wb.state.schema.types["Script"]
+    wb.close()
+    assert check(db) == ""
+    store = Store(db, read_only=True)
+    held = store.con.execute(
+        "SELECT count(*) FROM events WHERE payload ILIKE '%quillfeather%'"
+    ).fetchone()
+    store.close()
+    assert held == (0,)
+
+
+# -- what-if, snapshots, fleets, SQL ---------------------------------------------------------
+
+
+def test_whatif_shows_the_bindings_and_the_alert_the_ingest_raises(wb: Workbench) -> None:
+    events = [vocab_event("add", PLAYS), vocab_event("add", NAMED)]
+    whatif = wb.whatif(events)
+    assert whatif.vocabulary == [
+        "Script plays medication (person 1.00)",
+        "Script.drugName as medication.name (person 1.00)",
+    ]
+    assert "  vocabulary: Script plays medication (person 1.00)" in whatif.text()
+    assert not wb.vocab().bindings  # nothing was appended
+    real = wb.ingest(events)
+    assert [a.id for a in interaction(whatif.raised)] == [a.id for a in interaction(real.raised)]
+    assert interaction(real.raised)
+
+
+def test_snapshot_keeps_the_bindings(wb: Workbench, db: Path) -> None:
+    wb.bind("Script", "medication")
+    wb.bind("Script.drugName", "medication.name", reason="by hand")
+    wb.checkpoint()  # writes the snapshot
+    bindings, alerts = wb.state.vocab.bindings, [a.id for a in wb.alerts()]
+    wb.close()
+    with Workbench(db, user="maya", read_only=True) as again:
+        assert any(isinstance(ts, SnapTypeState) for ts in again.state.types.values())
+        assert again.state.vocab.bindings == bindings
+        assert [a.id for a in again.alerts()] == alerts
+
+
+def test_export_and_import_carry_the_bindings(wb: Workbench, db: Path, tmp_path: Path) -> None:
+    wb.bind("Script", "medication")
+    bindings = wb.state.vocab.bindings
+    wb.close()
+    export_store(db, tmp_path / "fleet")
+    import_fleet(tmp_path / "fleet", tmp_path / "copy.duckdb")
+    with Workbench(tmp_path / "copy.duckdb", user="maya", read_only=True) as copy:
+        assert copy.vocab().bindings == bindings
+
+
+def test_sql_view_lists_the_bindings(wb: Workbench) -> None:
+    wb.bind("Script.drugName", "medication.name", reason="by hand")
+    rows = wb.sql("SELECT type, field, concept, role, author, status, reason FROM uac_vocabulary")
+    assert rows.rows == [("Script", "drugName", "medication.name", "medication", "person",
+                          "used", "by hand")]  # fmt: skip
+
+
+# -- faces -----------------------------------------------------------------------------------
+
+
+def uac(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "uac_kernel.cli", "--db", "maya.duckdb", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "UAC_USER": "maya"},
+    )  # fmt: skip
+
+
+def test_cli_vocab_bind_raises_the_shipped_alert(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "scripts.jsonl", SCRIPTS)
+    assert uac("ingest", "scripts.jsonl", cwd=tmp_path).returncode == 0
+    done = uac("vocab", "bind", "Script.drugNme", "medication.name", cwd=tmp_path)
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.strip().count("\n") == 0 and "Did you mean 'drugName'?" in done.stderr
+    assert "raised" not in uac("vocab", "bind", "Script", "medication", cwd=tmp_path).stdout
+    done = uac(
+        "vocab", "bind", "Script.drugName", "medication.name", "--reason", "mine", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "raised [critical] Script 'b' [MAOI] together with Script 'a' [SSRI]" in done.stdout
+    table = uac("vocab", cwd=tmp_path).stdout.splitlines()
+    assert table[0].split("\t") == ["type.field", "concept", "author", "score", "status", "reason"]
+    assert "Script.drugName\tmedication.name\tperson\t1.00\tused\tmine" in table
+    concepts = uac("vocab", "concepts", cwd=tmp_path).stdout
+    assert "medication.name\ttexts\t" in concepts
+    assert "\nmedication\t" in uac("vocab", "roles", cwd=tmp_path).stdout
+
+
+@pytest.fixture
+def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "scripts.jsonl", SCRIPTS)
+    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "scripts.jsonl")
+
+
+def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None:
+    with capture_output() as cap:
+        run(
+            ip,
+            "%%uac vocab\n# my names\nbind Script medication\nbind Script.drugName medication.name\n",
+        )
+    assert "2 events appended" in cap.stdout and "[MAOI]" in cap.stdout
+    table = run(ip, "%uac vocab")
+    assert table.columns == ["type.field", "concept", "author", "score", "status", "reason"]
+    assert ("Script", "role medication", "person", "1.00", "used", "") in table.rows
+    with capture_output() as cap:
+        result = ip.run_cell(
+            "%%uac vocab\nbind Script.drugName medication.name\nunbind Script.drugNam medication.name\n"
+        )
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "Did you mean 'drugName'?" in str(result.error_in_exec)
+    assert "Traceback" not in cap.stderr
+    assert len(run(ip, "%uac vocab").rows) == 2  # the failed cell appended nothing
