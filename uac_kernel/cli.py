@@ -754,6 +754,11 @@ def cmd_bench_aggregate(args: argparse.Namespace) -> None:
     print(result.table())
 
 
+def _sets(args: argparse.Namespace) -> tuple[str, ...]:
+    """The alert scenario sets ``--set`` names."""
+    return ("public", "holdout") if args.set == "all" else (args.set,)
+
+
 def cmd_bench_alerts(args: argparse.Namespace) -> None:
     from uac_kernel.bench import alerts
     from uac_kernel.model import ModelSettings
@@ -761,9 +766,22 @@ def cmd_bench_alerts(args: argparse.Namespace) -> None:
     model = None
     if args.model or args.base_url:
         model = ModelSettings.resolve(model=args.model, base_url=args.base_url, spelled=MODEL_FLAGS)
-    sets = ("public", "holdout") if args.set == "all" else (args.set,)
-    bench = alerts.run_all(sets, model=model, out_dir=Path(args.out) if args.out else None)
+    bench = alerts.run_all(_sets(args), model=model, out_dir=Path(args.out) if args.out else None)
     print(bench.report(), end="")
+
+
+def cmd_bench_vocab(args: argparse.Namespace) -> None:
+    from uac_kernel.bench import respell, vocab_stress
+
+    sets = _sets(args)
+    if args.report:
+        rows = [row for seed in args.seeds for row in respell.renamings(seed, sets)]
+        print(respell.renamings_report(rows), end="")
+        return
+    result = vocab_stress.run(
+        args.seeds, sets, blame=not args.no_blame, out_dir=Path(args.out) if args.out else None
+    )
+    print(result.report(), end="")
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> None:
@@ -1231,7 +1249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("--json", action="store_true")
     bench = sub.add_parser(
-        "bench", help="benchmarks: aggregate, alerts, locomo", description="benchmarks"
+        "bench", help="benchmarks: aggregate, alerts, vocab, locomo", description="benchmarks"
     )
     bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
 
@@ -1250,17 +1268,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=POSITIVE, default=10, help="top-k of the retrieval systems")
     p.add_argument("--out", default=None, help="directory for the JSON, cases and chart")
     p.add_argument("--no-embeddings", action="store_true", help="skip the embedding system")
+
+    def scenario_sets(p: argparse.ArgumentParser) -> None:
+        """The options of a bench over the alert scenarios: where results go, which sets."""
+        p.add_argument(
+            "--out", default="bench/results", help="directory for the JSON and text results"
+        )
+        p.add_argument(
+            "--set",
+            choices=("public", "holdout", "all"),
+            default="all",
+            help="the public 40, our held-out scenarios, or both (default)",
+        )
+
     p = model_options(
         add_bench(
             "alerts", cmd_bench_alerts, "the 40 active-service scenarios: alerts raised in time?"
         )
     )
-    p.add_argument("--out", default="bench/results", help="directory for the JSON and text results")
+    scenario_sets(p)
+    p = add_bench(
+        "vocab",
+        cmd_bench_vocab,
+        "the alert scenarios re-spelt in other names: does the library keep its score?",
+    )
+    scenario_sets(p)
     p.add_argument(
-        "--set",
-        choices=("public", "holdout", "all"),
-        default="all",
-        help="the public 40, our held-out scenarios, or both (default)",
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], help="re-spell under these seeds"
+    )
+    p.add_argument(
+        "--report", action="store_true", help="print the renamings (original -> new), run nothing"
+    )
+    p.add_argument(
+        "--no-blame",
+        action="store_true",
+        help="do not replay each renaming of a lost scenario alone to name those that lose it",
     )
     p = model_options(
         add_bench(

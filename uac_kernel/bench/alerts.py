@@ -92,6 +92,7 @@ __all__ = [
     "run_all",
     "run_scenario",
     "scripted_extraction",
+    "write_results",
 ]
 
 FIXTURES = Path(__file__).parent / "data" / "alert_fixtures.json"
@@ -552,7 +553,7 @@ class AlertBenchResult:
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``alerts-<date>.json`` and ``alerts-<date>.txt`` into ``out_dir``."""
-        return _write(out_dir, self.date, self.to_json(), self.report())
+        return write_results(out_dir, f"alerts-{self.date}", self.to_json(), self.report())
 
 
 def _firings(fs: list[tuple[int, str]]) -> str:
@@ -584,9 +585,12 @@ def _row(o: ScenarioOutcome, width: int) -> str:
     return f"{o.id:<{width}}{want:<48}{o.severity or '-':<10}{_outcome(o)}"
 
 
-def _write(out_dir: str | Path, day: str, data: dict[str, Any], text: str) -> tuple[Path, Path]:
+def write_results(
+    out_dir: str | Path, stem: str, data: dict[str, Any], text: str
+) -> tuple[Path, Path]:
+    """Write a bench's results as ``<stem>.json`` and its report as ``<stem>.txt``."""
     out = output_dir(out_dir, what="--out")
-    js, txt = out / f"alerts-{day}.json", out / f"alerts-{day}.txt"
+    js, txt = out / f"{stem}.json", out / f"{stem}.txt"
     Output(js, JSON).write_text([json.dumps(data, indent=1, ensure_ascii=False) + "\n"])
     Output(txt, TSV).write_text([text])
     return js, txt
@@ -843,7 +847,9 @@ class AlertBench:
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``alerts-<date>.json`` and ``alerts-<date>.txt`` into ``out_dir``."""
-        return _write(out_dir, self.results[0].date, self.to_json(), self.report())
+        return write_results(
+            out_dir, f"alerts-{self.results[0].date}", self.to_json(), self.report()
+        )
 
 
 def _cell(o: ScenarioOutcome) -> str:
