@@ -11,9 +11,10 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, 
 from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, VOCABULARY_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
 from uac_kernel.vocab.log import binding_json, binding_of, check_binding, schema_problem
+from uac_kernel.vocab.matcher import SAMPLE, propose
 
 __all__ = [
     "InputEvent",
@@ -755,7 +757,58 @@ def plan_batch(
         if op == "retract":
             overlay.retracted[(name, key)] = ev.ts
         out.append(NewEvent(ev.ts, "fact", user, payload, ev.source))
-    return out
+    return out + _proposals(overlay, out)
+
+
+def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
+    """The bindings the matcher proposes for the types the batch gave new fields or made, as
+    vocabulary events (author ``inferred``) at the end of the batch: computed when the schema
+    changes, not per event, and appended with the facts or not at all."""
+    changed = [t for t in overlay.fields if t in overlay.state.schema.types or overlay.fields[t]]
+    if not changed:
+        return []
+    state = overlay.state
+    schema = {t: overlay.field_types(t) for t in (*state.schema.types, *overlay.fields)}
+    batch: dict[str, list[dict[str, Any]]] = {}
+    for ev in planned:
+        if ev.kind == "fact":
+            batch.setdefault(ev.payload["type"], []).append(ev.payload)
+
+    def values(t: str, f: str) -> list[Any]:
+        ts = state.types.get(t)
+        held = [] if ts is None else list(islice(ts.current.values(), SAMPLE))
+        found = [v for r in held if (v := r.__dict__.get(f)) is not None]
+        found += [v for p in batch.get(t, ()) if (v := (p.get("fields") or {}).get(f)) is not None]
+        return found[:SAMPLE]
+
+    def keys(t: str) -> Collection[str]:
+        ts = state.types.get(t)
+        own = {p["key"] for p in batch.get(t, ())}
+        return own if ts is None else _Keys(ts.current.keys(), own)
+
+    ts = max(ev.ts for ev in planned)
+    return [
+        NewEvent(ts, "vocabulary", state.user, {"op": "add", "binding": binding_json(b)}, None)
+        for b in propose(schema, state.vocab, values=values, keys=keys, types=changed)
+        if b.key not in overlay.bound
+    ]
+
+
+class _Keys(Collection[str]):
+    """The keys of a type's records and of the batch's, without copying the type's."""
+
+    def __init__(self, held: KeysView[str], more: set[str]):
+        self.held, self.more = held, more
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.held or key in self.more
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.held
+        yield from (k for k in self.more if k not in self.held)
+
+    def __len__(self) -> int:
+        return len(self.held) + sum(1 for k in self.more if k not in self.held)
 
 
 def _plan_constraint(overlay: _Overlay, ev: InputEvent, limits: Limits) -> None:

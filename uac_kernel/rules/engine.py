@@ -143,9 +143,9 @@ class Rule:
 def _read_note(read: set[Binding], types: set[str]) -> str:
     """What an alert's message adds when it rests on bindings beyond the catalogue's: the
     ones its rule read on the types of its evidence (``read Journey.leaves_on as trip.start
-    (inferred 0.86: ...)``)."""
+    (inferred 0.86)``)."""
     mine = sorted((b for b in read if b.type in types), key=lambda b: (b.type, b.target))
-    return f" [read {'; '.join(b.describe() for b in mine)}]" if mine else ""
+    return f" [read {'; '.join(b.short() for b in mine)}; `uac vocab` says why]" if mine else ""
 
 
 @overload

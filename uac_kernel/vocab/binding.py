@@ -45,6 +45,12 @@ class Binding:
         """What a binding is about; a later binding of the same key replaces it."""
         return (self.target, self.type, self.field)
 
+    def short(self) -> str:
+        """``Journey.leaves_on as trip.start (inferred 0.86)``: what an alert says it read."""
+        what = self.type if self.field is None else f"{self.type}.{self.field}"
+        how = "plays" if self.field is None else "as"
+        return f"{what} {how} {self.target} ({self.author} {self.score:.2f})"
+
     def describe(self) -> str:
         """``Journey.leaves_on as trip.start (inferred 0.86: synonym 'leave'; date field)``."""
         what = self.type if self.field is None else f"{self.type}.{self.field}"

@@ -34,12 +34,12 @@ from uac_kernel.rules.library.schedule import WEEKDAYS
 from uac_kernel.vocab.binding import Binding, Status, Vocabulary
 from uac_kernel.vocab.catalogue import CONCEPTS, KINDS, ROLES
 
-__all__ = ["Unwatched", "propose", "unwatched"]
+__all__ = ["SAMPLE", "Unwatched", "propose", "unwatched"]
 
 USE, HOLD, MARGIN = 0.75, 0.5, 0.15  # used at USE and a MARGIN over the next; held from HOLD
 _SHAPE_BONUS, _LINK_BONUS, _LINK_ALONE = 0.15, 0.2, 0.6
 _SHAPE_MISS = 0.3  # a sample that contradicts a kind's shape (a "zone" of garden beds)
-_SAMPLE = 50  # values read per field
+SAMPLE = 50  # values read per field
 _TEXT = frozenset({"str", "list[str]"})
 
 
@@ -275,7 +275,7 @@ def _texts(sample: Sequence[Any]) -> list[str]:
             out.append(v)
         elif isinstance(v, list):
             out.extend(x for x in v if isinstance(x, str) and x.strip())
-    return out[:_SAMPLE]
+    return out[:SAMPLE]
 
 
 # -- proposing -------------------------------------------------------------------------------
