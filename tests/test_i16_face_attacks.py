@@ -367,7 +367,7 @@ def test_whatif_cell_hostile_bodies_are_one_line_usage_errors(ip: Any, tmp_path:
         '{"a":' * 100_000,
         "x" * (9 << 20),
         "[1, 2]",
-        "- kind: fact\n  ts: 2024-01-01\n  op: add\n  type: '<script>'\n  key: k\n  fields: {}",
+        "- kind: fact\n  ts: 2024-01-01\n  op: add\n  type: Record\n  key: k\n  fields: {}",
         '{"kind": "fact"}\n\x00',
         "---\n- 1\n---\n{",
         "- kind: fact\n  kind: fact",
