@@ -848,15 +848,18 @@ def _plan_constraint(overlay: _Overlay, ev: InputEvent, limits: Limits) -> None:
 
 def _plan_vocabulary(overlay: _Overlay, ev: InputEvent) -> None:
     """Check a vocabulary event against the bindings and the schema as the batch so far leaves
-    them: an add of a bound key, an update or retract of an unbound one, or a used or held
-    binding of a type or field the user lacks is an ``EventError``."""
+    them: an add of a key bound by a model or a person (not one the matcher only proposed), an
+    update or retract of an unbound one, or a used or held binding of a type or field the user
+    lacks is an ``EventError``."""
     b = binding_of(ev.payload["binding"])
     op = ev.payload["op"]
     bound = overlay.bound.get(b.key)
+    proposed = False  # bound only by the matcher: a model or a person may add over it
     if bound is None:
-        bound = overlay.state.bound(b.key) is not None
+        held = overlay.state.bound(b.key)
+        bound, proposed = held is not None, held is not None and held.author == "inferred"
     what = binding_json(b, key_only=True)
-    if op == "add" and bound:
+    if op == "add" and bound and not proposed:
         raise _fail(ev, f"{what} is already bound; use op 'update' to change it", "binding")
     if op != "add" and not bound:
         todo = "nothing to retract" if op == "retract" else "add it first (op 'add')"
