@@ -449,7 +449,8 @@ class _Matcher:
                 held.append(
                     "a flag that silences alerts is never taken from a name: bind it by hand"
                 )
-            if r in _CRITICAL_ROLES and fields[f] in _TEXT and not cand.backed:
+            # a text read by critical rules, on a name that fits it only loosely
+            if r in _CRITICAL_ROLES and fields[f] in _TEXT and not cand.backed and cand.score < 0.9:
                 held.append(f"name only, and critical rules read {r}")
             if runner is not None and runner.score >= HOLD and cand.score - runner.score < MARGIN:
                 held.append(f"fits {runner.concept} too")
@@ -494,7 +495,7 @@ def _role_score(
     fields: Mapping[str, str],
     cands: Mapping[str, Mapping[str, _Cand]],
 ) -> tuple[float, Status, str]:
-    members = [c for c in CONCEPTS.values() if c.role == r]
+    members = [c for c in CONCEPTS.values() if r in c.roles]
     carried = sorted(
         c.name
         for c in members
