@@ -39,6 +39,7 @@ __all__ = ["SAMPLE", "Unwatched", "propose", "unwatched"]
 USE, HOLD, MARGIN = 0.75, 0.5, 0.15  # used at USE and a MARGIN over the next; held from HOLD
 _SHAPE_BONUS, _LINK_BONUS, _LINK_ALONE = 0.15, 0.2, 0.6
 _SHAPE_MISS = 0.3  # a sample that contradicts a kind's shape (a "zone" of garden beds)
+_TENSE_MISS = 0.3  # a flag named in another tense than the concept's words ("closing", "closed")
 SAMPLE = 50  # values read per field
 _TEXT = frozenset({"str", "list[str]"})
 
@@ -53,6 +54,7 @@ _STOP = frozenset(_DATA["stop"])
 _CURRENCIES = frozenset(_DATA["currencies"])
 _ABBREV: dict[str, str] = _DATA["abbreviations"]
 _NEVER_FROM_NAME = frozenset(_DATA["hold"]["never_from_name"])
+_WHOLE_NAME_ONLY = frozenset(_DATA["hold"]["whole_name_only"])
 _CRITICAL_ROLES = frozenset(_DATA["hold"]["critical_roles"])
 # A value kind whose shape is itself (a country field holds countries) and may contradict it.
 _KIND_SHAPES = {"country": "country", "tz": "zone"}
@@ -76,17 +78,22 @@ _SHAPE_WORDS = {
 # Tried in order, the first that leaves a stem of three letters or more is cut.
 _SUFFIXES: tuple[str, ...] = (
     *("ations", "ation", "itions", "ition", "ings", "ing", "ures", "ure", "ies", "ied"),
-    *("ed", "es", "y", "s", "e"),
+    *("als", "al", "ed", "es", "y", "s", "e"),
 )
 
 
 @functools.lru_cache(maxsize=8192)
 def _fold(token: str) -> str:
-    """A token's stem: expires, expiry, expiration, expired → ``expir``; departure → depart."""
-    for suffix in _SUFFIXES:
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            return token[: -len(suffix)]
-    return token
+    """A token's stem: expires, expiry, expiration, expired → ``expir``; departure → depart;
+    arrival → arriv; setting, set → ``set`` (a doubled last consonant is read single on both
+    sides, so stopped and stop, cancelled and cancel meet)."""
+    stem = next(
+        (token[: -len(x)] for x in _SUFFIXES if token.endswith(x) and len(token) - len(x) >= 3),
+        token,
+    )
+    if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "aeiou":
+        stem = stem[:-1]
+    return stem
 
 
 def _plain(text: str) -> str:
@@ -118,6 +125,11 @@ def _read(name: str) -> _Name:
             words.append(w)
     kept = [w for w in words if w not in _STOP] or words
     return _Name(tuple(_fold(w) for w in kept), tuple(abbreviations), currency)
+
+
+def _ongoing(name: str) -> bool:
+    """A name in the progressive (``is_closing``, ``shuttingDown``): something under way."""
+    return any(len(w) > 5 and w.endswith("ing") for w in style_key(_plain(name)).split("_"))
 
 
 # -- the catalogue's words, indexed ----------------------------------------------------------
@@ -154,12 +166,6 @@ def _concept_index() -> _Index:
 @functools.cache
 def _role_index() -> _Index:
     return _index((r.name, (*r.words, r.name.replace("_", " "))) for r in ROLES.values())
-
-
-@functools.cache
-def _defaults() -> frozenset[str]:
-    """Every field name some concept reads by default: a field so named needs no binding."""
-    return frozenset(f for c in CONCEPTS.values() for f in c.fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +344,12 @@ class _Matcher:
             if notes:
                 said += f" ({'; '.join(notes)})"
             score = fit.score - (0.05 if n.abbreviations else 0.0)
-            out[c] = _Cand(c, score, [said, f"{ftype} field"])
+            parts = [said, f"{ftype} field"]
+            # A flag's tense is its meaning: "shutting" (under way) is not "shut" (done).
+            if CONCEPTS[c].value == "flags" and _ongoing(f) != any(map(_ongoing, fit.words)):
+                score -= _TENSE_MISS
+                parts.append("held: the name's tense differs from the concept's")
+            out[c] = _Cand(c, score, parts)
         if n.currency is not None:
             for cand in out.values():
                 if CONCEPTS[cand.concept].value == "money":
@@ -419,6 +430,21 @@ class _Matcher:
             if rival is not None:
                 scored = (scored[0], "held", f"{scored[2]}; held: the name fits {rival} as well")
             roles[r] = scored
+        # A role's own type plays broader roles too (a Trip is a planned activity): what the
+        # library reads of that type, it reads of a type playing the role.
+        played = {
+            b.target: (b.score, b.status, f"bound by {b.author}")
+            for b in vocab.bindings
+            if b.type == t and b.field is None and b.status == "used"
+        }
+        for r, (score, standing, why) in sorted({**played, **roles}.items()):
+            if r not in ROLES or ROLES[r].any:
+                continue
+            for wider in _wider_roles(r):
+                if wider in roles or vocab.plays(t, wider) or (wider, t, None) in known:
+                    continue
+                said = f"as {ROLES[r].types[0]}, a {r}, is a {wider}; {t}: {why}"
+                roles[wider] = (score, standing, said)
         out = [
             Binding(r, t, None, "inferred", round(min(s, 1.0), 2), why, status)
             for r, (s, status, why) in roles.items()
@@ -449,10 +475,17 @@ class _Matcher:
                 held.append(
                     "a flag that silences alerts is never taken from a name: bind it by hand"
                 )
+            if c in _WHOLE_NAME_ONLY and cand.score < 0.95:
+                held.append("a flag that silences alerts is taken only from a name said whole")
             # a text read by critical rules, on a name that fits it only loosely
             if r in _CRITICAL_ROLES and fields[f] in _TEXT and not cand.backed and cand.score < 0.9:
                 held.append(f"name only, and critical rules read {r}")
-            if runner is not None and runner.score >= HOLD and cand.score - runner.score < MARGIN:
+            if (
+                runner is not None
+                and runner.score >= HOLD
+                and cand.score - runner.score < MARGIN
+                and not _same_reading(c, runner.concept)
+            ):
                 held.append(f"fits {runner.concept} too")
             rivals = [
                 g
@@ -470,7 +503,70 @@ class _Matcher:
             status: Status = "used" if cand.score >= USE and not held else "held"
             reason = "; ".join([*cand.parts, *(f"held: {h}" for h in held)])
             out.append(Binding(c, t, f, "inferred", round(min(cand.score, 1.0), 2), reason, status))
+        return out + self._implied(t, out, roles, known)
+
+    def _implied(
+        self, t: str, found: list[Binding], roles: Mapping[str, Any], known: Collection[Any]
+    ) -> list[Binding]:
+        """What the found field bindings carry besides: under the catalogue's own names a trip's
+        ``destination`` is also a booking's place and the record's label, so a field bound as a
+        trip's destination is read as those too, where the type plays their roles."""
+        fields = self.schema[t]
+        taken = {(b.target, b.field) for b in found} | {b.target for b in found if b.field}
+        out: list[Binding] = []
+        for b in sorted(found, key=lambda b: (-b.score, b.target, b.field or "")):
+            if b.field is None:
+                continue
+            first = CONCEPTS[b.target].fields[0] if CONCEPTS[b.target].fields else None
+            for d in _same_as(b.target):
+                c = CONCEPTS[d]
+                if (
+                    d in taken
+                    or d in _NEVER_FROM_NAME | _WHOLE_NAME_ONLY
+                    or (d, t, b.field) in known
+                    or fields[b.field] not in KINDS[c.value]
+                    or any(f in fields for f in c.fields)  # the type has a field it reads already
+                    or not _playing(t, _role_for(t, d, self.vocab, roles), self.vocab, roles)
+                ):
+                    continue
+                taken.add(d)
+                why = f"{b.target}'s {first!r} is also {d}; {b.reason}"
+                role = roles.get(_role_for(t, d, self.vocab, roles))
+                standing: Status = "held" if role is not None and role[1] == "held" else b.status
+                out.append(Binding(d, t, b.field, "inferred", b.score, why, standing))
         return out
+
+
+@functools.cache
+def _defaults() -> frozenset[str]:
+    """Every field name some concept reads by default: a field so named needs no binding."""
+    return frozenset(f for c in CONCEPTS.values() for f in c.fields)
+
+
+@functools.cache
+def _wider_roles(r: str) -> tuple[str, ...]:
+    """The roles the role's own type (its first default) plays that take in at least as many
+    types: a Trip is a planned activity, a Bill a payment (never a medication from a state)."""
+    own = ROLES[r].types
+    return tuple(
+        o.name
+        for o in ROLES.values()
+        if o.name != r and not o.any and own and own[0] in o.types and len(o.types) >= len(own)
+    )
+
+
+@functools.cache
+def _same_as(c: str) -> tuple[str, ...]:
+    """The concepts that read the concept's own name (its first default field) too."""
+    fields = CONCEPTS[c].fields
+    return tuple(
+        d.name for d in CONCEPTS.values() if d.name != c and fields and fields[0] in d.fields
+    )
+
+
+def _same_reading(a: str, b: str) -> bool:
+    """Two concepts the catalogue reads from one field name: a field may carry both."""
+    return a in _same_as(b) or b in _same_as(a)
 
 
 def _roles_of(c: str) -> str:
