@@ -20,9 +20,11 @@ from uac_kernel.vocab import Binding
 
 
 def bench(bindings: list[Binding], **constraints: dict[str, Any]) -> Workbench:
-    """A workbench whose only rules are ``constraints``, its user's vocabulary ``bindings``."""
+    """A workbench whose only rules are ``constraints``, its user's vocabulary ``bindings``
+    (the matcher proposes none: these kinds are tested on a person's bindings)."""
     wb = Workbench(
-        rules=[compile_constraint(k, parse_constraint(c)) for k, c in constraints.items()]
+        rules=[compile_constraint(k, parse_constraint(c)) for k, c in constraints.items()],
+        propose_bindings=False,
     )
     wb.state.bind(bindings)
     return wb
@@ -338,7 +340,7 @@ def test_fields_left_out_stay_out_of_the_log_and_named_ones_stay_as_written() ->
 
 
 def test_a_logged_constraint_keeps_its_alerts_across_a_reopen(tmp_path: Path) -> None:
-    wb = Workbench(tmp_path / "s.duckdb")
+    wb = Workbench(tmp_path / "s.duckdb", propose_bindings=False)
     wb.ingest(OUR_FACTS)
     wb.constrain(SHOT, key="shot")
     before = [(a.id, a.message) for a in alerts(wb)]

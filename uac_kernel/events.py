@@ -674,9 +674,14 @@ def _not_current(name: str, key: str, op: str, retracted: datetime | None) -> st
 
 
 def plan_batch(
-    state: State, batch: Iterable[InputEvent], limits: Limits = DEFAULT_LIMITS
+    state: State,
+    batch: Iterable[InputEvent],
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    propose_bindings: bool = True,
 ) -> list[NewEvent]:
-    """Validate ``batch`` against ``state``; return the events to append, schema events included.
+    """Validate ``batch`` against ``state``; return the events to append, schema events included,
+    and (``propose_bindings``) the matcher's vocabulary proposals for the types it changed.
 
     Fact field values are stored in their canonical JSON form (e.g. dates as ISO strings). The
     batch is held to ``limits`` (new fields, fields per type, types per user; ``parse_event``
@@ -757,7 +762,7 @@ def plan_batch(
         if op == "retract":
             overlay.retracted[(name, key)] = ev.ts
         out.append(NewEvent(ev.ts, "fact", user, payload, ev.source))
-    return out + _proposals(overlay, out)
+    return out + _proposals(overlay, out) if propose_bindings else out
 
 
 def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:

@@ -275,15 +275,19 @@ class Workbench:
         model: ModelSettings | None = None,
         limits: Limits = DEFAULT_LIMITS,
         snapshots: bool = True,
+        propose_bindings: bool = True,
     ):
         """Open ``user`` of the store at ``path`` (see ``resolve_user`` for ``user=None``).
 
         ``create`` (default: not ``read_only``) allows a new store file and a user with no
         events yet; without it both are errors, as a read of them would find nothing.
-        ``limits`` bound every batch appended (``uac_kernel.limits``). ``snapshots=False``
+        ``limits`` bound every batch appended (``uac_kernel.limits``). ``propose_bindings=False``
+        appends no matcher proposals after a batch that changes the schema (bindings then come
+        only from a model or a person: ``uac vocab``). ``snapshots=False``
         never writes a snapshot (for a store thrown away after use, as a fleet task's).
         """
         self.limits = limits
+        self.propose_bindings = propose_bindings
         self._snapshots = snapshots
         if create is None:
             create = not read_only
@@ -1146,7 +1150,7 @@ class Workbench:
         # The records the batch changes, read in one query per type if a snapshot holds them:
         # checking them one by one costs two queries a record.
         prefetch(state, (ev.payload for ev in fresh if ev.kind == "fact"))
-        planned = plan_batch(state, fresh, self.limits)
+        planned = plan_batch(state, fresh, self.limits, propose_bindings=self.propose_bindings)
         own = set(self._constraint_rules.values())
         _check_compiles(planned, [n for n in self.runner.rules if n not in own])
         return planned
