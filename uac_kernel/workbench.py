@@ -172,7 +172,7 @@ def rules_after(
         return None
     ended = constraints_changed(state, runner, rules_of, constrained)
     view = UserView(state)
-    change = runner.run(view, None if everything else changed, clock_moved)
+    change = runner.run(view, None if everything else changed, clock_moved, vocab=everything)
     if constrained:
         # A new or changed constraint's rule runs on the whole state, whatever changed.
         names = [rules_of[k] for k in constrained if k in state.constraints]
