@@ -16,7 +16,7 @@ import pytest
 from conftest import check, tamper, uac_shell
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from test_magics import run
+from test_magics import run, usage_error
 
 from uac_kernel.codegen import parse_module, render_module
 from uac_kernel.errors import EventError, VocabularyError
@@ -250,6 +250,58 @@ def test_a_model_or_a_person_may_add_over_a_proposal(db: Path) -> None:
     with Workbench(db, user="maya", read_only=True) as again:
         assert bound is not None and bound.author == "model"
         assert again.state.bound(bound.key) == bound
+
+
+# -- what no rule reads -------------------------------------------------------------------------
+
+# Zorb's fields in words no rule reads (a drug, a date, an amount in pounds), beside a Gadget
+# whose warranty the matcher binds: only Zorb's are blind spots.
+BLIND = [
+    {**ZORBS[0], "fields": {**ZORBS[0]["fields"], "zapped_on": "2025-05-01", "fee_gbp": 12.5}},
+    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Gadget", "key": "g",
+     "fields": {"warranty_ends": "2026-01-01"}},
+]  # fmt: skip
+ZAP_BY = {
+    "kind": "obligation", "title": "zap the zorb", "subject": {"type": "Zorb"},
+    "due": {"fields": ["zapped_on"]},
+}  # fmt: skip
+
+
+def test_unwatched_lists_what_no_rule_or_constraint_reads_with_the_bind(db: Path) -> None:
+    with Workbench(db, user="maya") as wb:
+        wb.ingest(BLIND)
+        assert [u.describe() for u in wb.unwatched()] == [
+            "Zorb.glimmer: looks like a substance (values name one ('sertraline 50mg')); "
+            "`uac vocab bind Zorb.glimmer medication.name`",
+            "Zorb.zapped_on: looks like a date (a date field); "
+            "`uac vocab bind Zorb.zapped_on CONCEPT`",
+            "Zorb.fee_gbp: looks like an amount (a number named like payment.amount); "
+            "`uac vocab bind Zorb.fee_gbp payment.amount`",
+        ]
+        # a constraint in force that names a field reads it; so does a rule through a binding
+        wb.constrain(ZAP_BY, key="zap")
+        wb.bind_all([wb.binding("Zorb", "medication"),
+                     wb.binding("Zorb.glimmer", "medication.name")])  # fmt: skip
+        assert [(u.type, u.field) for u in wb.unwatched()] == [("Zorb", "fee_gbp")]
+
+
+def test_unbound_on_every_face(tmp_path: Path, kernel_shell: Any, monkeypatch: Any) -> None:
+    write_jsonl(tmp_path / "blind.jsonl", BLIND)
+    assert uac("ingest", "blind.jsonl", cwd=tmp_path).returncode == 0
+    table = uac("vocab", "--unbound", cwd=tmp_path).stdout.splitlines()
+    assert table[0].split("\t") == ["type.field", "looks like", "why", "bind with"]
+    assert len(table) == 4 and table[3].split("\t") == [
+        "Zorb.fee_gbp", "amount", "a number named like payment.amount",
+        "uac vocab bind Zorb.fee_gbp payment.amount",
+    ]  # fmt: skip
+    done = uac("vocab", "--unbound", "bind", "Zorb", "medication", cwd=tmp_path)
+    assert done.returncode != 0 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "--unbound lists what no rule reads" in done.stderr
+    monkeypatch.chdir(tmp_path)
+    for ip in uac_shell(kernel_shell, tmp_path / "shell.duckdb", "maya", "blind.jsonl"):
+        shown = run(ip, "%uac vocab --unbound")
+        assert [r[0] for r in shown.rows] == ["Zorb.glimmer", "Zorb.zapped_on", "Zorb.fee_gbp"]
+        assert usage_error(ip, "%uac vocab --unbound roles").startswith("--unbound lists")
 
 
 # -- code, verify, forget --------------------------------------------------------------------

@@ -14,7 +14,6 @@ import re
 from collections.abc import Collection, Iterable, Iterator, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -776,9 +775,7 @@ def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
             batch.setdefault(ev.payload["type"], []).append(ev.payload)
 
     def values(t: str, f: str) -> list[Any]:
-        ts = state.types.get(t)
-        held = [] if ts is None else list(islice(ts.current.values(), SAMPLE))
-        found = [v for r in held if (v := r.__dict__.get(f)) is not None]
+        found = state.sample(t, f, SAMPLE)
         found += [v for p in batch.get(t, ()) if (v := (p.get("fields") or {}).get(f)) is not None]
         return found[:SAMPLE]
 

@@ -12,6 +12,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from uac_kernel.errors import ConstraintError, FoldError
@@ -267,6 +268,13 @@ class State:
         return self._vocab
 
     # -- reading -------------------------------------------------------------------------
+
+    def sample(self, type_name: str, field_name: str, n: int) -> list[Any]:
+        """The set values of ``field_name`` on the first ``n`` current records of
+        ``type_name``: what the vocabulary matcher reads of a field's values."""
+        ts = self.types.get(type_name)
+        held = () if ts is None else islice(ts.current.values(), n)
+        return [v for r in held if (v := r.__dict__.get(field_name)) is not None]
 
     def all(self, type_name: str) -> list[Record]:
         ts = self.types.get(type_name)
