@@ -16,7 +16,7 @@ import pytest
 from conftest import check, tamper, uac_shell
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from test_magics import run, usage_error
+from test_magics import run, usage_error, widget_outputs
 
 from uac_kernel.codegen import parse_module, render_module
 from uac_kernel.errors import EventError, VocabularyError
@@ -25,6 +25,7 @@ from uac_kernel.snapshot import SnapTypeState
 from uac_kernel.store import Store
 from uac_kernel.vocab.binding import Binding
 from uac_kernel.vocab.log import binding_json
+from uac_kernel.widgets import VocabView
 from uac_kernel.workbench import Workbench
 
 # Two drugs that must never be taken together, in words no matcher reads: a `Zorb` type whose
@@ -459,9 +460,14 @@ def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None
             "%%uac vocab\n# my names\nbind Zorb medication\nbind Zorb.glimmer medication.name\n",
         )
     assert "2 events appended" in cap.stdout and "[MAOI]" in cap.stdout
-    table = run(ip, "%uac vocab")
-    assert table.columns == ["type.field", "concept", "author", "score", "status", "reason"]
-    assert ("Zorb", "role medication", "person", "1.00", "used", "") in table.rows
+    ((view, text),) = widget_outputs(ip, "%uac vocab")
+    assert isinstance(view, VocabView)
+    lines = text.splitlines()
+    assert lines[0] == "2 bindings"
+    assert lines[1].split() == ["type.field", "concept", "author", "score", "status", "reason"]
+    assert any(
+        ln.split() == ["Zorb", "role", "medication", "person", "1.00", "used"] for ln in lines
+    )
     with capture_output() as cap:
         result = ip.run_cell(
             "%%uac vocab\nbind Zorb.glimmer medication.name\nunbind Zorb.glimer medication.name\n"
@@ -469,4 +475,70 @@ def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None
     assert isinstance(result.error_in_exec, UsageError)
     assert "Did you mean 'glimmer'?" in str(result.error_in_exec)
     assert "Traceback" not in cap.stderr
-    assert len(run(ip, "%uac vocab").rows) == 2  # the failed cell appended nothing
+    ((view, _),) = widget_outputs(ip, "%uac vocab")
+    assert len(view.bindings) == 2  # the failed cell appended nothing
+
+
+def test_vocab_widget_accepts_and_rejects_proposals_through_bind_and_unbind(
+    kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # one proposal used (the role), one held (a misspelt field), in someone else's words
+    write_jsonl(tmp_path / "scripts.jsonl", scripts("drug_nmae"))
+    for ip in uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "scripts.jsonl"):
+        wb: Workbench = ip.user_ns["wb"]
+        ((view, text),) = widget_outputs(ip, "%uac vocab")
+        assert "Script.drug_nmae" in text and "held" in text  # the fallback where widgets are not
+        held, used = view.bindings
+        assert (held["what"], held["target"], held["status"]) == (
+            "Script.drug_nmae", "medication.name", "held",
+        )  # fmt: skip
+        assert held["score"] < 0.75 and "'drug_nmae' ~ 'drug'" in held["reason"]
+        assert (used["what"], used["target"], used["author"]) == (
+            "Script", "role medication", "inferred",
+        )  # fmt: skip
+        # the front end's hello is answered: a kernel is here, the buttons may work
+        served = view.served
+        view._on_msg(view, {"action": "hello"}, [])
+        assert view.served == served + 1 and view.error == ""
+        # a message that is not a decision, or names no binding shown, changes nothing
+        seq = wb.state.seq
+        view._on_msg(view, {"action": "accept", "key": "Script; DROP"}, [])
+        assert view.error.startswith("not a vocabulary decision: ")
+        view._on_msg(view, {"action": "accept", "key": ["trip.start", "Script", "x"]}, [])
+        assert view.error.startswith("not a binding shown here: ") and wb.state.seq == seq
+        # Accept, as the button sends it: a person's used binding, read by the rule at once
+        view._on_msg(view, {"action": "accept", "key": held["key"]}, [])
+        assert view.error == "" and view.done.startswith(
+            "accepted Script.drug_nmae as medication.name; "
+        )
+        bound = wb.state.bound(("medication.name", "Script", "drug_nmae"))
+        assert bound is not None and (bound.author, bound.status) == ("person", "used")
+        assert interaction(wb.alerts())
+        # Reject: a person's rejection, which clears what rested on it
+        view._on_msg(view, {"action": "reject", "key": ["medication", "Script", None]}, [])
+        assert view.error == "" and not interaction(wb.alerts())
+        rejected = wb.state.bound(("medication", "Script", None))
+        assert rejected is not None and (rejected.author, rejected.status) == ("person", "rejected")
+        assert [b["what"] for b in view.bindings] == ["Script.drug_nmae"]  # rejected: not shown
+        # every decision is a vocabulary event the log holds, as `uac vocab bind` makes
+        assert [e.payload["binding"]["author"] for e in wb.log(kinds=["vocabulary"])][-2:] == [
+            "person", "person",
+        ]  # fmt: skip
+
+
+def test_vocab_widget_on_a_read_only_workbench_says_why_its_buttons_are_off(
+    wb: Workbench, db: Path
+) -> None:
+    wb.close()
+    with Workbench(db, user="maya", read_only=True) as ro:
+        view = VocabView(ro)
+        assert view.readonly.startswith("this workbench is open read-only")
+        view.reject("medication", "Zorb", None)
+        assert view.error == view.readonly and ro.vocab().bindings == ()
+
+
+def test_vocab_widget_front_end_waits_for_the_kernel_before_enabling_its_buttons() -> None:
+    source = VocabView._esm
+    assert 'model.send({ action: "hello" })' in source and "NO_KERNEL" in source
+    assert "disabled: off" in source

@@ -944,7 +944,8 @@ class UacMagics(Magics):
     )
     def cmd_vocab(self, rest: str, cell: str | None) -> Table | None:
         """``%uac vocab``: the user's bindings (type.field, concept, author, score, status,
-        reason; held proposals last); ``--unbound``: the types and fields that look like dates,
+        reason; held proposals last), in a widget that accepts or rejects each (the table where
+        widgets are not shown); ``--unbound``: the types and fields that look like dates,
         deadlines, amounts, documents or substances and that no rule or constraint reads, with
         the bind that would change that. ``%uac vocab bind TYPE.FIELD CONCEPT`` (or ``TYPE ROLE``),
         ``unbind ...`` (a person's rejection), ``concepts``, ``roles`` (the catalogue). A
@@ -971,9 +972,18 @@ class UacMagics(Magics):
         elif words:
             lines = [listing.vocab_command(words)]
         else:
-            rows = listing.binding_rows(self._wb(read=True).vocab())
+            wb = self._wb(read=True)
+            rows = listing.binding_rows(wb.vocab())
             caption = plural(len(rows), "binding")
-            return Table(listing.BINDING_COLUMNS, rows, self.displaylimit, caption=caption)
+            table = Table(listing.BINDING_COLUMNS, rows, self.displaylimit, caption=caption)
+
+            def make() -> Any:
+                from uac_kernel.widgets import VocabView
+
+                return VocabView(wb)
+
+            self._show(make, table.text())
+            return None
         wb = self._wb()
         given = [wb.binding(t, name, reason=reason, status=st) for t, name, st in lines]
         self._print_report(wb.bind_all(given))
