@@ -14,7 +14,6 @@ import re
 from collections.abc import Collection, Iterable, Iterator, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from uac_kernel.names import field_clash, type_clash
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
 from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, VOCABULARY_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
+from uac_kernel.vocab.binding import addable
 from uac_kernel.vocab.log import binding_json, binding_of, check_binding, schema_problem
 from uac_kernel.vocab.matcher import SAMPLE, propose
 
@@ -780,9 +780,7 @@ def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
             batch.setdefault(ev.payload["type"], []).append(ev.payload)
 
     def values(t: str, f: str) -> list[Any]:
-        ts = state.types.get(t)
-        held = [] if ts is None else list(islice(ts.current.values(), SAMPLE))
-        found = [v for r in held if (v := r.__dict__.get(f)) is not None]
+        found = state.sample(t, f, SAMPLE)
         found += [v for p in batch.get(t, ()) if (v := (p.get("fields") or {}).get(f)) is not None]
         return found[:SAMPLE]
 
@@ -858,13 +856,11 @@ def _plan_vocabulary(overlay: _Overlay, ev: InputEvent) -> None:
     lacks is an ``EventError``."""
     b = binding_of(ev.payload["binding"])
     op = ev.payload["op"]
-    bound = overlay.bound.get(b.key)
-    proposed = False  # bound only by the matcher: a model or a person may add over it
-    if bound is None:
-        held = overlay.state.bound(b.key)
-        bound, proposed = held is not None, held is not None and held.author == "inferred"
+    in_batch = overlay.bound.get(b.key)  # whether an earlier event of the batch left it bound
+    held = None if in_batch is not None else overlay.state.bound(b.key)
+    bound = in_batch if in_batch is not None else held is not None
     what = binding_json(b, key_only=True)
-    if op == "add" and bound and not proposed:
+    if op == "add" and bound and (in_batch is not None or not addable(held)):
         raise _fail(ev, f"{what} is already bound; use op 'update' to change it", "binding")
     if op != "add" and not bound:
         todo = "nothing to retract" if op == "retract" else "add it first (op 'add')"

@@ -64,6 +64,8 @@ from uac_kernel.store import LoggedEvent, NewEvent, Store
 from uac_kernel.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
 from uac_kernel.vocab.binding import Vocabulary
 from uac_kernel.vocab.log import binding_json, binding_of, check_binding, split_target
+from uac_kernel.vocab.matcher import SAMPLE, Unwatched, unwatched
+from uac_kernel.vocab.watched import read_fields
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
@@ -172,7 +174,7 @@ def rules_after(
         return None
     ended = constraints_changed(state, runner, rules_of, constrained)
     view = UserView(state)
-    change = runner.run(view, None if everything else changed, clock_moved)
+    change = runner.run(view, None if everything else changed, clock_moved, vocab=everything)
     if constrained:
         # A new or changed constraint's rule runs on the whole state, whatever changed.
         names = [rules_of[k] for k in constrained if k in state.constraints]
@@ -753,6 +755,18 @@ class Workbench:
         (``.bindings``); ``.held()`` the proposals waiting for review, which no rule reads."""
         self._sync()
         return self.state.vocab
+
+    def unwatched(self) -> list[Unwatched]:
+        """The types and fields that look like dates, deadlines, amounts, documents or
+        substances and that no rule or constraint in force reads: what uac is blind to for
+        this user, each with why it looks like one and the ``uac vocab bind`` that would
+        change that."""
+        self._sync()
+        state = self.state
+        schema = state.schema.types
+        constraints = [cv.constraint for cv in state.constraints.values()]
+        read = read_fields(schema, state.vocab, self.runner.rules.values(), constraints)
+        return unwatched(schema, state.vocab, read, values=lambda t, f: state.sample(t, f, SAMPLE))
 
     def bind(
         self,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import shlex
 import tomllib
 import unicodedata
 import zoneinfo
@@ -545,11 +546,23 @@ class Unwatched:
     field: str | None
     looks: str  # date, deadline, amount, document, substance
     why: str
+    # what its name reads as (a concept of a field, a role of a type); None: it does not say
+    target: str | None = None
+
+    @property
+    def command(self) -> str:
+        """The ``uac vocab bind`` that would put it under a rule's eyes (``CONCEPT`` where its
+        name does not say which: ``uac vocab concepts`` lists them)."""
+        if self.field is None:
+            what = self.type if self.target else f"{self.type}.FIELD"
+            return f"uac vocab bind {shlex.quote(what)} {self.target or 'CONCEPT'}"
+        what = shlex.quote(f"{self.type}.{self.field}")
+        return f"uac vocab bind {what} {self.target or 'CONCEPT'}"
 
     def describe(self) -> str:
         what = self.type if self.field is None else f"{self.type}.{self.field}"
         article = "an" if self.looks[0] in "aeiou" else "a"
-        return f"{what}: looks like {article} {self.looks} ({self.why})"
+        return f"{what}: looks like {article} {self.looks} ({self.why}); `{self.command}`"
 
 
 def unwatched(
@@ -570,18 +583,12 @@ def unwatched(
     for t, fields in schema.items():
         reads = {f for f in fields if (t, f) in read}
         if not reads:
-            doc = next(
-                (r for r in sorted(documents) if r in ROLES and vocab.plays(t, r)), None
-            ) or next((r for r in _role_fits(t) if r in documents), None)
+            plays = next((r for r in sorted(documents) if r in ROLES and vocab.plays(t, r)), None)
+            doc = plays or next((r for r in _role_fits(t) if r in documents), None)
             if doc is not None:
-                out.append(
-                    Unwatched(
-                        t,
-                        None,
-                        "document",
-                        f"{t!r} reads as a {doc}, and none of its fields is read",
-                    )
-                )
+                why = f"{t!r} {'plays' if plays else 'reads as'} {doc}, and none of its fields is read"
+                # a type that plays the role already needs a field bound, one that does not the role
+                out.append(Unwatched(t, None, "document", why, None if plays else doc))
         for f, ftype in fields.items():
             if f in reads:
                 continue
@@ -593,12 +600,10 @@ def unwatched(
             }
             if ftype in KINDS["date"]:
                 dl = sorted(c for c in fits if CONCEPTS[c].role in deadlines)
-                looks, why = (
-                    ("deadline", f"a {ftype} field named like {dl[0]}")
-                    if dl
-                    else ("date", f"a {ftype} field")
-                )
-                out.append(Unwatched(t, f, looks, why))
+                named = dl or sorted(fits)
+                looks = "deadline" if dl else "date"
+                why = f"a {ftype} field" + (f" named like {named[0]}" if named else "")
+                out.append(Unwatched(t, f, looks, why, named[0] if named else None))
             elif ftype in KINDS["money"]:
                 money = sorted(c for c in fits if CONCEPTS[c].value == "money")
                 if money or _read(f).currency:
@@ -607,12 +612,19 @@ def unwatched(
                         if money
                         else f"currency {_read(f).currency} in the name"
                     )
-                    out.append(Unwatched(t, f, "amount", f"a number {why}"))
+                    out.append(
+                        Unwatched(t, f, "amount", f"a number {why}", next(iter(money), None))
+                    )
             elif ftype in _TEXT:
                 named = sorted(c for c in fits if _SHAPE_OF.get(c, frozenset()) & substances)
                 sample = _texts(values(t, f)) if values is not None else []
-                hit = next((v for v in sample for s in sorted(substances) if _looks(s, v)), None)
-                if named or hit:
-                    why = f"named like {named[0]}" if named else f"values name one ({hit!r})"
-                    out.append(Unwatched(t, f, "substance", why))
+                hit = next(
+                    ((v, s) for v in sample for s in sorted(substances) if _looks(s, v)), None
+                )
+                if named:
+                    out.append(Unwatched(t, f, "substance", f"named like {named[0]}", named[0]))
+                elif hit is not None:
+                    # the first concept whose values have that shape (drugs: medication.name)
+                    why, like = f"values name one ({hit[0]!r})", _DATA["shapes"][hit[1]][0]
+                    out.append(Unwatched(t, f, "substance", why, like))
     return out
