@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection, Iterable, Iterator, KeysView
+from collections.abc import Callable, Collection, Iterable, Iterator, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ __all__ = [
     "parse_jsonl",
     "parse_objects",
     "plan_batch",
+    "samplers",
 ]
 
 KINDS = ("utterance", "fact", "constraint", "vocabulary")
@@ -774,6 +775,21 @@ def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
         return []
     state = overlay.state
     schema = {t: overlay.field_types(t) for t in (*state.schema.types, *overlay.fields)}
+    values, keys = samplers(state, planned)
+    ts = max(ev.ts for ev in planned)
+    return [
+        NewEvent(ts, "vocabulary", state.user, {"op": "add", "binding": binding_json(b)}, None)
+        for b in propose(schema, state.vocab, values=values, keys=keys, types=changed)
+        if b.key not in overlay.bound
+    ]
+
+
+def samplers(
+    state: State, planned: Iterable[NewEvent]
+) -> tuple[Callable[[str, str], list[Any]], Callable[[str], Collection[str]]]:
+    """How the matcher reads, over ``state`` and a batch's ``planned`` events, a sample of a
+    field's values (the current records' first, then the batch's) and the keys of a type's
+    records (the current ones and the batch's)."""
     batch: dict[str, list[dict[str, Any]]] = {}
     for ev in planned:
         if ev.kind == "fact":
@@ -789,12 +805,7 @@ def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
         own = {p["key"] for p in batch.get(t, ())}
         return own if ts is None else _Keys(ts.current.keys(), own)
 
-    ts = max(ev.ts for ev in planned)
-    return [
-        NewEvent(ts, "vocabulary", state.user, {"op": "add", "binding": binding_json(b)}, None)
-        for b in propose(schema, state.vocab, values=values, keys=keys, types=changed)
-        if b.key not in overlay.bound
-    ]
+    return values, keys
 
 
 class _Keys(Collection[str]):

@@ -1498,6 +1498,10 @@ class Workbench:
             report.applied += 1
             report.constraints += sum(ev.kind == "constraint" for ev in proposal.events)
             report.operations += sum(ev.kind == "fact" for ev in proposal.events)
+            # the model's bindings (the matcher's own proposals come when they are planned)
+            bound = [ev.payload["binding"] for ev in proposal.events if ev.kind == "vocabulary"]
+            report.bindings += len(bound)
+            report.held_bindings += sum(b["status"] == "held" for b in bound)
             report.dropped.extend(proposal.dropped)
             report.raised.extend(ingest.raised)
             report.cleared.extend(ingest.cleared)
