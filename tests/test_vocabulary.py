@@ -207,7 +207,7 @@ def test_a_refused_batch_appends_no_proposals(db: Path) -> None:
 def test_a_held_proposal_is_listed_and_never_read(db: Path) -> None:
     with Workbench(db, user="maya") as wb:
         report = wb.ingest(scripts("drug_nmae"))  # a misspelt name: the matcher only holds it
-        (held,) = wb.vocab().held()
+        (held,) = [b for b in wb.vocab().held() if b.field == "drug_nmae"]
         assert held.key == ("medication.name", "Script", "drug_nmae") and held.author == "inferred"
         assert held.score < 0.75 and "'drug_nmae' ~ 'drug'" in held.reason
         assert not interaction(report.raised) and not interaction(wb.alerts())
@@ -232,8 +232,14 @@ def test_a_persons_unbind_of_a_proposal_is_never_proposed_again(db: Path) -> Non
         assert not interaction(report.raised)
         rejected = wb.state.bound(("medication.name", "Script", "drugName"))
         assert rejected is not None and (rejected.author, rejected.status) == ("person", "rejected")
-        assert [ev.payload["binding"].get("field") for ev in wb.log(kinds=["vocabulary"])] == [
-            None, "drugName", "drugName",
+        named = [
+            ev.payload["binding"]
+            for ev in wb.log(kinds=["vocabulary"])
+            if ev.payload["binding"].get("concept") == "medication.name"
+        ]
+        # proposed once, rejected by a person, never proposed again
+        assert [(b["field"], b["author"]) for b in named] == [
+            ("drugName", "inferred"), ("drugName", "person"),
         ]  # fmt: skip
     with Workbench(db, user="maya", read_only=True) as again:  # and it folds so from the log
         assert again.state.bound(rejected.key) == rejected
@@ -489,7 +495,8 @@ def test_vocab_widget_accepts_and_rejects_proposals_through_bind_and_unbind(
         wb: Workbench = ip.user_ns["wb"]
         ((view, text),) = widget_outputs(ip, "%uac vocab")
         assert "Script.drug_nmae" in text and "held" in text  # the fallback where widgets are not
-        held, used = view.bindings
+        held = next(b for b in view.bindings if b["what"] == "Script.drug_nmae")
+        used = next(b for b in view.bindings if b["target"] == "role medication")
         assert (held["what"], held["target"], held["status"]) == (
             "Script.drug_nmae", "medication.name", "held",
         )  # fmt: skip
