@@ -12,10 +12,13 @@ import pytest
 from uac_kernel.events import parse_objects, plan_batch
 from uac_kernel.fold import State
 from uac_kernel.integrity import Head, verify
+from uac_kernel.model import ModelSettings
 from uac_kernel.query import UserView
 from uac_kernel.schema import infer
 from uac_kernel.store import NewEvent, Store
+from uac_kernel.testing import ChatServer
 from uac_kernel.vocab.binding import Binding
+from uac_kernel.workbench import Workbench
 
 # A store another process holds is waited for up to UAC_LOCK_TIMEOUT seconds (10 by default)
 # before the error naming that process; the tests that expect the error need not wait that
@@ -149,6 +152,21 @@ def check(db: Path, user: str | None = None, kept: dict[str, Head] | None = None
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "user.duckdb"
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatServer]:
+    """The local chat-completions server the real ``openai`` client talks to."""
+    with ChatServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def model_wb(db: Path, chat_server: ChatServer) -> Iterator[Workbench]:
+    """User maya's workbench whose model is the stand-in behind ``chat_server`` (no retries)."""
+    settings = ModelSettings(model="stand-in", base_url=chat_server.base_url, max_retries=0)
+    with Workbench(db, user="maya", model=settings) as wb:
+        yield wb
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -433,8 +433,8 @@ def test_a_trap_holds_unless_a_critical_alert_is_raised() -> None:
 
 
 def renewal(category: str) -> dict[str, Any]:
-    """A scripted constraint: renew the registration by its ``renew_by`` date (a field the
-    shipped deadline rule does not read, so only the constraint can alert)."""
+    """A scripted constraint: renew the registration by its ``kx`` date (a name no concept's
+    words hold, so the library cannot read it as a deadline and only the constraint alerts)."""
     return {
         "op": "add",
         "key": "renew-registration",
@@ -443,13 +443,13 @@ def renewal(category: str) -> dict[str, Any]:
             "title": "Renew the car registration",
             "category": category,
             "subject": {"type": "Registration"},
-            "due": {"fields": ["renew_by"]},
+            "due": {"fields": ["kx"]},
             "done": ["renewed"],
         },
     }
 
 
-REGISTRATION = ("Registration", "car", {"renew_by": "2025-03-31"})
+REGISTRATION = ("Registration", "car", {"kx": "2025-03-31"})
 
 
 def test_line_b_counts_constraint_alerts_of_the_scenario_category_only() -> None:

@@ -257,3 +257,31 @@ def test_a_large_type_says_so(tmp_path: Path) -> None:
     whole = wb.edit_cell("Txn")
     assert whole.large and whole.total == 201
     assert not wb.edit_cell("Txn", where="r.amount > 199").large
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "vocabulary: list[dict] = []",
+        "vocabulary[0]['status'] = 'rejected'",
+        "vocabulary.append({'role': 'medication', 'type': 'Allergy'})",
+        "del vocabulary[0]",
+        "vocabulary, x = [], 1",
+    ],
+)
+def test_a_cell_that_changes_the_vocabulary_block_is_refused_in_one_line(
+    wb: Workbench, extra: str
+) -> None:
+    wb.unbind("Medication.name", "medication.name")  # the checkpoint renders a vocabulary block
+    version = wb.checkpoint().version
+    assert "vocabulary: list[dict] = [" in wb.code(version)
+    before = wb.state.seq, wb.vocab().bindings
+    cell = wb.cell("Medication", version) + extra + "\n"
+    with pytest.raises(CodeError) as caught:
+        wb.apply_edit(cell, version=version, part="Medication")
+    assert str(caught.value) == (
+        f"line {cell.count(chr(10))}: the vocabulary block is not edited in a cell; bind with "
+        "`uac vocab bind TYPE.FIELD CONCEPT` (or a `%%uac vocab` cell), reject a binding with "
+        "`uac vocab unbind TYPE.FIELD CONCEPT`"
+    )
+    assert (wb.state.seq, wb.vocab().bindings) == before

@@ -28,11 +28,13 @@ CATEGORIES = {
 }
 
 
-def build(tmp_path: Path, events: list[dict[str, Any]]) -> UserView:
+def build(tmp_path: Path, events: list[dict[str, Any]], *, propose: bool = False) -> UserView:
+    """A user of ``events``; the matcher proposes bindings only with ``propose``: the rules are
+    tested on the catalogue's names and on a person's bindings, the matcher on its own."""
     tmp_path.mkdir(parents=True, exist_ok=True)  # a test may fold several states under one
     store = Store(tmp_path / "u.duckdb")
     st = State("u")
-    st.apply_all(store.append(plan_batch(st, parse_objects(events))))
+    st.apply_all(store.append(plan_batch(st, parse_objects(events), propose_bindings=propose)))
     store.close()
     return UserView(st)
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import check, tamper, uac_shell
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from test_magics import run
+from test_magics import run, usage_error, widget_outputs
 
 from uac_kernel.codegen import parse_module, render_module
 from uac_kernel.errors import EventError, VocabularyError
@@ -25,19 +25,30 @@ from uac_kernel.snapshot import SnapTypeState
 from uac_kernel.store import Store
 from uac_kernel.vocab.binding import Binding
 from uac_kernel.vocab.log import binding_json
+from uac_kernel.widgets import VocabView
 from uac_kernel.workbench import Workbench
 
-# Two drugs that must never be taken together, in someone else's words: a `Script` type whose
-# name field is `drugName`. The shipped drug_drug_interaction rule reads neither name until a
+# Two drugs that must never be taken together, in words no matcher reads: a `Zorb` type whose
+# drug is in `glimmer`. The shipped drug_drug_interaction rule reads neither name until a
 # person binds them.
-SCRIPTS = [
-    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Script", "key": "a",
-     "fields": {"drugName": "sertraline 50mg", "refills": 2}},
-    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Script", "key": "b",
-     "fields": {"drugName": "phenelzine", "refills": 1}},
+ZORBS = [
+    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Zorb", "key": "a",
+     "fields": {"glimmer": "sertraline 50mg", "frob": 2}},
+    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Zorb", "key": "b",
+     "fields": {"glimmer": "phenelzine", "frob": 1}},
 ]  # fmt: skip
-PLAYS = {"role": "medication", "type": "Script"}
-NAMED = {"concept": "medication.name", "type": "Script", "field": "drugName"}
+PLAYS = {"role": "medication", "type": "Zorb"}
+NAMED = {"concept": "medication.name", "type": "Zorb", "field": "glimmer"}
+
+
+def scripts(field: str = "drugName") -> list[dict[str, Any]]:
+    """The same two drugs in someone else's words the matcher reads: `Script.drugName`."""
+    return [
+        {**e, "type": "Script", "fields": {field: e["fields"]["glimmer"], "refills": 1}}
+        for e in ZORBS
+    ]
+
+
 SECRET = "told by Dr Quillfeather"
 
 
@@ -53,7 +64,7 @@ def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
 @pytest.fixture
 def wb(db: Path) -> Iterator[Workbench]:
     with Workbench(db, user="maya") as w:
-        w.ingest(SCRIPTS)
+        w.ingest(ZORBS)
         yield w
 
 
@@ -73,11 +84,11 @@ def interaction(alerts: list[Any]) -> list[Any]:
             "Did you mean 'medication.name'?",
         ),
         ({**PLAYS, "role": "medicaton"}, "binding.role", "Did you mean 'medication'?"),
-        ({"concept": "medication.name", "type": "Script"}, "binding.field", "give the field"),
-        ({**PLAYS, "field": "drugName"}, "binding.field", "a role binding names a type"),
-        ({**NAMED, "type": "Scrpt"}, "binding.type", "Did you mean 'Script'?"),
-        ({**NAMED, "field": "drug"}, "binding.field", "Its fields: drugName, refills"),
-        ({**NAMED, "field": "refills"}, "binding.field", "Script.refills holds int"),
+        ({"concept": "medication.name", "type": "Zorb"}, "binding.field", "give the field"),
+        ({**PLAYS, "field": "glimmer"}, "binding.field", "a role binding names a type"),
+        ({**NAMED, "type": "Zorbb"}, "binding.type", "Did you mean 'Zorb'?"),
+        ({**NAMED, "field": "glim"}, "binding.field", "Its fields: glimmer, frob"),
+        ({**NAMED, "field": "frob"}, "binding.field", "Zorb.frob holds int"),
         ({**NAMED, "author": "robot"}, "binding.author", "inferred, model, person"),
         ({**NAMED, "score": 1.5}, "binding.score", "from 0 to 1"),
         ({**NAMED, "status": "maybe"}, "binding.status", "used, held, rejected"),
@@ -86,7 +97,7 @@ def interaction(alerts: list[Any]) -> list[Any]:
 def test_event_errors_name_file_line_and_field(
     wb: Workbench, tmp_path: Path, binding: dict[str, Any], field: str, says: str
 ) -> None:
-    path = write_jsonl(tmp_path / "v.jsonl", [SCRIPTS[0], vocab_event("add", binding)])
+    path = write_jsonl(tmp_path / "v.jsonl", [ZORBS[0], vocab_event("add", binding)])
     before = wb.store.con.execute("SELECT count(*) FROM events").fetchone()
     with pytest.raises(EventError) as caught:
         wb.ingest(path)
@@ -109,11 +120,11 @@ def test_fold_update_and_retract(wb: Workbench) -> None:
     wb.ingest([vocab_event("add", {**NAMED, "author": "inferred", "score": 0.6,
                                    "status": "held", "reason": "drug in the name"})])  # fmt: skip
     (held,) = wb.vocab().held()
-    assert held == Binding("medication.name", "Script", "drugName", "inferred", 0.6,
+    assert held == Binding("medication.name", "Zorb", "glimmer", "inferred", 0.6,
                            "drug in the name", "held")  # fmt: skip
-    assert wb.vocab().fields("Script", "medication.name")[0] == "name"  # held: not read
+    assert wb.vocab().fields("Zorb", "medication.name")[0] == "name"  # held: not read
     wb.ingest([vocab_event("update", {**NAMED, "author": "person"})])
-    assert wb.vocab().fields("Script", "medication.name")[0] == "drugName"
+    assert wb.vocab().fields("Zorb", "medication.name")[0] == "glimmer"
     assert not wb.vocab().held()
     with pytest.raises(EventError, match="already bound; use op 'update'"):
         wb.ingest([vocab_event("add", NAMED, ts="2025-03-03")])
@@ -127,25 +138,177 @@ def test_a_binding_raises_the_shipped_rules_alert_and_a_rejection_clears_it(
     wb: Workbench,
 ) -> None:
     assert not interaction(wb.alerts())
-    wb.bind("Script", "medication")
-    report = wb.bind("Script.drugName", "medication.name")
+    wb.bind("Zorb", "medication")
+    report = wb.bind("Zorb.glimmer", "medication.name")
     (raised,) = interaction(report.raised)
-    assert "Script 'b' [MAOI] together with Script 'a' [SSRI]" in raised.message
-    assert "Script.drugName as medication.name (person 1.00)" in raised.message
-    assert wb.bind("Script.drugName", "medication.name").appended == 0  # already so
-    report = wb.unbind("Script", "medication", reason="these are not mine")
-    assert interaction(report.cleared) and not interaction(wb.alerts())
+    assert "Zorb 'b' [MAOI] together with Zorb 'a' [SSRI]" in raised.message
+    assert "Zorb.glimmer as medication.name (person 1.00)" in raised.message
+    assert wb.bind("Zorb.glimmer", "medication.name").appended == 0  # already so
+    report = wb.unbind("Zorb", "medication", reason="these are not mine")
+    (cleared,) = interaction(report.cleared)
+    assert not interaction(wb.alerts())
+    # the reason names the binding, not "none of its records changed"
+    assert cleared.reason == (
+        "the vocabulary changed: Zorb no longer plays medication (rejected by a person); "
+        "none of its records changed"
+    )
 
 
 def test_face_errors_are_one_line_with_the_fix(wb: Workbench) -> None:
     with pytest.raises(VocabularyError) as caught:
-        wb.bind("Script.drugNme", "medication.name")
+        wb.bind("Zorb.glimer", "medication.name")
     assert str(caught.value) == (
-        "Script.drugNme as medication.name: Script has no field 'drugNme'. Did you mean "
-        "'drugName'? Its fields: drugName, refills"
+        "Zorb.glimer as medication.name: Zorb has no field 'glimer'. Did you mean "
+        "'glimmer'? Its fields: glimmer, frob"
     )
     with pytest.raises(VocabularyError, match=r"Did you mean 'medication.name'\?"):
-        wb.bind("Script.drugName", "medication.nam")
+        wb.bind("Zorb.glimmer", "medication.nam")
+
+
+# -- the matcher's proposals, made by ingest ----------------------------------------------------
+
+
+def proposals(wb: Workbench) -> list[Binding]:
+    return [b for b in wb.vocab().bindings if b.author == "inferred"]
+
+
+def test_an_ingest_in_other_words_proposes_bindings_in_the_same_batch(db: Path) -> None:
+    with Workbench(db, user="maya") as wb:
+        report = wb.ingest(scripts())
+        # the facts, the schema and the proposals are one batch: its alert read the proposals
+        assert [(b.key, b.status) for b in proposals(wb)] == [
+            (("medication", "Script", None), "used"),
+            (("medication.name", "Script", "drugName"), "used"),
+        ]
+        kinds = [ev.kind for ev in wb.log() if ev.kind != "alert"]
+        assert kinds == ["schema", "schema", "schema", "fact", "fact", "vocabulary", "vocabulary"]
+        assert (report.first_seq, report.last_seq) == (1, len(kinds))
+        (raised,) = interaction(report.raised)
+        assert raised.message.endswith(
+            "[read Script plays medication (inferred 0.90); Script.drugName as medication.name "
+            "(inferred 1.00); `uac vocab` says why]"
+        )
+        # a person's word over the matcher's: the same alert, now resting on the person's
+        wb.bind("Script.drugName", "medication.name")
+        (now,) = interaction(wb.alerts())
+        assert now.id == raised.id and "Script.drugName as medication.name (person 1.00)" in (
+            now.message
+        )
+
+
+def test_a_refused_batch_appends_no_proposals(db: Path) -> None:
+    bad = {**scripts()[0], "op": "update", "key": "nobody"}
+    with Workbench(db, user="maya") as wb:
+        with pytest.raises(EventError, match="does not exist"):
+            wb.ingest([*scripts(), bad])
+        assert wb.log() == [] and wb.vocab().bindings == ()
+
+
+def test_a_held_proposal_is_listed_and_never_read(db: Path) -> None:
+    with Workbench(db, user="maya") as wb:
+        report = wb.ingest(scripts("drug_nmae"))  # a misspelt name: the matcher only holds it
+        (held,) = [b for b in wb.vocab().held() if b.field == "drug_nmae"]
+        assert held.key == ("medication.name", "Script", "drug_nmae") and held.author == "inferred"
+        assert held.score < 0.75 and "'drug_nmae' ~ 'drug'" in held.reason
+        assert not interaction(report.raised) and not interaction(wb.alerts())
+        # a person's acceptance is a used binding of their own, and the rule reads it
+        (raised,) = interaction(wb.bind("Script.drug_nmae", "medication.name").raised)
+        assert "Script.drug_nmae as medication.name (person 1.00)" in raised.message
+
+
+def test_a_persons_unbind_of_a_proposal_is_never_proposed_again(db: Path) -> None:
+    with Workbench(db, user="maya") as wb:
+        wb.ingest(scripts())
+        report = wb.unbind("Script.drugName", "medication.name", reason="a brand, not a drug")
+        (cleared,) = interaction(report.cleared)
+        assert cleared.reason == (
+            "the vocabulary changed: Script.drugName is no longer read as medication.name "
+            "(rejected by a person); none of its records changed"
+        )
+        # a later batch changes Script's schema, so the matcher looks at it again
+        later = {**scripts()[0], "op": "update", "ts": "2025-04-01",
+                 "fields": {"dose_mg": 50}}  # fmt: skip
+        report = wb.ingest([later])
+        assert not interaction(report.raised)
+        rejected = wb.state.bound(("medication.name", "Script", "drugName"))
+        assert rejected is not None and (rejected.author, rejected.status) == ("person", "rejected")
+        named = [
+            ev.payload["binding"]
+            for ev in wb.log(kinds=["vocabulary"])
+            if ev.payload["binding"].get("concept") == "medication.name"
+        ]
+        # proposed once, rejected by a person, never proposed again
+        assert [(b["field"], b["author"]) for b in named] == [
+            ("drugName", "inferred"), ("drugName", "person"),
+        ]  # fmt: skip
+    with Workbench(db, user="maya", read_only=True) as again:  # and it folds so from the log
+        assert again.state.bound(rejected.key) == rejected
+
+
+def test_a_model_or_a_person_may_add_over_a_proposal(db: Path) -> None:
+    with Workbench(db, user="maya") as wb:
+        wb.ingest(scripts())
+        mine = {"concept": "medication.name", "type": "Script", "field": "drugName",
+                "author": "model", "score": 0.8}  # fmt: skip
+        wb.ingest([vocab_event("add", mine)])
+        with pytest.raises(EventError, match="already bound; use op 'update'"):
+            wb.ingest([vocab_event("add", mine, ts="2025-03-03")])
+        bound = wb.state.bound(("medication.name", "Script", "drugName"))
+    with Workbench(db, user="maya", read_only=True) as again:
+        assert bound is not None and bound.author == "model"
+        assert again.state.bound(bound.key) == bound
+
+
+# -- what no rule reads -------------------------------------------------------------------------
+
+# Zorb's fields in words no rule reads (a drug, a date, an amount in pounds), beside a Gadget
+# whose warranty the matcher binds: only Zorb's are blind spots.
+BLIND = [
+    {**ZORBS[0], "fields": {**ZORBS[0]["fields"], "zapped_on": "2025-05-01", "fee_gbp": 12.5}},
+    {"kind": "fact", "ts": "2025-03-01", "op": "add", "type": "Gadget", "key": "g",
+     "fields": {"warranty_ends": "2026-01-01"}},
+]  # fmt: skip
+ZAP_BY = {
+    "kind": "obligation", "title": "zap the zorb", "subject": {"type": "Zorb"},
+    "due": {"fields": ["zapped_on"]},
+}  # fmt: skip
+
+
+def test_unwatched_lists_what_no_rule_or_constraint_reads_with_the_bind(db: Path) -> None:
+    with Workbench(db, user="maya") as wb:
+        wb.ingest(BLIND)
+        assert [u.describe() for u in wb.unwatched()] == [
+            "Zorb.glimmer: looks like a substance (values name one ('sertraline 50mg')); "
+            "`uac vocab bind Zorb.glimmer medication.name`",
+            "Zorb.zapped_on: looks like a date (a date field); "
+            "`uac vocab bind Zorb.zapped_on CONCEPT`",
+            "Zorb.fee_gbp: looks like an amount (a number named like payment.amount); "
+            "`uac vocab bind Zorb.fee_gbp payment.amount`",
+        ]
+        # a constraint in force that names a field reads it; so does a rule through a binding
+        wb.constrain(ZAP_BY, key="zap")
+        wb.bind_all([wb.binding("Zorb", "medication"),
+                     wb.binding("Zorb.glimmer", "medication.name")])  # fmt: skip
+        assert [(u.type, u.field) for u in wb.unwatched()] == [("Zorb", "fee_gbp")]
+
+
+def test_unbound_on_every_face(tmp_path: Path, kernel_shell: Any, monkeypatch: Any) -> None:
+    write_jsonl(tmp_path / "blind.jsonl", BLIND)
+    assert uac("ingest", "blind.jsonl", cwd=tmp_path).returncode == 0
+    table = uac("vocab", "--unbound", cwd=tmp_path).stdout.splitlines()
+    assert table[0].split("\t") == ["type.field", "looks like", "why", "bind with"]
+    assert len(table) == 4 and table[3].split("\t") == [
+        "Zorb.fee_gbp", "amount", "a number named like payment.amount",
+        "uac vocab bind Zorb.fee_gbp payment.amount",
+    ]  # fmt: skip
+    done = uac("vocab", "--unbound", "bind", "Zorb", "medication", cwd=tmp_path)
+    assert done.returncode != 0 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "--unbound lists what no rule reads" in done.stderr
+    monkeypatch.chdir(tmp_path)
+    for ip in uac_shell(kernel_shell, tmp_path / "shell.duckdb", "maya", "blind.jsonl"):
+        shown = run(ip, "%uac vocab --unbound")
+        assert [r[0] for r in shown.rows] == ["Zorb.glimmer", "Zorb.zapped_on", "Zorb.fee_gbp"]
+        assert usage_error(ip, "%uac vocab --unbound roles").startswith("--unbound lists")
 
 
 # -- code, verify, forget --------------------------------------------------------------------
@@ -162,8 +325,8 @@ print(json.dumps(mod.vocabulary))
 def test_checkpoint_code_holds_the_bindings_reads_back_and_imports_clean(
     wb: Workbench, tmp_path: Path
 ) -> None:
-    wb.bind("Script", "medication")
-    wb.bind("Script.drugName", "medication.name", reason="a 'quote' \"and\" \\ breakout\n#")
+    wb.bind("Zorb", "medication")
+    wb.bind("Zorb.glimmer", "medication.name", reason="a 'quote' \"and\" \\ breakout\n#")
     wb.unbind("Trip", "trip")
     code = wb.code(wb.checkpoint().version)
     assert parse_module(code).vocab.bindings == wb.state.vocab.bindings
@@ -179,7 +342,7 @@ def test_checkpoint_code_holds_the_bindings_reads_back_and_imports_clean(
 
 
 def test_verify_catches_a_tampered_binding_in_the_code(wb: Workbench, db: Path) -> None:
-    wb.bind("Script", "medication")
+    wb.bind("Zorb", "medication")
     wb.checkpoint()
     wb.close()
     assert check(db) == ""
@@ -194,16 +357,16 @@ def test_verify_catches_a_tampered_binding_in_the_code(wb: Workbench, db: Path) 
 def test_forget_erases_a_reason_that_holds_the_text_and_keeps_the_names(
     wb: Workbench, db: Path
 ) -> None:
-    wb.bind("Script", "medication")
-    wb.bind("Script.drugName", "medication.name", reason=SECRET)
+    wb.bind("Zorb", "medication")
+    wb.bind("Zorb.glimmer", "medication.name", reason=SECRET)
     wb.checkpoint()
     plan = wb.forget(text="quillfeather")
     # the binding's events go; so do the alert that quoted the reason and the records it
     # rests on (forget's rule for an alert holding the text: a rule would raise it again)
     assert [ev.kind for ev in plan.events if ev.kind == "vocabulary"] == ["vocabulary"]
-    assert wb.vocab().bindings == (Binding("medication", "Script", author="person"),)
+    assert wb.vocab().bindings == (Binding("medication", "Zorb", author="person"),)
     assert "Quillfeather" not in wb.code()
-    assert "Script" in wb.state.schema.types and "drugName" in wb.state.schema.types["Script"]
+    assert "Zorb" in wb.state.schema.types and "glimmer" in wb.state.schema.types["Zorb"]
     wb.close()
     assert check(db) == ""
     store = Store(db, read_only=True)
@@ -221,10 +384,10 @@ def test_whatif_shows_the_bindings_and_the_alert_the_ingest_raises(wb: Workbench
     events = [vocab_event("add", PLAYS), vocab_event("add", NAMED)]
     whatif = wb.whatif(events)
     assert whatif.vocabulary == [
-        "Script plays medication (person 1.00)",
-        "Script.drugName as medication.name (person 1.00)",
+        "Zorb plays medication (person 1.00)",
+        "Zorb.glimmer as medication.name (person 1.00)",
     ]
-    assert "  vocabulary: Script plays medication (person 1.00)" in whatif.text()
+    assert "  vocabulary: Zorb plays medication (person 1.00)" in whatif.text()
     assert not wb.vocab().bindings  # nothing was appended
     real = wb.ingest(events)
     assert [a.id for a in interaction(whatif.raised)] == [a.id for a in interaction(real.raised)]
@@ -232,8 +395,8 @@ def test_whatif_shows_the_bindings_and_the_alert_the_ingest_raises(wb: Workbench
 
 
 def test_snapshot_keeps_the_bindings(wb: Workbench, db: Path) -> None:
-    wb.bind("Script", "medication")
-    wb.bind("Script.drugName", "medication.name", reason="by hand")
+    wb.bind("Zorb", "medication")
+    wb.bind("Zorb.glimmer", "medication.name", reason="by hand")
     wb.checkpoint()  # writes the snapshot
     bindings, alerts = wb.state.vocab.bindings, [a.id for a in wb.alerts()]
     wb.close()
@@ -244,7 +407,7 @@ def test_snapshot_keeps_the_bindings(wb: Workbench, db: Path) -> None:
 
 
 def test_export_and_import_carry_the_bindings(wb: Workbench, db: Path, tmp_path: Path) -> None:
-    wb.bind("Script", "medication")
+    wb.bind("Zorb", "medication")
     bindings = wb.state.vocab.bindings
     wb.close()
     export_store(db, tmp_path / "fleet")
@@ -254,9 +417,9 @@ def test_export_and_import_carry_the_bindings(wb: Workbench, db: Path, tmp_path:
 
 
 def test_sql_view_lists_the_bindings(wb: Workbench) -> None:
-    wb.bind("Script.drugName", "medication.name", reason="by hand")
+    wb.bind("Zorb.glimmer", "medication.name", reason="by hand")
     rows = wb.sql("SELECT type, field, concept, role, author, status, reason FROM uac_vocabulary")
-    assert rows.rows == [("Script", "drugName", "medication.name", "medication", "person",
+    assert rows.rows == [("Zorb", "glimmer", "medication.name", "medication", "person",
                           "used", "by hand")]  # fmt: skip
 
 
@@ -272,20 +435,18 @@ def uac(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_vocab_bind_raises_the_shipped_alert(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "scripts.jsonl", SCRIPTS)
-    assert uac("ingest", "scripts.jsonl", cwd=tmp_path).returncode == 0
-    done = uac("vocab", "bind", "Script.drugNme", "medication.name", cwd=tmp_path)
+    write_jsonl(tmp_path / "zorbs.jsonl", ZORBS)
+    assert uac("ingest", "zorbs.jsonl", cwd=tmp_path).returncode == 0
+    done = uac("vocab", "bind", "Zorb.glimer", "medication.name", cwd=tmp_path)
     assert done.returncode != 0 and done.stdout == ""
-    assert done.stderr.strip().count("\n") == 0 and "Did you mean 'drugName'?" in done.stderr
-    assert "raised" not in uac("vocab", "bind", "Script", "medication", cwd=tmp_path).stdout
-    done = uac(
-        "vocab", "bind", "Script.drugName", "medication.name", "--reason", "mine", cwd=tmp_path
-    )
+    assert done.stderr.strip().count("\n") == 0 and "Did you mean 'glimmer'?" in done.stderr
+    assert "raised" not in uac("vocab", "bind", "Zorb", "medication", cwd=tmp_path).stdout
+    done = uac("vocab", "bind", "Zorb.glimmer", "medication.name", "--reason", "mine", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "raised [critical] Script 'b' [MAOI] together with Script 'a' [SSRI]" in done.stdout
+    assert "raised [critical] Zorb 'b' [MAOI] together with Zorb 'a' [SSRI]" in done.stdout
     table = uac("vocab", cwd=tmp_path).stdout.splitlines()
     assert table[0].split("\t") == ["type.field", "concept", "author", "score", "status", "reason"]
-    assert "Script.drugName\tmedication.name\tperson\t1.00\tused\tmine" in table
+    assert "Zorb.glimmer\tmedication.name\tperson\t1.00\tused\tmine" in table
     concepts = uac("vocab", "concepts", cwd=tmp_path).stdout
     assert "medication.name\ttexts\t" in concepts
     assert "\nmedication\t" in uac("vocab", "roles", cwd=tmp_path).stdout
@@ -294,25 +455,97 @@ def test_cli_vocab_bind_raises_the_shipped_alert(tmp_path: Path) -> None:
 @pytest.fixture
 def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.chdir(tmp_path)
-    write_jsonl(tmp_path / "scripts.jsonl", SCRIPTS)
-    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "scripts.jsonl")
+    write_jsonl(tmp_path / "zorbs.jsonl", ZORBS)
+    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "zorbs.jsonl")
 
 
 def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None:
     with capture_output() as cap:
         run(
             ip,
-            "%%uac vocab\n# my names\nbind Script medication\nbind Script.drugName medication.name\n",
+            "%%uac vocab\n# my names\nbind Zorb medication\nbind Zorb.glimmer medication.name\n",
         )
     assert "2 events appended" in cap.stdout and "[MAOI]" in cap.stdout
-    table = run(ip, "%uac vocab")
-    assert table.columns == ["type.field", "concept", "author", "score", "status", "reason"]
-    assert ("Script", "role medication", "person", "1.00", "used", "") in table.rows
+    ((view, text),) = widget_outputs(ip, "%uac vocab")
+    assert isinstance(view, VocabView)
+    lines = text.splitlines()
+    assert lines[0] == "2 bindings"
+    assert lines[1].split() == ["type.field", "concept", "author", "score", "status", "reason"]
+    assert any(
+        ln.split() == ["Zorb", "role", "medication", "person", "1.00", "used"] for ln in lines
+    )
     with capture_output() as cap:
         result = ip.run_cell(
-            "%%uac vocab\nbind Script.drugName medication.name\nunbind Script.drugNam medication.name\n"
+            "%%uac vocab\nbind Zorb.glimmer medication.name\nunbind Zorb.glimer medication.name\n"
         )
     assert isinstance(result.error_in_exec, UsageError)
-    assert "Did you mean 'drugName'?" in str(result.error_in_exec)
+    assert "Did you mean 'glimmer'?" in str(result.error_in_exec)
     assert "Traceback" not in cap.stderr
-    assert len(run(ip, "%uac vocab").rows) == 2  # the failed cell appended nothing
+    ((view, _),) = widget_outputs(ip, "%uac vocab")
+    assert len(view.bindings) == 2  # the failed cell appended nothing
+
+
+def test_vocab_widget_accepts_and_rejects_proposals_through_bind_and_unbind(
+    kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # one proposal used (the role), one held (a misspelt field), in someone else's words
+    write_jsonl(tmp_path / "scripts.jsonl", scripts("drug_nmae"))
+    for ip in uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "scripts.jsonl"):
+        wb: Workbench = ip.user_ns["wb"]
+        ((view, text),) = widget_outputs(ip, "%uac vocab")
+        assert "Script.drug_nmae" in text and "held" in text  # the fallback where widgets are not
+        held = next(b for b in view.bindings if b["what"] == "Script.drug_nmae")
+        used = next(b for b in view.bindings if b["target"] == "role medication")
+        assert (held["what"], held["target"], held["status"]) == (
+            "Script.drug_nmae", "medication.name", "held",
+        )  # fmt: skip
+        assert held["score"] < 0.75 and "'drug_nmae' ~ 'drug'" in held["reason"]
+        assert (used["what"], used["target"], used["author"]) == (
+            "Script", "role medication", "inferred",
+        )  # fmt: skip
+        # the front end's hello is answered: a kernel is here, the buttons may work
+        served = view.served
+        view._on_msg(view, {"action": "hello"}, [])
+        assert view.served == served + 1 and view.error == ""
+        # a message that is not a decision, or names no binding shown, changes nothing
+        seq = wb.state.seq
+        view._on_msg(view, {"action": "accept", "key": "Script; DROP"}, [])
+        assert view.error.startswith("not a vocabulary decision: ")
+        view._on_msg(view, {"action": "accept", "key": ["trip.start", "Script", "x"]}, [])
+        assert view.error.startswith("not a binding shown here: ") and wb.state.seq == seq
+        # Accept, as the button sends it: a person's used binding, read by the rule at once
+        view._on_msg(view, {"action": "accept", "key": held["key"]}, [])
+        assert view.error == "" and view.done.startswith(
+            "accepted Script.drug_nmae as medication.name; "
+        )
+        bound = wb.state.bound(("medication.name", "Script", "drug_nmae"))
+        assert bound is not None and (bound.author, bound.status) == ("person", "used")
+        assert interaction(wb.alerts())
+        # Reject: a person's rejection, which clears what rested on it
+        view._on_msg(view, {"action": "reject", "key": ["medication", "Script", None]}, [])
+        assert view.error == "" and not interaction(wb.alerts())
+        rejected = wb.state.bound(("medication", "Script", None))
+        assert rejected is not None and (rejected.author, rejected.status) == ("person", "rejected")
+        assert [b["what"] for b in view.bindings] == ["Script.drug_nmae"]  # rejected: not shown
+        # every decision is a vocabulary event the log holds, as `uac vocab bind` makes
+        assert [e.payload["binding"]["author"] for e in wb.log(kinds=["vocabulary"])][-2:] == [
+            "person", "person",
+        ]  # fmt: skip
+
+
+def test_vocab_widget_on_a_read_only_workbench_says_why_its_buttons_are_off(
+    wb: Workbench, db: Path
+) -> None:
+    wb.close()
+    with Workbench(db, user="maya", read_only=True) as ro:
+        view = VocabView(ro)
+        assert view.readonly.startswith("this workbench is open read-only")
+        view.reject("medication", "Zorb", None)
+        assert view.error == view.readonly and ro.vocab().bindings == ()
+
+
+def test_vocab_widget_front_end_waits_for_the_kernel_before_enabling_its_buttons() -> None:
+    source = VocabView._esm
+    assert 'model.send({ action: "hello" })' in source and "NO_KERNEL" in source
+    assert "disabled: off" in source

@@ -32,6 +32,7 @@ MODULES = [
     "progress.js",
     "review_view.js",
     "whatif_view.js",
+    "vocab_view.js",
 ]
 
 
@@ -598,6 +599,7 @@ def test_front_end_modules_never_parse_data_as_html(name: str) -> None:
         (w.Progress, "progress.js"),
         (w.ReviewView, "review_view.js"),
         (w.WhatIfWidget, "whatif_view.js"),
+        (w.VocabView, "vocab_view.js"),
     ],
 )
 def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> None:
@@ -618,6 +620,7 @@ def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> No
         w.Progress,
         w.ReviewView,
         w.WhatIfWidget,
+        w.VocabView,
     ],
 )
 def test_each_module_parses_as_an_es_module(widget: type) -> None:

@@ -507,6 +507,11 @@ def cmd_vocab(args: argparse.Namespace) -> None:
     from uac_kernel.vocab import listing
 
     words = list(args.words)
+    if args.unbound:
+        listing.listing_only(words)
+        with _open(args, read_only=True) as wb:
+            _table(listing.UNWATCHED_COLUMNS, listing.unwatched_rows(wb.unwatched()), args.json)
+        return
     if words[:1] in (["concepts"], ["roles"]) and len(words) == 1:
         roles = words[0] == "roles"
         columns = listing.ROLE_COLUMNS if roles else listing.CONCEPT_COLUMNS
@@ -1116,6 +1121,12 @@ def build_parser() -> argparse.ArgumentParser:
         "words", nargs="*", metavar="ACTION", help="bind|unbind TARGET NAME, concepts or roles"
     )
     p.add_argument("--reason", default=None, help="why (logged with the binding)")
+    p.add_argument(
+        "--unbound",
+        action="store_true",
+        help="the types and fields that look like dates, deadlines, amounts, documents or "
+        "substances and that no rule or constraint reads, with the bind that would change that",
+    )
     p.add_argument("--json", action="store_true")
     p = add(
         "whatif",

@@ -168,13 +168,34 @@ _OPS: dict[str, list[dict[str, Any]]] = {
     "chat-2026-01-20#1": [
         {
             "op": "add",
-            "type": "Task",
-            "key": "task-2026-passport-renewal",
+            "type": "PassportRenewal",
+            "key": "passport-renewal-2026",
             "fields": [
-                {"name": "title", "value": "Passport renewal arrives"},
-                {"name": "due", "value": "2026-02-10"},
-                {"name": "done", "value": False},
+                {"name": "title", "value": "Passport renewal"},
+                {"name": "applied_on", "value": "2026-01-20"},
+                {"name": "due_back", "value": "2026-02-10"},
+                {"name": "arrived", "value": False},
             ],
+        },
+    ],
+}
+
+# The reference bindings, per turn source: where the user's own words named a new type's fields,
+# which concept each carries. The matcher agrees with the first; the second is a flag that
+# would silence an alert, which only a person binds: it is held for review.
+_BINDINGS: dict[str, list[dict[str, Any]]] = {
+    "chat-2026-01-20#1": [
+        {
+            "concept": "duty.due",
+            "type": "PassportRenewal",
+            "field": "due_back",
+            "reason": "the day the new passport should be back",
+        },
+        {
+            "concept": "record.settled",
+            "type": "PassportRenewal",
+            "field": "arrived",
+            "reason": "the renewal is done when the passport arrives",
         },
     ],
 }
@@ -223,7 +244,8 @@ def reference_model(body: dict[str, Any]) -> str:
             if f"[{source}]" in prompt
             for op in source_ops
         ]
-        return json.dumps({"operations": ops})
+        bindings = [b for source, bs in _BINDINGS.items() if f"[{source}]" in prompt for b in bs]
+        return json.dumps({"operations": ops, "bindings": bindings})
     for question, expression, explanation in DEMO_QUESTIONS_ASKED:
         if question in prompt:
             return json.dumps({"expression": expression, "explanation": explanation})

@@ -36,6 +36,7 @@ from uac_kernel.outputs import PYTHON, Output
 from uac_kernel.rules.engine import Alert, ClearedAlert
 from uac_kernel.store import Store
 from uac_kernel.testing import ChatServer
+from uac_kernel.vocab.log import binding_of
 from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = ["DEMO_QUESTIONS", "DEMO_USER_ID", "run_demo", "uac_command"]
@@ -265,6 +266,11 @@ def run_demo(path: Path, out: Callable[[str], None] = print, *, live: bool = Fal
         out(
             f"  {p['op']:<7} {p['type']} {p['key']} {shorten(fields, 70)}  <- {', '.join(p.get('derived_from', []))}"
         )
+    for ev in wb.log(kinds=["vocabulary"], after_seq=ingest.last_seq or 0):
+        b = binding_of(ev.payload["binding"])
+        out(f"  {b.status:<7} {b.short()}")
+        for line in _wrapped(b.reason, " " * 15, " " * 10 + "why: "):
+            out(line)
     if learned is not None:
         out(f"  {learned.summary()}   (uac diff {learned.a} {learned.b})")
     for line in _alert_changes(

@@ -394,11 +394,20 @@ def _cell_records(tree: ast.Module, part: str, state: State) -> dict[str, Record
     return records
 
 
-def _refuse_constraints(tree: ast.Module) -> None:
-    """A cell that writes, deletes or calls a method on the checkpoint's ``constraints`` block
-    (anywhere in a statement: ``constraints['k'] = ...``, ``del``, a tuple target, ``:=``,
-    ``.update()``) is refused: constraints come into force, change and end as constraint
-    events, which a cell of records does not make, so such an edit would be silently lost."""
+# The checkpoint's data blocks a cell of records does not edit: each changes through events of
+# its own kind, so a cell's change to one would be silently lost. What to do instead:
+_BLOCKS = {
+    "constraints": "change a constraint with a `%%uac constraint --key KEY` cell of YAML or "
+    "JSON (or `uac constrain`), retract one with `%uac constraint --retract KEY`",
+    "vocabulary": "bind with `uac vocab bind TYPE.FIELD CONCEPT` (or a `%%uac vocab` cell), "
+    "reject a binding with `uac vocab unbind TYPE.FIELD CONCEPT`",
+}
+
+
+def _refuse_blocks(tree: ast.Module) -> None:
+    """A cell that writes, deletes or calls a method on the checkpoint's ``constraints`` or
+    ``vocabulary`` block (anywhere in a statement: ``constraints['k'] = ...``, ``del``, a tuple
+    target, ``:=``, ``.append()``) is refused in one line that says how to change it."""
     for node in ast.walk(tree):
         targets: list[ast.expr]
         if isinstance(node, ast.Assign | ast.Delete):
@@ -420,22 +429,21 @@ def _refuse_constraints(tree: ast.Module) -> None:
         else:
             continue
         for target in targets:
-            if _names_constraints(target):
+            if (block := _block_named(target)) is not None:
                 raise CodeError(
-                    f"line {target.lineno}: the constraints block is not edited in a cell; "
-                    "change a constraint with a `%%uac constraint --key KEY` cell of YAML or "
-                    "JSON (or `uac constrain`), retract one with `%uac constraint --retract KEY`"
+                    f"line {target.lineno}: the {block} block is not edited in a cell; "
+                    + _BLOCKS[block]
                 )
 
 
-def _names_constraints(target: ast.expr) -> bool:
-    """Whether ``target`` is ``constraints``, a part of it (``constraints['k'][...]``,
-    ``constraints.x``) or a tuple or list holding one."""
+def _block_named(target: ast.expr) -> str | None:
+    """The block ``target`` is (``constraints``), a part of (``constraints['k'][...]``,
+    ``vocabulary[0]``) or holds in a tuple or list, or None."""
     if isinstance(target, ast.Tuple | ast.List):
-        return any(_names_constraints(t) for t in target.elts)
+        return next((b for t in target.elts if (b := _block_named(t)) is not None), None)
     while isinstance(target, ast.Subscript | ast.Attribute | ast.Starred):
         target = target.value
-    return isinstance(target, ast.Name) and target.id == "constraints"
+    return target.id if isinstance(target, ast.Name) and target.id in _BLOCKS else None
 
 
 def plan_edit(
@@ -453,7 +461,7 @@ def plan_edit(
     record of the type. Only a selected record missing from the cell is retracted; every
     record the cell holds is compared with ``base``, whether selected or not."""
     tree = _parse(code)
-    _refuse_constraints(tree)
+    _refuse_blocks(tree)
     plan = EditPlan(rules=rule_sources(code), merged=current.seq != base.seq)
     if part in (SCHEMA, RULES):
         _check_schema(tree, current, new_ones=part == SCHEMA)

@@ -11,10 +11,9 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection, Iterable, Iterator, KeysView
+from collections.abc import Callable, Collection, Iterable, Iterator, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from uac_kernel.names import field_clash, type_clash
 from uac_kernel.schema import check_field_name, check_type_name, coerce, infer, to_json_value
 from uac_kernel.sqlview import CONSTRAINTS_TABLE, INDEX_TABLE, VOCABULARY_TABLE, table_names
 from uac_kernel.store import NewEvent, dump_payload
+from uac_kernel.vocab.binding import addable
 from uac_kernel.vocab.log import binding_json, binding_of, check_binding, schema_problem
 from uac_kernel.vocab.matcher import SAMPLE, propose
 
@@ -39,6 +39,7 @@ __all__ = [
     "parse_jsonl",
     "parse_objects",
     "plan_batch",
+    "samplers",
 ]
 
 KINDS = ("utterance", "fact", "constraint", "vocabulary")
@@ -674,9 +675,14 @@ def _not_current(name: str, key: str, op: str, retracted: datetime | None) -> st
 
 
 def plan_batch(
-    state: State, batch: Iterable[InputEvent], limits: Limits = DEFAULT_LIMITS
+    state: State,
+    batch: Iterable[InputEvent],
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    propose_bindings: bool = True,
 ) -> list[NewEvent]:
-    """Validate ``batch`` against ``state``; return the events to append, schema events included.
+    """Validate ``batch`` against ``state``; return the events to append, schema events included,
+    and (``propose_bindings``) the matcher's vocabulary proposals for the types it changed.
 
     Fact field values are stored in their canonical JSON form (e.g. dates as ISO strings). The
     batch is held to ``limits`` (new fields, fields per type, types per user; ``parse_event``
@@ -757,7 +763,7 @@ def plan_batch(
         if op == "retract":
             overlay.retracted[(name, key)] = ev.ts
         out.append(NewEvent(ev.ts, "fact", user, payload, ev.source))
-    return out + _proposals(overlay, out)
+    return out + _proposals(overlay, out) if propose_bindings else out
 
 
 def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
@@ -769,15 +775,28 @@ def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
         return []
     state = overlay.state
     schema = {t: overlay.field_types(t) for t in (*state.schema.types, *overlay.fields)}
+    values, keys = samplers(state, planned)
+    ts = max(ev.ts for ev in planned)
+    return [
+        NewEvent(ts, "vocabulary", state.user, {"op": "add", "binding": binding_json(b)}, None)
+        for b in propose(schema, state.vocab, values=values, keys=keys, types=changed)
+        if b.key not in overlay.bound
+    ]
+
+
+def samplers(
+    state: State, planned: Iterable[NewEvent]
+) -> tuple[Callable[[str, str], list[Any]], Callable[[str], Collection[str]]]:
+    """How the matcher reads, over ``state`` and a batch's ``planned`` events, a sample of a
+    field's values (the current records' first, then the batch's) and the keys of a type's
+    records (the current ones and the batch's)."""
     batch: dict[str, list[dict[str, Any]]] = {}
     for ev in planned:
         if ev.kind == "fact":
             batch.setdefault(ev.payload["type"], []).append(ev.payload)
 
     def values(t: str, f: str) -> list[Any]:
-        ts = state.types.get(t)
-        held = [] if ts is None else list(islice(ts.current.values(), SAMPLE))
-        found = [v for r in held if (v := r.__dict__.get(f)) is not None]
+        found = state.sample(t, f, SAMPLE)
         found += [v for p in batch.get(t, ()) if (v := (p.get("fields") or {}).get(f)) is not None]
         return found[:SAMPLE]
 
@@ -786,12 +805,7 @@ def _proposals(overlay: _Overlay, planned: list[NewEvent]) -> list[NewEvent]:
         own = {p["key"] for p in batch.get(t, ())}
         return own if ts is None else _Keys(ts.current.keys(), own)
 
-    ts = max(ev.ts for ev in planned)
-    return [
-        NewEvent(ts, "vocabulary", state.user, {"op": "add", "binding": binding_json(b)}, None)
-        for b in propose(schema, state.vocab, values=values, keys=keys, types=changed)
-        if b.key not in overlay.bound
-    ]
+    return values, keys
 
 
 class _Keys(Collection[str]):
@@ -853,13 +867,11 @@ def _plan_vocabulary(overlay: _Overlay, ev: InputEvent) -> None:
     lacks is an ``EventError``."""
     b = binding_of(ev.payload["binding"])
     op = ev.payload["op"]
-    bound = overlay.bound.get(b.key)
-    proposed = False  # bound only by the matcher: a model or a person may add over it
-    if bound is None:
-        held = overlay.state.bound(b.key)
-        bound, proposed = held is not None, held is not None and held.author == "inferred"
+    in_batch = overlay.bound.get(b.key)  # whether an earlier event of the batch left it bound
+    held = None if in_batch is not None else overlay.state.bound(b.key)
+    bound = in_batch if in_batch is not None else held is not None
     what = binding_json(b, key_only=True)
-    if op == "add" and bound and not proposed:
+    if op == "add" and bound and (in_batch is not None or not addable(held)):
         raise _fail(ev, f"{what} is already bound; use op 'update' to change it", "binding")
     if op != "add" and not bound:
         todo = "nothing to retract" if op == "retract" else "add it first (op 'add')"

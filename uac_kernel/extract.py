@@ -13,13 +13,20 @@ The same answer may propose constraints (``uac_kernel.constraints``): typed data
 facts, that trusted code compiles into rules. An invalid one is shown to the model once, then
 dropped with the reason written into the batch's ``extraction`` event; the rest of the batch is
 kept.
+
+And bindings (``uac_kernel.vocab``): the prompt shows the catalogue of roles and concepts, so a
+new type or field takes the catalogue's name when it fits; a field or type of the model's own
+naming that carries a concept or plays a role comes with a binding, appended as a vocabulary
+event of author ``model`` that the matcher scored (``used`` when it agrees, else ``held`` for a
+person's review). A binding that names what the catalogue or the schema lacks is dropped with a
+line in the marker, never sent back and never failing the facts.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -29,14 +36,20 @@ from pydantic import BaseModel, Field
 from uac_kernel._display import plural
 from uac_kernel.ask import schema_summary
 from uac_kernel.errors import EventError, ModelOutputInvalid
-from uac_kernel.events import InputEvent, parse_event, plan_batch
+from uac_kernel.events import NAME_CHARS, InputEvent, parse_event, plan_batch, samplers
 from uac_kernel.fold import State
 from uac_kernel.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.mentions import mentioned_records, said_by_user
 from uac_kernel.model import ModelClient
 from uac_kernel.store import LoggedEvent, NewEvent, Store
+from uac_kernel.vocab.binding import Binding
+from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
+from uac_kernel.vocab.describe import catalogue_prompt
+from uac_kernel.vocab.log import binding_json, binding_of
+from uac_kernel.vocab.matcher import judge
 
 __all__ = [
+    "BindingProposal",
     "ConstraintOperation",
     "Extraction",
     "ExtractionLimits",
@@ -44,30 +57,34 @@ __all__ = [
     "FactOperation",
     "FieldValue",
     "Proposal",
+    "add_bindings",
     "add_constraints",
     "pending_utterances",
     "propose_batch",
 ]
 
-SYSTEM = """You keep a typed, long-term memory of a user. From the conversation turns given,
+_RULES = """You keep a typed, long-term memory of a user. From the conversation turns given,
 extract facts about the people in them as operations on typed records.
 
 - op "add" creates a record; "update" changes fields of an existing record (use its exact type
   and key from the list of existing records); "retract" ends a record that turned out false or
   was cancelled (give a reason).
-- type: CapitalisedCamel (Trip, Medication, Allergy, Passport, Transaction, Appointment, Meeting,
-  Purchase, Residence, Person, ...). Reuse the existing types and fields when they fit.
+- type and field names: as the user would say them, in any style. Reuse the existing types and
+  fields when they fit. For a new type or field, take the catalogue's name when it fits what was
+  said: a role's default type (Trip, Medication, Passport) and a concept's default field (start,
+  end, expires); rules read those with no more said.
 - key: a short, stable, readable slug, e.g. "trip-2025-03-lisbon".
-- fields: lower_snake_case names with JSON values: strings, numbers, true/false, ISO dates
-  "2025-03-01" or date-times "2025-03-01T14:00:00", or lists of strings. Resolve relative dates
-  ("last Tuesday", "in two weeks") against the turn's timestamp and write absolute dates.
-- Conventions rules rely on: Allergy(substance, severity); Medication(name, dose_mg, start, end,
-  active); Condition(name); Passport(holder, number, expires); Trip(destination, country, start,
-  end, international); commitments have start and end date-times; deadlines are date fields
-  named deadline, due, return_by, warranty_until, renews_on or expires.
+- field values are JSON: strings, numbers, true/false, ISO dates "2025-03-01" or date-times
+  "2025-03-01T14:00:00", or lists of strings. Resolve relative dates ("last Tuesday", "in two
+  weeks") against the turn's timestamp and write absolute dates.
 - utterances: the sources of the turns each operation comes from.
 - Extract only what the user's side states; assistant turns are context, not facts. Invent
   nothing; if nothing is worth remembering, return no operations.
+
+Bindings: when a field of your own name carries a concept of the catalogue, or a type of your own
+plays one of its roles, say so in "bindings": {"concept": "trip.start", "type": "Journey",
+"field": "leaves_on", "reason": "the day they fly out"} or {"role": "trip", "type": "Journey",
+"reason": "..."}. Only names the catalogue lists; a catalogue name needs no binding.
 
 Constraints: when a turn states something that must be checked from now on — a deadline, a
 document or policy that must be valid at a time, a limit on a count, sum or days, a supply that
@@ -96,6 +113,8 @@ shifted; add "start": ["start"] to fall back on start plus a stated "days"/"nigh
 "update" replaces a constraint of that key with a new object; "retract" ends it (give a
 reason). Propose constraints only for what the user said must hold; none is fine."""
 
+SYSTEM = f"{_RULES}\n\n{catalogue_prompt()}"
+
 
 # Characters of a rejected answer shown back to the model with its error (a 100-operation
 # answer is about 30,000).
@@ -103,7 +122,7 @@ MAX_ANSWER_SHOWN = 60_000
 
 
 class FieldValue(BaseModel):
-    name: str = Field(description="lower_snake_case field name")
+    name: str = Field(description="the field's name, as the user would say it")
     value: str | int | float | bool | list[str] | None
 
 
@@ -126,11 +145,22 @@ class ConstraintOperation(BaseModel):
     utterances: list[str] = Field(description="sources of the turns this constraint comes from")
 
 
+class BindingProposal(BaseModel):
+    """A field of the model's own naming carries a catalogue concept, or a type plays a role."""
+
+    concept: str | None = Field(default=None, description="a concept of the catalogue, with field")
+    role: str | None = Field(default=None, description="a role of the catalogue, without field")
+    type: str
+    field: str | None = None
+    reason: str = ""
+
+
 class Extraction(BaseModel):
     """The model's answer for one batch of utterances."""
 
     operations: list[FactOperation]
     constraints: list[ConstraintOperation] = Field(default_factory=list)
+    bindings: list[BindingProposal] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -142,7 +172,9 @@ class ExtractionLimits:
     operations, so a real batch stays well under 50: ``max_operations`` is twice that. Each
     new kind of thing a batch names is a new type, rarely more than two or three in ten turns;
     a new type comes with four to six fields, so ``max_new_types`` × 6 = ``max_new_fields``.
-    An answer over a cap is invalid (the model is told why and may try once more).
+    An answer over a cap is invalid (the model is told why and may try once more), except for
+    ``max_bindings``: a binding for each new field of two or three new types, with room to
+    spare; those past it are dropped, the facts kept.
 
     The budget of unreviewed change: once the answers applied since the user's last review
     decision (read from the log, so every run and process counts against the same budget)
@@ -158,6 +190,7 @@ class ExtractionLimits:
 
     max_operations: int = 100
     max_constraints: int = 20
+    max_bindings: int = 20
     max_new_types: int = 10
     max_new_fields: int = 60
     hold_floor: int = 3
@@ -177,7 +210,9 @@ class ExtractionReport:
     held: int = 0  # batches held for review (``Workbench.review``)
     operations: int = 0
     constraints: int = 0  # constraint operations applied
-    dropped: list[str] = field(default_factory=list)  # invalid constraints dropped, and why
+    bindings: int = 0  # bindings the model proposed, appended (used or held)
+    held_bindings: int = 0  # of those, held for review
+    dropped: list[str] = field(default_factory=list)  # invalid proposals dropped, and why
     utterances: int = 0
     errors: list[str] = field(default_factory=list)
     # Alerts the applied batches raised, cleared (each with its reason) and moved in severity.
@@ -193,10 +228,12 @@ class ExtractionReport:
         )
         if self.constraints:
             text += f", {plural(self.constraints, 'constraint operation')}"
+        if self.bindings:
+            text += f", {plural(self.bindings, 'binding')} proposed"
+            if self.held_bindings:
+                text += f" ({self.held_bindings} held for review: `uac vocab`)"
         if self.dropped:
-            text += (
-                f"; {plural(len(self.dropped), 'invalid constraint')} dropped: {self.dropped[0]}"
-            )
+            text += f"; {plural(len(self.dropped), 'invalid proposal')} dropped: {self.dropped[0]}"
         if self.held:
             text += f"; {self.held} held for review (see `uac review`)"
         if self.errors:
@@ -360,6 +397,102 @@ def add_constraints(
     return dropped
 
 
+# Longest reason a model may give for a binding (more is cut): a clause, not a text.
+BINDING_REASON_CHARS = 200
+
+
+def add_bindings(
+    state: State,
+    batch: list[LoggedEvent],
+    extraction: Extraction,
+    events: list[InputEvent],
+    origin: str,
+    most: int,
+    bounds: Limits = DEFAULT_LIMITS,
+) -> list[str]:
+    """Put the answer's first ``most`` bindings into ``events`` (facts, constraints and the
+    marker) before the marker, as vocabulary events of author ``model`` that the matcher scored
+    (``matcher.judge``: ``used`` when it agrees, else ``held`` for review); return a line for
+    each one dropped — unknown to the catalogue or the schema, malformed, already bound, over
+    the count — also written into the marker. A binding never fails the facts. One the
+    catalogue's defaults already make needs no event and is passed over."""
+    if not extraction.bindings:
+        return []
+    digest = _digest(batch)
+    body, marker = events[:-1], events[-1]
+    planned = plan_batch(state, body, bounds)
+    schema = state.schema.copy()
+    for new in planned:
+        if new.kind == "schema":
+            schema.apply(new.payload)
+    values, keys = samplers(state, planned)
+    # What the rules would read after the batch: the matcher's own proposals for it included.
+    vocab = state.vocab.with_bindings(
+        binding_of(new.payload["binding"]) for new in planned if new.kind == "vocabulary"
+    )
+    proposals = list(enumerate(extraction.bindings, 1))
+    dropped = []
+    if len(proposals) > most:
+        dropped.append(
+            f"bindings {most + 1} to {len(proposals)}: more than the {most} one batch may propose"
+        )
+    # Roles first: a field's concept is judged knowing the types this answer made play a role.
+    chosen = sorted(proposals[:most], key=lambda ip: ip[1].role is None)
+    kept: list[InputEvent] = []
+    for i, p in chosen:
+        named = ".".join(x for x in (p.type, p.field) if x is not None)
+        longest = max(len(x) for x in (p.concept, p.role, p.type, p.field) if x is not None)
+        if longest > NAME_CHARS:  # a name, not a text: and the note quotes it
+            dropped.append(
+                f"binding {i} {_cut(named)}: a name of {longest:,} characters; at most {NAME_CHARS}"
+            )
+            continue
+        binding: dict[str, Any] = {
+            k: v for k, v in (("concept", p.concept), ("role", p.role)) if v is not None
+        }
+        binding.update(type=p.type, author="model", status="held")
+        if p.field is not None:
+            binding["field"] = p.field
+        obj = {
+            "kind": "vocabulary",
+            "ts": batch[-1].ts.isoformat(),
+            "op": "add",
+            "source": f"extract:{digest}:b{i}",
+            "binding": binding,
+        }
+        try:
+            ev = parse_event(obj, origin, i, limits=bounds)
+            b = binding_of(ev.payload["binding"])
+            if _by_default(b):
+                continue
+            plan_batch(state, [*body, *kept, ev], bounds)
+        except EventError as exc:
+            dropped.append(f"binding {i} {_cut(named)}: {exc}")
+            continue
+        judged = judge(b, schema.types, vocab, values=values, keys=keys)
+        said = p.reason.replace("\n", " ").strip()
+        if len(said) > BINDING_REASON_CHARS:
+            said = said[:BINDING_REASON_CHARS] + "…"
+        reason = f"{said}; matcher: {judged.reason}" if said else f"matcher: {judged.reason}"
+        ev.payload["binding"] = binding_json(replace(judged, reason=reason))
+        kept.append(ev)
+        if judged.is_role and judged.status == "used":
+            vocab = vocab.with_bindings([judged])
+    kept.sort(key=lambda ev: ev.line)
+    marker.payload["bindings"] = len(kept)
+    if dropped:
+        marker.payload["dropped"] = [*marker.payload.get("dropped", []), *dropped]
+    events[-1:] = [*kept, marker]
+    return dropped
+
+
+def _by_default(b: Binding) -> bool:
+    """Whether the catalogue's defaults already make ``b`` (``Trip`` plays trip)."""
+    if b.field is None:
+        return ROLES[b.target].any or b.type in ROLES[b.target].types
+    return b.field in CONCEPTS[b.target].fields
+
+
 def _cut(text: str, most: int = 60) -> str:
     return repr(text if len(text) <= most else text[:most] + "…")
 
@@ -423,14 +556,14 @@ def check_limits(
 class Proposal:
     """A batch's answer: the events to append (``None`` if it stayed invalid, with ``error``),
     what they plan to (schema events included), the records the turns mention, and the
-    constraints it proposed that were dropped as invalid."""
+    constraints and bindings it proposed that were dropped as invalid."""
 
     events: list[InputEvent] | None
     error: str = ""
     planned: list[NewEvent] = field(default_factory=list)
     mentioned: set[tuple[str, str]] = field(default_factory=set)
     call_id: int = 0
-    dropped: list[str] = field(default_factory=list)  # invalid constraints left out, and why
+    dropped: list[str] = field(default_factory=list)  # invalid proposals left out, and why
 
 
 def propose_batch(
@@ -445,7 +578,8 @@ def propose_batch(
 
     Invalid facts make the whole answer invalid. Invalid constraints do not: they are shown to
     the model once; what is still invalid then is dropped (the marker event says why), and the
-    rest of the answer is kept — the first answer's, if the retry broke its facts.
+    rest of the answer is kept — the first answer's, if the retry broke its facts. Invalid
+    bindings are dropped at once (``add_bindings``).
     """
     limits = limits or ExtractionLimits()
     # The model is shown the records its turns, as the prompt writes them, may be about; a
@@ -464,9 +598,14 @@ def propose_batch(
             # a dry run: the validation of an ingested file
             plan_batch(state, events, bounds)
             dropped = add_constraints(state, batch, reply.value, events, origin, bounds)
+            notes = add_bindings(
+                state, batch, reply.value, events, origin, limits.max_bindings, bounds
+            )
             planned = plan_batch(state, events, bounds)
             events[-1].payload["call_id"] = reply.call_id
-            proposal = Proposal(events, "", planned, set(mentioned), reply.call_id, dropped)
+            proposal = Proposal(
+                events, "", planned, set(mentioned), reply.call_id, [*dropped, *notes]
+            )
             if not dropped or attempt == 2:
                 return proposal
             kept = proposal

@@ -12,13 +12,14 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from uac_kernel.errors import ConstraintError, FoldError
 from uac_kernel.records import Record, new_record, record_class
 from uac_kernel.schema import Schema, reader
 from uac_kernel.store import LoggedEvent
-from uac_kernel.vocab.binding import Binding, Vocabulary
+from uac_kernel.vocab.binding import Binding, Rebinding, Vocabulary, addable
 from uac_kernel.vocab.log import binding_of
 
 if TYPE_CHECKING:
@@ -227,31 +228,37 @@ class State:
         # and the vocabulary they make, built when first read after a change.
         self.vocab_bindings: list[Binding] = []
         self._vocab: Vocabulary | None = None
-        # The seq of the last vocabulary event, and whether the vocabulary changed since
-        # ``take_changed_vocab``: every rule reads through it, so all of them run again.
+        # The seq of the last vocabulary event, and how the vocabulary changed since
+        # ``take_changed_vocab`` (each key's binding before and after): every rule reads
+        # through it, so all of them run again, and an alert it clears names the change.
         self.vocab_seq = 0
-        self.vocab_changed = False
+        self.vocab_changed: dict[tuple[str, str, str | None], Rebinding] = {}
+
+    def _rebind(self, key: tuple[str, str, str | None], after: Binding | None) -> None:
+        was = self.vocab_changed.get(key)
+        before = was.before if was is not None else self.bound(key)
+        self.vocab_changed[key] = Rebinding(key, before, after)
+        self._vocab = None
 
     def bind(self, bindings: Iterable[Binding]) -> None:
         """Put ``bindings`` in the vocabulary (a later one of the same key replaces it)."""
-        self.vocab_bindings.extend(bindings)
-        self._vocab = None
-        self.vocab_changed = True
+        for b in bindings:
+            self._rebind(b.key, b)
+            self.vocab_bindings.append(b)
 
     def unbind(self, key: tuple[str, str, str | None]) -> None:
         """Take the binding of ``key`` (target, type, field) out of the vocabulary."""
+        self._rebind(key, None)
         self.vocab_bindings = [b for b in self.vocab_bindings if b.key != key]
-        self._vocab = None
-        self.vocab_changed = True
 
     def bound(self, key: tuple[str, str, str | None]) -> Binding | None:
         """The binding of ``key`` in force (used, held or rejected), or None."""
         return next((b for b in reversed(self.vocab_bindings) if b.key == key), None)
 
-    def take_changed_vocab(self) -> bool:
-        """Whether the vocabulary changed since the last call."""
-        changed, self.vocab_changed = self.vocab_changed, False
-        return changed
+    def take_changed_vocab(self) -> list[Rebinding]:
+        """How the vocabulary changed since the last call (empty: it did not)."""
+        changed, self.vocab_changed = self.vocab_changed, {}
+        return [c for c in changed.values() if c.before != c.after]
 
     @property
     def vocab(self) -> Vocabulary:
@@ -261,6 +268,13 @@ class State:
         return self._vocab
 
     # -- reading -------------------------------------------------------------------------
+
+    def sample(self, type_name: str, field_name: str, n: int) -> list[Any]:
+        """The set values of ``field_name`` on the first ``n`` current records of
+        ``type_name``: what the vocabulary matcher reads of a field's values."""
+        ts = self.types.get(type_name)
+        held = () if ts is None else islice(ts.current.values(), n)
+        return [v for r in held if (v := r.__dict__.get(field_name)) is not None]
 
     def all(self, type_name: str) -> list[Record]:
         ts = self.types.get(type_name)
@@ -407,7 +421,8 @@ class State:
     def _apply_vocabulary(self, ev: LoggedEvent) -> None:
         op = ev.payload["op"]
         b = binding_of(ev.payload["binding"])
-        if (op == "add") == (self.bound(b.key) is not None):
+        bound = self.bound(b.key)
+        if (op == "add" and not addable(bound)) or (op != "add" and bound is None):
             state = "already bound" if op == "add" else "not bound"
             raise FoldError(f"event {ev.seq}: {b.describe()} is {state} for op {op!r}")
         if op == "retract":

@@ -937,9 +937,17 @@ class UacMagics(Magics):
     @magic_arguments(name="uac vocab")
     @argument("words", nargs="*", help="bind|unbind TARGET NAME, concepts or roles")
     @argument("--reason", default=None, help="why (logged with the bindings)")
+    @argument(
+        "--unbound",
+        action="store_true",
+        help="what looks like a date, deadline, amount, document or substance and no rule reads",
+    )
     def cmd_vocab(self, rest: str, cell: str | None) -> Table | None:
         """``%uac vocab``: the user's bindings (type.field, concept, author, score, status,
-        reason; held proposals last). ``%uac vocab bind TYPE.FIELD CONCEPT`` (or ``TYPE ROLE``),
+        reason; held proposals last), in a widget that accepts or rejects each (the table where
+        widgets are not shown); ``--unbound``: the types and fields that look like dates,
+        deadlines, amounts, documents or substances and that no rule or constraint reads, with
+        the bind that would change that. ``%uac vocab bind TYPE.FIELD CONCEPT`` (or ``TYPE ROLE``),
         ``unbind ...`` (a person's rejection), ``concepts``, ``roles`` (the catalogue). A
         ``%%uac vocab`` cell: one ``bind`` or ``unbind`` a line, appended as one batch."""
         from uac_kernel.vocab import listing
@@ -947,6 +955,11 @@ class UacMagics(Magics):
         args = parse_argstring(self.cmd_vocab, rest)
         words = [_unquote(w) for w in args.words]
         reason = _unquote(args.reason) if args.reason else ""
+        if args.unbound:
+            listing.listing_only(words)
+            rows = listing.unwatched_rows(self._wb(read=True).unwatched())
+            caption = plural(len(rows), "type or field", "types and fields") + " no rule reads"
+            return Table(listing.UNWATCHED_COLUMNS, rows, self.displaylimit, caption=caption)
         if cell is not None and cell.strip():
             if words:
                 raise UsageError("`%%uac vocab` takes its commands in the cell, not on its line")
@@ -959,9 +972,18 @@ class UacMagics(Magics):
         elif words:
             lines = [listing.vocab_command(words)]
         else:
-            rows = listing.binding_rows(self._wb(read=True).vocab())
+            wb = self._wb(read=True)
+            rows = listing.binding_rows(wb.vocab())
             caption = plural(len(rows), "binding")
-            return Table(listing.BINDING_COLUMNS, rows, self.displaylimit, caption=caption)
+            table = Table(listing.BINDING_COLUMNS, rows, self.displaylimit, caption=caption)
+
+            def make() -> Any:
+                from uac_kernel.widgets import VocabView
+
+                return VocabView(wb)
+
+            self._show(make, table.text())
+            return None
         wb = self._wb()
         given = [wb.binding(t, name, reason=reason, status=st) for t, name, st in lines]
         self._print_report(wb.bind_all(given))

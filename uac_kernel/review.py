@@ -30,6 +30,7 @@ from uac_kernel.extract import (
     Extraction,
     ExtractionLimits,
     Proposal,
+    add_bindings,
     add_constraints,
     to_events,
 )
@@ -383,8 +384,10 @@ def accept_events(
         )
     origin = f"held batch {batch}"
     events = to_events(utterances, answer, origin, only=numbers, bounds=bounds)
-    # the answer's constraints come with its facts; those no longer valid are left out
+    # the answer's constraints and bindings come with its facts; those no longer valid are
+    # left out
     add_constraints(state, utterances, answer, events, origin, bounds)
+    add_bindings(state, utterances, answer, events, origin, ExtractionLimits().max_bindings, bounds)
     events[-1].payload["call_id"] = batch
     decision = {
         "state": "accepted",

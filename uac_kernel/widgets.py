@@ -1,5 +1,5 @@
 """Notebook widgets over a ``Workbench``: the log, alerts and their evidence, state, diffs, progress,
-model answers held for review, and what-ifs.
+model answers held for review, what-ifs, and the vocabulary's proposals.
 
 The widgets are a thin face. Each reads through the engine (the workbench, and one-page reads
 of the store in ``_paging``), shapes what it found into plain JSON traitlets, and leaves the
@@ -48,6 +48,7 @@ __all__ = [
     "Progress",
     "ReviewView",
     "StateExplorer",
+    "VocabView",
     "WhatIfWidget",
     "progress",
 ]
@@ -1046,3 +1047,96 @@ def whatif_report(wb: Workbench, w: WhatIf, limit: int = 500) -> dict[str, Any]:
         "answers": [a.to_dict() for a in answers[:n]],
         "conflicts": list(w.conflicts),
     }
+
+
+# -- the vocabulary -----------------------------------------------------------------------------
+
+
+class VocabAction(TypedDict):
+    """What the front end sends: ``{"action": "accept", "key": ["trip.start", "Journey",
+    "leaves_on"]}`` (or ``"reject"``; the key's field null for a role), or ``{"action":
+    "hello"}`` when it is drawn: only a kernel answers, and until one does the buttons stay
+    disabled (a static or exported view has none)."""
+
+    action: str
+    key: list[str | None]
+
+
+class VocabView(_Widget):
+    """The bindings in force and the proposals held for review, each with its author, score
+    and reason; Accept makes a person's ``used`` binding and Reject a person's ``rejected``
+    one, through ``Workbench.bind`` and ``Workbench.unbind`` (as ``uac vocab bind/unbind``).
+    ``readonly`` says why the buttons are off ("" when they work): a workbench open read-only.
+    """
+
+    _esm = _module("vocab_view.js")
+    bindings: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    done = traitlets.Unicode("").tag(sync=True)
+    readonly = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, wb: Workbench):
+        self._wb = wb
+        super().__init__()
+        if wb.store.read_only:
+            self.readonly = "this workbench is open read-only; open it writable to decide"
+        self.on_msg(self._on_msg)
+        self._answer(self._build)
+
+    def accept(self, target: str, type_name: str, field: str | None) -> None:
+        """A person's ``used`` binding of the key (a held proposal accepted)."""
+        self._decide("accept", (target, type_name, field))
+
+    def reject(self, target: str, type_name: str, field: str | None) -> None:
+        """A person's ``rejected`` binding of the key: never read, never proposed again."""
+        self._decide("reject", (target, type_name, field))
+
+    def _decide(self, action: str, key: tuple[str, str, str | None]) -> None:
+        def work() -> None:
+            if self.readonly:
+                raise ValueError(self.readonly)
+            b = self._wb.state.bound(key)
+            if b is None or b.status == "rejected":
+                raise ValueError(f"not a binding shown here: {shorten(repr(list(key)), 80)}")
+            what = b.type if b.field is None else f"{b.type}.{b.field}"
+            decide = self._wb.bind if action == "accept" else self._wb.unbind
+            report = decide(what, b.target)
+            verb = "accepted" if action == "accept" else "rejected"
+            self.done = f"{verb} {what} as {b.target}; {report.summary()}"
+            self._build()
+
+        self._answer(work)
+
+    def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
+        msg = cast(VocabAction, content if isinstance(content, dict) else {})
+        key = msg.get("key")
+        if msg.get("action") == "hello":
+            self._answer(lambda: None)  # the kernel is here: the buttons may work
+        elif (
+            msg.get("action") in ("accept", "reject")
+            and isinstance(key, list)
+            and len(key) == 3
+            and all(isinstance(k, str) for k in key[:2])
+            and (key[2] is None or isinstance(key[2], str))
+        ):
+            self._decide(msg["action"], (cast(str, key[0]), cast(str, key[1]), key[2]))
+        else:
+            self._answer(lambda: _bad_vocab_message(content))
+
+    def _build(self) -> None:
+        vocab = self._wb.vocab()
+        self.bindings = [
+            {
+                "key": list(b.key),
+                "what": b.type if b.field is None else f"{b.type}.{b.field}",
+                "target": b.target if b.field is not None else f"role {b.target}",
+                "author": b.author,
+                "score": round(b.score, 2),
+                "status": b.status,
+                "reason": b.reason,
+            }
+            for b in [*vocab.held(), *vocab.used()]
+        ]
+
+
+def _bad_vocab_message(content: Any) -> None:
+    raise ValueError(f"not a vocabulary decision: {shorten(repr(content), 80)}")

@@ -64,6 +64,8 @@ from uac_kernel.store import LoggedEvent, NewEvent, Store
 from uac_kernel.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
 from uac_kernel.vocab.binding import Vocabulary
 from uac_kernel.vocab.log import binding_json, binding_of, check_binding, split_target
+from uac_kernel.vocab.matcher import SAMPLE, Unwatched, unwatched
+from uac_kernel.vocab.watched import read_fields
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
@@ -172,7 +174,7 @@ def rules_after(
         return None
     ended = constraints_changed(state, runner, rules_of, constrained)
     view = UserView(state)
-    change = runner.run(view, None if everything else changed, clock_moved)
+    change = runner.run(view, None if everything else changed, clock_moved, vocab=everything)
     if constrained:
         # A new or changed constraint's rule runs on the whole state, whatever changed.
         names = [rules_of[k] for k in constrained if k in state.constraints]
@@ -275,15 +277,19 @@ class Workbench:
         model: ModelSettings | None = None,
         limits: Limits = DEFAULT_LIMITS,
         snapshots: bool = True,
+        propose_bindings: bool = True,
     ):
         """Open ``user`` of the store at ``path`` (see ``resolve_user`` for ``user=None``).
 
         ``create`` (default: not ``read_only``) allows a new store file and a user with no
         events yet; without it both are errors, as a read of them would find nothing.
-        ``limits`` bound every batch appended (``uac_kernel.limits``). ``snapshots=False``
+        ``limits`` bound every batch appended (``uac_kernel.limits``). ``propose_bindings=False``
+        appends no matcher proposals after a batch that changes the schema (bindings then come
+        only from a model or a person: ``uac vocab``). ``snapshots=False``
         never writes a snapshot (for a store thrown away after use, as a fleet task's).
         """
         self.limits = limits
+        self.propose_bindings = propose_bindings
         self._snapshots = snapshots
         if create is None:
             create = not read_only
@@ -750,6 +756,18 @@ class Workbench:
         self._sync()
         return self.state.vocab
 
+    def unwatched(self) -> list[Unwatched]:
+        """The types and fields that look like dates, deadlines, amounts, documents or
+        substances and that no rule or constraint in force reads: what uac is blind to for
+        this user, each with why it looks like one and the ``uac vocab bind`` that would
+        change that."""
+        self._sync()
+        state = self.state
+        schema = state.schema.types
+        constraints = [cv.constraint for cv in state.constraints.values()]
+        read = read_fields(schema, state.vocab, self.runner.rules.values(), constraints)
+        return unwatched(schema, state.vocab, read, values=lambda t, f: state.sample(t, f, SAMPLE))
+
     def bind(
         self,
         target: str,
@@ -1146,7 +1164,7 @@ class Workbench:
         # The records the batch changes, read in one query per type if a snapshot holds them:
         # checking them one by one costs two queries a record.
         prefetch(state, (ev.payload for ev in fresh if ev.kind == "fact"))
-        planned = plan_batch(state, fresh, self.limits)
+        planned = plan_batch(state, fresh, self.limits, propose_bindings=self.propose_bindings)
         own = set(self._constraint_rules.values())
         _check_compiles(planned, [n for n in self.runner.rules if n not in own])
         return planned
@@ -1480,6 +1498,10 @@ class Workbench:
             report.applied += 1
             report.constraints += sum(ev.kind == "constraint" for ev in proposal.events)
             report.operations += sum(ev.kind == "fact" for ev in proposal.events)
+            # the model's bindings (the matcher's own proposals come when they are planned)
+            bound = [ev.payload["binding"] for ev in proposal.events if ev.kind == "vocabulary"]
+            report.bindings += len(bound)
+            report.held_bindings += sum(b["status"] == "held" for b in bound)
             report.dropped.extend(proposal.dropped)
             report.raised.extend(ingest.raised)
             report.cleared.extend(ingest.cleared)

@@ -23,6 +23,11 @@ Six kinds, one discriminated union (``kind``):
 
 Every string is bounded, every type and field name is checked like a fact's, unknown keys are
 refused: a constraint that parses is safe to store, render and compile.
+
+A field list a constraint leaves out (None) is not a list of names: the kind then reads concepts
+(``document.expiry``, ``booking.start``) through the user's vocabulary, whose default names are
+the ones constraints read before concepts existed; a list a constraint gives is read as written.
+A ``Select`` may name a ``role`` (``trip``) instead of a type: the types playing it for the user.
 """
 
 from __future__ import annotations
@@ -45,8 +50,11 @@ from pydantic import (
     model_validator,
 )
 
+from uac_kernel._display import close_matches
 from uac_kernel.errors import ConstraintError
 from uac_kernel.schema import check_field_name, check_type_name
+from uac_kernel.vocab.catalogue import ROLES
+from uac_kernel.vocab.resolve import types_of
 
 __all__ = [
     "KINDS",
@@ -128,6 +136,8 @@ def _field_name(v: str) -> str:
 
 TypeName = Annotated[str, Field(max_length=100)]
 FieldName = Annotated[str, Field(max_length=100)]
+# Fields a constraint names, read as written; None (left out): the kind's concepts.
+Fields = Annotated[list[FieldName], Field(max_length=10)] | None
 
 
 class Select(_Model):
@@ -135,21 +145,45 @@ class Select(_Model):
 
     ``type`` alone: every current record of the type; ``also``: of these types too (the types
     extractors use for one thing: Expense and Transaction; ``type`` may be given as a list, its
-    first name then ``type`` and the rest ``also``). ``key``: that one record (of any of them).
+    first name then ``type`` and the rest ``also``). ``role`` (``trip``, ``document``): of every
+    type that plays it for the user, whatever they call it, besides ``type`` and ``also``; a
+    constraint needs ``type`` or ``role``. ``key``: that one record (of any of them).
     ``where``: field values the record must have (strings compare case-insensitively; a list of
     values: any of them; a list field of the record: any of its members; ``country``,
-    ``countries``, ``destination`` and ``nationality`` compare by country, so ``UK`` matches
-    ``United Kingdom``). ``mentions``: words the record's text fields must name (whole words,
+    ``countries``, ``destination``, ``nationality`` and a field bound to a country concept compare
+    by country, so ``UK`` matches ``United Kingdom``). ``mentions``: words the record's text fields must name (whole words,
     case-insensitive, any of them).
     """
 
-    type: TypeName
+    type: TypeName | None = None
+    role: Annotated[str, Field(max_length=60)] | None = None
     key: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     where: dict[FieldName, WhereValue] = Field(default_factory=dict, max_length=10)
     mentions: list[Term] = Field(default_factory=list, max_length=MAX_ITEMS)
     also: list[TypeName] = Field(default_factory=list, max_length=10)
 
-    _check_type = field_validator("type")(_type_name)
+    @field_validator("type")
+    @classmethod
+    def _check_type(cls, v: str | None) -> str | None:
+        return v if v is None else _type_name(v)
+
+    @field_validator("role")
+    @classmethod
+    def _check_role(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if v not in ROLES:
+            hint = "".join(f"; did you mean {c!r}?" for c in close_matches(v, list(ROLES)))
+            raise ValueError(f"no role {v!r}{hint}; `uac vocab roles` lists them")
+        if ROLES[v].any:
+            raise ValueError(f"every type plays role {v!r}; name a type, or a narrower role")
+        return v
+
+    @model_validator(mode="after")
+    def _names_records(self) -> Select:
+        if self.type is None and self.role is None:
+            raise ValueError("a select needs a type (e.g. Trip) or a role (e.g. trip)")
+        return self
 
     @field_validator("also")
     @classmethod
@@ -172,9 +206,16 @@ class Select(_Model):
         return data
 
     @property
+    def named(self) -> tuple[str, ...]:
+        """The types the select names: ``type`` then ``also``, each once."""
+        return tuple(dict.fromkeys([*([self.type] if self.type else []), *self.also]))
+
+    @property
     def types(self) -> tuple[str, ...]:
-        """Every type the select reads: ``type`` then ``also``, each once."""
-        return tuple(dict.fromkeys([self.type, *self.also]))
+        """Every type the select reads: those it names, then those playing its ``role`` in the
+        vocabulary in force (a rule call's: the user's)."""
+        played = types_of(self.role) if self.role is not None else ()
+        return tuple(dict.fromkeys([*self.named, *played]))
 
     @field_validator("where")
     @classmethod
@@ -188,8 +229,10 @@ class Moment(_Model):
     """A date: the first set of ``fields`` of the record in question; when none is set and
     ``start`` is given, the end a stated length gives (the first set ``start`` date plus the
     first set number of ``length``, days counted with both ends, so ``days: 10`` ends 9 days
-    after the start, or of ``nights``, so ``nights: 10`` ends 10 days after it); else the fixed
-    ``date``. Then shifted by ``days`` and ``months`` (negative for before)."""
+    after the start, or of ``nights``, so ``nights: 10`` ends 10 days after it; left out, the
+    concepts ``trip.length_days`` and ``trip.nights``: ``days`` and ``nights`` unless the user's
+    vocabulary binds others); else the fixed ``date``. Then shifted by ``days`` and ``months``
+    (negative for before)."""
 
     fields: list[FieldName] = Field(default_factory=list, max_length=10)
     # the years rules read in records (1001-8999: 9999-12-31 often means "never"); with the
@@ -198,13 +241,13 @@ class Moment(_Model):
     days: int = Field(default=0, ge=-36_600, le=36_600)
     months: int = Field(default=0, ge=-1_200, le=1_200)
     start: list[FieldName] = Field(default_factory=list, max_length=10)
-    length: list[FieldName] = Field(default_factory=lambda: ["days"], max_length=10)
-    nights: list[FieldName] = Field(default_factory=lambda: ["nights"], max_length=10)
+    length: Fields = None
+    nights: Fields = None
 
     @field_validator("fields", "start", "length", "nights")
     @classmethod
-    def _check_fields(cls, v: list[str]) -> list[str]:
-        for name in v:
+    def _check_fields(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or ():
             _field_name(name)
         return v
 
@@ -261,7 +304,8 @@ class ValidOn(_Base):
     to ``until`` — together: several consecutive documents may cover the span, and a gap
     between them is an alert. A document is valid from its first set ``starts`` field (unset:
     since ever) to its first set ``expires`` field (unset: for good), unless one of ``lapsed``
-    is true (cancelled, lapsed): then it covers nothing.
+    is true (cancelled, lapsed): then it covers nothing. Left out, these read the concepts
+    ``document.valid_from``, ``document.expiry`` and ``document.void`` (see ``kinds.validity``).
 
     ``match`` ties a document to whom (or what) it is for: document field -> ``each`` record
     field, e.g. ``{"holder": "travellers"}``. Only documents whose field has the record's value
@@ -275,18 +319,9 @@ class ValidOn(_Base):
     each: Select
     at: Moment
     until: Moment | None = None
-    starts: list[FieldName] = Field(
-        default_factory=lambda: ["starts", "start", "valid_from", "effective", "issued"],
-        max_length=10,
-    )
-    expires: list[FieldName] = Field(
-        default_factory=lambda: ["expires", "valid_until", "expiry", "ends", "end"],
-        max_length=10,
-    )
-    lapsed: list[FieldName] = Field(
-        default_factory=lambda: ["cancelled", "lapsed", "terminated", "revoked", "void"],
-        max_length=10,
-    )
+    starts: Fields = None
+    expires: Fields = None
+    lapsed: Fields = None
     match: dict[FieldName, FieldName] = Field(default_factory=dict, max_length=5)
 
     @field_validator("match")
@@ -306,15 +341,17 @@ class WindowLimit(_Base):
     and rolling (any window that ends on a day a record covers), or a calendar ``period``
     (``month``, ``year``, or ``year_from`` a month-day such as ``04-06`` for a UK tax year).
     Planned (future) records count: the alert comes when a plan would break the limit, and
-    ``warn_at`` (a share of the limit) warns before it does.
+    ``warn_at`` (a share of the limit) warns before it does. Left out, ``date``, ``end`` and
+    ``amount`` read concepts (``event.date``, ``booking.start``, ``trip.start``; ``booking.end``,
+    ``trip.end``; ``payment.amount``).
     """
 
     kind: Literal["window_limit"] = "window_limit"
     subject: Select
     measure: Literal["count", "sum", "days"]
     amount: FieldName | None = None
-    date: list[FieldName] = Field(default_factory=lambda: ["date", "start"], max_length=10)
-    end: list[FieldName] = Field(default_factory=lambda: ["end"], max_length=10)
+    date: Fields = None
+    end: Fields = None
     window_days: int | None = Field(default=None, ge=1, le=3_660)
     period: Literal["month", "year"] | None = None
     year_from: Annotated[str, StringConstraints(pattern=r"^\d\d-\d\d$")] | None = None
@@ -352,18 +389,20 @@ class Projection(_Base):
 
     Balance: with ``flows``, the records whose ``flow_amount`` (outflows positive; ``inflow``
     true or a negative amount: money in) dated up to ``until`` are taken from the quantity.
+    Left out, ``as_of``, ``flow_amount`` and ``flow_date`` read the concepts ``record.as_of``,
+    ``payment.amount`` and ``event.date`` then ``duty.due``.
     """
 
     kind: Literal["projection"] = "projection"
     subject: Select
     quantity: FieldName
-    as_of: list[FieldName] = Field(default_factory=lambda: ["as_of", "date"], max_length=10)
+    as_of: Fields = None
     rate: float | None = Field(default=None, ge=0)
     rate_fields: list[FieldName] = Field(default_factory=list, max_length=5)
     per: Literal["day", "week", "month"] = "day"
     flows: Select | None = None
-    flow_amount: FieldName = "amount"
-    flow_date: list[FieldName] = Field(default_factory=lambda: ["date", "due"], max_length=10)
+    flow_amount: FieldName | None = None
+    flow_date: Fields = None
     threshold: float = 0
     until: Moment
     until_record: Select | None = None
@@ -379,13 +418,15 @@ class NoOverlap(_Base):
     """No record of ``a`` may overlap one of ``b`` (``b`` unset: another of ``a``), with
     ``buffer_minutes`` of travel or handover time between them. Times may carry an offset; a
     record's ``tz`` field (an offset like ``+09:00``) places a naive time in its zone. Weekly
-    commitments (a weekday with ``start_time``/``end_time``) collide on their occurrences."""
+    commitments (a weekday with ``start_time``/``end_time``) collide on their occurrences.
+    Left out, ``start`` and ``end`` read the concepts ``booking.start``, ``trip.start`` then
+    ``event.date``, and ``booking.end``, ``trip.end``."""
 
     kind: Literal["no_overlap"] = "no_overlap"
     a: Select
     b: Select | None = None
-    start: list[FieldName] = Field(default_factory=lambda: ["start", "date"], max_length=10)
-    end: list[FieldName] = Field(default_factory=lambda: ["end"], max_length=10)
+    start: Fields = None
+    end: Fields = None
     buffer_minutes: int = Field(default=0, ge=0, le=7 * 24 * 60)
 
 
@@ -393,15 +434,15 @@ class Before(_Base):
     """Each record of ``then`` needs a record of ``first`` dated at least ``gap_days`` before
     it (a vaccination before a trip, a visa appointment before the flight, a deposit before the
     move-in date); alerts from ``lead_days`` before ``then`` while none is, and at once when the
-    only ones logged are dated too late."""
+    only ones logged are dated too late. Left out, ``first_date`` reads the concepts
+    ``event.date``, ``booking.start``, ``trip.start`` then ``duty.due``, and ``then_date``
+    ``booking.start``, ``trip.start`` then ``event.date``."""
 
     kind: Literal["before"] = "before"
     first: Select
     then: Select
-    first_date: list[FieldName] = Field(
-        default_factory=lambda: ["date", "start", "due"], max_length=10
-    )
-    then_date: list[FieldName] = Field(default_factory=lambda: ["start", "date"], max_length=10)
+    first_date: Fields = None
+    then_date: Fields = None
     gap_days: int = Field(default=0, ge=0, le=3_660)
 
 

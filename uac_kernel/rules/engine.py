@@ -22,7 +22,7 @@ from uac_kernel.errors import RuleError
 from uac_kernel.query import UserView
 from uac_kernel.records import Record, field_values
 from uac_kernel.schema import MODULE_NAMES
-from uac_kernel.vocab.binding import Binding
+from uac_kernel.vocab.binding import Binding, Rebinding
 from uac_kernel.vocab.catalogue import ROLES
 from uac_kernel.vocab.resolve import noting, using
 
@@ -248,15 +248,17 @@ def why_cleared(
     r: Rule | None = None,
     changed_types: set[str] | None = None,
     clock_moved: bool = False,
+    vocab: Sequence[Rebinding] = (),
 ) -> str:
     """Why ``alert`` no longer stands, told from the state it cleared in: what changed since
     it was raised, not a guess at which change mattered.
 
     A record it rests on that was retracted or changed (its ``sources`` differ from the
     evidence's) is named, with the fields that changed; the log's clock moving on is said for
-    rules that read it (``clock=True`` or ``watch=None``); otherwise, other records the rule
-    reads changed. ``changed_types=None`` (a full re-run) says only that the rule no longer
-    finds it.
+    rules that read it (``clock=True`` or ``watch=None``); a change of the ``vocab`` is named
+    (of the alert's own types first: what its rule now reads differently); otherwise, other
+    records the rule reads changed. ``changed_types=None`` (a full re-run) says only that the
+    rule no longer finds it.
     """
     if alert.category == "rule_error":
         return "the rule runs without error again"
@@ -278,8 +280,12 @@ def why_cleared(
     reads_clock = r is None or r.clock or r.watch is None
     today = user.today
     clock = f"the log's clock moved on to {today}" if clock_moved and reads_clock else ""
+    rebound = _rebound(alert, vocab)
     if notes:
-        return "; ".join(notes) + (f"; and {clock}" if clock and today else "")
+        more = [x for x in (clock if today else "", rebound) if x]
+        return "; ".join(notes) + "".join(f"; and {x}" for x in more)
+    if rebound:
+        return f"{rebound}; none of its records changed"
     if changed_types is None:
         return "the rule no longer finds it in the current state; none of its records changed"
     watch = None if r is None else r.watches(user)
@@ -290,6 +296,17 @@ def why_cleared(
         others = f"other{kinds} records changed"
     what = " and ".join(x for x in (clock if today else "", others) if x)
     return f"{what or 'the rule no longer finds it'}; none of its own records changed"
+
+
+def _rebound(alert: Alert, vocab: Sequence[Rebinding], shown: int = 3) -> str:
+    """``the vocabulary changed: Script.drugName is no longer read as medication.name
+    (rejected by a person)``: the changes of the alert's own types, else every change."""
+    types = {e.type for e in alert.evidence}
+    mine = [c for c in vocab if c.key[1] in types] or list(vocab)
+    if not mine:
+        return ""
+    more = f"; and {len(mine) - shown} more (`uac vocab`)" if len(mine) > shown else ""
+    return "the vocabulary changed: " + "; ".join(c.describe() for c in mine[:shown]) + more
 
 
 class RuleRunner:
@@ -346,8 +363,10 @@ class RuleRunner:
         changed_types: set[str] | None,
         clock_moved: bool = False,
         only: Iterable[str] | None = None,
+        vocab: Sequence[Rebinding] = (),
     ) -> AlertChange:
-        """Re-run the rules affected by a change (``changed_types=None``: all of them)."""
+        """Re-run the rules affected by a change (``changed_types=None``: all of them);
+        ``vocab``: how the vocabulary changed, named in the reasons of the alerts it clears."""
         change = AlertChange()
         selected = set(only) if only is not None else None
         for r in self.rules.values():
@@ -366,7 +385,7 @@ class RuleRunner:
             before = self.active[r.name]
             change.raised.extend(a for i, a in now.items() if i not in before)
             change.cleared.extend(
-                as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved))
+                as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved, vocab))
                 for i, a in before.items()
                 if i not in now
             )

@@ -15,7 +15,7 @@ from typing import Literal
 
 from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
 
-__all__ = ["AUTHORS", "Author", "Binding", "Status", "Vocabulary"]
+__all__ = ["AUTHORS", "Author", "Binding", "Rebinding", "Status", "Vocabulary", "addable"]
 
 Author = Literal["default", "inferred", "model", "person"]
 Status = Literal["used", "held", "rejected"]
@@ -57,6 +57,49 @@ class Binding:
         how = "plays" if self.field is None else "as"
         why = f": {self.reason}" if self.reason else ""
         return f"{what} {how} {self.target} ({self.author} {self.score:.2f}{why})"
+
+
+@dataclass(frozen=True)
+class Rebinding:
+    """How a change of the vocabulary left one key (target, type, field): its binding before
+    and after (None: not bound)."""
+
+    key: tuple[str, str, str | None]
+    before: Binding | None
+    after: Binding | None
+
+    def describe(self) -> str:
+        """``Journey.leaves_on is no longer read as trip.start (rejected by a person)``."""
+        target, type_name, field = self.key
+        was, now = (b is not None and b.status == "used" for b in (self.before, self.after))
+        if was == now:  # still read (or still not), by another author, score or status
+            what = type_name if field is None else f"{type_name}.{field}"
+            how = "plays" if field is None else "as"
+            return f"{what} {how} {target}: {_side(self.before)} → {_side(self.after)}"
+        when = "now" if now else "no longer"
+        said = (
+            f"{type_name} {when} plays {target}"
+            if field is None
+            else f"{type_name}.{field} is {when} read as {target}"
+        )
+        by = (
+            "unbound" if self.after is None else f"{self.after.status} by {_WHO[self.after.author]}"
+        )
+        return f"{said} ({by})"
+
+
+_WHO = {"person": "a person", "model": "the model", "inferred": "the matcher", "default": "default"}
+
+
+def _side(b: Binding | None) -> str:
+    return "unbound" if b is None else f"{b.status} ({b.author} {b.score:.2f})"
+
+
+def addable(bound: Binding | None) -> bool:
+    """Whether an ``add`` may bind a key now bound as ``bound``: one not bound, or bound only
+    by the matcher's proposal (a model or a person adds over it without knowing it was there).
+    The planner and the fold ask the same question, so what one lets in the other folds."""
+    return bound is None or bound.author == "inferred"
 
 
 class Vocabulary:

@@ -4,17 +4,22 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 
 from uac_kernel.errors import VocabularyError
 from uac_kernel.vocab.binding import Binding, Vocabulary
 from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
+from uac_kernel.vocab.matcher import Unwatched
 
 __all__ = [
     "BINDING_COLUMNS",
     "CONCEPT_COLUMNS",
     "ROLE_COLUMNS",
+    "UNWATCHED_COLUMNS",
     "binding_rows",
     "catalogue_rows",
+    "listing_only",
+    "unwatched_rows",
     "vocab_command",
     "vocab_lines",
 ]
@@ -25,6 +30,7 @@ USAGE = "bind TYPE.FIELD CONCEPT, bind TYPE ROLE, unbind TYPE.FIELD CONCEPT or u
 BINDING_COLUMNS = ["type.field", "concept", "author", "score", "status", "reason"]
 CONCEPT_COLUMNS = ["concept", "value", "meaning", "default fields"]
 ROLE_COLUMNS = ["role", "meaning", "default types"]
+UNWATCHED_COLUMNS = ["type.field", "looks like", "why", "bind with"]
 # Bindings rules read first, then a person's rejections, then the proposals held for review.
 _ORDER = {"used": 0, "rejected": 1, "held": 2}
 
@@ -39,6 +45,15 @@ def binding_rows(vocab: Vocabulary) -> list[tuple[str, ...]]:
     """One row per binding, in ``BINDING_COLUMNS``: those in force, rejected, then held."""
     ordered = sorted(vocab.bindings, key=lambda b: _ORDER[b.status])
     return [_row(b) for b in ordered]
+
+
+def unwatched_rows(found: Iterable[Unwatched]) -> list[tuple[str, ...]]:
+    """One row per type or field no rule reads (``Workbench.unwatched``), in
+    ``UNWATCHED_COLUMNS``."""
+    return [
+        (u.type if u.field is None else f"{u.type}.{u.field}", u.looks, u.why, u.command)
+        for u in found
+    ]
 
 
 def catalogue_rows(roles: bool) -> list[tuple[str, ...]]:
@@ -60,6 +75,15 @@ def vocab_command(words: list[str]) -> tuple[str, str, str]:
     if len(words) != 3 or words[0] not in VERBS:
         raise VocabularyError(f"expected {USAGE}; got {' '.join(words)!r}")
     return words[1], words[2], "rejected" if words[0] == "unbind" else "used"
+
+
+def listing_only(words: list[str]) -> None:
+    """``--unbound`` lists; it takes no action words (every face refuses them alike)."""
+    if words:
+        raise VocabularyError(
+            f"--unbound lists what no rule reads; it takes no {' '.join(words)!r}: run the "
+            "bind on its own line"
+        )
 
 
 def vocab_lines(text: str) -> list[tuple[str, str, str]]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import difflib
 import functools
+import shlex
 import tomllib
 import unicodedata
 import zoneinfo
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
@@ -34,7 +35,7 @@ from uac_kernel.rules.library.schedule import WEEKDAYS
 from uac_kernel.vocab.binding import Binding, Status, Vocabulary
 from uac_kernel.vocab.catalogue import CONCEPTS, KINDS, ROLES
 
-__all__ = ["SAMPLE", "Unwatched", "propose", "unwatched"]
+__all__ = ["JUDGED_USE", "SAMPLE", "Unwatched", "judge", "propose", "unwatched"]
 
 USE, HOLD, MARGIN = 0.75, 0.5, 0.15  # used at USE and a MARGIN over the next; held from HOLD
 _SHAPE_BONUS, _LINK_BONUS, _LINK_ALONE = 0.15, 0.2, 0.6
@@ -411,8 +412,8 @@ class _Matcher:
         for r in sorted({*type_fits, *(_roles_of(c) for cs in cands.values() for c in cs)}):
             if ROLES[r].any or vocab.plays(t, r) or (r, t, None) in known:
                 continue
-            scored = _role_score(t, r, type_fits.get(r), fields, cands)
-            if scored[0] < HOLD:
+            score, parts, held_why = _role_score(t, r, type_fits.get(r), fields, cands)
+            if score < HOLD:
                 continue
             # Two roles the name fits as well, which no type plays both of by default (a
             # Transfer is a payment or an airport transfer): the name does not say which.
@@ -428,8 +429,8 @@ class _Matcher:
                 None,
             )
             if rival is not None:
-                scored = (scored[0], "held", f"{scored[2]}; held: the name fits {rival} as well")
-            roles[r] = scored
+                held_why.append(f"the name fits {rival} as well")
+            roles[r] = (score, *_verdict(score, USE, parts, held_why))
         # A role's own type plays broader roles too (a Trip is a planned activity): what the
         # library reads of that type, it reads of a type playing the role.
         played = {
@@ -500,8 +501,7 @@ class _Matcher:
                     held.append(f"{t} playing {r} is held")
             elif not ROLES[r].any:
                 cand.parts.append(f"{t} plays {r}")
-            status: Status = "used" if cand.score >= USE and not held else "held"
-            reason = "; ".join([*cand.parts, *(f"held: {h}" for h in held)])
+            status, reason = _verdict(cand.score, USE, cand.parts, held)
             out.append(Binding(c, t, f, "inferred", round(min(cand.score, 1.0), 2), reason, status))
         return out + self._implied(t, out, roles, known)
 
@@ -590,7 +590,9 @@ def _role_score(
     fit: _Fit | None,
     fields: Mapping[str, str],
     cands: Mapping[str, Mapping[str, _Cand]],
-) -> tuple[float, Status, str]:
+) -> tuple[float, list[str], list[str]]:
+    """How well type ``t`` fits role ``r``: its score, the reason term by term, and why it must
+    be held whatever the score."""
     members = [c for c in CONCEPTS.values() if r in c.roles]
     carried = sorted(
         c.name
@@ -610,8 +612,12 @@ def _role_score(
     held = []
     if r in _CRITICAL_ROLES and not carried:
         held.append(f"name only, and critical rules read {r}")
-    status: Status = "used" if score >= USE and not held else "held"
-    return min(score, 1.0), status, "; ".join(parts + [f"held: {h}" for h in held])
+    return min(score, 1.0), parts, held
+
+
+def _verdict(score: float, floor: float, parts: list[str], held: list[str]) -> tuple[Status, str]:
+    status: Status = "used" if score >= floor and not held else "held"
+    return status, "; ".join([*parts, *(f"held: {h}" for h in held)])
 
 
 def propose(
@@ -632,6 +638,79 @@ def propose(
     return [b for t in (schema if types is None else types) if t in schema for b in m.for_type(t)]
 
 
+# A binding another author proposed (the extraction model, which read what the user said) is
+# used from the score at which the matcher would hold a proposal of its own: two readers agree.
+JUDGED_USE = HOLD
+
+
+def judge(
+    b: Binding,
+    schema: Mapping[str, Mapping[str, str]],
+    vocab: Vocabulary,
+    *,
+    values: Callable[[str, str], Sequence[Any]] | None = None,
+    keys: Callable[[str], Collection[str]] | None = None,
+) -> Binding:
+    """``b``, proposed by another author, with the matcher's score and reason and a status:
+    ``used`` when the matcher scores it ``JUDGED_USE`` or more and reads the name as nothing
+    else; ``held`` when it scores it lower, prefers another concept of the same role (or the
+    field is another concept's default name, or the name fits another role better), when the
+    concept is a flag that silences alerts, or when the type plays none of the concept's roles.
+    ``b.type`` (and ``b.field``) must be in ``schema``; ``values`` and ``keys`` as for
+    ``propose``."""
+    m = _Matcher(schema, vocab, values, keys)
+    fields = schema[b.type]
+    defaults = _defaults()
+    if b.field is None:
+        fits = _role_fits(b.type)
+        fit = fits.get(b.target)
+        by_field = {f: m.candidates(b.type, f, ft) for f, ft in fields.items() if f not in defaults}
+        score, parts, held = _role_score(b.type, b.target, fit, fields, by_field)
+        if not parts:
+            parts.append(f"no word of {b.target} in {b.type!r} or its fields")
+        mine = fit.score if fit is not None else 0.0
+        held += [
+            f"the name reads as {o}"
+            for o, other in sorted(fits.items())
+            if o != b.target and other.score >= max(HOLD, mine + MARGIN)
+        ][:1]
+        status, reason = _verdict(score, JUDGED_USE, parts, held)
+        return replace(b, score=round(score, 2), reason=reason, status=status)
+    c = CONCEPTS[b.target]
+    ftype = fields[b.field]
+    cands = m.candidates(b.type, b.field, ftype)
+    got = cands.get(c.name)
+    score = got.score if got is not None else 0.0
+    parts = list(got.parts) if got is not None else [f"no word of {c.name} in {b.field!r}"]
+    held = []
+    if c.name in _NEVER_FROM_NAME:
+        held.append("a flag that silences alerts is bound by a person")
+    kin = set(c.roles)
+    # Another concept of the same role the name fits clearly better; a near tie is the
+    # author's to break ("where": a trip's destination or its places).
+    rival = next(
+        (
+            o.concept
+            for o in sorted(cands.values(), key=lambda x: (-x.score, x.concept))
+            if o.concept != c.name
+            and kin & set(CONCEPTS[o.concept].roles)
+            and o.score >= max(HOLD, score + MARGIN)
+        ),
+        None,
+    )
+    if rival is not None:
+        held.append(f"the matcher reads {b.field!r} as {rival}")
+    held += [
+        f"{b.field!r} is {d.name}'s name in the catalogue"
+        for d in CONCEPTS.values()
+        if d.name != c.name and b.field in d.fields and kin & set(d.roles)
+    ][:1]
+    if not any(vocab.plays(b.type, r) for r in c.roles):
+        held.append(f"{b.type} does not play {c.role}")
+    status, reason = _verdict(score, JUDGED_USE, parts, held)
+    return replace(b, score=round(min(score, 1.0), 2), reason=reason, status=status)
+
+
 # -- what no binding reads -------------------------------------------------------------------
 @dataclass(frozen=True)
 class Unwatched:
@@ -641,11 +720,23 @@ class Unwatched:
     field: str | None
     looks: str  # date, deadline, amount, document, substance
     why: str
+    # what its name reads as (a concept of a field, a role of a type); None: it does not say
+    target: str | None = None
+
+    @property
+    def command(self) -> str:
+        """The ``uac vocab bind`` that would put it under a rule's eyes (``CONCEPT`` where its
+        name does not say which: ``uac vocab concepts`` lists them)."""
+        if self.field is None:
+            what = self.type if self.target else f"{self.type}.FIELD"
+            return f"uac vocab bind {shlex.quote(what)} {self.target or 'CONCEPT'}"
+        what = shlex.quote(f"{self.type}.{self.field}")
+        return f"uac vocab bind {what} {self.target or 'CONCEPT'}"
 
     def describe(self) -> str:
         what = self.type if self.field is None else f"{self.type}.{self.field}"
         article = "an" if self.looks[0] in "aeiou" else "a"
-        return f"{what}: looks like {article} {self.looks} ({self.why})"
+        return f"{what}: looks like {article} {self.looks} ({self.why}); `{self.command}`"
 
 
 def unwatched(
@@ -666,18 +757,12 @@ def unwatched(
     for t, fields in schema.items():
         reads = {f for f in fields if (t, f) in read}
         if not reads:
-            doc = next(
-                (r for r in sorted(documents) if r in ROLES and vocab.plays(t, r)), None
-            ) or next((r for r in _role_fits(t) if r in documents), None)
+            plays = next((r for r in sorted(documents) if r in ROLES and vocab.plays(t, r)), None)
+            doc = plays or next((r for r in _role_fits(t) if r in documents), None)
             if doc is not None:
-                out.append(
-                    Unwatched(
-                        t,
-                        None,
-                        "document",
-                        f"{t!r} reads as a {doc}, and none of its fields is read",
-                    )
-                )
+                why = f"{t!r} {'plays' if plays else 'reads as'} {doc}, and none of its fields is read"
+                # a type that plays the role already needs a field bound, one that does not the role
+                out.append(Unwatched(t, None, "document", why, None if plays else doc))
         for f, ftype in fields.items():
             if f in reads:
                 continue
@@ -689,12 +774,10 @@ def unwatched(
             }
             if ftype in KINDS["date"]:
                 dl = sorted(c for c in fits if CONCEPTS[c].role in deadlines)
-                looks, why = (
-                    ("deadline", f"a {ftype} field named like {dl[0]}")
-                    if dl
-                    else ("date", f"a {ftype} field")
-                )
-                out.append(Unwatched(t, f, looks, why))
+                named = dl or sorted(fits)
+                looks = "deadline" if dl else "date"
+                why = f"a {ftype} field" + (f" named like {named[0]}" if named else "")
+                out.append(Unwatched(t, f, looks, why, named[0] if named else None))
             elif ftype in KINDS["money"]:
                 money = sorted(c for c in fits if CONCEPTS[c].value == "money")
                 if money or _read(f).currency:
@@ -703,12 +786,19 @@ def unwatched(
                         if money
                         else f"currency {_read(f).currency} in the name"
                     )
-                    out.append(Unwatched(t, f, "amount", f"a number {why}"))
+                    out.append(
+                        Unwatched(t, f, "amount", f"a number {why}", next(iter(money), None))
+                    )
             elif ftype in _TEXT:
                 named = sorted(c for c in fits if _SHAPE_OF.get(c, frozenset()) & substances)
                 sample = _texts(values(t, f)) if values is not None else []
-                hit = next((v for v in sample for s in sorted(substances) if _looks(s, v)), None)
-                if named or hit:
-                    why = f"named like {named[0]}" if named else f"values name one ({hit!r})"
-                    out.append(Unwatched(t, f, "substance", why))
+                hit = next(
+                    ((v, s) for v in sample for s in sorted(substances) if _looks(s, v)), None
+                )
+                if named:
+                    out.append(Unwatched(t, f, "substance", f"named like {named[0]}", named[0]))
+                elif hit is not None:
+                    # the first concept whose values have that shape (drugs: medication.name)
+                    why, like = f"values name one ({hit[0]!r})", _DATA["shapes"][hit[1]][0]
+                    out.append(Unwatched(t, f, "substance", why, like))
     return out

@@ -1,10 +1,17 @@
 """What every constraint compiler shares: finding the records a ``Select`` names, resolving a
-``Moment`` to a date, and the watch set and rule a compiled constraint becomes."""
+``Moment`` to a date, the fields a constraint reads, and the watch set and rule a compiled
+constraint becomes.
+
+A field list a constraint leaves out is the kind's concepts (``EXPIRES = concepts(...)``),
+read through the user's vocabulary like the library's rules read them; one it gives is read as
+written (``fields``). Where a kind read more names than a concept's defaults, the extra names
+follow the concept as literals, so a constraint logged before concepts reads what it read.
+"""
 
 from __future__ import annotations
 
 import calendar
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -18,17 +25,26 @@ from uac_kernel.rules.library._common import (
     _day,
     _first_term,
     _get,
+    _names,
     _norm,
     _number,
     _terms,
     _text,
 )
+from uac_kernel.vocab.catalogue import CONCEPTS, Concept, concept, concepts
 
 __all__ = [
-    "COUNTRY_FIELDS",
+    "COUNTRY",
+    "END",
+    "EVENT_DATE",
+    "START",
+    "Names",
     "add_months",
     "called_off",
+    "field_names",
+    "fields",
     "ident",
+    "is_country",
     "lower",
     "make_rule",
     "matches",
@@ -49,8 +65,37 @@ def text_of(rec: Record) -> str:
     return _norm(_text(rec, rec.__dict__))
 
 
-# Fields naming countries: ``where`` compares them by country (UK = GB = United Kingdom).
-COUNTRY_FIELDS = frozenset({"country", "countries", "destination", "nationality"})
+Names = Sequence[str]  # field names as a constraint writes them, and concepts
+
+# What a span of any type starts and ends with, and the day of a one-day event: a constraint
+# over trips reads the user's trip bindings, one over bookings their booking bindings.
+START = concepts("booking.start", "trip.start")
+END = concepts("booking.end", "trip.end")
+EVENT_DATE = concept("event.date")
+LENGTH, NIGHTS = concepts("trip.length_days"), concepts("trip.nights")
+# Fields naming countries: ``where`` and ``match`` compare them by country (UK = GB = United
+# Kingdom): those bound to any country concept, and two names read so before concepts.
+COUNTRY: Names = (
+    *(Concept(n) for n, d in CONCEPTS.items() if d.value == "country"),
+    "destination",
+    "nationality",
+)
+
+
+def fields(given: list[str] | None, default: Names) -> Names:
+    """The fields a constraint reads: those it names, as written (an empty list: none), or,
+    left out, the kind's concepts."""
+    return default if given is None else given
+
+
+def field_names(rec: Record, names: Names) -> list[str]:
+    """The user's own field names ``names`` stands for on ``rec``'s type, each once, in order."""
+    return list(dict.fromkeys(_names(rec, names)))
+
+
+def is_country(rec: Record, name: str) -> bool:
+    """Whether field ``name`` of ``rec`` holds countries."""
+    return name in field_names(rec, COUNTRY)
 
 
 def same(have: Any, want: Any, country: bool) -> bool:
@@ -73,7 +118,7 @@ def matches(rec: Record, s: Select) -> bool:
         have = _get(rec, name)
         haves = have if isinstance(have, list) else [have]
         wants = want if isinstance(want, list) else [want]
-        country = name in COUNTRY_FIELDS
+        country = is_country(rec, name)
         if not any(same(h, w, country) for h in haves for w in wants):
             return False
     return not s.mentions or _first_term(text_of(rec), _terms(*s.mentions)) is not None
@@ -102,8 +147,9 @@ def ident(rec: Record) -> tuple[str, str]:
 
 
 def types_text(s: Select) -> str:
-    """The types ``s`` names, for a message: ``Passport``, ``Expense or Transaction``."""
-    return " or ".join(s.types)
+    """The types ``s`` reads, for a message: ``Passport``, ``Expense or Transaction``; its role
+    when no type of this user plays it."""
+    return " or ".join(s.types) or str(s.role)
 
 
 def add_months(d: date, months: int) -> date:
@@ -125,8 +171,9 @@ def stated_end(m: Moment, rec: Record) -> tuple[date, str] | None:
     first, start = next(((d, f) for f in m.start if (d := _day(_get(rec, f)))), (None, ""))
     if first is None:
         return None
-    for names, spent, unit in ((m.length, 1, "day"), (m.nights, 0, "night")):
-        for f in names:
+    lengths = ((fields(m.length, LENGTH), 1, "day"), (fields(m.nights, NIGHTS), 0, "night"))
+    for names, spent, unit in lengths:
+        for f in field_names(rec, names):
             n = _number(_get(rec, f))
             if n is not None and spent <= n <= MAX_LENGTH and n == int(n):
                 try:
@@ -162,12 +209,20 @@ def moment(m: Moment, rec: Record | None = None) -> date | None:
         return shifted
 
 
-def watch(*selects: Select | None) -> frozenset[str]:
-    """The record types a constraint reads: those its selects name."""
-    return frozenset(t for s in selects if s is not None for t in s.types)
+Watch = tuple[frozenset[str], frozenset[str]]  # type names, roles
 
 
-def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], clock: bool) -> Rule:
+def watch(*selects: Select | None) -> Watch:
+    """What a constraint reads: the types its selects name and the roles they name (the engine
+    watches the types that play those for each user)."""
+    given = [s for s in selects if s is not None]
+    return (
+        frozenset(t for s in given for t in s.named),
+        frozenset(s.role for s in given if s.role is not None),
+    )
+
+
+def make_rule(name: str, c: Constraint, func: RuleFunc, reads: Watch, clock: bool) -> Rule:
     """The ``Rule`` a compiled constraint is: its name, what it reads, its severity and category,
     and as its source the constraint itself (kind and title), so the alert inspector and
     ``uac rules`` say which constraint an alert comes from."""
@@ -178,7 +233,8 @@ def make_rule(name: str, c: Constraint, func: RuleFunc, reads: frozenset[str], c
     return Rule(
         name=name,
         func=func,
-        watch=reads,
+        watch=reads[0],
+        roles=reads[1],
         severity=c.severity,
         category=c.category,
         source=f"constraint ({c.kind}): {c.title}{cites}",

@@ -10,6 +10,10 @@ habit, a planned activity) counts when it is undated (a habit), or when its ``da
 It counts when its text mentions a word of ``forbidden.mentions`` or of the knowledge groups
 named (``uac_kernel.constraints.knowledge``); with no words asked for at all, every record of
 ``forbidden`` counts (mentions that all normalise to no word name nothing, so none counts). One alert a pair, its evidence the two records.
+
+The fields named above are the defaults of the concepts read (``record.active``,
+``medication.stopped``, ``record.called_off``, ``record.since``, ``medication.end``,
+``event.date``, ``booking.start``...): a user's vocabulary may bind others.
 """
 
 from __future__ import annotations
@@ -18,12 +22,27 @@ from collections.abc import Iterator
 from datetime import date
 
 from uac_kernel.constraints import knowledge
-from uac_kernel.constraints.kinds._base import ident, make_rule, read, select, text_of, watch
+from uac_kernel.constraints.kinds._base import (
+    END,
+    EVENT_DATE,
+    START,
+    Names,
+    ident,
+    make_rule,
+    read,
+    select,
+    text_of,
+    watch,
+)
 from uac_kernel.constraints.spec import NotWhile
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Rule
 from uac_kernel.rules.library._common import (
+    ACTIVE,
+    CALLED_OFF,
+    MED_END,
+    MED_STOPPED,
     _first_day,
     _first_term,
     _flag,
@@ -32,14 +51,19 @@ from uac_kernel.rules.library._common import (
     _label,
     _norm,
 )
+from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["compile"]
 
-ACTIVE_START = ("start", "started", "since")
-ACTIVE_END = ("end", "ends", "until")
-STOPPED = ("stopped", "discontinued", "cancelled")
-FORBIDDEN_DATE = ("date", "start")
-FORBIDDEN_END = ("end",)
+# The active record's span, and what stops it: a medication's concepts and the flags of a
+# record called off (which hold the old ``cancelled``), then the names the kind read before
+# concepts that theirs lack.
+ACTIVE_START: Names = (concept("record.since"),)
+ACTIVE_END: Names = (MED_END, "ends", "until")
+STOPPED: Names = (MED_STOPPED, CALLED_OFF)
+# The forbidden record's day (an event's, else a span's start) and end.
+FORBIDDEN_DATE: Names = (EVENT_DATE, *START)
+FORBIDDEN_END: Names = END
 
 Groups = dict[str, tuple[str, ...]]  # label ("allergens/shellfish", "mentions") -> padded words
 
@@ -57,7 +81,7 @@ def _hit(text: str, groups: Groups) -> tuple[str, str] | None:
 
 
 def _standing(rec: Record, today: date | None) -> bool:
-    if _get(rec, "active") is False or _flag(rec, *STOPPED):
+    if _get(rec, ACTIVE) is False or _flag(rec, *STOPPED):
         return False
     end = _first_day(rec, ACTIVE_END)
     return end is None or today is None or end >= today

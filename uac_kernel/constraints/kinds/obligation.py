@@ -12,13 +12,15 @@ who wrote it said it is not pressing. The finding's ``about`` is the due date an
 subject record, so the alert keeps one id as it climbs the ladder: the engine reports an
 escalation as an update, not as a new alert.
 
-Done, for a subject record: one of the ``done`` fields (default ``DONE``) is true; or its
-``status`` says so (``DONE_STATUSES``, or a ``done`` field's name); or a current record matching
+Done, for a subject record: one of the ``done`` fields (default ``DONE``: the concept
+``record.settled`` the library's deadline rules read) is true; or its ``status``
+(``record.status``) says so (``DONE_STATUSES``, or a ``done`` field's name); or a current record matching
 ``done_by`` exists. Without a ``key``, ``done_by`` names a kind of record (a payment, a filing)
 that may be one of many over the years, so only one dated on or after the obligation's start
 counts: for a subject, the day the subject got the due date it has now (last year's payment does
 not settle this year's renewal); without a subject, the year before the due date. A ``done_by``
-record with no date counts: nothing places it in an earlier cycle.
+record is dated by ``record.done_on`` (``DONE_DATES``); one with no date counts: nothing places
+it in an earlier cycle.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from datetime import date, datetime
 
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
+    Names,
     add_months,
+    field_names,
     make_rule,
     moment,
     moment_text,
@@ -40,26 +44,19 @@ from uac_kernel.constraints.spec import Obligation
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Rule, Severity
-from uac_kernel.rules.library._common import _first_day, _get, _label
+from uac_kernel.rules.library._common import SETTLED, STATUS, _first_day, _get, _label
+from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["DONE", "DONE_DATES", "DONE_STATUSES", "compile"]
 
-DONE = (
-    "done",
-    "completed",
-    "filed",
-    "paid",
-    "submitted",
-    "resolved",
-    "renewed",
-    "returned",
-    "cancelled",
-)
+# The flags that settle a subject when ``done`` is left out (the same names the obligation
+# read before concepts); a status word, not a field name, is value vocabulary.
+DONE: Names = (SETTLED,)
 DONE_STATUSES = frozenset(
     {"done", "complete", "completed", "filed", "paid", "submitted", "closed", "resolved"}
 )
 # The date of a ``done_by`` record: when the thing was done.
-DONE_DATES = ("date", "done_on", "paid_on", "filed_on", "submitted_on", "completed_on", "start")
+DONE_DATES = concept("record.done_on")
 
 
 def _rung(left: int, cap: Severity) -> Severity:
@@ -69,13 +66,14 @@ def _rung(left: int, cap: Severity) -> Severity:
     return "warning" if cap == "info" and sev == "critical" else sev
 
 
-def _is_done(rec: Record, done: tuple[str, ...]) -> bool:
+def _is_done(rec: Record, done: Names) -> bool:
     """Whether one of ``done`` is true on ``rec``, or its ``status`` says it is done."""
-    if any(_get(rec, f) is True for f in done):
+    names = field_names(rec, done)
+    if any(_get(rec, f) is True for f in names):
         return True
-    status = _get(rec, "status")
+    status = _get(rec, STATUS)
     return isinstance(status, str) and (
-        (said := status.strip().casefold()) in DONE_STATUSES or said in done
+        (said := status.strip().casefold()) in DONE_STATUSES or said in names
     )
 
 
@@ -135,7 +133,8 @@ def _finding(c: Obligation, rec: Record | None, due: date, today: date) -> Findi
         act = "Do it before then and"
     log = f"log the {types_text(c.done_by)} record that shows it was done" if c.done_by else ""
     if rec is not None:
-        then = f"mark {what} done (set {(c.done or DONE)[0]} true, or its status to done)"
+        flag = field_names(rec, c.done or DONE)[0]
+        then = f"mark {what} done (set {flag} true, or its status to done)"
         then += f", or {log}" if log else ""
     else:
         then = log or "retract this constraint"
@@ -149,7 +148,7 @@ def _finding(c: Obligation, rec: Record | None, due: date, today: date) -> Findi
 
 def compile(name: str, c: Obligation) -> Rule:
     """The rule that checks obligation ``c``: see the module docstring for the ladder."""
-    done = tuple(c.done) or DONE
+    done: Names = tuple(c.done) or DONE
 
     def check(user: UserView) -> Iterator[Finding]:
         today = user.today

@@ -13,8 +13,9 @@ records without one are compared as given. Two spans collide when fewer than
 ``buffer_minutes`` separate them. A weekly commitment (the library's ``_weekly`` reading: a
 weekday with ``start_time``/``end_time``, or a ``start`` that repeats weekly) collides with each
 span of the other side that meets one of its occurrences (``_weekly_clash``), its times taken in
-its own ``tz``; two weekly ones are not compared. Cancelled or declined records (``status``,
-or a flag of that name) and records over before today are left out; the records are read through the date
+its own ``tz``; two weekly ones are not compared. Records called off (the library's one test:
+a ``cancelled``, ``declined`` or ``void`` flag, or a ``status`` naming it, "Cancelled by the
+venue") and records over before today are left out; the records are read through the date
 indexes and swept in start order, so the cost follows the records ahead, not every pair. At most
 ``MAX_ALERTS`` collisions are alerted a run, the earliest in start order; one more alert counts
 the rest and names the records they involve.
@@ -33,6 +34,13 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
+    END,
+    EVENT_DATE,
+    START,
+    Names,
+    called_off,
+    field_names,
+    fields,
     ident,
     lower,
     make_rule,
@@ -53,7 +61,6 @@ from uac_kernel.rules.library._common import (
     _dated_from,
     _day,
     _first_day,
-    _flag,
     _get,
     _label,
     _not_past,
@@ -68,10 +75,16 @@ from uac_kernel.rules.library.schedule import (
     _weekly_clash,
 )
 from uac_kernel.rules.library.schedule import _Span as _DaySpan
+from uac_kernel.vocab.catalogue import concept
 
-__all__ = ["compile"]
+__all__ = ["FIRST_DATE", "THEN_DATE", "compile"]
 
-CANCELLED = ("cancelled", "canceled", "declined")
+# What a constraint that leaves the date fields out reads (``no_overlap``'s ``start``: a span's
+# start, else an event's day; its ``end``: ``END``): for ``before``, the first thing's day, else
+# its start, else its due date; the later thing's start, else its day.
+SPAN_START: Names = (*START, EVENT_DATE)
+FIRST_DATE: Names = (EVENT_DATE, *START, concept("duty.due"))
+THEN_DATE: Names = SPAN_START
 # Collisions alerted one by one per run, in start order; past that, one alert counts the rest
 # (300 records at one time are 44,850 pairs).
 MAX_ALERTS = 50
@@ -85,13 +98,6 @@ def compile(name: str, c: NoOverlap | Before) -> Rule:
 
 
 # -- no_overlap ---------------------------------------------------------------------------------
-
-
-def _cancelled(rec: Record) -> bool:
-    status = _get(rec, "status")
-    return _flag(rec, *CANCELLED) or (
-        isinstance(status, str) and status.strip().casefold() in CANCELLED
-    )
 
 
 def _shown(v: date) -> str:
@@ -128,23 +134,23 @@ class _Span:
         return there(self.start), there(self.end)
 
 
-EVENT_DATE = "date"  # the field that dates a one-day event; any other plain date starts a span
-
-
 def _span(rec: Record, c: NoOverlap, has_end: bool) -> _Span | None:
-    """``rec``'s span; ``has_end``: its type has one of the ``end`` fields as a date."""
-    field, s = next(((f, v) for f in c.start if _day(v := _get(rec, f)) is not None), ("", None))
+    """``rec``'s span; ``has_end``: its type has one of the ``end`` fields as a date. A plain
+    date in an ``event.date`` field (``date``) is a one-day event; in any other, a span's start."""
+    starts, ends = field_names(rec, fields(c.start, SPAN_START)), fields(c.end, END)
+    field, s = next(((f, v) for f in starts if _day(v := _get(rec, f)) is not None), ("", None))
     if s is None:
         return None
-    e = next((v for f in c.end if _day(v := _get(rec, f)) is not None), None)
+    e = next((v for f in field_names(rec, ends) if _day(v := _get(rec, f)) is not None), None)
     zone = _zone(rec)
     if not isinstance(s, datetime) and (at := _clock_time(_get(rec, "time"))) is not None:
         s = datetime.combine(s, at)
     start = s if isinstance(s, datetime) else datetime.combine(s, time())
-    if e is None and not isinstance(s, datetime) and (has_end or field != EVENT_DATE):
+    event = field in field_names(rec, (EVENT_DATE,))
+    if e is None and not isinstance(s, datetime) and (has_end or not event):
         # A stay with no end recorded (a trip under way or planned): never taken to end the
         # day it starts; it runs on from its start, its end unknown (as window_limit counts it).
-        unset = " or ".join(c.end)
+        unset = " or ".join(field_names(rec, ends))
         when = f"from {_shown(s)}, its end unknown ({unset} not set)"
         if zone is not None:
             when += f" ({zone[1]})"
@@ -170,11 +176,11 @@ def _weeklies(user: UserView, sel: Select) -> list[_Weekly]:
     for t in sel.types:
         if not _may_repeat(user, t):
             continue
-        for rec in select(user, sel.model_copy(update={"type": t, "also": []})):
+        for rec in select(user, sel.model_copy(update={"type": t, "also": [], "role": None})):
             w = _weekly(rec)
             if (
                 w is not None
-                and not _cancelled(rec)
+                and not called_off(rec)
                 and (w.last is None or today is None or w.last >= today)
             ):
                 out.append(w)
@@ -188,15 +194,15 @@ def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
     pool = None
     if today is not None:
         since = _before(today, timedelta(days=1))
-        names = [*c.start, *c.end]
+        names = [*fields(c.start, SPAN_START), *fields(c.end, END)]
         pool = read(sel, lambda t: _dated_from(user, t, _date_fields(user, t, names), since))
         seen = {ident(r) for r in pool}
         pool += [r for r in read(sel, lambda t: _open(user, c, t, since)) if ident(r) not in seen]
     cutoff = datetime.combine(_before(today, timedelta(days=1)), time()) if today else None
-    has_end = {t: bool(_date_fields(user, t, c.end)) for t in sel.types}
+    has_end = {t: bool(_date_fields(user, t, fields(c.end, END))) for t in sel.types}
     out = []
     for rec in select(user, sel, pool):
-        if _cancelled(rec) or _weekly(rec) is not None:
+        if called_off(rec) or _weekly(rec) is not None:
             continue
         if (span := _span(rec, c, has_end.get(type(rec).__name__, False))) is None:
             continue
@@ -208,11 +214,12 @@ def _spans(user: UserView, sel: Select, c: NoOverlap) -> list[_Span]:
 def _open(user: UserView, c: NoOverlap, t: str, since: date) -> list[Record]:
     """Records of ``t`` with no end set, begun before ``since`` (a read from ``since`` leaves
     them out), that may run on: with an end field, those leaving it unset; without one, those
-    started by a field other than ``date`` (an event's ``date`` is its one day)."""
-    ends = _date_fields(user, t, c.end)
+    started by a field other than an ``event.date`` one (an event's ``date`` is its one day)."""
+    ends = _date_fields(user, t, fields(c.end, END))
     if ends:
         return [r for r in user.unset(t, ends[0]) if all(_get(r, f) is None for f in ends[1:])]
-    starts = _date_fields(user, t, [f for f in c.start if f != EVENT_DATE])
+    events = _date_fields(user, t, EVENT_DATE)
+    starts = [f for f in _date_fields(user, t, fields(c.start, SPAN_START)) if f not in events]
     return [r for f in starts for r in user.where(t, f, before=since)]
 
 
@@ -386,21 +393,22 @@ class _Firsts:
 
     def __init__(self, user: UserView, c: Before):
         self.user, self.c = user, c
+        self.names = fields(c.first_date, FIRST_DATE)
         # each type's date fields: the index reads are made per type
-        self.fields = {t: _date_fields(user, t, c.first_date) for t in c.first.types}
+        self.fields = {t: _date_fields(user, t, self.names) for t in c.first.types}
         self.all: list[Record] | None = None
         if c.first.key is not None or not all(self.fields.values()):
-            self.all = [r for r in select(user, c.first) if not _cancelled(r)]
+            self.all = [r for r in select(user, c.first) if not called_off(r)]
 
     def _indexes(self) -> list[tuple[str, str]]:
         return [(t, f) for t, fs in self.fields.items() for f in fs]
 
     def _ok(self, r: Record) -> bool:
-        return matches(r, self.c.first) and not _cancelled(r)
+        return matches(r, self.c.first) and not called_off(r)
 
     def undated(self) -> bool:
         """Whether one exists with no date (it counts: it exists, its date unknown)."""
-        names = self.c.first_date
+        names = self.names
         if self.all is not None:
             return any(_first_day(r, names) is None for r in self.all)
         unset = [r for t, fs in self.fields.items() for r in self.user.unset(t, fs[0])]
@@ -408,7 +416,7 @@ class _Firsts:
 
     def by(self, deadline: date) -> bool:
         """Whether one is dated on or before ``deadline``: read in widening slices back from it."""
-        names = self.c.first_date
+        names = self.names
         if self.all is not None:
             return any((d := _first_day(r, names)) is not None and d <= deadline for r in self.all)
         hi: date = _after(deadline, timedelta(days=1))
@@ -425,7 +433,7 @@ class _Firsts:
 
     def after(self, deadline: date) -> date | None:
         """The earliest date of one dated after ``deadline`` (too late), if any."""
-        names = self.c.first_date
+        names = self.names
         if self.all is not None:
             late = [d for r in self.all if (d := _first_day(r, names)) and d > deadline]
             return min(late, default=None)
@@ -446,9 +454,10 @@ def _before_check(c: Before) -> RuleFunc:
     def check(user: UserView) -> Iterator[Finding]:
         today = user.today
         thens = []
-        pool = read(c.then, lambda t: _not_past(user, t, today, c.then_date))
+        then_date = fields(c.then_date, THEN_DATE)
+        pool = read(c.then, lambda t: _not_past(user, t, today, then_date))
         for rec in select(user, c.then, pool):
-            if not _cancelled(rec) and (when := _first_day(rec, c.then_date)) is not None:
+            if not called_off(rec) and (when := _first_day(rec, then_date)) is not None:
                 thens.append((rec, when))
         if not thens:
             return

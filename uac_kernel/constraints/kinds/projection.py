@@ -30,7 +30,11 @@ from datetime import date, timedelta
 
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
+    EVENT_DATE,
+    START,
+    Names,
     add_months,
+    fields,
     lower,
     make_rule,
     moment,
@@ -56,14 +60,21 @@ from uac_kernel.rules.library._common import (
     _money,
     _number,
 )
+from uac_kernel.vocab.catalogue import concept
 
-__all__ = ["compile"]
+__all__ = ["AS_OF", "FLOW_AMOUNT", "FLOW_DATE", "compile"]
+
+# What a constraint that leaves them out reads: the day the quantity was counted; a flow's
+# amount, and its day (a payment's date, else a bill's due date).
+AS_OF: Names = (concept("record.as_of"),)
+FLOW_AMOUNT = concept("payment.amount")
+FLOW_DATE: Names = (EVENT_DATE, concept("duty.due"))
 
 DAYS_PER = {"day": 1.0, "week": 7.0, "month": 365.2425 / 12}
 MAX_DAYS = 999_999_999  # timedelta's limit: a supply that lasts longer lasts past year 9999
 # Slack when reading until-records by index: add_months clamps a day to its month's length.
 MONTH_SLACK = timedelta(days=3)
-OPEN_START = ("start",)  # an until record's start, when its until moment is unresolved
+OPEN_START = START  # an until record's start, when its until moment is unresolved
 OPEN_REACH = timedelta(days=3660)  # how long past its start such a record may last
 
 
@@ -78,7 +89,8 @@ def _n(x: float) -> str:
 
 
 def _as_of(rec: Record, c: Projection) -> date | None:
-    return _first_day(rec, c.as_of) or (_day(rec.valid_from) if rec.valid_from else None)
+    as_of = fields(c.as_of, AS_OF)
+    return _first_day(rec, as_of) or (_day(rec.valid_from) if rec.valid_from else None)
 
 
 def _daily(rec: Record, c: Projection) -> float | None:
@@ -136,7 +148,7 @@ def _open_untils(user: UserView, c: Projection) -> list[tuple[Record, date]]:
     sel = c.until_record
     if sel is None:
         return []
-    starts = c.until.start or list(OPEN_START)
+    starts = c.until.start or OPEN_START
     pool = read(sel, lambda t: _from_day(user, t, user.today, c.until.fields))
     return [
         (r, d)
@@ -252,12 +264,11 @@ def _balance(user: UserView, c: Projection, s: Record) -> Iterator[Finding]:
     if not untils:
         return
     last = max(d for _, d in untils)
-    pool = read(
-        flows_sel, lambda t: _dated_from(user, t, _date_fields(user, t, c.flow_date), as_of)
-    )
+    flow_date, flow_amount = fields(c.flow_date, FLOW_DATE), c.flow_amount or FLOW_AMOUNT
+    pool = read(flows_sel, lambda t: _dated_from(user, t, _date_fields(user, t, flow_date), as_of))
     by_day: dict[date, list[tuple[Record, float]]] = defaultdict(list)
     for f in select(user, flows_sel, pool):
-        day, amount = _first_day(f, c.flow_date), _number(_get(f, c.flow_amount))
+        day, amount = _first_day(f, flow_date), _number(_get(f, flow_amount))
         if day is None or amount is None or not as_of <= day <= last:
             continue
         out = -abs(amount) if _get(f, "inflow") is True else amount

@@ -39,8 +39,11 @@ from typing import Any
 
 from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
-    COUNTRY_FIELDS,
+    Names,
     called_off,
+    field_names,
+    fields,
+    is_country,
     lower,
     make_rule,
     moment,
@@ -55,10 +58,26 @@ from uac_kernel.constraints.spec import Moment, ValidOn
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
 from uac_kernel.rules.engine import Finding, Rule
-from uac_kernel.rules.library._common import _before, _first_day, _from_day, _get, _label
+from uac_kernel.rules.library._common import (
+    DOCUMENT_VOID,
+    STATUS,
+    _before,
+    _first_day,
+    _from_day,
+    _get,
+    _label,
+)
+from uac_kernel.vocab.catalogue import concept
 
-__all__ = ["LAPSED_STATUSES", "compile"]
+__all__ = ["EXPIRES", "LAPSED", "LAPSED_STATUSES", "STARTS", "compile"]
 
+# What a constraint that leaves ``starts``/``expires``/``lapsed`` out reads: the document
+# concepts the library's travel rules read, then the names valid_on read besides those before
+# concepts (``document.expiry`` is ``expires`` alone: a policy's ``end`` is read here, not by
+# the library). ``document.void`` holds every old ``lapsed`` name and ``suspended`` besides.
+STARTS: Names = (concept("document.valid_from"), "valid_from", "issued")
+EXPIRES: Names = (concept("document.expiry"), "valid_until", "expiry", "ends", "end")
+LAPSED: Names = (DOCUMENT_VOID,)
 LAPSED_STATUSES = frozenset({"canceled", "expired"})  # besides the names of the lapsed fields
 DAY = timedelta(days=1)
 
@@ -77,12 +96,13 @@ class _Doc:
         return f"{a} to {self.end}" if self.end else f"{a}, no expiry"
 
 
-def _lapsed(rec: Record, names: list[str]) -> bool:
+def _lapsed(rec: Record, lapsed: Names) -> bool:
     """Whether ``rec`` covers nothing: a ``lapsed`` field true or its name as the status, or
     called off (a cancelled flag, or a status naming it in a sentence: "Cancelled by the
     insurer"), the library's one test of cancellation."""
-    status = _get(rec, "status")
+    status = _get(rec, STATUS)
     said = status.strip().casefold() if isinstance(status, str) else ""
+    names = field_names(rec, lapsed)
     return (
         any(_get(rec, n) is True for n in names)
         or said in LAPSED_STATUSES
@@ -97,10 +117,11 @@ def _documents(user: UserView, c: ValidOn, today: date) -> tuple[list[_Doc], lis
     indexes, so documents expired long ago are not read on each clock move."""
     valid: list[_Doc] = []
     lapsed: list[_Doc] = []
-    pool = read(c.document, lambda t: _from_day(user, t, today, c.expires))
+    starts, expires = fields(c.starts, STARTS), fields(c.expires, EXPIRES)
+    pool = read(c.document, lambda t: _from_day(user, t, today, expires))
     for rec in select(user, c.document, pool):
-        doc = _Doc(rec, _first_day(rec, c.starts), _first_day(rec, c.expires))
-        if _lapsed(rec, c.lapsed):
+        doc = _Doc(rec, _first_day(rec, starts), _first_day(rec, expires))
+        if _lapsed(rec, fields(c.lapsed, LAPSED)):
             lapsed.append(doc)
         elif doc.start is None or doc.end is None or doc.start <= doc.end:
             valid.append(doc)  # one that ends before it starts covers no day
@@ -201,7 +222,7 @@ def _theirs(doc: _Doc, whose: Whose) -> bool:
     for field, want in whose:
         have = _get(doc.rec, field)
         haves = have if isinstance(have, list) else [have]
-        if not any(same(h, want, field in COUNTRY_FIELDS) for h in haves):
+        if not any(same(h, want, is_country(doc.rec, field)) for h in haves):
             return False
     return True
 

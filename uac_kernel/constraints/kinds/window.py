@@ -42,7 +42,13 @@ from datetime import date, datetime, timedelta
 from itertools import accumulate
 
 from uac_kernel.constraints.kinds._base import (
+    END,
+    EVENT_DATE,
+    START,
+    Names,
     called_off,
+    field_names,
+    fields,
     ident,
     lower,
     make_rule,
@@ -66,8 +72,14 @@ from uac_kernel.rules.library._common import (
     _label,
     _number,
 )
+from uac_kernel.vocab.catalogue import concept
 
-__all__ = ["HORIZON", "compile"]
+__all__ = ["AMOUNT", "DATE", "HORIZON", "compile"]
+
+# What a constraint that leaves ``date``/``amount`` out reads (``end``: ``END``): the day of an
+# event, else the start of a span; the amount of a payment.
+DATE: Names = (EVENT_DATE, *START)
+AMOUNT = concept("payment.amount")
 
 HORIZON = timedelta(days=3660)  # how far ahead windows are looked at
 DAY = timedelta(days=1)
@@ -95,11 +107,12 @@ class _Total:
 
 
 def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> list[_Item]:
-    amount = c.amount or "amount"
-    has_end = {t: bool(_date_fields(user, t, c.end)) for t in c.subject.types}
+    amount = c.amount or AMOUNT
+    dates, ends = fields(c.date, DATE), fields(c.end, END)
+    has_end = {t: bool(_date_fields(user, t, ends)) for t in c.subject.types}
     out: list[_Item] = []
     for rec in recs:
-        first = _first_day(rec, c.date)
+        first = _first_day(rec, dates)
         if first is None or called_off(rec):
             continue
         if c.measure != "days":
@@ -107,34 +120,37 @@ def _items(user: UserView, c: WindowLimit, recs: list[Record], today: date) -> l
             if value is not None:
                 out.append(_Item(rec, first, first, first, value))
             continue
-        end = _first_day(rec, c.end)
+        end = _first_day(rec, ends)
         if end is not None:
             out.append(_Item(rec, first, max(first, end), max(first, end), 1.0))
-        elif (has_end[type(rec).__name__] or _begins_a_stay(rec, c.date)) and first <= today:
+        elif (has_end[type(rec).__name__] or _begins_a_stay(rec, dates)) and first <= today:
             out.append(_Item(rec, first, today, first, 1.0))
         else:
             out.append(_Item(rec, first, first, first, 1.0))
     return out
 
 
-EVENT_DATE = "date"  # the field that dates a one-day event; any other starts a span
-
-
-def _begins_a_stay(rec: Record, names: list[str]) -> bool:
+def _begins_a_stay(rec: Record, names: Names) -> bool:
     """Whether ``rec``'s first set date field of ``names`` begins a stay: a plain date in a field
-    other than ``date`` (a ``start`` day); a date-time is a moment (an appointment)."""
-    field = next((f for f in names if _day(_get(rec, f)) is not None), None)
-    return field not in (None, EVENT_DATE) and not isinstance(_get(rec, field), datetime)
+    other than an ``event.date`` one (a ``start`` day, not a visit's ``date``); a date-time is a
+    moment (an appointment)."""
+    field = next((f for f in field_names(rec, names) if _day(_get(rec, f)) is not None), None)
+    return (
+        field is not None
+        and field not in field_names(rec, (EVENT_DATE,))
+        and not isinstance(_get(rec, field), datetime)
+    )
 
 
 def _open(user: UserView, c: WindowLimit, t: str, since: date) -> list[Record]:
     """Records of type ``t`` with no end set that a read from ``since`` leaves out (begun before
     it): with an end field, those leaving it unset; without one, those placed by a field other
-    than ``date`` (an event's ``date`` counts one day, so is never open)."""
-    ends = _date_fields(user, t, c.end)
+    than an ``event.date`` one (an event's ``date`` counts one day, so is never open)."""
+    ends = _date_fields(user, t, fields(c.end, END))
     if ends:
         return [r for r in user.unset(t, ends[0]) if all(_get(r, f) is None for f in ends[1:])]
-    starts = _date_fields(user, t, [f for f in c.date if f != EVENT_DATE])
+    events = _date_fields(user, t, EVENT_DATE)
+    starts = [f for f in _date_fields(user, t, fields(c.date, DATE)) if f not in events]
     return [r for f in starts for r in user.where(t, f, before=since)]
 
 
@@ -362,8 +378,9 @@ def compile(name: str, c: WindowLimit) -> Rule:
             since = _before(today, timedelta(days=c.window_days - 1))
         if calendar_too:
             since = min(since, _period(c, today, anchor)[0])
-        fields = [*c.date, *c.end] if c.measure == "days" else list(c.date)
-        among = read(c.subject, lambda t: _from_day(user, t, since, fields))
+        dates = fields(c.date, DATE)
+        read_by = [*dates, *fields(c.end, END)] if c.measure == "days" else dates
+        among = read(c.subject, lambda t: _from_day(user, t, since, read_by))
         if c.measure == "days":
             seen = {ident(r) for r in among}
             for r in read(c.subject, lambda t: _open(user, c, t, since)):

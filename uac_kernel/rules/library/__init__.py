@@ -3,12 +3,13 @@
 Design material: the 40 scenarios of ``active_service_scenarios.json`` (Apache-2.0, © 2026 the
 "User as Code" authors, Bojie Li / Pine AI), from the paper "User as Code: Executable Memory for
 Personalized Agents". Its five categories are the categories here (plus ``contradiction``). No
-rule names or is tuned to a scenario: rules key on record shapes and the field conventions of
-``docs/rules.md``, and each cites the regulation, label or official guidance it applies.
+rule names or is tuned to a scenario: rules key on record shapes and on concepts (a trip's
+start, a document's expiry: ``docs/rules.md`` "Concepts"), never on a user's type or field names,
+and each cites the regulation, label or official guidance it applies.
 
-Every rule reads only the record types in its ``watch`` list (or, with ``watch=None``, only the
-types that carry the fields it needs), reads fields with ``_get(rec, field)``, skips a
-record that lacks what it needs, measures time with ``user.today`` (the log clock) and never with
+Every rule reads the types that play the roles it names (``roles=``; ``watch=None`` for one that
+reads any type carrying what it needs), reads concepts with ``_get(rec, CONCEPT)`` through the
+user's vocabulary, skips a record that lacks what it needs, measures time with ``user.today`` (the log clock) and never with
 the wall clock. The drug and food tables (in ``health``) are short lists written for it from the
 public sources named beside them; nothing is copied from a label or a database.
 

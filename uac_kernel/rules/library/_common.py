@@ -99,12 +99,6 @@ SETTLED_STATUS = _terms(
 # covers nothing, whatever its dates say.
 VOID_STATUS = (*CALLED_OFF_STATUS, *_terms("lapsed, terminated, revoked, suspended, expired"))
 MAX_ALL_DAY_COMMITMENT = timedelta(days=31)  # longer all-day ranges are periods (except trips)
-SINGULAR_TYPES = ("Residence", "Home")  # one current at a time; not Employer (two jobs happen)
-TRAVEL_DOCUMENTS = _split(
-    "DriverLicense License IDCard Insurance HealthInsurance TravelInsurance HealthCertificate "
-    "Certificate Vaccination"
-)
-CERTIFICATES = frozenset({"HealthCertificate", "Certificate", "Vaccination"})
 PASSPORT_MONTHS = timedelta(days=183)
 MIN_BLANK_PAGES = 2  # a visa sticker takes a full page, entry and exit stamps another
 
