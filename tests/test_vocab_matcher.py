@@ -165,8 +165,8 @@ def test_traps_are_not_bound_wrongly() -> None:
         },
         values={("Passport", "pet_name"): ["Biscuit"], ("Hike", "start"): ["the car park"]},
     )
-    # its expiry is a passport's expiry (not a contract's end); whose it is stays for review
-    assert got[("Passport", "expiry", "document.expiry")].status == "used"
+    # its expiry is a passport's expiry (not a contract's end), held: the passport is a client's
+    assert got[("Passport", "expiry", "document.expiry")].status == "held"
     assert not any(b.target == "term.ends" for b in got.values())
     assert all(
         b.status == "held" for b in got.values() if b.type == "Passport" and b.field != "expiry"
@@ -209,7 +209,7 @@ def test_proposals_from_a_store_bind_and_rules_read_them(tmp_path: Path) -> None
         fact("2025-01-01", "add", "Journey", "j1", leaves_on="2025-06-01", country="France"),
         fact("2025-01-01", "add", "Shot", "s1", valid_thru="2025-05-01", holder="me"),
     ]
-    st.apply_all(store.append(plan_batch(st, parse_objects(events), propose_bindings=False)))
+    st.apply_all(store.append(plan_batch(st, parse_objects(events))))
     store.close()
     # ingest proposed them with the batch; from the stored records the matcher says the same
     got = propose(
@@ -311,3 +311,55 @@ def test_two_concepts_read_from_one_name_are_no_rivals() -> None:
     )
     b = got[("Journey", "going_to", "trip.destination")]
     assert "fits trip.places too" not in b.reason
+
+
+def test_a_pets_or_clients_passport_is_never_read_as_the_users(tmp_path: Path) -> None:
+    from uac_kernel.query import UserView
+    from uac_kernel.rules import library as lib
+
+    schema = {
+        "PetPassport": {"animal": "str", "valid_until": "date", "chip_no": "str"},
+        "ClientPassport": {"customer": "str", "exp_date": "date"},
+        # the user's own passport type, whose fields name a dog: still not the user's
+        "Passport": {"dog_name": "str", "valid_thru": "date"},
+        "Journey": {"leaves_on": "date", "back_on": "date", "country": "str"},
+    }
+    got = proposals(schema)
+    others = ("PetPassport", "ClientPassport", "Passport")
+    # no passport or document role, and none of their concepts, is used for them
+    used = [
+        b
+        for b in got.values()
+        if b.type in others and b.status == "used" and not b.target.startswith("record")
+    ]
+    assert used == []
+    held = got[("PetPassport", None, "passport")]
+    assert held.status == "held" and "not the user's" in held.reason
+    # and the rule reads no passport of theirs for the user's trip
+    events = [
+        fact(
+            "2026-01-01",
+            "add",
+            "PetPassport",
+            "pp1",
+            animal="Rex the dog",
+            valid_until="2026-03-01",
+            chip_no="9851",
+        ),
+        fact("2026-01-01", "add", "Passport", "p1", dog_name="Rex", valid_thru="2026-03-01"),
+        fact(
+            "2026-01-01",
+            "add",
+            "Journey",
+            "j1",
+            leaves_on="2026-06-01",
+            back_on="2026-06-10",
+            country="Japan",
+        ),
+    ]
+    st = State("u")
+    store = Store(tmp_path / "u.duckdb")
+    st.apply_all(store.append(plan_batch(st, parse_objects(events))))
+    store.close()
+    assert "Journey" in st.vocab.types("trip")
+    assert lib.passport_validity.alerts(UserView(st)) == {}

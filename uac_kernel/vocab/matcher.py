@@ -57,6 +57,7 @@ _ABBREV: dict[str, str] = _DATA["abbreviations"]
 _NEVER_FROM_NAME = frozenset(_DATA["hold"]["never_from_name"])
 _WHOLE_NAME_ONLY = frozenset(_DATA["hold"]["whole_name_only"])
 _CRITICAL_ROLES = frozenset(_DATA["hold"]["critical_roles"])
+_PERSONAL_ROLES = frozenset(_DATA["not_the_user"]["roles"])
 # A value kind whose shape is itself (a country field holds countries) and may contradict it.
 _KIND_SHAPES = {"country": "country", "tz": "zone"}
 # concept → the value shapes it expects (a concept the catalogue lacks is never a candidate)
@@ -126,6 +127,21 @@ def _read(name: str) -> _Name:
             words.append(w)
     kept = [w for w in words if w not in _STOP] or words
     return _Name(tuple(_fold(w) for w in kept), tuple(abbreviations), currency)
+
+
+@functools.cache
+def _not_the_user_tokens() -> frozenset[str]:
+    return frozenset(t for w in _DATA["not_the_user"]["words"] for t in _read(w).tokens)
+
+
+def _someone_elses(t: str, fields: Iterable[str]) -> str | None:
+    """Why type ``t``'s records belong to an animal or to someone the user serves (its name or
+    a field's says so: ``PetPassport``, ``dog_name``), or None."""
+    words = _not_the_user_tokens()
+    for what, name in (("type name", t), *(("field", f) for f in fields)):
+        if any(w in words for w in _read(name).tokens):
+            return f"the {what} {name!r} says the record is not the user's"
+    return None
 
 
 def _ongoing(name: str) -> bool:
@@ -409,6 +425,7 @@ class _Matcher:
         # Roles: the type's name, and the share of the role's concepts its fields carry.
         roles: dict[str, tuple[float, Status, str]] = {}
         type_fits = _role_fits(t)
+        others = _someone_elses(t, fields)
         for r in sorted({*type_fits, *(_roles_of(c) for cs in cands.values() for c in cs)}):
             if ROLES[r].any or vocab.plays(t, r) or (r, t, None) in known:
                 continue
@@ -430,6 +447,8 @@ class _Matcher:
             )
             if rival is not None:
                 held_why.append(f"the name fits {rival} as well")
+            if others is not None and r in _PERSONAL_ROLES:
+                held_why.append(others)
             roles[r] = (score, *_verdict(score, USE, parts, held_why))
         # A role's own type plays broader roles too (a Trip is a planned activity): what the
         # library reads of that type, it reads of a type playing the role.
@@ -439,7 +458,8 @@ class _Matcher:
             if b.type == t and b.field is None and b.status == "used"
         }
         for r, (score, standing, why) in sorted({**played, **roles}.items()):
-            if r not in ROLES or ROLES[r].any:
+            # a held role carries nothing wider until a person accepts it
+            if r not in ROLES or ROLES[r].any or standing == "held":
                 continue
             for wider in _wider_roles(r):
                 if wider in roles or vocab.plays(t, wider) or (wider, t, None) in known:
@@ -481,6 +501,8 @@ class _Matcher:
             # a text read by critical rules, on a name that fits it only loosely
             if r in _CRITICAL_ROLES and fields[f] in _TEXT and not cand.backed and cand.score < 0.9:
                 held.append(f"name only, and critical rules read {r}")
+            if others is not None and r in _PERSONAL_ROLES:
+                held.append(others)
             if (
                 runner is not None
                 and runner.score >= HOLD
@@ -515,7 +537,8 @@ class _Matcher:
         taken = {(b.target, b.field) for b in found} | {b.target for b in found if b.field}
         out: list[Binding] = []
         for b in sorted(found, key=lambda b: (-b.score, b.target, b.field or "")):
-            if b.field is None:
+            # a held binding carries nothing more until a person accepts it
+            if b.field is None or b.status == "held":
                 continue
             first = CONCEPTS[b.target].fields[0] if CONCEPTS[b.target].fields else None
             for d in _same_as(b.target):
