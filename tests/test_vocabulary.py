@@ -176,17 +176,22 @@ def test_an_ingest_in_other_words_proposes_bindings_in_the_same_batch(db: Path) 
     with Workbench(db, user="maya") as wb:
         report = wb.ingest(scripts())
         # the facts, the schema and the proposals are one batch: its alert read the proposals
+        # a Script plays what a Medication plays; its drug's name is read where a name is
         assert [(b.key, b.status) for b in proposals(wb)] == [
             (("medication", "Script", None), "used"),
+            (("state_period", "Script", None), "used"),
             (("medication.name", "Script", "drugName"), "used"),
+            (("activity.text", "Script", "drugName"), "used"),
+            (("record.label", "Script", "drugName"), "used"),
         ]
         kinds = [ev.kind for ev in wb.log() if ev.kind != "alert"]
-        assert kinds == ["schema", "schema", "schema", "fact", "fact", "vocabulary", "vocabulary"]
+        assert kinds == ["schema", "schema", "schema", "fact", "fact", *["vocabulary"] * 5]
         assert (report.first_seq, report.last_seq) == (1, len(kinds))
         (raised,) = interaction(report.raised)
         assert raised.message.endswith(
             "[read Script plays medication (inferred 0.90); Script.drugName as medication.name "
-            "(inferred 1.00); `uac vocab` says why]"
+            "(inferred 1.00); Script.drugName as record.label (inferred 1.00); `uac vocab` says "
+            "why]"
         )
         # a person's word over the matcher's: the same alert, now resting on the person's
         wb.bind("Script.drugName", "medication.name")
