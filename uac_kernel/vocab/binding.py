@@ -127,6 +127,7 @@ class Vocabulary:
             if b.author != "default":
                 self._read[b.key] = b
         self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._reads: dict[tuple[str | None, str], tuple[Binding, ...]] = {}
         self._role_cache: dict[str, tuple[str, ...]] = {}
         # Whether any binding beyond the catalogue's is in force: only then do rule calls note
         # which bindings they read (the evidence of an alert that rests on one).
@@ -176,6 +177,22 @@ class Vocabulary:
         """The non-default binding that put ``type_name.field`` under ``concept`` (``field``
         None: the type under role ``concept``), or None when only the catalogue did."""
         return self._read.get((concept, type_name, field))
+
+    def read_by(self, type_name: str | None, target: str) -> tuple[Binding, ...]:
+        """The non-default bindings a read of concept ``target`` on ``type_name`` rests on
+        (``type_name`` None: of role ``target``, the types that play it). Kept per pair: rules
+        ask for it on every record they read."""
+        key = (type_name, target)
+        got = self._reads.get(key)
+        if got is None:
+            if type_name is None:
+                found = [self._read.get((target, t, None)) for t in self.types(target)]
+            else:
+                found = [
+                    self._read.get((target, type_name, f)) for f in self.fields(type_name, target)
+                ]
+            got = self._reads[key] = tuple(b for b in found if b is not None)
+        return got
 
     def held(self) -> list[Binding]:
         """Proposals waiting for review: listed, never read."""
