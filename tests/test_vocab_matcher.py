@@ -251,3 +251,12 @@ def test_unwatched_lists_what_looks_like_dates_amounts_documents_and_substances(
     )
     unread = unwatched({"Shot": {"vaccine": "str"}}, Vocabulary(), read=set())
     assert [(u.type, u.looks) for u in unread] == [("Shot", "document")]
+
+
+def test_a_date_named_in_the_past_tense_is_never_a_limit_ahead() -> None:
+    # a book's `finished` is when it was read, not a contract's end or a deadline
+    got = proposals({"Book": {"title": "str", "finished": "date"}})
+    assert not {"term.ends", "duty.due"} & {b.target for b in got.values()}
+    assert got[("Book", "finished", "record.done_on")].status == "used"
+    # and `turn_in` still is a deadline
+    assert ("Homework", "turn_in", "duty.due") in proposals({"Homework": {"turn_in": "date"}})

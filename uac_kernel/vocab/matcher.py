@@ -55,6 +55,7 @@ _CURRENCIES = frozenset(_DATA["currencies"])
 _ABBREV: dict[str, str] = _DATA["abbreviations"]
 _NEVER_FROM_NAME = frozenset(_DATA["hold"]["never_from_name"])
 _CRITICAL_ROLES = frozenset(_DATA["hold"]["critical_roles"])
+_AHEAD = frozenset(_DATA["tense"]["ahead"])
 # A value kind whose shape is itself (a country field holds countries) and may contradict it.
 _KIND_SHAPES = {"country": "country", "tz": "zone"}
 # concept → the value shapes it expects (a concept the catalogue lacks is never a candidate)
@@ -119,6 +120,13 @@ def _read(name: str) -> _Name:
             words.append(w)
     kept = [w for w in words if w not in _STOP] or words
     return _Name(tuple(_fold(w) for w in kept), tuple(abbreviations), currency)
+
+
+def _done(name: str) -> bool:
+    """Whether ``name`` ends in a past participle (``finished``, ``completedOn``, ``paid_at``
+    aside): a date named so is when something happened."""
+    words = [w for w in style_key(_plain(name)).split("_") if w and w not in _STOP]
+    return bool(words) and len(words[-1]) > 4 and words[-1].endswith("ed")
 
 
 # -- the catalogue's words, indexed ----------------------------------------------------------
@@ -332,6 +340,8 @@ class _Matcher:
         for c, fit in _concept_fits(f).items():
             if ftype not in KINDS[CONCEPTS[c].value]:
                 continue  # a kind that does not fit never binds (a text "start" is no date)
+            if c in _AHEAD and _done(f):
+                continue  # `finished` says when it happened, not a limit still ahead
             said = f"name {f!r} ~ {' + '.join(repr(w) for w in fit.words)}"
             notes = [*(f"abbreviation {a}" for a in n.abbreviations)]
             if fit.near:
