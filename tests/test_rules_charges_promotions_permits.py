@@ -23,7 +23,7 @@ def test_the_same_charge_twice_names_both_charges(tmp_path: Path) -> None:
     view = build(tmp_path, [tx("2025-03-01", "a"), tx("2025-03-03", "b"), clock("2025-03-05")])
     alert = one(lib.duplicate_charge, view)
     assert keys(alert) == {"Transaction/a", "Transaction/b"} and alert.severity == "warning"
-    assert "2 charges of 42.50 to cafe corner on 2025-03-01 and 2025-03-03" in alert.message
+    assert "2 charges of 42.50 to Corner Cafe on 2025-03-01 and 2025-03-03" in alert.message
     assert "within 60 days of the statement" in alert.message
 
 

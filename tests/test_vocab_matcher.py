@@ -363,3 +363,12 @@ def test_a_pets_or_clients_passport_is_never_read_as_the_users(tmp_path: Path) -
     store.close()
     assert "Journey" in st.vocab.types("trip")
     assert lib.passport_validity.alerts(UserView(st)) == {}
+
+
+def test_a_date_named_in_the_past_tense_is_never_a_limit_ahead() -> None:
+    # a book's `finished` is when it was read, not a contract's end or a deadline
+    got = proposals({"Book": {"title": "str", "finished": "date"}})
+    assert not {"term.ends", "duty.due"} & {b.target for b in got.values()}
+    assert got[("Book", "finished", "record.done_on")].status == "used"
+    # and `turn_in` still is a deadline
+    assert ("Homework", "turn_in", "duty.due") in proposals({"Homework": {"turn_in": "date"}})

@@ -92,6 +92,9 @@ def interaction(alerts: list[Any]) -> list[Any]:
         ({**NAMED, "author": "robot"}, "binding.author", "inferred, model, person"),
         ({**NAMED, "score": 1.5}, "binding.score", "from 0 to 1"),
         ({**NAMED, "status": "maybe"}, "binding.status", "used, held, rejected"),
+        ({**PLAYS, "via": "medication.name"}, "binding.via", "the role this binding was derived"),
+        ({**NAMED, "via": ["x"]}, "binding.via", "the concept this binding was derived"),
+        ({**PLAYS, "via": "medication"}, "binding.via", "derived from"),
     ],
 )
 def test_event_errors_name_file_line_and_field(
@@ -114,6 +117,34 @@ def test_a_rejected_binding_may_name_what_the_user_lacks_and_hides_a_default(
     wb.ingest([vocab_event("add", {"role": "trip", "type": "Trip", "status": "rejected"})])
     assert "Trip" not in wb.vocab().types("trip")
     assert "Vacation" in wb.vocab().types("trip")
+
+
+def test_a_binding_derived_via_another_is_read_only_while_its_source_is(
+    wb: Workbench,
+) -> None:
+    # what the matcher derives (a type playing medication plays planned_activity as a
+    # Medication does) stands on its source: a person's rejection of the source idles it
+    derived = {
+        "role": "planned_activity",
+        "type": "Zorb",
+        "author": "inferred",
+        "via": "medication",
+    }
+    wb.ingest([vocab_event("add", {**PLAYS, "author": "inferred"}), vocab_event("add", derived)])
+    vocab = wb.vocab()
+    assert vocab.plays("Zorb", "planned_activity") and not vocab.idle()
+    (b,) = [b for b in vocab.bindings if b.via]
+    assert binding_json(b)["via"] == "medication"
+    wb.unbind("Zorb", "medication")
+    vocab = wb.vocab()
+    assert not vocab.plays("Zorb", "planned_activity")
+    assert [x.key for x in vocab.idle()] == [("planned_activity", "Zorb", None)]
+    assert b.key not in {x.key for x in vocab.used()}
+    # the code the checkpoint writes keeps it, and reads back the same
+    assert parse_module(render_module(wb.state)).vocab.bindings == wb.state.vocab.bindings
+    # accepted again, the derived one is read again
+    wb.bind("Zorb", "medication")
+    assert wb.vocab().plays("Zorb", "planned_activity")
 
 
 def test_fold_update_and_retract(wb: Workbench) -> None:

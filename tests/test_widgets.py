@@ -522,7 +522,8 @@ def test_whatif_widget_applies_through_its_message_handler(fresh: Workbench) -> 
     (logged,) = [e for e in grown if e.kind == "alert"]
     assert logged.payload["state"] == "raised"
     assert logged.payload["id"] == what.raised[0].id
-    assert set(kinds(grown)) == {"fact", "schema", "alert"}
+    # and the matcher's reading of the new field (Medication.dose as medication.dose)
+    assert set(kinds(grown)) == {"fact", "schema", "alert", "vocabulary"}
     assert [a.id for a in fresh.alerts()] == [what.raised[0].id]
 
     # Applied once: the button's second press (or a replayed message) appends nothing.

@@ -26,7 +26,9 @@ _RANK = {a: i for i, a in enumerate(AUTHORS)}
 @dataclass(frozen=True)
 class Binding:
     """``type`` plays role ``target`` (``field`` None), or ``type.field`` carries concept
-    ``target``, said by ``author`` with a ``score`` in [0, 1] and the ``reason`` it matched."""
+    ``target``, said by ``author`` with a ``score`` in [0, 1] and the ``reason`` it matched.
+    ``via``: the role (of the same type) or concept (of the same field) it was derived from; it
+    is read only while that one is."""
 
     target: str
     type: str
@@ -35,6 +37,7 @@ class Binding:
     score: float = 1.0
     reason: str = ""
     status: Status = "used"
+    via: str | None = None
 
     @property
     def is_role(self) -> bool:
@@ -111,14 +114,17 @@ class Vocabulary:
         for b in bindings:
             latest[b.key] = b
         self.bindings: tuple[Binding, ...] = tuple(latest.values())
+        self._rejected = {b.key for b in self.bindings if b.status == "rejected"}
         used = sorted(
-            (b for b in self.bindings if b.status == "used"),
+            (b for b in self.bindings if b.status == "used" and self._stands(b, latest)),
             key=lambda b: (_RANK[b.author], -b.score),
         )
         self._fields: dict[tuple[str, str], list[str]] = {}
         self._types: dict[str, list[str]] = {}
-        self._rejected = {b.key for b in self.bindings if b.status == "rejected"}
         self._read: dict[tuple[str, str, str | None], Binding] = {}
+        self._idle = {
+            b.key for b in self.bindings if b.status == "used" and not self._stands(b, latest)
+        }
         for b in used:
             if b.field is None:
                 self._types.setdefault(b.target, []).append(b.type)
@@ -127,10 +133,27 @@ class Vocabulary:
             if b.author != "default":
                 self._read[b.key] = b
         self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._reads: dict[tuple[str | None, str], tuple[Binding, ...]] = {}
         self._role_cache: dict[str, tuple[str, ...]] = {}
         # Whether any binding beyond the catalogue's is in force: only then do rule calls note
         # which bindings they read (the evidence of an alert that rests on one).
         self.inferred = bool(self._read)
+
+    def _stands(
+        self, b: Binding, latest: dict[tuple[str, str, str | None], Binding], depth: int = 0
+    ) -> bool:
+        """Whether ``b``'s source is in force: a binding derived ``via`` a role or concept a
+        person since rejected (or that was never used) is not read."""
+        if b.via is None:
+            return True
+        source = latest.get((b.via, b.type, b.field))
+        if source is not None:
+            return source.status == "used" and depth < 4 and self._stands(source, latest, depth + 1)
+        if (b.via, b.type, b.field) in self._rejected:
+            return False
+        if b.field is None:
+            return b.via in ROLES and b.type in ROLES[b.via].types
+        return b.via in CONCEPTS and b.field in CONCEPTS[b.via].fields
 
     def fields(self, type_name: str, concept: str) -> tuple[str, ...]:
         """The fields of ``type_name`` that carry ``concept``, in the order they are read: its
@@ -177,12 +200,34 @@ class Vocabulary:
         None: the type under role ``concept``), or None when only the catalogue did."""
         return self._read.get((concept, type_name, field))
 
+    def read_by(self, type_name: str | None, target: str) -> tuple[Binding, ...]:
+        """The non-default bindings a read of concept ``target`` on ``type_name`` rests on
+        (``type_name`` None: of role ``target``, the types that play it). Kept per pair: rules
+        ask for it on every record they read."""
+        key = (type_name, target)
+        got = self._reads.get(key)
+        if got is None:
+            if type_name is None:
+                found = [self._read.get((target, t, None)) for t in self.types(target)]
+            else:
+                found = [
+                    self._read.get((target, type_name, f)) for f in self.fields(type_name, target)
+                ]
+            got = self._reads[key] = tuple(b for b in found if b is not None)
+        return got
+
     def held(self) -> list[Binding]:
         """Proposals waiting for review: listed, never read."""
         return [b for b in self.bindings if b.status == "held"]
 
     def used(self) -> list[Binding]:
-        return [b for b in self.bindings if b.status == "used"]
+        """The bindings rules read (a derived one only while its source is read)."""
+        return [b for b in self.bindings if b.status == "used" and b.key not in self._idle]
+
+    def idle(self) -> list[Binding]:
+        """Used bindings derived ``via`` one no longer read (a person rejected the source):
+        listed, never read, read again if the source is."""
+        return [b for b in self.bindings if b.key in self._idle]
 
     def with_bindings(self, more: Iterable[Binding]) -> Vocabulary:
         return Vocabulary([*self.bindings, *more])

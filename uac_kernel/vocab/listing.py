@@ -32,19 +32,30 @@ CONCEPT_COLUMNS = ["concept", "value", "meaning", "default fields"]
 ROLE_COLUMNS = ["role", "meaning", "default types"]
 UNWATCHED_COLUMNS = ["type.field", "looks like", "why", "bind with"]
 # Bindings rules read first, then a person's rejections, then the proposals held for review.
-_ORDER = {"used": 0, "rejected": 1, "held": 2}
+_ORDER = {"used": 0, "rejected": 1, "idle": 2, "held": 3}
 
 
-def _row(b: Binding) -> tuple[str, ...]:
+def _row(b: Binding, idle: bool) -> tuple[str, ...]:
     what = b.type if b.field is None else f"{b.type}.{b.field}"
     target = f"role {b.target}" if b.field is None else b.target
+    if idle:  # derived from a binding no longer read: shown, not read
+        return (
+            what,
+            target,
+            b.author,
+            f"{b.score:.2f}",
+            "idle",
+            f"{b.via} is not read; {b.reason}",
+        )
     return (what, target, b.author, f"{b.score:.2f}", b.status, b.reason)
 
 
 def binding_rows(vocab: Vocabulary) -> list[tuple[str, ...]]:
-    """One row per binding, in ``BINDING_COLUMNS``: those in force, rejected, then held."""
-    ordered = sorted(vocab.bindings, key=lambda b: _ORDER[b.status])
-    return [_row(b) for b in ordered]
+    """One row per binding, in ``BINDING_COLUMNS``: those in force, rejected, idle (derived
+    from one no longer read), then held."""
+    idle = {b.key for b in vocab.idle()}
+    ordered = sorted(vocab.bindings, key=lambda b: _ORDER["idle" if b.key in idle else b.status])
+    return [_row(b, b.key in idle) for b in ordered]
 
 
 def unwatched_rows(found: Iterable[Unwatched]) -> list[tuple[str, ...]]:

@@ -7,7 +7,9 @@ One event a binding change::
      "binding": {"concept": "trip.start", "type": "Journey", "field": "leaves_on",
                  "author": "person", "score": 1.0, "status": "used", "reason": "..."}}
 
-``{"role": "trip", "type": "Journey", ...}`` (no ``field``) says a type plays a role. ``add``
+``{"role": "trip", "type": "Journey", ...}`` (no ``field``) says a type plays a role. A binding
+with ``via`` (a role, or a concept of the same field) was derived from that one (a Journey that
+plays trip plays planned_activity as a Trip does): it is read only while its source is. ``add``
 binds a key (concept or role, type, field) not bound yet, ``update`` changes a bound one,
 ``retract`` removes it (its binding then holds the key only). A ``used`` or ``held`` binding
 names a type the user has, a field that type has, whose value kind fits the concept; a
@@ -41,7 +43,7 @@ __all__ = [
 # Who may write a binding in the log (``default`` is the catalogue's own, never logged).
 AUTHORS = ("inferred", "model", "person")
 STATUSES: tuple[str, ...] = get_args(Status)
-_KEYS = {"concept", "role", "type", "field", "author", "score", "reason", "status"}
+_KEYS = {"concept", "role", "type", "field", "author", "score", "reason", "status", "via"}
 _KEY_ONLY = {"concept", "role", "type", "field"}
 
 
@@ -54,6 +56,8 @@ def binding_json(b: Binding, key_only: bool = False) -> dict[str, Any]:
         out.update(author=b.author, score=b.score, status=b.status)
         if b.reason:
             out["reason"] = b.reason
+        if b.via:
+            out["via"] = b.via
     return out
 
 
@@ -67,6 +71,7 @@ def binding_of(d: dict[str, Any]) -> Binding:
         score=float(d.get("score", 1.0)),
         reason=d.get("reason", ""),
         status=cast(Status, d.get("status", "used")),
+        via=d.get("via"),
     )
 
 
@@ -161,6 +166,12 @@ def check_binding(obj: Any, op: str, reason_chars: int) -> dict[str, Any]:
     out.update(author=author, score=float(score), status=status)
     if reason:
         out["reason"] = reason
+    if "via" in obj:
+        via = obj["via"]
+        if not isinstance(via, str) or target_problem(via, is_role) is not None or via == target:
+            kind = "role" if is_role else "concept"
+            raise _fail(f"via must name the {kind} this binding was derived from", "via")
+        out["via"] = via
     return out
 
 

@@ -58,6 +58,7 @@ _NEVER_FROM_NAME = frozenset(_DATA["hold"]["never_from_name"])
 _WHOLE_NAME_ONLY = frozenset(_DATA["hold"]["whole_name_only"])
 _CRITICAL_ROLES = frozenset(_DATA["hold"]["critical_roles"])
 _PERSONAL_ROLES = frozenset(_DATA["not_the_user"]["roles"])
+_AHEAD = frozenset(_DATA["tense"]["ahead"])
 # A value kind whose shape is itself (a country field holds countries) and may contradict it.
 _KIND_SHAPES = {"country": "country", "tz": "zone"}
 # concept → the value shapes it expects (a concept the catalogue lacks is never a candidate)
@@ -147,6 +148,13 @@ def _someone_elses(t: str, fields: Iterable[str]) -> str | None:
 def _ongoing(name: str) -> bool:
     """A name in the progressive (``is_closing``, ``shuttingDown``): something under way."""
     return any(len(w) > 5 and w.endswith("ing") for w in style_key(_plain(name)).split("_"))
+
+
+def _done(name: str) -> bool:
+    """Whether ``name`` ends in a past participle (``finished``, ``completedOn``, ``paid_at``
+    aside): a date named so is when something happened."""
+    words = [w for w in style_key(_plain(name)).split("_") if w and w not in _STOP]
+    return bool(words) and len(words[-1]) > 4 and words[-1].endswith("ed")
 
 
 # -- the catalogue's words, indexed ----------------------------------------------------------
@@ -354,6 +362,8 @@ class _Matcher:
         for c, fit in _concept_fits(f).items():
             if ftype not in KINDS[CONCEPTS[c].value]:
                 continue  # a kind that does not fit never binds (a text "start" is no date)
+            if c in _AHEAD and _done(f):
+                continue  # `finished` says when it happened, not a limit still ahead
             said = f"name {f!r} ~ {' + '.join(repr(w) for w in fit.words)}"
             notes = [*(f"abbreviation {a}" for a in n.abbreviations)]
             if fit.near:
@@ -454,9 +464,10 @@ class _Matcher:
         # library reads of that type, it reads of a type playing the role.
         played = {
             b.target: (b.score, b.status, f"bound by {b.author}")
-            for b in vocab.bindings
-            if b.type == t and b.field is None and b.status == "used"
+            for b in vocab.used()
+            if b.type == t and b.field is None
         }
+        via: dict[str, str] = {}
         for r, (score, standing, why) in sorted({**played, **roles}.items()):
             # a held role carries nothing wider until a person accepts it
             if r not in ROLES or ROLES[r].any or standing == "held":
@@ -466,8 +477,9 @@ class _Matcher:
                     continue
                 said = f"as {ROLES[r].types[0]}, a {r}, is a {wider}; {t}: {why}"
                 roles[wider] = (score, standing, said)
+                via[wider] = r
         out = [
-            Binding(r, t, None, "inferred", round(min(s, 1.0), 2), why, status)
+            Binding(r, t, None, "inferred", round(min(s, 1.0), 2), why, status, via.get(r))
             for r, (s, status, why) in roles.items()
         ]
         # Fields: the best concept per role each field may carry, for the roles the type plays
@@ -556,7 +568,7 @@ class _Matcher:
                 why = f"{b.target}'s {first!r} is also {d}; {b.reason}"
                 role = roles.get(_role_for(t, d, self.vocab, roles))
                 standing: Status = "held" if role is not None and role[1] == "held" else b.status
-                out.append(Binding(d, t, b.field, "inferred", b.score, why, standing))
+                out.append(Binding(d, t, b.field, "inferred", b.score, why, standing, b.target))
         return out
 
 

@@ -53,20 +53,14 @@ def fields_of(type_name: str, name: str) -> tuple[str, ...]:
     if type(name) is not Concept:
         return (name,)
     vocab = _CURRENT.get()
-    found = vocab.fields(type_name, name)
     if vocab.inferred and (seen := _NOTED.get()) is not None:
-        for f in found:
-            if (b := vocab.binding(type_name, name, f)) is not None:
-                seen.add(b)
-    return found
+        seen.update(vocab.read_by(type_name, name))
+    return vocab.fields(type_name, name)
 
 
 def types_of(role: str) -> tuple[str, ...]:
     """The types that play ``role`` for the current user."""
     vocab = _CURRENT.get()
-    found = vocab.types(role)
     if vocab.inferred and (seen := _NOTED.get()) is not None:
-        for t in found:
-            if (b := vocab.binding(t, role, None)) is not None:
-                seen.add(b)
-    return found
+        seen.update(vocab.read_by(None, role))
+    return vocab.types(role)

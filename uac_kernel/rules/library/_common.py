@@ -250,14 +250,9 @@ _ZONE = re.compile(r"[A-Za-z]+(?:/[A-Za-z0-9_+-]+){1,2}")
 def _zone(rec: Record) -> tuple[tzinfo, str] | None:
     """The zone a record's ``booking.timezone`` field names, and its text; None when unset or
     unreadable."""
-    values = rec.__dict__
-    text = next(
-        (v for f in _names(rec, TIMEZONE) if isinstance(v := values.get(f), str) and v.strip()),
-        None,
-    )
+    text = _first_text(rec, TIMEZONE)
     if text is None:
         return None
-    text = text.strip()
     m = _OFFSET.fullmatch(text)
     if m is not None or text.upper() == "Z":
         if m is None or m.group(1) is None:
@@ -411,13 +406,20 @@ def _money(x: float, rec: Record) -> str:
     return f"{cur} {x:,.2f}" if isinstance(cur, str) and cur else f"{x:,.2f}"
 
 
-def _label(rec: Record) -> str:
+def _first_text(rec: Record, name: str) -> str | None:
+    """The first non-blank text among the fields ``name`` (a field or concept) stands for on
+    ``rec``, stripped; None when there is none."""
     values = rec.__dict__
-    name = next(
-        (v for f in _names(rec, LABEL) if isinstance(v := values.get(f), str) and v.strip()), None
-    )
+    for f in _names(rec, name):
+        if isinstance(v := values.get(f), str) and v.strip():
+            return v.strip()
+    return None
+
+
+def _label(rec: Record) -> str:
+    name = _first_text(rec, LABEL)
     base = f"{type(rec).__name__} '{rec.key}'"
-    return f"{base} ({name.strip()})" if name else base
+    return f"{base} ({name})" if name else base
 
 
 def _days(n: int) -> str:

@@ -586,7 +586,7 @@ def duplicate_charge(user: UserView) -> Iterator[Finding]:
             on = " and ".join(str(d) for d in days)
             yield Finding(
                 f"{', '.join(_label(c) for c in recs)}: {len(recs)} charges of "
-                f"{_money(amount, recs[0])} to {' '.join(sorted(group[0]))} on {on}: the same "
+                f"{_money(amount, recs[0])} to {_text(recs[0], MERCHANT).strip()} on {on}: the same "
                 "charge twice is usually one payment processed twice. Check the statement; ask "
                 "the merchant to reverse the extra charge, or dispute it with the card issuer "
                 "in writing within 60 days of the statement that shows it.",
