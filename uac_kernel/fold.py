@@ -224,9 +224,10 @@ class State:
         self.changed_constraints: set[str] = set()
         # The seq of the last constraint event (the SQL view refreshes its table by it).
         self.constraint_seq = 0
-        # Vocabulary bindings the log holds, in log order (a later one of the same key wins),
-        # and the vocabulary they make, built when first read after a change.
-        self.vocab_bindings: list[Binding] = []
+        # Vocabulary bindings the log holds, by key in the order each was first bound (a later
+        # one of the same key replaces it), and the vocabulary they make, built when first read
+        # after a change.
+        self.vocab_bindings: dict[tuple[str, str, str | None], Binding] = {}
         self._vocab: Vocabulary | None = None
         # The seq of the last vocabulary event, and how the vocabulary changed since
         # ``take_changed_vocab`` (each key's binding before and after): every rule reads
@@ -244,16 +245,16 @@ class State:
         """Put ``bindings`` in the vocabulary (a later one of the same key replaces it)."""
         for b in bindings:
             self._rebind(b.key, b)
-            self.vocab_bindings.append(b)
+            self.vocab_bindings[b.key] = b
 
     def unbind(self, key: tuple[str, str, str | None]) -> None:
         """Take the binding of ``key`` (target, type, field) out of the vocabulary."""
         self._rebind(key, None)
-        self.vocab_bindings = [b for b in self.vocab_bindings if b.key != key]
+        self.vocab_bindings.pop(key, None)
 
     def bound(self, key: tuple[str, str, str | None]) -> Binding | None:
         """The binding of ``key`` in force (used, held or rejected), or None."""
-        return next((b for b in reversed(self.vocab_bindings) if b.key == key), None)
+        return self.vocab_bindings.get(key)
 
     def take_changed_vocab(self) -> list[Rebinding]:
         """How the vocabulary changed since the last call (empty: it did not)."""
@@ -264,7 +265,7 @@ class State:
     def vocab(self) -> Vocabulary:
         """The user's vocabulary: which types play each role, which fields carry each concept."""
         if self._vocab is None:
-            self._vocab = Vocabulary(self.vocab_bindings)
+            self._vocab = Vocabulary(self.vocab_bindings.values())
         return self._vocab
 
     # -- reading -------------------------------------------------------------------------

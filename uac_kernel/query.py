@@ -82,11 +82,7 @@ class UserView:
         if concept not in CONCEPTS:
             hint = "".join(f"; did you mean {c!r}?" for c in close_matches(concept, list(CONCEPTS)))
             raise QueryError(f"no concept {concept!r}{hint}; `uac vocab concepts` lists them")
-        values = rec.__dict__
-        for f in self._state.vocab.fields(type(rec).__name__, concept):
-            if (v := values.get(f)) is not None:
-                return v
-        return None
+        return self._state.vocab.read(rec.__dict__, type(rec).__name__, concept)
 
     def all(self, T: type[Record] | str) -> list[Record]:
         """The current records of type ``T``, in order of creation."""

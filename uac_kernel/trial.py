@@ -304,7 +304,7 @@ class Trial(State):
         self.constraints = dict(base.constraints)
         self.constraint_history = list(base.constraint_history)
         self.constraint_seq = base.constraint_seq
-        self.vocab_bindings = list(base.vocab_bindings)
+        self.vocab_bindings = dict(base.vocab_bindings)
         self.vocab_seq = base.vocab_seq
         self.layers: dict[str, _TrialType] = {}
 

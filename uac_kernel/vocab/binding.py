@@ -9,9 +9,9 @@ a person's over a model's over an inferred one, then the catalogue's defaults.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
 
@@ -194,6 +194,14 @@ class Vocabulary:
 
     def plays(self, type_name: str, role: str) -> bool:
         return ROLES[role].any or type_name in self.types(role)
+
+    def read(self, values: Mapping[str, Any], type_name: str, concept: str) -> Any:
+        """The value of ``concept`` in a ``type_name`` record's ``values``: the first of the
+        fields it is read from that is set, or None."""
+        for f in self.fields(type_name, concept):
+            if (v := values.get(f)) is not None:
+                return v
+        return None
 
     def binding(self, type_name: str, concept: str, field: str | None) -> Binding | None:
         """The non-default binding that put ``type_name.field`` under ``concept`` (``field``

@@ -9,14 +9,15 @@ binding it rests on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from uac_kernel.vocab.binding import Binding, Vocabulary
 from uac_kernel.vocab.catalogue import Concept
 
-__all__ = ["DEFAULT", "current", "fields_of", "noting", "types_of", "using"]
+__all__ = ["DEFAULT", "current", "fields_of", "noting", "read", "types_of", "using"]
 
 DEFAULT = Vocabulary()
 _CURRENT: ContextVar[Vocabulary] = ContextVar("uac_vocabulary", default=DEFAULT)
@@ -56,6 +57,15 @@ def fields_of(type_name: str, name: str) -> tuple[str, ...]:
     if vocab.inferred and (seen := _NOTED.get()) is not None:
         seen.update(vocab.read_by(type_name, name))
     return vocab.fields(type_name, name)
+
+
+def read(values: Mapping[str, Any], type_name: str, name: str) -> Any:
+    """The value of field or concept ``name`` in a ``type_name`` record's ``values``: for a
+    concept, the first of its fields that is set; None when none is."""
+    if type(name) is not Concept:
+        return values.get(name)
+    fields_of(type_name, name)  # notes the bindings read
+    return _CURRENT.get().read(values, type_name, name)
 
 
 def types_of(role: str) -> tuple[str, ...]:

@@ -19,8 +19,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from uac_kernel._display import plural
 from uac_kernel.query import UserView
 from uac_kernel.records import Record
-from uac_kernel.vocab.catalogue import Concept, concept
-from uac_kernel.vocab.resolve import current, fields_of, types_of
+from uac_kernel.vocab.catalogue import concept
+from uac_kernel.vocab.resolve import current, fields_of, read, types_of
 
 _When = TypeVar("_When", date, datetime)
 
@@ -169,13 +169,7 @@ def _get(rec: Record, name: str) -> Any:
     fields that is set; None when none is."""
     # A record's __dict__ holds every field of its type; a miss (a field the type lacks) through
     # getattr goes down pydantic's slow path, ~40x slower, and rules probe many absent fields.
-    values = rec.__dict__
-    if type(name) is not Concept:
-        return values.get(name)
-    for f in fields_of(type(rec).__name__, name):
-        if (v := values.get(f)) is not None:
-            return v
-    return None
+    return read(rec.__dict__, type(rec).__name__, name)
 
 
 def _named(rec: Record, name: str) -> str:
