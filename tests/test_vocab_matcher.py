@@ -372,3 +372,21 @@ def test_a_date_named_in_the_past_tense_is_never_a_limit_ahead() -> None:
     assert got[("Book", "finished", "record.done_on")].status == "used"
     # and `turn_in` still is a deadline
     assert ("Homework", "turn_in", "duty.due") in proposals({"Homework": {"turn_in": "date"}})
+
+
+def test_a_verb_form_never_reads_as_a_function_word_nor_a_noun_in_ing() -> None:
+    # "noted" is not "not" (a recurring skip "not on"); a Book is not a booking (a meal
+    # reservation); a Meeting is still a meeting and a booking_date a booking's day.
+    got = proposals({"Allergy": {"noted": "date", "substance": "str"}})
+    assert not any(c.startswith("recurring.") for (_, _, c) in got)
+    got = proposals({"Book": {"title": "str", "finished": "date"}})
+    assert ("Book", None, "meal") not in got
+    assert status(got, "Book", "finished", "record.done_on") == "used"
+    assert ("Book", "finished", "booking.end") not in got  # past tense: not an end ahead
+
+
+def test_companions_do_not_narrow_who_travels() -> None:
+    # companions travel with the user: read as the travellers, the user's own passport
+    # would drop out of the check
+    got = proposals({"Trip": {"companions": "list[str]"}})
+    assert ("Trip", "companions", "trip.travellers") not in got

@@ -52,6 +52,7 @@ def _table() -> dict[str, Any]:
 
 _DATA = _table()
 _STOP = frozenset(_DATA["stop"])
+_NEVER_A_STEM = frozenset(_DATA["never_a_stem"])
 _CURRENCIES = frozenset(_DATA["currencies"])
 _ABBREV: dict[str, str] = _DATA["abbreviations"]
 _NEVER_FROM_NAME = frozenset(_DATA["hold"]["never_from_name"])
@@ -91,7 +92,13 @@ def _fold(token: str) -> str:
     arrival → arriv; setting, set → ``set`` (a doubled last consonant is read single on both
     sides, so stopped and stop, cancelled and cancel meet)."""
     stem = next(
-        (token[: -len(x)] for x in _SUFFIXES if token.endswith(x) and len(token) - len(x) >= 3),
+        (
+            token[: -len(x)]
+            for x in _SUFFIXES
+            if token.endswith(x)
+            and len(token) - len(x) >= 3
+            and token[: -len(x)] not in _NEVER_A_STEM
+        ),
         token,
     )
     if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "aeiou":
@@ -206,7 +213,7 @@ class _Fit:
 def _fits(name: str, index: _Index) -> dict[str, _Fit]:
     """Each target whose words explain some of ``name``'s tokens, and how well."""
     n = _read(name)
-    got = _fits_tokens(n.tokens, index)
+    got = _gerunds_said(name, _fits_tokens(n.tokens, index))
     if got or not n.tokens:
         return got
     # No word fits: a token of five letters or more within a letter or two of one (a typo) is
@@ -222,6 +229,18 @@ def _fits(name: str, index: _Index) -> dict[str, _Fit]:
                 for t, f in _fits_tokens(swapped, index).items()
             }
     return {}
+
+
+def _gerunds_said(name: str, fits: dict[str, _Fit]) -> dict[str, _Fit]:
+    """Drop fits resting only on catalogue nouns in -ing (a "booking", a "meeting") where the
+    name has no -ing word: a Book is not a booking, a meet_date not a meeting."""
+    if any(w.endswith(("ing", "ings")) for w in style_key(_plain(name)).split("_")):
+        return fits
+    return {t: f for t, f in fits.items() if not all(map(_gerund, f.words))}
+
+
+def _gerund(word: str) -> bool:
+    return any(w.endswith(("ing", "ings")) for w in word.split())
 
 
 def _fits_tokens(tokens: tuple[str, ...], index: _Index) -> dict[str, _Fit]:
@@ -553,6 +572,8 @@ class _Matcher:
             if b.field is None or b.status == "held":
                 continue
             first = CONCEPTS[b.target].fields[0] if CONCEPTS[b.target].fields else None
+            if first is None or first in _STOP:
+                continue  # a name that says nothing alone ("date") carries no meaning across
             for d in _same_as(b.target):
                 c = CONCEPTS[d]
                 if (
