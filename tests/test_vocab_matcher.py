@@ -390,3 +390,48 @@ def test_companions_do_not_narrow_who_travels() -> None:
     # would drop out of the check
     got = proposals({"Trip": {"companions": "list[str]"}})
     assert ("Trip", "companions", "trip.travellers") not in got
+
+
+def test_values_alone_say_a_drug_name_where_the_name_says_nothing() -> None:
+    pills = {"Pill": {"zq": "str", "strength": "str"}}
+    got = proposals(pills, values={("Pill", "zq"): ["sertraline", "tramadol"]})
+    name = got[("Pill", "zq", "medication.name")]
+    assert name.status == "used" and "values look like drug names (2/2)" in name.reason
+    assert "values show medication.name" in got[("Pill", None, "medication")].reason
+    # the same drug names could be an allergy's: the type's name says which
+    assert not any(c.startswith("allergy") for (_, _, c) in got)
+    # where no name says, both stay held for a person to decide
+    got = proposals({"Zq": {"zq": "str"}}, values={("Zq", "zq"): ["sertraline", "tramadol"]})
+    assert {c: b.status for (_, _, c), b in got.items()} == {
+        "allergy": "held", "medication": "held", "allergy.allergen": "held",
+        "medication.name": "held",
+    }  # fmt: skip
+    # a note that mentions a drug is no drug name
+    said = ["took sertraline after lunch with water", "tramadol"]
+    got = proposals(pills, values={("Pill", "zq"): said})
+    assert ("Pill", "zq", "medication.name") not in got
+
+
+def test_two_dates_in_order_are_a_trips_start_and_end() -> None:
+    trip = {"Trip": {"p": "date", "q": "date"}}
+    early, late = ["2025-05-01", "2025-06-01"], ["2025-05-09", "2025-06-03"]
+    got = proposals(trip, values={("Trip", "p"): early, ("Trip", "q"): late})
+    start = got[("Trip", "p", "trip.start")]
+    assert start.status == "used" and "'q' is never before 'p' in 2 records" in start.reason
+    assert status(got, "Trip", "q", "trip.end") == "used"
+    # beside a start named so, the one date never before it is the end
+    got = proposals(
+        {"Trip": {"start": "date", "q": "date"}},
+        values={("Trip", "start"): early, ("Trip", "q"): late},
+    )
+    assert status(got, "Trip", "q", "trip.end") == "used"
+    assert ("Trip", "start", "trip.start") not in got  # the default reads it already
+    # dates that cross, a record lacking one, or one date alone show nothing
+    crossed = ["2025-05-09", "2025-05-30"]
+    for values in (
+        {("Trip", "p"): early, ("Trip", "q"): crossed},
+        {("Trip", "p"): early, ("Trip", "q"): late[:1]},
+        {("Trip", "p"): early, ("Trip", "q"): early},
+    ):
+        got = proposals(trip, values=values)
+        assert not any(c in ("trip.start", "trip.end") for (_, _, c) in got), values

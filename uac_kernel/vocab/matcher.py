@@ -39,6 +39,8 @@ __all__ = ["JUDGED_USE", "SAMPLE", "Unwatched", "judge", "propose", "unwatched"]
 
 USE, HOLD, MARGIN = 0.75, 0.5, 0.15  # used at USE and a MARGIN over the next; held from HOLD
 _SHAPE_BONUS, _LINK_BONUS, _LINK_ALONE = 0.15, 0.2, 0.6
+_VALUES_ALONE = 0.8  # a concept said by values alone, backed: used where the type plays its role
+_VALUES_ROLE = 0.45  # what values a role's concept holds add to a type's fit for the role
 _SHAPE_MISS = 0.3  # a sample that contradicts a kind's shape (a "zone" of garden beds)
 _TENSE_MISS = 0.3  # a flag named in another tense than the concept's words ("closing", "closed")
 SAMPLE = 50  # values read per field
@@ -68,6 +70,19 @@ _SHAPE_OF: dict[str, frozenset[str]] = {
     for cs in _DATA["shapes"].values()
     for c in cs
 }
+# shape → the concepts whose values have it (a country-kind concept holds countries)
+_BY_SHAPE: dict[str, tuple[str, ...]] = {
+    shape: tuple(
+        sorted(
+            c.name
+            for c in CONCEPTS.values()
+            if shape in _SHAPE_OF.get(c.name, ()) or _KIND_SHAPES.get(c.value) == shape
+        )
+    )
+    for shape in ("country", "zone", "drug", "food")
+}
+# roles with a start and an end the values of two dates may show
+_SPANNED = tuple(sorted(r for r in ROLES if f"{r}.start" in CONCEPTS and f"{r}.end" in CONCEPTS))
 _SHAPE_WORDS = {
     "country": "countries",
     "zone": "time zones",
@@ -335,6 +350,7 @@ class _Cand:
     score: float
     parts: list[str] = field(default_factory=list)  # the reason, term by term
     backed: bool = False  # values back the name (a shape or a link)
+    alone: bool = False  # the values say it, the name does not
 
 
 @dataclass
@@ -402,7 +418,70 @@ class _Matcher:
                     cand.parts.append(f"currency {n.currency} in the name")
         if ftype in _TEXT:
             self._values_say(t, f, ftype, out)
+            self._values_alone(t, f, ftype, out)
         return out
+
+    def _span(
+        self, t: str, r: str, fields: Mapping[str, str], cands: dict[str, dict[str, _Cand]]
+    ) -> None:
+        """A start and an end of role ``r`` that the dates show where names do not: of the
+        type's date fields no name reads as either, the one never after the other in every
+        sampled record (at least two, one strictly) is the start, the other the end; beside a
+        start the name found, the one date field never before it is the end."""
+        if self.values is None:
+            return
+        start, end = f"{r}.start", f"{r}.end"
+        dates = [f for f, ft in fields.items() if ft in KINDS[CONCEPTS[start].value]]
+        # a field read by its name (the matcher's or a default's) is named; others are loose
+        named = {
+            c: [f for f in dates if c in cands.get(f, {}) or f in CONCEPTS[c].fields]
+            for c in (start, end)
+        }
+        defaults = _defaults()
+        loose = [
+            f for f in dates if f not in defaults and not cands.get(f, {}).keys() & {start, end}
+        ]
+        pairs: list[tuple[str, str]] = []
+        if not named[start] and not named[end] and len(loose) == 2:
+            a, b = loose
+            pairs = [(a, b), (b, a)]
+        elif len(named[start]) == 1 and not named[end] and len(loose) == 1:
+            pairs = [(named[start][0], loose[0])]
+        elif len(named[end]) == 1 and not named[start] and len(loose) == 1:
+            pairs = [(loose[0], named[end][0])]
+        for a, b in pairs:
+            xs, ys = self.values(t, a), self.values(t, b)
+            if len(xs) < 2 or len(xs) != len(ys):
+                continue  # a record lacking one of them: the samples are not aligned
+            try:
+                order = [str(x) <= str(y) for x, y in zip(xs, ys, strict=True)]
+                strict = any(str(x) < str(y) for x, y in zip(xs, ys, strict=True))
+            except TypeError:
+                continue
+            if all(order) and strict:
+                said = f"{b!r} is never before {a!r} in {len(xs)} records"
+                for f, c in ((a, start), (b, end)):
+                    if f not in defaults and c not in cands.setdefault(f, {}):
+                        cands[f][c] = _Cand(c, _VALUES_ALONE, [said, f"{fields[f]} field"], True)
+                return
+
+    def _values_alone(self, t: str, f: str, ftype: str, out: dict[str, _Cand]) -> None:
+        """Concepts the values say when the name says none of them: a field of short texts
+        most of which are drug names, foods, countries or time zones (a note that mentions a
+        drug is no drug name: values of more than four words never count)."""
+        if self.values is None:
+            return
+        sample = self.sample(t, f)
+        if len(sample) < 2 or any(len(v.split()) > 4 for v in sample):
+            return
+        for shape, concepts in _BY_SHAPE.items():
+            hits = sum(_looks(shape, v) for v in sample)
+            if hits < 0.8 * len(sample):
+                continue
+            said = f"values look like {_SHAPE_WORDS[shape]} ({hits}/{len(sample)})"
+            for c in concepts:
+                if c not in out and ftype in KINDS[CONCEPTS[c].value]:
+                    out[c] = _Cand(c, _VALUES_ALONE, [said, f"{ftype} field"], True, True)
 
     def _values_say(self, t: str, f: str, ftype: str, out: dict[str, _Cand]) -> None:
         if self.values is None:
@@ -454,6 +533,9 @@ class _Matcher:
         # Roles: the type's name, and the share of the role's concepts its fields carry.
         roles: dict[str, tuple[float, Status, str]] = {}
         type_fits = _role_fits(t)
+        for r in sorted(r for r in _SPANNED if r in type_fits or vocab.plays(t, r)):
+            self._span(t, r, fields, cands)
+        _one_role_per_value(t, type_fits, vocab, cands)
         others = _someone_elses(t, fields)
         for r in sorted({*type_fits, *(_roles_of(c) for cs in cands.values() for c in cs)}):
             if ROLES[r].any or vocab.plays(t, r) or (r, t, None) in known:
@@ -593,6 +675,24 @@ class _Matcher:
         return out
 
 
+def _one_role_per_value(
+    t: str, type_fits: Mapping[str, _Fit], vocab: Vocabulary, cands: dict[str, dict[str, _Cand]]
+) -> None:
+    """Values that fit concepts of several roles (drug names: a medication's or an allergy's)
+    speak only for the roles the field's name says, or else the type's name or vocabulary
+    suggests, when one does."""
+    for cs in cands.values():
+        alone = [c for c in cs.values() if c.alone]
+        named = {_roles_of(c.concept) for c in cs.values() if not c.alone}
+        roles = {_roles_of(c.concept) for c in alone}
+        known = named or {r for r in roles if r in type_fits or vocab.plays(t, r)}
+        if not known or (not named and len(roles) < 2):
+            continue
+        for c in alone:
+            if _roles_of(c.concept) not in known:
+                del cs[c.concept]
+
+
 @functools.cache
 def _defaults() -> frozenset[str]:
     """Every field name some concept reads by default: a field so named needs no binding."""
@@ -657,12 +757,19 @@ def _role_score(
         or any(c.name in cs and cs[c.name].score >= HOLD for cs in cands.values())
     )
     share = len(carried) / len(members) if members else 0.0
+    # a concept of the role whose values say it (drug names), not its name
+    shown = sorted(
+        {c.name for c in members for cs in cands.values() if c.name in cs and cs[c.name].backed}
+    )
     parts = []
     if fit is not None:
         parts.append(f"type name {t!r} ~ {' + '.join(repr(w) for w in fit.words)}")
         score = 0.85 * fit.score + 0.3 * share
     else:
         score = 0.7 * share  # fields alone never make a role used
+    if shown:
+        score += _VALUES_ROLE
+        parts.append(f"values show {', '.join(shown)}")
     if carried:
         parts.append(f"fields carry {', '.join(carried)}")
     held = []
