@@ -837,6 +837,9 @@ def judge(
             for o, other in sorted(fits.items())
             if o != b.target and other.score >= max(HOLD, mine + MARGIN)
         ][:1]
+        # a model's word never makes a pet's or a client's record the user's
+        if b.target in _PERSONAL_ROLES and (others := _someone_elses(b.type, fields)):
+            held.append(others)
         status, reason = _verdict(score, JUDGED_USE, parts, held)
         return replace(b, score=round(score, 2), reason=reason, status=status)
     c = CONCEPTS[b.target]
@@ -870,6 +873,8 @@ def judge(
     ][:1]
     if not any(vocab.plays(b.type, r) for r in c.roles):
         held.append(f"{b.type} does not play {c.role}")
+    if kin & _PERSONAL_ROLES and (others := _someone_elses(b.type, fields)):
+        held.append(others)
     status, reason = _verdict(score, JUDGED_USE, parts, held)
     return replace(b, score=round(min(score, 1.0), 2), reason=reason, status=status)
 
