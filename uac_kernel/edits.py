@@ -410,6 +410,20 @@ def _refuse_blocks(tree: ast.Module) -> None:
     target, ``:=``, ``.append()``) is refused in one line that says how to change it."""
     for node in ast.walk(tree):
         targets: list[ast.expr]
+        # Read by another path (``v = vocabulary``, ``[vocabulary][0]``, ``globals()['vocabulary']``)
+        # a block could be changed where no target names it: a cell only ever assigns it.
+        if (
+            isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in _BLOCKS
+        ) or (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value in _BLOCKS
+            and isinstance(node.value, ast.Call)
+        ):
+            named = node.id if isinstance(node, ast.Name) else str(node.slice.value)  # type: ignore[attr-defined]
+            raise CodeError(
+                f"line {node.lineno}: the {named} block is not edited in a cell; " + _BLOCKS[named]
+            )
         if isinstance(node, ast.Assign | ast.Delete):
             targets = node.targets
         elif isinstance(
