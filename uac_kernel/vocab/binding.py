@@ -15,7 +15,16 @@ from typing import Any, Literal
 
 from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
 
-__all__ = ["AUTHORS", "Author", "Binding", "Rebinding", "Status", "Vocabulary", "addable"]
+__all__ = [
+    "AUTHORS",
+    "Author",
+    "Binding",
+    "Rebinding",
+    "Status",
+    "Vocabulary",
+    "addable",
+    "first_set",
+]
 
 Author = Literal["default", "inferred", "model", "person"]
 Status = Literal["used", "held", "rejected"]
@@ -96,6 +105,14 @@ _WHO = {"person": "a person", "model": "the model", "inferred": "the matcher", "
 
 def _side(b: Binding | None) -> str:
     return "unbound" if b is None else f"{b.status} ({b.author} {b.score:.2f})"
+
+
+def first_set(values: Mapping[str, Any], fields: Iterable[str]) -> Any:
+    """The first of ``fields`` set (not None) in a record's ``values``, or None."""
+    for f in fields:
+        if (v := values.get(f)) is not None:
+            return v
+    return None
 
 
 def addable(bound: Binding | None) -> bool:
@@ -198,10 +215,7 @@ class Vocabulary:
     def read(self, values: Mapping[str, Any], type_name: str, concept: str) -> Any:
         """The value of ``concept`` in a ``type_name`` record's ``values``: the first of the
         fields it is read from that is set, or None."""
-        for f in self.fields(type_name, concept):
-            if (v := values.get(f)) is not None:
-                return v
-        return None
+        return first_set(values, self.fields(type_name, concept))
 
     def binding(self, type_name: str, concept: str, field: str | None) -> Binding | None:
         """The non-default binding that put ``type_name.field`` under ``concept`` (``field``

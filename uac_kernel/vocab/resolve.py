@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from uac_kernel.vocab.binding import Binding, Vocabulary
+from uac_kernel.vocab.binding import Binding, Vocabulary, first_set
 from uac_kernel.vocab.catalogue import Concept
 
 __all__ = ["DEFAULT", "current", "fields_of", "noting", "read", "types_of", "using"]
@@ -64,8 +64,7 @@ def read(values: Mapping[str, Any], type_name: str, name: str) -> Any:
     concept, the first of its fields that is set; None when none is."""
     if type(name) is not Concept:
         return values.get(name)
-    fields_of(type_name, name)  # notes the bindings read
-    return _CURRENT.get().read(values, type_name, name)
+    return first_set(values, fields_of(type_name, name))  # fields_of notes the bindings read
 
 
 def types_of(role: str) -> tuple[str, ...]:
