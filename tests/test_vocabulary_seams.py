@@ -50,6 +50,20 @@ def run_uac(db: Path, *args: str, user: str = "maya") -> subprocess.CompletedPro
     )
 
 
+def start_ingest(db: Path, src: Path, out: int) -> subprocess.Popen[str]:
+    """A store of maya's holding one note, and a `uac ingest` of ``src`` into it, started."""
+    with Workbench(db, user="maya") as wb:
+        wb.ingest([ev("2025-01-01T00:00:00", "Note", "n", text="hi")])
+    env = {**os.environ, "UAC_DB": str(db), "UAC_USER": "maya"}
+    return subprocess.Popen(
+        [UAC, "--db", str(db), "--user", "maya", "ingest", str(src)],
+        stdout=out,
+        stderr=out,
+        text=True,
+        env=env,
+    )
+
+
 def verified(db: Path) -> str:
     store = Store(db, read_only=True)
     try:
@@ -180,16 +194,7 @@ def test_cli_bind_while_cli_ingest_adds_the_field(tmp_path: Path) -> None:
     )
     for attempt in range(4):
         db = tmp_path / f"u{attempt}.duckdb"
-        with Workbench(db, user="maya") as wb:
-            wb.ingest([ev("2025-01-01T08:00:00", "Note", "n", text="hi")])
-        env = {**os.environ, "UAC_DB": str(db), "UAC_USER": "maya"}
-        ing = subprocess.Popen(
-            [UAC, "--db", str(db), "--user", "maya", "ingest", str(src)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        ing = start_ingest(db, src, subprocess.PIPE)
         binds = []
         for _ in range(3):
             binds.append(run_uac(db, "vocab", "bind", "Journey.leaves_on", "trip.start"))
@@ -248,15 +253,7 @@ def test_kill9_mid_ingest_leaves_all_of_the_batch_and_its_proposals_or_none(
     outcomes = []
     for delay in (0.3, 0.7, 0.8, 0.9, 1.0, 1.1, 1.3, 2.5):
         db = tmp_path / f"k{delay}.duckdb"
-        with Workbench(db, user="maya") as wb:
-            wb.ingest([ev("2025-01-01T00:00:00", "Note", "n", text="hi")])
-        env = {**os.environ, "UAC_DB": str(db), "UAC_USER": "maya"}
-        p = subprocess.Popen(
-            [UAC, "--db", str(db), "--user", "maya", "ingest", str(src)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        p = start_ingest(db, src, subprocess.DEVNULL)
         time.sleep(delay)  # not an assertion: only where in the batch the kill lands
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=HANG)
