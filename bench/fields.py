@@ -59,7 +59,7 @@ wb.close()
 
 def build_store(path: Path, fields: int, records: int) -> None:
     """One type of ``fields`` fields, added by one event, then ``records`` more records."""
-    from uac_kernel.store import NewEvent, Store
+    from uac_kernel.log.store import NewEvent, Store
 
     t = datetime(2025, 1, 1)
     names = [f"f{i}" for i in range(fields)]

@@ -2,7 +2,7 @@
 
 ``%uac chart`` draws with Altair's ``jupyter`` renderer offline, whose JavaScript bundle
 (Vega, Vega-Lite, vega-embed) vl-convert builds; uac keeps it in the user cache directory
-(``uac_kernel._vega_bundle``). This starts real ``python3`` kernels (jupyter_client), each on
+(``uac_kernel.render.vega_bundle``). This starts real ``python3`` kernels (jupyter_client), each on
 the same 10k-event store opened with ``%uac open``, and times cells from the client, as a
 person waits for them:
 

@@ -13,7 +13,7 @@ starts from the same committed state):
 2. **throughput**: the same job over one fleet with ``--engine ray`` and ``--engine local`` at
    1 and 2 workers, interleaved round by round: users per second of the whole process (the Ray
    runs join one local instance the bench starts, through ``RAY_ADDRESS``, as on a cluster);
-3. **extract**: ``fleet run ... extract`` over 200 users against ``uac_kernel.testing.ChatServer``
+3. **extract**: ``fleet run ... extract`` over 200 users against ``uac_kernel.model.testing.ChatServer``
    answering every call after 200 ms, at model-call budgets (``--concurrency``) 1, 8 and 32,
    against what the latency predicts (calls × latency / budget) and the CPU floor (the same run
    with no latency);
@@ -53,7 +53,7 @@ import duckdb
 import orjson
 from scale import History, machine  # bench/scale.py, beside this script
 
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.model.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench
 
 HERE = Path(__file__).resolve().parent
@@ -313,7 +313,7 @@ def uac(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one whole ``uac`` process: its wall seconds, the CPU seconds of it and the children it
     reaped (a local pool's workers; not Ray's, which its own daemons start), its peak RSS, the
     1-minute load average before and after, and its output."""
-    cmd = [sys.executable, "-m", "uac_kernel.cli", *args]
+    cmd = [sys.executable, "-m", "uac_kernel.cli.main", *args]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         load = os.getloadavg()[0]
         t0 = time.perf_counter()

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from uac_kernel.store import NewEvent, Store
-from uac_kernel.widgets import LogBrowser
+from uac_kernel.log.store import NewEvent, Store
+from uac_kernel.notebook.widgets import LogBrowser
 from uac_kernel.workbench import Workbench
 
 USER = "bench"

@@ -7,7 +7,7 @@ On one store, in one run, interleaved round by round so every command sees the s
 - ``uac eval "1"``: the floor they are compared with is a full open (fold + rules) of the same
   user, the figure each ratio divides by.
 
-Each command runs as ``python -m uac_kernel.cli`` in its own process; its wall time and CPU
+Each command runs as ``python -m uac_kernel.cli.main`` in its own process; its wall time and CPU
 time (user + system, from ``os.wait4``, as its peak RSS) are the minimum over ``--reps`` rounds.
 On a shared machine the CPU time is the steadier figure: the wall time of one command varies
 with what else runs, its CPU time much less; each ratio is given for both. ``--before PATH`` runs another checkout's
@@ -45,7 +45,7 @@ FLOOR = 'eval "1"'
 def run_once(engine: str, db: str, user: str, argv: list[str]) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of one ``uac`` command in a fresh process."""
     env = dict(os.environ, PYTHONPATH=engine)
-    cmd = [sys.executable, "-m", "uac_kernel.cli", "--db", db, "--user", user, *argv]
+    cmd = [sys.executable, "-m", "uac_kernel.cli.main", "--db", db, "--user", user, *argv]
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
         proc = subprocess.Popen(cmd, cwd=engine, env=env, stdout=sink, stderr=subprocess.PIPE)

@@ -92,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "UAC_CACHE_DIR": str(warm), "BENCH_TMP": str(Path(tmp) / "out")}
         if not args.cold_cache:
             subprocess.run(
-                [sys.executable, "-c", "from uac_kernel.charts import enable_offline as e; e()"],
+                [
+                    sys.executable,
+                    "-c",
+                    "from uac_kernel.render.charts import enable_offline as e; e()",
+                ],
                 env=env,
                 check=True,
             )

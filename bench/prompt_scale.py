@@ -4,12 +4,12 @@
 product and ``uac bench aggregate`` build them with, so the tokens counted are those of the
 prompts they send:
 
-- ``ask`` (typed state + code): the system message ``uac_kernel.ask.SYSTEM`` and the user message
+- ``ask`` (typed state + code): the system message ``uac_kernel.model.ask.SYSTEM`` and the user message
   of ``aggregate.ask_parts`` — today's date, ``schema_summary`` of the folded state and the
   question, exactly what ``Workbench.ask`` sends on its first attempt;
 - ``full_context``: ``aggregate.READER_SYSTEM`` and ``aggregate.reader_parts`` with every line of
   the history;
-- ``top_k``: the same reader prompt with the ``k`` lines that BM25 (``uac_kernel.search.LogSearch``,
+- ``top_k``: the same reader prompt with the ``k`` lines that BM25 (``uac_kernel.core.search.LogSearch``,
   the workbench's own index) ranks first for the question, shown in time order.
 
 The scale history holds typed fact events, not utterances, so each fact event is given to the
@@ -41,7 +41,6 @@ from typing import Any
 
 import orjson
 
-from uac_kernel.ask import SYSTEM as ASK_SYSTEM
 from uac_kernel.bench.aggregate import (
     READER_SYSTEM,
     TokenCounter,
@@ -49,8 +48,9 @@ from uac_kernel.bench.aggregate import (
     excerpts,
     reader_parts,
 )
-from uac_kernel.errors import UacError
-from uac_kernel.search import LogSearch
+from uac_kernel.core.errors import UacError
+from uac_kernel.core.search import LogSearch
+from uac_kernel.model.ask import SYSTEM as ASK_SYSTEM
 from uac_kernel.workbench import Workbench
 
 # Aggregate questions over the scale history's types (Transaction, Trip, SleepLog).
@@ -72,7 +72,7 @@ SPEAKER = "user"
 
 METHOD = (
     "tiktoken cl100k_base, message contents (system + user), no chat-format overhead; mean over "
-    "the questions. ask: uac_kernel.ask.SYSTEM + aggregate.ask_parts (schema summary of the "
+    "the questions. ask: uac_kernel.model.ask.SYSTEM + aggregate.ask_parts (schema summary of the "
     "folded history + question). full_context / top_k: aggregate.READER_SYSTEM + "
     "aggregate.reader_parts with every fact event as one line, or the k lines BM25 (LogSearch) "
     "ranks first, in time order. Every prompt is encoded whole except the full context's "

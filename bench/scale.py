@@ -58,11 +58,11 @@ import orjson
 import prompt_scale  # bench/prompt_scale.py, beside this script
 from tqdm import tqdm
 
-from uac_kernel._chain import GENESIS, content_hash, event_hash, new_salt
-from uac_kernel.events import parse_jsonl, parse_objects, plan_batch
-from uac_kernel.query import namespace
-from uac_kernel.sqlview import sql_type
-from uac_kernel.store import Store, dump_payload
+from uac_kernel.core.chain import GENESIS, content_hash, event_hash, new_salt
+from uac_kernel.ingest.events import parse_jsonl, parse_objects, plan_batch
+from uac_kernel.log.store import Store, dump_payload
+from uac_kernel.sql.view import sql_type
+from uac_kernel.state.query import namespace
 from uac_kernel.workbench import Workbench, _no_gc
 
 HERE = Path(__file__).resolve().parent
@@ -872,7 +872,7 @@ def run_cli(db: Path, *args: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one whole ``uac`` process on ``db``, this checkout's."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE.parent), env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "uac_kernel.cli", "--db", str(db), "--user", USER, *args]
+    cmd = [sys.executable, "-m", "uac_kernel.cli.main", "--db", str(db), "--user", USER, *args]
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)

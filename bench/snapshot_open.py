@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 from scale import USER, History  # noqa: E402
 
-from uac_kernel.snapshot import CLOSE_AFTER  # noqa: E402
+from uac_kernel.checkpoints.snapshot import CLOSE_AFTER  # noqa: E402
 from uac_kernel.workbench import Workbench  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def run(db: Path) -> tuple[float, float]:
     keeps the high-water mark across fork and exec)."""
     out = db.with_suffix(".time")
     cmd = ["/usr/bin/time", "-o", str(out), "-f", "%e %M"]
-    cmd += [sys.executable, "-m", "uac_kernel.cli", "eval", "--db", str(db), "1"]
+    cmd += [sys.executable, "-m", "uac_kernel.cli.main", "eval", "--db", str(db), "1"]
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0 or "ignored" in done.stderr:
         raise SystemExit(f"uac eval failed on {db}: {done.stderr}")

@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 from scale import BATCH, USER, History, machine, update_fields  # noqa: E402
 
-from uac_kernel.snapshot import CLOSE_AFTER  # noqa: E402
+from uac_kernel.checkpoints.snapshot import CLOSE_AFTER  # noqa: E402
 from uac_kernel.workbench import Workbench  # noqa: E402
 
 TARGET = 1.3
@@ -118,7 +118,7 @@ def operations(files: dict[str, Path], forget: tuple[str, str]) -> dict[str, lis
 
 def run(db: Path, args: list[str]) -> float:
     """Wall seconds of one ``uac`` process on ``db``."""
-    cmd = [sys.executable, "-m", "uac_kernel.cli", "--db", str(db), "--user", USER, *args]
+    cmd = [sys.executable, "-m", "uac_kernel.cli.main", "--db", str(db), "--user", USER, *args]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0

@@ -5,7 +5,7 @@ batches; ``--store`` reuses a file made before) this measures, in the same run:
 
 - first query: the whole ``Workbench.sql("SELECT count(*) FROM uac_tables")`` on a freshly
   opened workbench, which builds every type's ``<T>`` and ``<T>_history`` by SQL over the log
-  (uac_kernel.sqlbuild) and copies them into the sandboxed view;
+  (uac_kernel.sql.build) and copies them into the sandboxed view;
 - floor: one DuckDB query over the same log, the latest payload of every key of every type
   (``arg_max(payload, seq)`` grouped by type and key), materialised as a table in DuckDB;
 - the Python build of the same tables from the folded state (``SqlView`` without a store),
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import duckdb
 
-from uac_kernel.sqlview import SqlView
+from uac_kernel.sql.view import SqlView
 from uac_kernel.workbench import Workbench
 
 TARGET = 3.0

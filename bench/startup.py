@@ -114,7 +114,7 @@ def build_store(path: Path, events: int, workdir: Path) -> None:
 def uac_command() -> list[str]:
     """The console script beside this interpreter, as a user runs it; else ``-m``."""
     script = Path(sys.executable).with_name("uac")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "uac_kernel.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "uac_kernel.cli.main"]
 
 
 def environments(workdir: Path) -> dict[str, dict[str, str]]:

@@ -29,8 +29,8 @@ from typing import Any
 import scale  # bench/scale.py, beside this script: machine facts
 from tqdm import tqdm
 
-from uac_kernel.integrity import verify
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import NewEvent, Store
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "verify.json"

@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from uac_kernel.outputs import JSON, Output
+from uac_kernel.core.outputs import JSON, Output
 from uac_kernel.workbench import Workbench
 
 HERE = Path(__file__).resolve().parent

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from uac_kernel.cli import main
+from uac_kernel.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", "vocab", *sys.argv[1:]]))

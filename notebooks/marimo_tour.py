@@ -39,7 +39,7 @@ def _(mo):
 def _():
     import uac
     import uac.marimo as um
-    from uac_kernel.demo import demo_events
+    from uac_kernel.demo.life import demo_events
 
     wb = uac.open(":memory:", user="maya")
     report = wb.ingest(demo_events())

@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from uac_kernel.rules.describe import END, START, catalogue_markdown
 from uac_kernel.rules.library import LIBRARY
-from uac_kernel.vocab.describe import END, START, catalogue_markdown
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 

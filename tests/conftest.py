@@ -9,14 +9,14 @@ from typing import Any
 import duckdb
 import pytest
 
-from uac_kernel.events import parse_objects, plan_batch
-from uac_kernel.fold import State
-from uac_kernel.integrity import Head, verify
-from uac_kernel.model import ModelSettings
-from uac_kernel.query import UserView
-from uac_kernel.schema import infer
-from uac_kernel.store import NewEvent, Store
-from uac_kernel.testing import ChatServer
+from uac_kernel.core.schema import infer
+from uac_kernel.ingest.events import parse_objects, plan_batch
+from uac_kernel.log.integrity import Head, verify
+from uac_kernel.log.store import NewEvent, Store
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
+from uac_kernel.state.fold import State
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding
 from uac_kernel.workbench import Workbench
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from uac_kernel import Workbench
-from uac_kernel.adapters import (
+from uac_kernel.core.errors import EventError
+from uac_kernel.ingest.adapters import (
     FORMATS,
     detect_format,
     locomo_questions,
@@ -27,8 +28,7 @@ from uac_kernel.adapters import (
     read_events,
     read_histories,
 )
-from uac_kernel.errors import EventError
-from uac_kernel.events import InputEvent
+from uac_kernel.ingest.events import InputEvent
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOCOMO = FIXTURES / "locomo_mini.json"

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.ask import Certificate
-from uac_kernel.model import ModelSettings
-from uac_kernel.testing import ChatServer
+from uac_kernel.model.ask import Certificate
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 EVENTS: list[dict[str, Any]] = [

@@ -2,7 +2,7 @@
 ask certificates, the SQL view, and what reaches a terminal or a notebook.
 
 Written apart from the code and from the other attack files. Everything is real: DuckDB files in
-``tmp_path``, the ``openai`` client against ``uac_kernel.testing.ChatServer`` (or a raw socket
+``tmp_path``, the ``openai`` client against ``uac_kernel.model.testing.ChatServer`` (or a raw socket
 server for what ChatServer cannot send), the command line through subprocesses. The 26 bugs this
 pass found were fixed; their cases, once strict xfails, now pass like the rest.
 """
@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.errors import EventError, ModelError, QueryError, ReviewError
-from uac_kernel.extract import ExtractionLimits
-from uac_kernel.model import ModelSettings, list_calls
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.core.errors import EventError, ModelError, QueryError, ReviewError
+from uac_kernel.model.client import ModelSettings, list_calls
+from uac_kernel.model.extract import ExtractionLimits
+from uac_kernel.model.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench
 
 ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[31m"  # retitle, clear, recolour
@@ -259,7 +259,7 @@ def test_one_over_the_new_fields_of_one_event_is_refused(wb: Workbench, server: 
 
 
 def test_a_value_past_the_value_limit_is_refused(tmp_path: Path, server: ChatServer) -> None:
-    from uac_kernel.limits import Limits
+    from uac_kernel.core.limits import Limits
 
     path = tmp_path / "v.duckdb"
     with Workbench(
@@ -649,7 +649,7 @@ def test_an_applied_call_is_not_a_held_batch(wb: Workbench, server: ChatServer) 
 
 def uac(*args: str, db: Path, user: str = "maya", **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=db.parent,
         capture_output=True,
         text=True,
@@ -696,7 +696,7 @@ def test_review_accept_only_on_the_command_line_is_one_line(
 
 @pytest.fixture
 def view(wb: Workbench, server: ChatServer) -> Any:
-    from uac_kernel.widgets import ReviewView
+    from uac_kernel.notebook.widgets import ReviewView
 
     b = held_batch(wb, server)
     v = ReviewView(wb)
@@ -737,7 +737,7 @@ def test_hostile_widget_messages_change_nothing(wb: Workbench, view: Any, conten
 
 
 def test_a_widget_message_for_a_batch_of_another_user(tmp_path: Path, server: ChatServer) -> None:
-    from uac_kernel.widgets import ReviewView
+    from uac_kernel.notebook.widgets import ReviewView
 
     path = tmp_path / "two.duckdb"
     with Workbench(path, user="alice", model=settings_for(server.base_url)) as alice:
@@ -1206,7 +1206,7 @@ def test_uac_review_escapes_keys_values_and_reasons(tmp_path: Path, server: Chat
 def test_notebook_answer_text_escapes_certificate_keys(
     hostile_db: Path, server: ChatServer
 ) -> None:
-    from uac_kernel.magics import answer_text
+    from uac_kernel.notebook.magics import answer_text
 
     server.enqueue(code("[t.key for t in user.all(Trip)]"))
     settings = settings_for(server.base_url)
@@ -1217,7 +1217,7 @@ def test_notebook_answer_text_escapes_certificate_keys(
 
 
 def test_notebook_answer_html_escapes_everything(hostile_db: Path, server: ChatServer) -> None:
-    from uac_kernel.magics import _answer_html
+    from uac_kernel.notebook.magics import _answer_html
 
     xss = "</code></pre><img src=x onerror=alert(1)><script>alert(2)</script>"
     server.enqueue(
@@ -1232,7 +1232,7 @@ def test_notebook_answer_html_escapes_everything(hostile_db: Path, server: ChatS
 
 
 def test_notebook_sql_table_escapes_names_and_cells(sqlwb: Workbench) -> None:
-    from uac_kernel.magics import Table
+    from uac_kernel.notebook.magics import Table
 
     xss = "<img src=x onerror=alert(1)>"
     result = sqlwb.sql(f"SELECT key AS \"{xss}\", '{xss}' AS v, destination FROM Trip")
@@ -1244,7 +1244,7 @@ def test_notebook_sql_table_escapes_names_and_cells(sqlwb: Workbench) -> None:
 
 
 def test_notebook_sql_table_html_is_bounded(sqlwb: Workbench) -> None:
-    from uac_kernel.magics import Table
+    from uac_kernel.notebook.magics import Table
 
     def sql_table(result: Any) -> Table:
         return Table(result.columns, result.rows, 20)

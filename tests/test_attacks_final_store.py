@@ -32,17 +32,17 @@ import duckdb
 import pytest
 from conftest import append_as_before
 
-from uac_kernel._migrations import MIGRATIONS, _v1_event_hash
-from uac_kernel.errors import EventError, StoreError, UacError
-from uac_kernel.integrity import verify
-from uac_kernel.limits import Limits
-from uac_kernel.model import ModelSettings
+from uac_kernel.core.errors import EventError, StoreError, UacError
+from uac_kernel.core.limits import Limits
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.migrations import MIGRATIONS, _v1_event_hash
+from uac_kernel.log.store import NewEvent, Store
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer, Reply
 from uac_kernel.rules import Finding, rule
-from uac_kernel.store import NewEvent, Store
-from uac_kernel.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench
 
-UAC = [sys.executable, "-m", "uac_kernel.cli"]
+UAC = [sys.executable, "-m", "uac_kernel.cli.main"]
 SECRET = "Quorvexalin"  # a made-up word: it appears nowhere else
 REPO = Path(__file__).resolve().parent.parent
 
@@ -836,7 +836,7 @@ def test_kill_9_during_ingest_and_checkpoint_leaves_a_store_that_verifies(
 
 EXTRACT = """
 import sys
-from uac_kernel.model import ModelSettings
+from uac_kernel.model.client import ModelSettings
 from uac_kernel.workbench import Workbench
 wb = Workbench(sys.argv[1], user="u",
                model=ModelSettings(model="stand-in", base_url=sys.argv[2], max_retries=0))

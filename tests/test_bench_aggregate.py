@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.ask import SYSTEM as ASK_SYSTEM
 from uac_kernel.bench import aggregate as agg
 from uac_kernel.bench.aggregate import _results
 from uac_kernel.bench.aggregate._systems import _typed_offline
-from uac_kernel.model import ModelSettings
-from uac_kernel.testing import ChatServer
+from uac_kernel.model.ask import SYSTEM as ASK_SYSTEM
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 

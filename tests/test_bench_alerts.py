@@ -35,13 +35,13 @@ from uac_kernel.bench.alerts import (
     run_all,
     scripted_extraction,
 )
-from uac_kernel.constraints.spec import parse_constraint
-from uac_kernel.events import parse_objects, plan_batch
-from uac_kernel.fold import State
-from uac_kernel.model import ModelSettings
+from uac_kernel.ingest.events import parse_objects, plan_batch
+from uac_kernel.language.spec import parse_constraint
+from uac_kernel.log.store import Store
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.rules.library import LIBRARY
-from uac_kernel.store import Store
-from uac_kernel.testing import ChatServer
+from uac_kernel.state.fold import State
 from uac_kernel.workbench import Workbench
 
 SOURCE = Path("/work/shared/data/uac-paper/active_service_scenarios.json")
@@ -296,7 +296,7 @@ def test_report_shows_both_lines_on_both_sets_and_ends_with_the_library_on_the_4
 def test_cli_runs_one_set_and_writes_the_results(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from uac_kernel.cli import main
+    from uac_kernel.cli.main import main
 
     assert main(["bench", "alerts", "--set", "holdout", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

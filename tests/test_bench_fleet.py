@@ -12,8 +12,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from uac_kernel.model import ModelSettings
-from uac_kernel.testing import ChatServer
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,10 +25,10 @@ from uac_kernel.bench.locomo import (
     resolve_settings,
     run,
 )
-from uac_kernel.errors import ModelError, UacError
-from uac_kernel.model import ModelSettings, call_totals
-from uac_kernel.store import Store
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.core.errors import ModelError, UacError
+from uac_kernel.log.store import Store
+from uac_kernel.model.client import ModelSettings, call_totals
+from uac_kernel.model.testing import ChatServer, Reply
 
 # -- the fixture: two conversations, questions of every category ----------------------------
 

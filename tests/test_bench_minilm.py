@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from uac_kernel.bench import minilm
-from uac_kernel.errors import ChecksumMismatch, MissingExtra
+from uac_kernel.core.errors import ChecksumMismatch, MissingExtra
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ import pytest
 
 import uac_kernel.bench.aggregate as agg
 from uac_kernel.bench import tokens as tk
-from uac_kernel.errors import ChecksumMismatch
+from uac_kernel.core.errors import ChecksumMismatch
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"

@@ -16,8 +16,8 @@ import pytest
 from uac_kernel.bench.alerts import HOLDOUT, Fixture, load_fixtures
 from uac_kernel.bench.respell import Respelling, renamings, respell
 from uac_kernel.bench.vocab_stress import STEM, run
-from uac_kernel.constraints.spec import parse_constraint
-from uac_kernel.names import field_clash, name_problem, style_key, type_clash
+from uac_kernel.core.names import field_clash, name_problem, style_key, type_clash
+from uac_kernel.language.spec import parse_constraint
 
 SEEDS = (0, 1, 2)
 # Where a constraint holds words, keys and choices (``measure: days``), never a type or field
@@ -198,7 +198,7 @@ def test_a_tiny_run_writes_the_results(tmp_path: Path, scenarios: list[Fixture])
 
 def test_cli_report_prints_the_renamings() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", "bench", "vocab", "--report", "--seeds", "1"],
+        [sys.executable, "-m", "uac_kernel.cli.main", "bench", "vocab", "--report", "--seeds", "1"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -211,7 +211,7 @@ def test_cli_report_prints_the_renamings() -> None:
 
 def test_cli_refuses_a_bad_seed_in_one_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", "bench", "vocab", "--seeds", "x"],
+        [sys.executable, "-m", "uac_kernel.cli.main", "bench", "vocab", "--seeds", "x"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -150,7 +150,7 @@ def _isolated_env(base: Path) -> dict[str, str]:
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-preload.py").write_text(
         "import importlib as _importlib\n"
-        "for _name in ('uac_kernel.magics', 'uac_kernel.widgets', 'uac_kernel.charts'):\n"
+        "for _name in ('uac_kernel.notebook.magics', 'uac_kernel.notebook.widgets', 'uac_kernel.render.charts'):\n"
         "    try:\n"
         "        _importlib.import_module(_name)\n"
         "    except Exception:  # the cell that needs it will show the error\n"
@@ -464,7 +464,7 @@ _WHATIF_CELL = f"""
 import tempfile
 from pathlib import Path
 from uac_kernel import Workbench
-from uac_kernel.widgets import WhatIfWidget
+from uac_kernel.notebook.widgets import WhatIfWidget
 
 _wi_wb = Workbench(Path(tempfile.mkdtemp()) / "whatif.duckdb", user="maya")
 _wi_wb.ingest([{{"kind": "fact", "ts": "2025-01-05T09:00:00", "op": "add", "type": "Allergy",

@@ -14,7 +14,9 @@ import pytest
 from conftest import fact
 
 from uac_kernel import Finding, Workbench, rule
-from uac_kernel.charts import (
+from uac_kernel.core.errors import QueryError
+from uac_kernel.log.store import NewEvent
+from uac_kernel.render.charts import (
     SEVERITY_COLORS,
     alerts_timeline,
     enable_offline,
@@ -24,10 +26,8 @@ from uac_kernel.charts import (
     save_chart,
     whatif_timeline,
 )
-from uac_kernel.errors import QueryError
-from uac_kernel.query import UserView
 from uac_kernel.rules.library import drug_allergy_cross_reactivity
-from uac_kernel.store import NewEvent
+from uac_kernel.state.query import UserView
 
 
 @rule(watch=["Book"], severity="warning", category="library")

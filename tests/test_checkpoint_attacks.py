@@ -32,8 +32,8 @@ from test_checkpoint_import import described_state as truth
 from test_checkpoint_import import import_clean, import_here
 
 import uac
-from uac_kernel.codegen import parse_module, render_module
-from uac_kernel.errors import CodeError, EventError, RuleError, UacError
+from uac_kernel.checkpoints.codegen import parse_module, render_module
+from uac_kernel.core.errors import CodeError, EventError, RuleError, UacError
 from uac_kernel.rules.engine import Rule
 from uac_kernel.workbench import Workbench
 
@@ -385,7 +385,7 @@ def test_rule_names_cannot_take_the_module_names(name: str, fn_name: str) -> Non
 
 
 def _magics(db: Path, user: str) -> Any:
-    from uac_kernel.magics import UacMagics
+    from uac_kernel.notebook.magics import UacMagics
 
     m = UacMagics(None)
     m.db, m.user = str(db), user
@@ -431,7 +431,7 @@ def test_a_rule_written_in_a_cell_is_in_the_imported_module(
 def test_uac_code_out_refuses_what_it_cannot_write_in_one_line(
     cli_store: Path, out: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from uac_kernel.cli import main
+    from uac_kernel.cli.main import main
 
     (cli_store.parent / "adir.py").mkdir(exist_ok=True)
     assert main(["code", "--out", str(cli_store.parent / out), *cli_args(cli_store)]) == 1
@@ -455,7 +455,7 @@ def cli_args(db: Path) -> list[str]:
 def test_uac_code_out_with_a_non_ascii_module_name_imports(
     cli_store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from uac_kernel.cli import main
+    from uac_kernel.cli.main import main
 
     folder = cli_store.parent / "out"
     folder.mkdir()
@@ -769,7 +769,7 @@ def test_uac_code_out_refuses_a_module_name_import_cannot_use(
     # uac.py, pydantic.py, typing.py: ImportError, "partially initialized module") are written
     # with "`import STEM` from its folder". Either refuse them in one line or the printed
     # import must work.
-    from uac_kernel.cli import main
+    from uac_kernel.cli.main import main
 
     folder = cli_store.parent / f"out_{stem}"
     folder.mkdir()
@@ -799,7 +799,7 @@ def test_uac_code_out_error_quotes_the_path(
     cli_store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Was: the --out refusal wrote the path as given; a newline in it splits the error.
-    from uac_kernel.cli import main
+    from uac_kernel.cli.main import main
 
     assert main(["code", "--out", "a\nb.py", *cli_args(cli_store)]) == 1
     assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -23,13 +23,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import uac
-from uac_kernel.codegen import parse_module
-from uac_kernel.constraints.spec import constraint_json
-from uac_kernel.demo import demo_events
-from uac_kernel.errors import RuleError
-from uac_kernel.fold import State
-from uac_kernel.names import class_name, field_identifier, style_key
-from uac_kernel.schema import check_field_name, check_type_name
+from uac_kernel.checkpoints.codegen import parse_module
+from uac_kernel.core.errors import RuleError
+from uac_kernel.core.names import class_name, field_identifier, style_key
+from uac_kernel.core.schema import check_field_name, check_type_name
+from uac_kernel.demo.life import demo_events
+from uac_kernel.language.spec import constraint_json
+from uac_kernel.state.fold import State
 from uac_kernel.workbench import Workbench
 
 # A user id that closed the header docstring of earlier checkpoints and ran on import.
@@ -250,7 +250,7 @@ def histories(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
         fields = schema[type_]
         keys = sorted(live[type_])
         op = draw(st.sampled_from(["add", "update", "retract"] if keys else ["add"]))
-        # keys are at most 200 characters (events.KEY_CHARS)
+        # keys are at most 200 characters (limits.KEY_CHARS)
         key = draw(st.sampled_from(keys)) if op != "add" else draw(texts)[:190] + f"#{i}"
         event: dict[str, Any] = {
             "kind": "fact",

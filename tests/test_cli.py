@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_checkpoint_import import import_clean
 
-from uac_kernel.cli import main
+from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +23,7 @@ def uac(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -220,7 +220,7 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
 
 
 def test_the_demos_questions_replay_offline_with_no_model_named(tmp_path: Path) -> None:
-    from uac_kernel.demo_chat import DEMO_QUESTIONS_ASKED
+    from uac_kernel.demo.chat import DEMO_QUESTIONS_ASKED
 
     assert uac("demo", cwd=tmp_path).returncode == 0
     question, expression, _ = DEMO_QUESTIONS_ASKED[0]
@@ -273,7 +273,7 @@ def test_a_checkout_ignores_what_the_demo_writes(tmp_path: Path) -> None:
 def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:
     from test_pipeline import TURNS, fake_model
 
-    from uac_kernel.testing import ChatServer
+    from uac_kernel.model.testing import ChatServer
 
     turns = tmp_path / "turns.jsonl"
     turns.write_text("".join(json.dumps(t) + "\n" for t in TURNS))
@@ -559,8 +559,8 @@ def test_no_model_configured_names_the_flags_on_the_command_line(
     assert "no model configured: pass --model NAME or set UAC_MODEL (and --base-url URL" in err
     assert "or pass --offline or set UAC_OFFLINE=1" in err and "model=..." not in err
     # ... while Python, the same check, names the arguments
-    from uac_kernel.errors import ModelError
-    from uac_kernel.model import ModelSettings
+    from uac_kernel.core.errors import ModelError
+    from uac_kernel.model.client import ModelSettings
 
     monkeypatch.delenv("UAC_MODEL", raising=False)
     with pytest.raises(ModelError, match=r"pass model=\.\.\. or set UAC_MODEL \(and base_url="):
@@ -595,7 +595,7 @@ def test_the_demos_try_lines_run_as_printed(tmp_path: Path) -> None:
     probe = [
         sys.executable,
         "-c",
-        "from uac_kernel.demo_run import uac_command; print(uac_command())",
+        "from uac_kernel.demo.run import uac_command; print(uac_command())",
     ]
     said = subprocess.run(
         probe,

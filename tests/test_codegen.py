@@ -12,11 +12,11 @@ from conftest import append, fact
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from uac_kernel.codegen import parse_module, render_module
-from uac_kernel.errors import CodeError, EventError
-from uac_kernel.events import parse_objects, plan_batch
-from uac_kernel.fold import State, fold
-from uac_kernel.store import Store
+from uac_kernel.checkpoints.codegen import parse_module, render_module
+from uac_kernel.core.errors import CodeError, EventError
+from uac_kernel.ingest.events import parse_objects, plan_batch
+from uac_kernel.log.store import Store
+from uac_kernel.state.fold import State, fold
 
 HOSTILE = [
     'It\'s "quoted"',

@@ -27,10 +27,10 @@ from conftest import add, alerts, clock, retract, update
 
 from uac_kernel import Workbench
 from uac_kernel.constraints.compile import compile_constraint, rule_name
-from uac_kernel.constraints.spec import NotWhile, constraint_json, parse_constraint
-from uac_kernel.errors import ConstraintError, EventError
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.errors import ConstraintError, EventError
+from uac_kernel.core.records import Record
+from uac_kernel.language.spec import NotWhile, constraint_json, parse_constraint
+from uac_kernel.state.query import UserView
 
 # -- helpers ---------------------------------------------------------------------------------
 

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.cli import main
+from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
 
-UAC = [sys.executable, "-m", "uac_kernel.cli"]
+UAC = [sys.executable, "-m", "uac_kernel.cli.main"]
 TAX = {
     "kind": "obligation",
     "title": "File the tax return",
@@ -627,7 +627,7 @@ def test_a_record_type_named_like_the_constraints_table(
 
 
 def test_the_alert_inspector_state_holds_hostile_titles_as_data() -> None:
-    from uac_kernel.widgets import AlertInspector, asset
+    from uac_kernel.notebook.widgets import AlertInspector, asset
 
     with Workbench() as wb:
         wb.ingest([clock("2025-04-01T09:00:00")])
@@ -746,7 +746,7 @@ CODE_TITLES: list[Any] = [
 def test_checkpoint_code_renders_a_hostile_title_and_key_as_literals(
     tmp_path: Path, title: str
 ) -> None:
-    from uac_kernel.codegen import parse_module
+    from uac_kernel.checkpoints.codegen import parse_module
     from uac_kernel.constraints import constraint_json, parse_constraint
 
     db = tmp_path / "s.duckdb"
@@ -821,7 +821,7 @@ def _cell_refused(wb: Workbench, version: int, extra: str) -> Exception | None:
 def test_a_cell_that_touches_the_constraints_block_is_refused_and_changes_nothing(
     extra: str,
 ) -> None:
-    from uac_kernel.errors import UacError
+    from uac_kernel.core.errors import UacError
 
     with Workbench() as wb:
         wb.ingest(
@@ -1001,7 +1001,7 @@ def answer(facts: list[dict[str, Any]], constraints: list[dict[str, Any]]) -> st
 
 @pytest.fixture
 def server() -> Iterator[Any]:
-    from uac_kernel.testing import ChatServer
+    from uac_kernel.model.testing import ChatServer
 
     with ChatServer() as srv:
         yield srv
@@ -1009,7 +1009,7 @@ def server() -> Iterator[Any]:
 
 @pytest.fixture
 def mwb(tmp_path: Path, server: Any) -> Iterator[Workbench]:
-    from uac_kernel.model import ModelSettings
+    from uac_kernel.model.client import ModelSettings
 
     settings = ModelSettings(model="stand-in", base_url=server.base_url, max_retries=0)
     with Workbench(tmp_path / "u.duckdb", user="maya", model=settings) as wb:
@@ -1328,7 +1328,7 @@ def test_readers_between_cli_writers_see_whole_batches(tmp_path: Path) -> None:
          "import subprocess, sys, time\n"
          "for f in sys.argv[2:]:\n"
          "    for _ in range(300):  # the store has one writer: retry while a reader holds it\n"
-         "        r = subprocess.run([sys.executable, '-m', 'uac_kernel.cli', 'constrain', '--db', sys.argv[1], f],\n"
+         "        r = subprocess.run([sys.executable, '-m', 'uac_kernel.cli.main', 'constrain', '--db', sys.argv[1], f],\n"
          "                           capture_output=True, text=True)\n"
          "        if r.returncode == 0: break\n"
          "        assert len(r.stderr.splitlines()) == 1 and 'is open in process' in r.stderr, r.stderr\n"

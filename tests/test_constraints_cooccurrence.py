@@ -9,8 +9,8 @@ import pytest
 from conftest import add, alerts, clock, fact, keys, update
 
 from uac_kernel.constraints import compile_constraint, parse_constraint
-from uac_kernel.constraints.knowledge import TABLES, group_names, terms
-from uac_kernel.errors import ConstraintError
+from uac_kernel.core.errors import ConstraintError
+from uac_kernel.language.knowledge import TABLES, group_names, terms
 from uac_kernel.workbench import Workbench
 
 

@@ -12,12 +12,12 @@ import pytest
 from conftest import append, fact
 
 from uac_kernel.constraints import Moment, Obligation, Select, parse_constraint
-from uac_kernel.errors import ConstraintError, EventError, FoldError
-from uac_kernel.events import parse_objects, plan_batch
-from uac_kernel.fold import State, fold
-from uac_kernel.integrity import verify
-from uac_kernel.limits import Limits
-from uac_kernel.store import Store
+from uac_kernel.core.errors import ConstraintError, EventError, FoldError
+from uac_kernel.core.limits import Limits
+from uac_kernel.ingest.events import parse_objects, plan_batch
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import Store
+from uac_kernel.state.fold import State, fold
 from uac_kernel.workbench import Workbench
 
 TAX = {
@@ -149,7 +149,7 @@ def test_the_log_holds_the_canonical_json() -> None:
 
 
 def test_a_log_written_by_other_tools_is_a_fold_error() -> None:
-    from uac_kernel.store import LoggedEvent
+    from uac_kernel.log.store import LoggedEvent
 
     bad = LoggedEvent(1, None, None, "constraint", "me", None, {"op": "update", "key": "k"}, "")  # type: ignore[arg-type]
     with pytest.raises(FoldError, match="not in force"):
@@ -345,7 +345,7 @@ def test_checkpoint_code_holds_the_constraints_as_literals_and_imports_clean(
     import subprocess
     import sys
 
-    from uac_kernel.codegen import parse_module, render_module
+    from uac_kernel.checkpoints.codegen import parse_module, render_module
     from uac_kernel.constraints import constraint_json
 
     db = tmp_path / "s.duckdb"
@@ -380,7 +380,7 @@ def test_checkpoint_code_holds_the_constraints_as_literals_and_imports_clean(
 
 
 def test_editing_the_constraints_block_in_a_cell_says_to_use_a_constraint_cell() -> None:
-    from uac_kernel.errors import CodeError
+    from uac_kernel.core.errors import CodeError
 
     wb = tax_wb()
     wb.ingest([fact("2025-04-01", "add", "Trip", "t1", destination="Oslo")])
@@ -397,7 +397,7 @@ def test_editing_the_constraints_block_in_a_cell_says_to_use_a_constraint_cell()
 
 
 def test_the_alert_inspector_shows_the_constraint_behind_an_alert() -> None:
-    from uac_kernel.widgets import AlertInspector, asset
+    from uac_kernel.notebook.widgets import AlertInspector, asset
 
     wb = tax_wb()
     wb.constrain({**TAX, "title": HOSTILE}, key=HOSTILE)

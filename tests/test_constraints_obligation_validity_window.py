@@ -11,8 +11,8 @@ from conftest import add, alerts, clock, keys, retract, update
 
 from uac_kernel import Workbench
 from uac_kernel.constraints.compile import compile_constraint
-from uac_kernel.constraints.spec import parse_constraint
-from uac_kernel.errors import ConstraintError
+from uac_kernel.core.errors import ConstraintError
+from uac_kernel.language.spec import parse_constraint
 from uac_kernel.rules.engine import Alert
 from uac_kernel.workbench import IngestReport
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import add, alerts, clock, keys, update
 
 from uac_kernel.constraints import compile_constraint, parse_constraint
-from uac_kernel.errors import ConstraintError
+from uac_kernel.core.errors import ConstraintError
 from uac_kernel.workbench import Workbench
 
 

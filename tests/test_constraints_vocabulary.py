@@ -14,7 +14,7 @@ from conftest import add, alerts, clock, update
 from uac_kernel import Workbench
 from uac_kernel.constraints import constraint_json, parse_constraint
 from uac_kernel.constraints.compile import compile_constraint
-from uac_kernel.errors import ConstraintError
+from uac_kernel.core.errors import ConstraintError
 from uac_kernel.rules.engine import Alert
 from uac_kernel.vocab import Binding
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from uac_kernel.demo import DEMO_USER, demo_events, write_demo_jsonl
+from uac_kernel.demo.life import DEMO_USER, demo_events, write_demo_jsonl
 
 Event = dict[str, object]
 EVENTS = demo_events()
@@ -96,7 +96,7 @@ def test_same_seed_same_events_and_other_seeds_differ() -> None:
 
 
 def test_same_events_in_another_process_with_another_hash_seed() -> None:
-    code = "import json; from uac_kernel.demo import demo_events; print(json.dumps(demo_events()))"
+    code = "import json; from uac_kernel.demo.life import demo_events; print(json.dumps(demo_events()))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

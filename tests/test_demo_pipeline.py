@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from uac_kernel.demo_chat import CALLS_FILE
-from uac_kernel.demo_run import record_demo_calls, run_demo
+from uac_kernel.demo.chat import CALLS_FILE
+from uac_kernel.demo.run import record_demo_calls, run_demo
 
 
 def test_bundled_call_record_is_what_the_stand_in_produces(tmp_path: Path) -> None:
@@ -14,7 +14,7 @@ def test_bundled_call_record_is_what_the_stand_in_produces(tmp_path: Path) -> No
     record_demo_calls(fresh)
     shipped = Path(__file__).parent.parent / "uac_kernel" / "data" / CALLS_FILE
     assert fresh.read_text() == shipped.read_text(), (
-        "re-make it: python -m uac_kernel.demo_run --record"
+        "re-make it: python -m uac_kernel.demo.run --record"
     )
 
 

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 from conftest import fact, without_record
 
-from uac_kernel.errors import CodeError, EditConflict, QueryError, SandboxFailed, SandboxRefused
+from uac_kernel.core.errors import (
+    CodeError,
+    EditConflict,
+    QueryError,
+    SandboxFailed,
+    SandboxRefused,
+)
 from uac_kernel.workbench import Workbench
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.extract import BINDING_REASON_CHARS, SYSTEM, ExtractionLimits
-from uac_kernel.testing import ChatServer
+from uac_kernel.model.extract import BINDING_REASON_CHARS, SYSTEM, ExtractionLimits
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
 from uac_kernel.workbench import Workbench
 

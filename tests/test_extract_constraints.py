@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.extract import ExtractionLimits
-from uac_kernel.model import ModelSettings
-from uac_kernel.testing import ChatServer
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.extract import ExtractionLimits
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 TURN = {

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from uac_kernel._extras import require
-from uac_kernel.errors import MissingExtra, UacError
+from uac_kernel.core.errors import MissingExtra, UacError
+from uac_kernel.core.extras import require
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,7 +102,7 @@ def test_marimo_export_without_marimo_is_one_line_and_exit_1(tmp_path: Path) -> 
     notebook = tmp_path / "nb.py"
     notebook.write_text("import marimo\napp = marimo.App()\n")
     code = (
-        "from uac_kernel.marimo_export import main\n"
+        "from uac_kernel.notebook.marimo_export import main\n"
         f"sys.exit(main([{str(notebook)!r}, '-o', {str(tmp_path / 'out')!r}]))\n"
     )
     out = run_without(["marimo"], code)
@@ -116,7 +116,7 @@ def test_marimo_export_without_marimo_is_one_line_and_exit_1(tmp_path: Path) -> 
 
 def test_uac_bench_aggregate_without_tiktoken_is_one_line_and_exit_1(tmp_path: Path) -> None:
     code = (
-        "from uac_kernel.cli import main\n"
+        "from uac_kernel.cli.main import main\n"
         f"sys.exit(main(['bench', 'aggregate', '--sizes', '20', '--out', {str(tmp_path)!r}]))\n"
     )
     out = run_without(["tiktoken", "tiktoken_ext"], code)
@@ -132,8 +132,8 @@ def test_uac_bench_aggregate_without_tiktoken_is_one_line_and_exit_1(tmp_path: P
 def test_the_core_face_imports_without_any_extra() -> None:
     """The engine, the command line, the magics and the charts need no extra."""
     code = (
-        "import uac, uac_kernel.magics, uac_kernel.charts, uac_kernel.widgets\n"
-        "from uac_kernel.cli import main\n"
+        "import uac, uac_kernel.notebook.magics, uac_kernel.render.charts, uac_kernel.notebook.widgets\n"
+        "from uac_kernel.cli.main import main\n"
         "wb = uac.open(':memory:', user='maya')\n"
         "wb.ingest([{'kind': 'fact', 'ts': '2025-01-01', 'op': 'add', 'type': 'Trip',"
         " 'key': 't', 'fields': {'country': 'Japan'}}])\n"

@@ -24,7 +24,7 @@ USERS = ["ana", "bob"]
 
 def uac(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -128,7 +128,7 @@ def test_a_kill_during_the_export_of_a_forget_leaves_before_or_failing(
     store = forgotten_in_store(fleet, tmp_path)
     for delay in (0.0, 0.3, 0.6, 0.9, 1.2, 1.5, 2.0, 3.0):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uac_kernel.cli", "export", str(store), str(fleet)],
+            [sys.executable, "-m", "uac_kernel.cli.main", "export", str(store), str(fleet)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

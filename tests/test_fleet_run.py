@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.fleet import Job, RunProgress, run
-from uac_kernel.model import ModelSettings
-from uac_kernel.partition import Fleet, verify_fleet
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.fleet.partition import Fleet, verify_fleet
+from uac_kernel.fleet.run import Job, RunProgress, run
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 # Ids that a path must not take raw: a dot, a slash, a tilde, a quote, non-ASCII.
@@ -317,7 +317,7 @@ def test_the_command_line_and_a_missing_ray(tmp_path: Path) -> None:
 
     def uac(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "uac_kernel.cli", "fleet", "run", *args],
+            [sys.executable, "-m", "uac_kernel.cli.main", "fleet", "run", *args],
             capture_output=True,
             text=True,
             timeout=120,
@@ -364,7 +364,7 @@ def test_a_worker_is_replaced_after_its_share_of_tasks(
 ) -> None:
     """Workers are recycled (each task leaves native memory behind): with 2 tasks a worker,
     5 users on one worker run in at least 3 processes, and every user is done once."""
-    from uac_kernel import _engines
+    from uac_kernel.fleet import engines as _engines
 
     monkeypatch.setattr(_engines, "TASKS_PER_WORKER", 2)
     src = write_source(tmp_path / "src")

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from uac_kernel import Workbench
-from uac_kernel.demo import demo_events
-from uac_kernel.errors import FleetError, QueryError
-from uac_kernel.fleetsql import FleetSql, fleet_sql, fleet_summary
-from uac_kernel.partition import Fleet, export_store
+from uac_kernel.core.errors import FleetError, QueryError
+from uac_kernel.demo.life import demo_events
+from uac_kernel.fleet.partition import Fleet, export_store
+from uac_kernel.fleet.sql import FleetSql, fleet_sql, fleet_summary
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
@@ -228,7 +228,7 @@ def test_every_cell_equals_each_users_own_sql(fleet: tuple[Path, Path], fsql: Fl
 def test_erased_rows_are_absent(fleet: tuple[Path, Path], fsql: FleetSql) -> None:
     import duckdb
 
-    from uac_kernel.partition import parquet_source
+    from uac_kernel.fleet.partition import parquet_source
 
     # the partition holds the forget's erased rows (salt ''); no fleet table shows them
     files = Fleet(fleet[1]).files("events", ["maya"])
@@ -337,7 +337,7 @@ def test_summary(fleet: tuple[Path, Path], fsql: FleetSql) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -351,7 +351,7 @@ def test_cli(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from uac_kernel.cli import main
+    from uac_kernel.cli.main import main
 
     root = str(fleet[1])
     out = _cli("fleet", "sql", root, "SELECT user_id, events FROM users ORDER BY user_id", "--json")
@@ -400,7 +400,7 @@ def test_magics(shell: Any, fleet: tuple[Path, Path], fsql: FleetSql, tmp_path: 
     import altair as alt
     from IPython.core.error import UsageError
 
-    from uac_kernel.sqlview import SqlResult
+    from uac_kernel.sql.view import SqlResult
 
     root = fleet[1]
     quoted = '"' + str(root) + '"'
@@ -451,7 +451,7 @@ def test_magic_fleet_run(shell: Any, fleet: tuple[Path, Path], tmp_path: Path) -
 
 
 def test_run_line_parsing() -> None:
-    from uac_kernel._fleet_magic import parse_run
+    from uac_kernel.notebook.fleet_magic import parse_run
 
     assert parse_run("--engine ray --jobs=3 --users a,b 'my dir' eval len(user.all('T')) > 2") == (
         "my dir",

@@ -12,11 +12,11 @@ from conftest import append, fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uac_kernel.errors import EventError, FoldError, QueryError
-from uac_kernel.events import parse_jsonl, parse_objects, plan_batch
-from uac_kernel.fold import State, fold, order_value
-from uac_kernel.query import UserView
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.core.errors import EventError, FoldError, QueryError
+from uac_kernel.ingest.events import parse_jsonl, parse_objects, plan_batch
+from uac_kernel.log.store import NewEvent, Store
+from uac_kernel.state.fold import State, fold, order_value
+from uac_kernel.state.query import UserView
 
 
 def test_add_update_retract_keep_history(db: Path) -> None:

@@ -18,9 +18,9 @@ import duckdb
 import pytest
 from conftest import fact
 
-from uac_kernel.errors import QueryError
-from uac_kernel.integrity import heads, verify
-from uac_kernel.store import Store
+from uac_kernel.core.errors import QueryError
+from uac_kernel.log.integrity import heads, verify
+from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 
 SECRET = "Zyloprimarex"  # a made-up drug name: it appears nowhere else
@@ -202,7 +202,7 @@ def test_a_forget_event_cannot_be_forged_after_the_fact(wb: Workbench, db: Path)
 
 def test_cli_forget_dry_run_then_forget(wb: Workbench, db: Path, tmp_path: Path) -> None:
     wb.close()
-    cmd = [sys.executable, "-m", "uac_kernel.cli", "forget", "--db", str(db), "--user", "maya"]
+    cmd = [sys.executable, "-m", "uac_kernel.cli.main", "forget", "--db", str(db), "--user", "maya"]
     dry = subprocess.run(
         [*cmd, "--text", SECRET, "--dry-run"], capture_output=True, text=True, timeout=120
     )
@@ -219,8 +219,8 @@ def test_cli_forget_dry_run_then_forget(wb: Workbench, db: Path, tmp_path: Path)
 def test_rerendered_checkpoints_equal_a_full_render_of_the_log_without_it(db: Path) -> None:
     """Forget re-renders incrementally; every version must still read exactly as a full render
     of the remaining log up to that version (the rules segment is kept as stored)."""
-    from uac_kernel.codegen import RULES, join_segments, render_segments
-    from uac_kernel.fold import State
+    from uac_kernel.checkpoints.codegen import RULES, join_segments, render_segments
+    from uac_kernel.state.fold import State
 
     wb = Workbench(db, user="maya")
     for i in range(120):
@@ -318,7 +318,7 @@ def test_a_notebook_rule_holding_the_text_is_taken_out_and_its_source_erased(
     finally:
         _cell(ip, "%unload_ext uac")
     assert RULE_SECRET.encode() not in raw(db)
-    cli = [sys.executable, "-m", "uac_kernel.cli"]
+    cli = [sys.executable, "-m", "uac_kernel.cli.main"]
     for args in (["code", "--version", "2"], ["verify"]):
         done = subprocess.run([*cli, *args, "--db", str(db)], capture_output=True, text=True)
         assert done.returncode == 0 and RULE_SECRET not in done.stdout, done.stderr

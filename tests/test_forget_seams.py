@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.model import ModelSettings
-from uac_kernel.testing import ChatServer
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 X = "Zorbelquint"  # the forgotten text: a made-up word that appears nowhere else
@@ -31,7 +31,7 @@ X = "Zorbelquint"  # the forgotten text: a made-up word that appears nowhere els
 
 def uac(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -346,7 +346,7 @@ def test_a_held_answer_holding_the_text_is_gone_from_review_and_cannot_bring_it_
             try:
                 wb.accept(b.id)
             except Exception as exc:  # a refusal is fine if it is one uac error, not a crash
-                from uac_kernel.errors import UacError
+                from uac_kernel.core.errors import UacError
 
                 assert isinstance(exc, UacError), repr(exc)
         assert X not in json.dumps(wb.eval("[b.title for b in user.all('Book')]"))
@@ -372,7 +372,7 @@ def test_a_forget_killed_at_any_point_is_finished_by_running_it_again(tmp_path: 
         if not holding(tmp_path):
             break
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uac_kernel.cli", "forget", "--db", str(db),
+            [sys.executable, "-m", "uac_kernel.cli.main", "forget", "--db", str(db),
              "--user", "maya", "--text", X],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -411,7 +411,7 @@ def test_a_forget_while_another_process_holds_the_store_names_it_and_changes_not
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         done = subprocess.run(
-            [sys.executable, "-m", "uac_kernel.cli", "forget", "--db", str(db), "--user",
+            [sys.executable, "-m", "uac_kernel.cli.main", "forget", "--db", str(db), "--user",
              "maya", "--text", X],
             capture_output=True, text=True, timeout=300,
             env={**os.environ, "UAC_LOCK_TIMEOUT": "1"},
@@ -589,7 +589,7 @@ def test_an_import_killed_after_it_carried_a_forget_is_finished_by_the_next(
             p.unlink()
         shutil.copy(pristine, s1)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uac_kernel.cli", "import", str(root), str(s1)],
+            [sys.executable, "-m", "uac_kernel.cli.main", "import", str(root), str(s1)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

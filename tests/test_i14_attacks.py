@@ -24,9 +24,9 @@ import pytest
 from test_shared_store import env, log_is_sound, notes, uac, write_jsonl
 from test_snapshot import TAX, answers, compare, demo_store
 
-from uac_kernel.errors import QueryError, SnapshotIgnored
-from uac_kernel.snapshot import SnapTypeState, drop_snapshots
-from uac_kernel.store import Store
+from uac_kernel.checkpoints.snapshot import SnapTypeState, drop_snapshots
+from uac_kernel.core.errors import QueryError, SnapshotIgnored
+from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -478,7 +478,7 @@ def test_two_processes_ingest_the_same_sourceless_file_at_once(tmp_path: Path) -
             [
                 sys.executable,
                 "-m",
-                "uac_kernel.cli",
+                "uac_kernel.cli.main",
                 "ingest",
                 str(f),
                 "--db",
@@ -888,7 +888,7 @@ def test_kill_9_during_a_forget_leaves_a_sound_log_and_an_exact_open(
         wb.ingest(notes("a", 20_000))
         wb.checkpoint()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uac_kernel.cli", "forget", "--record", "Note", "a7",
+        [sys.executable, "-m", "uac_kernel.cli.main", "forget", "--record", "Note", "a7",
          "--db", str(db), "--user", "u"],
         cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -1129,8 +1129,8 @@ def test_close_with_a_snapshot_due_while_another_process_holds_the_file(
     go, then closes (or says who holds the file); nothing logged is lost."""
     from test_shared_store import hold
 
-    from uac_kernel.errors import StoreLocked
-    from uac_kernel.snapshot import CLOSE_AFTER
+    from uac_kernel.checkpoints.snapshot import CLOSE_AFTER
+    from uac_kernel.core.errors import StoreLocked
 
     db = tmp_path / "hc.duckdb"
     wb = Workbench(db, user="u")
@@ -1165,7 +1165,7 @@ print("closed", flush=True)
 def test_kill_9_during_the_snapshot_write_of_close_then_reopen(
     tmp_path: Path, delay: float
 ) -> None:
-    from uac_kernel.snapshot import CLOSE_AFTER
+    from uac_kernel.checkpoints.snapshot import CLOSE_AFTER
 
     db = tmp_path / "kc.duckdb"
     with Workbench(db, user="u") as wb:

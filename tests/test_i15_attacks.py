@@ -24,8 +24,8 @@ import duckdb
 import pytest
 from conftest import fact
 
-from uac_kernel.errors import FleetError, QueryError, UacError
-from uac_kernel.partition import (
+from uac_kernel.core.errors import FleetError, QueryError, UacError
+from uac_kernel.fleet.partition import (
     Fleet,
     bucket,
     checkout,
@@ -35,7 +35,8 @@ from uac_kernel.partition import (
     parquet_source,
     verify_fleet,
 )
-from uac_kernel.store import Store
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +126,7 @@ def one_line_problem(root: Path) -> tuple[str, ...]:
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PY, "-m", "uac_kernel.cli", *args],
+        [PY, "-m", "uac_kernel.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -168,7 +169,7 @@ def test_hostile_user_ids_round_trip_each_in_its_own_partition(tmp_path: Path) -
     store = Store(back)
     try:
         for user in HOSTILE:
-            assert store.verify(user).ok
+            assert verify(store, user).ok
     finally:
         store.close()
     for user in HOSTILE:
@@ -398,7 +399,7 @@ def test_readers_give_one_line_on_a_non_string_file_entry(
         elif reader == "checkout":
             checkout(Fleet(root), "ann", tmp_path / "c.duckdb")
         else:
-            from uac_kernel.fleetsql import fleet_sql
+            from uac_kernel.fleet.sql import fleet_sql
 
             fleet_sql(root, "SELECT 1")
     assert "\n" not in str(err.value)
@@ -466,7 +467,7 @@ def event_counts(root: Path) -> dict[str, int]:
 
 
 def fleet_cli(*args: str) -> list[str]:
-    return [PY, "-m", "uac_kernel.cli", "fleet", "run", *args]
+    return [PY, "-m", "uac_kernel.cli.main", "fleet", "run", *args]
 
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -475,7 +476,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     """The source and each user's distinct events after one undisturbed ingest."""
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     base = tmp_path_factory.mktemp("ref")
     src = write_src(base / "src")
@@ -548,7 +549,7 @@ def test_two_runs_of_the_same_job_at_once(
 
 
 def test_job_over_a_user_whose_history_fails_verify(two: Path, tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     root = fresh(two, tmp_path)
     [part] = Fleet(root).files("events", ["ann"])
@@ -561,7 +562,7 @@ def test_job_over_a_user_whose_history_fails_verify(two: Path, tmp_path: Path) -
 
 
 def test_job_over_a_user_with_bad_data_is_a_failed_row(tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     src = tmp_path / "src"
     src.mkdir()
@@ -593,7 +594,7 @@ def test_eval_escapes_stay_sandboxed_as_uac_eval(
     two: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each expression fails in the fleet exactly as `Workbench.eval` fails on the same user."""
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     root = fresh(two, tmp_path)
     own = tmp_path / "ann.duckdb"
@@ -616,7 +617,7 @@ def test_eval_escapes_stay_sandboxed_as_uac_eval(
 
 
 def test_ingest_file_names_that_unquote_to_the_same_user(tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     src = tmp_path / "src"
     src.mkdir()
@@ -648,7 +649,7 @@ def test_ingest_file_name_not_utf8(tmp_path: Path) -> None:
 
 
 def test_ingest_hostile_names_and_symlinks_in_src(tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     src = tmp_path / "src"
     src.mkdir()
@@ -702,7 +703,7 @@ def test_ingest_src_not_a_dir_of_jsonl(tmp_path: Path, kind: str) -> None:
         assert out.stderr.startswith("uac: error: "), out.stderr[-1500:]
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr[-1500:]
     else:  # the Python API: the same error, before any worker starts
-        from uac_kernel.fleet import Job, run
+        from uac_kernel.fleet.run import Job, run
 
         with pytest.raises(FleetError) as err:
             run(root, Job("ingest", (str(src),)), jobs=1, progress=lambda p: None)
@@ -711,7 +712,7 @@ def test_ingest_src_not_a_dir_of_jsonl(tmp_path: Path, kind: str) -> None:
 
 
 def test_ingest_one_jsonl_with_hostile_user_fields(tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     src = tmp_path / "all.jsonl"
     ids = ["../../x", "/etc/passwd", "a" * 400, "é/..", "%2E", "."]
@@ -749,9 +750,9 @@ def note_texts(db: Path, user: str) -> list[str]:
 
 
 def test_hostile_model_answer_is_held_for_review_as_for_one_user(tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
-    from uac_kernel.model import ModelSettings
-    from uac_kernel.testing import ChatServer
+    from uac_kernel.fleet.run import Job, run
+    from uac_kernel.model.client import ModelSettings
+    from uac_kernel.model.testing import ChatServer
 
     src = tmp_path / "src"
     src.mkdir()
@@ -828,7 +829,7 @@ OUTSIDE_QUERIES = [
 
 @pytest.fixture(scope="module")
 def sql_fleet(two: Path) -> Iterator[Any]:
-    from uac_kernel.fleetsql import FleetSql
+    from uac_kernel.fleet.sql import FleetSql
 
     db = FleetSql(two, timeout=1, memory_mb=256)
     yield db
@@ -860,7 +861,7 @@ def test_fleet_sql_cli_refuses_in_one_line(two: Path, tmp_path: Path) -> None:
 
 def test_fleet_sql_tables_from_hostile_type_and_field_names(tmp_path: Path) -> None:
     """Types named like the fleet's own tables, SQL keywords, field user_id: each its table."""
-    from uac_kernel.fleetsql import fleet_sql
+    from uac_kernel.fleet.sql import fleet_sql
 
     db = tmp_path / "s.duckdb"
     names = ["Users", "Alerts", "Events", "Select", "Trip", "Trip_history_history"]
@@ -890,7 +891,7 @@ def test_fleet_sql_tables_from_hostile_type_and_field_names(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("what", ["sql", "summary"])
 def test_fleet_sql_on_a_fleet_with_no_users(tmp_path: Path, what: str) -> None:
-    from uac_kernel.fleetsql import fleet_sql, fleet_summary
+    from uac_kernel.fleet.sql import fleet_sql, fleet_summary
 
     Fleet(tmp_path / "fleet", create=True)
     if what == "sql":
@@ -1029,7 +1030,7 @@ def test_kill_9_of_the_driver_alone_leaves_no_orphans_and_rerun_is_whole(
 
 
 def test_run_over_hostile_user_ids(tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     db = tmp_path / "s.duckdb"
     ids = [u for u in HOSTILE if u not in ("ann", "bob", "a" * 150, "/abs/olute", "..")]
@@ -1055,9 +1056,9 @@ def test_run_over_hostile_user_ids(tmp_path: Path) -> None:
 def test_ask_job_with_hostile_model_expressions_stays_sandboxed(
     two: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from uac_kernel.fleet import Job, run
-    from uac_kernel.model import ModelSettings
-    from uac_kernel.testing import ChatServer
+    from uac_kernel.fleet.run import Job, run
+    from uac_kernel.model.client import ModelSettings
+    from uac_kernel.model.testing import ChatServer
 
     monkeypatch.chdir(tmp_path)
     root = fresh(two, tmp_path)
@@ -1079,7 +1080,7 @@ def test_ask_job_with_hostile_model_expressions_stays_sandboxed(
 
 
 def test_rerun_over_a_damaged_result_file(two: Path, tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     root = fresh(two, tmp_path)
     job = Job("eval", ("len(user.all('Trip'))",))
@@ -1095,7 +1096,7 @@ def test_rerun_over_a_damaged_result_file(two: Path, tmp_path: Path) -> None:
 
 
 def test_eval_answer_with_a_lone_surrogate(two: Path, tmp_path: Path) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     root = fresh(two, tmp_path)
     expr = '"\\ud800"'
@@ -1139,7 +1140,7 @@ def test_two_exports_of_diverged_stores_at_once_leave_one_whole_partition(
                         "source": f"{tag}#1"}])  # fmt: skip
     procs = [
         subprocess.Popen(
-            [PY, "-m", "uac_kernel.cli", "export", str(db), str(root)],
+            [PY, "-m", "uac_kernel.cli.main", "export", str(db), str(root)],
             env=ENV,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -1189,7 +1190,7 @@ def test_cli_on_wrong_paths_is_one_line(two: Path, tmp_path: Path, argv: list[st
 
 
 def test_forged_empty_base_commit_is_reported(two: Path, tmp_path: Path) -> None:
-    from uac_kernel._chain import GENESIS
+    from uac_kernel.core.chain import GENESIS
 
     root = fresh(two, tmp_path)
     first = Fleet(root).commits("ann")[0]
@@ -1222,7 +1223,7 @@ def test_part_file_of_another_schema(two: Path, tmp_path: Path, reader: str, edi
         if reader == "checkout":
             checkout(Fleet(root), "ann", tmp_path / "c.duckdb")
         else:
-            from uac_kernel.fleetsql import fleet_sql
+            from uac_kernel.fleet.sql import fleet_sql
 
             fleet_sql(root, "SELECT count(*) FROM users")
     assert "\n" not in str(err.value)
@@ -1252,7 +1253,7 @@ def test_truncated_part_file(two: Path, tmp_path: Path, reader: str) -> None:
             if reader == "checkout":
                 checkout(Fleet(root), "ann", tmp_path / "c.duckdb")
             else:
-                from uac_kernel.fleetsql import fleet_sql
+                from uac_kernel.fleet.sql import fleet_sql
 
                 fleet_sql(root, "SELECT count(*) FROM users")
         assert "\n" not in str(err.value)
@@ -1260,7 +1261,7 @@ def test_truncated_part_file(two: Path, tmp_path: Path, reader: str) -> None:
 
 @pytest.mark.parametrize("damage", ["gap", "no-user", "not-json"])
 def test_one_damaged_user_does_not_stop_the_others(two: Path, tmp_path: Path, damage: str) -> None:
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     root = fresh(two, tmp_path)
     if damage == "gap":
@@ -1384,7 +1385,7 @@ def test_verify_names_terminal_hostile_users_escaped(tmp_path: Path) -> None:
     ],
 )
 def test_fleet_sql_limits_out_of_range_are_one_line(two: Path, limits: dict[str, Any]) -> None:
-    from uac_kernel.fleetsql import FleetSql
+    from uac_kernel.fleet.sql import FleetSql
 
     with pytest.raises(QueryError) as err:
         FleetSql(two, **limits).query("SELECT 1")
@@ -1396,7 +1397,7 @@ def test_a_stray_damaged_commit_dir_named_like_a_user_does_not_stop_that_user(
 ) -> None:
     """A damaged commit in a directory named for ann but in another bucket: ann still runs from
     her own directory, and the stray is failed under its path in the fleet."""
-    from uac_kernel.fleet import Job, run
+    from uac_kernel.fleet.run import Job, run
 
     root = fresh(two, tmp_path)
     other = next(f"{n:02x}" for n in range(256) if f"{n:02x}" != bucket("ann"))

@@ -22,10 +22,10 @@ import pytest
 
 from tests.conftest import add, clock, retract, update
 from tests.test_whatif import RULES, USER, dump, files, store_with
-from uac_kernel.errors import EventError, UacError
-from uac_kernel.query import UserView
+from uac_kernel.core.errors import EventError, UacError
+from uac_kernel.engine.whatif import events_from_text, own_fields
 from uac_kernel.rules.engine import Finding, rule
-from uac_kernel.whatif import events_from_text, own_fields
+from uac_kernel.state.query import UserView
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -521,7 +521,7 @@ def test_hostile_expressions_rerun_as_answers_change_nothing(tmp_path: Path) -> 
 def test_a_whatif_on_a_lazily_opened_state_reads_only_what_it_touches(tmp_path: Path) -> None:
     """Cost: a what-if that touches one record of a type of n records reads a bounded number
     of them from the snapshot, whatever n (counts, not timings)."""
-    from uac_kernel.snapshot import SnapTypeState
+    from uac_kernel.checkpoints.snapshot import SnapTypeState
 
     def records_read(n: int) -> tuple[int, set[str]]:
         path = tmp_path / f"n{n}"
@@ -550,7 +550,7 @@ def test_a_whatif_on_a_lazily_opened_state_reads_only_what_it_touches(tmp_path: 
 def test_a_trial_copies_nothing_proportional_to_the_history(tmp_path: Path) -> None:
     """Trial(state) must not copy per-record or per-version structures (counts of the
     containers it builds, through the sizes they hold)."""
-    from uac_kernel.trial import Trial
+    from uac_kernel.state.trial import Trial
 
     sizes = {}
     for n in (20, 400):

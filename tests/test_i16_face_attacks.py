@@ -51,7 +51,7 @@ def cli(
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "UAC_LOCK_TIMEOUT": "2"}
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -548,7 +548,7 @@ def test_cell_dry_run_wrong_version_or_part_is_one_line(ip: Any) -> None:
 
 pytest.importorskip("anywidget", reason="pip install anywidget")
 
-from uac_kernel.widgets import WhatIfWidget  # noqa: E402
+from uac_kernel.notebook.widgets import WhatIfWidget  # noqa: E402
 
 
 @pytest.fixture
@@ -575,7 +575,7 @@ import sys, xml.dom.minidom
 sys.path.insert(0, sys.argv[2])
 from test_whatif_cli import AMOXICILLIN
 from uac_kernel.workbench import Workbench
-from uac_kernel.widgets import WhatIfWidget
+from uac_kernel.notebook.widgets import WhatIfWidget
 with Workbench(sys.argv[1], user="maya") as wb:
     w = wb.whatif([{**AMOXICILLIN, "key": sys.argv[3]}], as_of="2024-01-01")
     widget = WhatIfWidget(wb, w)
@@ -779,7 +779,7 @@ def test_marimo_wrong_types_are_callouts_not_exceptions(mwb: Workbench) -> None:
 def spans_whatif(
     n: int, backwards: bool = False, message: str = "message \x1b[31m\u202e", user: str = "maya"
 ) -> Any:
-    from uac_kernel.whatif import AlertSpan, WhatIf
+    from uac_kernel.engine.whatif import AlertSpan, WhatIf
 
     t0 = datetime(2024, 1, 1)
     w = WhatIf(user=user, events=[], as_of=t0)
@@ -800,7 +800,7 @@ def spans_whatif(
 
 
 def test_chart_spans_ending_before_they_start(tmp_path: Path) -> None:
-    from uac_kernel import charts
+    from uac_kernel.render import charts
 
     chart = charts.whatif_timeline(spans_whatif(5, backwards=True, message="m"))
     rows = [r for d in chart.to_dict()["datasets"].values() for r in d if "instant" in r]
@@ -809,7 +809,7 @@ def test_chart_spans_ending_before_they_start(tmp_path: Path) -> None:
 
 
 def test_chart_hostile_labels_stay_data(tmp_path: Path) -> None:
-    from uac_kernel import charts
+    from uac_kernel.render import charts
 
     chart = charts.whatif_timeline(spans_whatif(3, message="<b>m</b>"))
     spec = chart.to_dict()
@@ -820,7 +820,7 @@ def test_chart_hostile_labels_stay_data(tmp_path: Path) -> None:
 
 
 def test_chart_of_thousands_of_spans_is_bounded(tmp_path: Path) -> None:
-    from uac_kernel import charts
+    from uac_kernel.render import charts
 
     chart = charts.whatif_timeline(spans_whatif(3000, message="m"))
     spec = chart.to_dict()
@@ -838,7 +838,7 @@ CHART_OF = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from test_i16_face_attacks import spans_whatif
-from uac_kernel import charts
+from uac_kernel.render import charts
 charts.save_chart(charts.whatif_timeline(spans_whatif(3, user=sys.argv[3])), sys.argv[2])
 print("ok")
 """

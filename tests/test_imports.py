@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from uac_kernel._imports import import_on_fresh_stack
+from uac_kernel.notebook.imports import import_on_fresh_stack
 
 
 @pytest.fixture

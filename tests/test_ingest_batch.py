@@ -11,8 +11,9 @@ from typing import Any
 from conftest import add, update
 
 from uac_kernel import Finding, Workbench, rule
-from uac_kernel.query import UserView
-from uac_kernel.store import Store
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import Store
+from uac_kernel.state.query import UserView
 
 
 def sourced(source: str, ev: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +63,7 @@ def test_a_source_another_workbench_logged_is_skipped(tmp_path: Path) -> None:
     assert (report.appended, report.skipped) == (1, 1)
     other.close()
     one.close()
-    assert Store(db, read_only=True).verify().ok
+    assert verify(Store(db, read_only=True)).ok
 
 
 def test_events_without_a_source_are_skipped_when_the_same_event_is_logged(

@@ -17,11 +17,11 @@ import pytest
 from conftest import fact
 
 from uac_kernel import Workbench
-from uac_kernel.errors import EventError
-from uac_kernel.events import parse_jsonl
-from uac_kernel.limits import INT_MAX, INT_MIN, Limits
-from uac_kernel.records import field_values
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.core.errors import EventError
+from uac_kernel.core.limits import INT_MAX, INT_MIN, Limits
+from uac_kernel.core.records import field_values
+from uac_kernel.ingest.events import parse_jsonl
+from uac_kernel.log.store import NewEvent, Store
 
 TS = "2025-02-01T09:00:00"
 MiB = 1 << 20
@@ -318,7 +318,7 @@ def test_uac_ingest_fails_in_one_line_and_leaves_the_file_alone(
         [
             sys.executable,
             "-m",
-            "uac_kernel.cli",
+            "uac_kernel.cli.main",
             "--db",
             str(db),
             "--user",
@@ -341,7 +341,7 @@ def test_uac_ingest_of_dev_zero(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "uac_kernel.cli",
+            "uac_kernel.cli.main",
             "--db",
             str(tmp_path / "u.duckdb"),
             "ingest",
@@ -384,7 +384,7 @@ def test_a_store_with_5000_fields_in_one_add_opens_verifies_and_checkpoints(tmp_
     db = tmp_path / "old.duckdb"
     old_store(db, 5000)
     done = subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", "--db", str(db), "verify"],
+        [sys.executable, "-m", "uac_kernel.cli.main", "--db", str(db), "verify"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -17,12 +17,12 @@ import duckdb
 import pytest
 from conftest import check, fact, tamper
 
-from uac_kernel.errors import StoreError
-from uac_kernel.integrity import Head, heads, verify
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.core.errors import StoreError
+from uac_kernel.log.integrity import Head, heads, verify
+from uac_kernel.log.store import NewEvent, Store
 from uac_kernel.workbench import Workbench
 
-UAC = [sys.executable, "-m", "uac_kernel.cli"]
+UAC = [sys.executable, "-m", "uac_kernel.cli.main"]
 
 
 def facts(user: str, n: int, start: int = 0) -> list[dict[str, object]]:
@@ -107,7 +107,8 @@ def test_two_stores_appending_from_threads_never_repeat_a_seq(db: Path) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert stores[0].verify().ok and stores[0].verify().events == 60
+    report = verify(stores[0])
+    assert report.ok and report.events == 60
     for s in stores:
         s.close()
 
@@ -167,7 +168,7 @@ def test_tampering_is_caught(store_file: Path, sql: str, expect: str) -> None:
 
 def rehash_user(db: Path, user: str) -> None:
     """The strongest forger: edits an event of ``user`` and re-computes their whole chain."""
-    from uac_kernel._chain import GENESIS, content_hash, event_hash
+    from uac_kernel.core.chain import GENESIS, content_hash, event_hash
 
     con = duckdb.connect(str(db))
     con.execute(
@@ -269,7 +270,7 @@ def test_cli_head_and_verify_against_a_kept_head(store_file: Path, tmp_path: Pat
 
 def _v1_store(path: Path, break_at: int | None = None) -> None:
     """A store as uac wrote it before per-user chains (migrations m001-m003, one chain)."""
-    from uac_kernel._migrations import MIGRATIONS, _v1_event_hash
+    from uac_kernel.log.migrations import MIGRATIONS, _v1_event_hash
 
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE uac_migrations (name VARCHAR NOT NULL, applied_at TIMESTAMP)")

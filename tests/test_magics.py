@@ -23,11 +23,11 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionResult
 from IPython.utils.capture import capture_output
 
-from uac_kernel.ask import Answer
-from uac_kernel.errors import QueryError
-from uac_kernel.magics import Table, UacMagics
+from uac_kernel.core.errors import QueryError
+from uac_kernel.model.ask import Answer
+from uac_kernel.notebook.magics import Table, UacMagics
 from uac_kernel.rules.engine import Rule
-from uac_kernel.sqlview import SqlResult
+from uac_kernel.sql.view import SqlResult
 from uac_kernel.workbench import Workbench
 
 EVENTS = [
@@ -302,7 +302,7 @@ def test_verify_calls_code_close(loaded: Any) -> None:
 
 
 def test_ask_through_a_local_chat_server(loaded: Any) -> None:
-    from uac_kernel.testing import ChatServer
+    from uac_kernel.model.testing import ChatServer
 
     ip = loaded
     expr = {"expression": "len(user.all(Medication))", "explanation": "counts medications"}
@@ -338,8 +338,8 @@ QUESTIONS = [
 
 
 def test_ask_a_question_ending_in_a_question_mark_unquoted(loaded: Any, tmp_path: Path) -> None:
-    from uac_kernel._askline import ask_line
-    from uac_kernel.testing import ChatServer
+    from uac_kernel.model.testing import ChatServer
+    from uac_kernel.notebook.askline import ask_line
 
     ip = loaded
     ip.user_ns["SECRET"] = "EXPANDED"
@@ -800,7 +800,7 @@ def widget_outputs(ip: Any, source: str) -> list[tuple[Any, str]]:
 
 
 def test_widgets_with_text_fallbacks(loaded: Any) -> None:
-    from uac_kernel import widgets
+    from uac_kernel.notebook import widgets
 
     ip = loaded
     ((inspector, text),) = widget_outputs(ip, "%uac alerts")
@@ -873,7 +873,7 @@ def test_log_text_shows_an_alerts_message(loaded: Any) -> None:
 def test_charts(loaded: Any) -> None:
     import altair as alt
 
-    from uac_kernel import charts
+    from uac_kernel.render import charts
 
     ip = loaded
     previous = alt.renderers.active
@@ -979,7 +979,7 @@ MAGICS_ONLY = {
 def test_the_magics_and_the_cli_offer_the_same_verbs(ip: Any) -> None:
     import argparse
 
-    from uac_kernel.cli import build_parser
+    from uac_kernel.cli.main import build_parser
 
     (subparsers,) = [
         a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
@@ -1016,8 +1016,8 @@ def test_head_verify_and_forget(loaded: Any, tmp_path: Path) -> None:
 def test_review_widget_accepts_through_its_python_handler(ip: Any, tmp_path: Path) -> None:
     from test_review import HISTORY, TURNS, held_one
 
-    from uac_kernel.testing import ChatServer
-    from uac_kernel.widgets import ReviewView
+    from uac_kernel.model.testing import ChatServer
+    from uac_kernel.notebook.widgets import ReviewView
 
     (tmp_path / "review.jsonl").write_text("".join(json.dumps(e) + "\n" for e in HISTORY + TURNS))
     with ChatServer() as server:
@@ -1060,7 +1060,7 @@ def test_review_widget_accepts_through_its_python_handler(ip: Any, tmp_path: Pat
 def test_review_magic_rejects_and_accepts_from_the_line(ip: Any, tmp_path: Path) -> None:
     from test_review import HISTORY, TURNS, held_one
 
-    from uac_kernel.testing import ChatServer
+    from uac_kernel.model.testing import ChatServer
 
     (tmp_path / "review.jsonl").write_text("".join(json.dumps(e) + "\n" for e in HISTORY + TURNS))
     with ChatServer() as server:
@@ -1108,7 +1108,7 @@ def test_a_constraint_cell_puts_it_in_force_and_rerunning_it_edited_updates_it(l
     ]
     assert table.rows[0][-1] == "constraint_refill"
     # the alert text names the constraint behind the alert
-    from uac_kernel.magics import alerts_text
+    from uac_kernel.notebook.magics import alerts_text
 
     wb = wb_of(loaded)
     assert "    constraint: refill (obligation): Refill the amoxicillin" in alerts_text(

@@ -1,4 +1,4 @@
-"""The marimo tour exports to HTML that works offline (``uac_kernel.marimo_export``).
+"""The marimo tour exports to HTML that works offline (``uac_kernel.notebook.marimo_export``).
 
 ``marimo export html`` alone writes a page that loads marimo's front end from a CDN and stays
 blank offline; the offline export points it at the front end the marimo wheel ships. Checked on
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.errors import UacError
-from uac_kernel.marimo_export import export_offline, main, remote_assets
+from uac_kernel.core.errors import UacError
+from uac_kernel.notebook.marimo_export import export_offline, main, remote_assets
 
 pytest.importorskip("marimo", reason="pip install marimo")
 

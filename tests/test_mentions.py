@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.fold import State
-from uac_kernel.mentions import mentioned_constraints, mentioned_records
+from uac_kernel.state.fold import State
+from uac_kernel.state.mentions import mentioned_constraints, mentioned_records
 from uac_kernel.workbench import Workbench
 
 HISTORY = [

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from uac_kernel.errors import ModelError, ModelOffline, ModelOutputInvalid
-from uac_kernel.model import ModelClient, ModelSettings, call_totals, list_calls
-from uac_kernel.store import Store
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.core.errors import ModelError, ModelOffline, ModelOutputInvalid
+from uac_kernel.log.store import Store
+from uac_kernel.model.client import ModelClient, ModelSettings, call_totals, list_calls
+from uac_kernel.model.testing import ChatServer, Reply
 
 
 class Answer(BaseModel):

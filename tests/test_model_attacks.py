@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from test_pipeline import OPS, TURNS
 
-from uac_kernel.errors import ModelError
-from uac_kernel.model import ModelSettings, list_calls
-from uac_kernel.store import Store
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.core.errors import ModelError
+from uac_kernel.log.store import Store
+from uac_kernel.model.client import ModelSettings, list_calls
+from uac_kernel.model.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench
 
 ANSWER = json.dumps({"operations": [OPS["chat-1#1"]]})
@@ -282,7 +282,7 @@ def test_the_command_exits_at_the_deadline_and_releases_the_store(tmp_path: Path
 
         def uac(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
-                [sys.executable, "-m", "uac_kernel.cli", *args],
+                [sys.executable, "-m", "uac_kernel.cli.main", *args],
                 cwd=tmp_path,
                 capture_output=True,
                 text=True,

@@ -19,9 +19,9 @@ from test_cli import one_line_error, uac
 from test_magics import edit_cell, run, run_out, usage_error
 from test_magics import ip as _ip
 
-from uac_kernel.codegen import parse_module
-from uac_kernel.errors import CodeError, EventError
-from uac_kernel.names import class_name, field_identifier, style_key
+from uac_kernel.checkpoints.codegen import parse_module
+from uac_kernel.core.errors import CodeError, EventError
+from uac_kernel.core.names import class_name, field_identifier, style_key
 from uac_kernel.workbench import Workbench
 
 HOSTILE = 'q"uote\'s \\ x """'

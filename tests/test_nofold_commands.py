@@ -2,7 +2,7 @@
 the `uac` command leaves without the interpreter's teardown only when nothing is left open.
 
 The stores are real DuckDB files built from the demo history; the commands run as real
-subprocesses (``python -m uac_kernel.cli``, the console script's path) unless a test says so.
+subprocesses (``python -m uac_kernel.cli.main``, the console script's path) unless a test says so.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from uac_kernel._display import plural, printable
-from uac_kernel.cli import main, to_json
-from uac_kernel.demo import write_demo_jsonl
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.cli.main import main, to_json
+from uac_kernel.core.display import plural, printable
+from uac_kernel.demo.life import write_demo_jsonl
+from uac_kernel.log.store import NewEvent, Store
 from uac_kernel.workbench import Workbench, resolve_user
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ USER = "maya"
 
 def uac(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", "--db", str(db), *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", "--db", str(db), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -225,7 +225,7 @@ def modules_after(args: list[str]) -> set[str]:
     """The modules a fresh interpreter holds after ``main(args)`` (stdout swallowed)."""
     probe = (
         "import contextlib, io, json, sys\n"
-        "from uac_kernel.cli import main\n"
+        "from uac_kernel.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    code = main({args!r})\n"
         "print(json.dumps([code, sorted(sys.modules)]))"
@@ -248,9 +248,9 @@ def test_the_commands_load_neither_the_workbench_nor_the_rules(
     assert {
         "uac_kernel.workbench",
         "uac_kernel.rules.engine",
-        "uac_kernel.sqlview",
+        "uac_kernel.sql.view",
     } & loaded == set()
-    assert {"uac_kernel.fold", "uac_kernel.codegen", "pydantic"} & loaded == set()
+    assert {"uac_kernel.state.fold", "uac_kernel.checkpoints.codegen", "pydantic"} & loaded == set()
 
 
 def test_the_commands_run_in_process_through_main(
@@ -264,7 +264,7 @@ def test_the_commands_run_in_process_through_main(
 
 
 def test_resolve_user_still_imports_from_the_workbench() -> None:
-    from uac_kernel import users
+    from uac_kernel.log import users
 
     assert resolve_user is users.resolve_user
 
@@ -325,8 +325,8 @@ def test_a_fold_again_after_another_write_sees_it(demo_db: Path, tmp_path: Path)
 TEARDOWN = """
 import sys, threading
 from pathlib import Path
-from uac_kernel.cli import _may_skip_teardown, main
-from uac_kernel.store import Store
+from uac_kernel.cli.main import _may_skip_teardown, main
+from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 tmp, demo = Path(sys.argv[1]), sys.argv[2]
 assert _may_skip_teardown()
@@ -393,7 +393,16 @@ def test_what_a_command_wrote_is_in_the_file_after_it_left(tmp_path: Path) -> No
 def test_output_piped_into_a_closed_reader_exits_as_before(demo_db: Path) -> None:
     # `uac log | head -1`: the reader leaves; the command ends quietly with code 0
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uac_kernel.cli", "--db", str(demo_db), "log", "--limit", "100000"],
+        [
+            sys.executable,
+            "-m",
+            "uac_kernel.cli.main",
+            "--db",
+            str(demo_db),
+            "log",
+            "--limit",
+            "100000",
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -406,8 +415,10 @@ def test_output_piped_into_a_closed_reader_exits_as_before(demo_db: Path) -> Non
 
 
 def test_the_console_script_runs_run_and_keeps_the_exit_code(demo_db: Path) -> None:
-    assert 'uac = "uac_kernel.cli:run"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    script = "import sys\nfrom uac_kernel.cli import run\nsys.argv[0] = 'uac'\nrun()\n"
+    assert 'uac = "uac_kernel.cli.main:run"' in (ROOT / "pyproject.toml").read_text(
+        encoding="utf-8"
+    )
+    script = "import sys\nfrom uac_kernel.cli.main import run\nsys.argv[0] = 'uac'\nrun()\n"
     for args, code in ((["log", "--limit", "2"], 0), (["code", "--version", "9"], 1)):
         done = subprocess.run(
             [sys.executable, "-c", script, "--db", str(demo_db), *args],

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from test_checkpoint_import import _record, described_state, import_in_clean_interpreter
 
-from uac_kernel.errors import MissingExtra
+from uac_kernel.core.errors import MissingExtra
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -162,8 +162,8 @@ def _checkpoint_cell(tmp: Path) -> str:
         [
             "from __future__ import annotations",
             "import json",
-            "from uac_kernel.codegen import render_module",
-            "from uac_kernel.constraints.spec import constraint_json",
+            "from uac_kernel.checkpoints.codegen import render_module",
+            "from uac_kernel.language.spec import constraint_json",
             inspect.getsource(_record),
             inspect.getsource(described_state),
             f"open({str(tmp / 'nb_model.py')!r}, 'w', encoding='utf-8').write(",
@@ -263,7 +263,7 @@ def wb() -> Any:
 def test_marimo_helpers_wrap_widgets_and_charts(wb: Any) -> None:
     mo = pytest.importorskip("marimo", reason="pip install marimo")
     import uac.marimo as um
-    from uac_kernel.widgets import AlertInspector, DiffView, LogBrowser, StateExplorer
+    from uac_kernel.notebook.widgets import AlertInspector, DiffView, LogBrowser, StateExplorer
 
     version = wb.checkpoint().version
     for element, widget in (
@@ -287,7 +287,7 @@ def test_marimo_helpers_wrap_widgets_and_charts(wb: Any) -> None:
 
 def test_marimo_chart_arguments_are_checked(wb: Any) -> None:
     import uac.marimo as um
-    from uac_kernel.errors import QueryError
+    from uac_kernel.core.errors import QueryError
 
     with pytest.raises(QueryError, match="not one of events, records, alerts, result"):
         um.chart(wb, "pie")  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ import pytest
 from test_cli import one_line_error, uac
 from test_magics import run
 
-from uac_kernel._display import TERMINAL_BUDGET, clip_json, json_chunks, json_size, printable
+from uac_kernel.core.display import TERMINAL_BUDGET, clip_json, json_chunks, json_size, printable
 
 # A stored string that would clear the screen, retitle the terminal, ring, return the cursor,
 # reverse the text, start a C1 CSI, open a bidi isolate, hide a NUL, and split a line or a cell.

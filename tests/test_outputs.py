@@ -1,4 +1,4 @@
-"""Where a face may write a file (``uac_kernel.outputs``), run for real: the ``uac`` command in
+"""Where a face may write a file (``uac_kernel.core.outputs``), run for real: the ``uac`` command in
 subprocesses over real store files, ``save_chart`` in a real IPython kernel shell with the
 store open, and the marimo export.
 
@@ -26,8 +26,8 @@ from test_magics import run
 from test_whatif_cli import AMOXICILLIN, STORE, fingerprint, jsonl
 from test_whatif_magics import ip as _ip
 
-from uac_kernel.errors import OutputRefused
-from uac_kernel.outputs import JSON, TSV, Output
+from uac_kernel.core.errors import OutputRefused
+from uac_kernel.core.outputs import JSON, TSV, Output
 
 # What each face writes: its arguments before the output path, the option, the suffix of the
 # file it writes. The store is Maya's (test_whatif_cli.STORE), with one checkpoint.
@@ -208,7 +208,7 @@ def test_a_pipe_is_written_straight_through(home: Path) -> None:
 # -- a write that fails midway -----------------------------------------------------------------
 
 
-CLI = (sys.executable, "-m", "uac_kernel.cli")
+CLI = (sys.executable, "-m", "uac_kernel.cli.main")
 
 
 def _file_size_limit(limit: int) -> Callable[[], None]:
@@ -287,7 +287,7 @@ def refused_in(ip: Any, source: str) -> str:
 
 
 def test_save_chart_in_a_notebook_never_writes_over_the_open_store(ip: Any, tmp_path: Path) -> None:
-    run(ip, "from uac_kernel.charts import events_over_time, save_chart")
+    run(ip, "from uac_kernel.render.charts import events_over_time, save_chart")
     store = tmp_path / "maya.duckdb"
     os.link(store, tmp_path / "store.svg")  # named as a chart, the same file as the open store
     (tmp_path / "link.png").symlink_to(store)
@@ -310,7 +310,7 @@ def test_save_chart_in_a_notebook_never_writes_over_the_open_store(ip: Any, tmp_
 def test_the_marimo_export_refuses_a_store_or_a_fleet_before_it_runs(
     home: Path, tmp_path: Path
 ) -> None:
-    from uac_kernel.marimo_export import export_offline, main
+    from uac_kernel.notebook.marimo_export import export_offline, main
 
     notebook = Path(__file__).parents[1] / "notebooks" / "marimo_tour.py"
     before = fingerprint(home / "maya.duckdb")

@@ -1,4 +1,4 @@
-"""An outside pass over issue 25 part 1 (no face writes over a store, ``uac_kernel/outputs.py``)
+"""An outside pass over issue 25 part 1 (no face writes over a store, ``uac_kernel/core/outputs.py``)
 and the seams around it: races with a second process, a second process holding a pending WAL,
 /proc/self/fd, kill -9 mid-write, hostile names, FIFOs and devices, fleet partitions, and the
 writers that do not go through ``outputs.Output`` (the locomo progress file, the bench alerts
@@ -32,9 +32,9 @@ from test_magics import run
 from test_whatif_cli import STORE, fingerprint, jsonl
 from test_whatif_magics import ip as _ip
 
-from uac_kernel.errors import OutputRefused
+from uac_kernel.core.errors import OutputRefused
 
-CLI = (sys.executable, "-m", "uac_kernel.cli")
+CLI = (sys.executable, "-m", "uac_kernel.cli.main")
 HANG = 300  # a timeout that only catches a hang
 BIG = "list(range(3_000_000))"  # an eval result whose JSON takes seconds to write (~26 MB)
 
@@ -279,7 +279,7 @@ def test_proc_self_fd_of_the_open_store_is_refused_in_a_notebook(ip: Any, tmp_pa
     ]
     if not fds:
         pytest.skip("DuckDB keeps no descriptor of the store open")
-    run(ip, "from uac_kernel.charts import events_over_time, save_chart")
+    run(ip, "from uac_kernel.render.charts import events_over_time, save_chart")
     run(ip, "c = events_over_time(wb)")
     run(ip, "n = len(wb.log())")
     head = store.read_bytes()[8:12]
@@ -559,7 +559,7 @@ def test_the_locomo_progress_file_never_appends_to_a_store(home: Path, tmp_path:
     """`uac bench locomo` keeps `<db stem>.locomo-progress.jsonl` in --out and appends to it
     with open('ab'): not through outputs.Output. A link there to a store is appended to."""
     from uac_kernel.bench import locomo
-    from uac_kernel.model import ModelSettings
+    from uac_kernel.model.client import ModelSettings
 
     data = Path(__file__).parent / "fixtures" / "locomo_mini.json"
     victim = tmp_path / "victim.duckdb"
@@ -596,7 +596,7 @@ def test_the_marimo_export_never_copies_its_assets_over_a_store(home: Path, tmp_
     a file there named like one of marimo's (favicon.ico) that links to a store is written
     through."""
     pytest.importorskip("marimo")
-    from uac_kernel.marimo_export import export_offline
+    from uac_kernel.notebook.marimo_export import export_offline
 
     notebook = Path(__file__).parents[1] / "notebooks" / "marimo_tour.py"
     victim = tmp_path / "victim.duckdb"

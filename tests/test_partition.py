@@ -18,8 +18,8 @@ import duckdb
 import pytest
 from conftest import fact
 
-from uac_kernel.errors import FleetConflict, FleetDiverged, FleetError, UacError
-from uac_kernel.partition import (
+from uac_kernel.core.errors import FleetConflict, FleetDiverged, FleetError, UacError
+from uac_kernel.fleet.partition import (
     Fleet,
     checkout,
     commit,
@@ -28,7 +28,8 @@ from uac_kernel.partition import (
     parquet_source,
     verify_fleet,
 )
-from uac_kernel.store import Store
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +103,7 @@ def test_commit_checkout_and_commit_again(tmp_path: Path) -> None:
     checkout(fleet, "ann", work)
     assert keys(work, "ann") == ["t1", "t2", "t3"]
     grow(work, "ann", 4, 2)
-    assert Store(work).verify("ann").ok
+    assert verify(Store(work), "ann").ok
     assert commit(fleet, "ann", work, by="run r1") == 2
     meta = fleet.commits("ann")[1]
     assert meta["base"] is False and meta["by"] == "run r1"
@@ -161,8 +162,8 @@ def test_not_a_fleet_and_diverged_chains(tmp_path: Path) -> None:
 PAUSED_WRITER = r"""
 import os, sys, time
 from pathlib import Path
-from uac_kernel.errors import FleetError
-from uac_kernel.partition import Fleet, commit
+from uac_kernel.core.errors import FleetError
+from uac_kernel.fleet.partition import Fleet, commit
 
 root, user, store, ready, go = sys.argv[1:6]
 
@@ -281,7 +282,7 @@ def answers(db: Path, user: str) -> dict[str, Any]:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -412,12 +413,12 @@ def test_forget_then_export_rewrites_the_partition(tmp_path: Path) -> None:
     assert verify_fleet(root).ok
     back = tmp_path / "back.duckdb"
     import_fleet(root, back)
-    assert Store(back, read_only=True).verify().ok
+    assert verify(Store(back, read_only=True)).ok
     assert answers(back, "ann")["keys"] == answers(db, "ann")["keys"] == ["t1", "t2"]
     # importing the forget into the earlier copy erases there what it erased, file and all
     again = import_fleet(root, early)
     assert again.extended == 1 and again.erased > 0
-    assert Store(early, read_only=True).verify().ok
+    assert verify(Store(early, read_only=True)).ok
     assert SECRET.encode() not in early.read_bytes()
     assert answers(early, "ann") == answers(back, "ann")
 
@@ -472,7 +473,7 @@ def test_hostile_user_ids_round_trip(tmp_path: Path) -> None:
                 "SELECT user_seq, payload, hash FROM events WHERE user_id = ? ORDER BY seq", [user]
             ).fetchall()
         assert got == [r[1:2] + r[7:8] + r[10:] for r in store_rows(db, "events", user, "seq")]
-    assert Store(back, read_only=True).verify().ok
+    assert verify(Store(back, read_only=True)).ok
     assert keys(back, HOSTILE[6]) == keys(db, HOSTILE[6]) == ["t1", "t2"]  # the long id
 
 
@@ -555,7 +556,7 @@ def test_import_extends_a_user_and_refuses_a_diverged_one(tmp_path: Path) -> Non
     export_store(db, root)
     report = import_fleet(root, target)
     assert (report.new, report.extended, report.unchanged) == (1, 1, 0)
-    assert Store(target, read_only=True).verify().ok
+    assert verify(Store(target, read_only=True)).ok
     for user in ("ann", "bob"):
         assert answers(target, user) == answers(db, user)
     # the target's ann grows on its own: the fleet's ann no longer passes through it
@@ -613,6 +614,6 @@ def test_call_ids_and_checkpoint_seqs_are_per_user_after_import(tmp_path: Path) 
         assert "bob-3" not in wb.code(2)
         assert wb.verify().ok
     assert answers(target, "ann")["code"] == code_before
-    assert Store(target, read_only=True).verify().ok
+    assert verify(Store(target, read_only=True)).ok
     out = cli("verify", "--db", str(target))
     assert out.returncode == 0, out.stderr

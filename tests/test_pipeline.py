@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.errors import ModelError
-from uac_kernel.model import ModelSettings, call_totals
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.core.errors import ModelError
+from uac_kernel.model.client import ModelSettings, call_totals
+from uac_kernel.model.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench
 
 TURNS = [

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import add, clock
 
-from uac_kernel.errors import QueryError, UnknownField
-from uac_kernel.query import UserView
-from uac_kernel.records import Record, new_record, record_class
+from uac_kernel.core.errors import QueryError, UnknownField
+from uac_kernel.core.records import Record, new_record, record_class
 from uac_kernel.rules.engine import Finding, RuleRunner, rule
+from uac_kernel.state.query import UserView
 from uac_kernel.workbench import Workbench
 
 TRIPS = [

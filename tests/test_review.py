@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.errors import EventError, ReviewError
-from uac_kernel.extract import ExtractionLimits
-from uac_kernel.model import ModelSettings, list_calls
-from uac_kernel.testing import ChatServer
+from uac_kernel.core.errors import EventError, ReviewError
+from uac_kernel.model.client import ModelSettings, list_calls
+from uac_kernel.model.extract import ExtractionLimits
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 HISTORY = [

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.store import Store
-from uac_kernel.testing import ChatServer
+from uac_kernel.log.store import Store
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 # -- harness (as tests/test_review_seams.py drives a hostile model) ----------------------------
@@ -62,7 +62,7 @@ def run_uac(
     *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -605,7 +605,7 @@ def kill_when_rewriting(args: list[str], db: Path, cwd: Path) -> bool:
     file appears); whether the kill landed there."""
     fresh = db.with_name(db.name + ".compact")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -692,7 +692,16 @@ def test_a_fleet_split_killed_at_any_point_is_cleaned_or_fails_verify(tmp_path: 
     src.write_text("".join(json.dumps(x) + "\n" for x in lines))
     for delay in (0.5, 1.0, 1.5, 2.5):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uac_kernel.cli", "fleet", "run", str(root), "ingest", str(src)],
+            [
+                sys.executable,
+                "-m",
+                "uac_kernel.cli.main",
+                "fleet",
+                "run",
+                str(root),
+                "ingest",
+                str(src),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

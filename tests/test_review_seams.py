@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.testing import ChatServer, Reply
+from uac_kernel.model.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench
 
 # -- harness -----------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def run_uac(
     *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -536,7 +536,7 @@ def test_two_extract_processes_at_once_share_one_budget(tmp_path: Path, server: 
     env = {**runs.env, "UAC_LOCK_TIMEOUT": "240"}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "uac_kernel.cli", "extract", "--batch-size", "1"],
+            [sys.executable, "-m", "uac_kernel.cli.main", "extract", "--batch-size", "1"],
             cwd=tmp_path,
             env={**os.environ, **env},
             stdout=subprocess.PIPE,

@@ -12,8 +12,8 @@ from typing import Any
 from conftest import bound
 from test_rules_library import add, build, clock, fire, keys, one
 
-from uac_kernel.query import UserView
 from uac_kernel.rules import library as lib
+from uac_kernel.state.query import UserView
 
 RULE = lib.deadline_approaching
 

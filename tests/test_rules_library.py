@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from conftest import fact
 
-from uac_kernel.events import parse_objects, plan_batch
-from uac_kernel.fold import State
-from uac_kernel.query import UserView
+from uac_kernel.ingest.events import parse_objects, plan_batch
+from uac_kernel.log.store import Store
 from uac_kernel.rules import library as lib
 from uac_kernel.rules.engine import Alert, Rule, RuleRunner
 from uac_kernel.rules.library.deadlines import _us_filing_due
 from uac_kernel.rules.library.schedule import _clock_time
-from uac_kernel.store import Store
+from uac_kernel.state.fold import State
+from uac_kernel.state.query import UserView
 
 CATEGORIES = {
     "travel_document_validity",
@@ -242,8 +242,8 @@ def test_mild_food_allergy_is_a_warning_and_avoided_food_is_silent(tmp_path: Pat
 
 
 def test_food_allergy_rule_and_the_allergens_table_know_the_same_foods(tmp_path: Path) -> None:
-    from uac_kernel.constraints.knowledge import TABLES
-    from uac_kernel.rules.library.health import FOOD_ALLERGENS
+    from uac_kernel.core.tables import FOOD_ALLERGENS
+    from uac_kernel.language.knowledge import TABLES
 
     rule_words = {w.strip() for terms in FOOD_ALLERGENS.values() for w in terms}
     assert {w for ws in TABLES["allergens"].groups.values() for w in ws} == rule_words

@@ -9,9 +9,9 @@ from typing import Any
 from conftest import bound
 from test_rules_library import add, build, clock, fire, keys, one
 
-from uac_kernel.query import UserView
 from uac_kernel.rules import library as lib
 from uac_kernel.rules.engine import RuleRunner
+from uac_kernel.state.query import UserView
 
 RULE = lib.warranty_ends_with_open_fault
 LAPTOP = add("2024-01-10", "Laptop", "laptop-1", name="MacBook", warranty_until="2024-10-20")

@@ -31,9 +31,9 @@ from conftest import fact
 from test_i15_attacks import alive, descendants
 from test_snapshot import TAX
 
-from uac_kernel.errors import FleetError, UacError
-from uac_kernel.fleet import Job, run
-from uac_kernel.partition import (
+from uac_kernel.checkpoints.snapshot import CLOSE_AFTER
+from uac_kernel.core.errors import FleetError, UacError
+from uac_kernel.fleet.partition import (
     Fleet,
     bucket,
     checkout,
@@ -43,7 +43,7 @@ from uac_kernel.partition import (
     parquet_source,
     verify_fleet,
 )
-from uac_kernel.snapshot import CLOSE_AFTER
+from uac_kernel.fleet.run import Job, run
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +101,11 @@ def status(report: Any) -> dict[str, tuple[str, str | None]]:
 
 def uac(*args: str, env: dict[str, str] = ENV) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PY, "-m", "uac_kernel.cli", *args], capture_output=True, text=True, timeout=120, env=env
+        [PY, "-m", "uac_kernel.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 
@@ -418,7 +422,7 @@ def start_call(
     env = {**ENV, "PYTHONPATH": f"{helpers}{os.pathsep}{ROOT}"}
     args = ["fleet", "run", str(root), "--jobs", "1", "--users", "ann", "--retries", "0"]
     proc = subprocess.Popen(
-        [PY, "-m", "uac_kernel.cli", *args, "call", f"s22helper:{fn}", str(barrier)],
+        [PY, "-m", "uac_kernel.cli.main", *args, "call", f"s22helper:{fn}", str(barrier)],
         env=env, text=True, start_new_session=True,
         stdout=subprocess.PIPE if pipe else subprocess.DEVNULL,
         stderr=subprocess.PIPE if pipe else subprocess.DEVNULL,

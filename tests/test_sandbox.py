@@ -28,8 +28,8 @@ import pytest
 from conftest import children
 from pydantic import BaseModel, ConfigDict
 
-from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused, UacError
-from uac_kernel.records import record_class
+from uac_kernel.core.errors import SandboxFailed, SandboxLimit, SandboxRefused, UacError
+from uac_kernel.core.records import record_class
 from uac_kernel.sandbox import WarmSandbox, _child, check, evaluate, safe_builtins, to_plain
 
 FAST: dict[str, Any] = {"cpu_seconds": 1.0, "memory_mb": 256}

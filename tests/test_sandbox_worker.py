@@ -22,7 +22,7 @@ from conftest import children, fact
 from pydantic import BaseModel, ConfigDict
 
 from uac_kernel import Workbench
-from uac_kernel.errors import SandboxFailed, SandboxLimit, SandboxRefused
+from uac_kernel.core.errors import SandboxFailed, SandboxLimit, SandboxRefused
 from uac_kernel.sandbox import WarmSandbox, check, evaluate
 from uac_kernel.sandbox._policy import _MUTATING_ATTRS
 

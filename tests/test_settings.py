@@ -1,4 +1,4 @@
-"""Every environment variable goes through ``uac_kernel.settings``: a bad value is one line naming
+"""Every environment variable goes through ``uac_kernel.core.settings``: a bad value is one line naming
 the variable, on the command line (a real ``uac`` process) and in a notebook (a real IPython
 shell); good values keep their meaning; the README's table is the module's."""
 
@@ -16,8 +16,8 @@ from conftest import add
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from uac_kernel import settings
-from uac_kernel.errors import FleetError, QueryError, StoreError
+from uac_kernel.core import settings
+from uac_kernel.core.errors import FleetError, QueryError, StoreError
 from uac_kernel.workbench import Workbench
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
@@ -88,7 +88,7 @@ def test_a_bad_value_stops_the_command_with_one_line(name: str, store: Path) -> 
         (
             value,
             subprocess.Popen(
-                [sys.executable, "-m", "uac_kernel.cli", *where, *who, *args],
+                [sys.executable, "-m", "uac_kernel.cli.main", *where, *who, *args],
                 cwd=store.parent,
                 env={**base, **extra, name: value},
                 stdout=subprocess.PIPE,

@@ -19,11 +19,11 @@ from conftest import add
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from uac_kernel import settings
-from uac_kernel.errors import ModelError, QueryError, StoreError
-from uac_kernel.model import ModelSettings
-from uac_kernel.sqlview import SqlView
-from uac_kernel.testing import ChatServer
+from uac_kernel.core import settings
+from uac_kernel.core.errors import ModelError, QueryError, StoreError
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
+from uac_kernel.sql.view import SqlView
 from uac_kernel.workbench import Workbench
 
 HANG = 300  # seconds: only a hang reaches this
@@ -40,7 +40,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def uac(args: list[str], cwd: Path, **extra: str) -> tuple[int, str, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
         env=_env(**extra),
         stdout=subprocess.PIPE,
@@ -234,7 +234,7 @@ def test_uac_db_a_directory_is_one_line(tmp_path: Path, events: Path) -> None:
 def test_uac_db_a_fifo_is_one_line_not_a_hang(tmp_path: Path, events: Path) -> None:
     os.mkfifo(tmp_path / "pipe.duckdb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uac_kernel.cli", "eval", "1"],
+        [sys.executable, "-m", "uac_kernel.cli.main", "eval", "1"],
         cwd=tmp_path,
         env=_env(UAC_DB="pipe.duckdb"),
         stdout=subprocess.PIPE,

@@ -18,8 +18,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from uac_kernel.errors import StoreLocked
-from uac_kernel.store import Store
+from uac_kernel.core.errors import StoreLocked
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +86,7 @@ def env(**extra: str) -> dict[str, str]:
 
 def uac(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -107,7 +108,7 @@ def log_is_sound(db: Path) -> None:
     """The chains verify; seq runs 1..n with no gap or repeat; no source is logged twice."""
     store = Store(db, read_only=True)
     try:
-        assert store.verify().ok
+        assert verify(store).ok
         n, distinct, top = store.con.execute(
             "SELECT count(*), count(DISTINCT seq), max(seq) FROM events"
         ).fetchone()  # type: ignore[misc]
@@ -344,7 +345,7 @@ def test_a_holder_that_lets_go_within_the_bound_is_waited_for(
 def test_a_lock_timeout_that_is_not_a_number_is_a_clear_error(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from uac_kernel.errors import StoreError
+    from uac_kernel.core.errors import StoreError
 
     monkeypatch.setenv("UAC_LOCK_TIMEOUT", "soon")
     with pytest.raises(StoreError, match=r"UAC_LOCK_TIMEOUT='soon' is not a number"):
@@ -357,7 +358,7 @@ def test_a_lock_timeout_that_is_not_a_number_is_a_clear_error(
 def test_operations_back_to_back_share_one_connection_until_it_is_idle(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import uac_kernel.store as store_module
+    import uac_kernel.log.store as store_module
 
     monkeypatch.setattr(store_module, "LINGER", 600.0)
     with Workbench(db, user="u") as wb:
@@ -432,7 +433,7 @@ def test_a_read_only_workbench_leaves_the_file_to_writers_between_operations(
 
 
 def test_a_page_turned_in_the_log_widget_leaves_the_file_to_others(db: Path) -> None:
-    from uac_kernel._paging import LogPager, events_by_seq
+    from uac_kernel.notebook.paging import LogPager, events_by_seq
 
     with Workbench(db, user="u") as wb:
         wb.ingest(notes("n", 30))

@@ -1,4 +1,4 @@
-"""Snapshots of the fold (uac_kernel.snapshot): an open from a snapshot plus the events after it
+"""Snapshots of the fold (uac_kernel.checkpoints.snapshot): an open from a snapshot plus the events after it
 gives every answer a full fold gives; a snapshot that does not fit the log is ignored with a
 warning; forget leaves nothing erased in one. Real DuckDB files, copied so that the same store
 is opened once with its snapshot and once without."""
@@ -15,10 +15,10 @@ from typing import Any
 import duckdb
 import pytest
 
-from uac_kernel.demo import write_demo_jsonl
-from uac_kernel.errors import SnapshotIgnored
-from uac_kernel.snapshot import SnapTypeState, drop_snapshots
-from uac_kernel.store import Store
+from uac_kernel.checkpoints.snapshot import SnapTypeState, drop_snapshots
+from uac_kernel.core.errors import SnapshotIgnored
+from uac_kernel.demo.life import write_demo_jsonl
+from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -546,7 +546,7 @@ def test_snapshot_reads_are_bounded_by_types_not_keys(
     """An operation, then a checkpoint, on a store opened from its snapshot reads each type's
     tables in a bounded number of queries, however many keys it reads (~2,500 here, each once
     a query before), and answers and renders byte for byte what the plain fold does."""
-    import uac_kernel.snapshot as snapshot
+    import uac_kernel.checkpoints.snapshot as snapshot
 
     db = many_keys_store(tmp_path, scale, monkeypatch)
     plain = tmp_path / "plain.duckdb"

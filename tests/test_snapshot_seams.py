@@ -28,18 +28,18 @@ from typing import Any
 
 import pytest
 
-import uac_kernel.snapshot as snapshot
-from uac_kernel.errors import SnapshotIgnored
-from uac_kernel.model import ModelSettings
+import uac_kernel.checkpoints.snapshot as snapshot
+from uac_kernel.checkpoints.snapshot import SnapTypeState, drop_snapshots
+from uac_kernel.core.errors import SnapshotIgnored
+from uac_kernel.log.store import Store
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library import LIBRARY
-from uac_kernel.snapshot import SnapTypeState, drop_snapshots
-from uac_kernel.store import Store
-from uac_kernel.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parent.parent
-UAC = [sys.executable, "-m", "uac_kernel.cli"]
+UAC = [sys.executable, "-m", "uac_kernel.cli.main"]
 N = 3000
 HANG = 600  # a timeout that only catches a hang
 
@@ -694,7 +694,7 @@ def test_kill_9_during_the_snapshot_write(base: Path, tmp_path: Path, delay: flo
 def test_a_refused_batch_leaves_the_snapshot_state_as_the_fold(base: Path, tmp_path: Path) -> None:
     """A batch of many updates whose last names a key that does not exist is refused whole;
     what its check read (and marked missing) must not change any later answer."""
-    from uac_kernel.errors import EventError
+    from uac_kernel.core.errors import EventError
 
     snap, plain = pair(base, tmp_path)
     with Workbench(plain, user="me", read_only=True, rules=()) as wb:

@@ -13,10 +13,10 @@ import pytest
 from conftest import fact
 
 from uac_kernel import Workbench
-from uac_kernel.demo import demo_events
-from uac_kernel.fold import State, fold
-from uac_kernel.sqlview import SqlView
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.demo.life import demo_events
+from uac_kernel.log.store import NewEvent, Store
+from uac_kernel.sql.view import SqlView
+from uac_kernel.state.fold import State, fold
 
 Tables = dict[str, tuple[list[Any], list[tuple[Any, ...]]]]
 

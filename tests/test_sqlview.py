@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import append_as_before, fact
 
-from uac_kernel import Workbench, sqlview
-from uac_kernel.errors import QueryError
-from uac_kernel.sqlview import table_names
+from uac_kernel import Workbench
+from uac_kernel.core.errors import QueryError
+from uac_kernel.sql import view as sqlview
+from uac_kernel.sql.view import table_names
 
 ONE_ONLY = "only one SELECT/WITH query is allowed"
 

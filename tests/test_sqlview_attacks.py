@@ -10,7 +10,7 @@ import pytest
 from conftest import append_as_before, fact
 
 from uac_kernel import Workbench
-from uac_kernel.errors import QueryError
+from uac_kernel.core.errors import QueryError
 
 ONE_ONLY = "only one SELECT/WITH query is allowed"
 
@@ -261,7 +261,7 @@ def test_a_runaway_query_is_stopped_by_a_limit(wb: Workbench, sql: str) -> None:
 def test_the_time_limit_defaults_to_30_seconds_and_is_configurable(
     wb: Workbench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from uac_kernel.sqlview import SqlView
+    from uac_kernel.sql.view import SqlView
 
     assert SqlView().timeout == 30.0
     monkeypatch.setenv("UAC_SQL_TIMEOUT", "0.5")
@@ -281,7 +281,7 @@ def test_the_time_limit_defaults_to_30_seconds_and_is_configurable(
 def test_memory_and_threads_leave_the_machine_usable(
     wb: Workbench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from uac_kernel.sqlview import SqlView, default_memory_mb
+    from uac_kernel.sql.view import SqlView, default_memory_mb
 
     ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     assert default_memory_mb() == min(2048, ram_mb // 4)
@@ -307,7 +307,7 @@ def test_memory_and_threads_leave_the_machine_usable(
 def test_the_python_api_bounds_threads_and_memory_as_the_environment_does(
     name: str, value: int
 ) -> None:
-    from uac_kernel.sqlview import SqlView
+    from uac_kernel.sql.view import SqlView
 
     # DuckDB starts as many threads as it is told: 10**9 hung the machine through the variable
     with pytest.raises(QueryError, match=rf"SQL {name} must be a positive number up to"):
@@ -352,7 +352,8 @@ def test_ints_beyond_int64_get_a_column_that_holds_them(
     ],
 )
 def test_column_types_fit_the_values(ftype: str, values: list[object], column: str) -> None:
-    from uac_kernel.sqlview import _cell, sql_type
+    from uac_kernel.sql.types import sql_type
+    from uac_kernel.sql.view import _cell
 
     assert sql_type(ftype, values) == column
     if column.startswith("VARCHAR"):  # the exact digits, not a rounded double

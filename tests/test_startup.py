@@ -30,14 +30,14 @@ def loaded_after(code: str, cwd: Path | None = None) -> set[str]:
     return set(json.loads(out.splitlines()[-1]))
 
 
-@pytest.mark.parametrize("module", ["uac_kernel.cli", "uac", "uac_kernel"])
+@pytest.mark.parametrize("module", ["uac_kernel.cli.main", "uac", "uac_kernel"])
 def test_importing_the_command_or_the_short_face_loads_no_heavy_package(module: str) -> None:
     assert loaded_after(f"import {module}") & set(HEAVY) == set()
 
 
 def test_uac_help_loads_neither_the_engine_nor_the_model_layer() -> None:
     code = (
-        "from uac_kernel.cli import main\n"
+        "from uac_kernel.cli.main import main\n"
         "import contextlib, io\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    main(['--help'])"
@@ -54,12 +54,12 @@ def test_uac_eval_loads_no_heavy_package(tmp_path: Path) -> None:
     )
     db = str(tmp_path / "s.duckdb")
     subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", "--db", db, "ingest", str(events)],
+        [sys.executable, "-m", "uac_kernel.cli.main", "--db", db, "ingest", str(events)],
         check=True,
         capture_output=True,
     )
     code = (
-        "from uac_kernel.cli import main\n"
+        "from uac_kernel.cli.main import main\n"
         f"assert main(['--db', {db!r}, 'eval', 'len(user.all(Trip))']) == 0"
     )
     loaded = loaded_after(code)
@@ -71,9 +71,9 @@ def test_the_model_client_still_imports_openai_when_it_calls() -> None:
     # a call to a port nothing listens on: it reaches for the network, and fails
     code = (
         "from pydantic import BaseModel\n"
-        "from uac_kernel.errors import ModelError\n"
-        "from uac_kernel.model import ModelClient, ModelSettings\n"
-        "from uac_kernel.store import Store\n"
+        "from uac_kernel.core.errors import ModelError\n"
+        "from uac_kernel.model.client import ModelClient, ModelSettings\n"
+        "from uac_kernel.log.store import Store\n"
         "class A(BaseModel):\n    x: int\n"
         "settings = ModelSettings(model='m', base_url='http://127.0.0.1:9/v1', max_retries=0)\n"
         "try:\n"

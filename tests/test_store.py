@@ -11,8 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from uac_kernel.errors import StoreError, StoreLocked
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.core.errors import StoreError, StoreLocked
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import NewEvent, Store
 
 
 def ev(i: int, user: str = "u") -> NewEvent:
@@ -34,7 +35,8 @@ def test_append_assigns_seq_and_chains_hashes(db: Path) -> None:
     reopened = Store(db)
     more = reopened.append([ev(3)])
     assert more[0].seq == 3
-    assert reopened.verify().ok and reopened.verify().events == 3
+    report = verify(reopened)
+    assert report.ok and report.events == 3
 
 
 def test_many_users_share_one_store(db: Path) -> None:
@@ -54,7 +56,7 @@ def test_verify_detects_a_changed_payload(db: Path) -> None:
         """UPDATE events SET payload = '{"speaker":"user","text":"forged"}' WHERE seq = 3"""
     )
     con.close()
-    report = Store(db).verify()
+    report = verify(Store(db))
     assert not report.ok and report.first_bad_seq == 3
 
 
@@ -65,7 +67,7 @@ def test_verify_detects_a_deleted_event(db: Path) -> None:
     con = duckdb.connect(str(db))
     con.execute("DELETE FROM events WHERE seq = 2")
     con.close()
-    report = Store(db).verify()
+    report = verify(Store(db))
     assert not report.ok and report.first_bad_seq == 3
 
 
@@ -77,7 +79,7 @@ def test_failed_append_leaves_the_log_as_it_was(db: Path) -> None:
         store.append([ev(2), bad])
     assert [e.seq for e in store.events()] == [1]
     assert store.append([ev(3)])[0].seq == 2
-    assert store.verify().ok
+    assert verify(store).ok
 
 
 def test_second_writer_gets_a_clear_lock_error(db: Path) -> None:

@@ -25,14 +25,14 @@ import duckdb
 import pytest
 from conftest import check, fact, tamper
 
-from uac_kernel._chain import GENESIS, call_hash, content_hash, event_hash, new_salt
-from uac_kernel._migrations import MIGRATIONS, _v1_event_hash
-from uac_kernel.errors import StoreError
-from uac_kernel.integrity import Head, heads, verify
-from uac_kernel.store import NewEvent, Store
+from uac_kernel.core.chain import GENESIS, call_hash, content_hash, event_hash, new_salt
+from uac_kernel.core.errors import StoreError
+from uac_kernel.log.integrity import Head, heads, verify
+from uac_kernel.log.migrations import MIGRATIONS, _v1_event_hash
+from uac_kernel.log.store import NewEvent, Store
 from uac_kernel.workbench import Workbench
 
-UAC = [sys.executable, "-m", "uac_kernel.cli"]
+UAC = [sys.executable, "-m", "uac_kernel.cli.main"]
 SECRET = "Zyloprimarex"  # a made-up drug name: it appears nowhere else
 
 
@@ -681,7 +681,7 @@ def test_forget_finds_the_text_in_a_model_answer_with_unicode_escapes(db: Path) 
 
 
 def test_a_forgotten_payload_leaves_no_unsalted_hash_to_confirm_a_guess(db: Path) -> None:
-    from uac_kernel.events import parse_objects
+    from uac_kernel.ingest.events import parse_objects
 
     event = {"kind": "utterance", "ts": "2025-01-01T09:00:00", "speaker": "user"}
     event["text"] = f"I am allergic to {SECRET}"
@@ -914,7 +914,7 @@ def test_forget_in_a_store_whose_path_holds_a_single_quote_and_spaces(tmp_path: 
 
 READER = (
     "import sys, time\n"
-    "from uac_kernel.store import Store\n"
+    "from uac_kernel.log.store import Store\n"
     "s = Store(sys.argv[1], read_only=True)\n"
     "print('open', flush=True)\n"
     "time.sleep(60)\n"
@@ -1027,7 +1027,7 @@ def test_kill_9_of_forget_at_random_moments(
 
 CRASH = """
 import os, sys
-import uac_kernel.store as st
+import uac_kernel.log.store as st
 point = sys.argv[1]
 if point == "before-compact":
     st.Store.compact = lambda self: os.kill(os.getpid(), 9)
@@ -1045,7 +1045,7 @@ elif point == "before-wal-unlink":
             os.kill(os.getpid(), 9)
         return real_unlink(self, missing_ok=missing_ok)
     st.Path.unlink = unlink
-from uac_kernel.cli import main
+from uac_kernel.cli.main import main
 sys.exit(main(sys.argv[2:]))
 """
 

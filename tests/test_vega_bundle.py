@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from altair import JupyterChart
 
-from uac_kernel import _vega_bundle as vb
-from uac_kernel.charts import enable_offline
-from uac_kernel.errors import UacError
+from uac_kernel.core.errors import UacError
+from uac_kernel.render import vega_bundle as vb
+from uac_kernel.render.charts import enable_offline
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_processes_building_at_once_publish_one_whole_file(tmp_path: Path) -> No
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from uac_kernel import _vega_bundle as vb\n"
+        "from uac_kernel.render import vega_bundle as vb\n"
         "bundle = '// from ' + sys.argv[2] + '\\n' + 'y' * 2_000_000\n"
         "print(vb.cached_bundle(Path(sys.argv[1]), lambda: bundle)[1])\n"
     )

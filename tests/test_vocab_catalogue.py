@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from uac_kernel.fold import State
-from uac_kernel.query import UserView
 from uac_kernel.rules.engine import rule
 from uac_kernel.rules.library import LIBRARY, drug_drug_interaction, food_drug_interaction
 from uac_kernel.rules.library._common import _get
+from uac_kernel.state.fold import State
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab import CONCEPTS, ROLES, Binding, Vocabulary, concept
 from uac_kernel.vocab.catalogue import KINDS
 from uac_kernel.vocab.reads import reads

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import fact
-from uac_kernel.events import parse_objects, plan_batch
-from uac_kernel.fold import State
-from uac_kernel.store import Store
+from uac_kernel.ingest.events import parse_objects, plan_batch
+from uac_kernel.log.store import Store
+from uac_kernel.state.fold import State
 from uac_kernel.vocab import Binding, Vocabulary
 from uac_kernel.vocab.matcher import propose, unwatched
 
@@ -314,8 +314,8 @@ def test_two_concepts_read_from_one_name_are_no_rivals() -> None:
 
 
 def test_a_pets_or_clients_passport_is_never_read_as_the_users(tmp_path: Path) -> None:
-    from uac_kernel.query import UserView
     from uac_kernel.rules import library as lib
+    from uac_kernel.state.query import UserView
 
     schema = {
         "PetPassport": {"animal": "str", "valid_until": "date", "chip_no": "str"},

@@ -18,14 +18,14 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 from test_magics import run, usage_error, widget_outputs
 
-from uac_kernel.codegen import parse_module, render_module
-from uac_kernel.errors import EventError, VocabularyError
-from uac_kernel.partition import export_store, import_fleet
-from uac_kernel.snapshot import SnapTypeState
-from uac_kernel.store import Store
+from uac_kernel.checkpoints.codegen import parse_module, render_module
+from uac_kernel.checkpoints.snapshot import SnapTypeState
+from uac_kernel.core.errors import EventError, VocabularyError
+from uac_kernel.fleet.partition import export_store, import_fleet
+from uac_kernel.log.store import Store
+from uac_kernel.notebook.widgets import VocabView
 from uac_kernel.vocab.binding import Binding
 from uac_kernel.vocab.log import binding_json
-from uac_kernel.widgets import VocabView
 from uac_kernel.workbench import Workbench
 
 # Two drugs that must never be taken together, in words no matcher reads: a `Zorb` type whose
@@ -466,7 +466,7 @@ def test_sql_view_lists_the_bindings(wb: Workbench) -> None:
 
 def uac(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli", "--db", "maya.duckdb", *args],
+        [sys.executable, "-m", "uac_kernel.cli.main", "--db", "maya.duckdb", *args],
         cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, "UAC_USER": "maya"},
     )  # fmt: skip

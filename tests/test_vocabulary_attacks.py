@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.errors import EventError
-from uac_kernel.names import quote_ident
+from uac_kernel.core.errors import EventError
+from uac_kernel.core.names import quote_ident
 from uac_kernel.workbench import Workbench
 
 UAC = str(Path(sys.executable).with_name("uac"))

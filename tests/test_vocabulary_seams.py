@@ -19,12 +19,12 @@ from typing import Any
 import duckdb
 import pytest
 
-from uac_kernel.errors import CodeError
-from uac_kernel.fleet import Job, run
-from uac_kernel.integrity import verify
-from uac_kernel.partition import export_store, import_fleet
-from uac_kernel.store import Store
-from uac_kernel.testing import ChatServer
+from uac_kernel.core.errors import CodeError
+from uac_kernel.fleet.partition import export_store, import_fleet
+from uac_kernel.fleet.run import Job, run
+from uac_kernel.log.integrity import verify
+from uac_kernel.log.store import Store
+from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
 UAC = str(Path(sys.executable).with_name("uac"))

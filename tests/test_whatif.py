@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import add, clock, retract, update
-from uac_kernel.errors import ConstraintError, EventError, QueryError
-from uac_kernel.fold import State
-from uac_kernel.query import UserView
+from uac_kernel.core.errors import ConstraintError, EventError, QueryError
+from uac_kernel.engine.whatif import events_from_text
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library import LIBRARY
-from uac_kernel.whatif import events_from_text
+from uac_kernel.state.fold import State
+from uac_kernel.state.query import UserView
 from uac_kernel.workbench import Workbench
 
 USER = "maya"
@@ -157,7 +157,7 @@ def predicted(w: Any) -> dict[str, Any]:
 
 def actual(wb: Workbench, batch: list[dict[str, Any]]) -> dict[str, Any]:
     """What a real ingest of ``batch`` did, in the terms of a what-if's report."""
-    from uac_kernel.whatif import own_fields
+    from uac_kernel.engine.whatif import own_fields
 
     touched = {(e["type"], e["key"]) for e in batch}
     before = {t: own_fields(wb.state.get(*t)) for t in touched}
@@ -563,8 +563,8 @@ def test_events_from_text_refuses_bad_text_in_one_line(text: str, match: str) ->
 
 
 def test_a_trial_never_writes_its_base(gp: Workbench) -> None:
-    from uac_kernel.trial import Trial
-    from uac_kernel.whatif import logged
+    from uac_kernel.engine.whatif import logged
+    from uac_kernel.state.trial import Trial
 
     base: State = gp.state
     before = dump(gp)

@@ -17,7 +17,7 @@ import pytest
 from conftest import add, update
 from test_cli import uac
 
-from uac_kernel.cli import main
+from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
 
 RULE = "drug_allergy_cross_reactivity"

@@ -86,7 +86,7 @@ def test_past_whatif_in_a_cell(ip: Any) -> None:
 
 
 def test_whatif_html_is_escaped(ip: Any) -> None:
-    from uac_kernel._whatif_face import report_html
+    from uac_kernel.render.whatif_face import report_html
 
     hostile = {**AMOXICILLIN, "fields": {**AMOXICILLIN["fields"], "name": "<b>amoxicillin</b>"}}
     ip.user_ns["hostile"] = [hostile]

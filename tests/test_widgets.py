@@ -17,9 +17,9 @@ import pytest
 from conftest import fact
 
 from uac_kernel import Workbench
-from uac_kernel import widgets as w
-from uac_kernel._paging import LogFilter, LogPager
-from uac_kernel.store import LoggedEvent, NewEvent
+from uac_kernel.log.store import LoggedEvent, NewEvent
+from uac_kernel.notebook import widgets as w
+from uac_kernel.notebook.paging import LogFilter, LogPager
 
 SCRIPT = "<script>alert('x')</script>"
 INJECT = '"); import os #'

@@ -12,10 +12,10 @@ import pytest
 from conftest import fact
 
 from uac_kernel import Finding, Workbench, rule
-from uac_kernel.codegen import parse_module, render_module
-from uac_kernel.errors import CheckpointNotFound, EventError, QueryError
-from uac_kernel.query import UserView
-from uac_kernel.store import Store
+from uac_kernel.checkpoints.codegen import parse_module, render_module
+from uac_kernel.core.errors import CheckpointNotFound, EventError, QueryError
+from uac_kernel.log.store import Store
+from uac_kernel.state.query import UserView
 
 
 def write(path: Path, events: list[dict]) -> Path:
@@ -398,7 +398,7 @@ def test_a_nearing_deadline_is_logged_when_its_severity_changes(tmp_path: Path) 
 
 def test_which_user_a_store_opens(tmp_path: Path) -> None:
     import uac
-    from uac_kernel.errors import StoreError, UnknownUser
+    from uac_kernel.core.errors import StoreError, UnknownUser
 
     db = tmp_path / "u.duckdb"
     with pytest.raises(StoreError, match="no store at"):

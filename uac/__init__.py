@@ -57,13 +57,13 @@ __all__ = [
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext uac``: the ``%uac`` / ``%%uac`` magics; settings under ``%config UacMagics``."""
-    from uac_kernel.magics import load_ipython_extension as load
+    from uac_kernel.notebook.magics import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext uac``: close the open workbench and remove the magics."""
-    from uac_kernel.magics import unload_ipython_extension as unload
+    from uac_kernel.notebook.magics import unload_ipython_extension as unload
 
     unload(ipython)

@@ -1,9 +1,9 @@
 """``import uac.marimo as um``: the workbench's widgets and charts for marimo (no magics).
 
-The same functions as :mod:`uac_kernel.marimo`; see there.
+The same functions as :mod:`uac_kernel.notebook.marimo`; see there.
 """
 
-from uac_kernel.marimo import (
+from uac_kernel.notebook.marimo import (
     CHART_KINDS,
     alert_inspector,
     chart,

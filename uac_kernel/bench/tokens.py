@@ -9,13 +9,13 @@ llama_index.
 Before use the file is checked against the SHA-256 that tiktoken itself publishes for
 cl100k_base: read (not run) from ``cl100k_base()`` in the installed
 ``tiktoken_ext/openai_public.py``, with the URL whose cache key names the file. A file that
-differs is refused with :class:`~uac_kernel.errors.ChecksumMismatch` and never reaches tiktoken.
+differs is refused with :class:`~uac_kernel.core.errors.ChecksumMismatch` and never reaches tiktoken.
 The bytes that passed are handed to tiktoken through a private cache directory of their own,
 where tiktoken's ``load_tiktoken_bpe(url, expected_hash=...)`` finds them, checks the hash
 again on the bytes it parses and builds the encoding as it defines it (pattern, special
 tokens). Nothing is fetched: a matching cached file is all tiktoken reads.
 
-Without tiktoken the counter raises :class:`~uac_kernel.errors.MissingExtra`. With tiktoken
+Without tiktoken the counter raises :class:`~uac_kernel.core.errors.MissingExtra`. With tiktoken
 but no package that ships the ranks, it counts nothing: :attr:`TokenCounter.available` is
 False, every count is ``None`` and :attr:`TokenCounter.why` says why — no estimate stands in.
 """
@@ -32,8 +32,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from uac_kernel._extras import require
-from uac_kernel.errors import ChecksumMismatch
+from uac_kernel.core.errors import ChecksumMismatch
+from uac_kernel.core.extras import require
 
 __all__ = [
     "RANKS_SOURCES",

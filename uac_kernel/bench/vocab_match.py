@@ -33,8 +33,8 @@ from typing import Any
 from uac_kernel import __version__
 from uac_kernel.bench.alerts import SETS, Fixture, load_fixtures
 from uac_kernel.bench.respell import renamings
-from uac_kernel.outputs import output_dir
-from uac_kernel.schema import infer
+from uac_kernel.core.outputs import output_dir
+from uac_kernel.core.schema import infer
 from uac_kernel.vocab.binding import Binding, Vocabulary
 from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
 from uac_kernel.vocab.matcher import propose
@@ -286,8 +286,8 @@ def run(
     names = list(sets)
     fixtures = {(n, fx.id): fx for n in names for fx in load_fixtures(files[n])}
     if read is None:
+        from uac_kernel.rules.describe import readers
         from uac_kernel.rules.library import LIBRARY
-        from uac_kernel.vocab.describe import readers
 
         read = frozenset(readers(LIBRARY))
     by_seed: dict[int, Scored] = {}

@@ -43,7 +43,7 @@ from uac_kernel.bench.alerts import (
     write_results,
 )
 from uac_kernel.bench.respell import Respelling, respell
-from uac_kernel.outputs import output_dir
+from uac_kernel.core.outputs import output_dir
 
 __all__ = ["SEEDS", "STEM", "TARGET_RATIO", "Lost", "VocabStress", "run"]
 

@@ -2,7 +2,7 @@
 (``compile``), with knowledge tables kept as data (``knowledge``)."""
 
 from uac_kernel.constraints.compile import compile_constraint, rule_name
-from uac_kernel.constraints.spec import (
+from uac_kernel.language.spec import (
     KINDS,
     Before,
     Constraint,

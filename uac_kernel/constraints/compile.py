@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from importlib import import_module
 
-from uac_kernel.constraints.spec import Constraint
+from uac_kernel.language.spec import Constraint
 from uac_kernel.rules.engine import Rule
 
 __all__ = ["compile_constraint", "rule_name"]

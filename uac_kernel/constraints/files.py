@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from uac_kernel.constraints.spec import Constraint, parse_constraint
-from uac_kernel.errors import ConstraintError
-from uac_kernel.events import KEY_CHARS
+from uac_kernel.core.errors import ConstraintError
+from uac_kernel.core.limits import KEY_CHARS
+from uac_kernel.language.spec import Constraint, parse_constraint
 
 __all__ = ["MAX_CHARS", "MAX_DEPTH", "StrictLoader", "read_constraint_file", "read_constraints"]
 
@@ -177,7 +177,7 @@ def read_constraints(
 
 
 def _check_key(key: str, where: str) -> None:
-    """A key as a constraint event's (``events.KEY_CHARS``), refused here where the file and
+    """A key as a constraint event's (``limits.KEY_CHARS``), refused here where the file and
     the item can be named."""
     if not key:
         raise ConstraintError(f"{where}: the key is empty; give the constraint a key")

@@ -12,11 +12,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from uac_kernel.constraints.compile import compile_constraint
-from uac_kernel.constraints.spec import Constraint, constraint_json, parse_constraint
-from uac_kernel.errors import ConstraintError, UacError
-from uac_kernel.fold import ConstraintVersion
-from uac_kernel.query import UserView
+from uac_kernel.core.errors import ConstraintError, UacError
+from uac_kernel.language.spec import Constraint, constraint_json, parse_constraint
 from uac_kernel.rules.engine import Finding, Rule
+from uac_kernel.state.fold import ConstraintVersion
+from uac_kernel.state.query import UserView
 
 __all__ = ["as_constraints", "constraint_events", "describe", "in_force_rule", "slug"]
 

@@ -13,15 +13,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import overload
 
 from pydantic import BaseModel, ConfigDict
 
-from uac_kernel._display import show
-from uac_kernel.errors import RuleError
-from uac_kernel.query import UserView
-from uac_kernel.records import Record, field_values
-from uac_kernel.schema import MODULE_NAMES
+from uac_kernel.core.display import show
+from uac_kernel.core.errors import RuleError
+from uac_kernel.core.records import Record, field_values
+from uac_kernel.core.schema import MODULE_NAMES
+from uac_kernel.core.tables import SEVERITIES, Severity
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding, Rebinding
 from uac_kernel.vocab.catalogue import ROLES
 from uac_kernel.vocab.resolve import noting, using
@@ -38,9 +39,6 @@ __all__ = [
     "rule",
     "why_cleared",
 ]
-
-Severity = Literal["critical", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = ("critical", "warning", "info")
 
 
 class Evidence(BaseModel):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Final, cast
 
-from uac_kernel.errors import SandboxFailed, SandboxLimit, UacError
+from uac_kernel.core.errors import SandboxFailed, SandboxLimit, UacError
 
 try:
     import resource

@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 from types import CodeType, MappingProxyType
 from typing import Final
 
-from uac_kernel.errors import SandboxRefused
+from uac_kernel.core.errors import SandboxRefused
 
 MAX_EXPRESSION_CHARS: Final = 10_000
 """Longer expressions are refused before parsing."""

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Final
 
-from uac_kernel.errors import UacError
+from uac_kernel.core.errors import UacError
 
 try:
     import resource

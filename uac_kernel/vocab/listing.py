@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
-from uac_kernel.errors import VocabularyError
+from uac_kernel.core.errors import VocabularyError
 from uac_kernel.vocab.binding import Binding, Vocabulary
 from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
 from uac_kernel.vocab.matcher import Unwatched

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, cast, get_args
 
-from uac_kernel._display import did_you_mean
-from uac_kernel.errors import VocabularyError
-from uac_kernel.schema import check_field_name, check_type_name
+from uac_kernel.core.display import did_you_mean
+from uac_kernel.core.errors import VocabularyError
+from uac_kernel.core.schema import check_field_name, check_type_name
 from uac_kernel.vocab.binding import Author, Binding, Status
 from uac_kernel.vocab.catalogue import CONCEPTS, KINDS, ROLES
 

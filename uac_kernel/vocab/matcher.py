@@ -28,10 +28,9 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
-from uac_kernel.names import style_key
-from uac_kernel.rules.library._common import _OFFSET, COUNTRY_NAMES, _country, _norm
-from uac_kernel.rules.library.health import DRUG_CLASSES, FOOD_ALLERGENS, TERATOGENS
-from uac_kernel.rules.library.schedule import WEEKDAYS
+from uac_kernel.core.names import style_key
+from uac_kernel.core.tables import DRUG_CLASSES, FOOD_ALLERGENS, TERATOGENS
+from uac_kernel.core.words import COUNTRY_NAMES, OFFSET, WEEKDAYS, country, norm
 from uac_kernel.vocab.binding import Binding, Status, Vocabulary
 from uac_kernel.vocab.catalogue import CONCEPTS, KINDS, ROLES
 
@@ -318,16 +317,16 @@ def _terms_of(shape: str) -> tuple[str, ...]:
 def _looks(shape: str, v: str) -> bool:
     text = v.strip()
     if shape == "country":
-        return _country(text) in _COUNTRIES
+        return country(text) in _COUNTRIES
     if shape == "zone":  # "+09:00", "UTC-5", "Z", "Asia/Tokyo"
-        return _OFFSET.fullmatch(text) is not None or text.casefold() in _zones() | {"z"}
+        return OFFSET.fullmatch(text) is not None or text.casefold() in _zones() | {"z"}
     if shape == "currency":
         return text.casefold() in _CURRENCIES
     if shape == "weekday":
-        words = _norm(text).split()
+        words = norm(text).split()
         return bool(words) and all(w in WEEKDAYS or w in ("weekday", "weekend") for w in words)
-    norm = _norm(text)
-    return any(t in norm for t in _terms_of(shape))
+    normed = norm(text)
+    return any(t in normed for t in _terms_of(shape))
 
 
 _COUNTRIES = frozenset(COUNTRY_NAMES.values())

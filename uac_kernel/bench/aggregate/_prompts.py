@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from uac_kernel.ask import schema_summary
+from uac_kernel.model.ask import schema_summary
 from uac_kernel.workbench import Workbench
 
 # --- prompts --------------------------------------------------------------------------------------
@@ -53,7 +53,7 @@ def reader_messages(question: str, lines: Sequence[tuple[datetime, str]]) -> lis
 
 
 def ask_parts(wb: Workbench, question: str) -> list[str]:
-    """The user message ``Workbench.ask`` sends (see ``uac_kernel.ask.answer_question``), in
+    """The user message ``Workbench.ask`` sends (see ``uac_kernel.model.ask.answer_question``), in
     two parts: the schema summary, which does not depend on the question, then the question."""
     return [_ask_preamble(wb), f"Question: {question}"]
 

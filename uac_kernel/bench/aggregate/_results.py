@@ -44,8 +44,8 @@ from uac_kernel.bench.aggregate._systems import (
     _Timer,
 )
 from uac_kernel.bench.tokens import TokenCounter
-from uac_kernel.model import ModelSettings
-from uac_kernel.outputs import GZIP, JSON, Output
+from uac_kernel.core.outputs import GZIP, JSON, Output
+from uac_kernel.model.client import ModelSettings
 
 if TYPE_CHECKING:
     import altair as alt
@@ -369,7 +369,7 @@ class AggregateResult:
         svg_path = stem.with_suffix(".svg")
         self.paths = [json_path, cases_path]
         try:
-            from uac_kernel.charts import save_chart  # altair, only to draw
+            from uac_kernel.render.charts import save_chart  # altair, only to draw
 
             save_chart(self.chart(), svg_path)  # through vl-convert
             self.paths.append(svg_path)

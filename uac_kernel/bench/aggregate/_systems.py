@@ -15,8 +15,6 @@ from typing import Any
 
 import orjson
 
-from uac_kernel._extras import require
-from uac_kernel.ask import SYSTEM as ASK_SYSTEM
 from uac_kernel.bench import minilm
 from uac_kernel.bench.aggregate._common import (
     MAX_BATCH_CHARS,
@@ -49,8 +47,10 @@ from uac_kernel.bench.aggregate._scoring import (
     score,
 )
 from uac_kernel.bench.tokens import TokenCounter
-from uac_kernel.errors import MissingExtra, ModelOutputInvalid, UacError
-from uac_kernel.model import ModelSettings, call_totals
+from uac_kernel.core.errors import MissingExtra, ModelOutputInvalid, UacError
+from uac_kernel.core.extras import require
+from uac_kernel.model.ask import SYSTEM as ASK_SYSTEM
+from uac_kernel.model.client import ModelSettings, call_totals
 from uac_kernel.workbench import Workbench
 
 # --- embeddings ----------------------------------------------------------------------------------

@@ -15,22 +15,16 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import date, timedelta
 from typing import Any
 
-from uac_kernel.constraints.spec import Constraint, Moment, Select
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import country as _country
+from uac_kernel.core.words import first_term as _first_term
+from uac_kernel.core.words import norm as _norm
+from uac_kernel.core.words import terms as _terms
+from uac_kernel.language.spec import Constraint, Moment, Select
 from uac_kernel.rules.engine import Rule, RuleFunc, Severity
 from uac_kernel.rules.library._common import _called_off as called_off
-from uac_kernel.rules.library._common import (
-    _country,
-    _day,
-    _first_term,
-    _get,
-    _names,
-    _norm,
-    _number,
-    _terms,
-    _text,
-)
+from uac_kernel.rules.library._common import _day, _get, _names, _number, _text
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import CONCEPTS, Concept, concept, concepts
 
 __all__ = [

@@ -8,7 +8,7 @@ habit, a planned activity) counts when it is undated (a habit), or when its ``da
 (to its ``end``) falls in that span and is not over (meals eaten in the past are history).
 
 It counts when its text mentions a word of ``forbidden.mentions`` or of the knowledge groups
-named (``uac_kernel.constraints.knowledge``); with no words asked for at all, every record of
+named (``uac_kernel.language.knowledge``); with no words asked for at all, every record of
 ``forbidden`` counts (mentions that all normalise to no word name nothing, so none counts). One alert a pair, its evidence the two records.
 
 The fields named above are the defaults of the concepts read (``record.active``,
@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date
 
-from uac_kernel.constraints import knowledge
 from uac_kernel.constraints.kinds._base import (
     END,
     EVENT_DATE,
@@ -34,9 +33,11 @@ from uac_kernel.constraints.kinds._base import (
     text_of,
     watch,
 )
-from uac_kernel.constraints.spec import NotWhile
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import first_term as _first_term
+from uac_kernel.core.words import norm as _norm
+from uac_kernel.language import knowledge
+from uac_kernel.language.spec import NotWhile
 from uac_kernel.rules.engine import Finding, Rule
 from uac_kernel.rules.library._common import (
     ACTIVE,
@@ -44,13 +45,12 @@ from uac_kernel.rules.library._common import (
     MED_END,
     MED_STOPPED,
     _first_day,
-    _first_term,
     _flag,
     _from_day,
     _get,
     _label,
-    _norm,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["compile"]

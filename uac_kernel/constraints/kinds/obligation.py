@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date, datetime
 
-from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
     Names,
     add_months,
@@ -40,11 +39,12 @@ from uac_kernel.constraints.kinds._base import (
     types_text,
     watch,
 )
-from uac_kernel.constraints.spec import Obligation
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.display import plural
+from uac_kernel.core.records import Record
+from uac_kernel.language.spec import Obligation
 from uac_kernel.rules.engine import Finding, Rule, Severity
 from uac_kernel.rules.library._common import SETTLED, STATUS, _first_day, _get, _label
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["DONE", "DONE_DATES", "DONE_STATUSES", "compile"]

@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
     END,
     EVENT_DATE,
@@ -50,9 +49,9 @@ from uac_kernel.constraints.kinds._base import (
     types_text,
     watch,
 )
-from uac_kernel.constraints.spec import Before, NoOverlap, Select
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.display import plural
+from uac_kernel.core.records import Record
+from uac_kernel.language.spec import Before, NoOverlap, Select
 from uac_kernel.rules.engine import Finding, Rule, RuleFunc
 from uac_kernel.rules.library._common import (
     _after,
@@ -75,6 +74,7 @@ from uac_kernel.rules.library.schedule import (
     _weekly_clash,
 )
 from uac_kernel.rules.library.schedule import _Span as _DaySpan
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["FIRST_DATE", "THEN_DATE", "compile"]

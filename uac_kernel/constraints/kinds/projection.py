@@ -28,7 +28,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import date, timedelta
 
-from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
     EVENT_DATE,
     START,
@@ -43,9 +42,9 @@ from uac_kernel.constraints.kinds._base import (
     stated_end,
     watch,
 )
-from uac_kernel.constraints.spec import Moment, Projection
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.display import plural
+from uac_kernel.core.records import Record
+from uac_kernel.language.spec import Moment, Projection
 from uac_kernel.rules.engine import Finding, Rule
 from uac_kernel.rules.library._common import (
     _after,
@@ -60,6 +59,7 @@ from uac_kernel.rules.library._common import (
     _money,
     _number,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["AS_OF", "FLOW_AMOUNT", "FLOW_DATE", "compile"]

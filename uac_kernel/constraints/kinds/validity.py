@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from uac_kernel._display import plural
 from uac_kernel.constraints.kinds._base import (
     Names,
     called_off,
@@ -54,9 +53,9 @@ from uac_kernel.constraints.kinds._base import (
     types_text,
     watch,
 )
-from uac_kernel.constraints.spec import Moment, ValidOn
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.display import plural
+from uac_kernel.core.records import Record
+from uac_kernel.language.spec import Moment, ValidOn
 from uac_kernel.rules.engine import Finding, Rule
 from uac_kernel.rules.library._common import (
     DOCUMENT_VOID,
@@ -67,6 +66,7 @@ from uac_kernel.rules.library._common import (
     _get,
     _label,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["EXPIRES", "LAPSED", "LAPSED_STATUSES", "STARTS", "compile"]

@@ -57,9 +57,8 @@ from uac_kernel.constraints.kinds._base import (
     types_text,
     watch,
 )
-from uac_kernel.constraints.spec import WindowLimit
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.language.spec import WindowLimit
 from uac_kernel.rules.engine import Finding, Rule
 from uac_kernel.rules.library._common import (
     _after,
@@ -72,6 +71,7 @@ from uac_kernel.rules.library._common import (
     _label,
     _number,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["AMOUNT", "DATE", "HORIZON", "compile"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date, timedelta
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import norm as _norm
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     _called_off,
@@ -18,7 +18,6 @@ from uac_kernel.rules.library._common import (
     _get,
     _label,
     _money,
-    _norm,
     _number,
     _settled,
     _text,
@@ -38,6 +37,7 @@ from uac_kernel.rules.library.money import (
     _types,
     _words,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["balance_projection"]

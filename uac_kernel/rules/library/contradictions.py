@@ -5,17 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import norm as _norm
 from uac_kernel.rules.engine import Finding, rule
-from uac_kernel.rules.library._common import (
-    _first_day,
-    _flag,
-    _get,
-    _label,
-    _named,
-    _norm,
-)
+from uac_kernel.rules.library._common import _first_day, _flag, _get, _label, _named
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import Concept, concept, concepts
 from uac_kernel.vocab.resolve import fields_of, types_of
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date, timedelta
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import norm as _norm
+from uac_kernel.core.words import terms as _terms
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     LABEL,
@@ -23,14 +24,13 @@ from uac_kernel.rules.library._common import (
     _label,
     _named,
     _names,
-    _norm,
     _number,
     _settled,
     _status,
-    _terms,
     _text,
     plays,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import Concept, concept
 from uac_kernel.vocab.resolve import current, types_of
 

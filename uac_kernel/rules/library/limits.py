@@ -10,22 +10,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from uac_kernel._display import plural
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.display import plural
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import first_term as _first_term
+from uac_kernel.core.words import norm as _norm
+from uac_kernel.core.words import terms as _terms
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     _called_off,
     _first_day,
-    _first_term,
     _flag,
     _from_day,
     _get,
     _label,
     _money,
-    _norm,
     _number,
-    _terms,
     _text,
     _void,
     plays,
@@ -38,6 +37,7 @@ from uac_kernel.rules.library.money import (
     _types,
     _words,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["annual_contribution_limit", "budget_exceeded", "work_over_permit_cap"]

@@ -11,8 +11,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import date, timedelta
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import first_term as _first_term
+from uac_kernel.core.words import norm as _norm
+from uac_kernel.core.words import split as _split
+from uac_kernel.core.words import terms as _terms
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     STATUS,
@@ -24,21 +27,18 @@ from uac_kernel.rules.library._common import (
     _dated_from,
     _days,
     _first_day,
-    _first_term,
     _flag,
     _from_day,
     _get,
     _label,
     _money,
     _named,
-    _norm,
     _number,
     _settled,
-    _split,
-    _terms,
     _text,
     plays,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 from uac_kernel.vocab.resolve import fields_of, types_of
 

@@ -6,14 +6,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import country as _country
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
     TRIP_START,
     _before,
     _called_off,
-    _country,
     _day,
     _days,
     _get,
@@ -30,6 +29,7 @@ from uac_kernel.rules.library.travel import (
     _trips_from,
     _values,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 from uac_kernel.vocab.resolve import types_of
 

@@ -8,8 +8,11 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import DAY_NAMES, WEEKDAYS
+from uac_kernel.core.words import first_term as _first_term
+from uac_kernel.core.words import norm as _norm
+from uac_kernel.core.words import terms as _terms
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     CALLED_OFF,
@@ -22,21 +25,18 @@ from uac_kernel.rules.library._common import (
     _dated_from,
     _day,
     _first_day,
-    _first_term,
     _flag,
     _get,
     _label,
     _named,
     _names,
-    _norm,
-    _split,
-    _terms,
     _text,
     _trip_end,
     _utc,
     _zone,
     plays,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 from uac_kernel.vocab.resolve import fields_of
 
@@ -184,14 +184,6 @@ def _part_of(a: _Span, b: _Span) -> bool:
 
 # Weekly commitments ("a board meeting every Tuesday, 2-4 PM"): the weekday(s) and clock times,
 # or a dated first occurrence that repeats weekly.
-DAY_NAMES = _split("Monday Tuesday Wednesday Thursday Friday Saturday Sunday")
-WEEKDAYS = {
-    **{d.lower(): i for i, d in enumerate(DAY_NAMES)},
-    **{d.lower()[:3]: i for i, d in enumerate(DAY_NAMES)},
-    "tues": 1,
-    "thur": 3,
-    "thurs": 3,
-}
 WEEKDAYS_ON, RECURRENCE = concept("recurring.weekdays"), concept("recurring.rule")
 START_TIME, END_TIME = concept("recurring.start_time"), concept("recurring.end_time")
 FIRST, LAST = concept("recurring.first"), concept("recurring.last")

@@ -6,8 +6,7 @@ import math
 from collections.abc import Iterator
 from datetime import date, timedelta
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     _current_meds,
@@ -20,6 +19,7 @@ from uac_kernel.rules.library._common import (
     _number,
 )
 from uac_kernel.rules.library.travel import _span_text, _trip_where, _upcoming_trips
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 
 __all__ = ["medication_supply"]

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from datetime import date, timedelta
 from typing import Any
 
-from uac_kernel.query import UserView
-from uac_kernel.records import Record
+from uac_kernel.core.records import Record
+from uac_kernel.core.words import country as _country
+from uac_kernel.core.words import norm as _norm
+from uac_kernel.core.words import terms as _terms
 from uac_kernel.rules.engine import Finding, rule
 from uac_kernel.rules.library._common import (
     MIN_BLANK_PAGES,
@@ -20,7 +22,6 @@ from uac_kernel.rules.library._common import (
     TRIP_START,
     _before,
     _called_off,
-    _country,
     _day,
     _days,
     _first_day,
@@ -29,13 +30,12 @@ from uac_kernel.rules.library._common import (
     _get,
     _label,
     _named,
-    _norm,
     _number,
-    _terms,
     _trip_end,
     _void,
     plays,
 )
+from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
 from uac_kernel.vocab.resolve import fields_of, types_of
 

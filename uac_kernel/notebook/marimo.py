@@ -1,0 +1,299 @@
+"""marimo helpers: the workbench's widgets and charts as marimo UI elements, without magics.
+
+marimo rejects IPython's ``%`` magics, so a marimo notebook calls the same things the magics
+show, as functions of an open ``Workbench``:
+
+=================================  ==================================================
+``%uac log``                       ``log_browser(wb)``
+``%uac alerts``                    ``alert_inspector(wb)``
+``%uac state``                     ``state_explorer(wb)``
+``%uac diff A B``                  ``diff_view(wb, a, b)``
+``%uac chart KIND [EXPR]``         ``chart(wb, kind, expr)``
+``%uac eval EXPR``                 ``evaluate(wb, expr)`` (value and view; or ``wb.eval``)
+``%uac sql``                       ``wb.sql(query)`` (a plain engine call)
+``%%uac constraint [--key K]``     ``constrain(wb, text, key=K)`` (keys and view)
+``%uac constraints``               ``constraints_table(wb)``
+``%uac fleet DIR``                 ``fleet(dir)`` (summary and charts of many users)
+``%uac fleet sql DIR QUERY``       ``fleetsql.fleet_sql(dir, query)`` (an engine call)
+``%%uac whatif``                   ``whatif(wb, events)`` (the report, Apply button)
+=================================  ==================================================
+
+Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
+last expression of a cell draws them; nothing is fetched from the network. This face needs the
+``marimo`` extra: without marimo, importing it raises :class:`~uac_kernel.core.errors.MissingExtra`,
+whose one line is the install command.
+
+>>> import uac, uac.marimo as um                                        # doctest: +SKIP
+>>> wb = uac.open("memory.duckdb", user="maya")                         # doctest: +SKIP
+>>> um.alert_inspector(wb)                                              # doctest: +SKIP
+>>> um.chart(wb, "result", "Counter(t.country for t in user.all(Trip))")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from uac_kernel.core.errors import QueryError, UacError
+from uac_kernel.core.extras import require
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import altair as alt
+
+    from uac_kernel.workbench import Workbench
+
+__all__ = [
+    "CHART_KINDS",
+    "alert_inspector",
+    "chart",
+    "constrain",
+    "constraints_table",
+    "diff_view",
+    "evaluate",
+    "fleet",
+    "log_browser",
+    "state_explorer",
+    "whatif",
+]
+
+CHART_KINDS = ("events", "records", "alerts", "result")
+"""What :func:`chart` draws, as ``%uac chart KIND`` does."""
+
+ChartKind = Literal["events", "records", "alerts", "result"]
+
+
+def _marimo() -> Any:
+    """marimo itself, or :class:`MissingExtra` naming the install command."""
+    return require("marimo", extra="marimo", feature="uac.marimo")
+
+
+_marimo()  # importing the face without its extra fails here, in one line
+
+
+def log_browser(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
+    """The log browser (``%uac log``) as ``mo.ui.anywidget``: the user's events, a page at a
+    time, filtered by ``query`` (``kind="fact"``, ``text="tokyo"``, ...)."""
+    from uac_kernel.notebook.widgets import LogBrowser
+
+    mo = _marimo()
+    return mo.ui.anywidget(LogBrowser(wb, page_size=page_size, **query))
+
+
+def alert_inspector(wb: Workbench) -> Any:
+    """The alert inspector (``%uac alerts``) as ``mo.ui.anywidget``: the standing alerts, most
+    severe first, each with its evidence and the log events behind it."""
+    from uac_kernel.notebook.widgets import AlertInspector
+
+    mo = _marimo()
+    return mo.ui.anywidget(AlertInspector(wb))
+
+
+def state_explorer(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
+    """The state explorer (``%uac state``) as ``mo.ui.anywidget``: record types, their
+    records, every version of one and its sources."""
+    from uac_kernel.notebook.widgets import StateExplorer
+
+    mo = _marimo()
+    return mo.ui.anywidget(StateExplorer(wb, page_size=page_size, **query))
+
+
+def diff_view(wb: Workbench, a: int, b: int) -> Any:
+    """What changed from checkpoint ``a`` to ``b`` (``%uac diff A B``) as ``mo.ui.anywidget``."""
+    from uac_kernel.notebook.widgets import DiffView
+
+    mo = _marimo()
+    return mo.ui.anywidget(DiffView(wb, a, b))
+
+
+def evaluate(wb: Workbench, expr: str) -> tuple[Any, Any]:
+    """Evaluate ``expr`` with ``wb.eval`` and return ``(value, view)`` for an input box.
+
+    The view shows the expression and its value; when the expression fails (a typo, a name
+    that is not there, a refused construct) it shows the one-line error in a red callout and
+    ``value`` is ``None``, so a mistake says what is wrong instead of the output vanishing.
+    """
+    mo = _marimo()
+    text = expr.strip()
+    if not text:
+        hint = "Type an expression over <code>user</code>, e.g. <code>len(user.all(Trip))</code>"
+        return None, mo.callout(mo.Html(hint), kind="info")
+    code = f"<code>{html.escape(text)}</code>"
+    try:
+        value = wb.eval(text)
+    except UacError as exc:
+        return None, mo.callout(mo.Html(f"{code}: {html.escape(str(exc))}"), kind="danger")
+    return value, mo.Html(f"{code} → <strong>{html.escape(str(value))}</strong>")
+
+
+def constrain(wb: Workbench, text: str, key: str | None = None) -> tuple[list[str], Any]:
+    """Put the constraints of a YAML or JSON ``text`` (from ``mo.ui.code_editor`` or a text
+    area) in force, as ``%%uac constraint`` does; return ``(keys, view)``. The view says which
+    keys are in force and the alerts raised, or shows the one-line error in a red callout (and
+    ``keys`` is empty): nothing is appended then."""
+    from uac_kernel.constraints.files import read_constraints
+
+    mo = _marimo()
+    if not text.strip():
+        hint = "Write a constraint as YAML or JSON: <code>kind: obligation</code>, a title, ..."
+        return [], mo.callout(mo.Html(hint), kind="info")
+    try:
+        report = wb.constrain(read_constraints(text, "constraint", key))
+    except UacError as exc:
+        return [], mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
+    raised = "".join(
+        f"<li>[{html.escape(a.severity)}] {html.escape(a.message)}</li>" for a in report.raised
+    )
+    keys = html.escape(", ".join(report.constraints))
+    return report.constraints, mo.Html(f"in force: <code>{keys}</code><ul>{raised}</ul>")
+
+
+def constraints_table(wb: Workbench, *, history: bool = False) -> Any:
+    """The constraints in force (``history``: every version) as ``mo.ui.table``."""
+    from uac_kernel.constraints import constraint_json, rule_name
+
+    mo = _marimo()
+    rows = [
+        {
+            "key": cv.key,
+            "kind": cv.constraint.kind,
+            "title": cv.constraint.title,
+            "since": cv.valid_from.isoformat(),
+            "until": cv.valid_to.isoformat() if cv.valid_to else "",
+            "rule": rule_name(cv.key),
+            "constraint": json.dumps(constraint_json(cv.constraint), ensure_ascii=False),
+        }
+        for cv in wb.constraints(history=history)
+    ]
+    return mo.ui.table(rows, selection=None)
+
+
+def chart(
+    wb: Workbench, kind: ChartKind, expr: str | None = None, *, freq: str | None = None
+) -> Any:
+    """An Altair chart (``%uac chart KIND``) as ``mo.ui.altair_chart``.
+
+    ``kind`` is ``events`` or ``records`` over time (``freq``: ``day`` … ``year``), the
+    ``alerts`` timeline, or ``result``: the value of ``expr``, evaluated in the sandbox by
+    ``wb.eval`` and drawn by its shape (``Counter``/dict: bars; numbers: a histogram; ...).
+    """
+    from uac_kernel.core.display import shorten
+    from uac_kernel.render import charts
+
+    if kind not in CHART_KINDS:
+        raise QueryError(f"chart kind {kind!r} is not one of {', '.join(CHART_KINDS)}")
+    if kind == "result":
+        if not expr or not expr.strip():
+            raise QueryError(
+                "chart(wb, 'result', EXPR) needs an expression, e.g. "
+                "'Counter(t.country for t in user.all(Trip))'"
+            )
+    elif expr is not None:
+        raise QueryError(f"chart(wb, {kind!r}) takes no expression; only 'result' does")
+    if freq is not None and kind not in ("events", "records"):
+        raise QueryError(f"freq applies to 'events' and 'records' charts, not {kind!r}")
+    mo = _marimo()
+    periods = {"freq": freq} if freq is not None else {}
+    drawn: alt.TopLevelMixin
+    if kind == "result":
+        text = (expr or "").strip()
+        drawn = charts.result_chart(wb.eval(text), title=shorten(text, 80))
+    elif kind == "events":
+        drawn = charts.events_over_time(wb, **periods)
+    elif kind == "records":
+        drawn = charts.records_over_time(wb, **periods)
+    else:
+        drawn = charts.alerts_timeline(wb)
+    return mo.ui.altair_chart(drawn)
+
+
+def fleet(root: str | Path) -> Any:
+    """A fleet directory (``%uac fleet DIR``): its summary (users, events, facts, model calls,
+    standing alerts per rule) above ``mo.ui.altair_chart`` charts of the alerts per rule and
+    the events per user, in one ``mo.vstack``."""
+    from uac_kernel.fleet.sql import fleet_summary
+    from uac_kernel.render import charts
+    from uac_kernel.render.fleet_face import summary_html
+
+    mo = _marimo()
+    summary = fleet_summary(root)
+    return mo.vstack(
+        [
+            mo.Html(summary_html(summary)),
+            mo.hstack(
+                [
+                    mo.ui.altair_chart(charts.fleet_alerts_chart(summary)),
+                    mo.ui.altair_chart(charts.fleet_events_chart(summary)),
+                ]
+            ),
+        ]
+    )
+
+
+def whatif(
+    wb: Workbench,
+    events: str | Path | Iterable[dict[str, Any]],
+    *,
+    as_of: str | datetime | None = None,
+    expressions: Sequence[str] | dict[str, str] | None = None,
+) -> Any:
+    """What would change if ``events`` were true (``%%uac whatif``), folded onto a copy of the
+    user's state by ``wb.whatif``: nothing is appended, nothing is written, no model is called.
+
+    ``events`` is a list of event dicts, the text of events as a ``%%uac whatif`` cell holds
+    them (JSONL, a JSON array or YAML — e.g. the value of ``mo.ui.code_editor``), or a
+    ``Path`` to an Event JSONL file. ``as_of`` inserts them at that moment and replays the
+    later log on top (a past what-if); ``expressions`` are re-run before and after (default:
+    those this session evaluated or asked).
+
+    Returns the what-if widget (the report and an Apply button that appends the same events
+    through the validated ingest) as ``mo.ui.anywidget``. A mistake in the events (or an empty text) shows as a
+    callout with the one-line error instead; nothing is appended then either.
+    """
+    from uac_kernel.engine.whatif import events_from_text
+    from uac_kernel.notebook.widgets import WhatIfWidget
+
+    mo = _marimo()
+    problem = _whatif_arguments(events, expressions)
+    if problem is not None:
+        return mo.callout(mo.Html(html.escape(problem)), kind="danger")
+    try:
+        given: str | Path | Iterable[dict[str, Any]] = events
+        if isinstance(events, str):
+            if not events.strip():
+                hint = (
+                    "Write the events, one JSON object a line or YAML: <code>- kind: fact</code> …"
+                )
+                return mo.callout(mo.Html(hint), kind="info")
+            given = events_from_text(events, "what-if")
+        w = wb.whatif(given, as_of=as_of, expressions=expressions)
+    except UacError as exc:
+        return mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
+    return mo.ui.anywidget(WhatIfWidget(wb, w))
+
+
+def _whatif_arguments(events: Any, expressions: Any) -> str | None:
+    """Why ``whatif``'s arguments cannot be what-if events and expressions, or None."""
+    if isinstance(events, str):
+        line = events.strip()
+        if "\n" not in line and line[:1] not in "{[-" and Path(line).suffix and Path(line).exists():
+            return (
+                f"{line!r} looks like the path of a file: pass Path({line!r}) for a file; a str "
+                "is read as the events' text (JSONL, a JSON array or YAML)"
+            )
+        return None
+    if not isinstance(events, (Path, list, tuple)):
+        return (
+            f"events is a {type(events).__name__}: give a list of event dicts, their text "
+            "(JSONL, a JSON array or YAML) or the Path of an Event JSONL file"
+        )
+    if expressions is not None and not isinstance(expressions, (list, tuple, dict)):
+        return (
+            f"expressions is a {type(expressions).__name__}: give a list of expressions, or a "
+            "dict of label → expression"
+        )
+    return None

@@ -1,0 +1,840 @@
+"""Altair charts of a user's log, state and alerts, and of aggregate query results.
+
+A thin face: every chart's data comes from the engine — SQL over the store's event log,
+aggregated in DuckDB so a chart of a million events embeds a few hundred rows — or from a value
+a query returned. Functions return ``altair`` charts and never display them.
+
+Offline display (nothing here reaches a CDN):
+
+- JupyterLab / Notebook: call :func:`enable_offline` once; it switches Altair to the ``jupyter``
+  renderer with the Vega JavaScript bundled by vl-convert. (Altair's default renderer loads Vega
+  from a CDN, and the ``mimetype`` renderer emits Vega-Lite 6, which JupyterLab 4.6 cannot draw.)
+- marimo: wrap a chart as ``mo.ui.altair_chart(chart)``; no renderer is needed.
+- Files: :func:`save_chart` writes ``.svg``/``.png`` through vl-convert and ``.html`` with the
+  JavaScript inlined; atomically, and never over a store (``uac_kernel.core.outputs``).
+
+>>> wb = uac.open("memory.duckdb", user="maya")          # doctest: +SKIP
+>>> events_over_time(wb, freq="month")                  # doctest: +SKIP
+>>> result_chart(wb.eval("Counter(t.country for t in user.all(Trip))"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import altair as alt
+
+from uac_kernel.core.display import printable, shorten, show
+from uac_kernel.core.errors import QueryError
+from uac_kernel.core.outputs import CHART_KINDS, Output
+from uac_kernel.sql.view import SqlResult
+
+if TYPE_CHECKING:
+    from uac_kernel.engine.whatif import WhatIf
+    from uac_kernel.fleet.sql import FleetSummary
+    from uac_kernel.workbench import Workbench
+
+__all__ = [
+    "FREQUENCIES",
+    "SEVERITY_COLORS",
+    "alerts_timeline",
+    "enable_offline",
+    "events_over_time",
+    "fleet_alerts_chart",
+    "fleet_charts",
+    "fleet_events_chart",
+    "records_over_time",
+    "result_chart",
+    "save_chart",
+    "whatif_timeline",
+]
+
+# freq -> the interval one period spans (DuckDB's date_trunc names the period).
+FREQUENCIES: dict[str, str] = {
+    "day": "1 day",
+    "week": "7 days",
+    "month": "1 month",
+    "quarter": "3 months",
+    "year": "1 year",
+}
+SEVERITY_COLORS: dict[str, str] = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
+
+_WIDTH = 600
+_HEIGHT = 300
+# The log's timestamps are naive UTC; a UTC scale keeps axes from shifting by the viewer's zone.
+_UTC = alt.Scale(type="utc")
+_SHAPES = (
+    "a dict of label → number (bars), a list of (label, number) pairs such as "
+    "Counter.most_common() (bars), a dict of date/year/month → number (a line), "
+    "a list of numbers (a histogram), a dict of group → {x: number} (grouped bars or lines), "
+    "or a two-column SQL result"
+)
+
+
+def _data(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    # A plain dict, not ``alt.Data``: Altair validates ``alt.Data`` row by row against the JSON
+    # schema (seconds for a few thousand rows); a dict goes to the spec's top-level ``datasets``.
+    return {"values": rows}
+
+
+def _severity_scale() -> alt.Scale:
+    return alt.Scale(domain=list(SEVERITY_COLORS), range=list(SEVERITY_COLORS.values()))
+
+
+def _period(freq: str) -> str:
+    if freq not in FREQUENCIES:
+        raise QueryError(f"freq {freq!r} is not one of {', '.join(FREQUENCIES)}")
+    return freq
+
+
+def _rows(wb: Workbench, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    with wb.store.hold():  # a chart drawn from a widget holds the store only while it reads
+        cur = wb.store.con.cursor()
+        try:
+            cur.execute(sql, params)
+            names = [d[0] for d in cur.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            cur.close()
+
+
+def _title(text: str, subtitle: str = "") -> alt.TitleParams | str:
+    return alt.TitleParams(text, subtitle=subtitle) if subtitle else text
+
+
+# A count's axis: whole-number ticks ("d"), at least 1 apart, never 0.1 steps for a few events.
+_COUNT_AXIS = alt.Axis(format="d", tickMinStep=1)
+
+
+# -- the log ---------------------------------------------------------------------------------
+
+
+def events_over_time(
+    wb: Workbench, freq: str = "week", *, kinds: Sequence[str] | None = None
+) -> alt.Chart:
+    """Stacked bars: the user's events per period (``day`` … ``year``), one colour per kind.
+
+    Counted and stacked in DuckDB, so the chart holds one row per (period, kind): each bar
+    spans its period (``start`` to ``end``; weeks start on Monday) and its kind's slice of the
+    stack (``bottom`` to ``top``; kinds stacked alphabetically). ``kinds`` keeps only those
+    kinds (``utterance``, ``fact``, ``schema``, ``alert``, ...).
+    """
+    part = _period(freq)
+    where = "user_id = ?"
+    params: list[Any] = [part, wb.user]
+    if kinds is not None:
+        where += " AND kind IN (SELECT unnest(?))"
+        params.append(list(kinds))
+    rows = _rows(
+        wb,
+        f"""
+        SELECT strftime(period, '%Y-%m-%d') AS start,
+               strftime(period + CAST(? AS INTERVAL), '%Y-%m-%d') AS "end",
+               kind, events,
+               CAST(sum(events) OVER (PARTITION BY period ORDER BY kind) - events AS BIGINT)
+                   AS bottom,
+               CAST(sum(events) OVER (PARTITION BY period ORDER BY kind) AS BIGINT) AS top
+        FROM (
+            SELECT date_trunc(?, ts) AS period, kind, count(*) AS events
+            FROM events WHERE {where}
+            GROUP BY ALL
+        )
+        ORDER BY period, kind
+        """,
+        [FREQUENCIES[part], *params],
+    )
+    return (
+        alt.Chart(_data(rows), title=_title(f"Events of {wb.user} per {part}"))
+        .mark_bar(stroke="white", strokeWidth=0.5)
+        .encode(
+            # Ranged in both directions: a period wide, its kind's slice high, gaps kept.
+            x=alt.X("start:T", title=part.capitalize(), scale=_UTC),
+            x2="end:T",
+            y=alt.Y("bottom:Q", title="Events", axis=_COUNT_AXIS),
+            y2="top:Q",
+            color=alt.Color("kind:N", title="Kind"),
+            tooltip=[
+                alt.Tooltip("start:T", title=f"{part} from", formatType="utc"),
+                alt.Tooltip("kind:N", title="kind"),
+                alt.Tooltip("events:Q", title="events"),
+            ],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+# 20 distinct colours: a line per type up to 20 types; past that the types with the fewest
+# records share one line ("N other types"), so no two lines share a colour.
+_TYPE_SCHEME: Literal["tableau20"] = "tableau20"
+_TYPE_COLOURS = 20
+
+
+def _group_types(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (type, period, records) with, past ``_TYPE_COLOURS`` types, the types of the
+    smallest peaks summed into one line, each carried forward from its last change."""
+    peak: dict[str, int] = {}
+    for r in rows:
+        peak[r["type"]] = max(peak.get(r["type"], 0), r["records"])
+    if len(peak) <= _TYPE_COLOURS:
+        return rows
+    ranked = sorted(peak, key=lambda t: (-peak[t], t))
+    kept, others = set(ranked[: _TYPE_COLOURS - 1]), set(ranked[_TYPE_COLOURS - 1 :])
+    label = f"{len(others)} other types"
+    changes: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if r["type"] in others:
+            changes.setdefault(r["period"], {})[r["type"]] = r["records"]
+    now: dict[str, int] = {}
+    grouped = []
+    for period in sorted(changes):
+        now.update(changes[period])
+        grouped.append({"type": label, "period": period, "records": sum(now.values())})
+    return [r for r in rows if r["type"] in kept] + grouped
+
+
+def records_over_time(
+    wb: Workbench, freq: str = "month", *, types: Sequence[str] | None = None
+) -> alt.Chart:
+    """Lines: current records of each type at the end of each period.
+
+    Derived from the fact events in DuckDB (``add`` +1, ``retract`` −1, summed per period and
+    accumulated per type), so it never folds the log. A line holds its value until the type
+    next changes and runs on to the log's last period. ``types`` keeps only those types.
+    """
+    part = _period(freq)
+    only, chosen = (
+        ("type IN (SELECT unnest(?))", [list(types)]) if types is not None else ("true", [])
+    )
+    rows = _rows(
+        wb,
+        f"""
+        WITH deltas AS (
+            SELECT type, period, sum(CASE op WHEN 'add' THEN 1 ELSE -1 END) AS delta
+            FROM (
+                -- one JSON parse per event for both paths
+                SELECT date_trunc(?, ts) AS period, payload ->> ['$.type', '$.op'] AS j,
+                       j[1] AS type, j[2] AS op
+                FROM events WHERE user_id = ? AND kind = 'fact'
+            )
+            WHERE op IN ('add', 'retract') AND {only}
+            GROUP BY ALL
+        ),
+        counts AS MATERIALIZED (
+            SELECT type, period, sum(delta) OVER (PARTITION BY type ORDER BY period) AS records
+            FROM deltas
+        ),
+        clock AS (SELECT date_trunc(?, max(ts)) AS period FROM events WHERE user_id = ?),
+        tails AS (
+            SELECT c.type, clock.period, arg_max(c.records, c.period) AS records
+            FROM counts c, clock
+            GROUP BY c.type, clock.period
+            HAVING max(c.period) < clock.period
+        )
+        SELECT type, strftime(period, '%Y-%m-%d') AS period, CAST(records AS BIGINT) AS records
+        FROM (SELECT * FROM counts UNION ALL SELECT * FROM tails)
+        ORDER BY type, period
+        """,
+        [part, wb.user, *chosen, part, wb.user],
+    )
+    return (
+        alt.Chart(_data(_group_types(rows)), title=_title(f"Current records of {wb.user} by type"))
+        .mark_line(interpolate="step-after", point=True)
+        .encode(
+            x=alt.X("period:T", title=part.capitalize(), scale=_UTC),
+            y=alt.Y("records:Q", title="Current records", axis=_COUNT_AXIS),
+            color=alt.Color("type:N", title="Type", scale=alt.Scale(scheme=_TYPE_SCHEME)),
+            tooltip=[
+                alt.Tooltip("type:N", title="type"),
+                alt.Tooltip("period:T", title=f"{part} from", formatType="utc"),
+                alt.Tooltip("records:Q", title="records"),
+            ],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+def _alert_labels(rows: list[dict[str, Any]]) -> None:
+    """Label each alert's row by its rule and the records it is about (``deadline_approaching:
+    Purchase lamp``), shortened between words; two alerts alike get ``(2)``, ``(3)``, ..."""
+    labels: dict[str, str] = {}
+    taken: dict[str, int] = {}
+    for r in rows:
+        if r["id"] in labels:
+            r["label"] = labels[r["id"]]
+            continue
+        evidence = json.loads(r.pop("evidence") or "[]")
+        about = ", ".join(f"{e.get('type', '?')} {e.get('key', '?')}" for e in evidence)
+        text = shorten(f"{r['rule']}: {about}" if about else str(r["rule"]), _ALERT_LABEL)
+        taken[text] = taken.get(text, 0) + 1
+        labels[r["id"]] = f"{text} ({taken[text]})" if taken[text] > 1 else text
+        r["label"] = labels[r["id"]]
+    for r in rows:
+        r.pop("evidence", None)
+
+
+_ALERT_LABEL = 100  # characters of a row label; the axis shows them whole
+
+
+def alerts_timeline(wb: Workbench) -> alt.LayerChart:
+    """A row per alert, labelled by its rule and the records it is about: a bar from raised to
+    cleared (or to the log's clock while it stands), coloured by severity, with a point where its
+    severity was updated; the tooltip has the message and why it cleared.
+
+    One bar segment per ``raised`` or ``updated`` event of the alert log, ending at the alert's
+    next event, so a severity change shows as a change of colour along the bar. A segment of no
+    length (raised at the log's last moment, or cleared the moment it was raised) is drawn as a
+    tick, which a bar of no width would not show.
+    """
+    clock = wb.state.now
+    rows = _rows(
+        wb,
+        """
+        WITH a AS (
+            SELECT seq, ts, payload ->> '$.id' AS id, payload ->> '$.state' AS state,
+                   payload ->> '$.rule' AS rule, payload ->> '$.severity' AS severity,
+                   payload ->> '$.category' AS category, payload ->> '$.message' AS message,
+                   payload ->> '$.reason' AS reason, CAST(payload -> '$.evidence' AS VARCHAR)
+                   AS evidence, payload ->> '$.rule' IN (SELECT unnest(?)) AS rule_in_force
+            FROM events WHERE user_id = ? AND kind = 'alert'
+        ),
+        -- An alert of a rule this session does not run is not evaluated: its bar runs on to
+        -- the clock (the log never cleared it), but it is not called standing.
+        spans AS (
+            SELECT *, lead(ts) OVER (PARTITION BY id ORDER BY seq) AS until,
+                   lead(reason) OVER (PARTITION BY id ORDER BY seq) AS why_cleared
+            FROM a
+        )
+        SELECT id, rule, severity, category, message, state, evidence,
+               coalesce(why_cleared, '') AS why_cleared,
+               strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS start,
+               strftime(coalesce(until, greatest(?, ts)), '%Y-%m-%dT%H:%M:%SZ') AS "end",
+               coalesce(until, greatest(?, ts)) = ts AS instant,
+               until IS NULL AND rule_in_force AS standing, rule_in_force
+        FROM spans
+        WHERE state IN ('raised', 'updated')
+        ORDER BY seq
+        """,
+        [list(wb.runner.rules), wb.user, clock, clock],
+    )
+    _alert_labels(rows)
+    base = alt.Chart(
+        _data(rows), title=_title(f"Alerts of {wb.user}", "bars: raised → cleared")
+    ).encode(
+        # No axis title: it would be drawn over labels shown whole (labelLimit 0: no limit).
+        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)),
+        color=alt.Color("severity:N", title="Severity", scale=_severity_scale()),
+        tooltip=[
+            alt.Tooltip("message:N", title="message"),
+            alt.Tooltip("rule:N", title="rule"),
+            alt.Tooltip("severity:N", title="severity"),
+            alt.Tooltip("state:N", title="since"),
+            alt.Tooltip("start:T", title="from", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("end:T", title="until", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("why_cleared:N", title="why it cleared"),
+            alt.Tooltip("standing:N", title="standing"),
+            alt.Tooltip("rule_in_force:N", title="rule in force"),
+        ],
+    )
+    bars = base.mark_bar(height={"band": 0.6}).encode(
+        x=alt.X("start:T", title="Time", scale=_UTC), x2="end:T"
+    )
+    instants = (
+        base.mark_tick(thickness=3, bandSize=0.6)
+        .encode(x=alt.X("start:T", scale=_UTC))
+        .transform_filter(alt.datum.instant)
+    )
+    updates = (
+        base.mark_point(filled=True, size=70, shape="diamond", stroke="black", strokeWidth=0.5)
+        .encode(x=alt.X("start:T", scale=_UTC))
+        .transform_filter(alt.datum.state == "updated")
+    )
+    return alt.LayerChart(layer=[bars, instants, updates], width=_WIDTH, height=alt.Step(22))
+
+
+# -- what-ifs --------------------------------------------------------------------------------
+
+RUNS = ("real", "what-if")
+_RUN_COLORS = ("#7f7f7f", "#9467bd")  # the log as it is in grey, the what-if in purple
+# Severity as opacity (colour is the run's): the more severe, the more solid the bar.
+_SEVERITY_OPACITY = {"critical": 1.0, "warning": 0.7, "info": 0.4}
+_INSERTED = "what-if inserted here"
+# Room on both sides, so the insertion's rule is not drawn on the axis when it comes first.
+_PADDED = alt.Scale(type="utc", padding=16)
+
+
+def _utc_text(when: datetime) -> str:
+    """ISO text Vega parses as UTC: an aware time converted, a naive one taken as UTC (as the
+    log stores times)."""
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat(timespec="seconds") + "Z"
+
+
+def _naive(when: datetime) -> datetime:
+    return when if when.tzinfo is None else when.astimezone(UTC).replace(tzinfo=None)
+
+
+def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerChart:
+    """The alerts of a past what-if against the real ones: a row per alert (its rule and a short
+    message), a bar from raised to cleared for each run side by side (the real run in grey, the
+    what-if in purple; the more severe, the more solid), and a rule where the hypothetical
+    events were inserted.
+
+    "real" is the log replayed with the rules in force now. A span still standing at the end of
+    the log runs on to the log's last moment (the latest start or end of any span, or the
+    insertion, or ``until`` if later: by default the log's clock where the replay ended); one of no length
+    is drawn as a tick. A what-if over the current state has no timeline: ``QueryError`` says
+    to give it a date.
+    """
+    if w.as_of is None:
+        raise QueryError(
+            "a what-if over the current state has no alert timeline: give it a date "
+            "(as_of=..., --as-of DATE) to insert its events in the past"
+        )
+    as_of = _naive(w.as_of)
+    until = until or w.log_end
+    moments = [as_of] if until is None else [as_of, _naive(until)]
+    for s in w.timeline:
+        moments.append(_naive(s.start))
+        if s.end is not None:
+            moments.append(_naive(s.end))
+    last = max(moments)
+    labels = _span_labels(w)
+    # Rows in the order their alerts first stood, by a number: the labels (data) stay out of
+    # the spec's encodings. At most _WHATIF_ROWS of them: a chart of thousands is unreadable
+    # and takes vl-convert tens of seconds (the title says how many are left out).
+    order = {label: i for i, label in enumerate(dict.fromkeys(labels.values()))}
+    drawn = [s for s in w.timeline if order[labels[s.id]] < _WHATIF_ROWS]
+    rows = []
+    for s in drawn:
+        start = _naive(s.start)
+        end = last if s.end is None else _naive(s.end)
+        rows.append(
+            {
+                "label": labels[s.id],
+                "row": order[labels[s.id]],
+                "run": s.run,
+                "rule": _chart_text(s.rule),
+                "severity": s.severity,
+                "message": _chart_text(s.message),
+                "start": _utc_text(start),
+                "end": _utc_text(end),
+                "instant": end <= start,
+                "standing": s.end is None,
+            }
+        )
+    left = len(order) - _WHATIF_ROWS
+    title = _title(
+        f"Alerts of {_chart_text(w.user)}: real and what-if",
+        f"what-if inserted at {show(as_of)} UTC; bars: raised → cleared"
+        + (f"; the first {_WHATIF_ROWS} alerts of {len(order)} shown" if left > 0 else ""),
+    )
+    y = alt.Y(
+        "label:N",
+        title=None,
+        sort=alt.EncodingSortField("row", op="min"),
+        axis=alt.Axis(labelLimit=0),
+    )
+    base = alt.Chart(_data(rows)).encode(
+        y=y,
+        yOffset=alt.YOffset("run:N", sort=list(RUNS), scale=alt.Scale(domain=list(RUNS))),
+        color=alt.Color(
+            "run:N", title="Run", scale=alt.Scale(domain=list(RUNS), range=list(_RUN_COLORS))
+        ),
+        opacity=alt.Opacity(
+            "severity:N",
+            title="Severity",
+            scale=alt.Scale(domain=list(_SEVERITY_OPACITY), range=list(_SEVERITY_OPACITY.values())),
+        ),
+        tooltip=[
+            alt.Tooltip("run:N", title="run"),
+            alt.Tooltip("message:N", title="message"),
+            alt.Tooltip("rule:N", title="rule"),
+            alt.Tooltip("severity:N", title="severity"),
+            alt.Tooltip("start:T", title="from", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("end:T", title="until", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("standing:N", title="standing at the end"),
+        ],
+    )
+    x = alt.X("start:T", title="Time", scale=_PADDED)
+    bars = base.mark_bar(stroke="black", strokeWidth=0.5).encode(x=x, x2="end:T")
+    instants = (
+        base.mark_tick(thickness=3)
+        .encode(x=alt.X("start:T", scale=_PADDED))
+        .transform_filter(alt.datum.instant)
+    )
+    inserted = alt.Chart(_data([{"as_of": _utc_text(as_of), "text": _INSERTED}]))
+    rule = inserted.mark_rule(color="black", strokeDash=[4, 3], strokeWidth=1.5).encode(
+        x=alt.X("as_of:T", scale=_PADDED)
+    )
+    note = inserted.mark_text(align="left", baseline="bottom", dx=4, dy=-4, fontSize=11).encode(
+        x=alt.X("as_of:T", scale=_PADDED), y=alt.value(0), text="text:N"
+    )
+    return alt.LayerChart(
+        layer=[bars, instants, rule, note], title=title, width=_WIDTH, height=alt.Step(16)
+    )
+
+
+def _first_seen(span: Any) -> tuple[datetime, int]:
+    return _naive(span.start), RUNS.index(span.run) if span.run in RUNS else len(RUNS)
+
+
+def _span_labels(w: WhatIf) -> dict[str, str]:
+    """A row label per alert: ``rule: message`` shortened between words (the message of its
+    first span, real run first); two alerts alike get ``(2)``, ``(3)``, ..."""
+    labels: dict[str, str] = {}
+    taken: dict[str, int] = {}
+    for s in sorted(w.timeline, key=_first_seen):
+        if s.id in labels:
+            continue
+        text = _chart_text(shorten(f"{s.rule}: {s.message}", _WHATIF_LABEL))
+        taken[text] = taken.get(text, 0) + 1
+        labels[s.id] = f"{text} ({taken[text]})" if taken[text] > 1 else text
+    return labels
+
+
+_WHATIF_LABEL = 80  # characters of a row label: the rule and the start of the message
+_WHATIF_ROWS = 200  # alerts a timeline draws at the most
+
+
+def _chart_text(text: str) -> str:
+    """Text from the log as a chart shows it: control and invisible characters escaped
+    (vl-convert aborts the process on a control character, and an SVG may not hold one)."""
+    return printable(text)
+
+
+# -- query results ---------------------------------------------------------------------------
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+Z?)?")
+_ISO_MONTH = re.compile(r"\d{4}-\d{2}")
+_ISO_YEAR = re.compile(r"\d{4}")
+
+
+def _is_number(v: object) -> bool:
+    # Decimal: DuckDB's type for literals such as 1.5 and for sums of them.
+    return isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)
+
+
+def _plain_number(v: Any) -> Any:
+    return float(v) if isinstance(v, Decimal) else v
+
+
+def _as_time(key: object) -> tuple[str, str] | None:
+    """(ISO text Vega parses as UTC, finest unit) for a date-like key; None if it is not one."""
+    if isinstance(key, datetime):
+        return key.replace(tzinfo=None).isoformat() + "Z", "time"
+    if isinstance(key, date):
+        return key.isoformat(), "date"
+    if isinstance(key, int) and not isinstance(key, bool) and 1000 <= key <= 9999:
+        return f"{key:04d}-01-01", "year"
+    if isinstance(key, tuple) and 2 <= len(key) <= 3 and all(_is_number(k) for k in key):
+        try:
+            when = date(*(int(k) for k in key), *((1,) if len(key) == 2 else ()))
+        except ValueError:
+            return None
+        return when.isoformat(), "month" if len(key) == 2 else "date"
+    if isinstance(key, str):
+        if _ISO_YEAR.fullmatch(key):
+            return f"{key}-01-01", "year"
+        if _ISO_MONTH.fullmatch(key) and 1 <= int(key[5:]) <= 12:
+            return f"{key}-01", "month"
+        if _ISO_DAY.fullmatch(key):
+            try:
+                when = datetime.fromisoformat(key.removesuffix("Z"))
+            except ValueError:
+                return None
+            return (when.date().isoformat(), "date") if len(key) == 10 else _as_time(when)
+    return None
+
+
+def _label(key: object) -> str:
+    if isinstance(key, tuple):
+        return " / ".join(_label(k) for k in key)
+    return str(key)
+
+
+_TIME_FORMAT = {"year": "%Y", "month": "%b %Y", "date": "%Y-%m-%d", "time": "%Y-%m-%d %H:%M"}
+# Ticks on whole years or months, or a few years would repeat "2024" under every quarter.
+_TICKS: dict[str, Literal["year", "month"]] = {"%Y": "year", "%b %Y": "month"}
+
+
+def _time_x(field: str, fmt: str) -> alt.X:
+    ticks = _TICKS.get(fmt)
+    axis = alt.Axis(format=fmt) if ticks is None else alt.Axis(format=fmt, tickCount=ticks)
+    return alt.X(f"{field}:T", title=field, scale=_UTC, axis=axis)
+
+
+def _time_axis(keys: Sequence[object]) -> tuple[list[str], str] | None:
+    """ISO texts for keys that are all date-like, and the axis format; else None."""
+    found = [_as_time(k) for k in keys]
+    if not found or any(f is None for f in found):
+        return None
+    units = {f[1] for f in found if f is not None}
+    finest = next(u for u in ("time", "date", "month", "year") if u in units)
+    return [f[0] for f in found if f is not None], _TIME_FORMAT[finest]
+
+
+def _pairs(value: object) -> list[tuple[object, float]] | None:
+    """``value`` as (label, number) pairs in display order, or None if it is not that shape."""
+    if isinstance(value, Counter):
+        value = value.most_common()
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value
+    ):
+        items = [(p[0], p[1]) for p in value]
+    else:
+        return None
+    if not items or not all(_is_number(v) for _, v in items):
+        return None
+    return [(k, _plain_number(v)) for k, v in items]
+
+
+def _value_axis(values: Sequence[object]) -> Any:
+    """Whole-number ticks when every value is a whole number (counts), else Altair's own."""
+    whole = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    return _COUNT_AXIS if values and whole else alt.Undefined
+
+
+def _chart(rows: list[dict[str, Any]], title: str) -> alt.Chart:
+    return alt.Chart(_data(rows), title=title or alt.Undefined)
+
+
+def _series_chart(
+    items: list[tuple[object, float]], title: str, label: str = "label", value: str = "value"
+) -> alt.Chart:
+    time = _time_axis([k for k, _ in items])
+    if time is not None:
+        texts, fmt = time
+        rows = sorted(
+            ({label: t, value: v} for t, (_, v) in zip(texts, items, strict=True)),
+            key=lambda r: str(r[label]),
+        )
+        return (
+            _chart(rows, title)
+            .mark_line(point=True)
+            .encode(
+                x=_time_x(label, fmt),
+                y=alt.Y(f"{value}:Q", title=value, axis=_value_axis([v for _, v in items])),
+                tooltip=[
+                    alt.Tooltip(f"{label}:T", format=fmt, formatType="utc"),
+                    alt.Tooltip(f"{value}:Q"),
+                ],
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+    rows = [{label: _label(k), value: v} for k, v in items]
+    return (
+        _chart(rows, title)
+        .mark_bar()
+        .encode(
+            y=alt.Y(f"{label}:N", title=label, sort=None, axis=alt.Axis(labelLimit=260)),
+            x=alt.X(f"{value}:Q", title=value, axis=_value_axis([v for _, v in items])),
+            tooltip=[alt.Tooltip(f"{label}:N"), alt.Tooltip(f"{value}:Q")],
+        )
+        .properties(width=_WIDTH, height=alt.Step(20))
+    )
+
+
+def _histogram(numbers: Sequence[float], title: str) -> alt.Chart:
+    rows = [{"value": _plain_number(v)} for v in numbers]
+    return (
+        _chart(rows, title)
+        .mark_bar()
+        .encode(
+            x=alt.X("value:Q", bin=alt.Bin(maxbins=30), title="value"),
+            y=alt.Y("count():Q", title="count", axis=_COUNT_AXIS),
+            tooltip=[
+                alt.Tooltip("value:Q", bin=alt.Bin(maxbins=30), title="value"),
+                alt.Tooltip("count():Q", title="count"),
+            ],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str) -> alt.Chart:
+    inner = [k for items in groups.values() for k, _ in items]
+    time = _time_axis(inner)
+    if time is not None:
+        texts, fmt = time
+        it = iter(texts)
+        rows = sorted(
+            (
+                {"group": _label(g), "x": next(it), "value": v}
+                for g, items in groups.items()
+                for _, v in items
+            ),
+            key=lambda r: (r["group"], r["x"]),
+        )
+        return (
+            _chart(rows, title)
+            .mark_line(point=True)
+            .encode(
+                x=_time_x("x", fmt),
+                y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
+                color=alt.Color("group:N", title="group", sort=None),
+                tooltip=[
+                    alt.Tooltip("group:N"),
+                    alt.Tooltip("x:T", format=fmt, formatType="utc"),
+                    alt.Tooltip("value:Q"),
+                ],
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+    rows = [
+        {"group": _label(g), "x": _label(k), "value": v}
+        for g, items in groups.items()
+        for k, v in items
+    ]
+    return (
+        _chart(rows, title)
+        .mark_bar()
+        .encode(
+            x=alt.X("x:N", title="x", sort=None),
+            xOffset=alt.XOffset("group:N", sort=None),
+            y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
+            color=alt.Color("group:N", title="group", sort=None),
+            tooltip=[alt.Tooltip("group:N"), alt.Tooltip("x:N"), alt.Tooltip("value:Q")],
+        )
+        .properties(width=_WIDTH, height=_HEIGHT)
+    )
+
+
+def result_chart(value: object, title: str = "") -> alt.Chart:
+    """Draw an aggregate result, as ``wb.eval`` or ``wb.sql`` returned it.
+
+    - dict of label → number, or (label, number) pairs (``Counter.most_common()``): bars, in
+      the given order (a ``Counter`` most common first);
+    - the same with date, datetime, year (``2025``, ``"2025"``), month (``"2025-03"``,
+      ``(2025, 3)``) or day keys: a line, sorted by time;
+    - list of numbers: a histogram;
+    - dict of group → {x: number}: grouped bars, or one line per group when x is a time;
+    - a ``SqlResult`` of two columns (label, number): as the pairs above, axes named by the
+      columns.
+
+    Anything else raises ``QueryError`` naming the shapes that can be charted.
+    """
+    if isinstance(value, SqlResult):
+        if len(value.columns) == 2:
+            items = _pairs(value.rows)
+            if items is not None:
+                return _series_chart(items, title, *value.columns)
+        raise QueryError(f"cannot chart a SQL result with columns {value.columns}: chart {_SHAPES}")
+    items = _pairs(value)
+    if items is not None:
+        return _series_chart(items, title)
+    if isinstance(value, (list, tuple)) and value and all(_is_number(v) for v in value):
+        return _histogram(list(value), title)
+    if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
+        groups = {g: _pairs(inner) for g, inner in value.items()}
+        if all(items is not None for items in groups.values()):
+            return _grouped_chart({g: i for g, i in groups.items() if i is not None}, title)
+    name = type(value).__name__
+    what = (
+        "an empty value"
+        if isinstance(value, (Mapping, list, tuple)) and not value
+        else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    )
+    raise QueryError(f"cannot chart {what}: chart {_SHAPES}")
+
+
+# -- a fleet ---------------------------------------------------------------------------------
+
+
+def fleet_alerts_chart(summary: FleetSummary) -> alt.Chart:
+    """A fleet directory's standing alerts per rule (bars), from ``fleetsql.fleet_summary``."""
+    rules = [{"rule": rule, "alerts": n} for rule, n in summary.alerts_by_rule.items()]
+    return (
+        alt.Chart(_data(rules), title=_title("Standing alerts per rule"))
+        .mark_bar()
+        .encode(
+            x=alt.X("alerts:Q", title="alerts", axis=_COUNT_AXIS),
+            y=alt.Y("rule:N", sort="-x", title=None),
+            tooltip=["rule:N", "alerts:Q"],
+        )
+        .properties(width=_WIDTH // 2, height=_HEIGHT)
+    )
+
+
+def fleet_events_chart(summary: FleetSummary) -> alt.Chart:
+    """How many events a fleet directory's users have (a histogram of users)."""
+    users = [{"user_id": u, "events": n} for u, n in summary.events_per_user]
+    return (
+        alt.Chart(_data(users), title=_title("Events per user", f"{summary.users:,} users"))
+        .mark_bar()
+        .encode(
+            x=alt.X("events:Q", bin=alt.Bin(maxbins=30), title="events"),
+            y=alt.Y("count():Q", title="users", axis=_COUNT_AXIS),
+            tooltip=[
+                alt.Tooltip("events:Q", bin=alt.Bin(maxbins=30), title="events"),
+                alt.Tooltip("count():Q", title="users"),
+            ],
+        )
+        .properties(width=_WIDTH // 2, height=_HEIGHT)
+    )
+
+
+def fleet_charts(summary: FleetSummary) -> alt.HConcatChart:
+    """The fleet's alerts per rule beside its events per user."""
+    return alt.hconcat(fleet_alerts_chart(summary), fleet_events_chart(summary))
+
+
+# -- display and files -----------------------------------------------------------------------
+
+
+def enable_offline() -> str:
+    """Draw Altair charts in Jupyter without network access; returns the previous renderer name.
+
+    Switches to the ``jupyter`` renderer with the Vega JavaScript bundled by vl-convert (the
+    default renderer fetches Vega from a CDN). Restore with ``alt.renderers.enable(previous)``.
+    In marimo, call nothing: wrap a chart as ``mo.ui.altair_chart(chart)``.
+
+    The bundle is built once and kept in the user's cache directory (``$UAC_CACHE_DIR``), so a
+    new kernel's first chart does not rebuild it; see ``uac_kernel.render.vega_bundle``.
+    """
+    from uac_kernel.render.vega_bundle import load_offline_bundle
+
+    previous = alt.renderers.active
+    load_offline_bundle()
+    alt.renderers.enable("jupyter", offline=True)
+    return previous
+
+
+class _ScriptSafeJSON(json.JSONEncoder):
+    """JSON that may stand inside an HTML <script>: ``<``, ``>`` and ``&`` as \\u escapes
+    (they occur only inside strings, where the escape reads back the same)."""
+
+    def encode(self, o: Any) -> str:
+        text = super().encode(o)
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def save_chart(chart: alt.TopLevelMixin, path: str | Path | Output, *, force: bool = False) -> Path:
+    """Write ``chart`` to ``.svg``/``.png`` (rendered by vl-convert, no browser) or ``.html``
+    (Vega's JavaScript inlined, so the file opens offline); returns the path.
+
+    The file is replaced atomically, and only if it is a chart of that kind or ``force`` is
+    true; never a store (``uac_kernel.core.outputs``). A face passes its own checked ``Output``."""
+    out = path if isinstance(path, Output) else None
+    target = Path(path.path if isinstance(path, Output) else path)
+    suffix = target.suffix.lower()
+    if suffix not in CHART_KINDS:
+        raise QueryError(f"cannot save a chart as {target.name!r}: use .svg, .png or .html")
+    if out is None:
+        out = Output(target, CHART_KINDS[suffix], force=force, flag="force=True")
+    with out.replacing() as tmp:
+        if suffix == ".html":
+            # The spec is embedded in a <script>: "</script>" in a label would end it there.
+            chart.save(str(tmp), format="html", inline=True, json_kwds={"cls": _ScriptSafeJSON})
+        else:
+            chart.save(str(tmp), format="svg" if suffix == ".svg" else "png")
+    return target
