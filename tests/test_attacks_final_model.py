@@ -1206,7 +1206,7 @@ def test_uac_review_escapes_keys_values_and_reasons(tmp_path: Path, server: Chat
 def test_notebook_answer_text_escapes_certificate_keys(
     hostile_db: Path, server: ChatServer
 ) -> None:
-    from uac_kernel.notebook.magics import answer_text
+    from uac_kernel.notebook.tables import answer_text
 
     server.enqueue(code("[t.key for t in user.all(Trip)]"))
     settings = settings_for(server.base_url)
@@ -1217,7 +1217,7 @@ def test_notebook_answer_text_escapes_certificate_keys(
 
 
 def test_notebook_answer_html_escapes_everything(hostile_db: Path, server: ChatServer) -> None:
-    from uac_kernel.notebook.magics import _answer_html
+    from uac_kernel.notebook.tables import _answer_html
 
     xss = "</code></pre><img src=x onerror=alert(1)><script>alert(2)</script>"
     server.enqueue(
@@ -1232,7 +1232,7 @@ def test_notebook_answer_html_escapes_everything(hostile_db: Path, server: ChatS
 
 
 def test_notebook_sql_table_escapes_names_and_cells(sqlwb: Workbench) -> None:
-    from uac_kernel.notebook.magics import Table
+    from uac_kernel.notebook.tables import Table
 
     xss = "<img src=x onerror=alert(1)>"
     result = sqlwb.sql(f"SELECT key AS \"{xss}\", '{xss}' AS v, destination FROM Trip")
@@ -1244,7 +1244,7 @@ def test_notebook_sql_table_escapes_names_and_cells(sqlwb: Workbench) -> None:
 
 
 def test_notebook_sql_table_html_is_bounded(sqlwb: Workbench) -> None:
-    from uac_kernel.notebook.magics import Table
+    from uac_kernel.notebook.tables import Table
 
     def sql_table(result: Any) -> Table:
         return Table(result.columns, result.rows, 20)

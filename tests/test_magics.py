@@ -25,7 +25,8 @@ from IPython.utils.capture import capture_output
 
 from uac_kernel.core.errors import QueryError
 from uac_kernel.model.ask import Answer
-from uac_kernel.notebook.magics import Table, UacMagics
+from uac_kernel.notebook.magics import UacMagics
+from uac_kernel.notebook.tables import Table
 from uac_kernel.rules.engine import Rule
 from uac_kernel.sql.view import SqlResult
 from uac_kernel.workbench import Workbench
@@ -979,7 +980,7 @@ MAGICS_ONLY = {
 def test_the_magics_and_the_cli_offer_the_same_verbs(ip: Any) -> None:
     import argparse
 
-    from uac_kernel.cli.main import build_parser
+    from uac_kernel.cli.parser import build_parser
 
     (subparsers,) = [
         a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
@@ -1108,7 +1109,7 @@ def test_a_constraint_cell_puts_it_in_force_and_rerunning_it_edited_updates_it(l
     ]
     assert table.rows[0][-1] == "constraint_refill"
     # the alert text names the constraint behind the alert
-    from uac_kernel.notebook.magics import alerts_text
+    from uac_kernel.notebook.tables import alerts_text
 
     wb = wb_of(loaded)
     assert "    constraint: refill (obligation): Refill the amoxicillin" in alerts_text(

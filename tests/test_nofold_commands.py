@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from uac_kernel.cli.main import main, to_json
+from uac_kernel.cli.main import main
+from uac_kernel.cli.output import to_json
 from uac_kernel.core.display import plural, printable
 from uac_kernel.demo.life import write_demo_jsonl
 from uac_kernel.log.store import NewEvent, Store

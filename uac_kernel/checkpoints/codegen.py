@@ -227,7 +227,7 @@ def rules_code(rules: Iterable[Rule]) -> str:
             own += "\n\n" + found[0]
             listed.append(found[1])
     if len(listed) > len(library):
-        # What a rule written in a notebook cell has at hand there (magics.RULE_HELPERS), and
+        # What a rule written in a notebook cell has at hand there (magics_code.RULE_HELPERS), and
         # `uac` for rules decorated `@uac.rule`, as docs/rules.md writes them.
         text += (
             "from datetime import timedelta  # noqa: E402\n\n"

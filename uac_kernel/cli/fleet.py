@@ -32,7 +32,7 @@ def add_fleet_queries(fleet_sub: Any) -> None:
 
 
 def cmd_fleet_sql(args: argparse.Namespace) -> None:
-    from uac_kernel.cli.main import print_result, sql_output
+    from uac_kernel.cli.output import print_result, sql_output
     from uac_kernel.fleet.sql import fleet_sql
 
     out = sql_output(args)
@@ -41,7 +41,7 @@ def cmd_fleet_sql(args: argparse.Namespace) -> None:
 
 
 def cmd_fleet_summary(args: argparse.Namespace) -> None:
-    from uac_kernel.cli.main import to_json
+    from uac_kernel.cli.output import to_json
     from uac_kernel.core.display import printable
     from uac_kernel.fleet.sql import fleet_summary
     from uac_kernel.render.fleet_face import summary_lines

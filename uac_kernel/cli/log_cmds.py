@@ -1,0 +1,217 @@
+"""The `uac` commands over the log itself: ingest, log, calls, users, verify, export, import,
+forget, head."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from uac_kernel.cli.opening import _open, _open_store, _open_user
+from uac_kernel.cli.output import _print_report, _row, to_json
+from uac_kernel.core.display import printable
+from uac_kernel.core.errors import CommandLineError, UacError
+from uac_kernel.ingest.adapters import read_histories
+
+__all__ = [
+    "cmd_calls",
+    "cmd_export",
+    "cmd_forget",
+    "cmd_head",
+    "cmd_import",
+    "cmd_ingest",
+    "cmd_log",
+    "cmd_users",
+    "cmd_verify",
+]
+
+
+def cmd_ingest(args: argparse.Namespace) -> None:
+    from uac_kernel.core.errors import EventError
+
+    # The input is checked before the store is opened, so a mistyped file creates no store.
+    try:
+        Path(args.file).open("rb").close()
+    except OSError as exc:
+        raise EventError(
+            f"cannot read the file: {exc.strerror}; check the path", origin=args.file
+        ) from exc
+    created = not Path(args.db).exists()
+    try:
+        _ingest(args)
+    except UacError:
+        if created:
+            _remove_if_empty(args.db)  # a batch lands whole or not at all: maybe nothing did
+        raise
+
+
+def _ingest(args: argparse.Namespace) -> None:
+    if args.per_history:
+        # One user per conversation of the file; one workbench at a time (one writer per store).
+        from uac_kernel.workbench import Workbench
+
+        fmt = None if args.format == "auto" else args.format
+        for key, batch in read_histories(args.file, fmt):
+            with Workbench(args.db, user=key or args.user) as wb:
+                _print_report(wb.append_parsed(batch), f"{wb.user}: ")
+        return
+    with _open(args, create=True) as wb:
+        _print_report(wb.ingest(args.file, format=args.format, history=args.history))
+
+
+def _remove_if_empty(path: str) -> None:
+    """Remove a store this command created if a failed ingest left no event in it."""
+    from uac_kernel.log.store import Store
+
+    try:
+        store = Store(path, read_only=True)
+    except UacError:
+        return
+    try:
+        empty = not store.user_counts()
+    finally:
+        store.close()
+    if empty:
+        Path(path).unlink(missing_ok=True)
+        Path(f"{path}.wal").unlink(missing_ok=True)
+
+
+def cmd_log(args: argparse.Namespace) -> None:
+    from uac_kernel.log.users import check_kind
+
+    kinds = [args.kind] if args.kind else None
+    store, user = _open_user(args)
+    try:
+        for kind in kinds or ():
+            check_kind(store, kind)
+        for ev in store.events(user, after_seq=args.after, kinds=kinds, limit=args.limit):
+            source = f" {ev.source}" if ev.source else ""
+            fields = printable(f"{ev.kind}{source}"), printable(to_json(ev.payload))
+            print(f"{ev.seq}\t{ev.ts.isoformat()}\t{fields[0]}\t{fields[1]}")
+    finally:
+        store.close()
+
+
+def cmd_calls(args: argparse.Namespace) -> None:
+    from uac_kernel.log.users import resolve_user
+    from uac_kernel.model.client import call_totals, list_calls
+
+    store = _open_store(args)
+    try:
+        user = None if args.all_users else resolve_user(store, args.user, create=False)
+        for c in list_calls(store, user, limit=args.limit):
+            _row(
+                c.call_id,
+                f"{c.created_at:%Y-%m-%d %H:%M:%S}",
+                c.purpose,
+                c.model,
+                f"{c.tokens_in}+{c.tokens_out} tokens",
+                f"{c.latency_ms:.0f} ms",
+                c.outcome,
+            )
+        print("purpose\tcalls\tfailed\ttokens in\ttokens out")
+        for totals in call_totals(store, user):
+            _row(*totals)
+    finally:
+        store.close()
+
+
+def cmd_users(args: argparse.Namespace) -> None:
+    store = _open_store(args)
+    try:
+        counts = store.user_kind_counts()
+    finally:
+        store.close()
+    if not counts:
+        print(printable(f"{args.db} holds no events yet"))
+        return
+    # events: every kind, the schema, alert and extraction events uac writes itself included
+    print("user\tevents\tfacts\tutterances")
+    for user, kinds in counts.items():
+        _row(user, sum(kinds.values()), kinds.get("fact", 0), kinds.get("utterance", 0))
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    from uac_kernel.log.integrity import read_heads, verify
+
+    if args.fleet is not None:
+        _verify_fleet(args)
+        return
+    store = _open_store(args)
+    try:
+        kept = read_heads(args.head, args.user) if args.head is not None else None
+        report = verify(store, args.user, kept)
+    finally:
+        store.close()
+    if not report.ok:
+        raise UacError(report.summary(args.db))
+    print(printable(report.summary(args.db)))
+
+
+def _verify_fleet(args: argparse.Namespace) -> None:
+    """``uac verify DIR``: a fleet directory, one line per problem."""
+    from uac_kernel.fleet.partition import verify_fleet
+
+    if args.head is not None:
+        raise CommandLineError(
+            "--head checks a store's chains: verify the store with `uac verify --db STORE "
+            "--head HEAD`, or the fleet directory without it"
+        )
+    # only a --user given on the command line narrows a fleet's commands (not UAC_USER)
+    report = verify_fleet(args.fleet, users=[args.user] if args.user_given else None)
+    for problem in report.problems:
+        print(printable(problem), file=sys.stderr)
+    if not report.ok:
+        raise UacError(report.summary())
+    print(printable(report.summary()))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from uac_kernel.fleet.partition import export_store
+
+    users = [args.user] if args.user_given else None
+    print(printable(export_store(args.store, args.dir, users=users).summary()))
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    from uac_kernel.fleet.partition import import_fleet
+
+    users = [args.user] if args.user_given else None
+    print(printable(import_fleet(args.dir, args.store, users=users).summary()))
+
+
+def cmd_forget(args: argparse.Namespace) -> None:
+    record = args.record or (None, None)
+    with _open(args, read_only=args.dry_run) as wb:
+        wb.require_known()
+        plan = wb.forget(
+            type=record[0], key=record[1], source=args.source, text=args.text, dry_run=args.dry_run
+        )
+        if plan.empty:
+            print(printable(f"nothing of {wb.user} matches; nothing to forget"))
+        elif args.dry_run:
+            print(printable(f"would forget: {plan.summary()}"))
+            for line in plan.lines():
+                print(f"  {printable(line)}")
+            print("run again without --dry-run to forget them")
+        else:
+            print(printable(f"forgot: {plan.summary()}; the store file was rewritten without them"))
+            print(printable(wb.verify().summary(args.db)))
+
+
+def cmd_head(args: argparse.Namespace) -> None:
+    from uac_kernel.log.integrity import heads
+
+    store = _open_store(args)
+    try:
+        found = heads(store, args.user)
+    finally:
+        store.close()
+    if args.user is not None:
+        if args.user not in found:
+            raise UacError(f"{args.db} holds nothing of user {args.user!r}; see `uac users`")
+        print(found[args.user])
+        return
+    for user, head in found.items():
+        print(f"{head}\t{json.dumps(user)}")

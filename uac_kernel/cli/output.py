@@ -1,0 +1,138 @@
+"""How `uac` prints: JSON, tab-separated rows with stored text escaped, an ingest report, a SQL
+result, a table, and the checked --out file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from uac_kernel.core.display import plural, printable
+
+if TYPE_CHECKING:
+    from uac_kernel.core.outputs import Kind, Output
+    from uac_kernel.model.extract import ExtractionReport
+    from uac_kernel.sql.view import SqlResult
+    from uac_kernel.workbench import IngestReport
+
+__all__ = ["print_result", "sql_output", "to_json"]
+
+
+def to_json(value: Any) -> str:
+    def default(v: Any) -> Any:
+        if isinstance(v, (date, datetime)):
+            return v.isoformat()
+        if isinstance(v, timedelta):
+            return v.total_seconds()
+        if isinstance(v, (set, frozenset, tuple)):
+            return list(v)
+        return str(v)
+
+    return json.dumps(value, ensure_ascii=False, default=default, indent=None)
+
+
+def _row(*cells: Any) -> None:
+    """Print one tab-separated line; each cell (a user id, a model name, any stored text) with
+    its control and invisible characters escaped, so it cannot drive the terminal."""
+    print("\t".join(printable(str(c)) for c in cells))
+
+
+def _print_report(report: IngestReport | ExtractionReport, prefix: str = "") -> None:
+    """The summary, then every alert raised, moved to another severity or cleared, in full;
+    a cleared one with why it cleared."""
+    print(printable(prefix + report.summary()))
+    for verb, alerts in (("raised", report.raised), ("updated", report.updated)):
+        for alert in alerts:
+            print(f"  {verb} [{alert.severity}] {printable(alert.message)}")
+    for alert in report.cleared:
+        print(f"  cleared [{alert.severity}] {printable(alert.message)}")
+        if alert.reason:
+            print(f"      why: {printable(alert.reason)}")
+
+
+def _output(args: argparse.Namespace, option: str, kind: Kind) -> Output | None:
+    """The file of ``--option`` (None if not given), checked now, before any work: never the
+    store the command reads (``--db``), a file of another kind only with ``--force``."""
+    from uac_kernel.core.outputs import Output
+
+    path = getattr(args, option)
+    if path is None:
+        return None
+    target = Output(path, kind, force=args.force, protect=(args.db,), what=f"--{option}")
+    target.check()
+    return target
+
+
+def _print_json(value: Any, out: Output | None) -> None:
+    """The result as JSON: whole into ``out``, else cut at the terminal budget with a note on
+    stderr that says how to get the rest."""
+    from uac_kernel.core.display import clip_json, json_chunks
+
+    if out is not None:
+        written = out.write_text(json_chunks(value))
+        print(out.wrote(f"{written:,} characters of JSON"))
+        return
+    text, note = clip_json(value)
+    print(text)
+    if note:
+        print(f"{note}; write it whole with --out FILE", file=sys.stderr)
+
+
+def _tsv(columns: list[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+    """Lines of tab-separated cells, as the notebook's tables show values (2026-02-19 10:00);
+    a tab, a newline or any control character inside a cell is escaped."""
+    from uac_kernel.core.display import show
+
+    yield "\t".join(printable(c) for c in columns) + "\n"
+    for row in rows:
+        yield "\t".join(printable(show(v)) for v in row) + "\n"
+
+
+def sql_output(args: argparse.Namespace) -> Output | None:
+    """The checked ``--out`` of a SQL command (see sql_options): JSON with ``--json``, else TSV."""
+    from uac_kernel.core.outputs import JSON, TSV
+
+    return _output(args, "out", JSON if args.json else TSV)
+
+
+def print_result(result: SqlResult, args: argparse.Namespace, out: Output | None) -> None:
+    """A query's rows as `uac sql` prints them: TSV cut at the terminal budget, or whole into
+    ``out``; JSON with ``args.json``."""
+    from uac_kernel.core.display import TERMINAL_BUDGET
+
+    if args.json:
+        _print_json(result.records(), out)
+        return
+    if out is not None:
+        out.write_text(_tsv(result.columns, result.rows))
+        print(out.wrote(plural(len(result.rows), "row", fmt=",")))
+        return
+    used = 0
+    for n, line in enumerate(_tsv(result.columns, result.rows)):
+        if used + len(line) > TERMINAL_BUDGET:
+            # The header counts too: column names can be as long as the query allows.
+            cut = "" if n else "the header line is cut, and "
+            if not n:
+                sys.stdout.write(line[:TERMINAL_BUDGET] + "…\n")
+            left = len(result.rows) - max(n - 1, 0)
+            print(
+                f"… {cut}{plural(left, 'more row', fmt=',')} not shown (the output stops at "
+                f"{TERMINAL_BUDGET // 1000} kB); write them all with --out FILE",
+                file=sys.stderr,
+            )
+            return
+        sys.stdout.write(line)
+        used += len(line)
+
+
+def _table(columns: list[str], rows: list[tuple[str, ...]], as_json: bool) -> None:
+    """Rows as JSON objects, or a header and tab-separated lines."""
+    if as_json:
+        print(printable(to_json([dict(zip(columns, r, strict=True)) for r in rows])))
+        return
+    _row(*columns)
+    for r in rows:
+        _row(*r)

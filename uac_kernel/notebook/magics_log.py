@@ -1,0 +1,245 @@
+"""`%uac` subcommands over the log: open, close, ingest, log, users, verify, forget, head, calls,
+checkpoint, checkpoints."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from uac_kernel.core.display import plural
+from uac_kernel.notebook.session import Session
+from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
+from uac_kernel.notebook.tables import Table
+from uac_kernel.render.summary import summary
+
+__all__ = ["LogMagics"]
+
+
+class LogMagics(Session):
+    """`%uac` subcommands over the log: open, close, ingest, log, users, verify, forget, head, calls, checkpoint, checkpoints."""
+
+    @subcommand("open")
+    @magic_arguments(name="uac open")
+    @argument("path", nargs="?", help="the store file (default: UacMagics.db)")
+    @argument("--user", default=None, help="the user id (default: UacMagics.user)")
+    @argument("--read-only", action="store_true", help="open without taking the write lock")
+    def cmd_open(self, rest: str, cell: str | None) -> None:
+        """Open a store for one user (closing the workbench open before) and bind it."""
+        args = parse_argstring(self.cmd_open, rest)
+        path = _unquote(args.path) if args.path else self.db
+        self._open(path, _unquote(args.user) if args.user else self.user, args.read_only)
+
+    @subcommand("close")
+    @magic_arguments(name="uac close")
+    def cmd_close(self, rest: str, cell: str | None) -> None:
+        """Close the open workbench, releasing the store's lock for other processes."""
+        parse_argstring(self.cmd_close, rest)
+        if self.workbench is None:
+            print("uac: no workbench is open")
+            return
+        path = self.workbench.store.path
+        self._close()
+        print(f"uac: closed {path}")
+
+    @subcommand("ingest")
+    @magic_arguments(name="uac ingest")
+    @argument("file", help="Event JSONL, a LoCoMo or LongMemEval file, or chat messages")
+    @argument(
+        "--format",
+        default="auto",
+        choices=["auto", "jsonl", "locomo", "longmemeval", "chat"],
+        help="the file's format (default: detected)",
+    )
+    @argument("--history", default=None, help="the one conversation of a LoCoMo/LongMemEval file")
+    def cmd_ingest(self, rest: str, cell: str | None) -> None:
+        """Append a file to the log, atomically; prints what it appended and the alerts."""
+        args = parse_argstring(self.cmd_ingest, rest)
+        path = Path(os.path.expanduser(_unquote(args.file)))
+        history = _unquote(args.history) if args.history else None
+        report = self._wb().ingest(path, format=args.format, history=history)
+        self._print_report(report)
+
+    @subcommand("checkpoint")
+    @magic_arguments(name="uac checkpoint")
+    def cmd_checkpoint(self, rest: str, cell: str | None) -> None:
+        """Store the state as a new version of typed code; lists its parts with a ready
+        ``%uac edit PART`` command for each (run each in a cell of its own)."""
+        parse_argstring(self.cmd_checkpoint, rest)
+        wb = self._wb(read=True)
+        cp = wb.checkpoint()
+        print(cp.summary())
+        self._print_parts(wb, cp.version)
+
+    @subcommand("checkpoints")
+    @magic_arguments(name="uac checkpoints")
+    def cmd_checkpoints(self, rest: str, cell: str | None) -> Table:
+        """The checkpoints of the user: version, the log seq each covers, records, when."""
+        parse_argstring(self.cmd_checkpoints, rest)
+        cps = self._wb(read=True).checkpoints.all()
+        return Table(
+            ["version", "seq", "records", "created"],
+            [
+                (c.version, c.seq, c.records, c.created_at.strftime("%Y-%m-%d %H:%M:%S"))
+                for c in cps
+            ],
+            0,
+            caption=plural(len(cps), "checkpoint")
+            if cps
+            else "no checkpoint yet (%uac checkpoint)",
+        )
+
+    @subcommand("users")
+    @magic_arguments(name="uac users")
+    def cmd_users(self, rest: str, cell: str | None) -> Table:
+        """The users of the store and their event counts (switch with ``%uac open --user``)."""
+        parse_argstring(self.cmd_users, rest)
+        from uac_kernel.log.store import Store
+
+        if self.workbench is not None:
+            counts, path = self.workbench.store.user_counts(), self.workbench.store.path
+        else:
+            store = Store(self.db, read_only=True)
+            try:
+                counts, path = store.user_counts(), store.path
+            finally:
+                store.close()
+        return Table(["user", "events"], list(counts.items()), 0, caption=f"users of {path}")
+
+    @subcommand("log")
+    @magic_arguments(name="uac log")
+    @argument("--kind", default=None, help="only events of this kind (utterance, fact, alert, ...)")
+    @argument("--after", type=int, default=0, help="only events after this seq (text view)")
+    @argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        default=None,
+        help="events per page (default: UacMagics.displaylimit; 0: all in the text view)",
+    )
+    def cmd_log(self, rest: str, cell: str | None) -> None:
+        """Browse the user's events (a paging widget of ``--limit`` events a page; the first
+        ``--limit`` as text). ``--limit`` defaults to ``displaylimit``."""
+        args = parse_argstring(self.cmd_log, rest)
+        shown = self.displaylimit if args.limit is None else args.limit
+        if shown < 0:
+            raise UsageError(f"--limit is a number of events, 0 or more, not {shown}")
+        wb = self._wb(read=True)
+        limit = shown if shown > 0 else None
+        kinds = [args.kind] if args.kind else None
+        events = wb.log(
+            kinds=kinds, after_seq=args.after, limit=None if limit is None else limit + 1
+        )
+        caption = ""
+        if limit is not None and len(events) > limit:
+            events = events[:limit]
+            caption = (
+                f"the first {limit} events after seq {args.after}; "
+                f"the next with `%uac log{f' --kind {args.kind}' if args.kind else ''}"
+                f"{f' --limit {args.limit}' if args.limit is not None else ''} "
+                f"--after {events[-1].seq}`"
+            )
+        table = Table(
+            ["seq", "ts", "kind", "source", "summary"],
+            [(e.seq, e.ts, e.kind, e.source, summary(e.kind, e.payload)) for e in events],
+            0,
+            caption,
+            wrap=["summary"],
+        )
+
+        def make() -> Any:
+            from uac_kernel.notebook.widgets import LogBrowser
+
+            page_size = shown if shown > 0 else 50
+            return LogBrowser(wb, page_size=page_size, **({"kind": args.kind} if args.kind else {}))
+
+        self._show(make, table.text(), table._repr_html_())
+
+    @subcommand("verify")
+    @magic_arguments(name="uac verify")
+    @argument(
+        "--head", default=None, help="a head from %%uac head: the chains must pass through it"
+    )
+    @argument("--all", action="store_true", help="every user of the store, not only this one")
+    def cmd_verify(self, rest: str, cell: str | None) -> None:
+        """Re-compute the hash chains; an error if any past event, model call or checkpoint was
+        changed, removed, or erased without a forget event."""
+        args = parse_argstring(self.cmd_verify, rest)
+        wb = self._wb()
+        report = wb.verify(head=args.head, all_users=args.all)
+        if not report.ok:
+            raise UsageError(_one_line(report.summary(wb.store.path)))
+        print(report.summary(wb.store.path))
+
+    @subcommand("forget")
+    @magic_arguments(name="uac forget")
+    @argument("--record", nargs=2, metavar=("TYPE", "KEY"), help="one record")
+    @argument("--source", help="the events of one source")
+    @argument("--text", help="every event that holds this text (any case)")
+    @argument("--dry-run", action="store_true", help="list what would go; change nothing")
+    def cmd_forget(self, rest: str, cell: str | None) -> None:
+        """Erase a record, a source's events or everything holding a text, everywhere uac
+        copied it; a forget event records what was erased, never the content."""
+        args = parse_argstring(self.cmd_forget, rest)
+        record = args.record or (None, None)
+        wb = self._wb(read=True)
+        what = {"type": record[0], "key": record[1], "source": args.source, "text": args.text}
+        plan = wb.forget(**what, dry_run=args.dry_run)
+        if plan.empty:
+            print("nothing matches; nothing to forget")
+        elif args.dry_run:
+            print(f"would forget: {plan.summary()}")
+            for line in plan.lines():
+                print(f"  {line}")
+        else:
+            print(f"forgot: {plan.summary()}; the store file was rewritten without them")
+
+    @subcommand("head")
+    @magic_arguments(name="uac head")
+    def cmd_head(self, rest: str, cell: str | None) -> None:
+        """This user's chain head: keep it elsewhere, check later with %uac verify --head."""
+        parse_argstring(self.cmd_head, rest)
+        print(self._wb().head())
+
+    @subcommand("calls")
+    @magic_arguments(name="uac calls")
+    @argument("--all-users", action="store_true", help="the calls of every user of the store")
+    def cmd_calls(self, rest: str, cell: str | None) -> None:
+        """The recent model calls and the tokens spent per purpose: the cost ledger."""
+        from uac_kernel.model.client import call_totals, list_calls
+
+        args = parse_argstring(self.cmd_calls, rest)
+        wb = self._wb(read=not args.all_users)
+        user = None if args.all_users else wb.user
+        limit = self.displaylimit if self.displaylimit > 0 else 1_000_000
+        calls = list_calls(wb.store, user, limit=limit)
+        display(
+            Table(
+                ["call", "at", "purpose", "model", "tokens in", "tokens out", "ms", "outcome"],
+                [
+                    (
+                        c.call_id,
+                        c.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                        c.purpose,
+                        c.model,
+                        c.tokens_in,
+                        c.tokens_out,
+                        f"{c.latency_ms:.0f}",
+                        c.outcome,
+                    )
+                    for c in calls
+                ],
+                0,
+                caption=f"the last {len(calls)} model calls",
+            ),
+            Table(
+                ["purpose", "calls", "failed", "tokens in", "tokens out"],
+                call_totals(wb.store, user),
+                0,
+                caption="per purpose",
+            ),
+        )

@@ -1,0 +1,105 @@
+"""`%uac` subcommands that call a model: extract, review, ask."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from uac_kernel.model.ask import Answer
+from uac_kernel.notebook.session import Session
+from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
+from uac_kernel.notebook.tables import _alert_line
+
+__all__ = ["ModelMagics"]
+
+
+class ModelMagics(Session):
+    """`%uac` subcommands that call a model: extract, review, ask."""
+
+    @subcommand("extract")
+    @magic_arguments(name="uac extract")
+    @argument("--batch-size", type=int, default=10, help="utterances per model call")
+    @argument("--max-operations", type=int, default=None, help="cap per batch (default 100)")
+    @argument("--max-new-types", type=int, default=None, help="cap per batch (default 10)")
+    @argument("--max-new-fields", type=int, default=None, help="cap per batch (default 60)")
+    def cmd_extract(self, rest: str, cell: str | None) -> None:
+        """Turn pending utterances into typed facts with the model, then checkpoint. An answer
+        that would change much of what is known is held: see ``%uac review``."""
+        from uac_kernel.model.extract import ExtractionLimits
+
+        args = parse_argstring(self.cmd_extract, rest)
+        caps = {
+            name: getattr(args, name)
+            for name in ("max_operations", "max_new_types", "max_new_fields")
+            if getattr(args, name) is not None
+        }
+        wb = self._wb(read=True)
+        report = wb.extract(batch_size=args.batch_size, limits=ExtractionLimits(**caps))
+        print(report.summary())
+        for verb in ("raised", "updated", "cleared"):
+            for alert in getattr(report, verb):
+                print(_alert_line(verb, alert))
+        if report.applied:
+            self._print_parts(wb, wb.checkpoints.get().version, "checkpoint written")
+
+    @subcommand("review")
+    @magic_arguments(name="uac review")
+    @argument("action", nargs="?", choices=["accept", "reject"], help="the decision")
+    @argument("batch", nargs="?", type=int, help="a held batch's ID")
+    @argument("--only", default=None, help="accept only these operations, e.g. 1,3")
+    def cmd_review(self, rest: str, cell: str | None) -> None:
+        """Model answers held for review: a widget with each operation's record before and
+        after, Accept / Accept selected / Reject (the text where widgets are not shown);
+        ``accept ID [--only 1,3]`` or ``reject ID`` decides from the line."""
+        from uac_kernel.model.review import parse_only
+
+        args = parse_argstring(self.cmd_review, rest)
+        wb = self._wb(read=True)
+        if args.action is None:
+            held = wb.review()
+            text = "\n".join(b.text() for b in held) or "no model answers are held for review"
+
+            def make() -> Any:
+                from uac_kernel.notebook.widgets import ReviewView
+
+                return ReviewView(wb)
+
+            self._show(make, text)
+            return
+        if args.batch is None:
+            raise UsageError(f"%uac review {args.action} needs the ID of a held batch")
+        if args.action == "reject":
+            wb.reject(args.batch)
+            print(f"batch {args.batch} rejected; nothing of it was applied")
+            return
+        only = parse_only(args.only) if args.only is not None else None
+        report = wb.accept(args.batch, only)
+        print(f"batch {args.batch}: accepted; {report.summary()}")
+        for verb in ("raised", "updated", "cleared"):
+            for alert in getattr(report, verb):
+                print(_alert_line(verb, alert))
+
+    @subcommand("ask", cell=True)
+    @magic_arguments(name="uac ask")
+    @argument("question", nargs="+", help="a question about the user (the rest of the line)")
+    def cmd_ask(self, rest: str, cell: str | None) -> Answer:
+        """Answer a question with code the model writes (run in the sandbox); shows the answer,
+        the code and what it rests on, and returns the ``Answer``.
+
+        The question is the rest of the line, taken as written: ``%uac ask How many trips did
+        I take?`` (a line ending in ``?`` reaches ``%uac``, not IPython's help). ``%%uac ask``
+        takes it as the cell body."""
+        question = _unquote(cell if cell is not None else rest)
+        if not question:
+            raise UsageError("usage: %uac ask QUESTION")
+        answer = self._wb(read=True).ask(question)
+        if not answer.ok:
+            raise UsageError(
+                _one_line(
+                    f"no answer after {answer.attempts} attempts: {answer.error} "
+                    f"(last code: {answer.expression})"
+                )
+            )
+        return answer
