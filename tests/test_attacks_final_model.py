@@ -696,7 +696,7 @@ def test_review_accept_only_on_the_command_line_is_one_line(
 
 @pytest.fixture
 def view(wb: Workbench, server: ChatServer) -> Any:
-    from uac_kernel.notebook.widgets import ReviewView
+    from uac_kernel.notebook.widgets_act import ReviewView
 
     b = held_batch(wb, server)
     v = ReviewView(wb)
@@ -737,7 +737,7 @@ def test_hostile_widget_messages_change_nothing(wb: Workbench, view: Any, conten
 
 
 def test_a_widget_message_for_a_batch_of_another_user(tmp_path: Path, server: ChatServer) -> None:
-    from uac_kernel.notebook.widgets import ReviewView
+    from uac_kernel.notebook.widgets_act import ReviewView
 
     path = tmp_path / "two.duckdb"
     with Workbench(path, user="alice", model=settings_for(server.base_url)) as alice:

@@ -627,7 +627,8 @@ def test_a_record_type_named_like_the_constraints_table(
 
 
 def test_the_alert_inspector_state_holds_hostile_titles_as_data() -> None:
-    from uac_kernel.notebook.widgets import AlertInspector, asset
+    from uac_kernel.notebook.widget_base import asset
+    from uac_kernel.notebook.widgets import AlertInspector
 
     with Workbench() as wb:
         wb.ingest([clock("2025-04-01T09:00:00")])

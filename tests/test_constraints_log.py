@@ -397,7 +397,8 @@ def test_editing_the_constraints_block_in_a_cell_says_to_use_a_constraint_cell()
 
 
 def test_the_alert_inspector_shows_the_constraint_behind_an_alert() -> None:
-    from uac_kernel.notebook.widgets import AlertInspector, asset
+    from uac_kernel.notebook.widget_base import asset
+    from uac_kernel.notebook.widgets import AlertInspector
 
     wb = tax_wb()
     wb.constrain({**TAX, "title": HOSTILE}, key=HOSTILE)

@@ -548,7 +548,7 @@ def test_cell_dry_run_wrong_version_or_part_is_one_line(ip: Any) -> None:
 
 pytest.importorskip("anywidget", reason="pip install anywidget")
 
-from uac_kernel.notebook.widgets import WhatIfWidget  # noqa: E402
+from uac_kernel.notebook.widgets_act import WhatIfWidget  # noqa: E402
 
 
 @pytest.fixture

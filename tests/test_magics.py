@@ -1018,7 +1018,7 @@ def test_review_widget_accepts_through_its_python_handler(ip: Any, tmp_path: Pat
     from test_review import HISTORY, TURNS, held_one
 
     from uac_kernel.model.testing import ChatServer
-    from uac_kernel.notebook.widgets import ReviewView
+    from uac_kernel.notebook.widgets_act import ReviewView
 
     (tmp_path / "review.jsonl").write_text("".join(json.dumps(e) + "\n" for e in HISTORY + TURNS))
     with ChatServer() as server:

@@ -23,7 +23,7 @@ from uac_kernel.checkpoints.snapshot import SnapTypeState
 from uac_kernel.core.errors import EventError, VocabularyError
 from uac_kernel.fleet.partition import export_store, import_fleet
 from uac_kernel.log.store import Store
-from uac_kernel.notebook.widgets import VocabView
+from uac_kernel.notebook.widgets_act import VocabView
 from uac_kernel.vocab.binding import Binding
 from uac_kernel.vocab.log import binding_json
 from uac_kernel.workbench import Workbench

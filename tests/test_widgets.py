@@ -18,7 +18,9 @@ from conftest import fact
 
 from uac_kernel import Workbench
 from uac_kernel.log.store import LoggedEvent, NewEvent
+from uac_kernel.notebook import widget_base as wbase
 from uac_kernel.notebook import widgets as w
+from uac_kernel.notebook import widgets_act as wact
 from uac_kernel.notebook.paging import LogFilter, LogPager
 
 SCRIPT = "<script>alert('x')</script>"
@@ -193,7 +195,7 @@ def test_log_browser_shows_bad_input_as_an_error_and_keeps_the_page(wb: Workbenc
     ],
 )
 def test_time_bounds_cover_what_they_name(text: str, end: bool, bound: datetime | None) -> None:
-    assert w._bound(text, end) == bound
+    assert wbase._bound(text, end) == bound
 
 
 def test_log_browser_refresh_sees_new_events(wb: Workbench) -> None:
@@ -343,7 +345,7 @@ def test_widgets_show_values_as_a_person_reads_them(wb: Workbench) -> None:
     )
     explorer = w.StateExplorer(wb, type="Flight")
     assert explorer.records[0]["fields"] == {"departs": "2025-03-05 09:30"}
-    line = w.summarize(wb.log(kinds=["utterance"])[-1], width=60)
+    line = wbase.summarize(wb.log(kinds=["utterance"])[-1], width=60)
     assert line == "user: supercalifragilistic supercalifragilistic…"
 
 
@@ -393,30 +395,30 @@ def test_diff_view_shows_the_checkpoint_diff(wb: Workbench) -> None:
 
 
 def test_progress_counts_and_ends(monkeypatch: pytest.MonkeyPatch) -> None:
-    with w.Progress(10, "ingest") as bar:
+    with wbase.Progress(10, "ingest") as bar:
         for _ in range(10):
             bar.update()
     assert (bar.value, bar.total, bar.status, bar.description) == (10, 10, "done", "ingest")
-    with pytest.raises(RuntimeError), w.Progress(None, "extract") as bar:
+    with pytest.raises(RuntimeError), wbase.Progress(None, "extract") as bar:
         bar.update(3)
         raise RuntimeError("boom")
     assert (bar.value, bar.total, bar.status) == (3, None, "failed")
 
 
 def test_progress_helper_uses_tqdm_outside_a_notebook(capsys: pytest.CaptureFixture[str]) -> None:
-    assert list(w.progress(range(5), desc="steps")) == [0, 1, 2, 3, 4]
+    assert list(wbase.progress(range(5), desc="steps")) == [0, 1, 2, 3, 4]
     assert "steps" in capsys.readouterr().err
 
 
 def test_progress_helper_shows_the_widget_in_a_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
     shown: list[Any] = []
-    monkeypatch.setattr(w, "in_notebook", lambda: True)
+    monkeypatch.setattr(wbase, "in_notebook", lambda: True)
     monkeypatch.setattr("IPython.display.display", shown.append)
-    assert list(w.progress(iter("abc"), total=3, desc="letters")) == ["a", "b", "c"]
+    assert list(wbase.progress(iter("abc"), total=3, desc="letters")) == ["a", "b", "c"]
     (bar,) = shown
-    assert isinstance(bar, w.Progress)
+    assert isinstance(bar, wbase.Progress)
     assert (bar.value, bar.total, bar.status, bar.description) == (3, 3, "done", "letters")
-    for _ in w.progress(range(10), desc="stop early"):
+    for _ in wbase.progress(range(10), desc="stop early"):
         break
     assert shown[-1].status == "stopped" and shown[-1].value == 0
 
@@ -461,7 +463,7 @@ def fresh(tmp_path: Path) -> Iterator[Workbench]:
 def test_whatif_widget_syncs_the_report_as_plain_data(fresh: Workbench) -> None:
     before = fresh.log()
     what = fresh.whatif(WHATIF, expressions=QUESTIONS)
-    view = w.WhatIfWidget(fresh, what)
+    view = wact.WhatIfWidget(fresh, what)
     assert view.error == "" and not view.applied and view.done == ""
     assert view.timeline_svg == ""  # over the current state: no timeline
     report = view.get_state()["report"]
@@ -504,7 +506,7 @@ def test_whatif_widget_syncs_the_report_as_plain_data(fresh: Workbench) -> None:
 
 def test_whatif_widget_applies_through_its_message_handler(fresh: Workbench) -> None:
     what = fresh.whatif(WHATIF, expressions=[])
-    view = w.WhatIfWidget(fresh, what)
+    view = wact.WhatIfWidget(fresh, what)
     before = fresh.log()
 
     view._on_msg(view, {"action": "apply"}, [])
@@ -535,7 +537,7 @@ def test_whatif_widget_applies_through_its_message_handler(fresh: Workbench) -> 
 
 def test_whatif_widget_shows_a_refusal_when_the_log_moved_on(fresh: Workbench) -> None:
     what = fresh.whatif(WHATIF, expressions=[])
-    view = w.WhatIfWidget(fresh, what)
+    view = wact.WhatIfWidget(fresh, what)
     # Since the what-if ran, the York trip was retracted: its update no longer applies.
     fresh.ingest([fact("2025-03-04", "retract", "Trip", "york", reason="cancelled")])
     before = fresh.log()
@@ -545,7 +547,7 @@ def test_whatif_widget_shows_a_refusal_when_the_log_moved_on(fresh: Workbench) -
 
 
 def test_whatif_widget_refuses_what_is_not_an_action(fresh: Workbench) -> None:
-    view = w.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
     before = fresh.log()
     for content in [{"action": "drop"}, "apply", {"action": ["apply"]}]:
         view._on_msg(view, content, [])
@@ -560,7 +562,7 @@ def test_whatif_widget_in_the_past_draws_the_timeline(fresh: Workbench) -> None:
         as_of="2025-01-20T00:00:00",
         expressions=[],
     )
-    view = w.WhatIfWidget(fresh, what)
+    view = wact.WhatIfWidget(fresh, what)
     assert view.error == ""
     assert view.report["as_of"] == "2025-01-20 00:00"
     svg = view.timeline_svg
@@ -582,7 +584,7 @@ def test_hostile_strings_are_synced_as_plain_data(wb: Workbench) -> None:
 
 @pytest.mark.parametrize("name", ["_common.js", *MODULES])
 def test_front_end_modules_never_parse_data_as_html(name: str) -> None:
-    source = w.asset(name)
+    source = wbase.asset(name)
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(", source)
     assert not re.search(r"\bimport\b.*\bfrom\b|https?://", source), "no imports, no network"
 
@@ -597,17 +599,17 @@ def test_front_end_modules_never_parse_data_as_html(name: str) -> None:
         (w.AlertInspector, "alert_inspector.js"),
         (w.StateExplorer, "state_explorer.js"),
         (w.DiffView, "diff_view.js"),
-        (w.Progress, "progress.js"),
-        (w.ReviewView, "review_view.js"),
-        (w.WhatIfWidget, "whatif_view.js"),
-        (w.VocabView, "vocab_view.js"),
+        (wbase.Progress, "progress.js"),
+        (wact.ReviewView, "review_view.js"),
+        (wact.WhatIfWidget, "whatif_view.js"),
+        (wact.VocabView, "vocab_view.js"),
     ],
 )
 def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> None:
-    own = w.asset(name)
+    own = wbase.asset(name)
     assert "export default { render };" in own
     assert widget._esm.endswith(own) and "function h(" in widget._esm
-    assert widget._css == w.asset("uac.css") and ".uac" in widget._css
+    assert widget._css == wbase.asset("uac.css") and ".uac" in widget._css
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -618,10 +620,10 @@ def test_each_widget_loads_its_module_and_the_css(widget: type, name: str) -> No
         w.AlertInspector,
         w.StateExplorer,
         w.DiffView,
-        w.Progress,
-        w.ReviewView,
-        w.WhatIfWidget,
-        w.VocabView,
+        wbase.Progress,
+        wact.ReviewView,
+        wact.WhatIfWidget,
+        wact.VocabView,
     ],
 )
 def test_each_module_parses_as_an_es_module(widget: type) -> None:
@@ -638,9 +640,9 @@ def test_each_module_parses_as_an_es_module(widget: type) -> None:
 
 def test_assets_come_from_the_package_or_the_checkout() -> None:
     for name in ["_common.js", "uac.css", *MODULES]:
-        assert w.asset(name) == (ROOT / "widgets" / name).read_text(encoding="utf-8")
+        assert wbase.asset(name) == (ROOT / "widgets" / name).read_text(encoding="utf-8")
     with pytest.raises(FileNotFoundError, match="reinstall"):
-        w.asset("nope.js")
+        wbase.asset("nope.js")
 
 
 def test_the_wheel_ships_the_front_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -88,7 +88,7 @@ def run_with_progress(line: str, model: ModelSettings | None) -> RunReport:
 
     root, job, args, options = parse_run(line)
     try:
-        from uac_kernel.notebook.widgets import Progress
+        from uac_kernel.notebook.widget_base import Progress
     except ImportError:  # anywidget missing: fleet.run's own tqdm bar
         return run(root, Job(job, args), model=model, **options)
     bar: Progress | None = None

@@ -159,7 +159,7 @@ class CodeMagics(Session):
             table = Table(listing.BINDING_COLUMNS, rows, self.displaylimit, caption=caption)
 
             def make() -> Any:
-                from uac_kernel.notebook.widgets import VocabView
+                from uac_kernel.notebook.widgets_act import VocabView
 
                 return VocabView(wb)
 

@@ -62,7 +62,7 @@ class ModelMagics(Session):
             text = "\n".join(b.text() for b in held) or "no model answers are held for review"
 
             def make() -> Any:
-                from uac_kernel.notebook.widgets import ReviewView
+                from uac_kernel.notebook.widgets_act import ReviewView
 
                 return ReviewView(wb)
 

@@ -255,7 +255,7 @@ def whatif(
     callout with the one-line error instead; nothing is appended then either.
     """
     from uac_kernel.engine.whatif import events_from_text
-    from uac_kernel.notebook.widgets import WhatIfWidget
+    from uac_kernel.notebook.widgets_act import WhatIfWidget
 
     mo = _marimo()
     problem = _whatif_arguments(events, expressions)

@@ -205,7 +205,7 @@ class Session(Magics):
     def _show_whatif(self, wb: Workbench, w: WhatIf, head: Sequence[str] = ()) -> None:
         """The what-if's report: its widget (with the Apply button) when there is one, else
         the text and HTML; ``head`` lines come first."""
-        from uac_kernel.notebook.widgets import WhatIfWidget
+        from uac_kernel.notebook.widgets_act import WhatIfWidget
         from uac_kernel.render.whatif_face import report_html, report_lines
 
         if head:
