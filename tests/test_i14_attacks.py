@@ -24,7 +24,8 @@ import pytest
 from test_shared_store import env, log_is_sound, notes, uac, write_jsonl
 from test_snapshot import TAX, answers, compare, demo_store
 
-from uac_kernel.checkpoints.snapshot import SnapTypeState, drop_snapshots
+from uac_kernel.checkpoints.snapshot import drop_snapshots
+from uac_kernel.checkpoints.snaptypes import SnapTypeState
 from uac_kernel.core.errors import QueryError, SnapshotIgnored
 from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench

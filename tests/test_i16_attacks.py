@@ -521,7 +521,7 @@ def test_hostile_expressions_rerun_as_answers_change_nothing(tmp_path: Path) -> 
 def test_a_whatif_on_a_lazily_opened_state_reads_only_what_it_touches(tmp_path: Path) -> None:
     """Cost: a what-if that touches one record of a type of n records reads a bounded number
     of them from the snapshot, whatever n (counts, not timings)."""
-    from uac_kernel.checkpoints.snapshot import SnapTypeState
+    from uac_kernel.checkpoints.snaptypes import SnapTypeState
 
     def records_read(n: int) -> tuple[int, set[str]]:
         path = tmp_path / f"n{n}"

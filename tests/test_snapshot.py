@@ -15,7 +15,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from uac_kernel.checkpoints.snapshot import SnapTypeState, drop_snapshots
+from uac_kernel.checkpoints.snapshot import drop_snapshots
+from uac_kernel.checkpoints.snaptypes import SnapTypeState
 from uac_kernel.core.errors import SnapshotIgnored
 from uac_kernel.demo.life import write_demo_jsonl
 from uac_kernel.log.store import Store
@@ -546,7 +547,7 @@ def test_snapshot_reads_are_bounded_by_types_not_keys(
     """An operation, then a checkpoint, on a store opened from its snapshot reads each type's
     tables in a bounded number of queries, however many keys it reads (~2,500 here, each once
     a query before), and answers and renders byte for byte what the plain fold does."""
-    import uac_kernel.checkpoints.snapshot as snapshot
+    import uac_kernel.checkpoints.snaptypes as snaptypes
 
     db = many_keys_store(tmp_path, scale, monkeypatch)
     plain = tmp_path / "plain.duckdb"
@@ -555,14 +556,14 @@ def test_snapshot_reads_are_bounded_by_types_not_keys(
     drop_snapshots(store.con, "me")
     store.close()
     # A batch of 600 keys (about 300 of a type) is past the bound: the type is read whole.
-    monkeypatch.setattr(snapshot, "PREFETCH_MAX", 100)
+    monkeypatch.setattr(snaptypes, "PREFETCH_MAX", 100)
     run = OPERATIONS[operation]
     got: list[Any] = []
     for path in (db, plain):
         with Workbench(path, user="me") as wb:
             lazy = isinstance(wb.state.types["Transaction"], SnapTypeState)
             assert lazy == (path == db)
-            bound = (snapshot.BY_KEY_QUERIES + 4) * len(wb.state.types)
+            bound = (snaptypes.BY_KEY_QUERIES + 4) * len(wb.state.types)
             answer = run(wb)
             assert not lazy or snapshot_reads(wb) <= bound, "the operation"
             cp = wb.checkpoint()

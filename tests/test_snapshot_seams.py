@@ -29,7 +29,9 @@ from typing import Any
 import pytest
 
 import uac_kernel.checkpoints.snapshot as snapshot
-from uac_kernel.checkpoints.snapshot import SnapTypeState, drop_snapshots
+import uac_kernel.checkpoints.snaptypes as snaptypes
+from uac_kernel.checkpoints.snapshot import drop_snapshots
+from uac_kernel.checkpoints.snaptypes import SnapTypeState
 from uac_kernel.core.errors import SnapshotIgnored
 from uac_kernel.log.store import Store
 from uac_kernel.model.client import ModelSettings
@@ -101,7 +103,7 @@ def bound(wb: Workbench, *, per_field: bool = False) -> int:
     field indexes, one per field), never one per key."""
     st = wb.state
     extra = sum(len(f) for f in st.schema.types.values()) if per_field else 0
-    return (snapshot.BY_KEY_QUERIES + 4) * len(st.types) + extra
+    return (snaptypes.BY_KEY_QUERIES + 4) * len(st.types) + extra
 
 
 def keys_of(wb: Workbench, t: str, every: int = 1) -> list[str]:
@@ -463,7 +465,7 @@ def test_ingest_many_keys_one_batch_and_many_small_batches(
         return out
 
     both(snap, plain, run)
-    monkeypatch.setattr(snapshot, "PREFETCH_MAX", 50)  # the batch past PREFETCH_MAX
+    monkeypatch.setattr(snaptypes, "PREFETCH_MAX", 50)  # the batch past PREFETCH_MAX
     snap2, plain2 = pair(base, tmp_path / "b" if (tmp_path / "b").mkdir() is None else tmp_path)
     both(snap2, plain2, run)
 

@@ -19,7 +19,7 @@ from IPython.utils.capture import capture_output
 from test_magics import run, usage_error, widget_outputs
 
 from uac_kernel.checkpoints.codegen import parse_module, render_module
-from uac_kernel.checkpoints.snapshot import SnapTypeState
+from uac_kernel.checkpoints.snaptypes import SnapTypeState
 from uac_kernel.core.errors import EventError, VocabularyError
 from uac_kernel.fleet.partition import export_store, import_fleet
 from uac_kernel.log.store import Store

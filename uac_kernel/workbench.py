@@ -19,16 +19,14 @@ from uac_kernel.checkpoints.checkpoint import Checkpoint, CheckpointDiff, Checkp
 from uac_kernel.checkpoints.codegen import rules_code
 from uac_kernel.checkpoints.snapshot import (
     CLOSE_AFTER,
-    Mark,
     Restored,
     fingerprint,
     load_snapshot,
-    materialise,
-    prefetch,
     reads_records,
     snapshot_gen,
     write_snapshot,
 )
+from uac_kernel.checkpoints.snaptypes import Mark, materialise, prefetch
 from uac_kernel.core.display import did_you_mean, plural
 from uac_kernel.core.errors import (
     ConstraintError,
