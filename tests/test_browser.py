@@ -464,7 +464,7 @@ _WHATIF_CELL = f"""
 import tempfile
 from pathlib import Path
 from uac_kernel import Workbench
-from uac_kernel.notebook.widgets import WhatIfWidget
+from uac_kernel.notebook.widgets_act import WhatIfWidget
 
 _wi_wb = Workbench(Path(tempfile.mkdtemp()) / "whatif.duckdb", user="maya")
 _wi_wb.ingest([{{"kind": "fact", "ts": "2025-01-05T09:00:00", "op": "add", "type": "Allergy",

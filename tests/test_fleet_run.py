@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from uac_kernel.fleet.partition import Fleet, verify_fleet
+from uac_kernel.fleet.partition import Fleet
 from uac_kernel.fleet.run import Job, RunProgress, run
+from uac_kernel.fleet.verify import verify_fleet
 from uac_kernel.model.client import ModelSettings
 from uac_kernel.model.testing import ChatServer, Reply
 

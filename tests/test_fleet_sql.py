@@ -18,7 +18,8 @@ import pytest
 from uac_kernel import Workbench
 from uac_kernel.core.errors import FleetError, QueryError
 from uac_kernel.demo.life import demo_events
-from uac_kernel.fleet.partition import Fleet, export_store
+from uac_kernel.fleet.export import export_store
+from uac_kernel.fleet.partition import Fleet
 from uac_kernel.fleet.sql import FleetSql, fleet_sql, fleet_summary
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")

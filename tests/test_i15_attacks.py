@@ -25,16 +25,11 @@ import pytest
 from conftest import fact
 
 from uac_kernel.core.errors import FleetError, QueryError, UacError
-from uac_kernel.fleet.partition import (
-    Fleet,
-    bucket,
-    checkout,
-    encode,
-    export_store,
-    import_fleet,
-    parquet_source,
-    verify_fleet,
-)
+from uac_kernel.fleet.checkout import checkout
+from uac_kernel.fleet.export import export_store
+from uac_kernel.fleet.importing import import_fleet
+from uac_kernel.fleet.partition import Fleet, bucket, encode, parquet_source
+from uac_kernel.fleet.verify import verify_fleet
 from uac_kernel.log.integrity import verify
 from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench

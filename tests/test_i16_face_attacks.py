@@ -575,7 +575,7 @@ import sys, xml.dom.minidom
 sys.path.insert(0, sys.argv[2])
 from test_whatif_cli import AMOXICILLIN
 from uac_kernel.workbench import Workbench
-from uac_kernel.notebook.widgets import WhatIfWidget
+from uac_kernel.notebook.widgets_act import WhatIfWidget
 with Workbench(sys.argv[1], user="maya") as wb:
     w = wb.whatif([{**AMOXICILLIN, "key": sys.argv[3]}], as_of="2024-01-01")
     widget = WhatIfWidget(wb, w)

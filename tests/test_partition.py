@@ -19,15 +19,11 @@ import pytest
 from conftest import fact
 
 from uac_kernel.core.errors import FleetConflict, FleetDiverged, FleetError, UacError
-from uac_kernel.fleet.partition import (
-    Fleet,
-    checkout,
-    commit,
-    export_store,
-    import_fleet,
-    parquet_source,
-    verify_fleet,
-)
+from uac_kernel.fleet.checkout import checkout, commit
+from uac_kernel.fleet.export import export_store
+from uac_kernel.fleet.importing import import_fleet
+from uac_kernel.fleet.partition import Fleet, parquet_source
+from uac_kernel.fleet.verify import verify_fleet
 from uac_kernel.log.integrity import verify
 from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
@@ -163,7 +159,8 @@ PAUSED_WRITER = r"""
 import os, sys, time
 from pathlib import Path
 from uac_kernel.core.errors import FleetError
-from uac_kernel.fleet.partition import Fleet, commit
+from uac_kernel.fleet.checkout import commit
+from uac_kernel.fleet.partition import Fleet
 
 root, user, store, ready, go = sys.argv[1:6]
 

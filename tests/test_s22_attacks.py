@@ -33,17 +33,12 @@ from test_snapshot import TAX
 
 from uac_kernel.checkpoints.snapshot import CLOSE_AFTER
 from uac_kernel.core.errors import FleetError, UacError
-from uac_kernel.fleet.partition import (
-    Fleet,
-    bucket,
-    checkout,
-    encode,
-    export_store,
-    import_fleet,
-    parquet_source,
-    verify_fleet,
-)
+from uac_kernel.fleet.checkout import checkout
+from uac_kernel.fleet.export import export_store
+from uac_kernel.fleet.importing import import_fleet
+from uac_kernel.fleet.partition import Fleet, bucket, encode, parquet_source
 from uac_kernel.fleet.run import Job, run
+from uac_kernel.fleet.verify import verify_fleet
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parents[1]

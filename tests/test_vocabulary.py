@@ -21,7 +21,8 @@ from test_magics import run, usage_error, widget_outputs
 from uac_kernel.checkpoints.codegen import parse_module, render_module
 from uac_kernel.checkpoints.snaptypes import SnapTypeState
 from uac_kernel.core.errors import EventError, VocabularyError
-from uac_kernel.fleet.partition import export_store, import_fleet
+from uac_kernel.fleet.export import export_store
+from uac_kernel.fleet.importing import import_fleet
 from uac_kernel.log.store import Store
 from uac_kernel.notebook.widgets_act import VocabView
 from uac_kernel.vocab.binding import Binding

@@ -20,7 +20,8 @@ import duckdb
 import pytest
 
 from uac_kernel.core.errors import CodeError
-from uac_kernel.fleet.partition import export_store, import_fleet
+from uac_kernel.fleet.export import export_store
+from uac_kernel.fleet.importing import import_fleet
 from uac_kernel.fleet.run import Job, run
 from uac_kernel.log.integrity import verify
 from uac_kernel.log.store import Store

@@ -151,7 +151,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
 
 def _verify_fleet(args: argparse.Namespace) -> None:
     """``uac verify DIR``: a fleet directory, one line per problem."""
-    from uac_kernel.fleet.partition import verify_fleet
+    from uac_kernel.fleet.verify import verify_fleet
 
     if args.head is not None:
         raise CommandLineError(
@@ -168,14 +168,14 @@ def _verify_fleet(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from uac_kernel.fleet.partition import export_store
+    from uac_kernel.fleet.export import export_store
 
     users = [args.user] if args.user_given else None
     print(printable(export_store(args.store, args.dir, users=users).summary()))
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    from uac_kernel.fleet.partition import import_fleet
+    from uac_kernel.fleet.importing import import_fleet
 
     users = [args.user] if args.user_given else None
     print(printable(import_fleet(args.dir, args.store, users=users).summary()))

@@ -200,7 +200,7 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
     A ``UacError`` (bad data, a refused expression, a model that failed) is a 'failed' result and
     nothing is committed; any other exception propagates, so the engine retries the task.
     """
-    from uac_kernel.fleet.partition import checkout, commit
+    from uac_kernel.fleet.checkout import checkout, commit
 
     fleet = Fleet(task.root)
     run_dir = Path(task.run_dir)
