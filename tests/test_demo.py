@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from uac_kernel.demo.life import DEMO_USER, demo_events, write_demo_jsonl
+from uac_kernel.demo.life import demo_events, write_demo_jsonl
+from uac_kernel.demo.timeline import DEMO_USER
 
 Event = dict[str, object]
 EVENTS = demo_events()

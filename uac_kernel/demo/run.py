@@ -28,7 +28,8 @@ from uac_kernel.demo.chat import (
     import_calls,
     reference_model,
 )
-from uac_kernel.demo.life import DEMO_USER, demo_jsonl, write_demo_jsonl
+from uac_kernel.demo.life import demo_jsonl, write_demo_jsonl
+from uac_kernel.demo.timeline import DEMO_USER
 from uac_kernel.ingest.events import InputEvent
 from uac_kernel.log.store import Store
 from uac_kernel.model.ask import Answer
