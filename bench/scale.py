@@ -59,11 +59,12 @@ import prompt_scale  # bench/prompt_scale.py, beside this script
 from tqdm import tqdm
 
 from uac_kernel.core.chain import GENESIS, content_hash, event_hash, new_salt
+from uac_kernel.core.timing import no_gc
 from uac_kernel.ingest.events import parse_jsonl, parse_objects, plan_batch
 from uac_kernel.log.store import Store, dump_payload
 from uac_kernel.sql.view import sql_type
 from uac_kernel.state.query import namespace
-from uac_kernel.workbench import Workbench, _no_gc
+from uac_kernel.workbench import Workbench
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "scale.json"
@@ -506,7 +507,7 @@ class WriteFloor:
 
     def write(self, path: Path) -> int:
         """Log the events of one Event JSONL file; return how many."""
-        with _no_gc():  # as ingest's batches: no GC walk over the batch's objects
+        with no_gc():  # as ingest's batches: no GC walk over the batch's objects
             rows = []
             now = datetime.now(UTC).replace(tzinfo=None)
             user, seq, user_seq, prev = self.user, self.seq, self.user_seq, self.prev

@@ -12,9 +12,9 @@ from conftest import add, alerts, clock, keys, retract, update
 from uac_kernel import Workbench
 from uac_kernel.constraints.compile import compile_constraint
 from uac_kernel.core.errors import ConstraintError
+from uac_kernel.ingest.report import IngestReport
 from uac_kernel.language.spec import parse_constraint
 from uac_kernel.rules.engine import Alert
-from uac_kernel.workbench import IngestReport
 
 
 def bench(**constraints: dict[str, Any]) -> Workbench:

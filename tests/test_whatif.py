@@ -564,6 +564,7 @@ def test_events_from_text_refuses_bad_text_in_one_line(text: str, match: str) ->
 
 def test_a_trial_never_writes_its_base(gp: Workbench) -> None:
     from uac_kernel.engine.whatif import logged
+    from uac_kernel.ingest.adapters import read_input
     from uac_kernel.state.trial import Trial
 
     base: State = gp.state
@@ -574,7 +575,7 @@ def test_a_trial_never_writes_its_base(gp: Workbench) -> None:
             gp._plan(
                 base,
                 list(
-                    gp._parse(
+                    read_input(
                         [
                             add("2025-05-02", "Medication", "ibu2", name="x", brand="y"),
                             update("2025-05-02", "Medication", "ibu", name="naproxen"),
@@ -590,6 +591,8 @@ def test_a_trial_never_writes_its_base(gp: Workbench) -> None:
                         ],
                         "<t>",
                         "jsonl",
+                        None,
+                        gp.limits,
                     )
                 ),
             ),

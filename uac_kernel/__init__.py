@@ -10,6 +10,7 @@ from uac_kernel.core.errors import UacError
 if TYPE_CHECKING:
     from uac_kernel.core.records import Record
     from uac_kernel.engine.whatif import WhatIf
+    from uac_kernel.ingest.report import IngestReport
     from uac_kernel.language.spec import (
         Before,
         Moment,
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
         parse_constraint,
     )
     from uac_kernel.rules.engine import Alert, Finding, Rule, rule
-    from uac_kernel.workbench import IngestReport, Workbench
+    from uac_kernel.workbench import Workbench
 
 __all__ = [
     "Alert",
@@ -72,7 +73,7 @@ def open(
 
 _LAZY = {
     "Workbench": "uac_kernel.workbench",
-    "IngestReport": "uac_kernel.workbench",
+    "IngestReport": "uac_kernel.ingest.report",
     "WhatIf": "uac_kernel.engine.whatif",
     "Record": "uac_kernel.core.records",
     "Alert": "uac_kernel.rules.engine",

@@ -5,10 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import hashlib
-import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,22 +23,26 @@ from uac_kernel.checkpoints.snapshot import (
     snapshot_gen,
     write_snapshot,
 )
-from uac_kernel.checkpoints.snaptypes import Mark, materialise, prefetch
-from uac_kernel.core.display import did_you_mean, plural
+from uac_kernel.checkpoints.snaptypes import Mark, materialise
+from uac_kernel.core.display import did_you_mean
 from uac_kernel.core.errors import (
     ConstraintError,
     EventError,
     QueryError,
     StoreError,
-    UacError,
     UnknownUser,
     VocabularyError,
 )
 from uac_kernel.core.limits import DEFAULT_LIMITS, Limits
 from uac_kernel.core.records import Record
 from uac_kernel.core.search import LogSearch
-from uac_kernel.ingest.adapters import read_events
-from uac_kernel.ingest.events import InputEvent, parse_jsonl, parse_objects, plan_batch
+from uac_kernel.core.timing import Stopwatch, no_gc
+from uac_kernel.engine.after import after_events, constraint_key, put_all_in_force
+from uac_kernel.engine.alerts import log_alerts, reconcile
+from uac_kernel.engine.plan import plan_events
+from uac_kernel.ingest.adapters import read_input
+from uac_kernel.ingest.events import InputEvent
+from uac_kernel.ingest.report import IngestReport
 from uac_kernel.log.shared import operations
 from uac_kernel.log.store import LoggedEvent, NewEvent, Store
 from uac_kernel.log.users import DEFAULT_USER, check_kind, resolve_user, unknown_user_message
@@ -49,11 +50,8 @@ from uac_kernel.model.ask import Answer, answer_question, search_function
 from uac_kernel.rules.engine import (
     Alert,
     AlertChange,
-    ClearedAlert,
     Rule,
     RuleRunner,
-    as_cleared,
-    why_cleared,
 )
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.rules.watched import read_fields
@@ -62,7 +60,10 @@ from uac_kernel.sql.view import SqlResult, SqlView
 from uac_kernel.state.fold import ConstraintVersion, State, fold
 from uac_kernel.state.query import UserView, namespace
 from uac_kernel.vocab.binding import Vocabulary
-from uac_kernel.vocab.log import binding_json, binding_of, check_binding, split_target
+from uac_kernel.vocab.log import (
+    binding_events,
+    split_target,
+)
 from uac_kernel.vocab.matcher import SAMPLE, Unwatched, unwatched
 
 if TYPE_CHECKING:
@@ -82,169 +83,6 @@ __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
 
 # What a what-if re-runs by default: the latest expressions and questions of the session.
 ASKED_MOST = 20
-
-
-def _check_compiles(planned: Iterable[NewEvent], taken: Collection[str] = ()) -> None:
-    """Compile each constraint a batch puts in force, so one this uac cannot turn into a rule
-    is refused before anything is appended; so is one whose rule would take the name of a
-    rule in force that is not a constraint's (``taken``)."""
-    for ev in planned:
-        if ev.kind == "constraint" and ev.payload["op"] != "retract":
-            from uac_kernel.constraints import compile_constraint, parse_constraint
-
-            key = ev.payload["key"]
-            c = parse_constraint(ev.payload["constraint"], f"constraint {key!r}")
-            try:
-                name = compile_constraint(key, c).name
-            except ImportError as exc:
-                raise ConstraintError(
-                    f"constraint {key!r}: kind {c.kind!r} has no compiler in this uac ({exc}); "
-                    "use another kind or upgrade uac"
-                ) from None
-            if name in taken:
-                raise ConstraintError(
-                    f"constraint {key!r} would be rule {name!r}, the name of a rule in force "
-                    "that is not a constraint's; choose another key"
-                )
-
-
-def _said(given: Any) -> str:
-    """A binding as its caller gave it, for a one-line error."""
-    if not isinstance(given, dict):
-        return "the binding"
-    where = ".".join(str(given[k]) for k in ("type", "field") if k in given)
-    target = given.get("concept") or given.get("role")
-    return f"{where} as {target}" if target is not None else where
-
-
-def _key_of(rules: dict[str, str], rule: str) -> str | None:
-    return next((k for k, name in rules.items() if name == rule), None)
-
-
-def _of(cv: ConstraintVersion | None) -> str:
-    return f"constraint {cv.key!r}" if cv is not None else "its constraint"
-
-
-def put_in_force(runner: RuleRunner, rules_of: dict[str, str], cv: ConstraintVersion) -> None:
-    """Put the rule of constraint version ``cv`` in ``runner``, noting it in ``rules_of``
-    (constraint key → rule name)."""
-    from uac_kernel.constraints.inforce import in_force_rule
-
-    r = in_force_rule(cv)
-    runner.add(r)
-    rules_of[cv.key] = r.name
-
-
-def constraints_changed(
-    state: State, runner: RuleRunner, rules_of: dict[str, str], keys: Collection[str]
-) -> list[ClearedAlert]:
-    """Put the rules of the constraints ``keys`` in force, in their new version, or take
-    those of retracted ones out; return the alerts the retracted ones had standing."""
-    cleared: list[ClearedAlert] = []
-    for key in sorted(keys):
-        cv = state.constraints.get(key)
-        if cv is not None:
-            put_in_force(runner, rules_of, cv)
-            continue
-        name = rules_of.pop(key, None)
-        if name is None:
-            continue
-        ended = next(v for v in reversed(state.constraint_history) if v.key == key)
-        because = f": {ended.ended_because}" if ended.ended_because else ""
-        reason = f"constraint {key!r} was retracted{because}"
-        cleared += [as_cleared(a, reason) for a in runner.remove(name)]
-    return cleared
-
-
-def rules_after(
-    state: State,
-    runner: RuleRunner,
-    rules_of: dict[str, str],
-    changed: set[str],
-    clock_moved: bool,
-    constrained: set[str],
-) -> AlertChange | None:
-    """Run the rules a folded batch affects (None: it affects none): those reading a changed
-    type or the clock, every rule of a constraint it put in force or changed, and every rule
-    when it changed the vocabulary (rules read through it)."""
-    everything = state.take_changed_vocab()
-    if not (changed or clock_moved or constrained or everything):
-        return None
-    ended = constraints_changed(state, runner, rules_of, constrained)
-    view = UserView(state)
-    change = runner.run(view, None if everything else changed, clock_moved, vocab=everything)
-    if constrained:
-        # A new or changed constraint's rule runs on the whole state, whatever changed.
-        names = [rules_of[k] for k in constrained if k in state.constraints]
-        again = runner.run(view, None, only=names)
-        change.raised += [a for a in again.raised if a not in change.raised]
-        change.updated += again.updated
-        for a in again.cleared:
-            key = _key_of(rules_of, a.rule)
-            cv = state.constraints.get(key) if key is not None else None
-            change.cleared.append(as_cleared(a, f"{_of(cv)} was updated ({a.reason})"))
-    change.cleared += ended
-    return change
-
-
-class Stopwatch:
-    """Seconds per named step of one batch (``IngestReport.seconds``) or task (a fleet run's
-    timings)."""
-
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.laps[name] = self.laps.get(name, 0.0) + now - self._last
-        self._last = now
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic GC while parsing, validating, writing and folding a batch.
-
-    Each of these allocates containers per event that hold no cycles, and every so many
-    allocations the GC would walk the long-lived records of the state again: a third of the CPU
-    time of a million-event fold went there. One pause covers all four steps, so the batch's
-    new objects are walked once when it ends. Rules run with the GC on: they are user code.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
-@dataclass
-class IngestReport:
-    """What an ingest appended, skipped as already logged, and which alerts it raised or cleared."""
-
-    appended: int = 0
-    skipped: int = 0
-    schema_changes: int = 0
-    first_seq: int | None = None
-    last_seq: int | None = None
-    raised: list[Alert] = field(default_factory=list)
-    cleared: list[ClearedAlert] = field(default_factory=list)
-    updated: list[Alert] = field(default_factory=list)
-    # The keys of the constraints the call put in force, changed or retracted (``constrain``,
-    # ``retract_constraint``; a constraint already in force as given is listed too).
-    constraints: list[str] = field(default_factory=list)
-    # Where the time went, in seconds: parse, validate, write (the log), fold, rules. "rules"
-    # also holds the GC's one walk over the batch's new records once it resumes (see _no_gc).
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        text = f"{plural(self.appended, 'event')} appended, {self.skipped} already in the log"
-        if self.schema_changes:
-            text += f", {plural(self.schema_changes, 'schema change')}"
-        if self.raised or self.cleared:
-            text += f"; alerts: {len(self.raised)} raised, {len(self.cleared)} cleared"
-        return text
 
 
 @operations  # each public method holds the store's file only while it runs, see _shared
@@ -327,7 +165,7 @@ class Workbench:
             return
         self._snap = None
         self.state = State(user)
-        with _no_gc():
+        with no_gc():
             if latest is not None:
                 # Only what changed after the last checkpoint needs re-rendering at the next one.
                 self.state.apply_all(self.store.events(user, upto_seq=latest.seq))
@@ -340,48 +178,30 @@ class Workbench:
             # every command after. At 300k events that walk was a fifth of an open
             # (bench/nofold.py). close() unfreezes, so no cycle stays uncollected past it.
             gc.freeze()
-        self.state.take_changed_types()
-        self.state.take_changed_vocab()
-        for cv in self.state.constraints.values():  # each compiled once per open
-            self._put_in_force(cv)
-        self.state.take_changed_constraints()
-        self.runner.run(self.view, None)
+        put_all_in_force(self.state, self.runner, self._constraint_rules)
+        after_events(self.state, self.runner, self._constraint_rules, False, kept=())
         self._reconcile_alerts(self.runner.rules.keys())
 
     def _forgotten_rules(self) -> set[str]:
-        """The rules in force that a forget logged since this workbench's state erased: a
-        reload carries the rules in force over, and must not carry one whose source a forget
-        in another process erased (its next checkpoint would render the source back).
-
-        A rule defined here goes only if the event that logged its definition went (a clean
-        redefinition stays); a shipped rule never goes; any other own rule the forget named
-        goes (its source is known only here)."""
+        """The rules in force that a forget logged since this state erased (``forget.forgotten``)."""
         state: State | None = getattr(self, "state", None)
         if state is None or not self.runner.rules:
             return set()
-        from uac_kernel.checkpoints.codegen import shipped
+        from uac_kernel.checkpoints.forget import forgotten
 
-        library = shipped(self.runner.rules.values())
-        out: set[str] = set()
-        for ev in self.store.events(self.user, after_seq=state.seq, kinds=["forget"]):
-            erased = {int(u) for u, _name in ev.payload.get("rules") or ()}
-            for name in map(str, ev.payload.get("out_of_force") or ()):
-                defined = self._defined.get(name)
-                if defined is not None:
-                    if defined in erased:
-                        out.add(name)
-                elif name not in library:
-                    out.add(name)
-        for name in out:
+        gone = forgotten(
+            self.store, self.user, state.seq, self.runner.rules.values(), self._defined
+        )
+        for name in gone:
             self._defined.pop(name, None)
-        return out
+        return gone
 
     def _load_snapshot(self, snap: Restored) -> None:
         """Fold the events after a snapshot into the state it restored, and run only the rules
         they (or the clock) affect over the alerts it kept, as an ingest of them would."""
         self.state = state = snap.state
         self._snap = snap.mark
-        with _no_gc():
+        with no_gc():
             events = list(self.store.events(self.user, after_seq=state.seq))
             snap.prefetch(events)
             if snap.checkpoint_seq is not None:
@@ -392,23 +212,16 @@ class Workbench:
             else:
                 state.apply_all(events)
             gc.freeze()  # as after a full fold (see _load)
-        changed: set[str] | None = state.take_changed_types()
-        if state.take_changed_vocab():
-            changed = None  # every rule reads through the vocabulary
-        for cv in state.constraints.values():
-            self._put_in_force(cv)
-        constrained = state.take_changed_constraints()
-        fresh = {self._constraint_rules[k] for k in constrained if k in self._constraint_rules}
+        put_all_in_force(state, self.runner, self._constraint_rules)
         # A rule's kept alerts stand for it only if it is the rule that left them.
         kept = [
             name
             for name, r in self.runner.rules.items()
-            if name not in fresh and snap.rules.get(name, "") == fingerprint(r)
+            if snap.rules.get(name, "") == fingerprint(r)
         ]
         for name in kept:
             self.runner.active[name] = dict(snap.alerts.get(name, {}))
-        self.runner.run(self.view, changed, state.now != snap.now, only=kept)
-        self.runner.run(self.view, None, only=[n for n in self.runner.rules if n not in kept])
+        after_events(state, self.runner, self._constraint_rules, state.now != snap.now, kept=kept)
         self._reconcile_alerts(self.runner.rules.keys())
 
     def _write_snapshot(self) -> None:
@@ -473,22 +286,8 @@ class Workbench:
         """Fold events another writer appended, then bring the rules and standing alerts up to
         date. That writer logged the alerts its rules raised: this one logs only what its own
         rules (a notebook's) see differently, as an open does."""
-        self._drop_sandbox()
-        before = self.state.now
-        self.state.apply_all(new)
-        if self._search is not None:
-            for e in new:
-                if e.kind == "utterance":
-                    self._search.add(e.seq, e.ts, e.payload["speaker"], e.payload["text"], e.source)
-        changed: set[str] | None = self.state.take_changed_types()
-        if self.state.take_changed_vocab():
-            changed = None  # every rule reads through the vocabulary
-        constrained = self.state.take_changed_constraints()
-        self._constraints_changed(constrained)
-        self.runner.run(self.view, changed, self.state.now != before)
-        if constrained:
-            names = [self._constraint_rules[k] for k in constrained if k in self.state.constraints]
-            self.runner.run(self.view, None, only=names)
+        clock_moved = self._fold(new)
+        after_events(self.state, self.runner, self._constraint_rules, clock_moved)
         self._reconcile_alerts(self.runner.rules.keys())
 
     def refresh(self) -> None:
@@ -552,29 +351,14 @@ class Workbench:
         for this user are skipped, so re-ingesting a file appends nothing. Any invalid event
         rejects the whole batch with an ``EventError``.
         """
-        parsed = self._parse(events, origin, format, history)
+        parsed = read_input(events, origin, format, history, self.limits)
         clock = Stopwatch()
-        with _no_gc():
+        with no_gc():
             batch = list(parsed)
             clock.lap("parse")
-            report, changed, clock_moved = self._write(batch, clock)
+            report, clock_moved = self._write(batch, clock)
             del batch  # freed now, or the GC walks the whole parsed batch when it resumes
-        return self._run_rules(report, changed, clock_moved, clock)
-
-    def _parse(
-        self,
-        events: str | Path | Iterable[dict[str, Any]],
-        origin: str,
-        format: str,
-        history: str | None = None,
-    ) -> Iterable[InputEvent]:
-        if isinstance(events, (str, Path)):
-            if format == "jsonl" and history is None:
-                return parse_jsonl(events, self.limits)
-            return read_events(
-                events, None if format == "auto" else format, user=history, limits=self.limits
-            )
-        return parse_objects(events, origin, self.limits)
+        return self._run_rules(report, clock_moved, clock)
 
     def _fresh(self, parsed: Sequence[InputEvent]) -> list[InputEvent]:
         """The events of ``parsed`` whose source is not logged yet (nor earlier in it)."""
@@ -593,15 +377,13 @@ class Workbench:
     def append_parsed(self, parsed: Sequence[InputEvent]) -> IngestReport:
         """Append events already parsed (by an adapter or the extractor), like ``ingest``."""
         clock = Stopwatch()
-        with _no_gc():
-            report, changed, clock_moved = self._write(parsed, clock)
-        return self._run_rules(report, changed, clock_moved, clock)
+        with no_gc():
+            report, clock_moved = self._write(parsed, clock)
+        return self._run_rules(report, clock_moved, clock)
 
-    def _write(
-        self, parsed: Sequence[InputEvent], clock: Stopwatch
-    ) -> tuple[IngestReport, set[str], bool]:
-        """Validate, log and fold the events not logged yet; return the types they changed and
-        whether the state's clock moved. Under the store's writer lock, after catching up with
+    def _write(self, parsed: Sequence[InputEvent], clock: Stopwatch) -> tuple[IngestReport, bool]:
+        """Validate, log and fold the events not logged yet; return whether the state's clock
+        moved. Under the store's writer lock, after catching up with
         what another workbench of this process wrote: a batch is checked against the log as it
         is, not as this workbench last saw it."""
         if self.store.read_only:
@@ -612,11 +394,11 @@ class Workbench:
 
     def _write_locked(
         self, parsed: Sequence[InputEvent], clock: Stopwatch
-    ) -> tuple[IngestReport, set[str], bool]:
+    ) -> tuple[IngestReport, bool]:
         fresh = self._fresh(parsed)
         report = IngestReport(skipped=len(parsed) - len(fresh))
         if not fresh:
-            return report, set(), False
+            return report, False
         planned = self._plan(self.state, fresh)
         clock.lap("validate")
         logged = self.store.append(planned)
@@ -624,27 +406,26 @@ class Workbench:
         report.appended = len(fresh)
         report.schema_changes = sum(1 for e in logged if e.kind == "schema")
         report.first_seq, report.last_seq = logged[0].seq, logged[-1].seq
+        clock_moved = self._fold(logged)
+        clock.lap("fold")
+        return report, clock_moved
 
+    def _fold(self, events: Sequence[LoggedEvent]) -> bool:
+        """Fold logged events into the state (and the search index, if built); whether the
+        state's clock moved."""
         self._drop_sandbox()  # its worker holds copies of pages of the state now changing
         before = self.state.now
-        self.state.apply_all(logged)
+        self.state.apply_all(events)
         if self._search is not None:
-            for e in logged:
+            for e in events:
                 if e.kind == "utterance":
                     self._search.add(e.seq, e.ts, e.payload["speaker"], e.payload["text"], e.source)
-        changed = self.state.take_changed_types()
-        clock.lap("fold")
-        return report, changed, self.state.now != before
+        return self.state.now != before
 
-    def _run_rules(
-        self, report: IngestReport, changed: set[str], clock_moved: bool, clock: Stopwatch
-    ) -> IngestReport:
-        constrained = self.state.take_changed_constraints()
-        change = rules_after(
-            self.state, self.runner, self._constraint_rules, changed, clock_moved, constrained
-        )
+    def _run_rules(self, report: IngestReport, clock_moved: bool, clock: Stopwatch) -> IngestReport:
+        change = after_events(self.state, self.runner, self._constraint_rules, clock_moved)
         if change is not None:
-            self._log_alerts(change)
+            log_alerts(self.store, self.state, change)
             report.raised, report.cleared, report.updated = (
                 change.raised,
                 change.cleared,
@@ -655,12 +436,6 @@ class Workbench:
         return report
 
     # -- constraints ----------------------------------------------------------------------
-
-    def _put_in_force(self, cv: ConstraintVersion) -> None:
-        put_in_force(self.runner, self._constraint_rules, cv)
-
-    def _constraints_changed(self, keys: Collection[str]) -> list[ClearedAlert]:
-        return constraints_changed(self.state, self.runner, self._constraint_rules, keys)
 
     def constrain(
         self,
@@ -712,23 +487,10 @@ class Workbench:
     def retract_constraint(self, key: str, reason: str | None = None) -> IngestReport:
         """Take constraint ``key`` out of force: its rule stops and its standing alerts clear,
         saying it was retracted (and ``reason``). The constraint stays in the history."""
+        from uac_kernel.constraints.inforce import retract_event
+
         self._sync()
-        if key not in self.state.constraints:
-            keys = sorted(self.state.constraints)
-            raise ConstraintError(
-                f"no constraint {key!r} is in force.{did_you_mean(key, keys)} In force: "
-                f"{', '.join(keys) or 'none'}"
-            )
-        event: dict[str, Any] = {
-            "kind": "constraint",
-            "ts": (self.state.now or datetime(1970, 1, 1)).isoformat(),
-            "op": "retract",
-            "key": key,
-            "source": f"retract:{key}@{self.state.seq}",
-        }
-        if reason is not None:
-            event["reason"] = reason
-        report = self.ingest([event], origin="retract")
+        report = self.ingest([retract_event(self.state, key, reason)], origin="retract")
         report.constraints = [key]
         return report
 
@@ -743,7 +505,7 @@ class Workbench:
 
     def constraint_of(self, rule: str) -> ConstraintVersion | None:
         """The constraint in force whose rule is ``rule`` (an alert's ``rule``), or None."""
-        key = _key_of(self._constraint_rules, rule)
+        key = constraint_key(self._constraint_rules, rule)
         return self.state.constraints.get(key) if key is not None else None
 
     # -- vocabulary -----------------------------------------------------------------------
@@ -804,25 +566,7 @@ class Workbench:
         in one batch: an ``add``, or an ``update`` of a key already bound; one bound exactly so
         is left out. The faces, and proposals (a matcher's, a model's), come through here."""
         self._sync()
-        ts = (self.state.now or datetime(1970, 1, 1)).isoformat()
-        events: list[dict[str, Any]] = []
-        asked: list[str] = []
-        seen: set[tuple[str, str, str | None]] = set()
-        for i, given in enumerate(bindings):
-            try:
-                b = binding_of(check_binding(given, "add", self.limits.value_chars))
-            except VocabularyError as exc:
-                raise VocabularyError(f"{_said(given)}: {exc.reason}") from None
-            bound = self.state.bound(b.key)
-            if bound == b:
-                continue
-            op = "update" if bound is not None or b.key in seen else "add"
-            seen.add(b.key)
-            # A source of its own: binding, unbinding and binding again are three events.
-            source = f"vocab:{self.state.seq}:{i}"
-            events.append({"kind": "vocabulary", "ts": ts, "op": op, "binding": binding_json(b),
-                           "source": source})  # fmt: skip
-            asked.append(_said(given))
+        events, asked = binding_events(bindings, self.state, self.limits.value_chars)
         if not events:
             return IngestReport()
         try:
@@ -849,53 +593,8 @@ class Workbench:
             return change
         return self._reconcile_alerts({r.name})
 
-    def _log_alerts(self, change: AlertChange) -> None:
-        if self.store.read_only or not (change.raised or change.cleared or change.updated):
-            return
-        ts = self.state.now or datetime(1970, 1, 1)
-        events = [
-            NewEvent(ts, "alert", self.user, {"state": state, **alert.model_dump(mode="json")})
-            for state, alerts in (
-                ("raised", change.raised),
-                ("updated", change.updated),
-                ("cleared", change.cleared),
-            )
-            for alert in alerts
-        ]
-        self.state.apply_all(self.store.append(events))
-
     def _reconcile_alerts(self, rules: Collection[str]) -> AlertChange:
-        """Log what differs between the standing alerts of ``rules`` and those the log says stand.
-
-        Only rules in force are evaluated, so only their alerts are reconciled: an alert of a
-        rule this session does not run (a notebook rule not yet re-run) is left as the log has
-        it, not cleared.
-        """
-        logged: dict[str, dict[str, Any]] = {}
-        for ev in self.store.events(self.user, kinds=["alert"]):
-            if ev.payload["rule"] not in rules:
-                continue
-            if ev.payload["state"] in ("raised", "updated"):
-                logged[ev.payload["id"]] = ev.payload
-            else:
-                logged.pop(ev.payload["id"], None)
-        standing = {a.id: a for a in self.runner.standing() if a.rule in rules}
-        change = AlertChange(
-            raised=[a for i, a in standing.items() if i not in logged],
-            updated=[
-                a
-                for i, a in standing.items()
-                if i in logged and logged[i]["severity"] != a.severity
-            ],
-            cleared=[
-                as_cleared(a, why_cleared(a, self.view, self.runner.rules.get(a.rule)))
-                for i, p in logged.items()
-                if i not in standing
-                for a in [Alert.model_validate(p)]
-            ],
-        )
-        self._log_alerts(change)
-        return change
+        return reconcile(self.store, self.state, self.runner, rules)
 
     # -- checkpoints ------------------------------------------------------------------------
 
@@ -1094,11 +793,11 @@ class Workbench:
         have stood, beside the real run's (see ``uac_kernel.engine.whatif``). Its cost grows with
         the log; a what-if of the present costs the events and the rules they touch.
         """
-        from uac_kernel.engine.whatif import WhatIf, event_dict, moment
+        from uac_kernel.engine.whatif import WhatIf, event_dict, moment, whatif_now, whatif_past
 
         clock = Stopwatch()
-        with _no_gc():
-            batch = list(self._parse(events, origin, format))
+        with no_gc():
+            batch = list(read_input(events, origin, format, None, self.limits))
         clock.lap("parse")
         self._sync()
         fresh = self._fresh(batch)
@@ -1109,11 +808,21 @@ class Workbench:
             skipped=len(batch) - len(fresh),
         )
         asked = self._expressions(expressions)
+        answers = (lambda trial: self._answers(trial, asked)) if asked else None
+
+        def plan(state: State) -> list[NewEvent]:
+            return self._plan(state, fresh)
+
         if as_of is None:
-            self._whatif_now(report, fresh, asked, clock)
+            rules_of = self._constraint_rules
+            whatif_now(report, self.state, self.runner, rules_of, plan, answers, clock)
         else:
             report.as_of = moment(as_of)
-            self._whatif_past(report, fresh, asked, clock, progress)
+            own = set(self._constraint_rules.values())
+            rules = [r for r in self.runner.rules.values() if r.name not in own]
+            history = list(self.store.events(self.user))
+            head = self.state.seq
+            whatif_past(report, history, head, self.user, rules, plan, answers, clock, progress)
         report.seconds = clock.laps
         return report
 
@@ -1157,203 +866,21 @@ class Workbench:
         return [(expr, expr) for expr in given]
 
     def _plan(self, state: State, fresh: Sequence[InputEvent]) -> list[NewEvent]:
-        """The events to append for ``fresh`` (checked against ``state``, schema events added),
-        as ``ingest`` appends them; a constraint that would not compile is refused."""
-        # The records the batch changes, read in one query per type if a snapshot holds them:
-        # checking them one by one costs two queries a record.
-        prefetch(state, (ev.payload for ev in fresh if ev.kind == "fact"))
-        planned = plan_batch(state, fresh, self.limits, propose_bindings=self.propose_bindings)
+        """The events to append for ``fresh``, checked against ``state`` (``engine.plan``)."""
         own = set(self._constraint_rules.values())
-        _check_compiles(planned, [n for n in self.runner.rules if n not in own])
-        return planned
-
-    def _whatif_now(
-        self,
-        report: WhatIf,
-        fresh: Sequence[InputEvent],
-        asked: list[tuple[str, str]],
-        clock: Stopwatch,
-    ) -> None:
-        from uac_kernel.engine.whatif import (
-            logged,
-            record_changes,
-            schema_growth,
-            severities,
-            vocab_growth,
+        taken = [n for n in self.runner.rules if n not in own]
+        return plan_events(
+            state, fresh, self.limits, propose_bindings=self.propose_bindings, taken=taken
         )
-        from uac_kernel.state.trial import Trial
-
-        planned = self._plan(self.state, fresh)
-        clock.lap("validate")
-        trial = Trial(self.state)
-        events = logged(planned, self.state.seq)
-        report.first_seq = events[0].seq if events else None
-        with _no_gc():
-            trial.apply_all(events)
-        changed = trial.take_changed_types()
-        clock.lap("fold")
-        runner = self.runner.copy()
-        change = rules_after(
-            trial,
-            runner,
-            dict(self._constraint_rules),
-            changed,
-            trial.now != self.state.now,
-            trial.take_changed_constraints(),
-        )
-        if change is not None:
-            report.raised, report.cleared, report.updated = (
-                change.raised,
-                change.cleared,
-                change.updated,
-            )
-            report.was = severities(self.runner, change.updated)
-        report.records = record_changes(trial)
-        report.schema = schema_growth(self.state, trial)
-        report.vocabulary = vocab_growth(self.state, trial)
-        clock.lap("rules")
-        if asked:
-            report.answers = self._answers(trial, asked)
-            clock.lap("answers")
 
     def _answers(self, trial: State, asked: list[tuple[str, str]]) -> list[AnswerChange]:
         """Each expression run over the state and over the what-if's ``trial``, in the sandbox."""
-        from uac_kernel.engine.whatif import AnswerChange
-
-        def run(box: WarmSandbox, expr: str) -> tuple[Any, str]:
-            try:
-                return box.evaluate(expr), ""
-            except UacError as exc:
-                return None, str(exc)
+        from uac_kernel.engine.whatif import answer_changes
 
         materialise(self.state)  # the sandboxes fork: they cannot read the store
-        now = self._sandbox()
-        before = [run(now, expr) for _, expr in asked]
         ns = namespace(trial)
         ns["search"] = search_function(self.search_index, [])
-        with WarmSandbox(ns, idle_seconds=None) as box:
-            after = [run(box, expr) for _, expr in asked]
-        return [
-            AnswerChange(label, expr, b, a, eb, ea)
-            for (label, expr), (b, eb), (a, ea) in zip(asked, before, after, strict=True)
-        ]
-
-    def _whatif_past(
-        self,
-        report: WhatIf,
-        fresh: Sequence[InputEvent],
-        asked: list[tuple[str, str]],
-        clock: Stopwatch,
-        progress: bool | None,
-    ) -> None:
-        from tqdm.auto import tqdm
-
-        from uac_kernel.engine.whatif import (
-            Run,
-            days,
-            fold_over,
-            logged,
-            record_changes,
-            renumbered,
-            replay_step,
-            schema_growth,
-        )
-        from uac_kernel.state.trial import Trial
-
-        assert report.as_of is not None
-        when = report.as_of
-        # Log order, renumbered: a log's times need not follow its order, so the events
-        # dated up to the moment and those after it interleave in it.
-        history = list(self.store.events(self.user))
-        head = self.state.seq
-        # Every schema event goes first, so the types and fields of the log are known to the
-        # what-if's events; one dated later is dated at the moment, not to move the clock.
-        early = [
-            e if e.ts <= when else e._replace(ts=when)
-            for e in history
-            if e.ts <= when or e.kind == "schema"
-        ]
-        late = [e for e in history if not (e.ts <= when or e.kind == "schema")]
-        real_seq: dict[int, int] = {}
-
-        def numbered(events: Iterable[LoggedEvent], start: int) -> list[LoggedEvent]:
-            out = []
-            for i, e in enumerate(events, start):
-                real_seq[i] = e.seq
-                out.append(e._replace(seq=i))
-            return out
-
-        early = numbered(early, 1)
-        state = State(self.user)
-        real_conflicts: list[str] = []
-        with _no_gc():
-            fold_over(state, early, real_conflicts, real_seq)
-        state.take_changed_types()
-        state.take_changed_constraints()
-        state.take_changed_vocab()
-        own = set(self._constraint_rules.values())
-        runner = RuleRunner(r for r in self.runner.rules.values() if r.name not in own)
-        rules_of: dict[str, str] = {}
-        for cv in state.constraints.values():
-            put_in_force(runner, rules_of, cv)
-        runner.run(UserView(state), None)
-        planned = self._plan(state, fresh)
-        clock.lap("validate")
-        inserted = logged(planned, len(early))
-        for i, e in enumerate(inserted, 1):
-            real_seq[e.seq] = head + i
-        report.first_seq = head + 1 if inserted else None
-        late = numbered(late, len(early) + len(inserted) + 1)
-        groups = list(days(late))
-        bar = tqdm(
-            total=2 * len(groups) + 1,
-            desc="replaying",
-            unit="day",
-            disable=None if progress is None else not progress,
-        )
-        with bar:
-            trial = Trial(state)
-            what = Run("what-if", trial, runner.copy(), dict(rules_of))
-            what.start(when)
-            replay_step(what, inserted, rules_after, report.conflicts, real_seq, at=when)
-            report.records = record_changes(trial)
-            report.schema = schema_growth(state, trial)
-            bar.update()
-            for group in groups:
-                replay_step(what, group, rules_after, report.conflicts, real_seq)
-                bar.update()
-            clock.lap("what-if run")
-            if asked:
-                report.answers = self._answers(trial, asked)
-                clock.lap("answers")
-            ended = {a.id: a for a in what.runner.standing()}
-            report.timeline = what.finish()
-            # The layer reads through to the state, which the real run now changes.
-            del trial, what
-            real = Run("real", state, runner, rules_of)
-            real.start(when)
-            for group in groups:
-                replay_step(real, group, rules_after, real_conflicts, real_seq)
-                bar.update()
-            standing = {a.id: a for a in real.runner.standing()}
-            report.log_end = state.now
-            report.timeline += real.finish()
-            # What does not apply in both runs is the log's own order, not the what-if's doing.
-            report.conflicts = [c for c in report.conflicts if c not in real_conflicts]
-            report.conflicts += [f"in the real run too: {c}" for c in real_conflicts]
-            clock.lap("real run")
-        report.raised = [renumbered(a, real_seq) for i, a in ended.items() if i not in standing]
-        report.cleared = [
-            as_cleared(renumbered(a, real_seq), "it does not stand at the end of the what-if's run")
-            for i, a in standing.items()
-            if i not in ended
-        ]
-        report.updated = [
-            renumbered(a, real_seq)
-            for i, a in ended.items()
-            if i in standing and standing[i].severity != a.severity
-        ]
-        report.was = {a.id: standing[a.id].severity for a in report.updated}
+        return answer_changes(asked, self._sandbox(), ns)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -1460,50 +987,19 @@ class Workbench:
         review (``review``, ``accept``, ``reject``). Nothing is lost: the call record keeps
         every answer.
         """
-        from tqdm.auto import tqdm
+        from uac_kernel.model.pipeline import extract_pending
 
-        from uac_kernel.model.extract import (
-            ExtractionLimits,
-            ExtractionReport,
-            batches,
-            pending_utterances,
-            propose_batch,
+        report = extract_pending(
+            self.store,
+            lambda: self.state,
+            lambda: self.model,
+            self.append_parsed,
+            batch_size=batch_size,
+            max_chars=max_chars,
+            progress=progress,
+            limits=limits,
+            input_limits=self.limits,
         )
-        from uac_kernel.model.review import hold
-
-        limits = limits or ExtractionLimits()
-        pending = pending_utterances(self.store, self.user)
-        report = ExtractionReport(utterances=len(pending))
-        groups = list(batches(pending, batch_size, max_chars))
-        for batch in tqdm(
-            groups,
-            desc="extracting",
-            unit="batch",
-            disable=None if progress is None else not progress,
-        ):
-            report.batches += 1
-            proposal = propose_batch(self.state, batch, self.model, limits, self.limits)
-            if proposal.events is None:
-                report.pending += 1
-                report.errors.append(proposal.error)
-                continue
-            held = hold(self.store, self.state, proposal, limits, batch)
-            if held is not None:
-                self.append_parsed([held])
-                report.held += 1
-                continue
-            ingest = self.append_parsed(proposal.events)
-            report.applied += 1
-            report.constraints += sum(ev.kind == "constraint" for ev in proposal.events)
-            report.operations += sum(ev.kind == "fact" for ev in proposal.events)
-            # the model's bindings (the matcher's own proposals come when they are planned)
-            bound = [ev.payload["binding"] for ev in proposal.events if ev.kind == "vocabulary"]
-            report.bindings += len(bound)
-            report.held_bindings += sum(b["status"] == "held" for b in bound)
-            report.dropped.extend(proposal.dropped)
-            report.raised.extend(ingest.raised)
-            report.cleared.extend(ingest.cleared)
-            report.updated.extend(ingest.updated)
         if report.applied:
             self.checkpoint()
         return report

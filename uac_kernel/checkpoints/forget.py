@@ -26,7 +26,7 @@ too, so re-ingesting the original file does not bring a forgotten fact back.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -34,7 +34,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from uac_kernel.checkpoints.codegen import RULES, render_segments, segment_part
+from uac_kernel.checkpoints.codegen import RULES, render_segments, segment_part, shipped
 from uac_kernel.checkpoints.snapshot import drop_snapshots
 from uac_kernel.constraints.compile import rule_name
 from uac_kernel.core.chain import ERASED, content_hash, digest, new_salt
@@ -42,10 +42,17 @@ from uac_kernel.core.display import plural, printable, shorten
 from uac_kernel.core.errors import QueryError
 from uac_kernel.core.segments import erase_rules
 from uac_kernel.log.store import LoggedEvent, NewEvent, Store, owe_compaction
+from uac_kernel.rules.engine import Rule
 from uac_kernel.state.fold import State
 from uac_kernel.state.mentions import fold_text as fold
 
-__all__ = ["ForgetPlan", "follow_forgets", "forget", "plan_forget"]
+__all__ = [
+    "ForgetPlan",
+    "follow_forgets",
+    "forget",
+    "forgotten",
+    "plan_forget",
+]
 
 # A text to forget shorter than this would match too much to be what someone meant.
 MIN_TEXT = 3
@@ -587,3 +594,28 @@ def follow_forgets(con: duckdb.DuckDBPyConnection, users: list[str], *, staged: 
         for user in users:
             drop_snapshots(con, user)  # a snapshot may hold what was erased
     return changed
+
+
+def forgotten(
+    store: Store, user: str, after_seq: int, rules: Iterable[Rule], defined: Mapping[str, int]
+) -> set[str]:
+    """The rules in force that a forget logged after ``after_seq`` took out of force: a reload
+    carries the rules in force over, and must not carry one whose source a forget in another
+    process erased (its next checkpoint would render the source back).
+
+    A rule defined in the session (``defined``: its name → the user_seq of the ``rule`` event
+    that logged it) goes only if the event that logged its definition went (a clean
+    redefinition stays); a shipped rule never goes; any other own rule the forget named goes
+    (its source is known only in the session)."""
+    library = shipped(rules)
+    out: set[str] = set()
+    for ev in store.events(user, after_seq=after_seq, kinds=["forget"]):
+        erased = {int(u) for u, _name in ev.payload.get("rules") or ()}
+        for name in map(str, ev.payload.get("out_of_force") or ()):
+            logged = defined.get(name)
+            if logged is not None:
+                if logged in erased:
+                    out.add(name)
+            elif name not in library:
+                out.add(name)
+    return out

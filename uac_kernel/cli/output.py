@@ -14,9 +14,9 @@ from uac_kernel.core.display import plural, printable
 
 if TYPE_CHECKING:
     from uac_kernel.core.outputs import Kind, Output
+    from uac_kernel.ingest.report import IngestReport
     from uac_kernel.model.extract import ExtractionReport
     from uac_kernel.sql.view import SqlResult
-    from uac_kernel.workbench import IngestReport
 
 __all__ = ["print_result", "sql_output", "to_json"]
 

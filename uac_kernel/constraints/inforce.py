@@ -12,13 +12,21 @@ from typing import Any
 from pydantic import BaseModel
 
 from uac_kernel.constraints.compile import compile_constraint
+from uac_kernel.core.display import did_you_mean
 from uac_kernel.core.errors import ConstraintError, UacError
 from uac_kernel.language.spec import Constraint, constraint_json, parse_constraint
 from uac_kernel.rules.engine import Finding, Rule
-from uac_kernel.state.fold import ConstraintVersion
+from uac_kernel.state.fold import ConstraintVersion, State
 from uac_kernel.state.query import UserView
 
-__all__ = ["as_constraints", "constraint_events", "describe", "in_force_rule", "slug"]
+__all__ = [
+    "as_constraints",
+    "constraint_events",
+    "describe",
+    "in_force_rule",
+    "retract_event",
+    "slug",
+]
 
 # A key made from a title: short enough to read in a table.
 SLUG_CHARS = 60
@@ -147,3 +155,24 @@ def _source(source: str | None, key: str, seq: int, i: int, n: int) -> str:
         # the same time is a new event, not one already logged.
         return f"constraint:{key}@{seq}"
     return source if n == 1 else f"{source}#{i}"
+
+
+def retract_event(state: State, key: str, reason: str | None = None) -> dict[str, Any]:
+    """The event that takes constraint ``key`` out of force in ``state`` (one not in force is a
+    ``ConstraintError`` naming those that are)."""
+    if key not in state.constraints:
+        keys = sorted(state.constraints)
+        raise ConstraintError(
+            f"no constraint {key!r} is in force.{did_you_mean(key, keys)} In force: "
+            f"{', '.join(keys) or 'none'}"
+        )
+    event: dict[str, Any] = {
+        "kind": "constraint",
+        "ts": (state.now or datetime(1970, 1, 1)).isoformat(),
+        "op": "retract",
+        "key": key,
+        "source": f"retract:{key}@{state.seq}",
+    }
+    if reason is not None:
+        event["reason"] = reason
+    return event

@@ -31,6 +31,7 @@ from uac_kernel.demo.chat import (
 from uac_kernel.demo.life import demo_jsonl, write_demo_jsonl
 from uac_kernel.demo.timeline import DEMO_USER
 from uac_kernel.ingest.events import InputEvent
+from uac_kernel.ingest.report import IngestReport
 from uac_kernel.log.store import Store
 from uac_kernel.model.ask import Answer
 from uac_kernel.model.client import ModelSettings
@@ -38,7 +39,7 @@ from uac_kernel.model.extract import ExtractionReport
 from uac_kernel.model.testing import ChatServer
 from uac_kernel.rules.engine import Alert, ClearedAlert
 from uac_kernel.vocab.log import binding_of
-from uac_kernel.workbench import IngestReport, Workbench
+from uac_kernel.workbench import Workbench
 
 __all__ = ["DEMO_QUESTIONS", "DEMO_USER_ID", "run_demo", "uac_command"]
 

@@ -26,12 +26,24 @@ from typing import Any, Literal
 import yaml
 
 from uac_kernel.core.display import plural, printable, show
-from uac_kernel.core.errors import ConstraintError, EventError, FoldError, QueryError
+from uac_kernel.core.errors import ConstraintError, EventError, FoldError, QueryError, UacError
 from uac_kernel.core.records import Record
+from uac_kernel.core.timing import Stopwatch, no_gc
+from uac_kernel.engine.after import after_events, put_all_in_force
 from uac_kernel.ingest.events import InputEvent, json_value
 from uac_kernel.log.store import LoggedEvent, NewEvent
-from uac_kernel.rules.engine import SEVERITIES, Alert, AlertChange, ClearedAlert, RuleRunner
+from uac_kernel.rules.engine import (
+    SEVERITIES,
+    Alert,
+    AlertChange,
+    ClearedAlert,
+    Rule,
+    RuleRunner,
+    as_cleared,
+)
+from uac_kernel.sandbox import WarmSandbox
 from uac_kernel.state.fold import State
+from uac_kernel.state.query import UserView
 from uac_kernel.state.trial import Trial
 
 __all__ = [
@@ -39,9 +51,12 @@ __all__ = [
     "AnswerChange",
     "RecordChange",
     "WhatIf",
+    "answer_changes",
     "event_dict",
     "events_from_text",
     "moment",
+    "whatif_now",
+    "whatif_past",
 ]
 
 # The bounds of a cell's text: what a file of events may hold per line, times a few lines.
@@ -482,10 +497,10 @@ def severities(runner: RuleRunner, alerts: Iterable[Alert]) -> dict[str, str]:
 
 # -- the past --------------------------------------------------------------------------------
 
-# rules_after of uac_kernel.workbench, passed in: this module is imported from there
-RulesAfter = Callable[
-    [State, RuleRunner, dict[str, str], set[str], bool, set[str]], AlertChange | None
-]
+# What the replay needs of the workbench: the plan of the what-if's events against a state, and
+# the answers of the session's expressions over the what-if's state (in the sandbox).
+Plan = Callable[[State], list[NewEvent]]
+Answers = Callable[[State], list["AnswerChange"]]
 
 
 @dataclass
@@ -562,7 +577,6 @@ def fold_over(
 def replay_step(
     run: Run,
     events: Sequence[LoggedEvent],
-    rules_after: RulesAfter,
     conflicts: list[str],
     real_seq: dict[int, int],
     at: datetime | None = None,
@@ -572,14 +586,7 @@ def replay_step(
     state = run.state
     before = state.now
     fold_over(state, events, conflicts, real_seq)
-    change = rules_after(
-        state,
-        run.runner,
-        run.rules_of,
-        state.take_changed_types(),
-        state.now != before,
-        state.take_changed_constraints(),
-    )
+    change = after_events(state, run.runner, run.rules_of, state.now != before)
     run.note(change, at or state.now or events[-1].ts)
 
 
@@ -590,3 +597,172 @@ def renumbered(alert: Alert, real_seq: dict[int, int]) -> Alert:
         for e in alert.evidence
     )
     return alert.model_copy(update={"evidence": evidence})
+
+
+# -- the what-ifs ------------------------------------------------------------------------------
+
+
+def whatif_now(
+    report: WhatIf,
+    state: State,
+    runner: RuleRunner,
+    rules_of: dict[str, str],
+    plan: Plan,
+    answers: Answers | None,
+    clock: Stopwatch,
+) -> None:
+    """Fill ``report`` with what appending the planned events to ``state`` now would change:
+    folded into a layer over it (``Trial``), the rules run on a copy of ``runner``."""
+    planned = plan(state)
+    clock.lap("validate")
+    trial = Trial(state)
+    events = logged(planned, state.seq)
+    report.first_seq = events[0].seq if events else None
+    with no_gc():
+        trial.apply_all(events)
+    clock.lap("fold")
+    change = after_events(trial, runner.copy(), dict(rules_of), trial.now != state.now)
+    if change is not None:
+        report.raised, report.cleared, report.updated = (
+            change.raised,
+            change.cleared,
+            change.updated,
+        )
+        report.was = severities(runner, change.updated)
+    report.records = record_changes(trial)
+    report.schema = schema_growth(state, trial)
+    report.vocabulary = vocab_growth(state, trial)
+    clock.lap("rules")
+    if answers is not None:
+        report.answers = answers(trial)
+        clock.lap("answers")
+
+
+def whatif_past(
+    report: WhatIf,
+    history: Sequence[LoggedEvent],
+    head: int,
+    user: str,
+    rules: Iterable[Rule],
+    plan: Plan,
+    answers: Answers | None,
+    clock: Stopwatch,
+    progress: bool | None,
+) -> None:
+    """Fill ``report`` with what the planned events would have changed at ``report.as_of``:
+    the log (``history``, up to seq ``head``) replayed day by day twice from that moment, with
+    them and without, the alerts' spans of both runs kept (``rules``: those in force that are
+    not a constraint's; the constraints come from the log)."""
+    from tqdm.auto import tqdm
+
+    assert report.as_of is not None
+    when = report.as_of
+    # Log order, renumbered: a log's times need not follow its order, so the events
+    # dated up to the moment and those after it interleave in it.
+    # Every schema event goes first, so the types and fields of the log are known to the
+    # what-if's events; one dated later is dated at the moment, not to move the clock.
+    early = [
+        e if e.ts <= when else e._replace(ts=when)
+        for e in history
+        if e.ts <= when or e.kind == "schema"
+    ]
+    late = [e for e in history if not (e.ts <= when or e.kind == "schema")]
+    real_seq: dict[int, int] = {}
+
+    def numbered(events: Iterable[LoggedEvent], start: int) -> list[LoggedEvent]:
+        out = []
+        for i, e in enumerate(events, start):
+            real_seq[i] = e.seq
+            out.append(e._replace(seq=i))
+        return out
+
+    early = numbered(early, 1)
+    state = State(user)
+    real_conflicts: list[str] = []
+    with no_gc():
+        fold_over(state, early, real_conflicts, real_seq)
+    state.take_changed_types()
+    state.take_changed_constraints()
+    state.take_changed_vocab()
+    runner = RuleRunner(rules)
+    rules_of: dict[str, str] = {}
+    put_all_in_force(state, runner, rules_of)
+    runner.run(UserView(state), None)
+    planned = plan(state)
+    clock.lap("validate")
+    inserted = logged(planned, len(early))
+    for i, e in enumerate(inserted, 1):
+        real_seq[e.seq] = head + i
+    report.first_seq = head + 1 if inserted else None
+    late = numbered(late, len(early) + len(inserted) + 1)
+    groups = list(days(late))
+    bar = tqdm(
+        total=2 * len(groups) + 1,
+        desc="replaying",
+        unit="day",
+        disable=None if progress is None else not progress,
+    )
+    with bar:
+        trial = Trial(state)
+        what = Run("what-if", trial, runner.copy(), dict(rules_of))
+        what.start(when)
+        replay_step(what, inserted, report.conflicts, real_seq, at=when)
+        report.records = record_changes(trial)
+        report.schema = schema_growth(state, trial)
+        bar.update()
+        for group in groups:
+            replay_step(what, group, report.conflicts, real_seq)
+            bar.update()
+        clock.lap("what-if run")
+        if answers is not None:
+            report.answers = answers(trial)
+            clock.lap("answers")
+        ended = {a.id: a for a in what.runner.standing()}
+        report.timeline = what.finish()
+        # The layer reads through to the state, which the real run now changes.
+        del trial, what
+        real = Run("real", state, runner, rules_of)
+        real.start(when)
+        for group in groups:
+            replay_step(real, group, real_conflicts, real_seq)
+            bar.update()
+        standing = {a.id: a for a in real.runner.standing()}
+        report.log_end = state.now
+        report.timeline += real.finish()
+        # What does not apply in both runs is the log's own order, not the what-if's doing.
+        report.conflicts = [c for c in report.conflicts if c not in real_conflicts]
+        report.conflicts += [f"in the real run too: {c}" for c in real_conflicts]
+        clock.lap("real run")
+    report.raised = [renumbered(a, real_seq) for i, a in ended.items() if i not in standing]
+    report.cleared = [
+        as_cleared(renumbered(a, real_seq), "it does not stand at the end of the what-if's run")
+        for i, a in standing.items()
+        if i not in ended
+    ]
+    report.updated = [
+        renumbered(a, real_seq)
+        for i, a in ended.items()
+        if i in standing and standing[i].severity != a.severity
+    ]
+    report.was = {a.id: standing[a.id].severity for a in report.updated}
+
+
+def answer_changes(
+    asked: list[tuple[str, str]], now: WarmSandbox, trial: dict[str, Any]
+) -> list[AnswerChange]:
+    """Each (label, expression) of ``asked`` run in the sandbox ``now`` of the state and in one
+    over the what-if's query namespace ``trial``: the answers before and after."""
+
+    def run(box: WarmSandbox, expr: str) -> tuple[Any, str]:
+        try:
+            return box.evaluate(expr), ""
+        except UacError as exc:
+            return None, str(exc)
+
+    before = [run(now, expr) for _, expr in asked]
+    with WarmSandbox(trial, idle_seconds=None) as box:
+        after = [run(box, expr) for _, expr in asked]
+    return [
+        AnswerChange(label, expr, b, a, eb, ea)
+        for (label, expr), (b, eb), (a, ea) in zip(asked, before, after, strict=True)
+    ]

@@ -36,8 +36,9 @@ from uac_kernel.fleet import files as fleetfiles
 from uac_kernel.fleet.partition import Fleet, bucket, encode
 
 if TYPE_CHECKING:
+    from uac_kernel.core.timing import Stopwatch
     from uac_kernel.model.client import Budget, ModelSettings
-    from uac_kernel.workbench import Stopwatch, Workbench
+    from uac_kernel.workbench import Workbench
 
 __all__ = ["JOBS", "Job", "RunProgress", "RunReport", "run", "run_id_of"]
 
@@ -204,7 +205,7 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
 
     fleet = Fleet(task.root)
     run_dir = Path(task.run_dir)
-    from uac_kernel.workbench import Stopwatch  # imported by a task: `uac fleet` starts light
+    from uac_kernel.core.timing import Stopwatch  # imported by a task: `uac fleet` starts light
 
     clock = Stopwatch()
     row: dict[str, Any] = {name: None for name, _ in SUMMARY_COLUMNS}

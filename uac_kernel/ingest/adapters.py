@@ -61,6 +61,7 @@ __all__ = [
     "longmemeval_questions",
     "read_events",
     "read_histories",
+    "read_input",
 ]
 
 FORMATS = ("jsonl", "locomo", "longmemeval", "chat")
@@ -765,3 +766,24 @@ def _utterance(
         "source": source,
         "meta": meta,
     }
+
+
+def read_input(
+    events: str | Path | Iterable[dict[str, Any]],
+    origin: str,
+    format: str,
+    history: str | None,
+    limits: Limits,
+) -> Iterable[InputEvent]:
+    """What an ingest or a what-if is given, as input events: a file (Event JSONL streamed, or
+    read as ``format``, ``auto`` to detect it; ``history`` one conversation of a LoCoMo or
+    LongMemEval file) or event objects (``origin`` names them in errors)."""
+    from uac_kernel.ingest.events import parse_jsonl, parse_objects
+
+    if isinstance(events, (str, Path)):
+        if format == "jsonl" and history is None:
+            return parse_jsonl(events, limits)
+        return read_events(
+            events, None if format == "auto" else format, user=history, limits=limits
+        )
+    return parse_objects(events, origin, limits)

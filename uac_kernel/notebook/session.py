@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from uac_kernel.engine.whatif import WhatIf
+    from uac_kernel.ingest.report import IngestReport
     from uac_kernel.model.client import ModelSettings
-    from uac_kernel.workbench import IngestReport, Workbench
+    from uac_kernel.workbench import Workbench
 
 __all__ = ["Session"]
 

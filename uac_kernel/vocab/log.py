@@ -20,8 +20,9 @@ default (a person saying "``Trip.start`` is not when my trip starts", perhaps be
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any, cast, get_args
+from collections.abc import Collection, Iterable
+from datetime import datetime
+from typing import Any, Protocol, cast, get_args
 
 from uac_kernel.core.display import did_you_mean
 from uac_kernel.core.errors import VocabularyError
@@ -32,6 +33,7 @@ from uac_kernel.vocab.catalogue import CONCEPTS, KINDS, ROLES
 __all__ = [
     "AUTHORS",
     "STATUSES",
+    "binding_events",
     "binding_json",
     "binding_of",
     "check_binding",
@@ -214,3 +216,50 @@ def schema_problem(
             "field",
         )
     return None
+
+
+def binding_events(
+    bindings: Iterable[Any], state: Bound, value_chars: int
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One vocabulary event per binding (a ``binding`` object of the event format), each with
+    how its caller gave it (for a one-line error): an ``add``, or an ``update`` of a key already
+    bound; one ``state`` has bound exactly so is left out."""
+    ts = (state.now or datetime(1970, 1, 1)).isoformat()
+    events: list[dict[str, Any]] = []
+    asked: list[str] = []
+    seen: set[tuple[str, str, str | None]] = set()
+    for i, given in enumerate(bindings):
+        try:
+            b = binding_of(check_binding(given, "add", value_chars))
+        except VocabularyError as exc:
+            raise VocabularyError(f"{_said(given)}: {exc.reason}") from None
+        bound = state.bound(b.key)
+        if bound == b:
+            continue
+        op = "update" if bound is not None or b.key in seen else "add"
+        seen.add(b.key)
+        # A source of its own: binding, unbinding and binding again are three events.
+        source = f"vocab:{state.seq}:{i}"
+        events.append({"kind": "vocabulary", "ts": ts, "op": op, "binding": binding_json(b),
+                       "source": source})  # fmt: skip
+        asked.append(_said(given))
+    return events, asked
+
+
+class Bound(Protocol):
+    """What ``binding_events`` reads of a state: its clock, seq and bindings."""
+
+    @property
+    def now(self) -> datetime | None: ...
+    @property
+    def seq(self) -> int: ...
+    def bound(self, key: tuple[str, str, str | None]) -> Binding | None: ...
+
+
+def _said(given: Any) -> str:
+    """A binding as its caller gave it, for a one-line error."""
+    if not isinstance(given, dict):
+        return "the binding"
+    where = ".".join(str(given[k]) for k in ("type", "field") if k in given)
+    target = given.get("concept") or given.get("role")
+    return f"{where} as {target}" if target is not None else where
