@@ -1,1 +1,2 @@
-"""Benchmarks that ship with the engine, run by ``uac bench ...`` (e.g. ``uac_kernel.bench.alerts``)."""
+"""Benchmarks that ship with the engine, run by ``uac bench ...`` (e.g.
+``uac_kernel.bench.alerts``)."""

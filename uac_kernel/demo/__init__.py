@@ -1,1 +1,2 @@
-"""TODO wing purpose."""
+"""The seeded synthetic demo user (life and its timeline, stories, spending, days), its recorded
+chat (chat) and the offline demo run (run)."""

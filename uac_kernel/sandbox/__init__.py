@@ -63,12 +63,7 @@ from __future__ import annotations
 
 from uac_kernel.sandbox._child import MAX_RESULT_BYTES, evaluate, evaluate_traced
 from uac_kernel.sandbox._plain import to_plain
-from uac_kernel.sandbox._policy import (
-    MAX_DEPTH,
-    MAX_EXPRESSION_CHARS,
-    check,
-    safe_builtins,
-)
+from uac_kernel.sandbox._policy import MAX_DEPTH, MAX_EXPRESSION_CHARS, check, safe_builtins
 from uac_kernel.sandbox._warm import WarmSandbox
 
 __all__ = [
