@@ -1,7 +1,7 @@
 """How long the teaching notebooks and the alerts benchmark take, for the times the docs quote.
 
 Each Jupyter notebook in ``notebooks/`` runs top to bottom in a fresh ``python3`` kernel
-(nbclient), from a temporary copy of the folder, as ``tests/test_notebooks.py`` runs them; the
+(nbclient), from a temporary copy of the folder, as ``tests/notebook/test_notebooks.py`` runs them; the
 marimo tour runs headless (``python notebooks/marimo_tour.py``); ``uac bench alerts`` runs as
 the README shows it. Recorded per run: the wall time, and for a notebook its slowest cell.
 

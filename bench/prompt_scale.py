@@ -26,7 +26,7 @@ published SHA-256: ``uac_kernel.bench.tokens``), message contents only, no chat-
 except the full context's excerpts (hundreds of MB of token ids at 1M events), which are encoded
 in ~1 MB pieces cut just after a newline that is followed by ``[`` (the start of the next dated
 line). cl100k_base's pre-tokenizer always splits there, so the sum of the pieces is exactly the
-count of the whole (``tests/test_bench_smoke.py`` checks it against encoding the whole text);
+count of the whole (``tests/bench/test_bench_smoke.py`` checks it against encoding the whole text);
 the question part and the excerpts meet at such a split too (see ``aggregate.reader_parts``).
 """
 

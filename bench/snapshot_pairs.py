@@ -11,7 +11,7 @@ deleted (``plain``), alternately, ``--reps`` times: open and eval, the first che
 the big ingest, an ingest of 1,000 updates, rules (a constraint put in force), SQL, a what-if
 and a forget. It prints the medians and their ratio (target: every ratio <= 1.3) and writes
 ``bench/results/snapshot_pairs.json``. ``--quick``: 2,000 events, one rep, output under
-``--workdir`` unless ``--out`` says where (tests/test_bench_snapshot_pairs.py).
+``--workdir`` unless ``--out`` says where (tests/bench/test_bench_snapshot_pairs.py).
 """
 
 from __future__ import annotations

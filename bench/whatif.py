@@ -23,7 +23,7 @@ change.
 
     python bench/whatif.py [--sizes 100000 1000000] [--ns 1 10 100 1000] [--reps 3] [--quick]
 
-See ``bench/README.md``; ``tests/test_bench_whatif.py`` runs ``--quick`` at a tiny size.
+See ``bench/README.md``; ``tests/bench/test_bench_whatif.py`` runs ``--quick`` at a tiny size.
 """
 
 from __future__ import annotations

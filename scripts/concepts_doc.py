@@ -2,7 +2,7 @@
 that read each concept, as tables.
 
     .venv/bin/python scripts/concepts_doc.py --write   # after a change to the catalogue or a rule
-    .venv/bin/python scripts/concepts_doc.py --check   # tests/test_vocab_catalogue.py runs this
+    .venv/bin/python scripts/concepts_doc.py --check   # tests/vocab/test_vocab_catalogue.py runs this
 """
 
 from __future__ import annotations

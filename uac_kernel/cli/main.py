@@ -15,7 +15,7 @@ from uac_kernel.core.errors import CommandLineError, UacError
 
 # The engine (pydantic models, DuckDB, the sandbox) and the model layer (openai) are imported by
 # the commands that use them, so `uac --help` starts in the time of Python and argparse
-# (bench/startup.py measures it; tests/test_startup.py checks what `import uac_kernel.cli.main` loads).
+# (bench/startup.py measures it; tests/cli/test_startup.py checks what `import uac_kernel.cli.main` loads).
 
 __all__ = ["main", "run"]
 

@@ -25,7 +25,7 @@ that name a mutating method (``append``, ``update``, ``sort``...) still run in a
 and the worker is discarded after any error: the comment above :class:`WarmSandbox` says why no
 query can change what a later one sees.
 
-What the attribute rules were checked against (``tests/test_sandbox.py`` crawls these objects'
+What the attribute rules were checked against (``tests/sandbox/test_sandbox.py`` crawls these objects'
 public attributes and asserts that no module, frame, code object, traceback, file, builtins
 dict or unexpected class is reachable):
 
