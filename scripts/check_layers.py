@@ -40,7 +40,6 @@ WINGS: dict[str, int] = {
     "render": 15,
     "bench": 16,
     "demo": 17,
-    "commands": 18,
     "cli": 19,
     "notebook": 19,
 }
@@ -73,8 +72,12 @@ def code_lines(source: str) -> int:
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             first = node.body[0] if node.body else None
-            is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            if first is not None and is_doc and isinstance(first.value.value, str):
+            value = first.value if isinstance(first, ast.Expr) else None
+            if (
+                first is not None
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
                 doc.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
     code: set[int] = set()
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}

@@ -1,5 +1,6 @@
-"""Constraints: life-admin rules as typed data (``spec``), compiled by trusted code into rules
-(``compile``), with knowledge tables kept as data (``knowledge``)."""
+"""Constraints compiled into rules: the language's constraints (``language.spec``) turned by
+trusted code, one compiler a kind (``kinds/``), into ordinary rules (``compile``), put in force
+in a workbench (``inforce``) and read from files (``files``)."""
 
 from uac_kernel.constraints.compile import compile_constraint, rule_name
 from uac_kernel.language.spec import (

@@ -10,7 +10,7 @@ and each cites the regulation, label or official guidance it applies.
 Every rule reads the types that play the roles it names (``roles=``; ``watch=None`` for one that
 reads any type carrying what it needs), reads concepts with ``_get(rec, CONCEPT)`` through the
 user's vocabulary, skips a record that lacks what it needs, measures time with ``user.today`` (the log clock) and never with
-the wall clock. The drug and food tables (in ``health``) are short lists written for it from the
+the wall clock. The drug and food tables (in ``core.tables``) are short lists written for it from the
 public sources named beside them; nothing is copied from a label or a database.
 
 One module a category: ``health``, ``supply`` (medication supply), ``travel``, ``residence``
