@@ -460,7 +460,10 @@ def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
         + "\n"
     )
     out = uac("ingest", str(stop), cwd=tmp_path, env=env).stdout
-    assert "  cleared [critical] Medication 'amox' (Amoxicillin 500 mg) is in" in out
+    assert (
+        "  cleared [critical] drug_allergy_cross_reactivity: Medication 'amox' (Amoxicillin 500 mg) is in"
+        in out
+    )
     assert (
         "      why: a record it was about changed: Medication 'amox' active True → False\n" in out
     )

@@ -482,7 +482,10 @@ def test_cli_vocab_bind_raises_the_shipped_alert(tmp_path: Path) -> None:
     assert "raised" not in uac("vocab", "bind", "Zorb", "medication", cwd=tmp_path).stdout
     done = uac("vocab", "bind", "Zorb.glimmer", "medication.name", "--reason", "mine", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "raised [critical] Zorb 'b' [MAOI] together with Zorb 'a' [SSRI]" in done.stdout
+    assert (
+        "raised [critical] drug_drug_interaction: Zorb 'b' [MAOI] together with Zorb 'a' [SSRI]"
+        in done.stdout
+    )
     table = uac("vocab", cwd=tmp_path).stdout.splitlines()
     assert table[0].split("\t") == ["type.field", "concept", "author", "score", "status", "reason"]
     assert "Zorb.glimmer\tmedication.name\tperson\t1.00\tused\tmine" in table

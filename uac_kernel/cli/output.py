@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from uac_kernel.core.display import plural, printable
+from uac_kernel.render.reports import report_lines
 
 if TYPE_CHECKING:
     from uac_kernel.core.outputs import Kind, Output
@@ -42,15 +43,9 @@ def _row(*cells: Any) -> None:
 
 def _print_report(report: IngestReport | ExtractionReport, prefix: str = "") -> None:
     """The summary, then every alert raised, moved to another severity or cleared, in full;
-    a cleared one with why it cleared."""
-    print(printable(prefix + report.summary()))
-    for verb, alerts in (("raised", report.raised), ("updated", report.updated)):
-        for alert in alerts:
-            print(f"  {verb} [{alert.severity}] {printable(alert.message)}")
-    for alert in report.cleared:
-        print(f"  cleared [{alert.severity}] {printable(alert.message)}")
-        if alert.reason:
-            print(f"      why: {printable(alert.reason)}")
+    a cleared one with why it cleared (``render.reports``)."""
+    for line in report_lines(report, prefix):
+        print(line)
 
 
 def _output(args: argparse.Namespace, option: str, kind: Kind) -> Output | None:

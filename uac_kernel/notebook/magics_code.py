@@ -16,7 +16,8 @@ from uac_kernel.core.display import did_you_mean, plural, printable, show
 from uac_kernel.core.records import field_values
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _unquote, subcommand
-from uac_kernel.notebook.tables import Table, _alert_line
+from uac_kernel.notebook.tables import Table
+from uac_kernel.render.reports import alert_lines
 from uac_kernel.rules.engine import Finding, Rule, rule
 
 if TYPE_CHECKING:
@@ -386,16 +387,12 @@ class CodeMagics(Session):
         lines = [f"{part}, edited from checkpoint {args.version}: {plan.summary()}"]
         if report.appended:
             lines[0] += f" ({plural(report.appended, 'correction event')} appended)"
-        lines += [_alert_line("raised", a) for a in report.raised]
-        lines += [_alert_line("updated", a) for a in report.updated]
-        lines += [_alert_line("cleared", a) for a in report.cleared]
+        lines += alert_lines(report)
         for r, source in rules:
             change = wb.define_rule(r, source)
             standing = sum(1 for a in wb.alerts() if a.rule == r.name)
             lines.append(f"rule {r.name}: in force, {plural(standing, 'alert')} standing")
-            lines += [_alert_line("raised", a) for a in change.raised]
-            lines += [_alert_line("updated", a) for a in change.updated]
-            lines += [_alert_line("cleared", a) for a in change.cleared]
+            lines += alert_lines(change)
         if wb.state.seq != before:
             cp = wb.checkpoint()
             again = _cellargs.selection(args.key, args.where, args.last)

@@ -12,6 +12,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from uac_kernel.core.display import plural
+from uac_kernel.ingest.adapters import FORMATS
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
 from uac_kernel.notebook.tables import Table
@@ -52,7 +53,7 @@ class LogMagics(Session):
     @argument(
         "--format",
         default="auto",
-        choices=["auto", "jsonl", "locomo", "longmemeval", "chat"],
+        choices=["auto", *FORMATS],
         help="the file's format (default: detected)",
     )
     @argument("--history", default=None, help="the one conversation of a LoCoMo/LongMemEval file")

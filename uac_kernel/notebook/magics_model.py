@@ -10,7 +10,6 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from uac_kernel.model.ask import Answer
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
-from uac_kernel.notebook.tables import _alert_line
 
 __all__ = ["ModelMagics"]
 
@@ -37,10 +36,7 @@ class ModelMagics(Session):
         }
         wb = self._wb(read=True)
         report = wb.extract(batch_size=args.batch_size, limits=ExtractionLimits(**caps))
-        print(report.summary())
-        for verb in ("raised", "updated", "cleared"):
-            for alert in getattr(report, verb):
-                print(_alert_line(verb, alert))
+        self._print_report(report)
         if report.applied:
             self._print_parts(wb, wb.checkpoints.get().version, "checkpoint written")
 
@@ -76,10 +72,7 @@ class ModelMagics(Session):
             return
         only = parse_only(args.only) if args.only is not None else None
         report = wb.accept(args.batch, only)
-        print(f"batch {args.batch}: accepted; {report.summary()}")
-        for verb in ("raised", "updated", "cleared"):
-            for alert in getattr(report, verb):
-                print(_alert_line(verb, alert))
+        self._print_report(report, f"batch {args.batch}: accepted; ")
 
     @subcommand("ask", cell=True)
     @magic_arguments(name="uac ask")

@@ -16,13 +16,12 @@ from uac_kernel.core import settings
 from uac_kernel.core.display import plural, printable
 from uac_kernel.core.errors import ModelError
 from uac_kernel.notebook.subcommands import _SUBCOMMAND
-from uac_kernel.notebook.tables import _alert_line
+from uac_kernel.render.reports import AlertReport, report_lines
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from uac_kernel.engine.whatif import WhatIf
-    from uac_kernel.ingest.report import IngestReport
     from uac_kernel.model.client import ModelSettings
     from uac_kernel.workbench import Workbench
 
@@ -234,11 +233,6 @@ class Session(Magics):
         display(data, metadata=metadata, raw=True)
 
     @staticmethod
-    def _print_report(report: IngestReport) -> None:
-        print(printable(report.summary()))
-        for alert in report.raised:
-            print(_alert_line("raised", alert))
-        for alert in report.updated:
-            print(_alert_line("updated", alert))
-        for alert in report.cleared:
-            print(_alert_line("cleared", alert))
+    def _print_report(report: AlertReport, prefix: str = "") -> None:
+        for line in report_lines(report, prefix):
+            print(line)

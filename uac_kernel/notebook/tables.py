@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from uac_kernel.core.display import clip_json, plural, printable, shorten, show
 from uac_kernel.model.ask import Answer
-from uac_kernel.rules.engine import Alert, ClearedAlert
+from uac_kernel.rules.engine import Alert
 
 if TYPE_CHECKING:
     from IPython.lib.pretty import RepresentationPrinter
@@ -193,13 +193,6 @@ def _answer_html(answer: Answer) -> str:
         f"<details><summary>rests on {plural(cert.records_total, 'record')}{said_too}</summary>"
         f"<ul>{records}</ul><ul>{said}</ul></details></div>"
     )
-
-
-def _alert_line(verb: str, alert: Alert) -> str:
-    line = f"  {verb} [{alert.severity}] {printable(alert.rule)}: {printable(alert.message)}"
-    if isinstance(alert, ClearedAlert) and alert.reason:
-        line += f"\n      why: {printable(alert.reason)}"
-    return line
 
 
 def alerts_text(

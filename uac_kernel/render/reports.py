@@ -1,0 +1,53 @@
+"""The text of what a change did to the alerts, the same in a terminal and a notebook: one line
+an alert raised, moved to another severity or cleared (naming its rule, a clear with why), after
+the summary of the ingest, extraction or review that made it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from uac_kernel.core.display import printable
+from uac_kernel.rules.engine import Alert, ClearedAlert
+
+__all__ = ["AlertReport", "alert_line", "alert_lines", "report_lines"]
+
+
+class AlertReport(Protocol):
+    """What a change reports: a summary and the alerts it raised, updated and cleared
+    (``IngestReport``, ``ExtractionReport``, ``AlertChange`` with a summary)."""
+
+    raised: list[Alert]
+    updated: list[Alert]
+    cleared: list[ClearedAlert]
+
+    def summary(self) -> str: ...
+
+
+class AlertChanges(Protocol):
+    raised: list[Alert]
+    updated: list[Alert]
+    cleared: list[ClearedAlert]
+
+
+def alert_line(verb: str, alert: Alert) -> str:
+    """``  raised [critical] rule: message``; a cleared alert with its reason on a second line."""
+    line = f"  {verb} [{alert.severity}] {printable(alert.rule)}: {printable(alert.message)}"
+    if isinstance(alert, ClearedAlert) and alert.reason:
+        line += f"\n      why: {printable(alert.reason)}"
+    return line
+
+
+def alert_lines(change: AlertChanges) -> list[str]:
+    """Every alert ``change`` raised, moved to another severity or cleared, one line each."""
+    verbs: Sequence[tuple[str, Sequence[Alert]]] = (
+        ("raised", change.raised),
+        ("updated", change.updated),
+        ("cleared", change.cleared),
+    )
+    return [alert_line(verb, a) for verb, alerts in verbs for a in alerts]
+
+
+def report_lines(report: AlertReport, prefix: str = "") -> list[str]:
+    """The report's summary (after ``prefix``), then its alert lines."""
+    return [printable(prefix + report.summary()), *alert_lines(report)]
