@@ -20,6 +20,16 @@ from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding
 from uac_kernel.workbench import Workbench
 
+
+def suite_path() -> str:
+    """PYTHONPATH for a subprocess that imports uac and test modules by name, as the suite does
+    (pyproject.toml's pytest ``pythonpath``: the checkout, tests/ and each of its folders)."""
+    tests = Path(__file__).resolve().parent
+    wings = sorted(p for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py")))
+    folders = [tests.parent, tests, *wings]
+    return os.pathsep.join(str(p) for p in folders)
+
+
 # A store another process holds is waited for up to UAC_LOCK_TIMEOUT seconds (10 by default)
 # before the error naming that process; the tests that expect the error need not wait that
 # long, and the CLI subprocesses they start inherit this.

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from conftest import suite_path
 
 from uac_kernel.cli.main import main
 from uac_kernel.cli.output import to_json
@@ -366,7 +367,7 @@ def test_teardown_is_skipped_only_with_no_store_open_and_no_thread_to_join(
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
         timeout=300,
     )
     assert done.returncode == 0 and done.stdout.endswith("held\n"), done.stderr

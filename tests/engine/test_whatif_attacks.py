@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add, clock, retract, update
+from conftest import add, clock, retract, suite_path, update
 from test_whatif import RULES, USER, dump, files, store_with
 
 from uac_kernel.core.errors import EventError, UacError
@@ -608,7 +608,7 @@ def test_kill_9_in_the_middle_of_a_whatif(tmp_path: Path, mode: str) -> None:
     ready = tmp_path / "ready"
     script = tmp_path / "child.py"
     script.write_text(CHILD)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": suite_path()}
     proc = subprocess.Popen(
         [sys.executable, str(script), str(db), str(ready), mode], env=env, cwd=ROOT
     )
@@ -642,7 +642,7 @@ def test_another_process_holding_the_store(tmp_path: Path) -> None:
             "wb = Workbench(sys.argv[1], user='maya'); print('held', flush=True); time.sleep(60)",
             str(db),
         ],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -1081,7 +1081,7 @@ def test_apply_revalidates_against_a_log_that_moved_in_another_process(tmp_path:
             " 'type': 'Medication', 'key': 'ibu'}])",
             str(db),
         ],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
         cwd=ROOT,
         check=True,
     )

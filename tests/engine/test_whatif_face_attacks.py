@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import retract
+from conftest import retract, suite_path
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
@@ -49,7 +49,7 @@ def cli(
         if limit_mb is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "UAC_LOCK_TIMEOUT": "2"}
+    env = {**os.environ, "PYTHONPATH": suite_path(), "UAC_LOCK_TIMEOUT": "2"}
     return subprocess.run(
         [sys.executable, "-m", "uac_kernel.cli.main", *args],
         cwd=cwd,
@@ -593,7 +593,7 @@ def test_widget_timeline_svg_with_hostile_labels(store: Path, key: str) -> None:
         [sys.executable, "-c", WIDGET_TIMELINE, str(store), str(ROOT / "tests"), key],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
         timeout=300,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", (
@@ -652,7 +652,7 @@ def test_widget_apply_after_the_store_moved(store: Path, wb: Workbench) -> None:
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
         timeout=120,
     )
     if other.returncode != 0:  # the store is held by this process: write through it instead
@@ -854,7 +854,7 @@ def test_chart_with_control_characters_in_labels_does_not_abort(
         [sys.executable, "-c", CHART_OF, str(ROOT / "tests"), str(tmp_path / f"c{suffix}"), user],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
         timeout=300,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", (

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import suite_path
 
 from uac_kernel.fleet.partition import Fleet
 from uac_kernel.fleet.run import Job, RunProgress, run
@@ -314,7 +315,7 @@ def test_extract_keeps_within_the_model_call_budget_and_honours_429(tmp_path: Pa
 def test_the_command_line_and_a_missing_ray(tmp_path: Path) -> None:
     src = write_source(tmp_path / "src")
     root = tmp_path / "fleet"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": suite_path()}
 
     def uac(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

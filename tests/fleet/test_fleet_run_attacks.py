@@ -27,7 +27,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact
+from conftest import fact, suite_path
 from test_partition_attacks import alive, descendants
 from test_snapshot import TAX
 
@@ -43,7 +43,7 @@ from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = {**os.environ, "PYTHONPATH": suite_path()}
 LONG = "ü" * 26  # percent-encoded over 150 characters: its directory is the ~hash form
 USERS = ["ann", "bob", "cat", "dan", "eve", "fay", LONG]
 COUNT = Job("eval", ("len(user.all('Trip'))",))

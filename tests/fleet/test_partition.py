@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact
+from conftest import fact, suite_path
 
 from uac_kernel.core.errors import FleetConflict, FleetDiverged, FleetError, UacError
 from uac_kernel.fleet.checkout import checkout, commit
@@ -196,7 +196,7 @@ def paused_writer(fleet: Fleet, user: str, store: Path, tmp: Path) -> subprocess
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
     )
     while not ready.exists():
         assert proc.poll() is None, proc.communicate()
@@ -283,7 +283,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
         timeout=120,
     )
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact
+from conftest import fact, suite_path
 
 from uac_kernel.core.errors import FleetError, QueryError, UacError
 from uac_kernel.fleet.checkout import checkout
@@ -125,7 +125,7 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": suite_path()},
     )
 
 
@@ -465,7 +465,7 @@ def fleet_cli(*args: str) -> list[str]:
     return [PY, "-m", "uac_kernel.cli.main", "fleet", "run", *args]
 
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = {**os.environ, "PYTHONPATH": suite_path()}
 
 
 @pytest.fixture(scope="module")

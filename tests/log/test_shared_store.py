@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from conftest import suite_path
 
 from uac_kernel.core.errors import StoreLocked
 from uac_kernel.log.integrity import verify
@@ -81,7 +82,7 @@ def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
 
 
 def env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), **PATIENT, **extra}
+    return {**os.environ, "PYTHONPATH": suite_path(), **PATIENT, **extra}
 
 
 def uac(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
