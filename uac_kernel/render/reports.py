@@ -5,10 +5,12 @@ the summary of the ingest, extraction or review that made it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from uac_kernel.core.display import printable
-from uac_kernel.rules.engine import Alert, ClearedAlert
+
+if TYPE_CHECKING:  # `uac --help` and the commands that need no fold load no pydantic
+    from uac_kernel.rules.engine import Alert, ClearedAlert
 
 __all__ = ["AlertReport", "alert_line", "alert_lines", "report_lines"]
 
@@ -33,8 +35,9 @@ class AlertChanges(Protocol):
 def alert_line(verb: str, alert: Alert) -> str:
     """``  raised [critical] rule: message``; a cleared alert with its reason on a second line."""
     line = f"  {verb} [{alert.severity}] {printable(alert.rule)}: {printable(alert.message)}"
-    if isinstance(alert, ClearedAlert) and alert.reason:
-        line += f"\n      why: {printable(alert.reason)}"
+    reason = getattr(alert, "reason", None)  # a ClearedAlert's
+    if reason:
+        line += f"\n      why: {printable(reason)}"
     return line
 
 
