@@ -85,7 +85,7 @@ __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
 ASKED_MOST = 20
 
 
-@operations  # each public method holds the store's file only while it runs, see _shared
+@operations  # each public method holds the store's file only while it runs, see log/shared.py
 class Workbench:
     """The event log, typed state, checkpoints, rules and queries of one user.
 
@@ -1015,7 +1015,7 @@ class Workbench:
 
     def sql(self, query: str, *, timeout: float | None = None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``), stopped after
-        ``timeout`` seconds (default 30, env UAC_SQL_TIMEOUT; see ``sqlview`` for the limits)."""
+        ``timeout`` seconds (default 30, env UAC_SQL_TIMEOUT; see ``sql.view`` for the limits)."""
         self._sync()
         if self._sql is None:
             self._sql = SqlView(store=self.store)

@@ -443,3 +443,50 @@ def test_sql_has_a_table_of_the_constraints_in_force() -> None:
     with pytest.raises(EventError, match="the SQL view's table uac_constraints"):
         wb.ingest([fact("2025-04-02", "add", "Uac_constraints", "k", x=1)])
     wb.close()
+
+
+def test_a_batch_that_settles_an_alert_and_retitles_its_constraint_names_the_record() -> None:
+    """The record that settled it is the reason, not the retitling beside it in the batch."""
+    wb = tax_wb()
+    wb.constrain(uac_obligation(), key="tax")
+    assert [a for a in wb.alerts() if wb.constraint_of(a.rule) is not None]
+    report = wb.ingest(
+        [
+            fact("2025-04-02T09:00:00", "add", "TaxReturn", "2024", filed=True),
+            constraint("2025-04-02T09:00:00", "update", "tax", {**TAX, "title": "File taxes"}),
+        ]
+    )
+    (cleared,) = report.cleared
+    assert "was updated" not in cleared.reason and "TaxReturn" in cleared.reason, cleared.reason
+    wb.close()
+
+
+def test_an_open_compiles_each_constraint_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the log and from a snapshot (with a constraint added after it)."""
+    from uac_kernel.constraints import inforce
+
+    compiled: list[str] = []
+    real = inforce.in_force_rule
+
+    def counted(cv: Any) -> Any:
+        compiled.append(cv.key)
+        return real(cv)
+
+    for snapshot in (False, True):
+        db = tmp_path / f"{snapshot}.duckdb"
+        wb = tax_wb(db)
+        wb.constrain(uac_obligation(), key="tax")
+        if snapshot:
+            wb.checkpoint()  # writes the snapshot
+        wb.constrain({**TAX, "title": "Pay the council tax"}, key="council")
+        wb.close()
+        with monkeypatch.context() as m:
+            m.setattr(inforce, "in_force_rule", counted)
+            compiled.clear()
+            again = Workbench(db)
+        assert (again._snap is not None) == snapshot
+        assert sorted(compiled) == ["council", "tax"], snapshot
+        assert len([a for a in again.alerts() if again.constraint_of(a.rule)]) == 2
+        again.close()

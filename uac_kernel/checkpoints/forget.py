@@ -18,7 +18,7 @@
 
 ``forget`` appends one ``forget`` event that names what it erased (positions only, never the
 content), and in the same transaction replaces each payload by ``{"forgotten": N}`` and erases
-its salt (see ``_chain``), then rewrites the DuckDB file so no erased byte remains in its free
+its salt (see ``core.chain``), then rewrites the DuckDB file so no erased byte remains in its free
 blocks. Schema events (type and field names) are structure, not content, and stay. Sources stay
 too, so re-ingesting the original file does not bring a forgotten fact back.
 """

@@ -33,13 +33,13 @@ def sql_options(p: argparse.ArgumentParser) -> None:
 
 
 def seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds, at most a day (sqlview.MAX_TIMEOUT)."""
+    """An argparse type: a positive number of seconds, at most a day (sql.view.MAX_TIMEOUT)."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    if value > 86_400:  # a timer cannot wait for 1e300 s (sqlview.MAX_TIMEOUT)
+    if value > 86_400:  # a timer cannot wait for 1e300 s (sql.view.MAX_TIMEOUT)
         raise argparse.ArgumentTypeError(f"expected at most 86400 seconds (a day), got {text!r}")
     return value

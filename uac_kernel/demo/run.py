@@ -143,7 +143,7 @@ def run_conversations(wb: Workbench) -> tuple[IngestReport, ExtractionReport, li
 
 
 def record_demo_calls(target: Path) -> int:
-    """Re-make the bundled call record with the scripted stand-in model (see demo_chat)."""
+    """Re-make the bundled call record with the scripted stand-in model (see demo/chat.py)."""
     with tempfile.TemporaryDirectory() as tmp, ChatServer(reference_model) as server:
         settings = ModelSettings(model=DEMO_MODEL, base_url=server.base_url)
         wb, _ = build_history(Path(tmp) / "demo.duckdb", settings)

@@ -33,7 +33,10 @@ def _put_in_force(runner: RuleRunner, rules_of: dict[str, str], cv: ConstraintVe
 
 
 def put_all_in_force(state: State, runner: RuleRunner, rules_of: dict[str, str]) -> None:
-    """Put the rule of every constraint in force in ``runner`` (each compiled once per open)."""
+    """Put the rule of every constraint in force in ``runner`` (each compiled once per open):
+    the constraint changes folded so far are taken, so ``after_events`` does not compile them
+    again."""
+    state.take_changed_constraints()
     for cv in state.constraints.values():
         _put_in_force(runner, rules_of, cv)
 
@@ -90,7 +93,10 @@ def after_events(
         return None
     view = UserView(state)
     # A rule that cannot say which types it reads runs whenever this does (``Rule.watches``).
-    rest = [name for name in runner.rules if name not in whole]
+    # In an ingest the rule of a changed constraint runs in the first pass too when the events
+    # touch what it reads, so an alert a retracted record settled says so; the second pass
+    # only clears what the new version alone settled. An open runs each rule once.
+    rest = [name for name in runner.rules if kept is None or name not in whole]
     change = runner.run(view, changed, clock_moved, only=rest, vocab=rebound)
     if whole:
         again = runner.run(view, None, only=whole)

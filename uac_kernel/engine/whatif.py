@@ -682,7 +682,6 @@ def whatif_past(
     with no_gc():
         fold_over(state, early, real_conflicts, real_seq)
     state.take_changed_types()
-    state.take_changed_constraints()
     state.take_changed_vocab()
     runner = RuleRunner(rules)
     rules_of: dict[str, str] = {}

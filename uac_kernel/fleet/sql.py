@@ -3,11 +3,11 @@
 The tables are built in an in-memory DuckDB from the Parquet files the users' commits list
 (``partition.Fleet.files``; a stray part file is never read), then the database is locked down
 as ``uac sql``'s view is (external access off, memory and threads bounded, configuration
-locked) before the query runs, read-only, bounded in time and rolled back (``sqlview``):
+locked) before the query runs, read-only, bounded in time and rolled back (``sql.view``):
 
 - one table per record type, ``<T>`` (current records) and ``<T>_history`` (every version),
   ``user_id`` first, then the columns ``uac sql`` gives one user, built by the same SQL
-  (``sqlbuild``, every window and group per user);
+  (``sql.build``, every window and group per user);
 - ``uac_tables`` (type, current_table, history_table): which table is which;
 - ``users`` (user_id, events, facts, first_ts, last_ts, checkpoints, calls, tokens_in,
   tokens_out): every user with a commit;
@@ -21,7 +21,7 @@ locked) before the query runs, read-only, bounded in time and rolled back (``sql
 Erased events (``uac forget``: salt '') are left out of every table and count.
 
 Types are named in the order their first schema event was recorded across the fleet, by
-``sqlview.table_names``; a type whose name clashes, ignoring case, with ``users``, ``alerts`` or
+``sql.view.table_names``; a type whose name clashes, ignoring case, with ``users``, ``alerts`` or
 ``events`` gets a suffix (``Users_2``). A field that users typed differently (an ``int`` for one,
 a ``str`` for another) is a VARCHAR column: a string as it is, any other value as its JSON text.
 A field named ``user_id`` is column ``user_id_2`` (the first such name no field has).

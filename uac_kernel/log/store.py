@@ -1,6 +1,6 @@
 """The event log: an append-only, hash-chained DuckDB table shared by many users.
 
-Nothing here updates or deletes an event (``forget`` erases a payload, see ``_chain``). A batch
+Nothing here updates or deletes an event (``forget`` erases a payload, see ``core.chain``). A batch
 is appended in one transaction, so it lands whole or not at all. Each user's events form their
 own hash chain: an event's hash covers its own columns, the salted hash of its payload and the
 previous event of the same user, so ``verify`` detects any change to any past event, and one

@@ -2,7 +2,7 @@
 model answers held for review, what-ifs, and the vocabulary's proposals.
 
 The widgets are a thin face. Each reads through the engine (the workbench, and one-page reads
-of the store in ``_paging``), shapes what it found into plain JSON traitlets, and leaves the
+of the store in ``notebook.paging``), shapes what it found into plain JSON traitlets, and leaves the
 drawing to a small hand-written ES module from ``widgets/`` (shipped in the package as
 ``uac_kernel/_widgets``). Every string from the log is data: the front end puts it on the page
 as text, never as markup.

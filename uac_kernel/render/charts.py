@@ -751,7 +751,7 @@ def result_chart(value: object, title: str = "") -> alt.Chart:
 
 
 def fleet_alerts_chart(summary: FleetSummary) -> alt.Chart:
-    """A fleet directory's standing alerts per rule (bars), from ``fleetsql.fleet_summary``."""
+    """A fleet directory's standing alerts per rule (bars), from ``fleet.sql.fleet_summary``."""
     rules = [{"rule": rule, "alerts": n} for rule, n in summary.alerts_by_rule.items()]
     return (
         alt.Chart(_data(rules), title=_title("Standing alerts per rule"))

@@ -1,5 +1,5 @@
 """The SQL view's tables built by SQL over a log: one user's in the store's DuckDB (``uac sql``),
-or every user's of a fleet directory (``fleetsql``), by the same statements.
+or every user's of a fleet directory (``fleet.sql``), by the same statements.
 
 For each record type a cursor folds each user's fact events (for ``uac sql`` up to the state's
 ``seq``, erased ones left out, as the fold reads them) into the rows of ``<T>`` and
@@ -32,7 +32,7 @@ from uac_kernel.sql.types import sql_type
 
 __all__ = ["MIXED", "build_type", "build_types", "load_facts"]
 
-# The field type of a field whose type differs between users (fleetsql): a VARCHAR column holding
+# The field type of a field whose type differs between users (fleet/sql.py): a VARCHAR column holding
 # a string as it is and any other value as its JSON text.
 MIXED = "mixed"
 
@@ -126,7 +126,7 @@ def _int_columns(
     cur: duckdb.DuckDBPyConnection, name: str, fields: dict[str, str]
 ) -> dict[str, str]:
     """Each int or list[int] field's column: the narrowest of BIGINT, HUGEINT and VARCHAR that
-    holds every value the type's events give it (``sqlview._int_column`` over the versions)."""
+    holds every value the type's events give it (``sql.types._int_column`` over the versions)."""
     ints = [(f, t) for f, t in fields.items() if t in ("int", "list[int]")]
     if not ints:
         return {}

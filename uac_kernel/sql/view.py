@@ -8,7 +8,7 @@ external access switched off, so a query can neither touch the log nor read or w
 Only the types that changed since the last query are rebuilt.
 
 A workbench's view builds a type's tables by SQL over the user's log in the store, up to the
-state's ``seq`` (``sqlbuild``), and copies them in from a file in a private temporary
+state's ``seq`` (``sql.build``), and copies them in from a file in a private temporary
 directory, the one place the view's database may read (``allowed_directories``), which holds
 nothing between builds. A view with no store behind its state builds them from the state's
 records in Python; the tests hold the two builds equal cell for cell.
@@ -171,7 +171,7 @@ class SqlView:
     (``None``: the default, see the module docstring).
 
     With the ``store`` the state was folded from, a type's tables are built by SQL over its log
-    (``sqlbuild``); without one, from the state's records in Python."""
+    (``sql.build``); without one, from the state's records in Python."""
 
     def __init__(
         self,
@@ -183,7 +183,7 @@ class SqlView:
     ) -> None:
         self.store = store
         # With a store, the tables come through a file in this private directory, the only
-        # place the view's database may read (sqlbuild); it holds nothing between refreshes.
+        # place the view's database may read (sql/build.py); it holds nothing between refreshes.
         self._dir = tempfile.TemporaryDirectory(prefix="uac-sql-") if store is not None else None
         self._loads = 0
         self.timeout, self.memory_mb, self.threads = bounds(timeout, memory_mb, threads)
