@@ -40,6 +40,7 @@ WINGS: dict[str, int] = {
     "render": 15,
     "bench": 16,
     "demo": 17,
+    "commands": 18,
     "cli": 19,
     "notebook": 19,
 }

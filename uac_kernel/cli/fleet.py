@@ -1,34 +1,11 @@
-"""`uac fleet sql` and `uac fleet summary`: the fleet's queries, registered on the `fleet`
-subparser. Nothing heavy is imported until a command runs (`uac --help` stays fast)."""
+"""`uac fleet sql` and `uac fleet summary`: the fleet's queries. Nothing heavy is imported until
+a command runs (`uac --help` stays fast)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-__all__ = ["add_fleet_queries"]
-
-
-def add_fleet_queries(fleet_sub: Any) -> None:
-    """Register ``sql`` and ``summary`` on the ``fleet`` subparsers action ``fleet_sub``."""
-    from uac_kernel.cli.options import sql_options
-
-    text = (
-        "run one read-only SQL query across a fleet directory's users: users, alerts, events, "
-        "and one table per record type with user_id first (stopped after --timeout seconds; "
-        "memory env UAC_SQL_MEMORY_MB, threads UAC_SQL_THREADS)"
-    )
-    p = fleet_sub.add_parser("sql", help=text, description=text)
-    p.set_defaults(func=cmd_fleet_sql)
-    p.add_argument("dir", help="the fleet directory")
-    p.add_argument("query")
-    p.add_argument("--users", default=None, metavar="A,B", help="only these users")
-    sql_options(p)
-    text = "a fleet directory's users, events, facts, model calls and standing alerts per rule"
-    p = fleet_sub.add_parser("summary", help=text, description=text)
-    p.set_defaults(func=cmd_fleet_summary)
-    p.add_argument("dir", help="the fleet directory")
-    p.add_argument("--json", action="store_true")
+__all__ = ["cmd_fleet_sql", "cmd_fleet_summary"]
 
 
 def cmd_fleet_sql(args: argparse.Namespace) -> None:

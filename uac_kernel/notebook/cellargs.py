@@ -54,7 +54,7 @@ def _read(literal: str) -> str:
 
 
 def parse(fn: Callable[..., Any], line: str) -> Any:
-    """``line`` parsed by the ``magic_arguments`` parser of ``fn``, split by ``split``."""
+    """``line`` parsed by the parser of ``fn`` (``subcommands.magic_parser``), split by ``split``."""
     held: dict[str, str] = {}
 
     def hold(value: str) -> str:

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import parse_argstring
 
 from uac_kernel.core.display import did_you_mean, plural, printable, show
 from uac_kernel.core.records import field_values
@@ -39,33 +39,18 @@ class CodeMagics(Session):
     """`%uac` subcommands over the model as code: code, state, diff, history, edit, cell, constraint(s), vocab."""
 
     @subcommand("code")
-    @magic_arguments(name="uac code")
-    @argument("--version", type=int, default=None, help="the checkpoint (default: the latest)")
     def cmd_code(self, rest: str, cell: str | None) -> None:
         """Print a checkpoint's whole code."""
         args = parse_argstring(self.cmd_code, rest)
         print(self._wb(read=True).code(args.version), end="")
 
-    @subcommand("constraint", cell=True)
-    @magic_arguments(name="uac constraint")
-    @argument("--key", default=None, help="the key of the cell's one constraint")
-    @argument("--retract", default=None, metavar="KEY", help="retract constraint KEY (no cell)")
-    @argument("--reason", default=None, help="why (logged with the events)")
-    def cmd_constraint(self, rest: str, cell: str | None) -> None:
-        """``%%uac constraint [--key K]``: put the constraints of a YAML or JSON cell in force
-        (one constraint, a list, or a mapping of key: constraint; see docs/constraints.md).
-        A key in force is updated, so re-running an edited cell changes the constraint.
-        ``%uac constraint --retract KEY [--reason R]`` retracts one. The cell is read as data,
-        never run."""
-        self._constrain(parse_argstring(self.cmd_constraint, rest), cell)
-
-    @subcommand("constrain", cell=True)
-    @magic_arguments(name="uac constrain")
-    @argument("--key", default=None, help="the key of the cell's one constraint")
-    @argument("--retract", default=None, metavar="KEY", help="retract constraint KEY (no cell)")
-    @argument("--reason", default=None, help="why (logged with the events)")
+    @subcommand("constrain")
     def cmd_constrain(self, rest: str, cell: str | None) -> None:
-        """``%%uac constrain``: the same as ``%%uac constraint`` (the CLI's verb)."""
+        """``%%uac constrain [--key K]`` (or ``%%uac constraint``): put the constraints of a
+        YAML or JSON cell in force (one constraint, a list, or a mapping of key: constraint;
+        see docs/constraints.md). A key in force is updated, so re-running an edited cell
+        changes the constraint. ``%uac constrain --retract KEY [--reason R]`` retracts one. The
+        cell is read as data, never run."""
         self._constrain(parse_argstring(self.cmd_constrain, rest), cell)
 
     def _constrain(self, args: Any, cell: str | None) -> None:
@@ -90,8 +75,6 @@ class CodeMagics(Session):
         self._print_report(report)
 
     @subcommand("constraints")
-    @magic_arguments(name="uac constraints")
-    @argument("--history", action="store_true", help="every version, ended ones too")
     def cmd_constraints(self, rest: str, cell: str | None) -> Table:
         """The constraints in force (with ``--history`` every version): key, kind, title,
         since when, who proposed it and from what, and the rule it is compiled into."""
@@ -115,15 +98,7 @@ class CodeMagics(Session):
         caption = plural(len(rows), "constraint") + ("" if args.history else " in force")
         return Table(columns, rows, self.displaylimit, caption=caption, wrap=["title"])
 
-    @subcommand("vocab", cell=True)
-    @magic_arguments(name="uac vocab")
-    @argument("words", nargs="*", help="bind|unbind TARGET NAME, concepts or roles")
-    @argument("--reason", default=None, help="why (logged with the bindings)")
-    @argument(
-        "--unbound",
-        action="store_true",
-        help="what looks like a date, deadline, amount, document or substance and no rule reads",
-    )
+    @subcommand("vocab")
     def cmd_vocab(self, rest: str, cell: str | None) -> Table | None:
         """``%uac vocab``: the user's bindings (type.field, concept, author, score, status,
         reason; held proposals last), in a widget that accepts or rejects each (the table where
@@ -172,7 +147,6 @@ class CodeMagics(Session):
         return None
 
     @subcommand("state")
-    @magic_arguments(name="uac state")
     def cmd_state(self, rest: str, cell: str | None) -> None:
         """Explore the typed state (a widget; record counts per type as text)."""
         parse_argstring(self.cmd_state, rest)
@@ -192,9 +166,6 @@ class CodeMagics(Session):
         self._show(make, table.text(), table._repr_html_())
 
     @subcommand("diff")
-    @magic_arguments(name="uac diff")
-    @argument("a", type=int, help="the older checkpoint")
-    @argument("b", type=int, help="the newer checkpoint")
     def cmd_diff(self, rest: str, cell: str | None) -> None:
         """What changed from checkpoint A to B (a widget, and the summary as text)."""
         args = parse_argstring(self.cmd_diff, rest)
@@ -215,9 +186,6 @@ class CodeMagics(Session):
         self._show(make, "\n".join(lines))
 
     @subcommand("history")
-    @magic_arguments(name="uac history")
-    @argument("type", help="a record type, e.g. Trip")
-    @argument("key", help="the record's key")
     def cmd_history(self, rest: str, cell: str | None) -> Table:
         """Every version of one record: when it held, whether it was retracted, what changed
         from the version before (the first: the fields it came with), the log events behind
@@ -243,24 +211,6 @@ class CodeMagics(Session):
         )
 
     @subcommand("edit")
-    @magic_arguments(name="uac edit")
-    @argument("part", nargs="?", help="schema, a record type (e.g. Trip) or rules")
-    @argument("--version", type=int, default=None, help="the checkpoint (default: the latest)")
-    @argument(
-        "--key",
-        action="extend",
-        nargs="+",
-        metavar="KEY",
-        help="only the records with these keys (one or several; repeatable)",
-    )
-    @argument(
-        "--where",
-        metavar="EXPR",
-        help="""only the records r for which EXPR is true, e.g. --where "r.country == 'Japan'" """,
-    )
-    @argument("--last", type=int, metavar="N", help="only the N most recently changed records")
-    @argument("--print", action="store_true", help="also print the code below the cell")
-    @argument("--all", action="store_true", help="list a command for every part")
     def cmd_edit(self, rest: str, cell: str | None) -> None:
         """Turn this cell into one part of a checkpoint, as code to edit and run.
 
@@ -338,18 +288,7 @@ class CodeMagics(Session):
         )
         return text + "".join(f"\n\n{r['source'].strip()}\n" for r in idle)
 
-    @subcommand("cell", cell=True)
-    @magic_arguments(name="uac cell")
-    @argument("--version", type=int, required=True, help="the checkpoint the cell came from")
-    @argument("--part", required=True, help="the part the cell holds")
-    @argument("--key", action="extend", nargs="+", metavar="KEY", help="the cell's selection")
-    @argument("--where", metavar="EXPR", help="the cell's selection")
-    @argument("--last", type=int, metavar="N", help="the cell's selection")
-    @argument(
-        "--dry-run",
-        action="store_true",
-        help="show what the edit would change (records, alerts, answers); append nothing",
-    )
+    @subcommand("cell")
     def cmd_cell(self, rest: str, cell: str | None) -> None:
         """``%%uac cell --version N --part PART``: apply an edited part (made by ``%uac edit``).
 

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import parse_argstring
 from IPython.display import display
 
 from uac_kernel.core.display import plural
-from uac_kernel.ingest.adapters import FORMATS
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
 from uac_kernel.notebook.tables import Table
@@ -25,10 +24,6 @@ class LogMagics(Session):
     """`%uac` subcommands over the log: open, close, ingest, log, users, verify, forget, head, calls, checkpoint, checkpoints."""
 
     @subcommand("open")
-    @magic_arguments(name="uac open")
-    @argument("path", nargs="?", help="the store file (default: UacMagics.db)")
-    @argument("--user", default=None, help="the user id (default: UacMagics.user)")
-    @argument("--read-only", action="store_true", help="open without taking the write lock")
     def cmd_open(self, rest: str, cell: str | None) -> None:
         """Open a store for one user (closing the workbench open before) and bind it."""
         args = parse_argstring(self.cmd_open, rest)
@@ -36,7 +31,6 @@ class LogMagics(Session):
         self._open(path, _unquote(args.user) if args.user else self.user, args.read_only)
 
     @subcommand("close")
-    @magic_arguments(name="uac close")
     def cmd_close(self, rest: str, cell: str | None) -> None:
         """Close the open workbench, releasing the store's lock for other processes."""
         parse_argstring(self.cmd_close, rest)
@@ -48,15 +42,6 @@ class LogMagics(Session):
         print(f"uac: closed {path}")
 
     @subcommand("ingest")
-    @magic_arguments(name="uac ingest")
-    @argument("file", help="Event JSONL, a LoCoMo or LongMemEval file, or chat messages")
-    @argument(
-        "--format",
-        default="auto",
-        choices=["auto", *FORMATS],
-        help="the file's format (default: detected)",
-    )
-    @argument("--history", default=None, help="the one conversation of a LoCoMo/LongMemEval file")
     def cmd_ingest(self, rest: str, cell: str | None) -> None:
         """Append a file to the log, atomically; prints what it appended and the alerts."""
         args = parse_argstring(self.cmd_ingest, rest)
@@ -66,7 +51,6 @@ class LogMagics(Session):
         self._print_report(report)
 
     @subcommand("checkpoint")
-    @magic_arguments(name="uac checkpoint")
     def cmd_checkpoint(self, rest: str, cell: str | None) -> None:
         """Store the state as a new version of typed code; lists its parts with a ready
         ``%uac edit PART`` command for each (run each in a cell of its own)."""
@@ -77,7 +61,6 @@ class LogMagics(Session):
         self._print_parts(wb, cp.version)
 
     @subcommand("checkpoints")
-    @magic_arguments(name="uac checkpoints")
     def cmd_checkpoints(self, rest: str, cell: str | None) -> Table:
         """The checkpoints of the user: version, the log seq each covers, records, when."""
         parse_argstring(self.cmd_checkpoints, rest)
@@ -95,7 +78,6 @@ class LogMagics(Session):
         )
 
     @subcommand("users")
-    @magic_arguments(name="uac users")
     def cmd_users(self, rest: str, cell: str | None) -> Table:
         """The users of the store and their event counts (switch with ``%uac open --user``)."""
         parse_argstring(self.cmd_users, rest)
@@ -112,23 +94,11 @@ class LogMagics(Session):
         return Table(["user", "events"], list(counts.items()), 0, caption=f"users of {path}")
 
     @subcommand("log")
-    @magic_arguments(name="uac log")
-    @argument("--kind", default=None, help="only events of this kind (utterance, fact, alert, ...)")
-    @argument("--after", type=int, default=0, help="only events after this seq (text view)")
-    @argument(
-        "--limit",
-        type=int,
-        metavar="N",
-        default=None,
-        help="events per page (default: UacMagics.displaylimit; 0: all in the text view)",
-    )
     def cmd_log(self, rest: str, cell: str | None) -> None:
         """Browse the user's events (a paging widget of ``--limit`` events a page; the first
         ``--limit`` as text). ``--limit`` defaults to ``displaylimit``."""
         args = parse_argstring(self.cmd_log, rest)
         shown = self.displaylimit if args.limit is None else args.limit
-        if shown < 0:
-            raise UsageError(f"--limit is a number of events, 0 or more, not {shown}")
         wb = self._wb(read=True)
         limit = shown if shown > 0 else None
         kinds = [args.kind] if args.kind else None
@@ -161,11 +131,6 @@ class LogMagics(Session):
         self._show(make, table.text(), table._repr_html_())
 
     @subcommand("verify")
-    @magic_arguments(name="uac verify")
-    @argument(
-        "--head", default=None, help="a head from %%uac head: the chains must pass through it"
-    )
-    @argument("--all", action="store_true", help="every user of the store, not only this one")
     def cmd_verify(self, rest: str, cell: str | None) -> None:
         """Re-compute the hash chains; an error if any past event, model call or checkpoint was
         changed, removed, or erased without a forget event."""
@@ -177,11 +142,6 @@ class LogMagics(Session):
         print(report.summary(wb.store.path))
 
     @subcommand("forget")
-    @magic_arguments(name="uac forget")
-    @argument("--record", nargs=2, metavar=("TYPE", "KEY"), help="one record")
-    @argument("--source", help="the events of one source")
-    @argument("--text", help="every event that holds this text (any case)")
-    @argument("--dry-run", action="store_true", help="list what would go; change nothing")
     def cmd_forget(self, rest: str, cell: str | None) -> None:
         """Erase a record, a source's events or everything holding a text, everywhere uac
         copied it; a forget event records what was erased, never the content."""
@@ -200,15 +160,12 @@ class LogMagics(Session):
             print(f"forgot: {plan.summary()}; the store file was rewritten without them")
 
     @subcommand("head")
-    @magic_arguments(name="uac head")
     def cmd_head(self, rest: str, cell: str | None) -> None:
         """This user's chain head: keep it elsewhere, check later with %uac verify --head."""
         parse_argstring(self.cmd_head, rest)
         print(self._wb().head())
 
     @subcommand("calls")
-    @magic_arguments(name="uac calls")
-    @argument("--all-users", action="store_true", help="the calls of every user of the store")
     def cmd_calls(self, rest: str, cell: str | None) -> None:
         """The recent model calls and the tokens spent per purpose: the cost ledger."""
         from uac_kernel.model.client import call_totals, list_calls

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import parse_argstring
 
 from uac_kernel.model.ask import Answer
 from uac_kernel.notebook.session import Session
@@ -18,11 +18,6 @@ class ModelMagics(Session):
     """`%uac` subcommands that call a model: extract, review, ask."""
 
     @subcommand("extract")
-    @magic_arguments(name="uac extract")
-    @argument("--batch-size", type=int, default=10, help="utterances per model call")
-    @argument("--max-operations", type=int, default=None, help="cap per batch (default 100)")
-    @argument("--max-new-types", type=int, default=None, help="cap per batch (default 10)")
-    @argument("--max-new-fields", type=int, default=None, help="cap per batch (default 60)")
     def cmd_extract(self, rest: str, cell: str | None) -> None:
         """Turn pending utterances into typed facts with the model, then checkpoint. An answer
         that would change much of what is known is held: see ``%uac review``."""
@@ -41,10 +36,6 @@ class ModelMagics(Session):
             self._print_parts(wb, wb.checkpoints.get().version, "checkpoint written")
 
     @subcommand("review")
-    @magic_arguments(name="uac review")
-    @argument("action", nargs="?", choices=["accept", "reject"], help="the decision")
-    @argument("batch", nargs="?", type=int, help="a held batch's ID")
-    @argument("--only", default=None, help="accept only these operations, e.g. 1,3")
     def cmd_review(self, rest: str, cell: str | None) -> None:
         """Model answers held for review: a widget with each operation's record before and
         after, Accept / Accept selected / Reject (the text where widgets are not shown);
@@ -74,9 +65,7 @@ class ModelMagics(Session):
         report = wb.accept(args.batch, only)
         self._print_report(report, f"batch {args.batch}: accepted; ")
 
-    @subcommand("ask", cell=True)
-    @magic_arguments(name="uac ask")
-    @argument("question", nargs="+", help="a question about the user (the rest of the line)")
+    @subcommand("ask")
     def cmd_ask(self, rest: str, cell: str | None) -> Answer:
         """Answer a question with code the model writes (run in the sandbox); shows the answer,
         the code and what it rests on, and returns the ``Answer``.

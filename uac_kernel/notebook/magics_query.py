@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import parse_argstring
 from IPython.display import display
 
 from uac_kernel.core.display import clipped, did_you_mean, plural, printable, shorten
 from uac_kernel.notebook.fleet_magic import first_word
 from uac_kernel.notebook.imports import import_on_fresh_stack
 from uac_kernel.notebook.session import Session
-from uac_kernel.notebook.subcommands import _unquote, subcommand
+from uac_kernel.notebook.subcommands import subcommand
 from uac_kernel.notebook.tables import alerts_text
 from uac_kernel.sql.view import SqlResult
 
@@ -22,9 +22,7 @@ __all__ = ["QueryMagics"]
 class QueryMagics(Session):
     """`%uac` subcommands that ask the state: eval, sql, alerts, chart, whatif, fleet."""
 
-    @subcommand("eval", cell=True)
-    @magic_arguments(name="uac eval")
-    @argument("expr", nargs="+", help="a Python expression over `user` (the rest of the line)")
+    @subcommand("eval")
     def cmd_eval(self, rest: str, cell: str | None) -> Any:
         """Evaluate a Python expression over the state in the sandbox and return its value:
         ``n = %uac eval len(user.all(Trip))``. ``%%uac eval`` takes the expression as the body.
@@ -39,12 +37,7 @@ class QueryMagics(Session):
         # Whole, but one that would print past the budget prints a bounded view of itself.
         return clipped(value)
 
-    @subcommand("sql", cell=True)
-    @magic_arguments(name="uac sql")
-    @argument(
-        "--timeout", metavar="S", help="stop the query after S seconds (UacMagics.sql_timeout)"
-    )
-    @argument("query", nargs="+", help="SQL over one table per record type (or the cell body)")
+    @subcommand("sql")
     def cmd_sql(self, rest: str, cell: str | None) -> SqlResult:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``); returns the
         ``SqlResult``, shown as a table of ``displaylimit`` rows. ``%%uac sql`` takes the body."""
@@ -54,9 +47,7 @@ class QueryMagics(Session):
             raise UsageError("usage: %%uac sql with the query as the cell body, or %uac sql QUERY")
         return self._wb(read=True).sql(query, timeout=timeout)
 
-    @subcommand("fleet", cell=True)
-    @magic_arguments(name="uac fleet")
-    @argument("words", nargs="*", help="DIR, sql [--timeout S] DIR QUERY, or run ... DIR JOB")
+    @subcommand("fleet")
     def cmd_fleet(self, rest: str, cell: str | None) -> Any:
         """Many users at once, over a fleet directory (``uac export``): ``%uac fleet DIR``
         shows its summary with charts of the standing alerts per rule and the events per user;
@@ -136,7 +127,6 @@ class QueryMagics(Session):
         return charts.fleet_charts(summary)
 
     @subcommand("alerts")
-    @magic_arguments(name="uac alerts")
     def cmd_alerts(self, rest: str, cell: str | None) -> None:
         """The alerts standing now, most severe first, with their evidence (an inspector
         widget; the text where widgets are not shown)."""
@@ -151,15 +141,6 @@ class QueryMagics(Session):
         self._show(make, alerts_text(wb.alerts(), wb.constraint_of))
 
     @subcommand("chart")
-    @magic_arguments(name="uac chart")
-    @argument("kind", choices=["events", "records", "alerts", "result"], help="what to draw")
-    @argument(
-        "--freq",
-        default=None,
-        choices=["day", "week", "month", "quarter", "year"],
-        help="the period of events/records charts",
-    )
-    @argument("expr", nargs="*", help="for `result`: an expression (the rest of the line)")
     def cmd_chart(self, rest: str, cell: str | None) -> Any:
         """An Altair chart: ``events`` or ``records`` over time, the ``alerts`` timeline, or a
         ``result``: ``%uac chart result Counter(t.country for t in user.all(Trip))``. Returns
@@ -198,21 +179,7 @@ class QueryMagics(Session):
             self._charts_ready = True
         return chart
 
-    @subcommand("whatif", cell=True)
-    @magic_arguments(name="uac whatif")
-    @argument("var", nargs="?", help="a Python list of event dicts in the namespace (no cell)")
-    @argument(
-        "--as-of",
-        metavar="DATE",
-        help="insert the events at DATE and replay the later log on top (a past what-if)",
-    )
-    @argument(
-        "--expr",
-        action="append",
-        metavar="EXPR",
-        help="an expression over `user` to re-run before and after (repeatable; default: "
-        "those this session evaluated or asked)",
-    )
+    @subcommand("whatif")
     def cmd_whatif(self, rest: str, cell: str | None) -> None:
         """What would change if these events were true: ``%%uac whatif`` with the events in the
         cell (JSONL, a JSON array, or YAML: a list of mappings or ``---``-separated ones), or
@@ -251,9 +218,7 @@ class QueryMagics(Session):
                 )
             events = self._events_of(args.var)
             origin = args.var
-        from uac_kernel.engine.whatif import moment
-
-        as_of = moment(_unquote(args.as_of)) if args.as_of else None
+        as_of = args.as_of  # a moment already (commands.types.moment)
         wb = self._wb(read=True)
         w = wb.whatif(events, as_of=as_of, expressions=args.expr, origin=origin)
         self._show_whatif(wb, w)

@@ -83,10 +83,10 @@ class Session(Magics):
         super().__init__(shell, **kwargs)
         self.commands: dict[str, tuple[Callable[[str, str | None], Any], bool]] = {}
         for attr in dir(type(self)):
-            mark = getattr(getattr(type(self), attr), _SUBCOMMAND, None)
-            if mark is not None:
-                name, takes_cell = mark
-                self.commands[name] = (getattr(self, attr), takes_cell)
+            command = getattr(getattr(type(self), attr), _SUBCOMMAND, None)
+            if command is not None:
+                for name in (command.name, *command.aliases):
+                    self.commands[name] = (getattr(self, attr), command.cell)
 
     @observe("db", "user", "model", "base_url", "offline")
     def _settings_changed(self, change: dict[str, Any]) -> None:

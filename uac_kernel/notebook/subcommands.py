@@ -1,15 +1,20 @@
-"""`%uac` subcommands as marked methods: the marker, their help text from docstrings and argument
-parsers, and the one-line form of an error."""
+"""`%uac` subcommands as marked methods: the marker, which builds each one's parser from its
+declaration, their help text, and the one-line form of an error."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
 
+from IPython.core.magic_arguments import MagicArgumentParser
+
+from uac_kernel.commands.catalogue import COMMANDS
+from uac_kernel.commands.declare import MAGIC, Command, add_arguments
 from uac_kernel.core.display import printable
 
-__all__ = ["subcommand"]
+__all__ = ["magic_parser", "subcommand"]
 
 
 def _one_line(text: str) -> str:
@@ -19,14 +24,14 @@ def _one_line(text: str) -> str:
 
 
 def _doc(fn: Callable[..., Any]) -> str:
-    """A subcommand's help: usage line first (magic_arguments wrote it into the docstring)."""
+    """A subcommand's help: usage line first (``subcommand`` wrote it into the docstring)."""
     return (fn.__doc__ or "").removeprefix("::").strip("\n")
 
 
 def _usage(fn: Callable[..., Any], width: int = 86) -> list[str]:
     """A subcommand's whole usage from its parser, wrapped between its arguments at ``width``:
     ``%uac edit [--version VERSION] ... [part]``, continued under the first argument."""
-    parser = fn.parser  # type: ignore[attr-defined]  # set by magic_arguments
+    parser = fn.parser  # type: ignore[attr-defined]  # set by subcommand
     prog = f"%{parser.prog}"
     flat = " ".join(parser.format_usage().split()).removeprefix("::").strip()
     args, depth, start = [], 0, 0
@@ -55,11 +60,41 @@ def _unquote(text: str) -> str:
 _SUBCOMMAND = "_uac_subcommand"
 
 
-def subcommand(name: str, *, cell: bool = False) -> Callable[[Any], Any]:
-    """Mark a method as ``%uac NAME`` (``cell=True``: it also takes a ``%%uac NAME`` body)."""
+def _unquoted(options: dict[str, Any]) -> dict[str, Any]:
+    """A notebook line keeps its quotes (IPython splits it like a non-POSIX shell): a typed
+    argument reads its value without them, as the terminal's does."""
+    check = options.get("type")
+    if check is None:
+        return options
+
+    def typed(text: str) -> Any:
+        return check(_unquote(text))
+
+    typed.__name__ = getattr(check, "__name__", "value")
+    return {**options, "type": typed}
+
+
+def magic_parser(command: Command, doc: str | None = None) -> MagicArgumentParser:
+    """The ``%uac NAME`` parser of ``command``'s declaration; ``doc``: what the notebook shows
+    for it, when that says more than the declared help."""
+    text = (doc or "").strip() or command.description or command.help
+    parser = MagicArgumentParser(prog=f"uac {command.name}", description=text)
+    add_arguments(parser, command, MAGIC, _unquoted)
+    return parser
+
+
+def subcommand(name: str) -> Callable[[Any], Any]:
+    """Make a method ``%uac NAME`` (and ``%%uac NAME`` where its declaration takes a cell),
+    its arguments and help from the declaration ``commands.catalogue.COMMANDS[name]``."""
+    command = COMMANDS[name]
+    if MAGIC not in command.faces:
+        raise ValueError(f"command {name!r} is not declared for the notebook")
 
     def mark(fn: Any) -> Any:
-        setattr(fn, _SUBCOMMAND, (name, cell))
+        parser = magic_parser(command, inspect.getdoc(fn))
+        fn.parser = parser  # as magic_arguments sets it: parse_argstring(fn, line) reads it
+        fn.__doc__ = parser.format_help()
+        setattr(fn, _SUBCOMMAND, command)
         return fn
 
     return mark

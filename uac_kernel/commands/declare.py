@@ -1,0 +1,98 @@
+"""A command's one declaration: its name, help and arguments, and the faces it is typed on; each
+face's argument parser is built from it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["CLI", "FACES", "MAGIC", "Arg", "Command", "Face", "add_arguments", "arg"]
+
+Face = Literal["cli", "magic"]
+CLI: Face = "cli"  # the `uac` command
+MAGIC: Face = "magic"  # `%uac` in IPython (its marimo helpers are functions, see notebook/marimo)
+FACES: frozenset[Face] = frozenset((CLI, MAGIC))
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument as ``argparse.add_argument`` takes it, on the faces that offer it.
+
+    ``per_face`` changes a keyword on one face only, where the faces differ in kind: a notebook
+    line takes the rest of the line as one expression (``nargs="+"``), a terminal one quoted
+    word; a terminal prints 50 events, a notebook a page of its widget."""
+
+    names: tuple[str, ...]
+    options: Mapping[str, Any]
+    faces: frozenset[Face] = FACES
+    group: str | None = None  # arguments of one group exclude each other
+    per_face: Mapping[Face, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def dest(self) -> str:
+        long = next((n for n in self.names if n.startswith("--")), self.names[0])
+        return str(self.options.get("dest", long.lstrip("-").replace("-", "_")))
+
+    def on(self, face: Face) -> dict[str, Any]:
+        """The keywords of ``add_argument`` on ``face``."""
+        return {**self.options, **self.per_face.get(face, {})}
+
+
+def arg(
+    *names: str,
+    faces: Iterable[Face] = FACES,
+    group: str | None = None,
+    cli: Mapping[str, Any] | None = None,
+    magic: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Arg:
+    """An argument (``options``: ``add_argument``'s keywords; ``cli``/``magic``: those that
+    differ on one face)."""
+    per_face: dict[Face, Mapping[str, Any]] = {}
+    if cli:
+        per_face[CLI] = cli
+    if magic:
+        per_face[MAGIC] = magic
+    return Arg(names, options, frozenset(faces), group, per_face)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: ``name`` (``"fleet run"`` under a group), its one-line ``help``, its
+    arguments, the faces it is typed on, and ``cell`` when ``%%uac NAME`` takes a cell body.
+    ``required`` names the argument groups of which one must be given."""
+
+    name: str
+    help: str
+    args: tuple[Arg, ...] = ()
+    faces: frozenset[Face] = FACES
+    aliases: tuple[str, ...] = ()
+    cell: bool = False
+    required: frozenset[str] = frozenset()
+    description: str | None = None  # a longer text for `--help` than the listing's line
+
+    def arguments(self, face: Face) -> list[Arg]:
+        return [a for a in self.args if face in a.faces]
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser,
+    command: Command,
+    face: Face,
+    adapt: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> None:
+    """Add ``command``'s arguments on ``face`` to ``parser``, in declared order (each one's
+    keywords passed through ``adapt`` first, if given)."""
+    groups: dict[str, Any] = {}
+    for a in command.arguments(face):
+        target: Any = parser
+        if a.group is not None:
+            if a.group not in groups:
+                groups[a.group] = parser.add_mutually_exclusive_group(
+                    required=a.group in command.required
+                )
+            target = groups[a.group]
+        options = a.on(face)
+        target.add_argument(*a.names, **(adapt(options) if adapt else options))
