@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import one_line_error, uac
-from test_magics import run
+from helpers.cli import one_line_error, uac
+from helpers.magics import run
 
 from uac_kernel.core.display import TERMINAL_BUDGET, clip_json, json_chunks, json_size, printable
 
@@ -269,7 +269,7 @@ def test_notebook_eval_bounds_every_kind_of_result(ip: Any, expr: str) -> None:
 
 
 def test_notebook_tables_and_alerts_escape_control_characters(ip: Any) -> None:
-    from test_magics import run_out
+    from helpers.magics import run_out
 
     table = shown(ip, run(ip, "%uac sql SELECT key, name FROM Medication"))
     clean(table["text/plain"])

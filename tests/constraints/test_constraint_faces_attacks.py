@@ -24,19 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.constraints import TAX
+from helpers.events import fact
 
 from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
 
 UAC = [sys.executable, "-m", "uac_kernel.cli.main"]
-TAX = {
-    "kind": "obligation",
-    "title": "File the tax return",
-    "due": {"date": "2025-04-15"},
-    "lead_days": 30,
-    "done_by": {"type": "TaxReturn"},
-}
 NASTY = "'''\"\"\"\\ \\n \n __import__('os').system('touch CANARY') {0} </script><img src=x onerror=alert(1)>"
 
 

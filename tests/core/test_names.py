@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_checkpoint_import import (
+from helpers.checkpoints import (
     described_state,
     import_here,
     import_in_clean_interpreter,
     rule_names,
 )
-from test_cli import one_line_error, uac
-from test_magics import edit_cell, run, run_out, usage_error
+from helpers.cli import one_line_error, uac
+from helpers.magics import edit_cell, run, run_out, usage_error
 from test_magics import ip as _ip
 
 from uac_kernel.checkpoints.codegen import parse_module

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import one_line_error, uac
-from test_magics import run
-from test_whatif_cli import AMOXICILLIN, STORE, fingerprint, jsonl
+from helpers.cli import one_line_error, uac
+from helpers.events import jsonl
+from helpers.magics import run
+from helpers.maya import AMOXICILLIN, STORE
+from helpers.store import fingerprint
 from test_whatif_magics import ip as _ip
 
 from uac_kernel.core.errors import OutputRefused

@@ -27,9 +27,11 @@ from typing import Any
 
 import duckdb
 import pytest
-from test_cli import one_line_error, uac
-from test_magics import run
-from test_whatif_cli import STORE, fingerprint, jsonl
+from helpers.cli import one_line_error, uac
+from helpers.events import jsonl
+from helpers.magics import run
+from helpers.maya import STORE
+from helpers.store import fingerprint
 from test_whatif_magics import ip as _ip
 
 from uac_kernel.core.errors import OutputRefused

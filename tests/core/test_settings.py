@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add
+from helpers.events import add
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 

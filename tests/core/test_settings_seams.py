@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import add
+from helpers.events import add
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 

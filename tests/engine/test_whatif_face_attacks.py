@@ -15,16 +15,17 @@ import subprocess
 import sys
 import xml.dom.minidom
 from collections.abc import Iterator
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import retract, suite_path
+from helpers.events import jsonl, retract
+from helpers.magics import change, edit_cell, logged, run, run_out, usage_error
+from helpers.maya import AMOXICILLIN, MEDICATIONS, RULE, STORE
+from helpers.processes import suite_path
+from helpers.whatif import spans_whatif
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-
-from test_whatif_cli import AMOXICILLIN, MEDICATIONS, RULE, STORE, jsonl
 
 from uac_kernel.workbench import Workbench
 
@@ -343,9 +344,7 @@ def test_cli_every_whatif_leaves_the_store_byte_for_byte(store: Path, tmp_path: 
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
 from IPython.utils.capture import capture_output  # noqa: E402
-from test_magics import change, edit_cell, run, run_out, usage_error  # noqa: E402
 from test_whatif_magics import ip as _ip  # noqa: E402
-from test_whatif_magics import logged  # noqa: E402
 
 ip = _ip  # the shell with Maya's store, as test_whatif_magics has it
 
@@ -483,7 +482,10 @@ def test_whatif_var_tuple_and_huge_list(ip: Any) -> None:
 
 def test_whatif_cell_leaves_the_store_file_unchanged(ip: Any, tmp_path: Path) -> None:
     db = tmp_path / "maya.duckdb"
-    run(ip, "wb.store.con.execute('CHECKPOINT')" if hasattr(ip.user_ns["wb"].store, "con") else "1")
+    run(
+        ip,
+        "wb.store.con.execute('CHECKPOINT')" if hasattr(ip.user_ns["wb"].store, "con") else "1",
+    )
     before = fingerprint(db)
     shown(ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
     shown(ip, f"%%uac whatif --as-of 2024-03-01\n{json.dumps(AMOXICILLIN)}\n")
@@ -573,7 +575,7 @@ def test_widget_state_holds_hostile_strings_as_plain_text(wb: Workbench) -> None
 WIDGET_TIMELINE = """
 import sys, xml.dom.minidom
 sys.path.insert(0, sys.argv[2])
-from test_whatif_cli import AMOXICILLIN
+from helpers.maya import AMOXICILLIN
 from uac_kernel.workbench import Workbench
 from uac_kernel.notebook.widgets_act import WhatIfWidget
 with Workbench(sys.argv[1], user="maya") as wb:
@@ -776,29 +778,6 @@ def test_marimo_wrong_types_are_callouts_not_exceptions(mwb: Workbench) -> None:
 # -- the chart ---------------------------------------------------------------------------------
 
 
-def spans_whatif(
-    n: int, backwards: bool = False, message: str = "message \x1b[31m\u202e", user: str = "maya"
-) -> Any:
-    from uac_kernel.engine.whatif import AlertSpan, WhatIf
-
-    t0 = datetime(2024, 1, 1)
-    w = WhatIf(user=user, events=[], as_of=t0)
-    w.log_end = t0 + timedelta(days=400)
-    w.timeline = [
-        AlertSpan(
-            "real" if i % 2 else "what-if",
-            f"id{i}",
-            f"rule{i}<script>alert(1)</script>",
-            "critical",
-            f"{message} {i} " + "x" * 200,
-            t0 + timedelta(hours=i),
-            (t0 + timedelta(hours=i - 5)) if backwards else t0 + timedelta(hours=i + 3),
-        )
-        for i in range(n)
-    ]
-    return w
-
-
 def test_chart_spans_ending_before_they_start(tmp_path: Path) -> None:
     from uac_kernel.render import charts
 
@@ -837,7 +816,7 @@ def test_chart_of_thousands_of_spans_is_bounded(tmp_path: Path) -> None:
 CHART_OF = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from test_whatif_face_attacks import spans_whatif
+from helpers.whatif import spans_whatif
 from uac_kernel.render import charts
 charts.save_chart(charts.whatif_timeline(spans_whatif(3, user=sys.argv[3])), sys.argv[2])
 print("ok")

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import retract, uac_shell, update
+from helpers.events import jsonl, retract, update
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
+from helpers.magics import change, edit_cell, logged, run, run_out, shell_with_store, usage_error
+from helpers.maya import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE
 from IPython.utils.capture import capture_output
-from test_magics import change, edit_cell, run, run_out, usage_error
-from test_whatif_cli import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE, jsonl
 
 # -- the magics -------------------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     """The shell with ``%load_ext uac`` and Maya's store (allergy, ibuprofen) ingested."""
     monkeypatch.chdir(tmp_path)
     jsonl(tmp_path / "store.jsonl", STORE)
-    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "store.jsonl")
+    yield from shell_with_store(kernel_shell, tmp_path / "maya.duckdb", "maya", "store.jsonl")
 
 
 def shown(ip: Any, source: str) -> str:
@@ -38,10 +38,6 @@ def shown(ip: Any, source: str) -> str:
     with capture_output() as cap:
         run(ip, source)
     return cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
-
-
-def logged(ip: Any) -> int:
-    return len(ip.user_ns["wb"].log())
 
 
 def test_whatif_cell_jsonl(ip: Any) -> None:

@@ -27,9 +27,9 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact, suite_path
-from test_partition_attacks import alive, descendants
-from test_snapshot import TAX
+from helpers.constraints import TAX
+from helpers.events import fact
+from helpers.processes import alive, descendants, suite_path
 
 from uac_kernel.checkpoints.snapshot import CLOSE_AFTER
 from uac_kernel.core.errors import FleetError, UacError
