@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.events import jsonl
+from helpers.magics import run, shell_with_store
+from helpers.maya import STORE
 
 from uac_kernel.model.client import ModelSettings
 from uac_kernel.model.testing import ChatServer
@@ -74,3 +78,69 @@ def kernel_shell() -> Iterator[Any]:
 
 
 _RETIRED_KERNELS: list[Any] = []
+
+
+# The events.jsonl in the working directory of the ``ip`` shell: an allergy, two medications.
+SHELL_EVENTS = [
+    {
+        "kind": "fact",
+        "ts": "2024-02-09",
+        "op": "add",
+        "type": "Allergy",
+        "key": "pen",
+        "fields": {"substance": "penicillin", "severity": "severe"},
+    },
+    {
+        "kind": "fact",
+        "ts": "2024-11-18",
+        "op": "add",
+        "type": "Medication",
+        "key": "amox",
+        "fields": {"name": "amoxicillin", "active": True},
+    },
+    {
+        "kind": "fact",
+        "ts": "2024-11-18",
+        "op": "add",
+        "type": "Medication",
+        "key": "ibu",
+        "fields": {"name": "ibuprofen", "dose_mg": 200.0},
+    },
+]
+
+
+@pytest.fixture
+def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The shell with ``%load_ext uac`` and user maya's store ``maya.duckdb`` in ``tmp_path``
+    (also the working dir), nothing open or ingested yet; ``events.jsonl`` there holds
+    ``SHELL_EVENTS`` for a test to ingest."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in SHELL_EVENTS))
+    ip = kernel_shell
+    ip.reset(new_session=False)
+    ip.payload_manager.clear_payload()
+    ip.config.pop("UacMagics", None)  # %config persists in the shell's config across tests
+    run(ip, "%load_ext uac")
+    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
+    run(ip, "%config UacMagics.user = 'maya'")
+    yield ip
+    run(ip, "%unload_ext uac")
+
+
+@pytest.fixture
+def maya_ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Unlike ``ip``: the shell with Maya's store (``helpers.maya.STORE``: a severe penicillin
+    allergy, ibuprofen) ingested from ``store.jsonl`` in ``tmp_path`` (the working dir) into
+    ``maya.duckdb``; no ``events.jsonl``."""
+    monkeypatch.chdir(tmp_path)
+    jsonl(tmp_path / "store.jsonl", STORE)
+    yield from shell_with_store(kernel_shell, tmp_path / "maya.duckdb", "maya", "store.jsonl")
+
+
+@pytest.fixture(scope="module")
+def uac_shell(kernel_shell: Any) -> Iterator[Any]:
+    """Unlike ``ip``: the shell with uac's magics loaded and no store or user set, one per test
+    module (for magics that name their own files, like ``%uac fleet``)."""
+    kernel_shell.run_cell("%load_ext uac").raise_error()
+    yield kernel_shell
+    kernel_shell.run_cell("%unload_ext uac")

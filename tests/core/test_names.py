@@ -17,7 +17,6 @@ from helpers.checkpoints import (
 )
 from helpers.cli import one_line_error, uac
 from helpers.magics import edit_cell, run, run_out, usage_error
-from test_magics import ip as _ip
 
 from uac_kernel.checkpoints.codegen import parse_module
 from uac_kernel.core.errors import CodeError, EventError
@@ -214,9 +213,6 @@ def test_forget_and_a_fleet_round_trip_keep_the_names(store: Path) -> None:
     count = uac("sql", "SELECT count(*) FROM flight_leg", cwd=store)
     assert count.stdout.splitlines()[-1] == "0"
     assert uac("verify", cwd=store).returncode == 0
-
-
-ip = _ip  # the shell with %load_ext uac and a store in tmp_path, as test_magics has it
 
 
 def test_a_notebook_edit_round_trips_to_the_names_as_written(ip: Any, tmp_path: Path) -> None:

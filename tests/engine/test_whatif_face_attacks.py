@@ -344,9 +344,6 @@ def test_cli_every_whatif_leaves_the_store_byte_for_byte(store: Path, tmp_path: 
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
 from IPython.utils.capture import capture_output  # noqa: E402
-from test_whatif_magics import ip as _ip  # noqa: E402
-
-ip = _ip  # the shell with Maya's store, as test_whatif_magics has it
 
 
 def shown(ip: Any, source: str) -> str:
@@ -355,8 +352,8 @@ def shown(ip: Any, source: str) -> str:
     return cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
 
 
-def test_whatif_cell_hostile_bodies_are_one_line_usage_errors(ip: Any, tmp_path: Path) -> None:
-    before = logged(ip)
+def test_whatif_cell_hostile_bodies_are_one_line_usage_errors(maya_ip: Any, tmp_path: Path) -> None:
+    before = logged(maya_ip)
     bodies = [
         "\x1b[31m\u202e",
         "- !!python/object/apply:os.system ['touch pwned']",
@@ -372,14 +369,14 @@ def test_whatif_cell_hostile_bodies_are_one_line_usage_errors(ip: Any, tmp_path:
         "- kind: fact\n  kind: fact",
     ]
     for body in bodies:
-        message = usage_error(ip, "%%uac whatif\n" + body)
+        message = usage_error(maya_ip, "%%uac whatif\n" + body)
         assert not any(c in message for c in CONTROL), message
     assert not (tmp_path / "pwned").exists()
-    assert logged(ip) == before
+    assert logged(maya_ip) == before
 
 
-def test_whatif_options_in_odd_places_are_one_line_usage_errors(ip: Any) -> None:
-    before = logged(ip)
+def test_whatif_options_in_odd_places_are_one_line_usage_errors(maya_ip: Any) -> None:
+    before = logged(maya_ip)
     body = "\n" + json.dumps(AMOXICILLIN)
     for line in [
         "%%uac whatif --expr",
@@ -390,11 +387,11 @@ def test_whatif_options_in_odd_places_are_one_line_usage_errors(ip: Any) -> None
         "%%uac whatif --as-of '2024-01-01",
         "%%uac whatif var --expr 1",
     ]:
-        message = usage_error(ip, line + body)
+        message = usage_error(maya_ip, line + body)
         assert not any(c in message for c in CONTROL), message
     # an option after the events is part of the events (YAML/JSON), not an option
-    usage_error(ip, "%%uac whatif" + body + "\n--as-of 2024-01-01")
-    assert logged(ip) == before
+    usage_error(maya_ip, "%%uac whatif" + body + "\n--as-of 2024-01-01")
+    assert logged(maya_ip) == before
 
 
 class Raising(list):  # type: ignore[type-arg]
@@ -422,9 +419,9 @@ class RaisingEvent(dict):  # type: ignore[type-arg]
         raise RuntimeError("items ran")
 
 
-def test_whatif_var_of_the_wrong_kind_is_a_one_line_usage_error(ip: Any) -> None:
-    before = logged(ip)
-    ns = ip.user_ns
+def test_whatif_var_of_the_wrong_kind_is_a_one_line_usage_error(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    ns = maya_ip.user_ns
     ns["gen"] = (e for e in [AMOXICILLIN])
     ns["text"] = json.dumps(AMOXICILLIN)
     ns["num"] = 3
@@ -433,41 +430,41 @@ def test_whatif_var_of_the_wrong_kind_is_a_one_line_usage_error(ip: Any) -> None
     ns["nested"] = [[AMOXICILLIN]]
     ns["hostile_name_\u202e"] = [AMOXICILLIN]
     for var in ["gen", "text", "num", "nothing", "mod", "nested"]:
-        message = usage_error(ip, f"%uac whatif {var}")
+        message = usage_error(maya_ip, f"%uac whatif {var}")
         assert var in message
     # the generator was not consumed by the refusal
     assert next(ns["gen"]) == AMOXICILLIN
-    message = usage_error(ip, "%uac whatif 'x\x1b[31m'")
+    message = usage_error(maya_ip, "%uac whatif 'x\x1b[31m'")
     assert not any(c in message for c in CONTROL), message
-    assert logged(ip) == before
+    assert logged(maya_ip) == before
 
 
-def test_whatif_var_whose_iter_raises_is_a_one_line_usage_error(ip: Any) -> None:
-    before = logged(ip)
-    ip.user_ns["evil"] = Raising([AMOXICILLIN])
-    usage_error(ip, "%uac whatif evil")
-    assert logged(ip) == before
+def test_whatif_var_whose_iter_raises_is_a_one_line_usage_error(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    maya_ip.user_ns["evil"] = Raising([AMOXICILLIN])
+    usage_error(maya_ip, "%uac whatif evil")
+    assert logged(maya_ip) == before
 
 
 def test_whatif_var_holding_events_whose_methods_raise_is_a_one_line_usage_error(
-    ip: Any,
+    maya_ip: Any,
 ) -> None:
-    before = logged(ip)
-    ip.user_ns["evil"] = [RaisingEvent(AMOXICILLIN)]
-    usage_error(ip, "%uac whatif evil")
-    assert logged(ip) == before
+    before = logged(maya_ip)
+    maya_ip.user_ns["evil"] = [RaisingEvent(AMOXICILLIN)]
+    usage_error(maya_ip, "%uac whatif evil")
+    assert logged(maya_ip) == before
 
 
-def test_whatif_var_tuple_and_huge_list(ip: Any) -> None:
-    before = logged(ip)
-    ip.user_ns["pair"] = (AMOXICILLIN,)
-    assert "1 raised" in shown(ip, "%uac whatif pair")
+def test_whatif_var_tuple_and_huge_list(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    maya_ip.user_ns["pair"] = (AMOXICILLIN,)
+    assert "1 raised" in shown(maya_ip, "%uac whatif pair")
     # two million copies of one event: one source, so one new event and the rest skipped
     # (there is no bound on a batch's length), and nothing appended. The bound is a count, not
     # a time: past the copy and the skip, the what-if folds and checks one event.
-    ip.user_ns["huge"] = [AMOXICILLIN] * 2_000_000
+    maya_ip.user_ns["huge"] = [AMOXICILLIN] * 2_000_000
     with capture_output() as cap:
-        result = ip.run_cell("%uac whatif huge")
+        result = maya_ip.run_cell("%uac whatif huge")
     if result.error_in_exec is not None:
         from IPython.core.error import UsageError
 
@@ -476,20 +473,22 @@ def test_whatif_var_tuple_and_huge_list(ip: Any) -> None:
         text = cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
         assert "1 raised" in text and "what-if: 1 event;" in text, text[:500]
         assert f"({2_000_000 - 1} already in the log)" in text, text[:500]
-    del ip.user_ns["huge"]
-    assert logged(ip) == before
+    del maya_ip.user_ns["huge"]
+    assert logged(maya_ip) == before
 
 
-def test_whatif_cell_leaves_the_store_file_unchanged(ip: Any, tmp_path: Path) -> None:
+def test_whatif_cell_leaves_the_store_file_unchanged(maya_ip: Any, tmp_path: Path) -> None:
     db = tmp_path / "maya.duckdb"
     run(
-        ip,
-        "wb.store.con.execute('CHECKPOINT')" if hasattr(ip.user_ns["wb"].store, "con") else "1",
+        maya_ip,
+        "wb.store.con.execute('CHECKPOINT')"
+        if hasattr(maya_ip.user_ns["wb"].store, "con")
+        else "1",
     )
     before = fingerprint(db)
-    shown(ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
-    shown(ip, f"%%uac whatif --as-of 2024-03-01\n{json.dumps(AMOXICILLIN)}\n")
-    usage_error(ip, '%%uac whatif\n{"kind": "fact"}')
+    shown(maya_ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
+    shown(maya_ip, f"%%uac whatif --as-of 2024-03-01\n{json.dumps(AMOXICILLIN)}\n")
+    usage_error(maya_ip, '%%uac whatif\n{"kind": "fact"}')
     assert fingerprint(db) == before
 
 
@@ -505,14 +504,14 @@ def evil(user, f=__import__("os").system("touch pwned_default")):
 """
 
 
-def test_cell_dry_run_with_hostile_code_runs_nothing(ip: Any, tmp_path: Path) -> None:
-    run_out(ip, "%uac checkpoint")
-    text = edit_cell(ip, "%uac edit Medication")
+def test_cell_dry_run_with_hostile_code_runs_nothing(maya_ip: Any, tmp_path: Path) -> None:
+    run_out(maya_ip, "%uac checkpoint")
+    text = edit_cell(maya_ip, "%uac edit Medication")
     text = change(text, "name='ibuprofen'", "name='amoxicillin'")
     header, body = text.split("\n", 1)
-    before = logged(ip)
+    before = logged(maya_ip)
     with capture_output() as cap:
-        result = ip.run_cell(f"{header} --dry-run\n{body}{HOSTILE_CELL_CODE}")
+        result = maya_ip.run_cell(f"{header} --dry-run\n{body}{HOSTILE_CELL_CODE}")
     # either refused in one line or shown as a dry run; never run
     if result.error_in_exec is not None:
         from IPython.core.error import UsageError
@@ -522,15 +521,15 @@ def test_cell_dry_run_with_hostile_code_runs_nothing(ip: Any, tmp_path: Path) ->
     else:
         assert "dry run" in cap.stdout
     assert sorted(p.name for p in tmp_path.glob("pwned*")) == []
-    assert "evil" not in ip.user_ns
-    assert logged(ip) == before
+    assert "evil" not in maya_ip.user_ns
+    assert logged(maya_ip) == before
 
 
-def test_cell_dry_run_wrong_version_or_part_is_one_line(ip: Any) -> None:
-    run_out(ip, "%uac checkpoint")
-    text = edit_cell(ip, "%uac edit Medication")
+def test_cell_dry_run_wrong_version_or_part_is_one_line(maya_ip: Any) -> None:
+    run_out(maya_ip, "%uac checkpoint")
+    text = edit_cell(maya_ip, "%uac edit Medication")
     header, body = text.split("\n", 1)
-    before = logged(ip)
+    before = logged(maya_ip)
     for bad in [
         header.replace("--version 1", "--version 99") + " --dry-run",
         header.replace("--version 1", "--version -1") + " --dry-run",
@@ -540,10 +539,10 @@ def test_cell_dry_run_wrong_version_or_part_is_one_line(ip: Any) -> None:
         header + " --dry-run --dry-run --bogus",
     ]:
         assert bad != header + " --dry-run" or "bogus" in bad
-        message = usage_error(ip, f"{bad}\n{body}")
+        message = usage_error(maya_ip, f"{bad}\n{body}")
         assert not any(c in message for c in CONTROL), message
-    message = usage_error(ip, f"{header} --dry-run\n{body}\nthis is ( not python")
-    assert logged(ip) == before
+    message = usage_error(maya_ip, f"{header} --dry-run\n{body}\nthis is ( not python")
+    assert logged(maya_ip) == before
 
 
 # -- the widget --------------------------------------------------------------------------------

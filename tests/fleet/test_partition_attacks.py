@@ -899,14 +899,6 @@ def test_fleet_sql_on_a_fleet_with_no_users(tmp_path: Path, what: str) -> None:
 # --- %uac fleet in a real IPython shell ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def uac_shell(kernel_shell: Any) -> Iterator[Any]:
-    """The notebook's shell with uac's magics loaded."""
-    kernel_shell.run_cell("%load_ext uac").raise_error()
-    yield kernel_shell
-    kernel_shell.run_cell("%unload_ext uac")
-
-
 def magic_cases(root: Path, tmp_path: Path, deep: Path) -> list[str]:
     q = f'"{root}"'
     return [

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,51 +30,9 @@ from uac_kernel.rules.engine import Rule
 from uac_kernel.sql.view import SqlResult
 from uac_kernel.workbench import Workbench
 
-EVENTS = [
-    {
-        "kind": "fact",
-        "ts": "2024-02-09",
-        "op": "add",
-        "type": "Allergy",
-        "key": "pen",
-        "fields": {"substance": "penicillin", "severity": "severe"},
-    },
-    {
-        "kind": "fact",
-        "ts": "2024-11-18",
-        "op": "add",
-        "type": "Medication",
-        "key": "amox",
-        "fields": {"name": "amoxicillin", "active": True},
-    },
-    {
-        "kind": "fact",
-        "ts": "2024-11-18",
-        "op": "add",
-        "type": "Medication",
-        "key": "ibu",
-        "fields": {"name": "ibuprofen", "dose_mg": 200.0},
-    },
-]
 HOSTILE = (
     "a \"quote\" 'apostrophe' back\\slash\nnew line \"); import os; os.system('touch CANARY') #"
 )
-
-
-@pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The shell with ``%load_ext uac`` and a store in ``tmp_path`` (also the working dir)."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS))
-    ip = kernel_shell
-    ip.reset(new_session=False)
-    ip.payload_manager.clear_payload()
-    ip.config.pop("UacMagics", None)  # %config persists in the shell's config across tests
-    run(ip, "%load_ext uac")
-    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
-    run(ip, "%config UacMagics.user = 'maya'")
-    yield ip
-    run(ip, "%unload_ext uac")
 
 
 def wb_of(ip: Any) -> Workbench:

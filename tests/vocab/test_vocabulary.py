@@ -495,20 +495,22 @@ def test_cli_vocab_bind_raises_the_shipped_alert(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def zorbs_ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Unlike conftest's ``ip``: the shell with Maya's zorbs (``ZORBS``, a type in her own
+    names) ingested into ``maya.duckdb`` in ``tmp_path`` (the working dir)."""
     monkeypatch.chdir(tmp_path)
     write_jsonl(tmp_path / "zorbs.jsonl", ZORBS)
     yield from shell_with_store(kernel_shell, tmp_path / "maya.duckdb", "maya", "zorbs.jsonl")
 
 
-def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None:
+def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(zorbs_ip: Any) -> None:
     with capture_output() as cap:
         run(
-            ip,
+            zorbs_ip,
             "%%uac vocab\n# my names\nbind Zorb medication\nbind Zorb.glimmer medication.name\n",
         )
     assert "2 events appended" in cap.stdout and "[MAOI]" in cap.stdout
-    ((view, text),) = widget_outputs(ip, "%uac vocab")
+    ((view, text),) = widget_outputs(zorbs_ip, "%uac vocab")
     assert isinstance(view, VocabView)
     lines = text.splitlines()
     # the person's two, and what the drug names could also be (an allergy's), held unread
@@ -521,13 +523,13 @@ def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None
         ln.split() == ["Zorb", "role", "medication", "person", "1.00", "used"] for ln in lines
     )
     with capture_output() as cap:
-        result = ip.run_cell(
+        result = zorbs_ip.run_cell(
             "%%uac vocab\nbind Zorb.glimmer medication.name\nunbind Zorb.glimer medication.name\n"
         )
     assert isinstance(result.error_in_exec, UsageError)
     assert "Did you mean 'glimmer'?" in str(result.error_in_exec)
     assert "Traceback" not in cap.stderr
-    ((view, _),) = widget_outputs(ip, "%uac vocab")
+    ((view, _),) = widget_outputs(zorbs_ip, "%uac vocab")
     assert len(view.bindings) == 4  # the failed cell appended nothing
 
 
