@@ -573,12 +573,11 @@ def test_widget_state_holds_hostile_strings_as_plain_text(wb: Workbench) -> None
 
 WIDGET_TIMELINE = """
 import sys, xml.dom.minidom
-sys.path.insert(0, sys.argv[2])
 from helpers.maya import AMOXICILLIN
 from uac_kernel.workbench import Workbench
 from uac_kernel.notebook.widgets_act import WhatIfWidget
 with Workbench(sys.argv[1], user="maya") as wb:
-    w = wb.whatif([{**AMOXICILLIN, "key": sys.argv[3]}], as_of="2024-01-01")
+    w = wb.whatif([{**AMOXICILLIN, "key": sys.argv[2]}], as_of="2024-01-01")
     widget = WhatIfWidget(wb, w)
     assert widget.error == "", widget.error
     assert "<script" not in widget.timeline_svg
@@ -591,7 +590,7 @@ print("ok")
 def test_widget_timeline_svg_with_hostile_labels(store: Path, key: str) -> None:
     # in a subprocess: the kernel is what dies when vl-convert aborts
     done = subprocess.run(
-        [sys.executable, "-c", WIDGET_TIMELINE, str(store), str(ROOT / "tests"), key],
+        [sys.executable, "-c", WIDGET_TIMELINE, str(store), key],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": suite_path()},
@@ -814,10 +813,9 @@ def test_chart_of_thousands_of_spans_is_bounded(tmp_path: Path) -> None:
 
 CHART_OF = """
 import sys
-sys.path.insert(0, sys.argv[1])
 from helpers.whatif import spans_whatif
 from uac_kernel.render import charts
-charts.save_chart(charts.whatif_timeline(spans_whatif(3, user=sys.argv[3])), sys.argv[2])
+charts.save_chart(charts.whatif_timeline(spans_whatif(3, user=sys.argv[2])), sys.argv[1])
 print("ok")
 """
 
@@ -829,7 +827,7 @@ def test_chart_with_control_characters_in_labels_does_not_abort(
 ) -> None:
     # the row labels hold the messages' ESC; with user "maya\x1b[31m" the title holds one too
     done = subprocess.run(
-        [sys.executable, "-c", CHART_OF, str(ROOT / "tests"), str(tmp_path / f"c{suffix}"), user],
+        [sys.executable, "-c", CHART_OF, str(tmp_path / f"c{suffix}"), user],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": suite_path()},

@@ -9,10 +9,9 @@ TESTS = Path(__file__).resolve().parents[1]
 
 
 def suite_path() -> str:
-    """PYTHONPATH for a subprocess that imports uac and the suite's helpers, as the suite does
-    (pyproject.toml's pytest ``pythonpath``: the checkout, tests/ and each of its folders)."""
-    wings = sorted(p for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py")))
-    return os.pathsep.join(str(p) for p in (TESTS.parent, TESTS, *wings))
+    """PYTHONPATH for a subprocess that imports uac and the suite's helpers (``import helpers``),
+    as pyproject.toml's pytest ``pythonpath`` has it: the checkout and tests/."""
+    return os.pathsep.join(str(p) for p in (TESTS.parent, TESTS))
 
 
 def children() -> set[int]:
