@@ -9,7 +9,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel import Finding, Workbench, rule
 from uac_kernel.checkpoints.codegen import parse_module, render_module

@@ -28,8 +28,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from test_checkpoint_import import described_state as truth
-from test_checkpoint_import import import_clean, import_here
+from helpers.checkpoints import described_state as truth
+from helpers.checkpoints import import_clean, import_here
 
 import uac
 from uac_kernel.checkpoints.codegen import parse_module, render_module

@@ -7,18 +7,22 @@ clean interpreter (``python -I``) for the demo, hostile histories and the CLI's 
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import json
 import subprocess
 import sys
-import warnings
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers.checkpoints import (
+    described_state,
+    import_here,
+    import_in_clean_interpreter,
+    record_text,
+    rule_names,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,8 +32,6 @@ from uac_kernel.core.errors import RuleError
 from uac_kernel.core.names import class_name, field_identifier, style_key
 from uac_kernel.core.schema import check_field_name, check_type_name
 from uac_kernel.demo.life import demo_events
-from uac_kernel.language.spec import constraint_json
-from uac_kernel.state.fold import State
 from uac_kernel.workbench import Workbench
 
 # A user id that closed the header docstring of earlier checkpoints and ran on import.
@@ -55,116 +57,7 @@ STYLED_FIELDS = ["from", "class", "with", "drugName", "dose mg", "Dosis-Größe"
 STYLED_FIELDS += ['q"uo\'te \\ """', "x__y", "café", "None", "id"]
 
 
-def described_state(state: State, rules: list[str]) -> dict[str, Any]:
-    """A canonical, JSON-able account of a fold's state: types, fields, records, history."""
-    types = {}
-    for name, ts in state.types.items():
-        fields = state.schema.types[name]
-        ordered = [
-            ts.current[k]
-            for i, k in enumerate(ts.order)
-            if k in ts.current and ts.position.get(k) == i
-        ]
-        types[name] = {
-            "fields": dict(fields),
-            "records": [_record(r, {f: f for f in fields}) for r in ordered],
-            "history": [_record(r, {f: f for f in fields}) for r in ts.history],
-        }
-    when = state.now.isoformat() if state.now else None
-    # constraints in force are data in the module (a compiled constraint's rule is not listed)
-    given = {k: constraint_json(cv.constraint) for k, cv in state.constraints.items()}
-    return {
-        "user": state.user,
-        "seq": state.seq,
-        "clock": when,
-        "types": types,
-        "rules": rules,
-        "constraints": given,
-    }
-
-
-def _record(rec: Any, attrs: dict[str, str]) -> list[str]:
-    """A record as text; ``attrs`` maps each field's name as written to the attribute that
-    holds it (the name itself on the state's records)."""
-    # repr tells 1 from 1.0 and True, a date from a datetime and from a string
-    own = [f"{w}={getattr(rec, a)!r}" for w, a in attrs.items()]
-    meta = [rec.key, rec.valid_from, rec.valid_to, tuple(rec.sources), rec.retracted]
-    return [repr(v) for v in meta] + own
-
-
 # The same account of each module named on the command line, in one clean interpreter.
-DESCRIBE_MANY = r"""
-import importlib.util, json, sys, warnings
-warnings.simplefilter("ignore")  # fields named like deprecated pydantic methods warn
-from uac import Record
-
-def rec(r, attrs):
-    meta = [r.key, r.valid_from, r.valid_to, tuple(r.sources), r.retracted]
-    return [repr(v) for v in meta] + [f"{w}={getattr(r, a)!r}" for w, a in attrs.items()]
-
-def annotation(f):
-    a = f.annotation.__args__[0]
-    return f"list[{a.__args__[0].__name__}]" if getattr(a, "__origin__", None) is list else a.__name__
-
-out = []
-for i, path in enumerate(sys.argv[1:]):
-    spec = importlib.util.spec_from_file_location(f"checkpoint_{i}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    types = {}
-    for cls, recs in mod.records.items():
-        assert getattr(mod, cls.__name__) is cls, cls
-        assert all(type(r) is cls for r in recs + mod.history[cls]), cls
-        own = {n: f for n, f in cls.model_fields.items() if n not in Record.model_fields}
-        # by name as written: a field's alias, a class's title
-        attrs = {f.alias or n: n for n, f in own.items()}
-        fields = {f.alias or n: annotation(f) for n, f in own.items()}
-        types[cls.model_config.get("title") or cls.__name__] = {
-            "fields": fields, "records": [rec(r, attrs) for r in recs],
-            "history": [rec(r, attrs) for r in mod.history[cls]]}
-    clock = mod.clock.isoformat() if mod.clock else None
-    out.append({"user": mod.user_id, "seq": mod.seq, "clock": clock, "types": types,
-                "rules": sorted(r.name for r in mod.rules),
-                "constraints": getattr(mod, "constraints", {})})
-print(json.dumps(out))
-"""
-
-
-def import_clean(paths: list[Path], cwd: Path) -> list[dict[str, Any]]:
-    """Import every module in ``paths`` in one ``python -I`` and describe each."""
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", DESCRIBE_MANY, *map(str, paths)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found: list[dict[str, Any]] = json.loads(done.stdout)
-    return found
-
-
-def import_in_clean_interpreter(path: Path, cwd: Path) -> dict[str, Any]:
-    """Import the module at ``path`` in ``python -I`` (no cwd, no PYTHONPATH) and describe it."""
-    return import_clean([path], cwd)[0]
-
-
-_names = itertools.count()
-
-
-def import_here(code: str, tmp: Path) -> ModuleType:
-    """Import checkpoint code in this process, as a module of a name of its own."""
-    name = f"checkpoint_here_{next(_names)}"
-    path = tmp / f"{name}.py"
-    path.write_text(code, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        spec.loader.exec_module(mod)
-    return mod
 
 
 def describe_module_here(mod: ModuleType) -> dict[str, Any]:
@@ -175,8 +68,8 @@ def describe_module_here(mod: ModuleType) -> dict[str, Any]:
         attrs = {f.alias or n: n for n, f in own.items()}  # by name as written
         types[cls.model_config.get("title") or cls.__name__] = {
             "fields": {f.alias or n: _annotation(f.annotation) for n, f in own.items()},
-            "records": [_record(r, attrs) for r in recs],
-            "history": [_record(r, attrs) for r in mod.history[cls]],
+            "records": [record_text(r, attrs) for r in recs],
+            "history": [record_text(r, attrs) for r in mod.history[cls]],
         }
     clock = mod.clock.isoformat() if mod.clock else None
     rules = sorted(r.name for r in mod.rules)
@@ -195,10 +88,6 @@ def _annotation(ann: Any) -> str:
     if getattr(inner, "__origin__", None) is list:
         return f"list[{inner.__args__[0].__name__}]"
     return str(inner.__name__)
-
-
-def rule_names(wb: Workbench) -> list[str]:
-    return sorted(wb.runner.rules)
 
 
 # -- generated schemas and records ----------------------------------------------------------------

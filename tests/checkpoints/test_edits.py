@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import fact, without_record
+from helpers.checkpoints import without_record
+from helpers.events import fact
 
 from uac_kernel.core.errors import (
     CodeError,

@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel.core.errors import QueryError
 from uac_kernel.log.integrity import heads, verify

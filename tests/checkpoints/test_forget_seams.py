@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel.model.client import ModelSettings
 from uac_kernel.model.testing import ChatServer

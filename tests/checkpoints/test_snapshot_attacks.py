@@ -21,8 +21,11 @@ from typing import Any
 import duckdb
 import orjson
 import pytest
-from test_shared_store import env, log_is_sound, notes, uac, write_jsonl
-from test_snapshot import TAX, answers, compare, demo_store
+from helpers.constraints import TAX
+from helpers.events import jsonl, notes
+from helpers.sharing import patient_env, patient_uac
+from helpers.snapshots import answers, compare, demo_store
+from helpers.store import log_is_sound
 
 from uac_kernel.checkpoints.snapshot import drop_snapshots
 from uac_kernel.checkpoints.snaptypes import SnapTypeState
@@ -397,7 +400,7 @@ def test_kill_9_during_a_snapshot_write_leaves_a_store_that_answers_as_the_log(
     proc = subprocess.Popen(
         [sys.executable, "-c", SNAP_WRITER, str(db)],
         cwd=tmp_path,
-        env=env(),
+        env=patient_env(),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -432,12 +435,12 @@ def test_kill_9_of_a_writer_mid_batch_then_another_proceeds_and_verify_passes(
     db = tmp_path / "s.duckdb"
     with Workbench(db, user="u") as wb:
         wb.ingest(notes("seed", 5))
-    big = write_jsonl(tmp_path / "big.jsonl", notes("x", 20_000))
-    other = write_jsonl(tmp_path / "other.jsonl", notes("y", 300))
+    big = jsonl(tmp_path / "big.jsonl", notes("x", 20_000))
+    other = jsonl(tmp_path / "other.jsonl", notes("y", 300))
     proc = subprocess.Popen(
         [sys.executable, "-c", INGESTER, str(db), "u", str(big)],
         cwd=tmp_path,
-        env=env(),
+        env=patient_env(),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -446,9 +449,9 @@ def test_kill_9_of_a_writer_mid_batch_then_another_proceeds_and_verify_passes(
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    said = uac("ingest", str(other), "--db", str(db), "--user", "u", cwd=tmp_path)
+    said = patient_uac("ingest", str(other), "--db", str(db), "--user", "u", cwd=tmp_path)
     assert said.returncode == 0, said.stderr
-    assert uac("verify", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
+    assert patient_uac("verify", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
     log_is_sound(db)
     # what the killed writer logged is whole batches: a multiple of 500 of the x notes
     con = duckdb.connect(str(db), read_only=True)
@@ -460,7 +463,7 @@ def test_kill_9_of_a_writer_mid_batch_then_another_proceeds_and_verify_passes(
     assert xs is not None and xs[0] % 500 == 0
     assert ys == (300,)
     # a re-ingest of the killed file completes it without duplicates
-    again = uac("ingest", str(big), "--db", str(db), "--user", "u", cwd=tmp_path)
+    again = patient_uac("ingest", str(big), "--db", str(db), "--user", "u", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     log_is_sound(db)
     with Workbench(db, user="u", read_only=True) as wb:
@@ -473,7 +476,7 @@ def test_two_processes_ingest_the_same_sourceless_file_at_once(tmp_path: Path) -
     with Workbench(db, user="u") as wb:
         wb.ingest(notes("seed", 2))
     evs = [{k: v for k, v in e.items() if k != "source"} for e in notes("z", 3000)]
-    f = write_jsonl(tmp_path / "z.jsonl", evs)
+    f = jsonl(tmp_path / "z.jsonl", evs)
     procs = [
         subprocess.Popen(
             [
@@ -488,7 +491,7 @@ def test_two_processes_ingest_the_same_sourceless_file_at_once(tmp_path: Path) -
                 "u",
             ],
             cwd=tmp_path,
-            env=env(),
+            env=patient_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -573,12 +576,12 @@ def _one_line_error(said: subprocess.CompletedProcess[str]) -> None:
 def test_commands_on_an_empty_store_and_an_unknown_user(tmp_path: Path, cmd: list[str]) -> None:
     db = tmp_path / "e.duckdb"
     Store(db).close()
-    said = uac(*cmd, "--db", str(db), "--user", "nobody", cwd=tmp_path)
+    said = patient_uac(*cmd, "--db", str(db), "--user", "nobody", cwd=tmp_path)
     if said.returncode != 0:
         _one_line_error(said)
     with Workbench(db, user="someone") as wb:
         wb.ingest(notes("a", 3))
-    said = uac(*cmd, "--db", str(db), "--user", "nobody", cwd=tmp_path)
+    said = patient_uac(*cmd, "--db", str(db), "--user", "nobody", cwd=tmp_path)
     assert said.returncode != 0 or cmd[0] == "sql"
     if said.returncode != 0:
         _one_line_error(said)
@@ -594,7 +597,7 @@ def test_commands_on_a_damaged_file_say_so_in_one_line(tmp_path: Path, cmd: list
     data = bytearray(db.read_bytes())
     data[5000:9000] = b"\xff" * 4000
     db.write_bytes(bytes(data))
-    said = uac(*cmd, "--db", str(db), "--user", "u", cwd=tmp_path)
+    said = patient_uac(*cmd, "--db", str(db), "--user", "u", cwd=tmp_path)
     if said.returncode != 0:
         _one_line_error(said)
 
@@ -608,7 +611,7 @@ def test_commands_on_a_store_with_an_unknown_event_kind(tmp_path: Path, cmd: lis
     con = duckdb.connect(str(db))
     con.execute("UPDATE events SET kind = 'martian' WHERE seq = 2")
     con.close()
-    said = uac(*cmd, "--db", str(db), "--user", "u", cwd=tmp_path)
+    said = patient_uac(*cmd, "--db", str(db), "--user", "u", cwd=tmp_path)
     if said.returncode != 0:
         _one_line_error(said)
 
@@ -621,14 +624,16 @@ def test_a_workbench_open_while_a_terminal_ingests_and_evals(tmp_path: Path) -> 
     wb = Workbench(db, user="u")
     try:
         assert wb.eval("len(user.all('Note'))") == 10
-        f = write_jsonl(tmp_path / "b.jsonl", notes("b", 20))
-        said = uac("ingest", str(f), "--db", str(db), "--user", "u", cwd=tmp_path)
+        f = jsonl(tmp_path / "b.jsonl", notes("b", 20))
+        said = patient_uac("ingest", str(f), "--db", str(db), "--user", "u", cwd=tmp_path)
         assert said.returncode == 0, said.stderr
-        ev = uac("eval", "len(user.all('Note'))", "--db", str(db), "--user", "u", cwd=tmp_path)
+        ev = patient_uac(
+            "eval", "len(user.all('Note'))", "--db", str(db), "--user", "u", cwd=tmp_path
+        )
         assert ev.returncode == 0 and ev.stdout.strip() == "30", (ev.stdout, ev.stderr)
         assert wb.eval("len(user.all('Note'))") == 30
         wb.ingest(notes("c", 5))
-        cp = uac("checkpoint", "--db", str(db), "--user", "u", cwd=tmp_path)
+        cp = patient_uac("checkpoint", "--db", str(db), "--user", "u", cwd=tmp_path)
         assert cp.returncode == 0, cp.stderr
         assert wb.eval("len(user.all('Note'))") == 35
     finally:
@@ -682,8 +687,8 @@ def test_a_notebook_reading_state_directly_leaves_the_file_to_a_terminal(
     try:
         wb.refresh()
         assert len(wb.state.types["Note"].current) == 10  # a lazy read of the snapshot table
-        f = write_jsonl(tmp_path / "b.jsonl", notes("b", 20))
-        said = uac(
+        f = jsonl(tmp_path / "b.jsonl", notes("b", 20))
+        said = patient_uac(
             "ingest", str(f), "--db", str(db), "--user", "u", cwd=tmp_path, UAC_LOCK_TIMEOUT="3"
         )
         assert said.returncode == 0, said.stderr
@@ -758,7 +763,7 @@ def test_a_process_checkpointing_while_another_ingests_leaves_an_exact_snapshot(
         subprocess.Popen(
             [sys.executable, "-c", LOOP, mode, str(db), "12"],
             cwd=tmp_path,
-            env=env(),
+            env=patient_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -778,7 +783,7 @@ def test_commands_with_an_odd_user_name(tmp_path: Path, user: str) -> None:
     with Workbench(db, user="someone") as wb:
         wb.ingest(notes("a", 3))
     for cmd in (["log"], ["checkpoints"], ["code"], ["users"]):
-        said = uac(*cmd, "--db", str(db), "--user", user, cwd=tmp_path)
+        said = patient_uac(*cmd, "--db", str(db), "--user", user, cwd=tmp_path)
         if said.returncode != 0:
             _one_line_error(said)
 
@@ -815,7 +820,9 @@ def test_a_forget_in_a_terminal_while_a_notebook_reads_lazily_from_the_snapshot(
     nb = Workbench(db, user="u")
     try:
         assert nb._snap is not None
-        said = uac("forget", "--record", "Note", "a7", "--db", str(db), "--user", "u", cwd=tmp_path)
+        said = patient_uac(
+            "forget", "--record", "Note", "a7", "--db", str(db), "--user", "u", cwd=tmp_path
+        )
         assert said.returncode == 0, said.stderr
         assert nb.eval("len(user.all('Note'))") == 99
         assert nb.eval("[n.key for n in user.all('Note') if n.key == 'a7']") == []
@@ -891,13 +898,13 @@ def test_kill_9_during_a_forget_leaves_a_sound_log_and_an_exact_open(
     proc = subprocess.Popen(
         [sys.executable, "-m", "uac_kernel.cli.main", "forget", "--record", "Note", "a7",
          "--db", str(db), "--user", "u"],
-        cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, env=patient_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     log_is_sound(db)
-    assert uac("verify", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
+    assert patient_uac("verify", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
     with Workbench(db, user="u") as wb:
         n = len(wb.state.types["Note"].current)
         gone = wb.state.get("Note", "a7") is None
@@ -912,7 +919,7 @@ def test_read_only_opens_while_another_process_writes_see_whole_batches(tmp_path
         wb.checkpoint()
     writer = subprocess.Popen(
         [sys.executable, "-c", LOOP, "ingest", str(db), "15"],
-        cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, env=patient_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     seen: list[int] = []
     try:
@@ -972,12 +979,12 @@ def test_a_snapshot_older_than_the_latest_checkpoint_answers_as_the_full_fold(
     """The snapshot covers a point before the latest checkpoint (as if the checkpoint's own
     snapshot write had been lost): the open folds up to the checkpoint, takes the dirty set
     there, then folds the rest; the next checkpoint's code is the full fold's."""
-    from test_snapshot import _put_back, _snapshot_of
+    from helpers.snapshots import put_back, snapshot_of
 
     db = demo_store(tmp_path)
     with Workbench(db, user="demo") as wb:
         wb.checkpoint()
-    kept = _snapshot_of(db)
+    kept = snapshot_of(db)
     with Workbench(db, user="demo") as wb:
         wb.ingest(
             [
@@ -994,7 +1001,7 @@ def test_a_snapshot_older_than_the_latest_checkpoint_answers_as_the_full_fold(
                  "key": "g", "fields": {"w": 1}},
             ]
         )  # fmt: skip
-    _put_back(db, kept)
+    put_back(db, kept)
     compare(db, "demo", tmp_path)
 
 
@@ -1023,7 +1030,7 @@ def test_snapshot_then_backdated_events_and_a_constraint_retracted_and_re_added(
 def test_sql_after_a_forget_equals_the_typed_state_and_holds_no_erased_value(
     tmp_path: Path, how: str
 ) -> None:
-    from test_sqlbuild import assert_sql_build_matches
+    from helpers.sql import assert_sql_build_matches
 
     secret = "Wombat-Secret-5150"
     db = tmp_path / "sf.duckdb"
@@ -1049,7 +1056,7 @@ def test_sql_after_a_forget_equals_the_typed_state_and_holds_no_erased_value(
         for _, (cur, hist) in wb.sql_tables().items():
             for table in (cur, hist):
                 assert secret not in repr(wb.sql(f'SELECT * FROM "{table}"').rows)
-    said = uac("sql", "SELECT * FROM item", "--db", str(db), "--user", "demo", cwd=tmp_path)
+    said = patient_uac("sql", "SELECT * FROM item", "--db", str(db), "--user", "demo", cwd=tmp_path)
     assert said.returncode == 0 and "plain" in said.stdout, said.stderr
     assert secret not in said.stdout + said.stderr
     assert secret.encode() not in db.read_bytes()
@@ -1128,7 +1135,7 @@ def test_close_with_a_snapshot_due_while_another_process_holds_the_file(
 ) -> None:
     """A close that would write a snapshot waits a bounded time for a holder that never lets
     go, then closes (or says who holds the file); nothing logged is lost."""
-    from test_shared_store import hold
+    from helpers.sharing import hold
 
     from uac_kernel.checkpoints.snapshot import CLOSE_AFTER
     from uac_kernel.core.errors import StoreLocked
@@ -1172,10 +1179,10 @@ def test_kill_9_during_the_snapshot_write_of_close_then_reopen(
     with Workbench(db, user="u") as wb:
         wb.ingest(notes("s", 20))
         wb.checkpoint()
-    f = write_jsonl(tmp_path / "many.jsonl", notes("m", CLOSE_AFTER + 500))
+    f = jsonl(tmp_path / "many.jsonl", notes("m", CLOSE_AFTER + 500))
     proc = subprocess.Popen(
         [sys.executable, "-c", CLOSER, str(db), str(f)],
-        cwd=tmp_path, env=env(), stdout=subprocess.PIPE, text=True,
+        cwd=tmp_path, env=patient_env(), stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "closing"

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_checkpoint_import import import_clean
+from helpers.checkpoints import import_clean
+from helpers.cli import one_line_error, uac
 
 from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
@@ -17,19 +18,6 @@ from uac_kernel.workbench import Workbench
 ROOT = Path(__file__).resolve().parents[2]
 # What `uac demo` writes into the directory it runs in, and nothing else.
 DEMO_FILES = {"uac-demo.duckdb", "uac-demo.jsonl", "uac-demo.py"}
-
-
-def uac(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=300,
-    )
 
 
 @pytest.fixture
@@ -271,7 +259,7 @@ def test_a_checkout_ignores_what_the_demo_writes(tmp_path: Path) -> None:
 
 
 def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:
-    from test_pipeline import TURNS, fake_model
+    from helpers.extraction import TURNS, fake_model
 
     from uac_kernel.model.testing import ChatServer
 
@@ -305,13 +293,6 @@ def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:
     assert offline.stdout.splitlines()[0] == "1"
     missing = uac("ask", "Never asked before?", "--offline", cwd=tmp_path, env=env)
     assert missing.returncode == 1 and "no recorded answer" in missing.stderr
-
-
-def one_line_error(out: subprocess.CompletedProcess[str]) -> str:
-    assert out.returncode == 1, (out.stdout, out.stderr)
-    assert out.stderr.startswith("uac: error: ") and out.stderr.count("\n") == 1, out.stderr
-    assert "Traceback" not in out.stderr
-    return out.stderr
 
 
 READS = [

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import suite_path
+from helpers.processes import suite_path
 
 from uac_kernel.cli.main import main
 from uac_kernel.cli.output import to_json

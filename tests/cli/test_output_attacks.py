@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import one_line_error, uac
-from test_magics import run
+from helpers.cli import one_line_error, uac
+from helpers.magics import run
 
 from uac_kernel.core.display import TERMINAL_BUDGET, clip_json, json_chunks, json_size, printable
 
@@ -226,10 +226,11 @@ def test_clip_json_builds_no_more_than_its_budget(value: Any) -> None:
 
 
 @pytest.fixture
-def ip(
+def hostile_ip(
     request: pytest.FixtureRequest, store: Path, ingested: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Any]:
-    """The shell of test_magics (one in-process kernel a module) with uac on this store."""
+    """Unlike conftest's ``ip``: the shell with uac on this module's store (user ``u`` of
+    ``s.duckdb`` in ``store``, the working dir, its hostile events ingested once by the CLI)."""
     shell = request.getfixturevalue("kernel_shell")
     monkeypatch.chdir(store)
     shell.reset(new_session=False)
@@ -246,15 +247,15 @@ def shown(ip: Any, value: Any) -> dict[str, str]:
     return data  # type: ignore[no-any-return]
 
 
-def test_notebook_eval_of_a_huge_result_is_whole_but_prints_bounded(ip: Any) -> None:
-    value = run(ip, f"%uac eval {HUGE}")
+def test_notebook_eval_of_a_huge_result_is_whole_but_prints_bounded(hostile_ip: Any) -> None:
+    value = run(hostile_ip, f"%uac eval {HUGE}")
     assert isinstance(value, list) and len(value) == 3000 and value[2999] == "a" * 2**20
-    text = shown(ip, value)["text/plain"]
+    text = shown(hostile_ip, value)["text/plain"]
     assert len(text) < TERMINAL_BUDGET + 200
     assert "the result is 3.1 GB as JSON; only the first 100.0 kB are shown" in text
     assert "the value itself is whole" in text
-    small = run(ip, "%uac eval [1, 2]")
-    assert type(small) is list and shown(ip, small)["text/plain"] == "[1, 2]"
+    small = run(hostile_ip, "%uac eval [1, 2]")
+    assert type(small) is list and shown(hostile_ip, small)["text/plain"] == "[1, 2]"
 
 
 @pytest.mark.parametrize(
@@ -262,26 +263,26 @@ def test_notebook_eval_of_a_huge_result_is_whole_but_prints_bounded(ip: Any) -> 
     ["'x' * 2**21", "{i: 'y' * 1000 for i in range(1000)}", "10**5000"],
     ids=["str", "dict", "int"],
 )
-def test_notebook_eval_bounds_every_kind_of_result(ip: Any, expr: str) -> None:
-    value = run(ip, f"%uac eval {expr}")
-    assert value == run(ip, f"__import__('builtins').eval({expr!r})")
-    assert len(shown(ip, value)["text/plain"]) < TERMINAL_BUDGET + 200
+def test_notebook_eval_bounds_every_kind_of_result(hostile_ip: Any, expr: str) -> None:
+    value = run(hostile_ip, f"%uac eval {expr}")
+    assert value == run(hostile_ip, f"__import__('builtins').eval({expr!r})")
+    assert len(shown(hostile_ip, value)["text/plain"]) < TERMINAL_BUDGET + 200
 
 
-def test_notebook_tables_and_alerts_escape_control_characters(ip: Any) -> None:
-    from test_magics import run_out
+def test_notebook_tables_and_alerts_escape_control_characters(hostile_ip: Any) -> None:
+    from helpers.magics import run_out
 
-    table = shown(ip, run(ip, "%uac sql SELECT key, name FROM Medication"))
+    table = shown(hostile_ip, run(hostile_ip, "%uac sql SELECT key, name FROM Medication"))
     clean(table["text/plain"])
     assert "\x1b" not in table["text/html"] and "&lt;" not in HOSTILE
-    clean(run_out(ip, "%uac alerts"))
+    clean(run_out(hostile_ip, "%uac alerts"))
 
 
-def test_notebook_sql_timeout(ip: Any) -> None:
+def test_notebook_sql_timeout(hostile_ip: Any) -> None:
     query = "SELECT count(*) FROM range(100000000) a, range(100000000) b"
-    result = ip.run_cell(f"%uac sql --timeout 0.5 {query}")
+    result = hostile_ip.run_cell(f"%uac sql --timeout 0.5 {query}")
     assert "SQL time limit of 0.5 s" in str(result.error_in_exec)
-    run(ip, "%config UacMagics.sql_timeout = 0.5")
-    result = ip.run_cell(f"%uac sql {query}")
+    run(hostile_ip, "%config UacMagics.sql_timeout = 0.5")
+    result = hostile_ip.run_cell(f"%uac sql {query}")
     assert "SQL time limit of 0.5 s" in str(result.error_in_exec)
-    assert run(ip, "%uac sql --timeout 5 SELECT 42").rows == [(42,)]
+    assert run(hostile_ip, "%uac sql --timeout 5 SELECT 42").rows == [(42,)]

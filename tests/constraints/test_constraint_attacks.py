@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add, alerts, clock, retract, update
+from helpers.alerts import alerts
+from helpers.events import add, clock, retract, update
 
 from uac_kernel import Workbench
 from uac_kernel.constraints.compile import compile_constraint, rule_name

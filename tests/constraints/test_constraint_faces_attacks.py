@@ -24,19 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.constraints import TAX
+from helpers.events import fact
 
 from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
 
 UAC = [sys.executable, "-m", "uac_kernel.cli.main"]
-TAX = {
-    "kind": "obligation",
-    "title": "File the tax return",
-    "due": {"date": "2025-04-15"},
-    "lead_days": 30,
-    "done_by": {"type": "TaxReturn"},
-}
 NASTY = "'''\"\"\"\\ \\n \n __import__('os').system('touch CANARY') {0} </script><img src=x onerror=alert(1)>"
 
 
@@ -866,7 +860,9 @@ def test_other_statements_naming_constraints_are_not_run_and_change_nothing(extr
 
 
 @pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def tax_ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Unlike conftest's ``ip``: maya's store open (``%uac open``), its clock on 2025-04-01 and
+    the tax obligation in force (key ``tax``)."""
     monkeypatch.chdir(tmp_path)
     shell = kernel_shell
     shell.reset(new_session=False)
@@ -939,25 +935,25 @@ MAGIC_CELLS: list[Any] = [
 
 @pytest.mark.parametrize(("source", "words"), MAGIC_CELLS)
 def test_a_bad_constraint_cell_is_a_one_line_usage_error(
-    ip: Any, tmp_path: Path, source: str, words: list[str]
+    tax_ip: Any, tmp_path: Path, source: str, words: list[str]
 ) -> None:
-    wb = ip.user_ns["wb"]
+    wb = tax_ip.user_ns["wb"]
     n = len(list(wb.store.events(erased=True)))
-    message = usage_error(ip, source)
+    message = usage_error(tax_ip, source)
     for w in words:
         assert w in message, (w, message)
     assert len(list(wb.store.events(erased=True))) == n and list(wb.state.constraints) == ["tax"]
     assert not (tmp_path / "CANARY").exists()
 
 
-def test_constraints_magic_shows_hostile_titles_as_escaped_data(ip: Any) -> None:
+def test_constraints_magic_shows_hostile_titles_as_escaped_data(tax_ip: Any) -> None:
     from IPython.utils.capture import capture_output
 
-    wb = ip.user_ns["wb"]
+    wb = tax_ip.user_ns["wb"]
     title = "<script>alert(1)</script>" + NASTY[:200]
     wb.constrain({**TAX, "title": title}, key="<b>k</b>")
     with capture_output():
-        result = ip.run_cell("%uac constraints")
+        result = tax_ip.run_cell("%uac constraints")
     result.raise_error()
     table = result.result
     assert [r[:3] for r in table.rows][1] == ("<b>k</b>", "obligation", title.strip())
@@ -1637,16 +1633,16 @@ def test_oversized_constraint_event_fields_are_refused(
     assert snapshot(db) == before
 
 
-def test_rerunning_the_same_constraint_cell_appends_nothing(ip: Any) -> None:
+def test_rerunning_the_same_constraint_cell_appends_nothing(tax_ip: Any) -> None:
     from IPython.utils.capture import capture_output
 
-    wb = ip.user_ns["wb"]
+    wb = tax_ip.user_ns["wb"]
     cell = (
         "%%uac constraint --key rent\nkind: obligation\ntitle: Pay rent\ndue: {date: 2025-04-03}\n"
     )
     for _ in range(3):
         with capture_output():
-            ip.run_cell(cell).raise_error()
+            tax_ip.run_cell(cell).raise_error()
     assert [e.payload["key"] for e in wb.log(kinds=["constraint"])] == ["tax", "rent"]
 
 

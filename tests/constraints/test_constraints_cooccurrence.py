@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import add, alerts, clock, fact, keys, update
+from helpers.alerts import alerts, keys
+from helpers.events import add, clock, fact, update
 
 from uac_kernel.constraints import compile_constraint, parse_constraint
 from uac_kernel.core.errors import ConstraintError

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import append, fact
+from helpers.constraints import TAX
+from helpers.events import fact
+from helpers.store import append
 
 from uac_kernel.constraints import Moment, Obligation, Select, parse_constraint
 from uac_kernel.core.errors import ConstraintError, EventError, FoldError
@@ -20,13 +22,6 @@ from uac_kernel.log.store import Store
 from uac_kernel.state.fold import State, fold
 from uac_kernel.workbench import Workbench
 
-TAX = {
-    "kind": "obligation",
-    "title": "File the tax return",
-    "due": {"date": "2025-04-15"},
-    "lead_days": 30,
-    "done_by": {"type": "TaxReturn"},
-}
 HOSTILE = "'''\"; import os; os.system('x') #\x1b[31m </div><script>alert(1)</script>{0}"
 
 

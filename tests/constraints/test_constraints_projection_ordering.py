@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add, alerts, clock, keys, update
+from helpers.alerts import alerts, keys
+from helpers.events import add, clock, update
 
 from uac_kernel.constraints import compile_constraint, parse_constraint
 from uac_kernel.core.errors import ConstraintError

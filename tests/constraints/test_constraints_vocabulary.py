@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add, alerts, clock, update
+from helpers.alerts import alerts
+from helpers.events import add, clock, update
 
 from uac_kernel import Workbench
 from uac_kernel.constraints import constraint_json, parse_constraint

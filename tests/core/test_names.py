@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_checkpoint_import import (
+from helpers.checkpoints import (
     described_state,
     import_here,
     import_in_clean_interpreter,
     rule_names,
 )
-from test_cli import one_line_error, uac
-from test_magics import edit_cell, run, run_out, usage_error
-from test_magics import ip as _ip
+from helpers.cli import one_line_error, uac
+from helpers.magics import edit_cell, run, run_out, usage_error
 
 from uac_kernel.checkpoints.codegen import parse_module
 from uac_kernel.core.errors import CodeError, EventError
@@ -214,9 +213,6 @@ def test_forget_and_a_fleet_round_trip_keep_the_names(store: Path) -> None:
     count = uac("sql", "SELECT count(*) FROM flight_leg", cwd=store)
     assert count.stdout.splitlines()[-1] == "0"
     assert uac("verify", cwd=store).returncode == 0
-
-
-ip = _ip  # the shell with %load_ext uac and a store in tmp_path, as test_magics has it
 
 
 def test_a_notebook_edit_round_trips_to_the_names_as_written(ip: Any, tmp_path: Path) -> None:

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import one_line_error, uac
-from test_magics import run
-from test_whatif_cli import AMOXICILLIN, STORE, fingerprint, jsonl
-from test_whatif_magics import ip as _ip
+from helpers.cli import one_line_error, uac
+from helpers.events import jsonl
+from helpers.magics import run
+from helpers.maya import AMOXICILLIN, STORE
+from helpers.store import fingerprint
 
 from uac_kernel.core.errors import OutputRefused
 from uac_kernel.core.outputs import JSON, TSV, Output
@@ -268,8 +269,6 @@ def test_a_new_file_gets_the_usual_mode_and_a_replaced_one_keeps_its_own(tmp_pat
 
 # -- the notebook: save_chart with the store open ----------------------------------------------
 
-ip = _ip  # the shell with Maya's store open, as test_whatif_magics has it
-
 
 def open_store_state(ip: Any, store: Path) -> tuple[object, ...]:
     """The open store's file (inode and kind) and what it holds. Its bytes are no measure
@@ -286,22 +285,24 @@ def refused_in(ip: Any, source: str) -> str:
     return str(result.error_in_exec)
 
 
-def test_save_chart_in_a_notebook_never_writes_over_the_open_store(ip: Any, tmp_path: Path) -> None:
-    run(ip, "from uac_kernel.render.charts import events_over_time, save_chart")
+def test_save_chart_in_a_notebook_never_writes_over_the_open_store(
+    maya_ip: Any, tmp_path: Path
+) -> None:
+    run(maya_ip, "from uac_kernel.render.charts import events_over_time, save_chart")
     store = tmp_path / "maya.duckdb"
     os.link(store, tmp_path / "store.svg")  # named as a chart, the same file as the open store
     (tmp_path / "link.png").symlink_to(store)
-    before = open_store_state(ip, store)
+    before = open_store_state(maya_ip, store)
     for name in ("store.svg", "link.png"):
-        message = refused_in(ip, f"save_chart(events_over_time(wb), {name!r}, force=True)")
+        message = refused_in(maya_ip, f"save_chart(events_over_time(wb), {name!r}, force=True)")
         assert name in message and "\n" not in message
-    assert open_store_state(ip, store) == before
+    assert open_store_state(maya_ip, store) == before
     (tmp_path / "page.html").write_bytes(b"\x00 not a page")
-    message = refused_in(ip, "save_chart(events_over_time(wb), 'page.html')")
+    message = refused_in(maya_ip, "save_chart(events_over_time(wb), 'page.html')")
     assert "pass force=True" in message
-    run(ip, "save_chart(events_over_time(wb), 'page.html', force=True)")
+    run(maya_ip, "save_chart(events_over_time(wb), 'page.html', force=True)")
     assert "vega" in (tmp_path / "page.html").read_text()
-    assert run(ip, "wb.verify().ok")
+    assert run(maya_ip, "wb.verify().ok")
 
 
 # -- the marimo export ---------------------------------------------------------------------------

@@ -27,18 +27,17 @@ from typing import Any
 
 import duckdb
 import pytest
-from test_cli import one_line_error, uac
-from test_magics import run
-from test_whatif_cli import STORE, fingerprint, jsonl
-from test_whatif_magics import ip as _ip
+from helpers.cli import one_line_error, uac
+from helpers.events import jsonl
+from helpers.magics import run
+from helpers.maya import STORE
+from helpers.store import fingerprint
 
 from uac_kernel.core.errors import OutputRefused
 
 CLI = (sys.executable, "-m", "uac_kernel.cli.main")
 HANG = 300  # a timeout that only catches a hang
 BIG = "list(range(3_000_000))"  # an eval result whose JSON takes seconds to write (~26 MB)
-
-ip = _ip  # the shell with Maya's store open, as test_whatif_magics has it
 
 
 @pytest.fixture(scope="module")
@@ -270,7 +269,9 @@ def test_the_pending_wal_of_another_process_survives_every_output(
 # -- /proc/self/fd in a notebook: the descriptor of the open store ----------------------------
 
 
-def test_proc_self_fd_of_the_open_store_is_refused_in_a_notebook(ip: Any, tmp_path: Path) -> None:
+def test_proc_self_fd_of_the_open_store_is_refused_in_a_notebook(
+    maya_ip: Any, tmp_path: Path
+) -> None:
     store = tmp_path / "maya.duckdb"
     fds = [
         f"/proc/self/fd/{fd}"
@@ -279,21 +280,21 @@ def test_proc_self_fd_of_the_open_store_is_refused_in_a_notebook(ip: Any, tmp_pa
     ]
     if not fds:
         pytest.skip("DuckDB keeps no descriptor of the store open")
-    run(ip, "from uac_kernel.render.charts import events_over_time, save_chart")
-    run(ip, "c = events_over_time(wb)")
-    run(ip, "n = len(wb.log())")
+    run(maya_ip, "from uac_kernel.render.charts import events_over_time, save_chart")
+    run(maya_ip, "c = events_over_time(wb)")
+    run(maya_ip, "n = len(wb.log())")
     head = store.read_bytes()[8:12]
     for fd in fds:  # no suffix: refused before anything is written
-        result = ip.run_cell(f"save_chart(c, {fd!r}, force=True)")
+        result = maya_ip.run_cell(f"save_chart(c, {fd!r}, force=True)")
         assert result.error_in_exec is not None
     # through a symbolic link named as a chart, to the store's descriptor
     link = tmp_path / "fd.svg"
     link.symlink_to(fds[0])
-    result = ip.run_cell(f"save_chart(c, {str(link)!r}, force=True)")
+    result = maya_ip.run_cell(f"save_chart(c, {str(link)!r}, force=True)")
     assert isinstance(result.error_in_exec, OutputRefused), result.error_in_exec
     assert "\n" not in str(result.error_in_exec)
     assert store.read_bytes()[8:12] == head == b"DUCK"
-    assert run(ip, "wb.verify().ok") and run(ip, "len(wb.log()) == n")
+    assert run(maya_ip, "wb.verify().ok") and run(maya_ip, "len(wb.log()) == n")
 
 
 # -- hostile names -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import add, clock
+from helpers.events import add, clock
 
 from uac_kernel.core.errors import QueryError, UnknownField
 from uac_kernel.core.records import Record, new_record, record_class

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add
+from helpers.events import add
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
@@ -187,35 +187,38 @@ NOTEBOOK = {
 
 
 @pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The shell in ``tmp_path``, with no variable of the test process (each test sets its own)."""
+def unloaded_ip(
+    kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    """Unlike conftest's ``ip``: the shell in ``tmp_path`` with uac not loaded and none of the
+    test process's settings (each test sets its own, then loads uac)."""
     monkeypatch.chdir(tmp_path)  # a store a bad UAC_DB named before the fix is made here
     for name in BAD:
         monkeypatch.delenv(name, raising=False)
-    ip = kernel_shell
-    ip.reset(new_session=False)
-    ip.config.pop("UacMagics", None)
-    yield ip
-    ip.run_cell("%unload_ext uac")
+    shell = kernel_shell
+    shell.reset(new_session=False)
+    shell.config.pop("UacMagics", None)
+    yield shell
+    shell.run_cell("%unload_ext uac")
 
 
 @pytest.mark.parametrize("name", sorted(NOTEBOOK))
 def test_a_bad_value_is_a_usage_error_in_a_notebook(
-    name: str, ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, unloaded_ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     line = NOTEBOOK[name].format(db=store)
     for value in BAD[name][:4]:
-        ip.run_cell("%unload_ext uac")
+        unloaded_ip.run_cell("%unload_ext uac")
         monkeypatch.setenv("UAC_MODEL", "stand-in")
         monkeypatch.setenv("UAC_OFFLINE", "1")
         monkeypatch.setenv(name, value)
-        assert ip.run_cell("%load_ext uac").error_in_exec is None
+        assert unloaded_ip.run_cell("%load_ext uac").error_in_exec is None
         if not line.startswith("%uac open"):
             monkeypatch.delenv(name)
-            assert ip.run_cell(f"%uac open {store} --user maya").error_in_exec is None
+            assert unloaded_ip.run_cell(f"%uac open {store} --user maya").error_in_exec is None
             monkeypatch.setenv(name, value)
         with capture_output() as cap:
-            result = ip.run_cell(line)
+            result = unloaded_ip.run_cell(line)
         assert isinstance(result.error_in_exec, UsageError), (value, result.error_in_exec)
         message = str(result.error_in_exec)
         assert message.startswith(f"{name}=") and "\n" not in message, message

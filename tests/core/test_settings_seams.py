@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import add
+from helpers.events import add
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
@@ -488,7 +488,9 @@ def test_model_settings_refuse_a_deadline_that_cannot_bound_a_call(deadline: flo
 
 
 @pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def bare_ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Unlike conftest's ``ip``: uac loaded with no store or user set and none of uac's
+    settings in the environment (but a 2 s lock wait), in ``tmp_path``; closed after."""
     monkeypatch.chdir(tmp_path)
     for name in NAMES:
         monkeypatch.delenv(name, raising=False)
@@ -514,59 +516,59 @@ def usage_error(ip: Any, line: str) -> str:
 
 
 def test_notebook_sql_timeout_from_the_environment_stops_a_runaway_query(
-    ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
+    bare_ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
+    assert bare_ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
     monkeypatch.setenv("UAC_SQL_TIMEOUT", "1")
     monkeypatch.setenv("UAC_SQL_THREADS", "1")
     # README: the variables are "the command's and the notebook's alike"; the magic passes its
     # own sql_timeout (30.0) whether or not %config set it, so the variable is never read
-    message = usage_error(ip, f"%uac sql {RUNAWAY}")
+    message = usage_error(bare_ip, f"%uac sql {RUNAWAY}")
     assert "time limit of 1 s" in message, message
 
 
 def test_notebook_bad_sql_timeout_is_a_usage_error(
-    ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
+    bare_ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
+    assert bare_ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
     monkeypatch.setenv("UAC_SQL_TIMEOUT", "nan")
-    message = usage_error(ip, "%uac sql SELECT 1")
+    message = usage_error(bare_ip, "%uac sql SELECT 1")
     assert message.startswith("UAC_SQL_TIMEOUT="), message
 
 
 def test_notebook_escape_in_a_value_is_escaped(
-    ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
+    bare_ip: Any, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
+    assert bare_ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
     monkeypatch.setenv("UAC_SQL_THREADS", "\x1b]0;pwned\x07")
-    message = usage_error(ip, "%uac sql SELECT 1")
+    message = usage_error(bare_ip, "%uac sql SELECT 1")
     assert message.startswith("UAC_SQL_THREADS="), message
 
 
 def test_notebook_lock_timeout_bounds_the_wait(
-    ip: Any, store: Path, holder: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+    bare_ip: Any, store: Path, holder: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("UAC_LOCK_TIMEOUT", "1")
-    message = usage_error(ip, f"%uac open {store} --user maya")
+    message = usage_error(bare_ip, f"%uac open {store} --user maya")
     assert "still open after 1 s (UAC_LOCK_TIMEOUT)" in message, message
 
 
 def test_notebook_url_with_credentials_is_not_echoed(
-    ip: Any, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bare_ip: Any, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "n.duckdb"
     db.write_bytes(store.read_bytes())
-    assert ip.run_cell(f"%uac open {db} --user maya").error_in_exec is None
+    assert bare_ip.run_cell(f"%uac open {db} --user maya").error_in_exec is None
     monkeypatch.setenv("UAC_MODEL", "stand-in")
     monkeypatch.setenv("UAC_MODEL_DEADLINE", "20")
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://bob:{SECRET}@127.0.0.1:9/v1")
-    message = usage_error(ip, "%uac ask how many trips?")
+    message = usage_error(bare_ip, "%uac ask how many trips?")
     assert SECRET not in message, message
 
 
 @pytest.mark.parametrize("kind", ["file", "fifo", "blank-ish"])
 def test_notebook_cache_dir_that_is_not_a_directory(
-    kind: str, ip: Any, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: str, bare_ip: Any, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "cache"
     if kind == "file":
@@ -575,10 +577,10 @@ def test_notebook_cache_dir_that_is_not_a_directory(
         os.mkfifo(path)
     else:
         path = Path("\x1b[2J")
-    assert ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
+    assert bare_ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
     monkeypatch.setenv("UAC_CACHE_DIR", str(path))
     with capture_output() as cap:
-        result = ip.run_cell("%uac chart events")
+        result = bare_ip.run_cell("%uac chart events")
     # either the chart is drawn (the bundle is rebuildable) or one line says why
     if result.error_in_exec is not None:
         assert isinstance(result.error_in_exec, UsageError), repr(result.error_in_exec)

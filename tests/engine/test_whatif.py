@@ -7,7 +7,6 @@ workbench's state, its rules and the store file as they were — even when it fa
 
 from __future__ import annotations
 
-import hashlib
 import random
 import shutil
 from collections.abc import Iterator
@@ -16,69 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add, clock, retract, update
+from helpers.events import add, clock, retract, update
+from helpers.store import files
+from helpers.whatif import RULES, USER, dump, store_with
 
 from uac_kernel.core.errors import ConstraintError, EventError, QueryError
 from uac_kernel.engine.whatif import events_from_text
 from uac_kernel.rules.engine import Finding, rule
-from uac_kernel.rules.library import LIBRARY
 from uac_kernel.state.fold import State
 from uac_kernel.state.query import UserView
 from uac_kernel.workbench import Workbench
-
-USER = "maya"
-
-
-@rule(watch=["Trip"], severity="info")
-def trips_ahead(user: UserView) -> Iterator[Finding]:
-    """A rule reading a field index (``where``) and the unset keys of one (``unset``)."""
-    today = user.today or date(2025, 1, 1)
-    for t in user.where("Trip", "start", since=today):
-        yield Finding(f"trip {t.key} ahead", [t])
-    for t in user.unset("Trip", "end"):
-        yield Finding(f"trip {t.key} has no end", [t], about="open")
-
-
-RULES = [*LIBRARY, trips_ahead]
-
-
-def files(db: Path) -> dict[str, str]:
-    """The sha256 of every file of the store (the database and any write-ahead log)."""
-    return {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(db.parent.iterdir())
-        if p.name.startswith(db.name)
-    }
-
-
-def dump(wb: Workbench) -> dict[str, Any]:
-    """Everything of a workbench's state and rules a what-if could have changed."""
-    st = wb.state
-    out: dict[str, Any] = {
-        "seq": st.seq,
-        "now": st.now,
-        "schema": {t: dict(f) for t, f in st.schema.types.items()},
-        "type_seq": dict(st.type_seq),
-        "constraints": dict(st.constraints),
-        "constraint_history": list(st.constraint_history),
-        "rules": sorted(wb.runner.rules),
-        "active": {n: dict(a) for n, a in wb.runner.active.items()},
-        "constraint_rules": dict(wb._constraint_rules),
-    }
-    for name, ts in st.types.items():
-        out[f"type {name}"] = {
-            "fields": list(ts.readers),
-            "blank": dict(ts.blank),
-            "class fields": sorted(ts.cls.model_fields),
-            "current": [(k, type(r).__name__, dict(r.__dict__)) for k, r in ts.current.items()],
-            "history": [dict(r.__dict__) for r in ts.history],
-            "order": list(ts.order),
-            "position": {k: ts.position[k] for k in ts.order},
-            "indexes": {
-                n: (list(i.entries), sorted(i.unset)) for n, i in sorted(ts.indexes.items())
-            },
-        }
-    return out
 
 
 def history(rng: random.Random, n: int) -> list[dict[str, Any]]:
@@ -122,14 +68,6 @@ def change(rng: random.Random, when: datetime, live: dict[str, set[str]]) -> dic
         keys.add(key)
         return add(ts, kind, key, **fields)
     return update(ts, kind, key, **fields)
-
-
-def store_with(tmp_path: Path, events: list[dict[str, Any]], name: str = "a.duckdb") -> Path:
-    db = tmp_path / name
-    with Workbench(db, user=USER, rules=RULES) as wb:
-        wb.ingest(events)
-        wb.checkpoint()  # also writes a snapshot: later opens read records lazily
-    return db
 
 
 def later_batch(rng: random.Random, events: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:

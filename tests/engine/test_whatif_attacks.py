@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add, clock, retract, suite_path, update
-from test_whatif import RULES, USER, dump, files, store_with
+from helpers.events import add, clock, retract, update
+from helpers.processes import suite_path
+from helpers.store import files
+from helpers.whatif import RULES, USER, dump, store_with
 
 from uac_kernel.core.errors import EventError, UacError
 from uac_kernel.engine.whatif import events_from_text, own_fields
@@ -576,7 +578,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     from uac_kernel.rules.engine import rule
     from uac_kernel.workbench import Workbench
-    from test_whatif import RULES
+    from helpers.whatif import RULES
 
     db, ready, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 

@@ -8,59 +8,17 @@ The engine (``Workbench.whatif``) is tested in its own module; the notebook face
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import add, update
-from test_cli import uac
+from helpers.cli import uac
+from helpers.events import add, jsonl, update
+from helpers.maya import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE
+from helpers.store import fingerprint
 
 from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
-
-RULE = "drug_allergy_cross_reactivity"
-
-# Maya's store: a severe penicillin allergy and ibuprofen; no amoxicillin (yet).
-STORE = [
-    add("2024-02-09", "Allergy", "allergy-penicillin", substance="penicillin", severity="severe"),
-    add("2024-03-01", "Medication", "med-ibuprofen", name="ibuprofen", dose_mg=200.0, active=True),
-]
-# What if the GP prescribes amoxicillin?
-AMOXICILLIN = add(
-    "2024-11-18",
-    "Medication",
-    "med-amoxicillin",
-    name="amoxicillin",
-    dose_mg=500.0,
-    start="2024-11-18",
-    end="2024-11-25",
-    active=True,
-)
-AMOXICILLIN_YAML = """\
-- kind: fact
-  ts: "2024-11-18T09:00:00"
-  op: add
-  type: Medication
-  key: med-amoxicillin
-  fields: {name: amoxicillin, dose_mg: 500.0, start: "2024-11-18", end: "2024-11-25", active: true}
-"""
-MEDICATIONS = "len(user.all(Medication))"
-
-
-def jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-    return path
-
-
-def fingerprint(db: Path) -> dict[str, str]:
-    """The SHA-256 of the store file and of its write-ahead log, if it has one."""
-    return {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in (db, db.with_name(db.name + ".wal"))
-        if p.exists()
-    }
 
 
 def log_length(db: Path) -> int:

@@ -15,16 +15,17 @@ import subprocess
 import sys
 import xml.dom.minidom
 from collections.abc import Iterator
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import retract, suite_path
+from helpers.events import jsonl, retract
+from helpers.magics import change, edit_cell, logged, run, run_out, usage_error
+from helpers.maya import AMOXICILLIN, MEDICATIONS, RULE, STORE
+from helpers.processes import suite_path
+from helpers.whatif import spans_whatif
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-
-from test_whatif_cli import AMOXICILLIN, MEDICATIONS, RULE, STORE, jsonl
 
 from uac_kernel.workbench import Workbench
 
@@ -343,11 +344,6 @@ def test_cli_every_whatif_leaves_the_store_byte_for_byte(store: Path, tmp_path: 
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
 from IPython.utils.capture import capture_output  # noqa: E402
-from test_magics import change, edit_cell, run, run_out, usage_error  # noqa: E402
-from test_whatif_magics import ip as _ip  # noqa: E402
-from test_whatif_magics import logged  # noqa: E402
-
-ip = _ip  # the shell with Maya's store, as test_whatif_magics has it
 
 
 def shown(ip: Any, source: str) -> str:
@@ -356,8 +352,8 @@ def shown(ip: Any, source: str) -> str:
     return cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
 
 
-def test_whatif_cell_hostile_bodies_are_one_line_usage_errors(ip: Any, tmp_path: Path) -> None:
-    before = logged(ip)
+def test_whatif_cell_hostile_bodies_are_one_line_usage_errors(maya_ip: Any, tmp_path: Path) -> None:
+    before = logged(maya_ip)
     bodies = [
         "\x1b[31m\u202e",
         "- !!python/object/apply:os.system ['touch pwned']",
@@ -373,14 +369,14 @@ def test_whatif_cell_hostile_bodies_are_one_line_usage_errors(ip: Any, tmp_path:
         "- kind: fact\n  kind: fact",
     ]
     for body in bodies:
-        message = usage_error(ip, "%%uac whatif\n" + body)
+        message = usage_error(maya_ip, "%%uac whatif\n" + body)
         assert not any(c in message for c in CONTROL), message
     assert not (tmp_path / "pwned").exists()
-    assert logged(ip) == before
+    assert logged(maya_ip) == before
 
 
-def test_whatif_options_in_odd_places_are_one_line_usage_errors(ip: Any) -> None:
-    before = logged(ip)
+def test_whatif_options_in_odd_places_are_one_line_usage_errors(maya_ip: Any) -> None:
+    before = logged(maya_ip)
     body = "\n" + json.dumps(AMOXICILLIN)
     for line in [
         "%%uac whatif --expr",
@@ -391,11 +387,11 @@ def test_whatif_options_in_odd_places_are_one_line_usage_errors(ip: Any) -> None
         "%%uac whatif --as-of '2024-01-01",
         "%%uac whatif var --expr 1",
     ]:
-        message = usage_error(ip, line + body)
+        message = usage_error(maya_ip, line + body)
         assert not any(c in message for c in CONTROL), message
     # an option after the events is part of the events (YAML/JSON), not an option
-    usage_error(ip, "%%uac whatif" + body + "\n--as-of 2024-01-01")
-    assert logged(ip) == before
+    usage_error(maya_ip, "%%uac whatif" + body + "\n--as-of 2024-01-01")
+    assert logged(maya_ip) == before
 
 
 class Raising(list):  # type: ignore[type-arg]
@@ -423,9 +419,9 @@ class RaisingEvent(dict):  # type: ignore[type-arg]
         raise RuntimeError("items ran")
 
 
-def test_whatif_var_of_the_wrong_kind_is_a_one_line_usage_error(ip: Any) -> None:
-    before = logged(ip)
-    ns = ip.user_ns
+def test_whatif_var_of_the_wrong_kind_is_a_one_line_usage_error(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    ns = maya_ip.user_ns
     ns["gen"] = (e for e in [AMOXICILLIN])
     ns["text"] = json.dumps(AMOXICILLIN)
     ns["num"] = 3
@@ -434,41 +430,41 @@ def test_whatif_var_of_the_wrong_kind_is_a_one_line_usage_error(ip: Any) -> None
     ns["nested"] = [[AMOXICILLIN]]
     ns["hostile_name_\u202e"] = [AMOXICILLIN]
     for var in ["gen", "text", "num", "nothing", "mod", "nested"]:
-        message = usage_error(ip, f"%uac whatif {var}")
+        message = usage_error(maya_ip, f"%uac whatif {var}")
         assert var in message
     # the generator was not consumed by the refusal
     assert next(ns["gen"]) == AMOXICILLIN
-    message = usage_error(ip, "%uac whatif 'x\x1b[31m'")
+    message = usage_error(maya_ip, "%uac whatif 'x\x1b[31m'")
     assert not any(c in message for c in CONTROL), message
-    assert logged(ip) == before
+    assert logged(maya_ip) == before
 
 
-def test_whatif_var_whose_iter_raises_is_a_one_line_usage_error(ip: Any) -> None:
-    before = logged(ip)
-    ip.user_ns["evil"] = Raising([AMOXICILLIN])
-    usage_error(ip, "%uac whatif evil")
-    assert logged(ip) == before
+def test_whatif_var_whose_iter_raises_is_a_one_line_usage_error(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    maya_ip.user_ns["evil"] = Raising([AMOXICILLIN])
+    usage_error(maya_ip, "%uac whatif evil")
+    assert logged(maya_ip) == before
 
 
 def test_whatif_var_holding_events_whose_methods_raise_is_a_one_line_usage_error(
-    ip: Any,
+    maya_ip: Any,
 ) -> None:
-    before = logged(ip)
-    ip.user_ns["evil"] = [RaisingEvent(AMOXICILLIN)]
-    usage_error(ip, "%uac whatif evil")
-    assert logged(ip) == before
+    before = logged(maya_ip)
+    maya_ip.user_ns["evil"] = [RaisingEvent(AMOXICILLIN)]
+    usage_error(maya_ip, "%uac whatif evil")
+    assert logged(maya_ip) == before
 
 
-def test_whatif_var_tuple_and_huge_list(ip: Any) -> None:
-    before = logged(ip)
-    ip.user_ns["pair"] = (AMOXICILLIN,)
-    assert "1 raised" in shown(ip, "%uac whatif pair")
+def test_whatif_var_tuple_and_huge_list(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    maya_ip.user_ns["pair"] = (AMOXICILLIN,)
+    assert "1 raised" in shown(maya_ip, "%uac whatif pair")
     # two million copies of one event: one source, so one new event and the rest skipped
     # (there is no bound on a batch's length), and nothing appended. The bound is a count, not
     # a time: past the copy and the skip, the what-if folds and checks one event.
-    ip.user_ns["huge"] = [AMOXICILLIN] * 2_000_000
+    maya_ip.user_ns["huge"] = [AMOXICILLIN] * 2_000_000
     with capture_output() as cap:
-        result = ip.run_cell("%uac whatif huge")
+        result = maya_ip.run_cell("%uac whatif huge")
     if result.error_in_exec is not None:
         from IPython.core.error import UsageError
 
@@ -477,17 +473,22 @@ def test_whatif_var_tuple_and_huge_list(ip: Any) -> None:
         text = cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
         assert "1 raised" in text and "what-if: 1 event;" in text, text[:500]
         assert f"({2_000_000 - 1} already in the log)" in text, text[:500]
-    del ip.user_ns["huge"]
-    assert logged(ip) == before
+    del maya_ip.user_ns["huge"]
+    assert logged(maya_ip) == before
 
 
-def test_whatif_cell_leaves_the_store_file_unchanged(ip: Any, tmp_path: Path) -> None:
+def test_whatif_cell_leaves_the_store_file_unchanged(maya_ip: Any, tmp_path: Path) -> None:
     db = tmp_path / "maya.duckdb"
-    run(ip, "wb.store.con.execute('CHECKPOINT')" if hasattr(ip.user_ns["wb"].store, "con") else "1")
+    run(
+        maya_ip,
+        "wb.store.con.execute('CHECKPOINT')"
+        if hasattr(maya_ip.user_ns["wb"].store, "con")
+        else "1",
+    )
     before = fingerprint(db)
-    shown(ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
-    shown(ip, f"%%uac whatif --as-of 2024-03-01\n{json.dumps(AMOXICILLIN)}\n")
-    usage_error(ip, '%%uac whatif\n{"kind": "fact"}')
+    shown(maya_ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
+    shown(maya_ip, f"%%uac whatif --as-of 2024-03-01\n{json.dumps(AMOXICILLIN)}\n")
+    usage_error(maya_ip, '%%uac whatif\n{"kind": "fact"}')
     assert fingerprint(db) == before
 
 
@@ -503,14 +504,14 @@ def evil(user, f=__import__("os").system("touch pwned_default")):
 """
 
 
-def test_cell_dry_run_with_hostile_code_runs_nothing(ip: Any, tmp_path: Path) -> None:
-    run_out(ip, "%uac checkpoint")
-    text = edit_cell(ip, "%uac edit Medication")
+def test_cell_dry_run_with_hostile_code_runs_nothing(maya_ip: Any, tmp_path: Path) -> None:
+    run_out(maya_ip, "%uac checkpoint")
+    text = edit_cell(maya_ip, "%uac edit Medication")
     text = change(text, "name='ibuprofen'", "name='amoxicillin'")
     header, body = text.split("\n", 1)
-    before = logged(ip)
+    before = logged(maya_ip)
     with capture_output() as cap:
-        result = ip.run_cell(f"{header} --dry-run\n{body}{HOSTILE_CELL_CODE}")
+        result = maya_ip.run_cell(f"{header} --dry-run\n{body}{HOSTILE_CELL_CODE}")
     # either refused in one line or shown as a dry run; never run
     if result.error_in_exec is not None:
         from IPython.core.error import UsageError
@@ -520,15 +521,15 @@ def test_cell_dry_run_with_hostile_code_runs_nothing(ip: Any, tmp_path: Path) ->
     else:
         assert "dry run" in cap.stdout
     assert sorted(p.name for p in tmp_path.glob("pwned*")) == []
-    assert "evil" not in ip.user_ns
-    assert logged(ip) == before
+    assert "evil" not in maya_ip.user_ns
+    assert logged(maya_ip) == before
 
 
-def test_cell_dry_run_wrong_version_or_part_is_one_line(ip: Any) -> None:
-    run_out(ip, "%uac checkpoint")
-    text = edit_cell(ip, "%uac edit Medication")
+def test_cell_dry_run_wrong_version_or_part_is_one_line(maya_ip: Any) -> None:
+    run_out(maya_ip, "%uac checkpoint")
+    text = edit_cell(maya_ip, "%uac edit Medication")
     header, body = text.split("\n", 1)
-    before = logged(ip)
+    before = logged(maya_ip)
     for bad in [
         header.replace("--version 1", "--version 99") + " --dry-run",
         header.replace("--version 1", "--version -1") + " --dry-run",
@@ -538,10 +539,10 @@ def test_cell_dry_run_wrong_version_or_part_is_one_line(ip: Any) -> None:
         header + " --dry-run --dry-run --bogus",
     ]:
         assert bad != header + " --dry-run" or "bogus" in bad
-        message = usage_error(ip, f"{bad}\n{body}")
+        message = usage_error(maya_ip, f"{bad}\n{body}")
         assert not any(c in message for c in CONTROL), message
-    message = usage_error(ip, f"{header} --dry-run\n{body}\nthis is ( not python")
-    assert logged(ip) == before
+    message = usage_error(maya_ip, f"{header} --dry-run\n{body}\nthis is ( not python")
+    assert logged(maya_ip) == before
 
 
 # -- the widget --------------------------------------------------------------------------------
@@ -572,12 +573,11 @@ def test_widget_state_holds_hostile_strings_as_plain_text(wb: Workbench) -> None
 
 WIDGET_TIMELINE = """
 import sys, xml.dom.minidom
-sys.path.insert(0, sys.argv[2])
-from test_whatif_cli import AMOXICILLIN
+from helpers.maya import AMOXICILLIN
 from uac_kernel.workbench import Workbench
 from uac_kernel.notebook.widgets_act import WhatIfWidget
 with Workbench(sys.argv[1], user="maya") as wb:
-    w = wb.whatif([{**AMOXICILLIN, "key": sys.argv[3]}], as_of="2024-01-01")
+    w = wb.whatif([{**AMOXICILLIN, "key": sys.argv[2]}], as_of="2024-01-01")
     widget = WhatIfWidget(wb, w)
     assert widget.error == "", widget.error
     assert "<script" not in widget.timeline_svg
@@ -590,7 +590,7 @@ print("ok")
 def test_widget_timeline_svg_with_hostile_labels(store: Path, key: str) -> None:
     # in a subprocess: the kernel is what dies when vl-convert aborts
     done = subprocess.run(
-        [sys.executable, "-c", WIDGET_TIMELINE, str(store), str(ROOT / "tests"), key],
+        [sys.executable, "-c", WIDGET_TIMELINE, str(store), key],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": suite_path()},
@@ -776,29 +776,6 @@ def test_marimo_wrong_types_are_callouts_not_exceptions(mwb: Workbench) -> None:
 # -- the chart ---------------------------------------------------------------------------------
 
 
-def spans_whatif(
-    n: int, backwards: bool = False, message: str = "message \x1b[31m\u202e", user: str = "maya"
-) -> Any:
-    from uac_kernel.engine.whatif import AlertSpan, WhatIf
-
-    t0 = datetime(2024, 1, 1)
-    w = WhatIf(user=user, events=[], as_of=t0)
-    w.log_end = t0 + timedelta(days=400)
-    w.timeline = [
-        AlertSpan(
-            "real" if i % 2 else "what-if",
-            f"id{i}",
-            f"rule{i}<script>alert(1)</script>",
-            "critical",
-            f"{message} {i} " + "x" * 200,
-            t0 + timedelta(hours=i),
-            (t0 + timedelta(hours=i - 5)) if backwards else t0 + timedelta(hours=i + 3),
-        )
-        for i in range(n)
-    ]
-    return w
-
-
 def test_chart_spans_ending_before_they_start(tmp_path: Path) -> None:
     from uac_kernel.render import charts
 
@@ -836,10 +813,9 @@ def test_chart_of_thousands_of_spans_is_bounded(tmp_path: Path) -> None:
 
 CHART_OF = """
 import sys
-sys.path.insert(0, sys.argv[1])
-from test_whatif_face_attacks import spans_whatif
+from helpers.whatif import spans_whatif
 from uac_kernel.render import charts
-charts.save_chart(charts.whatif_timeline(spans_whatif(3, user=sys.argv[3])), sys.argv[2])
+charts.save_chart(charts.whatif_timeline(spans_whatif(3, user=sys.argv[2])), sys.argv[1])
 print("ok")
 """
 
@@ -851,7 +827,7 @@ def test_chart_with_control_characters_in_labels_does_not_abort(
 ) -> None:
     # the row labels hold the messages' ESC; with user "maya\x1b[31m" the title holds one too
     done = subprocess.run(
-        [sys.executable, "-c", CHART_OF, str(ROOT / "tests"), str(tmp_path / f"c{suffix}"), user],
+        [sys.executable, "-c", CHART_OF, str(tmp_path / f"c{suffix}"), user],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": suite_path()},

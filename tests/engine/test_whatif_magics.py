@@ -8,29 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import retract, uac_shell, update
+from helpers.events import retract, update
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
+from helpers.magics import change, edit_cell, logged, run, run_out, usage_error
+from helpers.maya import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE
 from IPython.utils.capture import capture_output
-from test_magics import change, edit_cell, run, run_out, usage_error
-from test_whatif_cli import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE, jsonl
 
 # -- the magics -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The shell with ``%load_ext uac`` and Maya's store (allergy, ibuprofen) ingested."""
-    monkeypatch.chdir(tmp_path)
-    jsonl(tmp_path / "store.jsonl", STORE)
-    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "store.jsonl")
 
 
 def shown(ip: Any, source: str) -> str:
@@ -40,70 +31,66 @@ def shown(ip: Any, source: str) -> str:
     return cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
 
 
-def logged(ip: Any) -> int:
-    return len(ip.user_ns["wb"].log())
-
-
-def test_whatif_cell_jsonl(ip: Any) -> None:
-    before = logged(ip)
-    out = shown(ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
+def test_whatif_cell_jsonl(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    out = shown(maya_ip, f"%%uac whatif --expr {MEDICATIONS!r}\n{json.dumps(AMOXICILLIN)}\n")
     assert "amoxicillin" in out and "1 raised" in out and RULE in out
-    assert logged(ip) == before
-    assert [a.rule for a in ip.user_ns["wb"].alerts()] == []
+    assert logged(maya_ip) == before
+    assert [a.rule for a in maya_ip.user_ns["wb"].alerts()] == []
 
 
-def test_whatif_cell_yaml(ip: Any) -> None:
-    before = logged(ip)
-    out = shown(ip, "%%uac whatif\n" + AMOXICILLIN_YAML)
+def test_whatif_cell_yaml(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    out = shown(maya_ip, "%%uac whatif\n" + AMOXICILLIN_YAML)
     assert "1 raised" in out and RULE in out
-    assert logged(ip) == before
+    assert logged(maya_ip) == before
 
 
-def test_whatif_of_a_variable(ip: Any) -> None:
-    ip.user_ns["prescription"] = [AMOXICILLIN]
-    before = logged(ip)
-    out = shown(ip, "%uac whatif prescription")
+def test_whatif_of_a_variable(maya_ip: Any) -> None:
+    maya_ip.user_ns["prescription"] = [AMOXICILLIN]
+    before = logged(maya_ip)
+    out = shown(maya_ip, "%uac whatif prescription")
     assert "1 raised" in out and RULE in out
-    assert logged(ip) == before
+    assert logged(maya_ip) == before
     # the session's expressions are re-run by default
-    run(ip, f"%uac eval {MEDICATIONS}")
-    out = shown(ip, "%uac whatif prescription")
+    run(maya_ip, f"%uac eval {MEDICATIONS}")
+    out = shown(maya_ip, "%uac whatif prescription")
     assert MEDICATIONS in out
 
 
-def test_past_whatif_in_a_cell(ip: Any) -> None:
+def test_past_whatif_in_a_cell(maya_ip: Any) -> None:
     # the real log: the allergy, then amoxicillin for a week of November (the alert stood);
     # what if the allergy had been retracted in March?
     stopped = update("2024-11-25", "Medication", "med-amoxicillin", active=False)
-    ip.user_ns["wb"].ingest([AMOXICILLIN, stopped])
-    before = logged(ip)
+    maya_ip.user_ns["wb"].ingest([AMOXICILLIN, stopped])
+    before = logged(maya_ip)
     retraction = retract("2024-03-01", "Allergy", "allergy-penicillin")
-    out = shown(ip, f"%%uac whatif --as-of '2024-03-01T12:00'\n{json.dumps(retraction)}\n")
+    out = shown(maya_ip, f"%%uac whatif --as-of '2024-03-01T12:00'\n{json.dumps(retraction)}\n")
     assert "as of 2024-03-01 12:00" in out and "retracted Allergy" in out
     timeline = [line.split() for line in out.splitlines() if RULE in line and "→" in line]
     assert [(t[0], t[3], t[6]) for t in timeline] == [("real", "2024-11-18", "2024-11-25")]
-    assert logged(ip) == before
+    assert logged(maya_ip) == before
 
 
-def test_whatif_html_is_escaped(ip: Any) -> None:
+def test_whatif_html_is_escaped(maya_ip: Any) -> None:
     from uac_kernel.render.whatif_face import report_html
 
     hostile = {**AMOXICILLIN, "fields": {**AMOXICILLIN["fields"], "name": "<b>amoxicillin</b>"}}
-    ip.user_ns["hostile"] = [hostile]
+    maya_ip.user_ns["hostile"] = [hostile]
     with capture_output() as cap:
-        run(ip, "%uac whatif hostile")
+        run(maya_ip, "%uac whatif hostile")
     assert "<b>amoxicillin</b>" in "".join(o.data["text/plain"] for o in cap.outputs)
     assert all("<b>amoxicillin" not in o.data.get("text/html", "") for o in cap.outputs)
     # the HTML shown where the widget is not
-    html = report_html(ip.user_ns["wb"].whatif([hostile]), ["<i>head</i>"])
+    html = report_html(maya_ip.user_ns["wb"].whatif([hostile]), ["<i>head</i>"])
     assert "&lt;b&gt;amoxicillin" in html and "<b>" not in html and "<i>" not in html
 
 
-def test_whatif_mistakes_are_one_line_usage_errors(ip: Any) -> None:
-    before = logged(ip)
-    ip.user_ns["one"] = AMOXICILLIN
-    ip.user_ns["text"] = "not events"
-    ip.user_ns["mixed"] = [AMOXICILLIN, 3]
+def test_whatif_mistakes_are_one_line_usage_errors(maya_ip: Any) -> None:
+    before = logged(maya_ip)
+    maya_ip.user_ns["one"] = AMOXICILLIN
+    maya_ip.user_ns["text"] = "not events"
+    maya_ip.user_ns["mixed"] = [AMOXICILLIN, 3]
     cases = {
         "%uac whatif": "usage: %%uac whatif",
         "%uac whatif nothing_here": "no variable 'nothing_here'",
@@ -119,31 +106,31 @@ def test_whatif_mistakes_are_one_line_usage_errors(ip: Any) -> None:
         f"%%uac whatif --as-of March\n{json.dumps(AMOXICILLIN)}": "March",
     }
     for source, message in cases.items():
-        assert message in usage_error(ip, source), source
-    assert logged(ip) == before
+        assert message in usage_error(maya_ip, source), source
+    assert logged(maya_ip) == before
 
 
-def test_help_lists_whatif(ip: Any) -> None:
-    out = run_out(ip, "%uac help")
+def test_help_lists_whatif(maya_ip: Any) -> None:
+    out = run_out(maya_ip, "%uac help")
     assert "%uac whatif" in out and "--as-of" in out
-    assert "nothing is appended" in run_out(ip, "%uac whatif --help")
+    assert "nothing is appended" in run_out(maya_ip, "%uac whatif --help")
 
 
-def test_cell_dry_run_appends_nothing(ip: Any) -> None:
-    run_out(ip, "%uac checkpoint")
-    text = edit_cell(ip, "%uac edit Medication")
+def test_cell_dry_run_appends_nothing(maya_ip: Any) -> None:
+    run_out(maya_ip, "%uac checkpoint")
+    text = edit_cell(maya_ip, "%uac edit Medication")
     text = change(text, "name='ibuprofen'", "name='amoxicillin'")
     header, body = text.split("\n", 1)
-    before, versions = logged(ip), len(ip.user_ns["wb"].checkpoints.all())
-    out = shown(ip, f"{header} --dry-run\n{body}")
+    before, versions = logged(maya_ip), len(maya_ip.user_ns["wb"].checkpoints.all())
+    out = shown(maya_ip, f"{header} --dry-run\n{body}")
     assert "(dry run)" in out and "nothing appended" in out
     assert "1 raised" in out and RULE in out
-    assert logged(ip) == before and len(ip.user_ns["wb"].checkpoints.all()) == versions
-    assert ip.user_ns["wb"].alerts() == []
+    assert logged(maya_ip) == before and len(maya_ip.user_ns["wb"].checkpoints.all()) == versions
+    assert maya_ip.user_ns["wb"].alerts() == []
     # the same cell without --dry-run applies it, and raises the alert it showed
-    out = run_out(ip, f"{header}\n{body}")
+    out = run_out(maya_ip, f"{header}\n{body}")
     assert "correction event" in out and RULE in out
-    assert logged(ip) > before
+    assert logged(maya_ip) > before
 
 
 # -- marimo -----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import suite_path
+from helpers.processes import suite_path
 
 from uac_kernel.fleet.partition import Fleet
 from uac_kernel.fleet.run import Job, RunProgress, run

@@ -20,16 +20,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from multiprocessing.connection import Client
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact, suite_path
-from test_partition_attacks import alive, descendants
-from test_snapshot import TAX
+from helpers.constraints import TAX
+from helpers.events import fact
+from helpers.processes import alive, descendants, suite_path
 
 from uac_kernel.checkpoints.snapshot import CLOSE_AFTER
 from uac_kernel.core.errors import FleetError, UacError
@@ -323,14 +322,6 @@ def test_cli_prints_each_failed_user_on_one_line(base: Path, tmp_path: Path) -> 
     assert any(ln.startswith("  failed _commits/bucket=00/user=a\\nb: ") for ln in failed)
     for args in (("fleet", "summary", str(root)), ("fleet", "sql", str(root), "SELECT 1")):
         one_line_error(uac(*args))
-
-
-@pytest.fixture(scope="module")
-def uac_shell(kernel_shell: Any) -> Iterator[Any]:
-    """The notebook's shell with uac's magics loaded."""
-    kernel_shell.run_cell("%load_ext uac").raise_error()
-    yield kernel_shell
-    kernel_shell.run_cell("%unload_ext uac")
 
 
 def magic_error(shell: Any, line: str) -> BaseException | None:

@@ -92,7 +92,7 @@ def _note(user_index: int) -> list[dict[str, Any]]:
 def test_hostile_field_names_build_as_the_fold_reads_them(tmp_path: Path) -> None:
     """The one generator behind uac sql and fleet sql against the Python build from the fold
     (test_sqlbuild's check), on field names like its working columns."""
-    from test_sqlbuild import assert_sql_build_matches
+    from helpers.sql import assert_sql_build_matches
 
     wb = Workbench(tmp_path / "s.duckdb", user="u")
     try:

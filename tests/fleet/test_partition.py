@@ -16,7 +16,8 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact, suite_path
+from helpers.events import fact
+from helpers.processes import suite_path
 
 from uac_kernel.core.errors import FleetConflict, FleetDiverged, FleetError, UacError
 from uac_kernel.fleet.checkout import checkout, commit

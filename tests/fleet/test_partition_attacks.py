@@ -22,7 +22,8 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import fact, suite_path
+from helpers.events import fact
+from helpers.processes import alive, descendants, suite_path
 
 from uac_kernel.core.errors import FleetError, QueryError, UacError
 from uac_kernel.fleet.checkout import checkout
@@ -898,14 +899,6 @@ def test_fleet_sql_on_a_fleet_with_no_users(tmp_path: Path, what: str) -> None:
 # --- %uac fleet in a real IPython shell ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def uac_shell(kernel_shell: Any) -> Iterator[Any]:
-    """The notebook's shell with uac's magics loaded."""
-    kernel_shell.run_cell("%load_ext uac").raise_error()
-    yield kernel_shell
-    kernel_shell.run_cell("%unload_ext uac")
-
-
 def magic_cases(root: Path, tmp_path: Path, deep: Path) -> list[str]:
     q = f'"{root}"'
     return [
@@ -964,32 +957,6 @@ def test_magic_fleet_on_a_deeply_nested_commit_is_a_usage_error(
 
 
 # --- more of fleet run ---------------------------------------------------------------------
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (from /proc), zombies left out."""
-    parent: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            parent[int(stat.parent.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {p for p, pp in parent.items() if pp in frontier} - found
-        found |= frontier
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z"
 
 
 def test_kill_9_of_the_driver_alone_leaves_no_orphans_and_rerun_is_whole(

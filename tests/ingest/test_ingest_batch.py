@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conftest import add, update
+from helpers.events import add, update
 
 from uac_kernel import Finding, Workbench, rule
 from uac_kernel.log.integrity import verify

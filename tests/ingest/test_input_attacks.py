@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel import Workbench
 from uac_kernel.core.errors import EventError

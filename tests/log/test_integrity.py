@@ -15,7 +15,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import check, fact, tamper
+from helpers.events import fact
+from helpers.store import check, tamper
 
 from uac_kernel.core.errors import StoreError
 from uac_kernel.log.integrity import Head, heads, verify

@@ -7,7 +7,6 @@ threads could not show it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -17,17 +16,15 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import suite_path
+from helpers.events import jsonl, notes
+from helpers.sharing import PATIENT, hold, patient_env, patient_uac
+from helpers.store import log_is_sound
 
 from uac_kernel.core.errors import StoreLocked
-from uac_kernel.log.integrity import verify
 from uac_kernel.log.store import Store
 from uac_kernel.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parents[2]
-# Long enough for the other writer's batches on a loaded machine; a test that wants the
-# bound to pass sets a short one itself.
-PATIENT = {"UAC_LOCK_TIMEOUT": "120"}
 
 # Opens user u, says "open", waits for "go" on stdin, then ingests the file in batches: the
 # two writers of a test start their batches together.
@@ -45,55 +42,6 @@ for i in range(0, len(events), size):
 wb.close()
 print("done", flush=True)
 """
-# Holds the file with a plain DuckDB connection until killed.
-# Another program holding the file: it takes the file as any DuckDB client would once this
-# process lets go of it (after its linger), then keeps it for argv[2] seconds.
-HOLDER = (
-    "import duckdb, sys, time\n"
-    "for _ in range(500):\n"
-    "    try:\n"
-    "        c = duckdb.connect(sys.argv[1])\n"
-    "        break\n"
-    "    except duckdb.IOException:\n"
-    "        time.sleep(0.02)\n"
-    "print('held', flush=True)\n"
-    "time.sleep(float(sys.argv[2])); c.close(); print('let go', flush=True); time.sleep(60)"
-)
-
-
-def notes(prefix: str, n: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "kind": "fact",
-            "ts": f"2025-01-01T{i // 60 % 24:02d}:{i % 60:02d}:00",
-            "op": "add",
-            "type": "Note",
-            "key": f"{prefix}{i}",
-            "fields": {"text": f"note {prefix}{i}", "n": i},
-            "source": f"{prefix}:{i}",
-        }
-        for i in range(n)
-    ]
-
-
-def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    return path
-
-
-def env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": suite_path(), **PATIENT, **extra}
-
-
-def uac(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env(**extra),
-        timeout=300,
-    )
 
 
 def kind_counts(db: Path) -> dict[str, int]:
@@ -105,24 +53,6 @@ def kind_counts(db: Path) -> dict[str, int]:
     return {str(k): int(n) for k, n in rows}
 
 
-def log_is_sound(db: Path) -> None:
-    """The chains verify; seq runs 1..n with no gap or repeat; no source is logged twice."""
-    store = Store(db, read_only=True)
-    try:
-        assert verify(store).ok
-        n, distinct, top = store.con.execute(
-            "SELECT count(*), count(DISTINCT seq), max(seq) FROM events"
-        ).fetchone()  # type: ignore[misc]
-        twice = store.con.execute(
-            "SELECT user_id, source FROM events WHERE source IS NOT NULL "
-            "GROUP BY ALL HAVING count(*) > 1"
-        ).fetchall()
-    finally:
-        store.close()
-    assert n == distinct == top
-    assert twice == []
-
-
 def run_writers(db: Path, files: list[Path], batches: int) -> None:
     """Start one WRITER per file, let them all open, then let them ingest at once."""
     procs = [
@@ -132,7 +62,7 @@ def run_writers(db: Path, files: list[Path], batches: int) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=env(),
+            env=patient_env(),
         )
         for f in files
     ]
@@ -194,8 +124,8 @@ def can_write_from_another_process(db: Path) -> bool:
 
 
 def test_two_processes_ingest_different_files_in_parallel(db: Path, tmp_path: Path) -> None:
-    a = write_jsonl(tmp_path / "a.jsonl", notes("a", 240))
-    b = write_jsonl(tmp_path / "b.jsonl", notes("b", 240))
+    a = jsonl(tmp_path / "a.jsonl", notes("a", 240))
+    b = jsonl(tmp_path / "b.jsonl", notes("b", 240))
     run_writers(db, [a, b], batches=12)
     log_is_sound(db)
     # the same events as one process ingesting both files: one schema event for Note, each
@@ -208,7 +138,7 @@ def test_two_processes_ingest_different_files_in_parallel(db: Path, tmp_path: Pa
 def test_the_same_file_ingested_by_two_processes_at_once_is_appended_once(
     db: Path, tmp_path: Path
 ) -> None:
-    same = write_jsonl(tmp_path / "same.jsonl", notes("s", 240))
+    same = jsonl(tmp_path / "same.jsonl", notes("s", 240))
     run_writers(db, [same, same], batches=12)
     log_is_sound(db)
     assert kind_counts(db) == alone(tmp_path, [same])
@@ -224,11 +154,13 @@ def test_a_workbench_sees_what_a_terminal_wrote_in_its_next_operation(
     wb = Workbench(db, user="u")
     try:
         wb.ingest(notes("nb", 3))
-        more = write_jsonl(tmp_path / "more.jsonl", notes("cli", 5))
+        more = jsonl(tmp_path / "more.jsonl", notes("cli", 5))
         # the notebook's workbench is open, yet the terminal writes and reads without waiting
-        done = uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path)
+        done = patient_uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        said = uac("eval", "len(user.all('Note'))", "--db", str(db), "--user", "u", cwd=tmp_path)
+        said = patient_uac(
+            "eval", "len(user.all('Note'))", "--db", str(db), "--user", "u", cwd=tmp_path
+        )
         assert said.returncode == 0, said.stderr
         assert json.loads(said.stdout) == 8
         # the notebook sees them in its next operation, and writes after them
@@ -246,7 +178,9 @@ def test_a_forget_in_another_process_is_seen(db: Path, tmp_path: Path) -> None:
     wb = Workbench(db, user="u")
     try:
         wb.ingest(notes("n", 4))
-        done = uac("forget", "--db", str(db), "--user", "u", "--record", "Note", "n1", cwd=tmp_path)
+        done = patient_uac(
+            "forget", "--db", str(db), "--user", "u", "--record", "Note", "n1", cwd=tmp_path
+        )
         assert done.returncode == 0, done.stderr
         assert wb.eval("sorted(r.key for r in user.all('Note'))") == ["n0", "n2", "n3"]
         assert "note n1" not in json.dumps([e.payload for e in wb.log()])
@@ -270,16 +204,18 @@ def test_a_notebook_sees_what_a_terminal_wrote_in_its_next_cell(
     try:
         cell(ip, f"%config UacMagics.db = {str(db)!r}")
         cell(ip, "%config UacMagics.user = 'u'")
-        write_jsonl(tmp_path / "first.jsonl", notes("nb", 2))
+        jsonl(tmp_path / "first.jsonl", notes("nb", 2))
         cell(ip, "%uac open")
         cell(ip, "%uac ingest first.jsonl")
         # a cell that reads the store directly: the hook after the cell lets go of it
         assert cell(ip, "wb.store.con.execute('SELECT count(*) FROM events').fetchone()[0]") > 0
         assert lets_go(ip.user_ns["wb"].store) and can_write_from_another_process(db)
-        more = write_jsonl(tmp_path / "more.jsonl", notes("cli", 3))
-        done = uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path)
+        more = jsonl(tmp_path / "more.jsonl", notes("cli", 3))
+        done = patient_uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        said = uac("eval", "len(user.all('Note'))", "--db", str(db), "--user", "u", cwd=tmp_path)
+        said = patient_uac(
+            "eval", "len(user.all('Note'))", "--db", str(db), "--user", "u", cwd=tmp_path
+        )
         assert json.loads(said.stdout) == 5, said.stderr
         assert cell(ip, "%uac eval len(user.all('Note'))") == 5
         # `%uac state` reads the state directly: the magic catches up first
@@ -291,14 +227,6 @@ def test_a_notebook_sees_what_a_terminal_wrote_in_its_next_cell(
 
 
 # -- who holds the file -----------------------------------------------------------------------
-
-
-def hold(db: Path, seconds: float) -> subprocess.Popen[str]:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(db), str(seconds)], stdout=subprocess.PIPE, text=True
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    return holder
 
 
 def test_a_holder_past_the_bound_is_named_with_its_command(
@@ -314,7 +242,7 @@ def test_a_holder_past_the_bound_is_named_with_its_command(
         assert who in message and "0.3 s" in message and "UAC_LOCK_TIMEOUT" in message
         assert "\n" not in message
         # the terminal says the same in one line
-        said = uac(
+        said = patient_uac(
             "eval", "1", "--db", str(db), "--user", "u", cwd=tmp_path, UAC_LOCK_TIMEOUT="0.3"
         )
         assert said.returncode == 1
@@ -424,8 +352,8 @@ def test_a_read_only_workbench_leaves_the_file_to_writers_between_operations(
     reader = Workbench(db, user="u", read_only=True)
     try:
         assert reader.eval("len(user.all('Note'))") == 2
-        more = write_jsonl(tmp_path / "more.jsonl", notes("m", 2))
-        done = uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path)
+        more = jsonl(tmp_path / "more.jsonl", notes("m", 2))
+        done = patient_uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         # a reader sees the last committed batch, whole
         assert reader.eval("len(user.all('Note'))") == 4
@@ -470,12 +398,15 @@ def test_a_workbench_reading_from_a_snapshot_another_process_rewrote_opens_again
         wb.checkpoint()  # writes the snapshot
     nb = Workbench(db, user="u")
     assert nb._snap is not None  # opened from the snapshot: no Note read yet
-    more = write_jsonl(
+    more = jsonl(
         tmp_path / "more.jsonl",
         [*notes("b", 20), {**events[0], "op": "update", "source": "upd:0", "fields": {"n": 1000}}],
     )
-    assert uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
-    assert uac("checkpoint", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
+    assert (
+        patient_uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path).returncode
+        == 0
+    )
+    assert patient_uac("checkpoint", "--db", str(db), "--user", "u", cwd=tmp_path).returncode == 0
     try:
         total = nb.eval("sum(n.n for n in user.all('Note'))")
         count = nb.eval("len(user.all('Note'))")

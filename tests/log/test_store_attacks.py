@@ -23,7 +23,8 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import check, fact, tamper
+from helpers.events import fact
+from helpers.store import check, tamper
 
 from uac_kernel.core.chain import GENESIS, call_hash, content_hash, event_hash, new_salt
 from uac_kernel.core.errors import StoreError

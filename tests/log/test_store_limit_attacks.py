@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import append_as_before
+from helpers.store import append_as_before
 
 from uac_kernel.core.errors import EventError, StoreError, UacError
 from uac_kernel.core.limits import Limits

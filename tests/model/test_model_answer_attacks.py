@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel.core.errors import EventError, ModelError, QueryError, ReviewError
 from uac_kernel.model.client import ModelSettings, list_calls

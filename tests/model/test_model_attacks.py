@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_pipeline import OPS, TURNS
+from helpers.extraction import OPS, TURNS
 
 from uac_kernel.core.errors import ModelError
 from uac_kernel.log.store import Store

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.events import fact
+from helpers.review import HISTORY, MOVE, TURNS, answer, extract_one, held_one, op
 
 from uac_kernel.core.errors import EventError, ReviewError
 from uac_kernel.model.client import ModelSettings, list_calls
@@ -21,50 +22,9 @@ from uac_kernel.model.extract import ExtractionLimits
 from uac_kernel.model.testing import ChatServer
 from uac_kernel.workbench import Workbench
 
-HISTORY = [
-    fact("2025-01-10", "add", "Trip", "trip-lisbon", destination="Lisbon", end="2025-03-16"),
-    fact("2025-01-11", "add", "Trip", "trip-oslo", destination="Oslo"),
-    fact("2025-01-12", "add", "Medication", "med-statin", name="atorvastatin", active=True),
-    *[
-        fact("2025-01-13", "add", "Book", f"book-{c}", title=f"volume {c}")
-        for c in "abcdefghijklmnopqrst"
-    ],
-]
-TURNS = [
-    {
-        "kind": "utterance",
-        "ts": "2025-03-01T09:00:00",
-        "speaker": "user",
-        "text": "Our Lisbon flight moved, we now fly back on Tuesday the eighteenth.",
-        "source": "chat-9#1",
-    },
-    {
-        "kind": "utterance",
-        "ts": "2025-03-01T09:00:30",
-        "speaker": "assistant",
-        "text": "Noted, I changed it.",
-        "source": "chat-9#2",
-    },
-]
 RECORDS = len(HISTORY)  # 23 current records
 
 
-def op(op: str, type_: str, key: str, reason: str | None = None, **fields: Any) -> dict[str, Any]:
-    return {
-        "op": op,
-        "type": type_,
-        "key": key,
-        "fields": [{"name": k, "value": v} for k, v in fields.items()],
-        **({"reason": reason} if reason else {}),
-        "utterances": ["chat-9#1"],
-    }
-
-
-def answer(*ops: dict[str, Any]) -> str:
-    return json.dumps({"operations": list(ops)})
-
-
-MOVE = op("update", "Trip", "trip-lisbon", end="2025-03-18")
 WIPE = answer(*[op("retract", ev["type"], ev["key"], reason="never happened") for ev in HISTORY])
 
 
@@ -89,11 +49,6 @@ def log_of(wb: Workbench) -> list[tuple[int, str]]:
 
 def current(wb: Workbench) -> dict[str, dict[str, Any]]:
     return {f"{t} {r.key}": r.fields() for t in sorted(wb.state.types) for r in wb.state.all(t)}
-
-
-def extract_one(wb: Workbench, server: ChatServer, reply: str, **kw: Any) -> Any:
-    server.enqueue(reply)
-    return wb.extract(progress=False, **kw)
 
 
 # -- held -------------------------------------------------------------------------------------
@@ -292,18 +247,6 @@ def test_caps_are_configurable(wb: Workbench, server: ChatServer) -> None:
 # -- deciding ---------------------------------------------------------------------------------
 
 
-def held_one(wb: Workbench, server: ChatServer) -> int:
-    reply = answer(
-        MOVE,
-        op("update", "Medication", "med-statin", active=False),
-        op("add", "Flight", "fl-1", day="2025-03-18"),
-        op("retract", "Trip", "trip-oslo", reason="cancelled"),
-    )
-    assert extract_one(wb, server, reply).held == 1
-    (batch,) = wb.review()
-    return batch.id
-
-
 def test_review_shows_each_operation_before_and_after(wb: Workbench, server: ChatServer) -> None:
     batch_id = held_one(wb, server)
     (batch,) = wb.review()
@@ -452,7 +395,7 @@ def test_hostile_strings_in_a_held_answer_are_shown_escaped(
 
 
 def test_review_via_cli(tmp_path: Path, server: ChatServer) -> None:
-    from test_cli import uac
+    from helpers.cli import uac
 
     db = tmp_path / "u.duckdb"
     settings = ModelSettings(model="stand-in", base_url=server.base_url, max_retries=0)
@@ -514,7 +457,7 @@ class Runs:
 
     def extract(self, text: str, *ops: dict[str, Any]) -> str:
         """One run: the turn ``text``, an answer of ``ops`` citing it; `uac extract`'s stdout."""
-        from test_cli import uac
+        from helpers.cli import uac
 
         self.turns += 1
         source = f"chat-run#{self.turns}"
@@ -526,7 +469,7 @@ class Runs:
         return done.stdout
 
     def uac(self, *args: str) -> str:
-        from test_cli import uac
+        from helpers.cli import uac
 
         done = uac(*args, cwd=self.cwd, env=self.env)
         assert done.returncode == 0, done.stderr

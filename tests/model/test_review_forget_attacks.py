@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel.log.store import Store
 from uac_kernel.model.testing import ChatServer

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel.model.testing import ChatServer, Reply
 from uac_kernel.workbench import Workbench

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,9 @@ import pytest
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
-from conftest import fact, without_record
-from IPython.core.error import UsageError
-from IPython.core.interactiveshell import ExecutionResult
+from helpers.checkpoints import without_record
+from helpers.events import fact
+from helpers.magics import change, edit_cell, run, run_out, usage_error, widget_outputs
 from IPython.utils.capture import capture_output
 
 from uac_kernel.core.errors import QueryError
@@ -31,75 +30,9 @@ from uac_kernel.rules.engine import Rule
 from uac_kernel.sql.view import SqlResult
 from uac_kernel.workbench import Workbench
 
-EVENTS = [
-    {
-        "kind": "fact",
-        "ts": "2024-02-09",
-        "op": "add",
-        "type": "Allergy",
-        "key": "pen",
-        "fields": {"substance": "penicillin", "severity": "severe"},
-    },
-    {
-        "kind": "fact",
-        "ts": "2024-11-18",
-        "op": "add",
-        "type": "Medication",
-        "key": "amox",
-        "fields": {"name": "amoxicillin", "active": True},
-    },
-    {
-        "kind": "fact",
-        "ts": "2024-11-18",
-        "op": "add",
-        "type": "Medication",
-        "key": "ibu",
-        "fields": {"name": "ibuprofen", "dose_mg": 200.0},
-    },
-]
 HOSTILE = (
     "a \"quote\" 'apostrophe' back\\slash\nnew line \"); import os; os.system('touch CANARY') #"
 )
-
-
-@pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The shell with ``%load_ext uac`` and a store in ``tmp_path`` (also the working dir)."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS))
-    ip = kernel_shell
-    ip.reset(new_session=False)
-    ip.payload_manager.clear_payload()
-    ip.config.pop("UacMagics", None)  # %config persists in the shell's config across tests
-    run(ip, "%load_ext uac")
-    run(ip, f"%config UacMagics.db = {str(tmp_path / 'maya.duckdb')!r}")
-    run(ip, "%config UacMagics.user = 'maya'")
-    yield ip
-    run(ip, "%unload_ext uac")
-
-
-def run(ip: Any, source: str) -> Any:
-    """Run a cell; fail on any error; return its result value."""
-    result: ExecutionResult = ip.run_cell(source)
-    result.raise_error()
-    return result.result
-
-
-def run_out(ip: Any, source: str) -> str:
-    with capture_output() as cap:
-        run(ip, source)
-    return cap.stdout
-
-
-def usage_error(ip: Any, source: str) -> str:
-    """Run a cell that must fail with a one-line UsageError shown without a traceback."""
-    with capture_output() as cap:
-        result = ip.run_cell(source)
-    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
-    message = str(result.error_in_exec)
-    assert "\n" not in message
-    assert "Traceback" not in cap.stderr and "UsageError: " + message in cap.stderr
-    return message
 
 
 def wb_of(ip: Any) -> Workbench:
@@ -115,22 +48,6 @@ def loaded(ip: Any) -> Any:
     run(ip, "%uac ingest events.jsonl")
     run(ip, "%uac checkpoint")
     return ip
-
-
-def edit_cell(ip: Any, command: str) -> str:
-    """Run ``%uac edit ...`` and return the cell text it put in the set_next_input payload."""
-    ip.payload_manager.clear_payload()
-    run_out(ip, command)
-    (payload,) = [p for p in ip.payload_manager.read_payload() if p["source"] == "set_next_input"]
-    assert payload["replace"] is True
-    ip.payload_manager.clear_payload()
-    text: str = payload["text"]
-    return text
-
-
-def change(text: str, old: str, new: str) -> str:
-    assert old in text, old
-    return text.replace(old, new)
 
 
 # -- open, ingest, checkpoint, queries --------------------------------------------------------
@@ -789,20 +706,6 @@ def test_edit_a_large_type_tells_how_to_narrow_it(loaded: Any) -> None:
 # -- widgets and charts ----------------------------------------------------------------------------
 
 
-def widget_outputs(ip: Any, source: str) -> list[tuple[Any, str]]:
-    """The widgets a cell displayed, with the text/plain shown where widgets are not."""
-    from ipywidgets.widgets.widget import _instances
-
-    with capture_output() as cap:
-        run(ip, source)
-    found = []
-    for output in cap.outputs:
-        view = output.data.get("application/vnd.jupyter.widget-view+json")
-        if view is not None:
-            found.append((_instances[view["model_id"]], output.data["text/plain"]))
-    return found
-
-
 def test_widgets_with_text_fallbacks(loaded: Any) -> None:
     from uac_kernel.notebook import widgets
 
@@ -1019,7 +922,7 @@ def test_head_verify_and_forget(loaded: Any, tmp_path: Path) -> None:
 
 
 def test_review_widget_accepts_through_its_python_handler(ip: Any, tmp_path: Path) -> None:
-    from test_review import HISTORY, TURNS, held_one
+    from helpers.review import HISTORY, TURNS, held_one
 
     from uac_kernel.model.testing import ChatServer
     from uac_kernel.notebook.widgets_act import ReviewView
@@ -1063,7 +966,7 @@ def test_review_widget_accepts_through_its_python_handler(ip: Any, tmp_path: Pat
 
 
 def test_review_magic_rejects_and_accepts_from_the_line(ip: Any, tmp_path: Path) -> None:
-    from test_review import HISTORY, TURNS, held_one
+    from helpers.review import HISTORY, TURNS, held_one
 
     from uac_kernel.model.testing import ChatServer
 

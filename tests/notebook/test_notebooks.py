@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_checkpoint_import import _record, described_state, import_in_clean_interpreter
+from helpers.checkpoints import described_state, import_in_clean_interpreter, record_text
 
 from uac_kernel.core.errors import MissingExtra
 
@@ -164,7 +164,7 @@ def _checkpoint_cell(tmp: Path) -> str:
             "import json",
             "from uac_kernel.checkpoints.codegen import render_module",
             "from uac_kernel.language.spec import constraint_json",
-            inspect.getsource(_record),
+            inspect.getsource(record_text),
             inspect.getsource(described_state),
             f"open({str(tmp / 'nb_model.py')!r}, 'w', encoding='utf-8').write(",
             "    render_module(wb.state, wb.runner.rules.values()))",

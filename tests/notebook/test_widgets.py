@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel import Workbench
 from uac_kernel.log.store import LoggedEvent, NewEvent

@@ -11,7 +11,7 @@ from typing import Any
 
 import altair as alt
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel import Finding, Workbench, rule
 from uac_kernel.core.errors import QueryError

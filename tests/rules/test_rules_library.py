@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.alerts import keys
+from helpers.events import fact
+from helpers.rules import add, build, clock, fire, one
 
 from uac_kernel.ingest.events import parse_objects, plan_batch
 from uac_kernel.log.store import Store
 from uac_kernel.rules import library as lib
-from uac_kernel.rules.engine import Alert, Rule, RuleRunner
+from uac_kernel.rules.engine import Alert, RuleRunner
 from uac_kernel.rules.library.deadlines import _us_filing_due
 from uac_kernel.rules.library.schedule import _clock_time
 from uac_kernel.state.fold import State
@@ -26,43 +28,6 @@ CATEGORIES = {
     "warranty_deadline_expiration",
     "contradiction",
 }
-
-
-def build(tmp_path: Path, events: list[dict[str, Any]], *, propose: bool = False) -> UserView:
-    """A user of ``events``; the matcher proposes bindings only with ``propose``: the rules are
-    tested on the catalogue's names and on a person's bindings, the matcher on its own."""
-    tmp_path.mkdir(parents=True, exist_ok=True)  # a test may fold several states under one
-    store = Store(tmp_path / "u.duckdb")
-    st = State("u")
-    st.apply_all(store.append(plan_batch(st, parse_objects(events), propose_bindings=propose)))
-    store.close()
-    return UserView(st)
-
-
-def add(ts: str, type_: str, key: str, **fields: Any) -> dict[str, Any]:
-    return fact(ts, "add", type_, key, **fields)
-
-
-def clock(ts: str) -> dict[str, Any]:
-    """An utterance that only moves the log clock (``user.today``) to ``ts``."""
-    return {"kind": "utterance", "ts": ts, "speaker": "user", "text": "hello"}
-
-
-def fire(r: Rule, view: UserView) -> list[Alert]:
-    """The rule's alerts; a rule that raises fails the test (the runner would hide it)."""
-    return sorted(r.alerts(view).values(), key=lambda a: a.id)
-
-
-def keys(alert: Alert) -> set[str]:
-    return {f"{e.type}/{e.key}" for e in alert.evidence}
-
-
-def one(r: Rule, view: UserView) -> Alert:
-    alerts = fire(r, view)
-    assert len(alerts) == 1, [a.message for a in alerts]
-    (alert,) = alerts
-    assert alert.category == r.category and alert.rule == r.name
-    return alert
 
 
 # -- the library as a whole -------------------------------------------------------------------

@@ -10,7 +10,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from test_rules_library import add, build, clock, fire, keys, one
+from helpers.alerts import keys
+from helpers.rules import add, build, clock, fire, one
 
 from uac_kernel.rules import library as lib
 from uac_kernel.rules.engine import RuleRunner

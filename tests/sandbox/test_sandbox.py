@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
-from conftest import children
+from helpers.processes import children
 from pydantic import BaseModel, ConfigDict
 
 from uac_kernel.core.errors import SandboxFailed, SandboxLimit, SandboxRefused, UacError

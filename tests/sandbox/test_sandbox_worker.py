@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import children, fact
+from helpers.events import fact
+from helpers.processes import children
 from pydantic import BaseModel, ConfigDict
 
 from uac_kernel import Workbench

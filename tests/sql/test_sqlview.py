@@ -6,7 +6,8 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import append_as_before, fact
+from helpers.events import fact
+from helpers.store import append_as_before
 
 from uac_kernel import Workbench
 from uac_kernel.core.errors import QueryError

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import append, fact
+from helpers.events import fact
+from helpers.store import append
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

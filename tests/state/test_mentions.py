@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel.state.fold import State
 from uac_kernel.state.mentions import mentioned_constraints, mentioned_records

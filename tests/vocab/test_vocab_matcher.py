@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from conftest import fact
+from helpers.events import fact
 
 from uac_kernel.ingest.events import parse_objects, plan_batch
 from uac_kernel.log.store import Store

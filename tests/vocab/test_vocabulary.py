@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import check, tamper, uac_shell
+from helpers.magics import run, shell_with_store, usage_error, widget_outputs
+from helpers.store import check, tamper
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from test_magics import run, usage_error, widget_outputs
 
 from uac_kernel.checkpoints.codegen import parse_module, render_module
 from uac_kernel.checkpoints.snaptypes import SnapTypeState
@@ -344,7 +344,7 @@ def test_unbound_on_every_face(tmp_path: Path, kernel_shell: Any, monkeypatch: A
     assert done.returncode != 0 and done.stdout == "" and done.stderr.count("\n") == 1
     assert "--unbound lists what no rule reads" in done.stderr
     monkeypatch.chdir(tmp_path)
-    for ip in uac_shell(kernel_shell, tmp_path / "shell.duckdb", "maya", "blind.jsonl"):
+    for ip in shell_with_store(kernel_shell, tmp_path / "shell.duckdb", "maya", "blind.jsonl"):
         shown = run(ip, "%uac vocab --unbound")
         assert [r[0] for r in shown.rows] == ["Zorb.glimmer", "Zorb.zapped_on", "Zorb.fee_gbp"]
         assert usage_error(ip, "%uac vocab --unbound roles").startswith("--unbound lists")
@@ -495,20 +495,22 @@ def test_cli_vocab_bind_raises_the_shipped_alert(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def zorbs_ip(kernel_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Unlike conftest's ``ip``: the shell with Maya's zorbs (``ZORBS``, a type in her own
+    names) ingested into ``maya.duckdb`` in ``tmp_path`` (the working dir)."""
     monkeypatch.chdir(tmp_path)
     write_jsonl(tmp_path / "zorbs.jsonl", ZORBS)
-    yield from uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "zorbs.jsonl")
+    yield from shell_with_store(kernel_shell, tmp_path / "maya.duckdb", "maya", "zorbs.jsonl")
 
 
-def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None:
+def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(zorbs_ip: Any) -> None:
     with capture_output() as cap:
         run(
-            ip,
+            zorbs_ip,
             "%%uac vocab\n# my names\nbind Zorb medication\nbind Zorb.glimmer medication.name\n",
         )
     assert "2 events appended" in cap.stdout and "[MAOI]" in cap.stdout
-    ((view, text),) = widget_outputs(ip, "%uac vocab")
+    ((view, text),) = widget_outputs(zorbs_ip, "%uac vocab")
     assert isinstance(view, VocabView)
     lines = text.splitlines()
     # the person's two, and what the drug names could also be (an allergy's), held unread
@@ -521,13 +523,13 @@ def test_vocab_cell_binds_in_one_batch_and_the_line_magic_lists(ip: Any) -> None
         ln.split() == ["Zorb", "role", "medication", "person", "1.00", "used"] for ln in lines
     )
     with capture_output() as cap:
-        result = ip.run_cell(
+        result = zorbs_ip.run_cell(
             "%%uac vocab\nbind Zorb.glimmer medication.name\nunbind Zorb.glimer medication.name\n"
         )
     assert isinstance(result.error_in_exec, UsageError)
     assert "Did you mean 'glimmer'?" in str(result.error_in_exec)
     assert "Traceback" not in cap.stderr
-    ((view, _),) = widget_outputs(ip, "%uac vocab")
+    ((view, _),) = widget_outputs(zorbs_ip, "%uac vocab")
     assert len(view.bindings) == 4  # the failed cell appended nothing
 
 
@@ -537,7 +539,7 @@ def test_vocab_widget_accepts_and_rejects_proposals_through_bind_and_unbind(
     monkeypatch.chdir(tmp_path)
     # one proposal used (the role), one held (a misspelt field), in someone else's words
     write_jsonl(tmp_path / "scripts.jsonl", scripts("drug_nmae"))
-    for ip in uac_shell(kernel_shell, tmp_path / "maya.duckdb", "maya", "scripts.jsonl"):
+    for ip in shell_with_store(kernel_shell, tmp_path / "maya.duckdb", "maya", "scripts.jsonl"):
         wb: Workbench = ip.user_ns["wb"]
         ((view, text),) = widget_outputs(ip, "%uac vocab")
         assert "Script.drug_nmae" in text and "held" in text  # the fallback where widgets are not
