@@ -79,3 +79,31 @@ def test_the_check_finds_what_it_forbids() -> None:
     ]
     assert [bool(timed_asserts(s)) for s in flagged] == [True] * len(flagged)
     assert [bool(timed_asserts(s)) for s in allowed] == [False] * len(allowed)
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (``test_*``) a source imports, at any depth of its code."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+    return [n for n in names if n.rsplit(".", 1)[-1].startswith("test_")]
+
+
+def test_no_test_file_imports_another() -> None:
+    """What several files share lives in ``tests/helpers/`` (plain code) or ``conftest.py``
+    (fixtures): a test file is run, never imported."""
+    found = {
+        str(p.relative_to(TESTS)): imported_test_modules(p.read_text())
+        for p in TESTS.rglob("*.py")
+        if "browser_fixtures" not in p.parts
+    }
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_import_check_finds_an_import_of_a_test_module() -> None:
+    source = "import os\nfrom test_cli import uac\ndef f():\n    import tests.cli.test_x as t\n"
+    assert imported_test_modules(source) == ["test_cli", "tests.cli.test_x"]
+    assert imported_test_modules("from helpers.cli import uac\n") == []

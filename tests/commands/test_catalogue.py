@@ -247,8 +247,9 @@ def test_each_terminal_command_explains_itself(
 
 
 @pytest.fixture
-def ip(kernel_shell: Any, work: Path) -> Iterator[Any]:
-    """The kernel shell with ``%load_ext uac`` over the copy of the store."""
+def store_ip(kernel_shell: Any, work: Path) -> Iterator[Any]:
+    """Unlike conftest's ``ip``: ``%load_ext uac`` over the copy of the module's store (two
+    checkpoints, an alert), with a list of events bound to ``hypothetical``."""
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     shell = kernel_shell
     shell.reset(new_session=False)
@@ -302,7 +303,8 @@ def test_every_notebook_command_is_run_here_or_named_with_its_tests() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(NOTEBOOK))
-def test_each_command_runs_in_the_notebook(name: str, ip: Any, work: Path) -> None:
+def test_each_command_runs_in_the_notebook(name: str, store_ip: Any, work: Path) -> None:
+    ip = store_ip
     line, cell, said = NOTEBOOK[name]
     if name == "fleet":
         assert main(["--db", str(work), "export", str(work), "fleet"]) == 0
@@ -323,7 +325,8 @@ def test_each_command_runs_in_the_notebook(name: str, ip: Any, work: Path) -> No
 
 
 @pytest.mark.parametrize("name", sorted(c.name for c in declared(MAGIC)))
-def test_each_notebook_command_explains_itself(name: str, ip: Any) -> None:
+def test_each_notebook_command_explains_itself(name: str, store_ip: Any) -> None:
+    ip = store_ip
     with capture_output() as captured:
         ip.run_line_magic("uac", f"{name} --help")
     out = " ".join(captured.stdout.split())
@@ -332,7 +335,8 @@ def test_each_notebook_command_explains_itself(name: str, ip: Any) -> None:
         assert a.names[0] in out or str(a.on(MAGIC).get("metavar", "")) in out, a.names
 
 
-def test_an_argument_declared_for_one_face_is_refused_on_the_other(ip: Any) -> None:
+def test_an_argument_declared_for_one_face_is_refused_on_the_other(store_ip: Any) -> None:
+    ip = store_ip
     with pytest.raises(UsageError, match="unrecognized arguments: --json"):
         ip.run_line_magic("uac", "alerts --json")
     with pytest.raises(CommandLineError, match="unrecognized arguments: --all"):
