@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.cli import uac, uac_here
 from helpers.events import fact
 from helpers.review import HISTORY, MOVE, TURNS, answer, extract_one, held_one, op
 
@@ -438,10 +439,19 @@ def titled_books(key: str, title: str, n: int = 20) -> list[dict[str, Any]]:
 
 
 class Runs:
-    """A store driven as a user drives it: each run ingests one turn, then a separate
-    `uac extract` process asks the local server, which answers with the ops given."""
+    """A store driven as a user drives it: each run ingests one turn, then `uac extract`
+    asks the local server, which answers with the ops given. Each command opens the store
+    anew, through ``main`` in this process, or as a process of its own with ``processes``."""
 
-    def __init__(self, tmp_path: Path, server: ChatServer, history: list[dict[str, Any]]):
+    def __init__(
+        self,
+        tmp_path: Path,
+        server: ChatServer,
+        history: list[dict[str, Any]],
+        *,
+        processes: bool = False,
+    ):
+        self.run = uac if processes else uac_here
         self.cwd, self.server = tmp_path, server
         self.db = tmp_path / "runs.duckdb"
         self.env = {
@@ -457,21 +467,17 @@ class Runs:
 
     def extract(self, text: str, *ops: dict[str, Any]) -> str:
         """One run: the turn ``text``, an answer of ``ops`` citing it; `uac extract`'s stdout."""
-        from helpers.cli import uac
-
         self.turns += 1
         source = f"chat-run#{self.turns}"
         with Workbench(self.db, user="maya") as wb:
             wb.ingest([{**TURNS[0], "text": text, "source": source}])
         self.server.enqueue(answer(*[{**o, "utterances": [source]} for o in ops]))
-        done = uac("extract", cwd=self.cwd, env=self.env)
+        done = self.run("extract", cwd=self.cwd, env=self.env)
         assert done.returncode == 0, done.stderr
         return done.stdout
 
     def uac(self, *args: str) -> str:
-        from helpers.cli import uac
-
-        done = uac(*args, cwd=self.cwd, env=self.env)
+        done = self.run(*args, cwd=self.cwd, env=self.env)
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -567,7 +573,7 @@ def test_the_budget_of_unreviewed_changes_holds_across_runs_and_processes(
 ) -> None:
     # Changes the turns do mention, two a run, each run its own `uac extract` process: the
     # budget, max(3, 10% of 20) = 3, is spent across them, not renewed by each.
-    runs = Runs(tmp_path, server, real_books())
+    runs = Runs(tmp_path, server, real_books(), processes=True)
     ended = [op("retract", "Book", f"book-{w}") for w in ("amber", "birch")]
     assert "1 applied" in runs.extract("I gave away Amber and Birch", *ended)
     ended = [op("retract", "Book", f"book-{w}") for w in ("cedar", "delta")]

@@ -2,8 +2,8 @@
 and what counts as a mention, forget of notebook rule source, and a forget or import killed
 before its file rewrite.
 
-Real parts only: real DuckDB files in ``tmp_path``, `uac` subprocesses, the real IPython-free
-Workbench API as a notebook drives it, the real ``openai`` client against the local
+Real parts only: real DuckDB files in ``tmp_path``, `uac` commands (through its ``main``;
+processes where a kill needs them), the real IPython-free Workbench API as a notebook drives it, the real ``openai`` client against the local
 chat-completions server (``ChatServer``). Each case asserts the safe behaviour: what SHOULD
 happen.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.cli import uac_here as run_uac  # in process: see helpers.cli
 from helpers.events import fact
 
 from uac_kernel.log.store import Store
@@ -58,21 +59,8 @@ def answer(ops: list[dict[str, Any]], cite: str, constraints: Any = ()) -> str:
     )
 
 
-def run_uac(
-    *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        timeout=timeout,
-    )
-
-
 class Runs:
-    """A store driven as a user drives it: turns ingested, then a `uac extract` process asks
+    """A store driven as a user drives it: turns ingested, then `uac extract` asks
     the local (hostile) server, which answers with the operations given."""
 
     def __init__(

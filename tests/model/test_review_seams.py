@@ -2,8 +2,8 @@
 hold — the budget of unreviewed change and what counts as a mention — across runs, users,
 processes, reviews, forgets and what-ifs.
 
-Every case drives real parts: a real DuckDB file in ``tmp_path``, `uac` subprocesses, the real
-``openai`` client against the local chat-completions server (``ChatServer``). Each asserts the
+Every case drives real parts: a real DuckDB file in ``tmp_path``, `uac` commands (through its
+``main``; processes where a race needs them), the real ``openai`` client against the local chat-completions server (``ChatServer``). Each asserts the
 safe behaviour: what SHOULD happen.
 """
 
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.cli import uac_here as run_uac  # in process: see helpers.cli
 from helpers.events import fact
 
 from uac_kernel.model.testing import ChatServer, Reply
@@ -73,22 +74,9 @@ def answer(ops: list[dict[str, Any]], cite: str, constraints: Any = ()) -> str:
     )
 
 
-def run_uac(
-    *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "uac_kernel.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        timeout=timeout,
-    )
-
-
 class Runs:
-    """A store driven as a user drives it: each run ingests turns, then a separate
-    `uac extract` process asks the local (hostile) server, which answers with the ops given."""
+    """A store driven as a user drives it: each run ingests turns, then `uac extract`
+    asks the local (hostile) server, which answers with the ops given."""
 
     def __init__(
         self,
