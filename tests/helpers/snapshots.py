@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import shutil
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -90,12 +92,29 @@ def split_demo(tmp_path: Path) -> tuple[Path, list[str]]:
 
 def demo_store(tmp_path: Path) -> Path:
     """The demo's first 600 events, a constraint and a checkpoint (the snapshot), then the rest
-    of the demo and a changed constraint (the new events the open folds)."""
-    _, lines = split_demo(tmp_path)
-    first, rest = tmp_path / "first.jsonl", tmp_path / "rest.jsonl"
+    of the demo and a changed constraint (the new events the open folds): ``demo.duckdb`` in
+    ``tmp_path``, with the demo's JSONL (``demo.jsonl``, ``first.jsonl``, ``rest.jsonl``).
+
+    Built once per test process and copied for each test, which may change its copy at will."""
+    if "root" not in _BUILT:
+        root = Path(tempfile.mkdtemp(prefix="uac-demo-store-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        _build_demo_store(root)
+        _BUILT["root"] = root
+    for p in _BUILT["root"].iterdir():
+        shutil.copy(p, tmp_path / p.name)
+    return tmp_path / "demo.duckdb"
+
+
+_BUILT: dict[str, Path] = {}
+
+
+def _build_demo_store(root: Path) -> None:
+    _, lines = split_demo(root)
+    first, rest = root / "first.jsonl", root / "rest.jsonl"
     first.write_text("".join(lines[:600]))
     rest.write_text("".join(lines[600:]))
-    db = tmp_path / "demo.duckdb"
+    db = root / "demo.duckdb"
     with Workbench(db, user="demo") as wb:
         wb.ingest(first)
         wb.constrain(TAX, key="tax")
@@ -104,7 +123,6 @@ def demo_store(tmp_path: Path) -> Path:
         assert isinstance(next(iter(wb.state.types.values())), SnapTypeState)
         wb.ingest(rest)
         wb.constrain({**TAX, "lead_days": 10}, key="tax")
-    return db
 
 
 def snapshot_of(db: Path) -> Path:

@@ -193,7 +193,7 @@ def test_cli_bind_while_cli_ingest_adds_the_field(tmp_path: Path) -> None:
         )
         + "\n"
     )
-    for attempt in range(4):
+    for attempt in range(2):
         db = tmp_path / f"u{attempt}.duckdb"
         ing = start_ingest(db, src, subprocess.PIPE)
         binds = []
