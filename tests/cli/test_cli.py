@@ -1,4 +1,6 @@
-"""The `uac` command, run as a real subprocess against real store files."""
+"""The `uac` command through its `main(argv)`, in this process, against real store files (as a
+process of its own where that is what a test checks: tests/cli/test_startup.py, the kill -9 and
+race cases of the store and snapshot tests)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.checkpoints import import_clean
-from helpers.cli import one_line_error, uac
+from helpers.cli import one_line_error, uac_here
 
 from uac_kernel.cli.main import main
 from uac_kernel.workbench import Workbench
@@ -75,33 +77,35 @@ def events(tmp_path: Path) -> Path:
 
 def test_full_cli_round_trip(tmp_path: Path, events: Path) -> None:
     env = {"UAC_DB": str(tmp_path / "store.duckdb"), "UAC_USER": "maya"}
-    out = uac("ingest", str(events), cwd=tmp_path, env=env)
+    out = uac_here("ingest", str(events), cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert "5 events appended" in out.stdout and "raised [critical]" in out.stdout
     assert (
         "0 events appended, 5 already in the log"
-        in uac("ingest", str(events), cwd=tmp_path, env=env).stdout
+        in uac_here("ingest", str(events), cwd=tmp_path, env=env).stdout
     )
-    assert "checkpoint 1: 3 records" in uac("checkpoint", cwd=tmp_path, env=env).stdout
-    code = uac("code", cwd=tmp_path, env=env).stdout
+    assert "checkpoint 1: 3 records" in uac_here("checkpoint", cwd=tmp_path, env=env).stdout
+    code = uac_here("code", cwd=tmp_path, env=env).stdout
     assert "class Trip(Record):" in code and "key='tokyo-2025'," in code
-    result = uac(
+    result = uac_here(
         "eval", "[t.destination for t in user.all(Trip) if t.international]", cwd=tmp_path, env=env
     )
     assert json.loads(result.stdout) == ["Tokyo"]
     assert (
-        json.loads(uac("eval", "user.get(Trip, 'tokyo-2025').end", cwd=tmp_path, env=env).stdout)
+        json.loads(
+            uac_here("eval", "user.get(Trip, 'tokyo-2025').end", cwd=tmp_path, env=env).stdout
+        )
         == "2025-03-01"
     )
-    sql = uac("sql", "SELECT destination FROM trip", "--json", cwd=tmp_path, env=env)
+    sql = uac_here("sql", "SELECT destination FROM trip", "--json", cwd=tmp_path, env=env)
     assert json.loads(sql.stdout) == [{"destination": "Tokyo"}]
-    alerts = json.loads(uac("alerts", "--json", cwd=tmp_path, env=env).stdout)
+    alerts = json.loads(uac_here("alerts", "--json", cwd=tmp_path, env=env).stdout)
     assert [a["rule"] for a in alerts] == ["drug_allergy_cross_reactivity"]
-    log = uac("log", "--kind", "fact", cwd=tmp_path, env=env).stdout.splitlines()
+    log = uac_here("log", "--kind", "fact", cwd=tmp_path, env=env).stdout.splitlines()
     assert len(log) == 4 and "\tfact" in log[0]
-    assert "hash chains intact" in uac("verify", cwd=tmp_path, env=env).stdout
+    assert "hash chains intact" in uac_here("verify", cwd=tmp_path, env=env).stdout
     # --db and --user on the command line win over the environment
-    other = uac(
+    other = uac_here(
         "eval",
         "len(user.types())",
         "--db",
@@ -120,11 +124,11 @@ def test_diff_via_cli(tmp_path: Path, events: Path) -> None:
     lines = events.read_text().splitlines()
     first = tmp_path / "a.jsonl"
     first.write_text("\n".join(lines[:2]) + "\n")
-    uac("ingest", str(first), cwd=tmp_path, env=env)
-    uac("checkpoint", cwd=tmp_path, env=env)
-    uac("ingest", str(events), cwd=tmp_path, env=env)
-    uac("checkpoint", cwd=tmp_path, env=env)
-    out = uac("diff", "1", "2", cwd=tmp_path, env=env).stdout
+    uac_here("ingest", str(first), cwd=tmp_path, env=env)
+    uac_here("checkpoint", cwd=tmp_path, env=env)
+    uac_here("ingest", str(events), cwd=tmp_path, env=env)
+    uac_here("checkpoint", cwd=tmp_path, env=env)
+    out = uac_here("diff", "1", "2", cwd=tmp_path, env=env).stdout
     assert "2 added, 1 changed, 0 retracted" in out and "~ Trip tokyo-2025" in out
 
 
@@ -152,8 +156,8 @@ def test_errors_are_one_line_and_exit_non_zero(
     tmp_path: Path, events: Path, args: tuple[str, ...], message: str
 ) -> None:
     env = {"UAC_DB": str(tmp_path / "s.duckdb")}
-    uac("ingest", str(events), cwd=tmp_path, env=env)
-    out = uac(*args, cwd=tmp_path, env=env)
+    uac_here("ingest", str(events), cwd=tmp_path, env=env)
+    out = uac_here(*args, cwd=tmp_path, env=env)
     assert out.returncode == 1
     assert (
         out.stderr.count("\n") == 1
@@ -168,12 +172,12 @@ def test_bad_line_names_file_line_and_field(tmp_path: Path) -> None:
         '{"kind": "fact", "ts": "2025-01-01", "op": "add", "type": "Trip", "key": "t", "fields": {"nights": 2}}\n'
         '{"kind": "fact", "ts": "2025-01-02", "op": "add", "type": "Trip", "key": "u", "fields": {"nights": "two"}}\n'
     )
-    out = uac("ingest", str(bad), "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path)
+    out = uac_here("ingest", str(bad), "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path)
     assert out.returncode == 1
     assert f"{bad}:2: field 'fields.nights': expected a whole number" in out.stderr
     assert (
-        "no store" in uac("log", "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path).stderr
-        or uac("log", "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path).stdout == ""
+        "no store" in uac_here("log", "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path).stderr
+        or uac_here("log", "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path).stdout == ""
     )
 
 
@@ -181,51 +185,53 @@ def test_verify_fails_on_tampering(tmp_path: Path, events: Path) -> None:
     import duckdb
 
     db = tmp_path / "s.duckdb"
-    uac("ingest", str(events), "--db", str(db), cwd=tmp_path)
+    uac_here("ingest", str(events), "--db", str(db), cwd=tmp_path)
     con = duckdb.connect(str(db))
     con.execute("UPDATE events SET ts = ts + INTERVAL 1 DAY WHERE seq = 2")
     con.close()
-    out = uac("verify", "--db", str(db), cwd=tmp_path)
+    out = uac_here("verify", "--db", str(db), cwd=tmp_path)
     assert out.returncode == 1 and "failed at event 2: user 'me': event 2 was changed" in out.stderr
 
 
 def test_demo_runs_offline(tmp_path: Path) -> None:
-    out = uac("demo", cwd=tmp_path, env={"OPENAI_API_KEY": "", "NO_NETWORK": "1"})
+    out = uac_here("demo", cwd=tmp_path, env={"OPENAI_API_KEY": "", "NO_NETWORK": "1"})
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "1023 events" in text and "Transaction" in text
     assert "answer: " in text and "penicillin" in text and "Alerts standing" in text
     assert {p.name for p in tmp_path.iterdir()} == DEMO_FILES
     code = (tmp_path / "uac-demo.py").read_text()
-    assert code == uac("code", "--db", "uac-demo.duckdb", "--user", "maya", cwd=tmp_path).stdout
+    assert (
+        code == uac_here("code", "--db", "uac-demo.duckdb", "--user", "maya", cwd=tmp_path).stdout
+    )
     # the checkpoint runs as Python in a clean interpreter, and holds every current record
     (imported,) = import_clean([tmp_path / "uac-demo.py"], tmp_path)
     count = sum(len(t["records"]) for t in imported["types"].values())
     with Workbench(tmp_path / "uac-demo.duckdb", user="maya", read_only=True) as wb:
         assert count == sum(len(ts.current) for ts in wb.state.types.values()) > 800
-    again = uac("demo", cwd=tmp_path)  # a second run rebuilds the demo store from scratch
+    again = uac_here("demo", cwd=tmp_path)  # a second run rebuilds the demo store from scratch
     assert again.returncode == 0 and "1023 events appended" in again.stdout
 
 
 def test_the_demos_questions_replay_offline_with_no_model_named(tmp_path: Path) -> None:
     from uac_kernel.demo.chat import DEMO_QUESTIONS_ASKED
 
-    assert uac("demo", cwd=tmp_path).returncode == 0
+    assert uac_here("demo", cwd=tmp_path).returncode == 0
     question, expression, _ = DEMO_QUESTIONS_ASKED[0]
     # No --user either: the demo store has one user, maya.
     env = {"UAC_OFFLINE": "1", "UAC_MODEL": "", "OPENAI_BASE_URL": "", "UAC_USER": ""}
-    ask = uac("ask", question, "--db", "uac-demo.duckdb", cwd=tmp_path, env=env)
+    ask = uac_here("ask", question, "--db", "uac-demo.duckdb", cwd=tmp_path, env=env)
     assert ask.returncode == 0, ask.stderr
     assert f"  code: {expression}" in ask.stdout
-    value = uac("eval", expression, "--db", "uac-demo.duckdb", cwd=tmp_path, env=env).stdout
+    value = uac_here("eval", expression, "--db", "uac-demo.duckdb", cwd=tmp_path, env=env).stdout
     assert ask.stdout.splitlines()[0] == value.strip()
     # a question the record never saw is still refused, naming the model it replayed
-    missing = uac("ask", "Never asked?", "--db", "uac-demo.duckdb", cwd=tmp_path, env=env)
+    missing = uac_here("ask", "Never asked?", "--db", "uac-demo.duckdb", cwd=tmp_path, env=env)
     assert missing.returncode == 1 and "to model uac-demo-reference" in missing.stderr
 
 
 def test_demo_writes_beside_the_store_it_was_given(tmp_path: Path) -> None:
-    out = uac("demo", "--db", "out/demo.duckdb", cwd=tmp_path)
+    out = uac_here("demo", "--db", "out/demo.duckdb", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     assert written == ["out", "out/demo.duckdb", "out/demo.jsonl", "out/demo.py"]
@@ -273,25 +279,25 @@ def test_extract_ask_and_calls_via_cli(tmp_path: Path) -> None:
             "OPENAI_BASE_URL": server.base_url,
             "OPENAI_API_KEY": "",
         }
-        assert uac("ingest", str(turns), cwd=tmp_path, env=env).returncode == 0
-        out = uac("extract", cwd=tmp_path, env=env)
+        assert uac_here("ingest", str(turns), cwd=tmp_path, env=env).returncode == 0
+        out = uac_here("extract", cwd=tmp_path, env=env)
         assert out.returncode == 0, out.stderr
         assert "3 fact operations" in out.stdout and "raised [critical]" in out.stdout
-        ask = uac("ask", "How many trips did I book?", cwd=tmp_path, env=env)
+        ask = uac_here("ask", "How many trips did I book?", cwd=tmp_path, env=env)
         assert ask.returncode == 0, ask.stderr
         assert ask.stdout.splitlines()[0] == "1" and "code: len(user.all(Trip))" in ask.stdout
         assert "[chat-2#1] user: Booked Lisbon" in ask.stdout
-        calls = uac("calls", cwd=tmp_path, env=env).stdout
+        calls = uac_here("calls", cwd=tmp_path, env=env).stdout
         assert "extraction\t1\t0\t" in calls and "questions\t1\t0\t" in calls
     # the server is gone: offline, the same question is answered from the record
-    offline = uac("ask", "How many trips did I book?", "--offline", cwd=tmp_path, env=env)
+    offline = uac_here("ask", "How many trips did I book?", "--offline", cwd=tmp_path, env=env)
     assert offline.returncode == 0 and offline.stdout.splitlines()[0] == "1"
     # with no model named, offline replay uses the model the store's recorded calls used
     unnamed = {**env, "UAC_MODEL": "", "UAC_USER": ""}
-    offline = uac("ask", "How many trips did I book?", "--offline", cwd=tmp_path, env=unnamed)
+    offline = uac_here("ask", "How many trips did I book?", "--offline", cwd=tmp_path, env=unnamed)
     assert offline.returncode == 0, offline.stderr
     assert offline.stdout.splitlines()[0] == "1"
-    missing = uac("ask", "Never asked before?", "--offline", cwd=tmp_path, env=env)
+    missing = uac_here("ask", "Never asked before?", "--offline", cwd=tmp_path, env=env)
     assert missing.returncode == 1 and "no recorded answer" in missing.stderr
 
 
@@ -315,37 +321,38 @@ READS = [
 def test_a_user_with_no_events_is_named_with_the_users_here(tmp_path: Path, events: Path) -> None:
     db = tmp_path / "s.duckdb"
     assert (
-        uac("ingest", str(events), "--db", str(db), "--user", "maya", cwd=tmp_path).returncode == 0
+        uac_here("ingest", str(events), "--db", str(db), "--user", "maya", cwd=tmp_path).returncode
+        == 0
     )
     before = db.read_bytes()
     for args in READS:
-        out = uac(*args, "--db", str(db), "--user", "may", cwd=tmp_path)
+        out = uac_here(*args, "--db", str(db), "--user", "may", cwd=tmp_path)
         assert f"user 'may' has no events in {db}; users here: maya" in one_line_error(out), args
     assert db.read_bytes() == before, "a refused read wrote nothing"
     # one user and no --user: that user
-    assert uac("eval", "len(user.all(Trip))", "--db", str(db), cwd=tmp_path).stdout == "1\n"
+    assert uac_here("eval", "len(user.all(Trip))", "--db", str(db), cwd=tmp_path).stdout == "1\n"
     # ingesting under a new name is how a user is made
-    made = uac("ingest", str(events), "--db", str(db), "--user", "bob", cwd=tmp_path)
+    made = uac_here("ingest", str(events), "--db", str(db), "--user", "bob", cwd=tmp_path)
     assert made.returncode == 0 and "5 events appended" in made.stdout
     # every event counts (schema and alert events too), then the facts and utterances among them
-    assert uac("users", "--db", str(db), cwd=tmp_path).stdout == (
+    assert uac_here("users", "--db", str(db), cwd=tmp_path).stdout == (
         "user\tevents\tfacts\tutterances\nbob\t18\t4\t1\nmaya\t18\t4\t1\n"
     )
     # two users and no --user: name one
-    out = uac("eval", "1", "--db", str(db), cwd=tmp_path)
+    out = uac_here("eval", "1", "--db", str(db), cwd=tmp_path)
     assert f"{db} holds 2 users (bob, maya); name one with --user" in one_line_error(out)
     # ... which the store-wide commands do not need
-    assert uac("verify", "--db", str(db), cwd=tmp_path).returncode == 0
-    assert uac("calls", "--all-users", "--db", str(db), cwd=tmp_path).returncode == 0
+    assert uac_here("verify", "--db", str(db), cwd=tmp_path).returncode == 0
+    assert uac_here("calls", "--all-users", "--db", str(db), cwd=tmp_path).returncode == 0
 
 
 def test_reading_a_missing_store_creates_none(tmp_path: Path) -> None:
     for args in READS:
-        out = uac(*args, "--db", "new.duckdb", cwd=tmp_path)
+        out = uac_here(*args, "--db", "new.duckdb", cwd=tmp_path)
         assert "no store at new.duckdb" in one_line_error(out), args
     # right after `uac demo`, the default store is not there but the demo's is: say so
     (tmp_path / "uac-demo.duckdb").write_bytes(b"")
-    out = uac("eval", "1", cwd=tmp_path, env={"UAC_DB": ""})
+    out = uac_here("eval", "1", cwd=tmp_path, env={"UAC_DB": ""})
     assert "the demo's store is here: pass --db uac-demo.duckdb" in one_line_error(out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["uac-demo.duckdb"]
 
@@ -359,7 +366,7 @@ def test_ingest_creates_no_store_from_a_file_it_cannot_read(tmp_path: Path) -> N
         ("folder", "folder: cannot read the file: Is a directory"),
         (str(bad), f"{bad}:1:"),
     ):
-        out = uac("ingest", name, "--db", "new.duckdb", cwd=tmp_path)
+        out = uac_here("ingest", name, "--db", "new.duckdb", cwd=tmp_path)
         assert message in one_line_error(out)
         assert not (tmp_path / "new.duckdb").exists(), name
 
@@ -377,7 +384,7 @@ def not_a_store(kind: str, tmp_path: Path, events: Path) -> Path:
         path.write_bytes(bytes(range(256)) * 40)
     else:  # the first 5,000 bytes of a real store
         real = tmp_path / "real.duckdb"
-        assert uac("ingest", str(events), "--db", str(real), cwd=tmp_path).returncode == 0
+        assert uac_here("ingest", str(events), "--db", str(real), cwd=tmp_path).returncode == 0
         path.write_bytes(real.read_bytes()[:5000])
     return path
 
@@ -397,7 +404,7 @@ def test_a_db_that_is_not_a_store_is_one_line(
 ) -> None:
     path = not_a_store(kind, tmp_path, events)
     for args in (("eval", "1"), ("ingest", str(events)), ("users",), ("verify",)):
-        err = one_line_error(uac(*args, "--db", str(path), cwd=tmp_path))
+        err = one_line_error(uac_here(*args, "--db", str(path), cwd=tmp_path))
         assert str(path) in err and message in err, (args, err)
 
 
@@ -410,7 +417,7 @@ def test_another_programs_duckdb_is_refused_and_left_alone(tmp_path: Path, event
     con.close()
     before = path.read_bytes()
     for args in (("ingest", str(events)), ("eval", "1")):
-        err = one_line_error(uac(*args, "--db", str(path), cwd=tmp_path))
+        err = one_line_error(uac_here(*args, "--db", str(path), cwd=tmp_path))
         assert (
             "is a DuckDB database of another program, not a uac store (its tables: orders)" in err
         )
@@ -419,19 +426,21 @@ def test_another_programs_duckdb_is_refused_and_left_alone(tmp_path: Path, event
 
 def test_a_checkpoint_that_changes_nothing_stores_no_version(tmp_path: Path, events: Path) -> None:
     env = {"UAC_DB": str(tmp_path / "s.duckdb")}
-    uac("ingest", str(events), cwd=tmp_path, env=env)
-    assert uac("checkpoint", cwd=tmp_path, env=env).stdout.startswith("checkpoint 1: 3 records")
-    again = uac("checkpoint", cwd=tmp_path, env=env)
+    uac_here("ingest", str(events), cwd=tmp_path, env=env)
+    assert uac_here("checkpoint", cwd=tmp_path, env=env).stdout.startswith(
+        "checkpoint 1: 3 records"
+    )
+    again = uac_here("checkpoint", cwd=tmp_path, env=env)
     assert again.returncode == 0
     assert again.stdout.startswith("no change since checkpoint 1 (3 records); no new version")
-    assert len(uac("checkpoints", cwd=tmp_path, env=env).stdout.splitlines()) == 1
+    assert len(uac_here("checkpoints", cwd=tmp_path, env=env).stdout.splitlines()) == 1
 
 
 def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
     tmp_path: Path, events: Path
 ) -> None:
     env = {"UAC_DB": str(tmp_path / "store.duckdb"), "UAC_USER": "maya"}
-    assert uac("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
+    assert uac_here("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
     stop = tmp_path / "stop.jsonl"
     stop.write_text(
         json.dumps(
@@ -440,7 +449,7 @@ def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
         )
         + "\n"
     )
-    out = uac("ingest", str(stop), cwd=tmp_path, env=env).stdout
+    out = uac_here("ingest", str(stop), cwd=tmp_path, env=env).stdout
     assert (
         "  cleared [critical] drug_allergy_cross_reactivity: Medication 'amox' (Amoxicillin 500 mg) is in"
         in out
@@ -448,7 +457,7 @@ def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
     assert (
         "      why: a record it was about changed: Medication 'amox' active True → False\n" in out
     )
-    sql = uac("sql", "SELECT valid_from, start FROM Trip", cwd=tmp_path, env=env).stdout
+    sql = uac_here("sql", "SELECT valid_from, start FROM Trip", cwd=tmp_path, env=env).stdout
     assert sql.splitlines()[1] == "2025-04-01 09:00\t2025-02-20"
 
 
@@ -500,23 +509,23 @@ def test_argument_errors_are_one_line_and_exit_1(
 
 
 def test_help_is_still_argparses_and_a_bad_limit_no_traceback(tmp_path: Path, events: Path) -> None:
-    done = uac("code", "--help", cwd=tmp_path)
+    done = uac_here("code", "--help", cwd=tmp_path)
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith(
         "usage: uac code [-h] [--db DB] [--user USER] [--version VERSION]"
     )
     env = {"UAC_DB": str(tmp_path / "s.duckdb")}
-    assert uac("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
+    assert uac_here("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
     for command in ("log", "calls"):  # these reached DuckDB as LIMIT -1, a BinderException
-        err = one_line_error(uac(command, "--limit", "-1", cwd=tmp_path, env=env))
+        err = one_line_error(uac_here(command, "--limit", "-1", cwd=tmp_path, env=env))
         assert "must be 0 or more, got -1" in err
     # 0 is a limit: no event, no call listed (the calls' totals still are)
-    assert uac("log", "--limit", "0", cwd=tmp_path, env=env).stdout == ""
-    calls = uac("calls", "--limit", "0", cwd=tmp_path, env=env)
+    assert uac_here("log", "--limit", "0", cwd=tmp_path, env=env).stdout == ""
+    calls = uac_here("calls", "--limit", "0", cwd=tmp_path, env=env)
     assert (
         calls.returncode == 0 and calls.stdout == "purpose\tcalls\tfailed\ttokens in\ttokens out\n"
     )
-    assert "did you mean 'alerts'" in one_line_error(uac("alert", cwd=tmp_path, env=env))
+    assert "did you mean 'alerts'" in one_line_error(uac_here("alert", cwd=tmp_path, env=env))
 
 
 def test_counts_agree_with_their_nouns_and_no_checkpoint_is_said(tmp_path: Path) -> None:
@@ -524,13 +533,15 @@ def test_counts_agree_with_their_nouns_and_no_checkpoint_is_said(tmp_path: Path)
     trip = {"kind": "fact", "ts": "2025-01-01", "op": "add", "type": "Trip", "key": "t"}
     one.write_text(json.dumps(trip | {"fields": {"nights": 1}}) + "\n")
     env = {"UAC_DB": str(tmp_path / "s.duckdb"), "UAC_USER": "maya"}
-    assert uac("ingest", str(one), cwd=tmp_path, env=env).stdout.startswith("1 event appended")
-    empty = uac("checkpoints", cwd=tmp_path, env=env)
+    assert uac_here("ingest", str(one), cwd=tmp_path, env=env).stdout.startswith("1 event appended")
+    empty = uac_here("checkpoints", cwd=tmp_path, env=env)
     assert empty.returncode == 0
     assert empty.stdout == "no checkpoints yet for maya; take one with `uac checkpoint`\n"
-    assert uac("checkpoint", cwd=tmp_path, env=env).stdout.startswith("checkpoint 1: 1 record, ")
-    assert "\t1 record\t" in uac("checkpoints", cwd=tmp_path, env=env).stdout
-    again = uac("checkpoint", cwd=tmp_path, env=env).stdout
+    assert uac_here("checkpoint", cwd=tmp_path, env=env).stdout.startswith(
+        "checkpoint 1: 1 record, "
+    )
+    assert "\t1 record\t" in uac_here("checkpoints", cwd=tmp_path, env=env).stdout
+    again = uac_here("checkpoint", cwd=tmp_path, env=env).stdout
     assert again.startswith("no change since checkpoint 1 (1 record);")
 
 
@@ -538,8 +549,8 @@ def test_no_model_configured_names_the_flags_on_the_command_line(
     tmp_path: Path, events: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = {"UAC_DB": str(tmp_path / "s.duckdb"), "UAC_MODEL": "", "UAC_OFFLINE": ""}
-    assert uac("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
-    err = one_line_error(uac("ask", "How many trips?", cwd=tmp_path, env=env))
+    assert uac_here("ingest", str(events), cwd=tmp_path, env=env).returncode == 0
+    err = one_line_error(uac_here("ask", "How many trips?", cwd=tmp_path, env=env))
     assert "no model configured: pass --model NAME or set UAC_MODEL (and --base-url URL" in err
     assert "or pass --offline or set UAC_OFFLINE=1" in err and "model=..." not in err
     # ... while Python, the same check, names the arguments
@@ -557,7 +568,7 @@ def test_the_demos_try_lines_run_as_printed(tmp_path: Path) -> None:
     path = os.pathsep.join(
         p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != here
     )
-    out = uac("demo", cwd=tmp_path, env={"PATH": path})
+    out = uac_here("demo", cwd=tmp_path, env={"PATH": path})
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Try:  "))
