@@ -92,6 +92,22 @@ def test_the_terminal_parses_exactly_what_is_declared() -> None:
         assert groups == _groups(command, CLI), command.name
 
 
+def test_the_store_options_are_on_the_commands_that_open_a_store() -> None:
+    """A fleet command reads a directory: `--user` there would be taken for `--users` by
+    argparse's abbreviations, or silently ignored."""
+    parsers = _terminal_parsers()
+    for command in declared(CLI):
+        dests = {a.dest for a in parsers[command.name]._actions}
+        assert ({"db", "user"} <= dests) == command.store, command.name
+    assert {c.name for c in declared(CLI) if not c.store} == {
+        "fleet run",
+        "fleet sql",
+        "fleet summary",
+    }
+    args = build_parser().parse_args(["fleet", "sql", "d", "SELECT 1", "--user", "alice"])
+    assert args.users == "alice"  # the abbreviation of --users, as before
+
+
 def test_the_notebook_parses_exactly_what_is_declared() -> None:
     methods = {}
     for attr in dir(UacMagics):
@@ -317,9 +333,12 @@ def test_each_command_runs_in_the_notebook(name: str, store_ip: Any, work: Path)
             result = ip.run_cell_magic("uac", line, cell)
     shown = captured.stdout + "".join(str(o.data) for o in captured.outputs)
     shown += "" if result is None else repr(result) + str(getattr(result, "text", ""))
-    if name == "cell":  # `edit` wrote the cell's next input; running it is the `cell` command
-        payload = ip.payload_manager.read_payload()
-        assert said in str(payload), payload
+    if name == "cell":  # `edit` wrote the cell's next input: run it, unchanged
+        (payload,) = ip.payload_manager.read_payload()
+        assert payload["text"].startswith(said), payload
+        with capture_output() as captured:
+            ip.run_cell(payload["text"]).raise_error()
+        assert "no change" in captured.stdout.lower(), captured.stdout
         return
     assert said.lower() in shown.lower(), shown
 
@@ -333,6 +352,27 @@ def test_each_notebook_command_explains_itself(name: str, store_ip: Any) -> None
     assert out.startswith(f"%uac {name}")
     for a in COMMANDS[name].arguments(MAGIC):
         assert a.names[0] in out or str(a.on(MAGIC).get("metavar", "")) in out, a.names
+
+
+def test_help_lists_each_notebook_command_once_with_its_other_names(store_ip: Any) -> None:
+    with capture_output() as captured:
+        store_ip.run_line_magic("uac", "help")
+    lines = [line.split()[0:2] for line in captured.stdout.splitlines()[1:-1]]
+    names = [words[1] for words in lines if words and words[0] == "%uac"]
+    assert names == sorted(c.name for c in declared(MAGIC))
+    assert "(also: %uac constraint)" in captured.stdout
+
+
+def test_a_typed_value_reads_the_same_quoted_negative_or_in_an_edit_line(store_ip: Any) -> None:
+    ip = store_ip
+    for line in ("edit Medication --last -3", "edit Medication --last '-3'"):
+        with pytest.raises(UsageError) as raised:
+            ip.run_line_magic("uac", line)
+        assert str(raised.value) == "argument --last: must be positive, got -3"
+    for timeout in ("0", "'0'", "nan"):
+        with pytest.raises(UsageError, match="argument --timeout: expected a positive number"):
+            ip.run_line_magic("uac", f"sql --timeout {timeout} SELECT 1")
+    assert ip.run_line_magic("uac", "sql --timeout '5' SELECT 1 AS one").rows == [(1,)]
 
 
 def test_an_argument_declared_for_one_face_is_refused_on_the_other(store_ip: Any) -> None:

@@ -236,6 +236,9 @@ def test_ask_through_a_local_chat_server(loaded: Any) -> None:
     assert "<code>len(user.all(Medication))</code>" in data["text/html"]
     out = run_out(ip, "%uac calls")
     assert out == ""  # tables are displayed, not printed
+    with capture_output() as cap:
+        run(ip, "%uac calls --limit 1")  # the declared limit, over displaylimit
+    assert cap.outputs[0].data["text/plain"].splitlines()[0] == "the last 1 model calls"
     # offline: the same question is answered from the record, a new one is refused
     run(ip, "%config UacMagics.offline = True")
     run(ip, "%uac open")
@@ -368,10 +371,13 @@ def test_help(ip: Any) -> None:
             assert ln.startswith(" " * 8), ln
             entries[-1] += " " + ln.strip()
     magics = ip.magics_manager.registry["UacMagics"]
-    assert len(entries) == len(magics.commands)
-    for entry, (_, (fn, _)) in zip(entries, sorted(magics.commands.items()), strict=True):
+    # one entry per command, its other names (aliases) after it
+    methods = {fn.__func__: fn for fn, _ in magics.commands.values()}
+    assert len(entries) == len(methods) == len(magics.commands) - 1  # `constraint`
+    by_usage = sorted(methods.values(), key=lambda fn: fn.parser.prog)
+    for entry, fn in zip(entries, by_usage, strict=True):
         usage = " ".join(fn.parser.format_usage().split()).removeprefix(":: ")
-        assert " ".join(entry.split()) == usage
+        assert " ".join(entry.split()).split(" (also:")[0] == usage
     summary = " ".join(out.split())
     for usage in (
         "%uac edit [--version VERSION] [--key KEY [KEY ...]] [--where EXPR] [--last N] "

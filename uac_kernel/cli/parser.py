@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
             where = groups[group]
         p = where.add_parser(
             name,
-            parents=[common],
+            parents=[common] if command.store else [],
             help=command.help,
             description=command.description or command.help,
             aliases=list(command.aliases),

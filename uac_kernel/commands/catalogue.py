@@ -318,8 +318,8 @@ _ALL: tuple[Command, ...] = (
                 "--head",
                 default=None,
                 metavar="HEAD",
-                help="a head printed by `uac head` (or the file it was saved to): the chains must "
-                "still pass through it",
+                help="a head printed by the head command (or the file it was saved to): the "
+                "chains must still pass through it",
             ),
             arg(
                 "--all",
@@ -502,6 +502,7 @@ _ALL: tuple[Command, ...] = (
             *_model_options(),
         ),
         faces=frozenset(_TERMINAL),
+        store=False,
         description="Run JOB for every user of the fleet DIR: ingest SRC, extract, checkpoint, "
         "alerts, eval EXPR, ask QUESTION, bench [EXPR], call MODULE:FUNCTION [ARG ...]. Each "
         "user's work is committed to their partition as one commit, then their result is "
@@ -519,18 +520,27 @@ _ALL: tuple[Command, ...] = (
             *_sql_options(),
         ),
         faces=frozenset(_TERMINAL),
+        store=False,
     ),
     Command(
         "fleet summary",
         "a fleet directory's users, events, facts, model calls and standing alerts per rule",
         (arg("dir", help="the fleet directory"), _json()),
         faces=frozenset(_TERMINAL),
+        store=False,
     ),
     Command(
         "calls",
         "model calls and tokens per purpose (the cost ledger)",
         (
-            arg("--limit", type=COUNT, default=20, help="the most recent calls shown"),
+            arg(
+                "--limit",
+                type=COUNT,
+                help="the most recent calls shown (a terminal: 20; a notebook: "
+                "UacMagics.displaylimit, 0 for all)",
+                cli={"default": 20},
+                magic={"default": None},
+            ),
             arg("--all-users", action="store_true", help="the calls of every user of the store"),
         ),
     ),

@@ -72,6 +72,7 @@ class Command:
     cell: bool = False
     required: frozenset[str] = frozenset()
     description: str | None = None  # a longer text for `--help` than the listing's line
+    store: bool = True  # the terminal's --db/--user apply (a fleet command reads a directory)
 
     def arguments(self, face: Face) -> list[Arg]:
         return [a for a in self.args if face in a.faces]

@@ -39,6 +39,7 @@ _STRING = r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\""""
 _TOKEN = re.compile(rf"""\s*((?:{_STRING}|[^\s'"])+)""")
 _WHOLE = re.compile(_STRING)
 _OPTION = re.compile(r"(--[A-Za-z][\w-]*=)(.*)", re.DOTALL)
+_NEGATIVE = re.compile(r"-\d+|-\d*\.\d+")  # argparse's own pattern of a negative number
 
 
 def _read(literal: str) -> str:
@@ -58,7 +59,9 @@ def parse(fn: Callable[..., Any], line: str) -> Any:
     held: dict[str, str] = {}
 
     def hold(value: str) -> str:
-        if not value.startswith("-"):
+        # argparse reads a negative number as a value (none of these parsers has an option
+        # that looks like one): it reaches the argument's type as written
+        if not value.startswith("-") or _NEGATIVE.fullmatch(value):
             return value
         mark = f"\x00uac-value-{len(held)}\x00"
         held[mark] = value

@@ -96,8 +96,15 @@ class UacMagics(LogMagics, CodeMagics, QueryMagics, ModelMagics):
             print(_doc(found[0]))
             return
         print("%uac SUBCOMMAND [ARGS] — the User as Code workbench (settings: %config UacMagics)")
-        for _name, (fn, _) in sorted(self.commands.items()):
-            for line in _usage(fn):
+        names: dict[Any, list[str]] = {}  # a command's method -> the names it answers to
+        for name, (fn, _) in sorted(self.commands.items()):
+            names.setdefault(getattr(fn, "__func__", fn), []).append(name)
+        for fn, called in sorted(names.items(), key=lambda item: item[0].parser.prog):
+            usage = _usage(fn)
+            others = [n for n in called if f"uac {n}" != fn.parser.prog]
+            if others:
+                usage[0] += f"   (also: {', '.join(f'%uac {n}' for n in others)})"
+            for line in usage:
                 print(f"  {line}")
         print("%uac help SUBCOMMAND (or %uac SUBCOMMAND --help) explains one.")
 

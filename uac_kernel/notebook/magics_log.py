@@ -173,7 +173,8 @@ class LogMagics(Session):
         args = parse_argstring(self.cmd_calls, rest)
         wb = self._wb(read=not args.all_users)
         user = None if args.all_users else wb.user
-        limit = self.displaylimit if self.displaylimit > 0 else 1_000_000
+        shown = self.displaylimit if args.limit is None else args.limit
+        limit = shown if shown > 0 else 1_000_000
         calls = list_calls(wb.store, user, limit=limit)
         display(
             Table(

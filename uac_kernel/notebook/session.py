@@ -4,6 +4,7 @@ workbench, and how results are shown."""
 from __future__ import annotations
 
 import re
+from argparse import ArgumentTypeError
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,10 +13,11 @@ from IPython.core.magic import Magics
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, default, observe
 
+from uac_kernel.commands.types import seconds
 from uac_kernel.core import settings
 from uac_kernel.core.display import plural, printable
 from uac_kernel.core.errors import ModelError
-from uac_kernel.notebook.subcommands import _SUBCOMMAND
+from uac_kernel.notebook.subcommands import _SUBCOMMAND, _unquote
 from uac_kernel.render.reports import AlertReport, report_lines
 
 if TYPE_CHECKING:
@@ -198,9 +200,9 @@ class Session(Magics):
         if not match:
             return self.sql_timeout, rest
         try:
-            return float(match.group(1)), rest[match.end() :]
-        except ValueError:
-            raise UsageError(f"--timeout {match.group(1)!r}: give a number of seconds") from None
+            return seconds(_unquote(match.group(1))), rest[match.end() :]
+        except ArgumentTypeError as exc:
+            raise UsageError(f"argument --timeout: {exc}") from None
 
     def _show_whatif(self, wb: Workbench, w: WhatIf, head: Sequence[str] = ()) -> None:
         """The what-if's report: its widget (with the Apply button) when there is one, else
