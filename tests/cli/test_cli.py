@@ -695,3 +695,15 @@ def test_constrain_errors_name_the_file_item_and_field(
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert main(["constraints", "--db", db]) == 1  # nothing was written: no user yet
+
+
+def test_a_bench_passes_offline_to_the_model_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from uac_kernel.cli.bench_cmds import _model
+
+    monkeypatch.delenv("UAC_OFFLINE", raising=False)
+    named = argparse.Namespace(model="local", base_url=None, offline=True)
+    assert _model(named).offline is True  # type: ignore[union-attr]
+    assert _model(argparse.Namespace(model="local", base_url=None, offline=False)).offline is False  # type: ignore[union-attr]
+    assert _model(argparse.Namespace(model=None, base_url=None, offline=True)) is None

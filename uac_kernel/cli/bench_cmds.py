@@ -4,19 +4,34 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from uac_kernel.cli.opening import MODEL_FLAGS
+
+if TYPE_CHECKING:
+    from uac_kernel.model.client import ModelSettings
 
 __all__ = ["cmd_bench_aggregate", "cmd_bench_alerts", "cmd_bench_locomo", "cmd_bench_vocab"]
 
 
-def cmd_bench_aggregate(args: argparse.Namespace) -> None:
-    from uac_kernel.bench import aggregate
+def _model(args: argparse.Namespace) -> ModelSettings | None:
+    """The model a bench's model systems ask, when one is named (else they are left out)."""
     from uac_kernel.model.client import ModelSettings
 
-    model = None
-    if args.model or args.base_url:
-        model = ModelSettings.resolve(model=args.model, base_url=args.base_url, spelled=MODEL_FLAGS)
+    if not (args.model or args.base_url):
+        return None
+    return ModelSettings.resolve(
+        model=args.model,
+        base_url=args.base_url,
+        offline=True if args.offline else None,
+        spelled=MODEL_FLAGS,
+    )
+
+
+def cmd_bench_aggregate(args: argparse.Namespace) -> None:
+    from uac_kernel.bench import aggregate
+
+    model = _model(args)
     result = aggregate.run(
         sizes=args.sizes,
         seed=args.seed,
@@ -35,11 +50,8 @@ def _sets(args: argparse.Namespace) -> tuple[str, ...]:
 
 def cmd_bench_alerts(args: argparse.Namespace) -> None:
     from uac_kernel.bench import alerts
-    from uac_kernel.model.client import ModelSettings
 
-    model = None
-    if args.model or args.base_url:
-        model = ModelSettings.resolve(model=args.model, base_url=args.base_url, spelled=MODEL_FLAGS)
+    model = _model(args)
     bench = alerts.run_all(_sets(args), model=model, out_dir=Path(args.out) if args.out else None)
     print(bench.report(), end="")
 
