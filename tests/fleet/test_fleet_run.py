@@ -113,6 +113,11 @@ def pid(wb):
     """The worker process this task ran in."""
     return os.getpid()
 
+def setting(wb, name, run):
+    """What this worker's environment says for ``name``, and the directory it runs in (``run``
+    tells the runs apart: a job already done is not run again)."""
+    return [os.environ.get(name), os.getcwd()]
+
 def late_note(wb, barrier, who):
     """Append a note; for one user, then wait at a barrier the test controls."""
     wb.ingest([{"kind": "utterance", "ts": "2025-12-01T10:00:00", "speaker": "user",
@@ -376,3 +381,21 @@ def test_a_worker_is_replaced_after_its_share_of_tasks(
     assert (report.ok, report.failed) == (len(USERS), 0)
     pids = [json.loads(r["value"]) for r in report.rows]
     assert len(set(pids)) >= 3 and max(Counter(pids).values()) <= 2
+
+
+def test_workers_see_the_drivers_environment_and_directory_as_they_are_at_each_run(
+    tmp_path: Path, helpers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers are forked from a server started by the first run (it keeps the environment of
+    that moment): a later run's workers still get the driver's environment and directory."""
+    src = write_source(tmp_path / "src")
+    root = tmp_path / "fleet"
+    run(root, Job("ingest", (str(src),)), jobs=1, progress=lambda p: None)
+    seen = []
+    for n, where in enumerate((tmp_path, src)):
+        monkeypatch.setenv("UAC_TEST_PROBE", f"value {n}")
+        monkeypatch.chdir(where)
+        job = Job("call", ("fleet_helper:setting", "UAC_TEST_PROBE", str(n)))
+        report = run(root, job, jobs=2, users=["eve"], progress=lambda p: None)
+        seen.append(json.loads(report.rows[0]["value"]))
+    assert seen == [["value 0", str(tmp_path)], ["value 1", str(src)]]
