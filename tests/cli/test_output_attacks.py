@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.cli import one_line_error, uac
+from helpers.cli import one_line_error
+from helpers.cli import uac_here as uac
 from helpers.magics import run
 
 from uac_kernel.core.display import TERMINAL_BUDGET, clip_json, json_chunks, json_size, printable

@@ -15,7 +15,8 @@ from helpers.checkpoints import (
     import_in_clean_interpreter,
     rule_names,
 )
-from helpers.cli import one_line_error, uac
+from helpers.cli import one_line_error
+from helpers.cli import uac_here as uac
 from helpers.magics import edit_cell, run, run_out, usage_error
 
 from uac_kernel.checkpoints.codegen import parse_module

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.cli import one_line_error, uac
+from helpers.cli import one_line_error, uac_here
+from helpers.cli import uac as uac_process
 from helpers.events import jsonl
 from helpers.magics import run
 from helpers.maya import AMOXICILLIN, STORE
@@ -64,19 +65,21 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["checkpoint"],
         ["export", "maya.duckdb", "fleet"],
     ):
-        assert uac("--db", "maya.duckdb", *argv, cwd=home).returncode == 0
-    assert uac("--db", "other.duckdb", "ingest", "maya.jsonl", cwd=home).returncode == 0
+        assert uac_here("--db", "maya.duckdb", *argv, cwd=home).returncode == 0
+    assert uac_here("--db", "other.duckdb", "ingest", "maya.jsonl", cwd=home).returncode == 0
     return home
 
 
-def run_face(home: Path, face: str, out: Path | str, *extra: str) -> Any:
+def run_face(home: Path, face: str, out: Path | str, *extra: str, process: bool = False) -> Any:
+    """``uac`` writing ``face``'s output to ``out`` (in this process unless ``process``)."""
     argv, option, _suffix = FACES[face]
+    uac = uac_process if process else uac_here
     return uac("--db", "maya.duckdb", *argv, option, str(out), *extra, cwd=home)
 
 
 def store_intact(home: Path, before: dict[str, str]) -> None:
     assert fingerprint(home / "maya.duckdb") == before
-    done = uac("--db", "maya.duckdb", "verify", cwd=home)
+    done = uac_here("--db", "maya.duckdb", "verify", cwd=home)
     assert done.returncode == 0, done.stderr
 
 
@@ -130,14 +133,14 @@ def test_a_path_inside_a_fleet_directory_is_refused_even_with_force(home: Path) 
     out = home / "fleet" / "rows.tsv"
     err = one_line_error(run_face(home, "sql", out, "--force"))
     assert "inside the fleet directory" in err and not out.exists()
-    done = uac("--db", "maya.duckdb", "verify", "fleet", cwd=home)
+    done = uac_here("--db", "maya.duckdb", "verify", "fleet", cwd=home)
     assert done.returncode == 0, done.stderr
 
 
 def test_export_into_the_store_file_is_refused(home: Path) -> None:
     before = fingerprint(home / "maya.duckdb")
     assert "not a fleet directory" in one_line_error(
-        uac("export", "maya.duckdb", "maya.duckdb", cwd=home)
+        uac_here("export", "maya.duckdb", "maya.duckdb", cwd=home)
     )
     store_intact(home, before)
 
@@ -201,7 +204,7 @@ def test_a_directory_is_refused(home: Path, tmp_path: Path) -> None:
 
 
 def test_a_pipe_is_written_straight_through(home: Path) -> None:
-    done = run_face(home, "eval", "/dev/stdout")
+    done = run_face(home, "eval", "/dev/stdout", process=True)  # this process's stdout
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("1wrote /dev/stdout")
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import duckdb
 import pytest
-from helpers.cli import one_line_error, uac
+from helpers.cli import one_line_error, uac_here
+from helpers.cli import uac as uac_process
 from helpers.events import jsonl
 from helpers.magics import run
 from helpers.maya import STORE
@@ -50,7 +51,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["checkpoint"],
         ["export", "maya.duckdb", "fleet"],
     ):
-        done = uac("--db", "maya.duckdb", *argv, cwd=home)
+        done = uac_here("--db", "maya.duckdb", *argv, cwd=home)
         assert done.returncode == 0, done.stderr
     return home
 
@@ -61,7 +62,7 @@ def sha(path: Path) -> str:
 
 def verified(home: Path, before: dict[str, str]) -> None:
     assert fingerprint(home / "maya.duckdb") == before
-    done = uac("--db", "maya.duckdb", "verify", cwd=home)
+    done = uac_here("--db", "maya.duckdb", "verify", cwd=home)
     assert done.returncode == 0, done.stderr
 
 
@@ -167,7 +168,8 @@ def test_the_temporary_file_a_kill_left_is_gone_after_the_next_write(
     time.sleep(0.5)  # some of the result is in the temporary file
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=HANG)
-    done = uac("--db", "maya.duckdb", "eval", "1", "--out", str(out), cwd=home)
+    # the next process clears a killed one's temporaries
+    done = uac_process("--db", "maya.duckdb", "eval", "1", "--out", str(out), cwd=home)
     assert done.returncode == 0, done.stderr
     assert out.read_text() == "1"
     assert temporaries(tmp_path) == [], "a killed write's temporary (a copy of data) is left"
@@ -253,7 +255,7 @@ def test_the_pending_wal_of_another_process_survives_every_output(
     wal = Path(f"{db}.wal")
     wal_before = sha(wal)
     out, extra = WAL_PATHS[where](wal, tmp_path, proc.pid)
-    done = uac("--db", "maya.duckdb", "eval", "1", "--out", out, *extra, cwd=home)
+    done = uac_here("--db", "maya.duckdb", "eval", "1", "--out", out, *extra, cwd=home)
     if done.returncode != 0:
         one_line_error(done)
     assert sha(wal) == wal_before  # the WAL's bytes, as the holder wrote them
@@ -311,7 +313,7 @@ def test_a_name_with_control_characters_is_reported_on_one_escaped_line(
     out = tmp_path / "a\x1b[31mred\nline.json"
     if argv[0] == "sql":
         out = out.with_suffix(".tsv")
-    done = uac("--db", "maya.duckdb", *argv, "--out", str(out), cwd=home)
+    done = uac_here("--db", "maya.duckdb", *argv, "--out", str(out), cwd=home)
     assert done.returncode == 0, done.stderr
     assert out.exists()
     assert "\x1b" not in done.stdout, "a terminal escape from the file name reached the terminal"
@@ -323,7 +325,7 @@ def test_a_long_but_valid_file_name_is_written_or_refused_in_one_line(
 ) -> None:
     """250 bytes is a valid name (NAME_MAX is 255); the temporary beside it is not."""
     out = tmp_path / ("x" * 245 + ".json")
-    done = uac("--db", "maya.duckdb", "eval", "1", "--out", str(out), cwd=home)
+    done = uac_here("--db", "maya.duckdb", "eval", "1", "--out", str(out), cwd=home)
     assert "Traceback" not in done.stderr, done.stderr[-600:]
     assert done.returncode == 0, done.stderr[-600:]
     assert out.read_text() == "1"
@@ -332,7 +334,7 @@ def test_a_long_but_valid_file_name_is_written_or_refused_in_one_line(
 
 def test_a_name_too_long_for_the_file_system_is_one_line(home: Path, tmp_path: Path) -> None:
     out = tmp_path / ("x" * 300 + ".json")
-    one_line_error(uac("--db", "maya.duckdb", "eval", "1", "--out", str(out), cwd=home))
+    one_line_error(uac_here("--db", "maya.duckdb", "eval", "1", "--out", str(out), cwd=home))
 
 
 def test_a_name_that_is_not_utf8_is_written_without_a_traceback(home: Path, tmp_path: Path) -> None:
@@ -348,7 +350,7 @@ def test_a_name_that_is_not_utf8_is_written_without_a_traceback(home: Path, tmp_
 
 
 def test_an_empty_path_is_one_line(home: Path) -> None:
-    one_line_error(uac("--db", "maya.duckdb", "eval", "1", "--out", "", cwd=home))
+    one_line_error(uac_here("--db", "maya.duckdb", "eval", "1", "--out", "", cwd=home))
 
 
 # -- paths that differ only by a trailing slash, a dot, .., case --------------------------------
@@ -359,7 +361,9 @@ def test_an_empty_path_is_one_line(home: Path) -> None:
 )
 def test_the_store_spelled_otherwise_is_refused(home: Path, spelled: str) -> None:
     before = fingerprint(home / "maya.duckdb")
-    one_line_error(uac("--db", "maya.duckdb", "eval", "1", "--out", spelled, "--force", cwd=home))
+    one_line_error(
+        uac_here("--db", "maya.duckdb", "eval", "1", "--out", spelled, "--force", cwd=home)
+    )
     verified(home, before)
 
 
@@ -371,7 +375,7 @@ def test_dot_dot_through_a_symbolic_link_to_a_directory_is_refused(
     (tmp_path / "into").symlink_to(home / "deep")
     before = fingerprint(home / "maya.duckdb")
     # the OS resolves "into" first, then "..": the store's folder, not tmp_path
-    done = uac(
+    done = uac_here(
         "--db",
         "maya.duckdb",
         "eval",
@@ -388,14 +392,14 @@ def test_dot_dot_through_a_symbolic_link_to_a_directory_is_refused(
 def test_a_trailing_slash_names_a_directory_not_a_file(home: Path, tmp_path: Path) -> None:
     """`--out results/` asks for a directory; writing a file called `results` is not what was
     asked (and shadows the directory the user meant to make)."""
-    done = uac("--db", "maya.duckdb", "eval", "1", "--out", f"{tmp_path}/results/", cwd=home)
+    done = uac_here("--db", "maya.duckdb", "eval", "1", "--out", f"{tmp_path}/results/", cwd=home)
     assert not (tmp_path / "results").is_file(), "a file named 'results' was written"
     one_line_error(done)
 
 
 def test_a_path_differing_only_in_case_is_another_file(home: Path, tmp_path: Path) -> None:
     before = fingerprint(home / "maya.duckdb")
-    done = uac("--db", "maya.duckdb", "eval", "1", "--out", "MAYA.DUCKDB", cwd=home)
+    done = uac_here("--db", "maya.duckdb", "eval", "1", "--out", "MAYA.DUCKDB", cwd=home)
     assert done.returncode == 0, done.stderr  # another file on a case-sensitive file system
     assert (home / "MAYA.DUCKDB").read_text() == "1"
     (home / "MAYA.DUCKDB").unlink()
@@ -414,7 +418,7 @@ def test_a_dangling_link_into_the_store_or_fleet_is_refused(
     link = tmp_path / "rows.tsv"
     link.symlink_to(home / points_to)
     before = fingerprint(home / "maya.duckdb")
-    done = uac(
+    done = uac_here(
         "--db",
         "maya.duckdb",
         "sql",
@@ -443,18 +447,20 @@ def test_a_link_to_a_fleet_partition_is_refused_and_a_hard_link_leaves_it(
     soft = tmp_path / "soft.tsv"
     soft.symlink_to(part)
     err = one_line_error(
-        uac("--db", "maya.duckdb", "sql", "SELECT 1", "--out", str(soft), "--force", cwd=home)
+        uac_here("--db", "maya.duckdb", "sql", "SELECT 1", "--out", str(soft), "--force", cwd=home)
     )
     assert "fleet" in err
     hard = tmp_path / "hard.tsv"
     os.link(part, hard)
     assert "pass --force" in one_line_error(
-        uac("--db", "maya.duckdb", "sql", "SELECT 1", "--out", str(hard), cwd=home)
+        uac_here("--db", "maya.duckdb", "sql", "SELECT 1", "--out", str(hard), cwd=home)
     )
-    done = uac("--db", "maya.duckdb", "sql", "SELECT 1", "--out", str(hard), "--force", cwd=home)
+    done = uac_here(
+        "--db", "maya.duckdb", "sql", "SELECT 1", "--out", str(hard), "--force", cwd=home
+    )
     assert done.returncode == 0, done.stderr  # the name is replaced, never the partition's bytes
     assert sha(part) == before
-    done = uac("--db", "maya.duckdb", "verify", "fleet", cwd=home)
+    done = uac_here("--db", "maya.duckdb", "verify", "fleet", cwd=home)
     assert done.returncode == 0, done.stderr
 
 
@@ -464,7 +470,7 @@ def test_a_store_inside_a_fleet_directory_is_refused(home: Path) -> None:
     try:
         stored = sha(inner)
         one_line_error(
-            uac("--db", "maya.duckdb", "eval", "1", "--out", str(inner), "--force", cwd=home)
+            uac_here("--db", "maya.duckdb", "eval", "1", "--out", str(inner), "--force", cwd=home)
         )
         assert sha(inner) == stored
     finally:
@@ -487,7 +493,7 @@ def test_a_duckdb_file_named_as_any_kind_is_refused_with_force(
         ".tsv": ["sql", "SELECT 1", "--out"],
         ".csv": ["sql", "SELECT 1", "--out"],
     }[suffix]
-    one_line_error(uac("--db", "maya.duckdb", *argv, str(other), "--force", cwd=home))
+    one_line_error(uac_here("--db", "maya.duckdb", *argv, str(other), "--force", cwd=home))
     assert sha(other) == stored
 
 
@@ -500,7 +506,7 @@ def test_a_fifo_with_a_reader_gets_the_whole_result(home: Path, tmp_path: Path) 
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
-    done = uac("--db", "maya.duckdb", "eval", "[1, 2]", "--out", str(fifo), cwd=home)
+    done = uac_here("--db", "maya.duckdb", "eval", "[1, 2]", "--out", str(fifo), cwd=home)
     reader.join(HANG)
     assert done.returncode == 0, done.stderr
     assert got and got[0].replace(b" ", b"").replace(b"\n", b"") == b"[1,2]"
@@ -509,13 +515,15 @@ def test_a_fifo_with_a_reader_gets_the_whole_result(home: Path, tmp_path: Path) 
 
 
 def test_dev_null_is_written_straight_through(home: Path) -> None:
-    done = uac("--db", "maya.duckdb", "eval", "1", "--out", "/dev/null", cwd=home)
+    done = uac_here("--db", "maya.duckdb", "eval", "1", "--out", "/dev/null", cwd=home)
     assert done.returncode == 0, done.stderr
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
 def test_a_read_only_file_system_is_one_line(home: Path) -> None:
-    err = one_line_error(uac("--db", "maya.duckdb", "eval", "1", "--out", "/sys/x.json", cwd=home))
+    err = one_line_error(
+        uac_here("--db", "maya.duckdb", "eval", "1", "--out", "/sys/x.json", cwd=home)
+    )
     assert "/sys/x.json" in err
 
 
@@ -547,7 +555,7 @@ def test_a_replaced_file_through_a_link_keeps_the_targets_mode(home: Path, tmp_p
     real.chmod(0o600)
     link = tmp_path / "latest.json"
     link.symlink_to(real)
-    done = uac("--db", "maya.duckdb", "eval", "1", "--out", str(link), cwd=home)
+    done = uac_here("--db", "maya.duckdb", "eval", "1", "--out", str(link), cwd=home)
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and real.read_text() == "1"
     assert stat.S_IMODE(real.stat().st_mode) == 0o600
@@ -585,7 +593,7 @@ def test_bench_alerts_into_a_store_path_is_one_line(home: Path, tmp_path: Path) 
     victim = tmp_path / "victim.duckdb"
     make_store(victim)
     stored = sha(victim)
-    done = uac("bench", "alerts", "--set", "public", "--out", str(victim), cwd=tmp_path)
+    done = uac_here("bench", "alerts", "--set", "public", "--out", str(victim), cwd=tmp_path)
     # stderr has the progress bars; the error is the last line, and no traceback
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
     assert done.stderr.splitlines()[-1].startswith("uac: error: ")
@@ -615,10 +623,10 @@ def test_uac_demo_never_deletes_a_real_users_store_called_maya(tmp_path: Path) -
     """`uac demo --db S` removes S when its only user is 'maya' (the demo's user id), whoever
     made it: here a store of Maya's own events, ingested by her."""
     jsonl(tmp_path / "mine.jsonl", STORE)
-    done = uac("--db", "life.duckdb", "ingest", "mine.jsonl", "--user", "maya", cwd=tmp_path)
+    done = uac_here("--db", "life.duckdb", "ingest", "mine.jsonl", "--user", "maya", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     before = fingerprint(tmp_path / "life.duckdb")
-    done = uac("--db", "life.duckdb", "demo", cwd=tmp_path)
+    done = uac_here("--db", "life.duckdb", "demo", cwd=tmp_path)
     assert fingerprint(tmp_path / "life.duckdb") == before, "the user's store was replaced"
     one_line_error(done)
 
@@ -628,6 +636,6 @@ def test_uac_demo_never_replaces_the_users_files_beside_its_store(tmp_path: Path
     user's own `life.jsonl` (her events) and `life.py` are replaced without a word."""
     (tmp_path / "life.jsonl").write_text('{"kind": "note", "text": "my own events"}\n')
     (tmp_path / "life.py").write_text("# my analysis\n")
-    done = uac("--db", "life.duckdb", "demo", cwd=tmp_path)
+    done = uac_here("--db", "life.duckdb", "demo", cwd=tmp_path)
     assert (tmp_path / "life.jsonl").read_text().startswith('{"kind": "note"'), done.stdout[:200]
     assert (tmp_path / "life.py").read_text() == "# my analysis\n"

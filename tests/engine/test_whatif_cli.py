@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.cli import uac
+from helpers.cli import uac_here as uac
 from helpers.events import add, jsonl, update
 from helpers.maya import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE
 from helpers.store import fingerprint
