@@ -23,6 +23,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from helpers.cli import uac_here
 from helpers.events import fact
 from helpers.store import check, tamper
 
@@ -99,8 +100,11 @@ def raw(db: Path) -> bytes:
     return data + (wal.read_bytes() if wal.exists() else b"")
 
 
-def cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*UAC, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def cli(*args: str, cwd: Path, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``uac ARGS`` (in this process unless ``process``: another process, to meet a lock)."""
+    if process:
+        return subprocess.run([*UAC, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return uac_here(*args, cwd=cwd)
 
 
 def one_line_error(out: subprocess.CompletedProcess[str]) -> str:

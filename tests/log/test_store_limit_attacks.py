@@ -30,6 +30,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from helpers.cli import uac_here
 from helpers.store import append_as_before
 
 from uac_kernel.core.errors import EventError, StoreError, UacError
@@ -75,10 +76,16 @@ def jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
     return path
 
 
-def cli(*args: str, cwd: Path, timeout: float = 300, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*UAC, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, **kw
-    )
+def cli(
+    *args: str, cwd: Path, process: bool = False, env: dict[str, str] | None = None, **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    """``uac ARGS`` in this process; in another with ``process`` (to meet a lock) or with
+    ``subprocess.run``'s keywords (a memory limit)."""
+    if process or kw:
+        return subprocess.run(
+            [*UAC, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env, **kw
+        )
+    return uac_here(*args, cwd=cwd, env=env)
 
 
 def one_line_error(out: subprocess.CompletedProcess[str]) -> str:
@@ -782,7 +789,9 @@ def test_a_second_process_cannot_write_while_one_holds_the_store(db: Path, tmp_p
                 ["checkpoint"],
                 ["forget", "--record", "Trip", "k1"],
             ):
-                out = cli(*args, "--db", str(db), "--user", "u", cwd=tmp_path, env=short)
+                out = cli(
+                    *args, "--db", str(db), "--user", "u", cwd=tmp_path, env=short, process=True
+                )
                 line = one_line_error(out)
                 assert f"process {os.getpid()}" in line and "close that notebook" in line
             assert wb.store.last_seq == 3
