@@ -263,6 +263,8 @@ def test_kill9_mid_ingest_leaves_all_of_the_batch_and_its_proposals_or_none(
         outcomes.append((delay, facts, vocab))
         assert (facts, vocab) in ((0, 0), (full_facts, full_vocab)), outcomes
         assert verified(db) == ""
+        if (facts, vocab) in [o[1:] for o in outcomes[:-1]]:
+            continue  # a rerun after this outcome (none of it, or all) is checked already
         with Workbench(db, user="maya") as wb:  # opens, and a rerun completes the batch
             wb.ingest(src)
             assert (
