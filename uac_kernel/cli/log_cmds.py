@@ -4,7 +4,6 @@ forget, head."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -13,6 +12,8 @@ from uac_kernel.cli.output import _print_report, _row, to_json
 from uac_kernel.core.display import printable
 from uac_kernel.core.errors import CommandLineError, UacError
 from uac_kernel.ingest.adapters import read_histories
+from uac_kernel.render.forget import forget_lines
+from uac_kernel.render.integrity import heads_lines, verify_line
 
 __all__ = [
     "cmd_calls",
@@ -146,7 +147,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
         store.close()
     if not report.ok:
         raise UacError(report.summary(args.db))
-    print(printable(report.summary(args.db)))
+    print(verify_line(report, args.db))
 
 
 def _verify_fleet(args: argparse.Namespace) -> None:
@@ -188,16 +189,10 @@ def cmd_forget(args: argparse.Namespace) -> None:
         plan = wb.forget(
             type=record[0], key=record[1], source=args.source, text=args.text, dry_run=args.dry_run
         )
-        if plan.empty:
-            print(printable(f"nothing of {wb.user} matches; nothing to forget"))
-        elif args.dry_run:
-            print(printable(f"would forget: {plan.summary()}"))
-            for line in plan.lines():
-                print(f"  {printable(line)}")
-            print("run again without --dry-run to forget them")
-        else:
-            print(printable(f"forgot: {plan.summary()}; the store file was rewritten without them"))
-            print(printable(wb.verify().summary(args.db)))
+        for line in forget_lines(plan, dry_run=args.dry_run):
+            print(line)
+        if not args.dry_run and not plan.empty:
+            print(verify_line(wb.verify(), args.db))
 
 
 def cmd_head(args: argparse.Namespace) -> None:
@@ -208,10 +203,7 @@ def cmd_head(args: argparse.Namespace) -> None:
         found = heads(store, args.user)
     finally:
         store.close()
-    if args.user is not None:
-        if args.user not in found:
-            raise UacError(f"{args.db} holds nothing of user {args.user!r}; see `uac users`")
-        print(found[args.user])
-        return
-    for user, head in found.items():
-        print(f"{head}\t{json.dumps(user)}")
+    if args.user is not None and args.user not in found:
+        raise UacError(f"{args.db} holds nothing of user {args.user!r}; see `uac users`")
+    for line in heads_lines(found, args.user):
+        print(line)

@@ -4,13 +4,11 @@ result, a table, and the checked --out file."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from uac_kernel.core.display import plural, printable
+from uac_kernel.core.display import plural, printable, to_json
 from uac_kernel.render.reports import report_lines
 
 if TYPE_CHECKING:
@@ -20,19 +18,6 @@ if TYPE_CHECKING:
     from uac_kernel.sql.view import SqlResult
 
 __all__ = ["print_result", "sql_output", "to_json"]
-
-
-def to_json(value: Any) -> str:
-    def default(v: Any) -> Any:
-        if isinstance(v, (date, datetime)):
-            return v.isoformat()
-        if isinstance(v, timedelta):
-            return v.total_seconds()
-        if isinstance(v, (set, frozenset, tuple)):
-            return list(v)
-        return str(v)
-
-    return json.dumps(value, ensure_ascii=False, default=default, indent=None)
 
 
 def _row(*cells: Any) -> None:

@@ -15,7 +15,6 @@ from uac_kernel.cli.opening import _open, _open_user
 from uac_kernel.cli.output import (
     _output,
     _print_json,
-    _print_report,
     _row,
     _table,
     print_result,
@@ -24,6 +23,10 @@ from uac_kernel.cli.output import (
 )
 from uac_kernel.core.display import plural, printable
 from uac_kernel.core.errors import CommandLineError, UacError
+from uac_kernel.core.faces import CLI
+from uac_kernel.render.alerts import alerts_lines
+from uac_kernel.render.checkpoint import checkpoint_lines, diff_lines
+from uac_kernel.render.reports import bound_lines, in_force_lines, retracted_lines
 
 if TYPE_CHECKING:
     from uac_kernel.core.outputs import Output
@@ -47,8 +50,8 @@ __all__ = [
 
 def cmd_checkpoint(args: argparse.Namespace) -> None:
     with _open(args) as wb:
-        cp = wb.checkpoint()
-        print(f"{cp.summary()}; show it with `uac code --version {cp.version}`")
+        for line in checkpoint_lines(wb.checkpoint(), CLI):
+            print(line)
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> None:
@@ -108,21 +111,8 @@ def _check_module_name(path: str) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        d = wb.diff(args.a, args.b)
-        print(d.summary())
-        for t in d.new_types:
-            print(printable(f"  + type {t}"))
-        for t, fields in d.new_fields.items():
-            print(printable(f"  + fields of {t}: {', '.join(fields)}"))
-        for c in d.added:
-            print(printable(f"  + {c.type} {c.key}: {to_json(c.after)}"))
-        for c in d.changed:
-            changes = {
-                f: [(c.before or {}).get(f), (c.after or {}).get(f)] for f in c.changed_fields
-            }
-            print(printable(f"  ~ {c.type} {c.key}: {to_json(changes)}"))
-        for c in d.retracted:
-            print(printable(f"  - {c.type} {c.key}"))
+        for line in diff_lines(wb.diff(args.a, args.b)):
+            print(line)
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
@@ -147,18 +137,8 @@ def cmd_alerts(args: argparse.Namespace) -> None:
         if args.json:
             print(printable(to_json([a.model_dump(mode="json") for a in alerts])))
             return
-        if not alerts:
-            print("no alerts")
-        for a in alerts:
-            evidence = ", ".join(
-                f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
-            )
-            print(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
-            if evidence:
-                print(f"    evidence: {printable(evidence)}")
-            if (cv := wb.constraint_of(a.rule)) is not None:
-                c = cv.constraint
-                print(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
+        for line in alerts_lines(alerts, wb.constraint_of):
+            print(line)
 
 
 def cmd_whatif(args: argparse.Namespace) -> None:
@@ -241,7 +221,7 @@ def cmd_constrain(args: argparse.Namespace) -> None:
         if args.file is not None or args.key is not None:
             raise CommandLineError("--retract KEY takes no FILE or --key; give one or the other")
         with _open(args) as wb:
-            _print_report(wb.retract_constraint(args.retract, args.reason), "retracted; ")
+            print("\n".join(retracted_lines(wb.retract_constraint(args.retract, args.reason))))
         return
     if args.file is None:
         raise CommandLineError("give a YAML or JSON FILE of constraints, or --retract KEY")
@@ -255,7 +235,7 @@ def cmd_constrain(args: argparse.Namespace) -> None:
     found = read_constraints(text, args.file, args.key)
     with _open(args, create=True) as wb:
         report = wb.constrain(found, source=args.source, reason=args.reason)
-        _print_report(report, f"in force: {', '.join(report.constraints)}; ")
+        print("\n".join(in_force_lines(report)))
 
 
 def cmd_constraints(args: argparse.Namespace) -> None:
@@ -313,7 +293,7 @@ def cmd_vocab(args: argparse.Namespace) -> None:
         target, name, status = listing.vocab_command(words)
         with _open(args) as wb:
             report = wb.bind(target, name, reason=args.reason or "", status=status)
-            _print_report(report, "" if report.appended else "already so; ")
+            print("\n".join(bound_lines(report)))
         return
     with _open(args, read_only=True) as wb:
         _table(listing.BINDING_COLUMNS, listing.binding_rows(wb.vocab()), args.json)

@@ -6,14 +6,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+from uac_kernel.core.faces import CLI, FACES, MAGIC, Face
 
 __all__ = ["CLI", "FACES", "MAGIC", "Arg", "Command", "Face", "add_arguments", "arg"]
-
-Face = Literal["cli", "magic"]
-CLI: Face = "cli"  # the `uac` command
-MAGIC: Face = "magic"  # `%uac` in IPython (its marimo helpers are functions, see notebook/marimo)
-FACES: frozenset[Face] = frozenset((CLI, MAGIC))
 
 
 @dataclass(frozen=True)
@@ -62,7 +59,9 @@ def arg(
 class Command:
     """A command: ``name`` (``"fleet run"`` under a group), its one-line ``help``, its
     arguments, the faces it is typed on, and ``cell`` when ``%%uac NAME`` takes a cell body.
-    ``required`` names the argument groups of which one must be given."""
+    ``required`` names the argument groups of which one must be given. ``report`` names the
+    module of ``uac_kernel.render`` that draws what its engine call returns, the same on every
+    face (a string: `uac --help` imports no renderer)."""
 
     name: str
     help: str
@@ -73,6 +72,7 @@ class Command:
     required: frozenset[str] = frozenset()
     description: str | None = None  # a longer text for `--help` than the listing's line
     store: bool = True  # the terminal's --db/--user apply (a fleet command reads a directory)
+    report: str | None = None  # e.g. "checkpoint": uac_kernel.render.checkpoint draws its report
 
     def arguments(self, face: Face) -> list[Arg]:
         return [a for a in self.args if face in a.faces]

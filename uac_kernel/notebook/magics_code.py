@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 
-from uac_kernel.core.display import did_you_mean, plural, printable, show
+from uac_kernel.core.display import did_you_mean, plural, show
 from uac_kernel.core.records import field_values
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _unquote, subcommand
 from uac_kernel.notebook.tables import Table
-from uac_kernel.render.reports import alert_lines
+from uac_kernel.render.checkpoint import diff_lines, parts_lines
+from uac_kernel.render.reports import alert_lines, bound_lines, in_force_lines, retracted_lines
 from uac_kernel.rules.engine import Finding, Rule, rule
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class CodeMagics(Session):
             if cell is not None and cell.strip():
                 raise UsageError("`--retract KEY` takes no cell body; use the line magic")
             report = self._wb().retract_constraint(_unquote(args.retract), reason)
-            self._print_report(report)
+            print("\n".join(retracted_lines(report)))
             return
         if cell is None or not cell.strip():
             raise UsageError(
@@ -70,9 +71,7 @@ class CodeMagics(Session):
 
         key = _unquote(args.key) if args.key else None
         found = read_constraints(cell, "%%uac constraint", key)
-        report = self._wb().constrain(found, reason=reason)
-        print(printable(f"in force: {', '.join(report.constraints)}"))
-        self._print_report(report)
+        print("\n".join(in_force_lines(self._wb().constrain(found, reason=reason))))
 
     @subcommand("constraints")
     def cmd_constraints(self, rest: str, cell: str | None) -> Table:
@@ -143,7 +142,7 @@ class CodeMagics(Session):
             return None
         wb = self._wb()
         given = [wb.binding(t, name, reason=reason, status=st) for t, name, st in lines]
-        self._print_report(wb.bind_all(given))
+        print("\n".join(bound_lines(wb.bind_all(given))))
         return None
 
     @subcommand("state")
@@ -170,13 +169,7 @@ class CodeMagics(Session):
         """What changed from checkpoint A to B (a widget, and the summary as text)."""
         args = parse_argstring(self.cmd_diff, rest)
         wb = self._wb(read=True)
-        d = wb.diff(args.a, args.b)
-        lines = [d.summary()]
-        lines += [f"  + type {t}" for t in d.new_types]
-        lines += [f"  + fields of {t}: {', '.join(f)}" for t, f in d.new_fields.items()]
-        lines += [f"  + {c.type} {c.key}" for c in d.added]
-        lines += [f"  ~ {c.type} {c.key}: {', '.join(c.changed_fields)}" for c in d.changed]
-        lines += [f"  - {c.type} {c.key}" for c in d.retracted]
+        lines = diff_lines(wb.diff(args.a, args.b))
 
         def make() -> Any:
             from uac_kernel.notebook.widgets import DiffView
@@ -253,7 +246,7 @@ class CodeMagics(Session):
         if args.all:
             if args.part:
                 raise UsageError("`%uac edit --all` takes no part")
-            self._print_parts(wb, version, pinned=True)
+            print("\n".join(parts_lines(version, wb.parts(version), pinned=True)))
             return
         if not args.part:
             raise UsageError(

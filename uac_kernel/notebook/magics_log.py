@@ -12,9 +12,13 @@ from IPython.core.magic_arguments import parse_argstring
 from IPython.display import display
 
 from uac_kernel.core.display import plural
+from uac_kernel.core.faces import MAGIC
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
 from uac_kernel.notebook.tables import Table
+from uac_kernel.render.checkpoint import checkpoint_lines
+from uac_kernel.render.forget import forget_lines
+from uac_kernel.render.integrity import heads_lines, verify_line
 from uac_kernel.render.summary import summary
 
 __all__ = ["LogMagics"]
@@ -57,8 +61,7 @@ class LogMagics(Session):
         parse_argstring(self.cmd_checkpoint, rest)
         wb = self._wb(read=True)
         cp = wb.checkpoint()
-        print(cp.summary())
-        self._print_parts(wb, cp.version)
+        print("\n".join(checkpoint_lines(cp, MAGIC, wb.parts(cp.version))))
 
     @subcommand("checkpoints")
     def cmd_checkpoints(self, rest: str, cell: str | None) -> Table:
@@ -139,7 +142,7 @@ class LogMagics(Session):
         report = wb.verify(head=args.head, all_users=args.all)
         if not report.ok:
             raise UsageError(_one_line(report.summary(wb.store.path)))
-        print(report.summary(wb.store.path))
+        print(verify_line(report, wb.store.path))
 
     @subcommand("forget")
     def cmd_forget(self, rest: str, cell: str | None) -> None:
@@ -150,20 +153,16 @@ class LogMagics(Session):
         wb = self._wb(read=True)
         what = {"type": record[0], "key": record[1], "source": args.source, "text": args.text}
         plan = wb.forget(**what, dry_run=args.dry_run)
-        if plan.empty:
-            print("nothing matches; nothing to forget")
-        elif args.dry_run:
-            print(f"would forget: {plan.summary()}")
-            for line in plan.lines():
-                print(f"  {line}")
-        else:
-            print(f"forgot: {plan.summary()}; the store file was rewritten without them")
+        print("\n".join(forget_lines(plan, dry_run=args.dry_run)))
+        if not args.dry_run and not plan.empty:
+            print(verify_line(wb.verify(), wb.store.path))
 
     @subcommand("head")
     def cmd_head(self, rest: str, cell: str | None) -> None:
         """This user's chain head: keep it elsewhere, check later with %uac verify --head."""
         parse_argstring(self.cmd_head, rest)
-        print(self._wb().head())
+        wb = self._wb()
+        print("\n".join(heads_lines({wb.user: wb.head()}, wb.user)))
 
     @subcommand("calls")
     def cmd_calls(self, rest: str, cell: str | None) -> None:

@@ -1,23 +1,20 @@
-"""How `%uac` shows results: a paged text and HTML table, an answer, alert lines."""
+"""How `%uac` shows rows: a paged text and HTML table."""
 
 from __future__ import annotations
 
 import html
 import re
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from uac_kernel.core.display import clip_json, plural, printable, shorten, show
-from uac_kernel.model.ask import Answer
-from uac_kernel.rules.engine import Alert
+from uac_kernel.core.display import plural, printable, shorten, show
 
 if TYPE_CHECKING:
     from IPython.lib.pretty import RepresentationPrinter
 
-    from uac_kernel.state.fold import ConstraintVersion
 
-__all__ = ["Table", "alerts_text", "answer_text"]
+__all__ = ["Table"]
 
 
 _CELL_WIDTH = 60  # characters of one table cell in the text view
@@ -153,64 +150,3 @@ class Table:
 
     def __repr__(self) -> str:
         return self.text()
-
-
-def answer_text(answer: Answer) -> str:
-    """An answer, the code that computed it, and what it rests on."""
-    value, _ = clip_json(answer.value)
-    # The model wrote the code and the explanation: escaped like everything from outside.
-    lines = [
-        value,
-        f"  code: {printable(answer.expression)}",
-        f"  why:  {printable(answer.explanation)}",
-    ]
-    cert = answer.certificate
-    keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
-    more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
-    lines.append(f"  records ({cert.records_total}): {printable(keys)}{more}")
-    for u in cert.utterances[:5]:
-        said = f"[{u['source']}] {u['speaker']}: {u['text']}"
-        lines.append(f"  said {show(u['ts'])[:10]} {printable(said)}")
-    return "\n".join(lines)
-
-
-def _answer_html(answer: Answer) -> str:
-    esc = html.escape
-    value, _ = clip_json(answer.value)
-    cert = answer.certificate
-    records = "".join(f"<li>{esc(r['type'])} {esc(str(r['key']))}</li>" for r in cert.records[:8])
-    if cert.records_total > 8:
-        records += f"<li>… and {cert.records_total - 8} more</li>"
-    said = "".join(
-        f"<li>{esc(show(u['ts'])[:10])} [{esc(str(u['source']))}] "
-        f"{esc(str(u['speaker']))}: {esc(str(u['text']))}</li>"
-        for u in cert.utterances[:5]
-    )
-    said_too = f" and {plural(len(cert.utterances), 'utterance')}" if cert.utterances else ""
-    return (
-        f"<div><p><strong>{esc(value)}</strong></p>"
-        f"<pre><code>{esc(answer.expression)}</code></pre><p>{esc(answer.explanation)}</p>"
-        f"<details><summary>rests on {plural(cert.records_total, 'record')}{said_too}</summary>"
-        f"<ul>{records}</ul><ul>{said}</ul></details></div>"
-    )
-
-
-def alerts_text(
-    alerts: Sequence[Alert], constraint_of: Callable[[str], ConstraintVersion | None] | None = None
-) -> str:
-    """The alerts as text; with ``constraint_of`` (``Workbench.constraint_of``) an alert of a
-    constraint's rule names the constraint."""
-    if not alerts:
-        return "no alerts"
-    lines = []
-    for a in alerts:
-        lines.append(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
-        evidence = ", ".join(
-            f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
-        )
-        if evidence:
-            lines.append(f"    evidence: {printable(evidence)}")
-        if constraint_of is not None and (cv := constraint_of(a.rule)) is not None:
-            c = cv.constraint
-            lines.append(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
-    return "\n".join(lines)
