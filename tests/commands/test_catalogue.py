@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -381,3 +382,120 @@ def test_an_argument_declared_for_one_face_is_refused_on_the_other(store_ip: Any
         ip.run_line_magic("uac", "alerts --json")
     with pytest.raises(CommandLineError, match="unrecognized arguments: --all"):
         build_parser().parse_args(["verify", "--all"])
+
+
+# -- one renderer per report: both faces show what it draws ------------------------------------
+
+# Commands on both faces that declare no report yet: the engine call returns a value a face
+# hands back as it is (`eval`'s value, `code`'s code, `sql`'s rows), or rows each face lays out
+# as its own table (tab-separated lines in a terminal, a paged table in a notebook).
+UNREPORTED = {
+    "eval": "a value: JSON in a terminal, the object itself in a notebook",
+    "code": "the checkpoint's code, printed as it is on both faces",
+    "sql": "a SqlResult: tab-separated rows in a terminal, a Table in a notebook",
+    "checkpoints": "rows: tab-separated in a terminal, a Table in a notebook",
+    "users": "rows: tab-separated in a terminal, a Table in a notebook",
+    "state": "rows: tab-separated in a terminal, a Table in a notebook",
+    "history": "rows: tab-separated in a terminal, a Table in a notebook",
+    "constraints": "rows: tab-separated in a terminal, a Table in a notebook",
+    "log": "rows: tab-separated in a terminal, a Table in a notebook",
+    "calls": "rows: tab-separated in a terminal, a Table in a notebook",
+    "vocab": "rows: tab-separated in a terminal, a Table in a notebook",
+}
+
+
+def _both_faces() -> list[Command]:
+    return [c for c in declared(CLI) if MAGIC in c.faces]
+
+
+def test_every_command_on_both_faces_declares_the_report_it_draws() -> None:
+    import importlib
+
+    for command in _both_faces():
+        if command.name in UNREPORTED:
+            assert command.report is None, command.name  # it has one now: drop it from the list
+            continue
+        assert command.report, f"{command.name}: name its renderer (Command(report=...))"
+        module = importlib.import_module(f"uac_kernel.render.{command.report}")
+        assert module.__all__, command.report
+    assert set(UNREPORTED) <= {c.name for c in _both_faces()}
+
+
+# One run of a command on each face, over two copies of one store: the terminal's arguments
+# after `uac --db STORE --user maya`, the notebook's line and cell.
+BOTH: dict[str, tuple[list[str], str, str | None]] = {
+    "ingest": (["ingest", "events.jsonl"], "ingest events.jsonl", None),
+    "checkpoint": (["checkpoint"], "checkpoint", None),
+    "checkpoint (new)": (["checkpoint"], "checkpoint", None),
+    "diff": (["diff", "1", "2"], "diff 1 2", None),
+    "alerts": (["alerts"], "alerts", None),
+    "constrain": (["constrain", "tax.yaml", "--key", "tax"], "constrain --key tax", CONSTRAINT),
+    "constrain --retract": (["constrain", "--retract", "tax"], "constrain --retract tax", None),
+    "whatif": (["whatif", "whatif.jsonl"], "whatif hypothetical", None),
+    "verify": (["verify"], "verify", None),
+    "forget": (["forget", "--record", "Medication", "ibu", "--dry-run"],
+               "forget --record Medication ibu --dry-run", None),
+    "forget (done)": (["forget", "--record", "Medication", "ibu"],
+                      "forget --record Medication ibu", None),
+    "forget (nothing)": (["forget", "--text", "zebra"], "forget --text zebra", None),
+    "head": (["head"], "head", None),
+    "extract": (["extract"], "extract", None),
+    "review": (["review"], "review", None),
+}  # fmt: skip
+BOTH_ELSEWHERE = {"ask": "tests/cli/test_cli.py and tests/notebook/test_magics.py (a model)"}
+
+
+def test_every_reported_command_is_compared_on_both_faces() -> None:
+    reported = {c.name for c in _both_faces() if c.report is not None}
+    assert {name.split(" (")[0].split(" --")[0] for name in BOTH} | set(BOTH_ELSEWHERE) == reported
+
+
+def _without_hints(text: str, *stores: Path) -> list[str]:
+    """The lines a face shows, its hints aside (a terminal's `uac code ...`, a notebook's
+    `%uac edit PART` lines) and each store's path as STORE."""
+    for db in stores:
+        text = text.replace(str(db), "STORE")
+    lines = []
+    for line in text.splitlines():
+        if "%uac " in line or line.startswith("edit a part in a cell"):
+            continue
+        lines.append(re.sub(r"; (show|see) it with `uac [^`]*`$", "", line))
+    return lines
+
+
+@pytest.mark.parametrize("name", sorted(BOTH))
+def test_both_faces_show_the_report_as_its_renderer_draws_it(
+    name: str, store: Path, store_ip: Any, work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    argv, line, cell = BOTH[name]
+    terminal = work.with_name("terminal.duckdb")
+    shutil.copy(store, terminal)
+    ip = store_ip
+    with capture_output():
+        ip.run_line_magic("uac", "open")  # what opening prints is not the command's
+    if name == "checkpoint (new)":  # a new fact first, on both copies, so a version is taken
+        assert main(["--db", str(terminal), "--user", "maya", "ingest", "events.jsonl"]) == 0
+        with capture_output():
+            ip.run_line_magic("uac", "ingest events.jsonl")
+    if name == "constrain --retract":
+        given = ["constrain", "tax.yaml", "--key", "tax"]
+        assert main(["--db", str(terminal), "--user", "maya", *given]) == 0
+        with capture_output():
+            ip.run_cell_magic("uac", "constrain --key tax", CONSTRAINT)
+    capsys.readouterr()
+    code = main(["--db", str(terminal), "--user", "maya", *argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    with capture_output() as captured:
+        if cell is None:
+            ip.run_line_magic("uac", line)
+        else:
+            ip.run_cell_magic("uac", line, cell)
+    shown = captured.stdout + "".join(
+        o.data["text/plain"] + "\n"
+        for o in captured.outputs
+        if not re.search(r"\[\d\d:\d\d.*/s\]$", o.data["text/plain"])  # a progress bar
+    )
+    assert _without_hints(out, terminal) == _without_hints(shown, work), (out, shown)

@@ -147,8 +147,11 @@ _ALL: tuple[Command, ...] = (
                 faces=_TERMINAL,  # a notebook's session is one user
             ),
         ),
+        report="reports",
     ),
-    Command("checkpoint", "store the current state as a new version of typed code"),
+    Command(
+        "checkpoint", "store the current state as a new version of typed code", report="checkpoint"
+    ),
     Command("checkpoints", "list the checkpoints"),
     Command("users", "the users and their events: all kinds, facts, utterances"),
     Command("state", "record types with their current records and versions"),
@@ -179,6 +182,7 @@ _ALL: tuple[Command, ...] = (
             arg("a", type=POSITIVE, help="the older checkpoint"),
             arg("b", type=POSITIVE, help="the newer checkpoint"),
         ),
+        report="checkpoint",
     ),
     Command(
         "eval",
@@ -206,7 +210,7 @@ _ALL: tuple[Command, ...] = (
         ),
         cell=True,
     ),
-    Command("alerts", "the alerts standing now", (_json(),)),
+    Command("alerts", "the alerts standing now", (_json(),), report="alerts"),
     Command(
         "constrain",
         "put constraints in force from a YAML or JSON file (one, a list, or key: constraint), "
@@ -214,6 +218,7 @@ _ALL: tuple[Command, ...] = (
         _CONSTRAIN,
         aliases=("constraint",),
         cell=True,
+        report="reports",
     ),
     Command(
         "vocab",
@@ -282,6 +287,7 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        report="whatif_face",
     ),
     Command(
         "constraints",
@@ -337,6 +343,7 @@ _ALL: tuple[Command, ...] = (
                 faces=_TERMINAL,
             ),
         ),
+        report="integrity",
     ),
     Command(
         "export",
@@ -368,11 +375,13 @@ _ALL: tuple[Command, ...] = (
             arg("--dry-run", action="store_true", help="list what would go; change nothing"),
         ),
         required=frozenset({"what"}),
+        report="forget",
     ),
     Command(
         "head",
         "print each user's chain head (one user's with --user); keep it elsewhere and check "
         "the store against it later with `uac verify --head`",
+        report="integrity",
     ),
     Command(
         "extract",
@@ -385,6 +394,7 @@ _ALL: tuple[Command, ...] = (
             arg("--max-new-types", type=COUNT, default=None, help="cap per batch (10)"),
             arg("--max-new-fields", type=COUNT, default=None, help="cap per batch (60)"),
         ),
+        report="reports",
     ),
     Command(
         "review",
@@ -402,6 +412,7 @@ _ALL: tuple[Command, ...] = (
             "against the state now); `review reject ID` drops them. The call record keeps "
             "every answer."
         ),
+        report="review",
     ),
     Command(
         "ask",
@@ -412,6 +423,7 @@ _ALL: tuple[Command, ...] = (
             _json(),
         ),
         cell=True,
+        report="answer",
     ),
     Command(
         "bench aggregate",
