@@ -918,7 +918,7 @@ def test_head_verify_and_forget(loaded: Any, tmp_path: Path) -> None:
     assert not any("penicillin" in a.message for a in wb_of(ip).alerts())
     assert b"penicillin" not in (tmp_path / "maya.duckdb").read_bytes()
     assert "passes through 1 kept head" in run_out(ip, f"%uac verify --head {head}")
-    assert "nothing matches" in run_out(ip, "%uac forget --text penicillin")
+    assert "nothing of maya matches" in run_out(ip, "%uac forget --text penicillin")
     message = usage_error(ip, "%uac forget")  # the terminal's words: one declaration
     assert message == "one of the arguments --record --source --text is required"
     assert "not a head" in usage_error(ip, "%uac verify --head e1")
@@ -1022,11 +1022,11 @@ def test_a_constraint_cell_puts_it_in_force_and_rerunning_it_edited_updates_it(l
     ]
     assert table.rows[0][-1] == "constraint_refill"
     # the alert text names the constraint behind the alert
-    from uac_kernel.notebook.tables import alerts_text
+    from uac_kernel.render.alerts import alerts_lines
 
     wb = wb_of(loaded)
-    assert "    constraint: refill (obligation): Refill the amoxicillin" in alerts_text(
-        wb.alerts(), wb.constraint_of
+    assert "    constraint: refill (obligation): Refill the amoxicillin" in "\n".join(
+        alerts_lines(wb.alerts(), wb.constraint_of)
     )
     out = run_out(loaded, "%uac constraint --retract refill --reason 'course finished'")
     assert "why: constraint 'refill' was retracted: course finished" in out
