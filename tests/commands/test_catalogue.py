@@ -20,7 +20,7 @@ from IPython.utils.capture import capture_output
 from uac_kernel.cli.main import main
 from uac_kernel.cli.parser import BODIES, build_parser
 from uac_kernel.commands.catalogue import COMMANDS, declared
-from uac_kernel.commands.declare import CLI, MAGIC, Arg, Command, Face
+from uac_kernel.commands.declare import CLI, MAGIC, VALUE, Arg, Command, Face
 from uac_kernel.core.errors import CommandLineError
 from uac_kernel.notebook.magics import UacMagics
 
@@ -386,23 +386,6 @@ def test_an_argument_declared_for_one_face_is_refused_on_the_other(store_ip: Any
 
 # -- one renderer per report: both faces show what it draws ------------------------------------
 
-# Commands on both faces that declare no report yet: the engine call returns a value a face
-# hands back as it is (`eval`'s value, `code`'s code, `sql`'s rows), or rows each face lays out
-# as its own table (tab-separated lines in a terminal, a paged table in a notebook).
-UNREPORTED = {
-    "eval": "a value: JSON in a terminal, the object itself in a notebook",
-    "code": "the checkpoint's code, printed as it is on both faces",
-    "sql": "a SqlResult: tab-separated rows in a terminal, a Table in a notebook",
-    "checkpoints": "rows: tab-separated in a terminal, a Table in a notebook",
-    "users": "rows: tab-separated in a terminal, a Table in a notebook",
-    "state": "rows: tab-separated in a terminal, a Table in a notebook",
-    "history": "rows: tab-separated in a terminal, a Table in a notebook",
-    "constraints": "rows: tab-separated in a terminal, a Table in a notebook",
-    "log": "rows: tab-separated in a terminal, a Table in a notebook",
-    "calls": "rows: tab-separated in a terminal, a Table in a notebook",
-    "vocab": "rows: tab-separated in a terminal, a Table in a notebook",
-}
-
 
 def _both_faces() -> list[Command]:
     return [c for c in declared(CLI) if MAGIC in c.faces]
@@ -411,14 +394,15 @@ def _both_faces() -> list[Command]:
 def test_every_command_on_both_faces_declares_the_report_it_draws() -> None:
     import importlib
 
+    values = set()
     for command in _both_faces():
-        if command.name in UNREPORTED:
-            assert command.report is None, command.name  # it has one now: drop it from the list
-            continue
         assert command.report, f"{command.name}: name its renderer (Command(report=...))"
+        if command.report == VALUE:  # handed back as it is; the declaration says why
+            values.add(command.name)
+            continue
         module = importlib.import_module(f"uac_kernel.render.{command.report}")
         assert module.__all__, command.report
-    assert set(UNREPORTED) <= {c.name for c in _both_faces()}
+    assert values == {"eval", "code"}
 
 
 # One run of a command on each face, over two copies of one store: the terminal's arguments
@@ -441,12 +425,26 @@ BOTH: dict[str, tuple[list[str], str, str | None]] = {
     "head": (["head"], "head", None),
     "extract": (["extract"], "extract", None),
     "review": (["review"], "review", None),
+    "checkpoints": (["checkpoints"], "checkpoints", None),
+    "users": (["users"], "users", None),
+    "state": (["state"], "state", None),
+    "history": (["history", "Medication", "amox"], "history Medication amox", None),
+    "constraints": (["constraints"], "constraints", None),
+    "constraints --history": (["constraints", "--history"], "constraints --history", None),
+    "log": (["log", "--limit", "3"], "log --limit 3", None),
+    "log (facts)": (["log", "--kind", "fact"], "log --kind fact", None),
+    "calls": (["calls"], "calls", None),
+    "vocab": (["vocab"], "vocab", None),
+    "vocab (concepts)": (["vocab", "concepts"], "vocab concepts", None),
+    "vocab --unbound": (["vocab", "--unbound"], "vocab --unbound", None),
+    "sql": (["sql", "SELECT key, name FROM Medication ORDER BY key"],
+            "sql SELECT key, name FROM Medication ORDER BY key", None),
 }  # fmt: skip
 BOTH_ELSEWHERE = {"ask": "tests/cli/test_cli.py and tests/notebook/test_magics.py (a model)"}
 
 
 def test_every_reported_command_is_compared_on_both_faces() -> None:
-    reported = {c.name for c in _both_faces() if c.report is not None}
+    reported = {c.name for c in _both_faces() if c.report != VALUE}
     assert {name.split(" (")[0].split(" --")[0] for name in BOTH} | set(BOTH_ELSEWHERE) == reported
 
 
@@ -473,13 +471,14 @@ def test_both_faces_show_the_report_as_its_renderer_draws_it(
     terminal = work.with_name("terminal.duckdb")
     shutil.copy(store, terminal)
     ip = store_ip
+    ip.run_line_magic("config", "UacMagics.displaylimit = 0")  # a notebook pages; a terminal not
     with capture_output():
         ip.run_line_magic("uac", "open")  # what opening prints is not the command's
     if name == "checkpoint (new)":  # a new fact first, on both copies, so a version is taken
         assert main(["--db", str(terminal), "--user", "maya", "ingest", "events.jsonl"]) == 0
         with capture_output():
             ip.run_line_magic("uac", "ingest events.jsonl")
-    if name == "constrain --retract":
+    if name in ("constrain --retract", "constraints --history"):
         given = ["constrain", "tax.yaml", "--key", "tax"]
         assert main(["--db", str(terminal), "--user", "maya", *given]) == 0
         with capture_output():
@@ -490,12 +489,14 @@ def test_both_faces_show_the_report_as_its_renderer_draws_it(
     assert code == 0, err
     with capture_output() as captured:
         if cell is None:
-            ip.run_line_magic("uac", line)
+            result = ip.run_line_magic("uac", line)
         else:
-            ip.run_cell_magic("uac", line, cell)
+            result = ip.run_cell_magic("uac", line, cell)
     shown = captured.stdout + "".join(
         o.data["text/plain"] + "\n"
         for o in captured.outputs
         if not re.search(r"\[\d\d:\d\d.*/s\]$", o.data["text/plain"])  # a progress bar
     )
+    if result is not None:  # a returned listing: shown as the cell's value
+        shown += ip.display_formatter.format(result)[0]["text/plain"] + "\n"
     assert _without_hints(out, terminal) == _without_hints(shown, work), (out, shown)

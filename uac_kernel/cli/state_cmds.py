@@ -15,8 +15,8 @@ from uac_kernel.cli.opening import _open, _open_user
 from uac_kernel.cli.output import (
     _output,
     _print_json,
-    _row,
-    _table,
+    _print_listing,
+    _print_listing_json,
     print_result,
     sql_output,
     to_json,
@@ -26,10 +26,18 @@ from uac_kernel.core.errors import CommandLineError, UacError
 from uac_kernel.core.faces import CLI
 from uac_kernel.render.alerts import alerts_lines
 from uac_kernel.render.checkpoint import checkpoint_lines, diff_lines
+from uac_kernel.render.listings import (
+    checkpoints_listing,
+    constraints_listing,
+    history_listing,
+    state_listing,
+    vocab_listing,
+)
 from uac_kernel.render.reports import bound_lines, in_force_lines, retracted_lines
 
 if TYPE_CHECKING:
     from uac_kernel.core.outputs import Output
+    from uac_kernel.render.table import Listing
 
 __all__ = [
     "cmd_alerts",
@@ -62,15 +70,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
         checkpoints = Checkpoints(store, user).all()
     finally:
         store.close()
-    if not checkpoints:
-        print(printable(f"no checkpoints yet for {user}; take one with `uac checkpoint`"))
-    for cp in checkpoints:
-        _row(
-            cp.version,
-            f"seq {cp.seq}",
-            plural(cp.records, "record"),
-            f"{cp.created_at:%Y-%m-%d %H:%M:%S}",
-        )
+    _print_listing(checkpoints_listing(checkpoints, user, CLI))
 
 
 def cmd_code(args: argparse.Namespace) -> None:
@@ -261,18 +261,7 @@ def cmd_constraints(args: argparse.Namespace) -> None:
             ]
             print(printable(to_json(rows)))
             return
-        if not shown:
-            print("no constraints in force" if not args.history else "no constraints")
-        for cv in shown:
-            by = cv.author or ""
-            if cv.derived_from:
-                by += f" from {', '.join(cv.derived_from)}"
-            until = ""
-            if args.history and cv.valid_to is not None:
-                until = f"until {cv.valid_to.isoformat()}{' (retracted)' if cv.retracted else ''}"
-            _row(cv.key, cv.constraint.kind, cv.constraint.title,
-                 f"since {cv.valid_from.isoformat()}", *([until] if args.history else []),
-                 by.strip() or "-", rule_name(cv.key))  # fmt: skip
+        _print_listing(constraints_listing(shown, args.history))
 
 
 def cmd_vocab(args: argparse.Namespace) -> None:
@@ -282,12 +271,11 @@ def cmd_vocab(args: argparse.Namespace) -> None:
     if args.unbound:
         listing.listing_only(words)
         with _open(args, read_only=True) as wb:
-            _table(listing.UNWATCHED_COLUMNS, listing.unwatched_rows(wb.unwatched()), args.json)
+            _vocab_listing(vocab_listing("unbound", listing.unwatched_rows(wb.unwatched())), args)
         return
     if words[:1] in (["concepts"], ["roles"]) and len(words) == 1:
-        roles = words[0] == "roles"
-        columns = listing.ROLE_COLUMNS if roles else listing.CONCEPT_COLUMNS
-        _table(columns, listing.catalogue_rows(roles), args.json)
+        rows = listing.catalogue_rows(words[0] == "roles")
+        _vocab_listing(vocab_listing(words[0], rows), args)
         return
     if words:
         target, name, status = listing.vocab_command(words)
@@ -296,25 +284,23 @@ def cmd_vocab(args: argparse.Namespace) -> None:
             print("\n".join(bound_lines(report)))
         return
     with _open(args, read_only=True) as wb:
-        _table(listing.BINDING_COLUMNS, listing.binding_rows(wb.vocab()), args.json)
+        _vocab_listing(vocab_listing("bindings", listing.binding_rows(wb.vocab())), args)
+
+
+def _vocab_listing(shown: Listing, args: argparse.Namespace) -> None:
+    if args.json:
+        _print_listing_json(shown)
+    else:
+        _print_listing(shown)
 
 
 def cmd_state(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        print("type\tcurrent\tversions")
-        for name, n in sorted(wb.state.counts().items()):
-            _row(name, n, len(wb.state.history(name)))
+        counts = wb.state.counts()
+        versions = {name: len(wb.state.history(name)) for name in counts}
+    _print_listing(state_listing(counts, versions))
 
 
 def cmd_history(args: argparse.Namespace) -> None:
-    from uac_kernel.core.records import field_values
-
     with _open(args, read_only=True) as wb:
-        for r in wb.versions(args.type, args.key):
-            fields = {k: v for k, v in field_values(r).items() if v is not None}
-            print(
-                f"{r.valid_from.isoformat() if r.valid_from else ''}\t"
-                f"{r.valid_to.isoformat() if r.valid_to else ''}\t"
-                f"{'retracted' if r.retracted else ''}\t{printable(to_json(fields))}\t"
-                f"events {', '.join(map(str, r.sources))}"
-            )
+        _print_listing(history_listing(args.type, args.key, wb.versions(args.type, args.key)))

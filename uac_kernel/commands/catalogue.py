@@ -1,9 +1,9 @@
-"""Every command of `uac` and `%uac`, declared once: name, help, arguments and faces (the order
-is `uac --help`'s)."""
+"""Every command of `uac` and `%uac`, declared once: name, help, arguments, faces and the renderer
+of its report (the order is `uac --help`'s)."""
 
 from __future__ import annotations
 
-from uac_kernel.commands.declare import CLI, MAGIC, Arg, Command, Face, arg
+from uac_kernel.commands.declare import CLI, MAGIC, VALUE, Arg, Command, Face, arg
 from uac_kernel.commands.types import (
     COUNT,
     FLEET_JOBS,
@@ -150,15 +150,30 @@ _ALL: tuple[Command, ...] = (
         report="reports",
     ),
     Command(
-        "checkpoint", "store the current state as a new version of typed code", report="checkpoint"
+        "checkpoint",
+        "store the current state as a new version of typed code",
+        report="checkpoint",
     ),
-    Command("checkpoints", "list the checkpoints"),
-    Command("users", "the users and their events: all kinds, facts, utterances"),
-    Command("state", "record types with their current records and versions"),
+    Command(
+        "checkpoints",
+        "list the checkpoints",
+        report="listings",
+    ),
+    Command(
+        "users",
+        "the users and their events: all kinds, facts, utterances",
+        report="log_listings",
+    ),
+    Command(
+        "state",
+        "record types with their current records and versions",
+        report="listings",
+    ),
     Command(
         "history",
         "every version of one record and the events behind it",
         (arg("type", help="a record type, e.g. Trip"), arg("key", help="the record's key")),
+        report="listings",
     ),
     Command(
         "code",
@@ -174,6 +189,7 @@ _ALL: tuple[Command, ...] = (
             ),
             _force(),
         ),
+        report=VALUE,  # the checkpoint's code, as it is: a terminal prints it, a notebook too
     ),
     Command(
         "diff",
@@ -199,6 +215,7 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        report=VALUE,  # any Python value: JSON in a terminal, the object itself in a notebook
     ),
     Command(
         "sql",
@@ -209,8 +226,14 @@ _ALL: tuple[Command, ...] = (
             *_sql_options(),
         ),
         cell=True,
+        report="listings",
     ),
-    Command("alerts", "the alerts standing now", (_json(),), report="alerts"),
+    Command(
+        "alerts",
+        "the alerts standing now",
+        (_json(),),
+        report="alerts",
+    ),
     Command(
         "constrain",
         "put constraints in force from a YAML or JSON file (one, a list, or key: constraint), "
@@ -243,6 +266,7 @@ _ALL: tuple[Command, ...] = (
             _json(),
         ),
         cell=True,
+        report="listings",
     ),
     Command(
         "whatif",
@@ -293,6 +317,7 @@ _ALL: tuple[Command, ...] = (
         "constraints",
         "the constraints in force, and the rule of each",
         (arg("--history", action="store_true", help="every version, ended ones too"), _json()),
+        report="listings",
     ),
     Command(
         "log",
@@ -313,7 +338,9 @@ _ALL: tuple[Command, ...] = (
                 cli={"default": 50},
                 magic={"default": None},
             ),
+            _json("print the events whole, their payloads as the log holds them"),
         ),
+        report="log_listings",
     ),
     Command(
         "verify",
@@ -555,6 +582,7 @@ _ALL: tuple[Command, ...] = (
             ),
             arg("--all-users", action="store_true", help="the calls of every user of the store"),
         ),
+        report="log_listings",
     ),
     Command(
         "demo",

@@ -1,5 +1,5 @@
-"""A command's one declaration: its name, help and arguments, and the faces it is typed on; each
-face's argument parser is built from it."""
+"""A command's one declaration: its name, help and arguments, the faces it is typed on and its
+report; each face's argument parser is built from it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,21 @@ from typing import Any
 
 from uac_kernel.core.faces import CLI, FACES, MAGIC, Face
 
-__all__ = ["CLI", "FACES", "MAGIC", "Arg", "Command", "Face", "add_arguments", "arg"]
+__all__ = [
+    "CLI",
+    "FACES",
+    "MAGIC",
+    "VALUE",
+    "Arg",
+    "Command",
+    "Face",
+    "add_arguments",
+    "arg",
+]
+
+VALUE = "value"
+"""The ``report`` of a command whose engine call returns a value each face hands back as it is
+(``eval``'s value, ``code``'s text): no renderer draws it; its declaration says why."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,8 @@ class Command:
     arguments, the faces it is typed on, and ``cell`` when ``%%uac NAME`` takes a cell body.
     ``required`` names the argument groups of which one must be given. ``report`` names the
     module of ``uac_kernel.render`` that draws what its engine call returns, the same on every
-    face (a string: `uac --help` imports no renderer)."""
+    face (a string: `uac --help` imports no renderer), or is ``VALUE`` for a value handed back
+    as it is."""
 
     name: str
     help: str

@@ -11,7 +11,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 from IPython.display import display
 
-from uac_kernel.core.display import plural
 from uac_kernel.core.faces import MAGIC
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
@@ -19,7 +18,9 @@ from uac_kernel.notebook.tables import Table
 from uac_kernel.render.checkpoint import checkpoint_lines
 from uac_kernel.render.forget import forget_lines
 from uac_kernel.render.integrity import heads_lines, verify_line
-from uac_kernel.render.summary import summary
+from uac_kernel.render.listings import checkpoints_listing
+from uac_kernel.render.log_listings import calls_listings, log_listing, users_listing
+from uac_kernel.render.table import listings_html, listings_lines
 
 __all__ = ["LogMagics"]
 
@@ -67,34 +68,25 @@ class LogMagics(Session):
     def cmd_checkpoints(self, rest: str, cell: str | None) -> Table:
         """The checkpoints of the user: version, the log seq each covers, records, when."""
         parse_argstring(self.cmd_checkpoints, rest)
-        cps = self._wb(read=True).checkpoints.all()
-        return Table(
-            ["version", "seq", "records", "created"],
-            [
-                (c.version, c.seq, c.records, c.created_at.strftime("%Y-%m-%d %H:%M:%S"))
-                for c in cps
-            ],
-            0,
-            caption=plural(len(cps), "checkpoint")
-            if cps
-            else "no checkpoint yet (%uac checkpoint)",
-        )
+        wb = self._wb(read=True)
+        return Table.of(checkpoints_listing(wb.checkpoints.all(), wb.user, MAGIC), 0)
 
     @subcommand("users")
     def cmd_users(self, rest: str, cell: str | None) -> Table:
-        """The users of the store and their event counts (switch with ``%uac open --user``)."""
+        """The users of the store and their events: all kinds, facts, utterances (switch with
+        ``%uac open --user``)."""
         parse_argstring(self.cmd_users, rest)
         from uac_kernel.log.store import Store
 
         if self.workbench is not None:
-            counts, path = self.workbench.store.user_counts(), self.workbench.store.path
+            counts, path = self.workbench.store.user_kind_counts(), self.workbench.store.path
         else:
             store = Store(self.db, read_only=True)
             try:
-                counts, path = store.user_counts(), store.path
+                counts, path = store.user_kind_counts(), store.path
             finally:
                 store.close()
-        return Table(["user", "events"], list(counts.items()), 0, caption=f"users of {path}")
+        return Table.of(users_listing(counts, str(path)), 0)
 
     @subcommand("log")
     def cmd_log(self, rest: str, cell: str | None) -> None:
@@ -108,22 +100,15 @@ class LogMagics(Session):
         events = wb.log(
             kinds=kinds, after_seq=args.after, limit=None if limit is None else limit + 1
         )
-        caption = ""
-        if limit is not None and len(events) > limit:
-            events = events[:limit]
-            caption = (
-                f"the first {limit} events after seq {args.after}; "
-                f"the next with `%uac log{f' --kind {args.kind}' if args.kind else ''}"
-                f"{f' --limit {args.limit}' if args.limit is not None else ''} "
-                f"--after {events[-1].seq}`"
-            )
-        table = Table(
-            ["seq", "ts", "kind", "source", "summary"],
-            [(e.seq, e.ts, e.kind, e.source, summary(e.kind, e.payload)) for e in events],
-            0,
-            caption,
-            wrap=["summary"],
+        listing = log_listing(
+            events,
+            MAGIC,
+            limit=limit,
+            after=args.after,
+            kind=args.kind,
+            limit_given=args.limit is not None,
         )
+        table = Table.of(listing, 0)
 
         def make() -> Any:
             from uac_kernel.notebook.widgets import LogBrowser
@@ -174,30 +159,11 @@ class LogMagics(Session):
         user = None if args.all_users else wb.user
         shown = self.displaylimit if args.limit is None else args.limit
         limit = shown if shown > 0 else 1_000_000
-        calls = list_calls(wb.store, user, limit=limit)
-        display(
-            Table(
-                ["call", "at", "purpose", "model", "tokens in", "tokens out", "ms", "outcome"],
-                [
-                    (
-                        c.call_id,
-                        c.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                        c.purpose,
-                        c.model,
-                        c.tokens_in,
-                        c.tokens_out,
-                        f"{c.latency_ms:.0f}",
-                        c.outcome,
-                    )
-                    for c in calls
-                ],
-                0,
-                caption=f"the last {len(calls)} model calls",
-            ),
-            Table(
-                ["purpose", "calls", "failed", "tokens in", "tokens out"],
-                call_totals(wb.store, user),
-                0,
-                caption="per purpose",
-            ),
+        listings = calls_listings(
+            list_calls(wb.store, user, limit=limit), call_totals(wb.store, user)
         )
+        bundle = {
+            "text/plain": "\n".join(listings_lines(listings)),
+            "text/html": listings_html(listings),
+        }
+        display(bundle, raw=True)
