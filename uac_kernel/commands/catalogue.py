@@ -1,9 +1,9 @@
-"""Every command of `uac` and `%uac`, declared once: name, help, arguments, faces and the renderer
-of its report (the order is `uac --help`'s)."""
+"""Every command of `uac` and `%uac`, declared once: name, help, arguments, faces, the renderer
+of its report and its marimo helper (the order is `uac --help`'s)."""
 
 from __future__ import annotations
 
-from uac_kernel.commands.declare import CLI, MAGIC, VALUE, Arg, Command, Face, arg
+from uac_kernel.commands.declare import CLI, MAGIC, VALUE, Arg, Command, Face, Marimo, arg
 from uac_kernel.commands.types import (
     COUNT,
     FLEET_JOBS,
@@ -148,32 +148,38 @@ _ALL: tuple[Command, ...] = (
             ),
         ),
         report="reports",
+        marimo="a plain engine call: wb.ingest(path) returns the report",
     ),
     Command(
         "checkpoint",
         "store the current state as a new version of typed code",
         report="checkpoint",
+        marimo="a plain engine call: wb.checkpoint()",
     ),
     Command(
         "checkpoints",
         "list the checkpoints",
         report="listings",
+        marimo="a plain engine call: wb.checkpoints.all()",
     ),
     Command(
         "users",
         "the users and their events: all kinds, facts, utterances",
         report="log_listings",
+        marimo="a plain engine call: wb.store.user_kind_counts()",
     ),
     Command(
         "state",
         "record types with their current records and versions",
         report="listings",
+        marimo=Marimo("state_explorer", own=("page_size", "query")),
     ),
     Command(
         "history",
         "every version of one record and the events behind it",
         (arg("type", help="a record type, e.g. Trip"), arg("key", help="the record's key")),
         report="listings",
+        marimo="a plain engine call: wb.versions(type, key)",
     ),
     Command(
         "code",
@@ -190,6 +196,7 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         report=VALUE,  # the checkpoint's code, as it is: a terminal prints it, a notebook too
+        marimo="a value: wb.code(version)",
     ),
     Command(
         "diff",
@@ -199,6 +206,7 @@ _ALL: tuple[Command, ...] = (
             arg("b", type=POSITIVE, help="the newer checkpoint"),
         ),
         report="checkpoint",
+        marimo=Marimo("diff_view"),
     ),
     Command(
         "eval",
@@ -216,6 +224,7 @@ _ALL: tuple[Command, ...] = (
         ),
         cell=True,
         report=VALUE,  # any Python value: JSON in a terminal, the object itself in a notebook
+        marimo=Marimo("evaluate"),
     ),
     Command(
         "sql",
@@ -227,12 +236,14 @@ _ALL: tuple[Command, ...] = (
         ),
         cell=True,
         report="listings",
+        marimo="a value: wb.sql(query), which mo.ui.table shows",
     ),
     Command(
         "alerts",
         "the alerts standing now",
         (_json(),),
         report="alerts",
+        marimo=Marimo("alert_inspector"),
     ),
     Command(
         "constrain",
@@ -242,6 +253,7 @@ _ALL: tuple[Command, ...] = (
         aliases=("constraint",),
         cell=True,
         report="reports",
+        marimo=Marimo("constrain", own=("text",)),
     ),
     Command(
         "vocab",
@@ -267,6 +279,7 @@ _ALL: tuple[Command, ...] = (
         ),
         cell=True,
         report="listings",
+        marimo="plain engine calls: wb.vocab(), wb.bind(...), wb.unwatched()",
     ),
     Command(
         "whatif",
@@ -312,12 +325,14 @@ _ALL: tuple[Command, ...] = (
         ),
         cell=True,
         report="whatif_face",
+        marimo=Marimo("whatif", names={"var": "events", "expr": "expressions"}),
     ),
     Command(
         "constraints",
         "the constraints in force, and the rule of each",
         (arg("--history", action="store_true", help="every version, ended ones too"), _json()),
         report="listings",
+        marimo=Marimo("constraints_table"),
     ),
     Command(
         "log",
@@ -341,6 +356,9 @@ _ALL: tuple[Command, ...] = (
             _json("print the events whole, their payloads as the log holds them"),
         ),
         report="log_listings",
+        marimo=Marimo(
+            "log_browser", widget=("after",), names={"limit": "page_size"}, own=("query",)
+        ),
     ),
     Command(
         "verify",
@@ -371,6 +389,7 @@ _ALL: tuple[Command, ...] = (
             ),
         ),
         report="integrity",
+        marimo="a plain engine call: wb.verify(head=..., all_users=...)",
     ),
     Command(
         "export",
@@ -403,12 +422,14 @@ _ALL: tuple[Command, ...] = (
         ),
         required=frozenset({"what"}),
         report="forget",
+        marimo="a plain engine call: wb.forget(...) returns the plan",
     ),
     Command(
         "head",
         "print each user's chain head (one user's with --user); keep it elsewhere and check "
         "the store against it later with `uac verify --head`",
         report="integrity",
+        marimo="a plain engine call: wb.head()",
     ),
     Command(
         "extract",
@@ -422,6 +443,7 @@ _ALL: tuple[Command, ...] = (
             arg("--max-new-fields", type=COUNT, default=None, help="cap per batch (60)"),
         ),
         report="reports",
+        marimo="a plain engine call: wb.extract() returns the report",
     ),
     Command(
         "review",
@@ -440,6 +462,7 @@ _ALL: tuple[Command, ...] = (
             "every answer."
         ),
         report="review",
+        marimo="plain engine calls: wb.review(), wb.accept(...), wb.reject(...)",
     ),
     Command(
         "ask",
@@ -451,6 +474,7 @@ _ALL: tuple[Command, ...] = (
         ),
         cell=True,
         report="answer",
+        marimo="a value: wb.ask(question) returns the Answer, which marimo shows",
     ),
     Command(
         "bench aggregate",
@@ -583,6 +607,7 @@ _ALL: tuple[Command, ...] = (
             arg("--all-users", action="store_true", help="the calls of every user of the store"),
         ),
         report="log_listings",
+        marimo="plain engine calls: model.client.list_calls(wb.store), call_totals(wb.store)",
     ),
     Command(
         "demo",
@@ -606,11 +631,13 @@ _ALL: tuple[Command, ...] = (
             arg("--read-only", action="store_true", help="open without taking the write lock"),
         ),
         faces=frozenset(_NOTEBOOK),
+        marimo="a plain engine call: uac.open(path, user=...)",
     ),
     Command(
         "close",
         "close the open workbench, releasing the store's lock for other processes",
         faces=frozenset(_NOTEBOOK),
+        marimo="a plain engine call: wb.close()",
     ),
     Command(
         "edit",
@@ -623,6 +650,7 @@ _ALL: tuple[Command, ...] = (
             arg("--all", action="store_true", help="list a command for every part"),
         ),
         faces=frozenset(_NOTEBOOK),
+        marimo="marimo edits code in its own cells; a checkpoint's code is wb.code()",
     ),
     Command(
         "cell",
@@ -641,6 +669,7 @@ _ALL: tuple[Command, ...] = (
         ),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        marimo="marimo edits code in its own cells; an edit is wb.apply_edit(...)",
     ),
     Command(
         "chart",
@@ -655,6 +684,7 @@ _ALL: tuple[Command, ...] = (
             arg("expr", nargs="*", help="for `result`: an expression (the rest of the line)"),
         ),
         faces=frozenset(_NOTEBOOK),
+        marimo=Marimo("chart"),
     ),
     Command(
         "fleet",
@@ -662,6 +692,7 @@ _ALL: tuple[Command, ...] = (
         (arg("words", nargs="*", help="DIR, sql [--timeout S] DIR QUERY, or run ... DIR JOB"),),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        marimo=Marimo("fleet", names={"words": "root"}),
     ),
 )
 
