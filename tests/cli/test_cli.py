@@ -102,7 +102,7 @@ def test_full_cli_round_trip(tmp_path: Path, events: Path) -> None:
     alerts = json.loads(uac_here("alerts", "--json", cwd=tmp_path, env=env).stdout)
     assert [a["rule"] for a in alerts] == ["drug_allergy_cross_reactivity"]
     log = uac_here("log", "--kind", "fact", cwd=tmp_path, env=env).stdout.splitlines()
-    assert len(log) == 4 and "\tfact" in log[0]
+    assert len(log) == 5 and log[0].startswith("seq\tts\tkind") and "\tfact\t" in log[1]
     assert "hash chains intact" in uac_here("verify", cwd=tmp_path, env=env).stdout
     # --db and --user on the command line win over the environment
     other = uac_here(
@@ -433,7 +433,7 @@ def test_a_checkpoint_that_changes_nothing_stores_no_version(tmp_path: Path, eve
     again = uac_here("checkpoint", cwd=tmp_path, env=env)
     assert again.returncode == 0
     assert again.stdout.startswith("no change since checkpoint 1 (3 records); no new version")
-    assert len(uac_here("checkpoints", cwd=tmp_path, env=env).stdout.splitlines()) == 1
+    assert len(uac_here("checkpoints", cwd=tmp_path, env=env).stdout.splitlines()) == 2
 
 
 def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
@@ -519,11 +519,13 @@ def test_help_is_still_argparses_and_a_bad_limit_no_traceback(tmp_path: Path, ev
     for command in ("log", "calls"):  # these reached DuckDB as LIMIT -1, a BinderException
         err = one_line_error(uac_here(command, "--limit", "-1", cwd=tmp_path, env=env))
         assert "must be 0 or more, got -1" in err
-    # 0 is a limit: no event, no call listed (the calls' totals still are)
-    assert uac_here("log", "--limit", "0", cwd=tmp_path, env=env).stdout == ""
+    # 0 is a limit: no event, no call listed (the headers, and the calls' totals, still are)
+    log = uac_here("log", "--limit", "0", cwd=tmp_path, env=env)
+    assert (log.stdout, log.stderr) == ("seq\tts\tkind\tsource\tsummary\n", "")
     calls = uac_here("calls", "--limit", "0", cwd=tmp_path, env=env)
-    assert (
-        calls.returncode == 0 and calls.stdout == "purpose\tcalls\tfailed\ttokens in\ttokens out\n"
+    assert calls.returncode == 0 and calls.stdout == (
+        "call\tat\tpurpose\tmodel\ttokens in\ttokens out\tms\toutcome\n\n"
+        "purpose\tcalls\tfailed\ttokens in\ttokens out\n"
     )
     assert "did you mean 'alerts'" in one_line_error(uac_here("alert", cwd=tmp_path, env=env))
 
@@ -540,7 +542,8 @@ def test_counts_agree_with_their_nouns_and_no_checkpoint_is_said(tmp_path: Path)
     assert uac_here("checkpoint", cwd=tmp_path, env=env).stdout.startswith(
         "checkpoint 1: 1 record, "
     )
-    assert "\t1 record\t" in uac_here("checkpoints", cwd=tmp_path, env=env).stdout
+    listed = uac_here("checkpoints", cwd=tmp_path, env=env).stdout.splitlines()
+    assert listed[0] == "version\tseq\trecords\tcreated" and listed[1].startswith("1\t3\t1\t")
     again = uac_here("checkpoint", cwd=tmp_path, env=env).stdout
     assert again.startswith("no change since checkpoint 1 (1 record);")
 
@@ -651,8 +654,8 @@ def test_constrain_lists_retracts_and_alerts_name_the_constraint(
     assert out.startswith("in force: tax, rent;") and "raised [" in out
     assert main(["constraints", "--db", db]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert [r.split("\t")[:2] for r in rows] == [["tax", "obligation"], ["rent", "obligation"]]
-    assert "\x1b" not in "".join(rows) and rows[0].endswith("constraint_tax")
+    assert [r.split("\t")[:2] for r in rows[1:]] == [["tax", "obligation"], ["rent", "obligation"]]
+    assert "\x1b" not in "".join(rows) and rows[1].endswith("constraint_tax")
     assert main(["alerts", "--db", db]) == 0
     out = capsys.readouterr().out
     assert "    constraint: tax (obligation): File the tax return" in out

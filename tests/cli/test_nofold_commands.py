@@ -21,10 +21,12 @@ import pytest
 from helpers.processes import suite_path
 
 from uac_kernel.cli.main import main
-from uac_kernel.cli.output import to_json
-from uac_kernel.core.display import plural, printable
+from uac_kernel.core.faces import CLI
 from uac_kernel.demo.life import write_demo_jsonl
 from uac_kernel.log.store import NewEvent, Store
+from uac_kernel.render.listings import checkpoints_listing
+from uac_kernel.render.log_listings import log_listing
+from uac_kernel.render.table import listing_lines
 from uac_kernel.workbench import Workbench, resolve_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,8 +43,9 @@ def uac(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def ok(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 0 and done.stderr == "", (done.returncode, done.stderr)
+def ok(done: subprocess.CompletedProcess[str], note: str = "") -> str:
+    """What a command printed, when it succeeded with nothing on stderr but ``note``."""
+    assert done.returncode == 0 and done.stderr == note, (done.returncode, done.stderr)
     return done.stdout
 
 
@@ -94,37 +97,26 @@ def broken_db(demo_db: Path, tmp_path: Path) -> Iterator[Path]:
     yield db
 
 
-# What the commands printed when they opened a Workbench (the code before this change), rendered
-# here from a Workbench on the same store.
+# What the commands print, drawn by the same renderers from a Workbench on the same store: the
+# no-fold commands read the store alone and must show the same.
 
 
 def log_as_workbench(
     db: Path, kinds: list[str] | None = None, after: int = 0, limit: int = 50
-) -> str:
+) -> tuple[str, str]:
+    """The lines `uac log` prints, and the note it prints on stderr (where the next page is)."""
     with Workbench(db, user=USER, read_only=True) as wb:
-        lines = []
-        for ev in wb.log(kinds=kinds, after_seq=after, limit=limit):
-            source = f" {ev.source}" if ev.source else ""
-            fields = printable(f"{ev.kind}{source}"), printable(to_json(ev.payload))
-            lines.append(f"{ev.seq}\t{ev.ts.isoformat()}\t{fields[0]}\t{fields[1]}\n")
-    return "".join(lines)
+        events = wb.log(kinds=kinds, after_seq=after, limit=limit + 1 if limit else 0)
+    kind = kinds[0] if kinds else None
+    listing = log_listing(events, CLI, limit=limit, after=after, kind=kind)
+    note = f"{listing.note}\n" if listing.note else ""
+    return "".join(f"{line}\n" for line in listing_lines(listing)), note
 
 
 def checkpoints_as_workbench(db: Path) -> str:
     with Workbench(db, user=USER, read_only=True) as wb:
-        return "".join(
-            "\t".join(
-                printable(str(c))
-                for c in (
-                    cp.version,
-                    f"seq {cp.seq}",
-                    plural(cp.records, "record"),
-                    f"{cp.created_at:%Y-%m-%d %H:%M:%S}",
-                )
-            )
-            + "\n"
-            for cp in wb.checkpoints.all()
-        )
+        listing = checkpoints_listing(wb.checkpoints.all(), wb.user, CLI)
+    return "".join(f"{line}\n" for line in listing_lines(listing))
 
 
 def code_as_workbench(db: Path, version: int | None) -> str:
@@ -146,15 +138,16 @@ def test_log_prints_what_the_workbench_printed(demo_db: Path, args: tuple[str, .
     kinds = [args[args.index("--kind") + 1]] if "--kind" in args else None
     after = int(args[args.index("--after") + 1]) if "--after" in args else 0
     limit = int(args[args.index("--limit") + 1]) if "--limit" in args else 50
-    expected = log_as_workbench(demo_db, kinds, after, limit)
-    assert ok(uac(*args, db=demo_db)) == expected
+    expected, note = log_as_workbench(demo_db, kinds, after, limit)
+    assert ok(uac(*args, db=demo_db), note) == expected
+    assert bool(note) == (limit != 0), note  # the demo holds more than a page; 0 shows none
     if kinds == ["utterance"]:
-        assert expected.count("\n") == 20 and "utterance chat-" in expected  # sources shown
+        assert expected.count("\n") == 21 and "\tutterance\tchat-" in expected  # sources shown
 
 
 def test_checkpoints_and_code_print_what_the_workbench_printed(demo_db: Path) -> None:
     listed = ok(uac("checkpoints", db=demo_db))
-    assert listed == checkpoints_as_workbench(demo_db) and listed.count("\n") == 2
+    assert listed == checkpoints_as_workbench(demo_db) and listed.count("\n") == 3
     latest = code_as_workbench(demo_db, None)
     assert latest != code_as_workbench(demo_db, 1)
     assert ok(uac("code", db=demo_db)) == latest
@@ -170,10 +163,11 @@ def test_log_checkpoints_and_code_answer_when_the_fold_fails(
         uac("eval", "1", db=broken_db)
     )
     logged = ok(uac("log", "--limit", "100000", db=broken_db)).splitlines()
-    assert "\n".join(logged[:-1]) + "\n" == log_as_workbench(demo_db, limit=100_000)
-    seq, _, kind, payload = logged[-1].split("\t")
-    assert kind == "fact" and json.loads(payload)["key"] == "no-such-trip"
-    assert ok(uac("log", "--after", str(int(seq) - 1), db=broken_db)) == logged[-1] + "\n"
+    assert "\n".join(logged[:-1]) + "\n" == log_as_workbench(demo_db, limit=100_000)[0]
+    seq, _, kind, _, said = logged[-1].split("\t")
+    assert kind == "fact" and said == "update Trip no-such-trip"
+    last = ok(uac("log", "--after", str(int(seq) - 1), db=broken_db))
+    assert last == "\n".join([logged[0], logged[-1]]) + "\n"
     assert ok(uac("checkpoints", db=broken_db)) == checkpoints_as_workbench(demo_db)
     assert ok(uac("code", db=broken_db)) == code_as_workbench(demo_db, None)
     assert ok(uac("code", "--version", "1", db=broken_db)) == code_as_workbench(demo_db, 1)
@@ -260,7 +254,7 @@ def test_the_commands_run_in_process_through_main(
 ) -> None:
     # tests and other callers use main(), which returns; only run() may skip the teardown
     assert main(["--db", str(demo_db), "log", "--limit", "3"]) == 0
-    assert capsys.readouterr().out == log_as_workbench(demo_db, limit=3)
+    assert capsys.readouterr().out == log_as_workbench(demo_db, limit=3)[0]
     assert main(["--db", str(demo_db), "code", "--version", "1"]) == 0
     assert capsys.readouterr().out == code_as_workbench(demo_db, 1)
 
@@ -413,7 +407,7 @@ def test_output_piped_into_a_closed_reader_exits_as_before(demo_db: Path) -> Non
     first = proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 0 and first.startswith(b"1\t") and b"Traceback" not in err
+    assert proc.wait(timeout=120) == 0 and first.startswith(b"seq\t") and b"Traceback" not in err
 
 
 def test_the_console_script_runs_run_and_keeps_the_exit_code(demo_db: Path) -> None:
@@ -431,7 +425,7 @@ def test_the_console_script_runs_run_and_keeps_the_exit_code(demo_db: Path) -> N
         )
         assert done.returncode == code, done.stderr
         if code == 0:
-            assert done.stdout == log_as_workbench(demo_db, limit=2) and done.stderr == ""
+            assert (done.stdout, done.stderr) == log_as_workbench(demo_db, limit=2)
         else:
             assert (
                 done.stderr

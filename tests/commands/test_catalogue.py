@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from IPython.utils.capture import capture_output
 from uac_kernel.cli.main import main
 from uac_kernel.cli.parser import BODIES, build_parser
 from uac_kernel.commands.catalogue import COMMANDS, declared
-from uac_kernel.commands.declare import CLI, MAGIC, Arg, Command, Face
+from uac_kernel.commands.declare import CLI, MAGIC, VALUE, Arg, Command, Face
 from uac_kernel.core.errors import CommandLineError
 from uac_kernel.notebook.magics import UacMagics
 
@@ -381,3 +382,121 @@ def test_an_argument_declared_for_one_face_is_refused_on_the_other(store_ip: Any
         ip.run_line_magic("uac", "alerts --json")
     with pytest.raises(CommandLineError, match="unrecognized arguments: --all"):
         build_parser().parse_args(["verify", "--all"])
+
+
+# -- one renderer per report: both faces show what it draws ------------------------------------
+
+
+def _both_faces() -> list[Command]:
+    return [c for c in declared(CLI) if MAGIC in c.faces]
+
+
+def test_every_command_on_both_faces_declares_the_report_it_draws() -> None:
+    import importlib
+
+    values = set()
+    for command in _both_faces():
+        assert command.report, f"{command.name}: name its renderer (Command(report=...))"
+        if command.report == VALUE:  # handed back as it is; the declaration says why
+            values.add(command.name)
+            continue
+        module = importlib.import_module(f"uac_kernel.render.{command.report}")
+        assert module.__all__, command.report
+    assert values == {"eval", "code"}
+
+
+# One run of a command on each face, over two copies of one store: the terminal's arguments
+# after `uac --db STORE --user maya`, the notebook's line and cell.
+BOTH: dict[str, tuple[list[str], str, str | None]] = {
+    "ingest": (["ingest", "events.jsonl"], "ingest events.jsonl", None),
+    "checkpoint": (["checkpoint"], "checkpoint", None),
+    "checkpoint (new)": (["checkpoint"], "checkpoint", None),
+    "diff": (["diff", "1", "2"], "diff 1 2", None),
+    "alerts": (["alerts"], "alerts", None),
+    "constrain": (["constrain", "tax.yaml", "--key", "tax"], "constrain --key tax", CONSTRAINT),
+    "constrain --retract": (["constrain", "--retract", "tax"], "constrain --retract tax", None),
+    "whatif": (["whatif", "whatif.jsonl"], "whatif hypothetical", None),
+    "verify": (["verify"], "verify", None),
+    "forget": (["forget", "--record", "Medication", "ibu", "--dry-run"],
+               "forget --record Medication ibu --dry-run", None),
+    "forget (done)": (["forget", "--record", "Medication", "ibu"],
+                      "forget --record Medication ibu", None),
+    "forget (nothing)": (["forget", "--text", "zebra"], "forget --text zebra", None),
+    "head": (["head"], "head", None),
+    "extract": (["extract"], "extract", None),
+    "review": (["review"], "review", None),
+    "checkpoints": (["checkpoints"], "checkpoints", None),
+    "users": (["users"], "users", None),
+    "state": (["state"], "state", None),
+    "history": (["history", "Medication", "amox"], "history Medication amox", None),
+    "constraints": (["constraints"], "constraints", None),
+    "constraints --history": (["constraints", "--history"], "constraints --history", None),
+    "log": (["log", "--limit", "3"], "log --limit 3", None),
+    "log (facts)": (["log", "--kind", "fact"], "log --kind fact", None),
+    "calls": (["calls"], "calls", None),
+    "vocab": (["vocab"], "vocab", None),
+    "vocab (concepts)": (["vocab", "concepts"], "vocab concepts", None),
+    "vocab --unbound": (["vocab", "--unbound"], "vocab --unbound", None),
+    "sql": (["sql", "SELECT key, name FROM Medication ORDER BY key"],
+            "sql SELECT key, name FROM Medication ORDER BY key", None),
+}  # fmt: skip
+BOTH_ELSEWHERE = {"ask": "tests/cli/test_cli.py and tests/notebook/test_magics.py (a model)"}
+
+
+def test_every_reported_command_is_compared_on_both_faces() -> None:
+    reported = {c.name for c in _both_faces() if c.report != VALUE}
+    assert {name.split(" (")[0].split(" --")[0] for name in BOTH} | set(BOTH_ELSEWHERE) == reported
+
+
+def _without_hints(text: str, *stores: Path) -> list[str]:
+    """The lines a face shows, its hints aside (a terminal's `uac code ...`, a notebook's
+    `%uac edit PART` lines) and each store's path as STORE."""
+    for db in stores:
+        text = text.replace(str(db), "STORE")
+    lines = []
+    for line in text.splitlines():
+        if "%uac " in line or line.startswith("edit a part in a cell"):
+            continue
+        lines.append(re.sub(r"; (show|see) it with `uac [^`]*`$", "", line))
+    return lines
+
+
+@pytest.mark.parametrize("name", sorted(BOTH))
+def test_both_faces_show_the_report_as_its_renderer_draws_it(
+    name: str, store: Path, store_ip: Any, work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    argv, line, cell = BOTH[name]
+    terminal = work.with_name("terminal.duckdb")
+    shutil.copy(store, terminal)
+    ip = store_ip
+    ip.run_line_magic("config", "UacMagics.displaylimit = 0")  # a notebook pages; a terminal not
+    with capture_output():
+        ip.run_line_magic("uac", "open")  # what opening prints is not the command's
+    if name == "checkpoint (new)":  # a new fact first, on both copies, so a version is taken
+        assert main(["--db", str(terminal), "--user", "maya", "ingest", "events.jsonl"]) == 0
+        with capture_output():
+            ip.run_line_magic("uac", "ingest events.jsonl")
+    if name in ("constrain --retract", "constraints --history"):
+        given = ["constrain", "tax.yaml", "--key", "tax"]
+        assert main(["--db", str(terminal), "--user", "maya", *given]) == 0
+        with capture_output():
+            ip.run_cell_magic("uac", "constrain --key tax", CONSTRAINT)
+    capsys.readouterr()
+    code = main(["--db", str(terminal), "--user", "maya", *argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    with capture_output() as captured:
+        if cell is None:
+            result = ip.run_line_magic("uac", line)
+        else:
+            result = ip.run_cell_magic("uac", line, cell)
+    shown = captured.stdout + "".join(
+        o.data["text/plain"] + "\n"
+        for o in captured.outputs
+        if not re.search(r"\[\d\d:\d\d.*/s\]$", o.data["text/plain"])  # a progress bar
+    )
+    if result is not None:  # a returned listing: shown as the cell's value
+        shown += ip.display_formatter.format(result)[0]["text/plain"] + "\n"
+    assert _without_hints(out, terminal) == _without_hints(shown, work), (out, shown)

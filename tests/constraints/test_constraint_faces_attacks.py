@@ -543,8 +543,8 @@ def test_retract_twice_then_history_json_and_text(
     assert [(r["key"], r["retracted"]) for r in hist] == [("tax", True), (odd, False)]
     text = uac(capsys, db, "constraints", "--history")
     lines = text.out.splitlines()
-    assert len(lines) == 2 and "\x1b" not in text.out and all(ln.count("\t") == 6 for ln in lines)
-    assert "odd\\nkey\\t\\u001b[2J" in lines[1]
+    assert len(lines) == 3 and "\x1b" not in text.out and all(ln.count("\t") == 6 for ln in lines)
+    assert "odd\\nkey\\t\\u001b[2J" in lines[2]  # under the header
 
 
 # -- uac alerts, uac sql, the alert inspector -----------------------------------------------------

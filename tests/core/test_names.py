@@ -88,8 +88,9 @@ def store(tmp_path: Path) -> Path:
 
 
 def test_names_are_kept_as_written_in_the_log_and_the_sql_view(store: Path) -> None:
-    log = uac("log", cwd=store)
+    log = uac("log", "--json", cwd=store)
     assert log.returncode == 0 and '"dose mg": 200' in log.stdout and '"from"' in log.stdout
+    assert "dose mg=200" in uac("log", cwd=store).stdout  # the line of what the event says
     sql = uac("sql", "SELECT * FROM medication", cwd=store)
     assert sql.returncode == 0, sql.stderr
     assert sql.stdout.splitlines()[0].split("\t")[1:10] == list(FIELDS)

@@ -1206,18 +1206,18 @@ def test_uac_review_escapes_keys_values_and_reasons(tmp_path: Path, server: Chat
 def test_notebook_answer_text_escapes_certificate_keys(
     hostile_db: Path, server: ChatServer
 ) -> None:
-    from uac_kernel.notebook.tables import answer_text
+    from uac_kernel.render.answer import answer_lines
 
     server.enqueue(code("[t.key for t in user.all(Trip)]"))
     settings = settings_for(server.base_url)
     with Workbench(hostile_db, user=f"eve{ESC}", model=settings) as wb:
         got = wb.ask("keys?")
     assert got.ok and got.certificate.records
-    clean(answer_text(got))
+    clean("\n".join(answer_lines(got)))
 
 
 def test_notebook_answer_html_escapes_everything(hostile_db: Path, server: ChatServer) -> None:
-    from uac_kernel.notebook.tables import _answer_html
+    from uac_kernel.render.answer import answer_html
 
     xss = "</code></pre><img src=x onerror=alert(1)><script>alert(2)</script>"
     server.enqueue(
@@ -1227,7 +1227,7 @@ def test_notebook_answer_html_escapes_everything(hostile_db: Path, server: ChatS
     )
     with Workbench(hostile_db, user=f"eve{ESC}", model=settings_for(server.base_url)) as wb:
         got = wb.ask("keys?")
-    page = _answer_html(got)
+    page = answer_html(got)
     assert "<img" not in page and "<script" not in page and "&lt;img src=x" in page
 
 

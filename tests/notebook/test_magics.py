@@ -137,14 +137,15 @@ def test_history_shows_every_version(loaded: Any) -> None:
     ]
     assert "name=ibuprofen, dose_mg=400.0" in table.text()
     assert table.rows[0][1] is not None and table.rows[1][1] is None
-    assert "Medication 'ibu': 2 versions" in table.text()
+    assert table.caption == "Medication 'ibu': 2 versions"
+    assert "<caption>Medication &#x27;ibu&#x27;: 2 versions</caption>" in table._repr_html_()
     assert "Did you mean 'ibu'?" in usage_error(ip, "%uac history Medication ibuu")
     assert "Did you mean 'Medication'?" in usage_error(ip, "%uac history medication ibu")
 
 
 def test_history_text_shows_what_each_version_changed(loaded: Any) -> None:
-    """An update of a record with long fields: the text shows what it changed, not the start
-    of the whole record cut at the column's width; the changes wrap rather than clip."""
+    """An update of a record with long fields: the text shows what it changed, each change
+    whole in its cell (a tab-separated line a version, as `uac history` prints it)."""
     ip = loaded
     bactrim = {
         "name": "Bactrim DS (sulfamethoxazole/trimethoprim)",
@@ -161,22 +162,18 @@ def test_history_text_shows_what_each_version_changed(loaded: Any) -> None:
         ]
     )
     text = run(ip, "%uac history Medication bactrim").text()
-    _caption, header, _rule, *lines = text.splitlines()
-    changed = header.index("changed")
-    cells = [ln[changed : changed + 60].strip() for ln in lines]
-    second = next(i for i, ln in enumerate(lines) if ln.startswith("2025-02-26"))
-    assert cells[second] == "active=False, end=2025-02-26"
-    # the first version's changes are all of it, wrapped over lines, none cut
-    assert " ".join(cells[:second]) == (
+    header, *lines = text.splitlines()
+    changed = header.split("\t").index("changed")
+    assert [ln.split("\t")[changed] for ln in lines] == [
         "name=Bactrim DS (sulfamethoxazole/trimethoprim), active=True, dose=800/160 mg twice "
-        "daily with a full glass of water, start=2025-02-12"
-    )
-    assert all(len(c) <= 60 for c in cells) and second > 1
+        "daily with a full glass of water, start=2025-02-12",
+        "active=False, end=2025-02-26",
+    ]
 
 
 def test_tables_show_dates_as_a_person_reads_them(loaded: Any) -> None:
     """History and SQL tables show ISO dates and minute date-times, never Python reprs;
-    in HTML left-aligned, a date kept on one line; a long text cell cut between words."""
+    in HTML left-aligned, a date kept on one line; a long text cell whole."""
     ip = loaded
     renewal = {"due": "2026-02-19", "starts_at": "2026-02-19T10:00:00", "note": "word " * 30}
     wb_of(ip).ingest(
@@ -196,13 +193,11 @@ def test_tables_show_dates_as_a_person_reads_them(loaded: Any) -> None:
     assert '<span style="white-space: nowrap">2026-02-19</span>' in page
     assert '<span style="white-space: nowrap">2026-02-19 10:00</span>' in page
     assert page.count("text-align: left") == page.count("<td ") + page.count("<th ")
-    row = text.splitlines()[3]  # under the caption, the header and the rule
-    assert row.endswith("word…")  # the fields, cut after a whole word
-    for cell in row.split("  "):
-        assert not cell.endswith("…") or cell.endswith("word…")
+    row = text.splitlines()[1]  # under the header
+    assert row.endswith("note=" + "word " * 30)  # the fields, whole
     result = run(ip, "%uac sql SELECT due, starts_at FROM Task")
     data, _ = ip.display_formatter.format(result)
-    assert data["text/plain"].splitlines()[-1].split("  ")[:2] == ["2026-02-19", "2026-02-19 10:00"]
+    assert data["text/plain"].splitlines()[-1].split("\t") == ["2026-02-19", "2026-02-19 10:00"]
 
 
 def test_verify_calls_code_close(loaded: Any) -> None:
@@ -211,10 +206,14 @@ def test_verify_calls_code_close(loaded: Any) -> None:
     assert out.endswith("hash chains intact\n")
     with capture_output() as cap:
         run(ip, "%uac calls")
-    assert [o.data["text/plain"].splitlines()[0] for o in cap.outputs] == [
-        "the last 0 model calls",
-        "per purpose",
+    (shown,) = cap.outputs  # both tables, as `uac calls` prints them
+    assert shown.data["text/plain"].splitlines() == [
+        "call\tat\tpurpose\tmodel\ttokens in\ttokens out\tms\toutcome",
+        "",
+        "purpose\tcalls\tfailed\ttokens in\ttokens out",
     ]
+    assert "<caption>the last 0 model calls</caption>" in shown.data["text/html"]
+    assert "<caption>per purpose</caption>" in shown.data["text/html"]
     assert "records[Medication] = [" in run_out(ip, "%uac code --version 1")
     assert "closed" in run_out(ip, "%uac close") and "wb" not in ip.user_ns
 
@@ -238,7 +237,8 @@ def test_ask_through_a_local_chat_server(loaded: Any) -> None:
     assert out == ""  # tables are displayed, not printed
     with capture_output() as cap:
         run(ip, "%uac calls --limit 1")  # the declared limit, over displaylimit
-    assert cap.outputs[0].data["text/plain"].splitlines()[0] == "the last 1 model calls"
+    assert len(cap.outputs[0].data["text/plain"].splitlines()) == 5  # header, 1 call; the totals
+    assert "<caption>the last 1 model call</caption>" in cap.outputs[0].data["text/html"]
     # offline: the same question is answered from the record, a new one is refused
     run(ip, "%config UacMagics.offline = True")
     run(ip, "%uac open")
@@ -722,17 +722,17 @@ def test_widgets_with_text_fallbacks(loaded: Any) -> None:
     assert "evidence: " in text
     ((browser, text),) = widget_outputs(ip, "%uac log --kind fact")
     assert isinstance(browser, widgets.LogBrowser) and browser.query.get("kind") == "fact"
-    assert text.splitlines()[0].split() == ["seq", "ts", "kind", "source", "summary"]
-    assert {ln.split()[3] for ln in text.splitlines()[2:]} == {"fact"}  # ts is a date and a time
+    assert text.splitlines()[0].split("\t") == ["seq", "ts", "kind", "source", "summary"]
+    assert {ln.split("\t")[2] for ln in text.splitlines()[1:]} == {"fact"}
     run(ip, "%config UacMagics.displaylimit = 2")
     ((_, text),) = widget_outputs(ip, "%uac log --kind fact")
-    first, *rows = text.splitlines()
-    assert first.startswith("the first 2 events after seq 0; the next with `%uac log --kind fact")
-    assert len(rows) == 4  # header, rule, 2 events
+    *rows, last = text.splitlines()
+    assert last.startswith("the first 2 events after seq 0; the next with `%uac log --kind fact")
+    assert len(rows) == 3  # header, 2 events
     run(ip, "%config UacMagics.displaylimit = 20")
     ((explorer, text),) = widget_outputs(ip, "%uac state")
     assert isinstance(explorer, widgets.StateExplorer)
-    assert "Medication  2" in text
+    assert "Medication\t2\t" in text
     run(ip, "%uac eval 1")
     wb_of(ip).ingest(
         [
@@ -757,30 +757,30 @@ def test_log_limit(loaded: Any) -> None:
     ip = loaded
     ((browser, text),) = widget_outputs(ip, "%uac log --limit 2")
     assert browser.page_size == 2 and len(browser.rows) == 2
-    first, *rows = text.splitlines()
-    assert first.startswith("the first 2 events after seq 0; the next with `%uac log --limit 2")
-    assert len(rows) == 4  # header, rule, 2 events
+    *rows, last = text.splitlines()
+    assert last.startswith("the first 2 events after seq 0; the next with `%uac log --limit 2")
+    assert len(rows) == 3  # header, 2 events
     ((browser, text),) = widget_outputs(ip, "%uac log --kind fact --limit 1")
     assert browser.page_size == 1 and browser.query.get("kind") == "fact"
     assert "`%uac log --kind fact --limit 1 --after " in text
     ((browser, text),) = widget_outputs(ip, "%uac log --limit 0")  # all, as displaylimit 0
-    seqs = [ln.split()[0] for ln in text.splitlines()[2:] if ln[:1].isdigit()]
-    assert not text.startswith("the first") and seqs == [str(e.seq) for e in wb_of(ip).log()]
+    seqs = [ln.split("\t")[0] for ln in text.splitlines()[1:]]
+    assert seqs == [str(e.seq) for e in wb_of(ip).log()]  # and no note
     assert usage_error(ip, "%uac log --limit -1") == "argument --limit: must be 0 or more, got -1"
 
 
 def test_log_text_shows_an_alerts_message(loaded: Any) -> None:
-    """Each event reads as the log browser's summary; an alert's is its message, wrapped."""
+    """Each event reads as the log browser's summary; an alert's is its message, whole."""
     ip = loaded
     (alert,) = wb_of(ip).alerts()
     assert len(alert.message) > 120
     ((_, text),) = widget_outputs(ip, "%uac log --kind alert")
-    header, _rule, *lines = text.splitlines()
-    at = header.index("summary")
-    assert lines[0].split()[3] == "alert" and all(len(ln) <= at + 60 for ln in lines)
-    assert " ".join(ln[at:] for ln in lines) == (
-        f"raised critical drug_allergy_cross_reactivity: {alert.message}"
-    )
+    header, line = text.splitlines()
+    assert header.split("\t")[2::2] == ["kind", "summary"]
+    assert line.split("\t")[2::2] == [
+        "alert",
+        f"raised critical drug_allergy_cross_reactivity: {alert.message}",
+    ]
 
 
 def test_charts(loaded: Any) -> None:
@@ -851,7 +851,7 @@ def test_a_user_with_no_events_is_an_error_where_a_read_is_asked(
     assert "3 events appended" in run_out(ip, "%uac ingest events.jsonl")
     assert run(ip, "%uac eval len(user.all(Medication))") == 2
     users = run(ip, "%uac users")
-    assert isinstance(users, Table) and [u for u, _ in users.rows] == ["may", "maya"]
+    assert isinstance(users, Table) and [r[0] for r in users.rows] == ["may", "maya"]
 
 
 def test_without_a_configured_user_the_stores_only_user_opens(loaded: Any) -> None:
@@ -918,7 +918,7 @@ def test_head_verify_and_forget(loaded: Any, tmp_path: Path) -> None:
     assert not any("penicillin" in a.message for a in wb_of(ip).alerts())
     assert b"penicillin" not in (tmp_path / "maya.duckdb").read_bytes()
     assert "passes through 1 kept head" in run_out(ip, f"%uac verify --head {head}")
-    assert "nothing matches" in run_out(ip, "%uac forget --text penicillin")
+    assert "nothing of maya matches" in run_out(ip, "%uac forget --text penicillin")
     message = usage_error(ip, "%uac forget")  # the terminal's words: one declaration
     assert message == "one of the arguments --record --source --text is required"
     assert "not a head" in usage_error(ip, "%uac verify --head e1")
@@ -1022,11 +1022,11 @@ def test_a_constraint_cell_puts_it_in_force_and_rerunning_it_edited_updates_it(l
     ]
     assert table.rows[0][-1] == "constraint_refill"
     # the alert text names the constraint behind the alert
-    from uac_kernel.notebook.tables import alerts_text
+    from uac_kernel.render.alerts import alerts_lines
 
     wb = wb_of(loaded)
-    assert "    constraint: refill (obligation): Refill the amoxicillin" in alerts_text(
-        wb.alerts(), wb.constraint_of
+    assert "    constraint: refill (obligation): Refill the amoxicillin" in "\n".join(
+        alerts_lines(wb.alerts(), wb.constraint_of)
     )
     out = run_out(loaded, "%uac constraint --retract refill --reason 'course finished'")
     assert "why: constraint 'refill' was retracted: course finished" in out

@@ -4,15 +4,18 @@ forget, head."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from uac_kernel.cli.opening import _open, _open_store, _open_user
-from uac_kernel.cli.output import _print_report, _row, to_json
+from uac_kernel.cli.output import _print_listing, _print_report, to_json
 from uac_kernel.core.display import printable
 from uac_kernel.core.errors import CommandLineError, UacError
+from uac_kernel.core.faces import CLI
 from uac_kernel.ingest.adapters import read_histories
+from uac_kernel.render.forget import forget_lines
+from uac_kernel.render.integrity import heads_lines, verify_line
+from uac_kernel.render.log_listings import calls_listings, log_listing, users_listing
 
 __all__ = [
     "cmd_calls",
@@ -85,12 +88,20 @@ def cmd_log(args: argparse.Namespace) -> None:
     try:
         for kind in kinds or ():
             check_kind(store, kind)
-        for ev in store.events(user, after_seq=args.after, kinds=kinds, limit=args.limit):
-            source = f" {ev.source}" if ev.source else ""
-            fields = printable(f"{ev.kind}{source}"), printable(to_json(ev.payload))
-            print(f"{ev.seq}\t{ev.ts.isoformat()}\t{fields[0]}\t{fields[1]}")
+        got = store.events(
+            user, after_seq=args.after, kinds=kinds, limit=args.limit + 1 if args.limit else 0
+        )
+        events = list(got)
     finally:
         store.close()
+    if args.json:
+        rows = [
+            {"seq": e.seq, "ts": e.ts, "kind": e.kind, "source": e.source, "payload": e.payload}
+            for e in events[: args.limit]
+        ]
+        print(printable(to_json(rows)))
+        return
+    _print_listing(log_listing(events, CLI, limit=args.limit, after=args.after, kind=args.kind))
 
 
 def cmd_calls(args: argparse.Namespace) -> None:
@@ -100,21 +111,11 @@ def cmd_calls(args: argparse.Namespace) -> None:
     store = _open_store(args)
     try:
         user = None if args.all_users else resolve_user(store, args.user, create=False)
-        for c in list_calls(store, user, limit=args.limit):
-            _row(
-                c.call_id,
-                f"{c.created_at:%Y-%m-%d %H:%M:%S}",
-                c.purpose,
-                c.model,
-                f"{c.tokens_in}+{c.tokens_out} tokens",
-                f"{c.latency_ms:.0f} ms",
-                c.outcome,
-            )
-        print("purpose\tcalls\tfailed\ttokens in\ttokens out")
-        for totals in call_totals(store, user):
-            _row(*totals)
+        calls = list_calls(store, user, limit=args.limit)
+        listings = calls_listings(calls, call_totals(store, user))
     finally:
         store.close()
+    _print_listing(*listings)
 
 
 def cmd_users(args: argparse.Namespace) -> None:
@@ -123,13 +124,7 @@ def cmd_users(args: argparse.Namespace) -> None:
         counts = store.user_kind_counts()
     finally:
         store.close()
-    if not counts:
-        print(printable(f"{args.db} holds no events yet"))
-        return
-    # events: every kind, the schema, alert and extraction events uac writes itself included
-    print("user\tevents\tfacts\tutterances")
-    for user, kinds in counts.items():
-        _row(user, sum(kinds.values()), kinds.get("fact", 0), kinds.get("utterance", 0))
+    _print_listing(users_listing(counts, args.db))
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
@@ -146,7 +141,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
         store.close()
     if not report.ok:
         raise UacError(report.summary(args.db))
-    print(printable(report.summary(args.db)))
+    print(verify_line(report, args.db))
 
 
 def _verify_fleet(args: argparse.Namespace) -> None:
@@ -188,16 +183,10 @@ def cmd_forget(args: argparse.Namespace) -> None:
         plan = wb.forget(
             type=record[0], key=record[1], source=args.source, text=args.text, dry_run=args.dry_run
         )
-        if plan.empty:
-            print(printable(f"nothing of {wb.user} matches; nothing to forget"))
-        elif args.dry_run:
-            print(printable(f"would forget: {plan.summary()}"))
-            for line in plan.lines():
-                print(f"  {printable(line)}")
-            print("run again without --dry-run to forget them")
-        else:
-            print(printable(f"forgot: {plan.summary()}; the store file was rewritten without them"))
-            print(printable(wb.verify().summary(args.db)))
+        for line in forget_lines(plan, dry_run=args.dry_run):
+            print(line)
+        if not args.dry_run and not plan.empty:
+            print(verify_line(wb.verify(), args.db))
 
 
 def cmd_head(args: argparse.Namespace) -> None:
@@ -208,10 +197,7 @@ def cmd_head(args: argparse.Namespace) -> None:
         found = heads(store, args.user)
     finally:
         store.close()
-    if args.user is not None:
-        if args.user not in found:
-            raise UacError(f"{args.db} holds nothing of user {args.user!r}; see `uac users`")
-        print(found[args.user])
-        return
-    for user, head in found.items():
-        print(f"{head}\t{json.dumps(user)}")
+    if args.user is not None and args.user not in found:
+        raise UacError(f"{args.db} holds nothing of user {args.user!r}; see `uac users`")
+    for line in heads_lines(found, args.user):
+        print(line)

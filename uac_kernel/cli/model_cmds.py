@@ -9,6 +9,10 @@ from uac_kernel.cli.opening import DEMO_DB, MODEL_FLAGS, _open
 from uac_kernel.cli.output import _print_json, _print_report
 from uac_kernel.core.display import plural, printable
 from uac_kernel.core.errors import CommandLineError, UacError
+from uac_kernel.core.faces import CLI
+from uac_kernel.render.answer import answer_lines
+from uac_kernel.render.checkpoint import written_lines
+from uac_kernel.render.review import accepted_lines, held_lines, rejected_line
 
 __all__ = ["cmd_ask", "cmd_demo", "cmd_extract", "cmd_fleet_run", "cmd_review"]
 
@@ -25,7 +29,7 @@ def cmd_extract(args: argparse.Namespace) -> None:
         report = wb.extract(batch_size=args.batch_size, limits=ExtractionLimits(**caps))
         _print_report(report)
         if report.applied:
-            print(f"checkpoint {wb.checkpoints.get().version} written; see it with `uac code`")
+            print("\n".join(written_lines(wb.checkpoints.get().version, CLI)))
 
 
 def cmd_review(args: argparse.Namespace) -> None:
@@ -35,11 +39,7 @@ def cmd_review(args: argparse.Namespace) -> None:
         if args.batch is not None or args.only is not None:
             raise CommandLineError("say what to do with the batch: uac review accept|reject ID")
         with _open(args, read_only=True) as wb:
-            held = wb.review()
-            for batch in held:
-                print(batch.text())
-            if not held:
-                print("no model answers are held for review")
+            print("\n".join(held_lines(wb.review())))
         return
     if args.batch is None:
         raise CommandLineError(
@@ -50,12 +50,10 @@ def cmd_review(args: argparse.Namespace) -> None:
     with _open(args) as wb:
         if args.action == "reject":
             wb.reject(args.batch)
-            print(f"batch {args.batch} rejected; nothing of it was applied")
+            print(rejected_line(args.batch))
             return
         only = parse_only(args.only) if args.only is not None else None
-        report = wb.accept(args.batch, only)
-        which = "all operations" if only is None else f"operations {args.only}"
-        _print_report(report, f"batch {args.batch}: accepted {which}; ")
+        print("\n".join(accepted_lines(wb.accept(args.batch, only), args.batch, args.only)))
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
@@ -84,17 +82,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
             f"no answer after {plural(answer.attempts, 'attempt')}: {printable(answer.error)} "
             f"(last code: {printable(answer.expression)})"
         )
-    # The model wrote the code and the explanation, and the log the rest: all escaped.
-    _print_json(answer.value, None)
-    print(f"  code: {printable(answer.expression)}")
-    print(f"  why:  {printable(answer.explanation)}")
-    cert = answer.certificate
-    keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
-    more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
-    print(f"  records ({cert.records_total}): {printable(keys)}{more}")
-    for u in cert.utterances[:5]:
-        said = f"[{u['source']}] {u['speaker']}: {u['text']}"
-        print(f"  said {u['ts']:%Y-%m-%d} {printable(said)}")
+    print("\n".join(answer_lines(answer)))
 
 
 def cmd_fleet_run(args: argparse.Namespace) -> None:

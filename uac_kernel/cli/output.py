@@ -1,44 +1,42 @@
-"""How `uac` prints: JSON, tab-separated rows with stored text escaped, an ingest report, a SQL
-result, a table, and the checked --out file."""
+"""How `uac` prints: JSON, a listing's lines (``render.table``: tab-separated, stored text
+escaped; its note on stderr), an ingest report, a SQL result, and the checked --out file."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import date, datetime, timedelta
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from uac_kernel.core.display import plural, printable
+from uac_kernel.core.display import plural, printable, to_json
+from uac_kernel.render.listings import sql_listing
 from uac_kernel.render.reports import report_lines
+from uac_kernel.render.table import iter_lines, listings_lines
 
 if TYPE_CHECKING:
     from uac_kernel.core.outputs import Kind, Output
     from uac_kernel.ingest.report import IngestReport
     from uac_kernel.model.extract import ExtractionReport
+    from uac_kernel.render.table import Listing
     from uac_kernel.sql.view import SqlResult
 
 __all__ = ["print_result", "sql_output", "to_json"]
 
 
-def to_json(value: Any) -> str:
-    def default(v: Any) -> Any:
-        if isinstance(v, (date, datetime)):
-            return v.isoformat()
-        if isinstance(v, timedelta):
-            return v.total_seconds()
-        if isinstance(v, (set, frozenset, tuple)):
-            return list(v)
-        return str(v)
-
-    return json.dumps(value, ensure_ascii=False, default=default, indent=None)
+def _print_listing(*listings: Listing) -> None:
+    """Listings as their renderer draws them (a blank line between two); a listing's note (where
+    the next page is) on stderr, so the rows stay rows for a pipe."""
+    for line in listings_lines(listings):
+        print(line)
+    for listing in listings:
+        if listing.note:
+            print(printable(listing.note), file=sys.stderr)
 
 
-def _row(*cells: Any) -> None:
-    """Print one tab-separated line; each cell (a user id, a model name, any stored text) with
-    its control and invisible characters escaped, so it cannot drive the terminal."""
-    print("\t".join(printable(str(c)) for c in cells))
+def _print_listing_json(listing: Listing) -> None:
+    """A listing's rows as JSON objects, by column."""
+    rows = [dict(zip(listing.columns, r, strict=True)) for r in listing.rows]
+    print(printable(to_json(rows)))
 
 
 def _print_report(report: IngestReport | ExtractionReport, prefix: str = "") -> None:
@@ -76,14 +74,11 @@ def _print_json(value: Any, out: Output | None) -> None:
         print(f"{note}; write it whole with --out FILE", file=sys.stderr)
 
 
-def _tsv(columns: list[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
-    """Lines of tab-separated cells, as the notebook's tables show values (2026-02-19 10:00);
-    a tab, a newline or any control character inside a cell is escaped."""
-    from uac_kernel.core.display import show
-
-    yield "\t".join(printable(c) for c in columns) + "\n"
-    for row in rows:
-        yield "\t".join(printable(show(v)) for v in row) + "\n"
+def _tsv(result: SqlResult) -> Iterator[str]:
+    """A query's lines as its renderer draws them (``render.listings.sql_listing``), one at a
+    time: a header, then a tab-separated line a row, as the notebook shows values."""
+    for line in iter_lines(sql_listing(result)):
+        yield line + "\n"
 
 
 def sql_output(args: argparse.Namespace) -> Output | None:
@@ -102,11 +97,11 @@ def print_result(result: SqlResult, args: argparse.Namespace, out: Output | None
         _print_json(result.records(), out)
         return
     if out is not None:
-        out.write_text(_tsv(result.columns, result.rows))
+        out.write_text(_tsv(result))
         print(out.wrote(plural(len(result.rows), "row", fmt=",")))
         return
     used = 0
-    for n, line in enumerate(_tsv(result.columns, result.rows)):
+    for n, line in enumerate(_tsv(result)):
         if used + len(line) > TERMINAL_BUDGET:
             # The header counts too: column names can be as long as the query allows.
             cut = "" if n else "the header line is cut, and "
@@ -121,13 +116,3 @@ def print_result(result: SqlResult, args: argparse.Namespace, out: Output | None
             return
         sys.stdout.write(line)
         used += len(line)
-
-
-def _table(columns: list[str], rows: list[tuple[str, ...]], as_json: bool) -> None:
-    """Rows as JSON objects, or a header and tab-separated lines."""
-    if as_json:
-        print(printable(to_json([dict(zip(columns, r, strict=True)) for r in rows])))
-        return
-    _row(*columns)
-    for r in rows:
-        _row(*r)

@@ -15,18 +15,29 @@ from uac_kernel.cli.opening import _open, _open_user
 from uac_kernel.cli.output import (
     _output,
     _print_json,
-    _print_report,
-    _row,
-    _table,
+    _print_listing,
+    _print_listing_json,
     print_result,
     sql_output,
     to_json,
 )
 from uac_kernel.core.display import plural, printable
 from uac_kernel.core.errors import CommandLineError, UacError
+from uac_kernel.core.faces import CLI
+from uac_kernel.render.alerts import alerts_lines
+from uac_kernel.render.checkpoint import checkpoint_lines, diff_lines
+from uac_kernel.render.listings import (
+    checkpoints_listing,
+    constraints_listing,
+    history_listing,
+    state_listing,
+    vocab_listing,
+)
+from uac_kernel.render.reports import bound_lines, in_force_lines, retracted_lines
 
 if TYPE_CHECKING:
     from uac_kernel.core.outputs import Output
+    from uac_kernel.render.table import Listing
 
 __all__ = [
     "cmd_alerts",
@@ -47,8 +58,8 @@ __all__ = [
 
 def cmd_checkpoint(args: argparse.Namespace) -> None:
     with _open(args) as wb:
-        cp = wb.checkpoint()
-        print(f"{cp.summary()}; show it with `uac code --version {cp.version}`")
+        for line in checkpoint_lines(wb.checkpoint(), CLI):
+            print(line)
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> None:
@@ -59,15 +70,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
         checkpoints = Checkpoints(store, user).all()
     finally:
         store.close()
-    if not checkpoints:
-        print(printable(f"no checkpoints yet for {user}; take one with `uac checkpoint`"))
-    for cp in checkpoints:
-        _row(
-            cp.version,
-            f"seq {cp.seq}",
-            plural(cp.records, "record"),
-            f"{cp.created_at:%Y-%m-%d %H:%M:%S}",
-        )
+    _print_listing(checkpoints_listing(checkpoints, user, CLI))
 
 
 def cmd_code(args: argparse.Namespace) -> None:
@@ -108,21 +111,8 @@ def _check_module_name(path: str) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        d = wb.diff(args.a, args.b)
-        print(d.summary())
-        for t in d.new_types:
-            print(printable(f"  + type {t}"))
-        for t, fields in d.new_fields.items():
-            print(printable(f"  + fields of {t}: {', '.join(fields)}"))
-        for c in d.added:
-            print(printable(f"  + {c.type} {c.key}: {to_json(c.after)}"))
-        for c in d.changed:
-            changes = {
-                f: [(c.before or {}).get(f), (c.after or {}).get(f)] for f in c.changed_fields
-            }
-            print(printable(f"  ~ {c.type} {c.key}: {to_json(changes)}"))
-        for c in d.retracted:
-            print(printable(f"  - {c.type} {c.key}"))
+        for line in diff_lines(wb.diff(args.a, args.b)):
+            print(line)
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
@@ -147,18 +137,8 @@ def cmd_alerts(args: argparse.Namespace) -> None:
         if args.json:
             print(printable(to_json([a.model_dump(mode="json") for a in alerts])))
             return
-        if not alerts:
-            print("no alerts")
-        for a in alerts:
-            evidence = ", ".join(
-                f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
-            )
-            print(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
-            if evidence:
-                print(f"    evidence: {printable(evidence)}")
-            if (cv := wb.constraint_of(a.rule)) is not None:
-                c = cv.constraint
-                print(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
+        for line in alerts_lines(alerts, wb.constraint_of):
+            print(line)
 
 
 def cmd_whatif(args: argparse.Namespace) -> None:
@@ -241,7 +221,7 @@ def cmd_constrain(args: argparse.Namespace) -> None:
         if args.file is not None or args.key is not None:
             raise CommandLineError("--retract KEY takes no FILE or --key; give one or the other")
         with _open(args) as wb:
-            _print_report(wb.retract_constraint(args.retract, args.reason), "retracted; ")
+            print("\n".join(retracted_lines(wb.retract_constraint(args.retract, args.reason))))
         return
     if args.file is None:
         raise CommandLineError("give a YAML or JSON FILE of constraints, or --retract KEY")
@@ -255,7 +235,7 @@ def cmd_constrain(args: argparse.Namespace) -> None:
     found = read_constraints(text, args.file, args.key)
     with _open(args, create=True) as wb:
         report = wb.constrain(found, source=args.source, reason=args.reason)
-        _print_report(report, f"in force: {', '.join(report.constraints)}; ")
+        print("\n".join(in_force_lines(report)))
 
 
 def cmd_constraints(args: argparse.Namespace) -> None:
@@ -281,18 +261,7 @@ def cmd_constraints(args: argparse.Namespace) -> None:
             ]
             print(printable(to_json(rows)))
             return
-        if not shown:
-            print("no constraints in force" if not args.history else "no constraints")
-        for cv in shown:
-            by = cv.author or ""
-            if cv.derived_from:
-                by += f" from {', '.join(cv.derived_from)}"
-            until = ""
-            if args.history and cv.valid_to is not None:
-                until = f"until {cv.valid_to.isoformat()}{' (retracted)' if cv.retracted else ''}"
-            _row(cv.key, cv.constraint.kind, cv.constraint.title,
-                 f"since {cv.valid_from.isoformat()}", *([until] if args.history else []),
-                 by.strip() or "-", rule_name(cv.key))  # fmt: skip
+        _print_listing(constraints_listing(shown, args.history))
 
 
 def cmd_vocab(args: argparse.Namespace) -> None:
@@ -302,39 +271,36 @@ def cmd_vocab(args: argparse.Namespace) -> None:
     if args.unbound:
         listing.listing_only(words)
         with _open(args, read_only=True) as wb:
-            _table(listing.UNWATCHED_COLUMNS, listing.unwatched_rows(wb.unwatched()), args.json)
+            _vocab_listing(vocab_listing("unbound", listing.unwatched_rows(wb.unwatched())), args)
         return
     if words[:1] in (["concepts"], ["roles"]) and len(words) == 1:
-        roles = words[0] == "roles"
-        columns = listing.ROLE_COLUMNS if roles else listing.CONCEPT_COLUMNS
-        _table(columns, listing.catalogue_rows(roles), args.json)
+        rows = listing.catalogue_rows(words[0] == "roles")
+        _vocab_listing(vocab_listing(words[0], rows), args)
         return
     if words:
         target, name, status = listing.vocab_command(words)
         with _open(args) as wb:
             report = wb.bind(target, name, reason=args.reason or "", status=status)
-            _print_report(report, "" if report.appended else "already so; ")
+            print("\n".join(bound_lines(report)))
         return
     with _open(args, read_only=True) as wb:
-        _table(listing.BINDING_COLUMNS, listing.binding_rows(wb.vocab()), args.json)
+        _vocab_listing(vocab_listing("bindings", listing.binding_rows(wb.vocab())), args)
+
+
+def _vocab_listing(shown: Listing, args: argparse.Namespace) -> None:
+    if args.json:
+        _print_listing_json(shown)
+    else:
+        _print_listing(shown)
 
 
 def cmd_state(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        print("type\tcurrent\tversions")
-        for name, n in sorted(wb.state.counts().items()):
-            _row(name, n, len(wb.state.history(name)))
+        counts = wb.state.counts()
+        versions = {name: len(wb.state.history(name)) for name in counts}
+    _print_listing(state_listing(counts, versions))
 
 
 def cmd_history(args: argparse.Namespace) -> None:
-    from uac_kernel.core.records import field_values
-
     with _open(args, read_only=True) as wb:
-        for r in wb.versions(args.type, args.key):
-            fields = {k: v for k, v in field_values(r).items() if v is not None}
-            print(
-                f"{r.valid_from.isoformat() if r.valid_from else ''}\t"
-                f"{r.valid_to.isoformat() if r.valid_to else ''}\t"
-                f"{'retracted' if r.retracted else ''}\t{printable(to_json(fields))}\t"
-                f"events {', '.join(map(str, r.sources))}"
-            )
+        _print_listing(history_listing(args.type, args.key, wb.versions(args.type, args.key)))

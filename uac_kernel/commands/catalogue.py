@@ -1,9 +1,9 @@
-"""Every command of `uac` and `%uac`, declared once: name, help, arguments and faces (the order
-is `uac --help`'s)."""
+"""Every command of `uac` and `%uac`, declared once: name, help, arguments, faces, the renderer
+of its report and its marimo helper (the order is `uac --help`'s)."""
 
 from __future__ import annotations
 
-from uac_kernel.commands.declare import CLI, MAGIC, Arg, Command, Face, arg
+from uac_kernel.commands.declare import CLI, MAGIC, VALUE, Arg, Command, Face, Marimo, arg
 from uac_kernel.commands.types import (
     COUNT,
     FLEET_JOBS,
@@ -147,15 +147,39 @@ _ALL: tuple[Command, ...] = (
                 faces=_TERMINAL,  # a notebook's session is one user
             ),
         ),
+        report="reports",
+        marimo="a plain engine call: wb.ingest(path) returns the report",
     ),
-    Command("checkpoint", "store the current state as a new version of typed code"),
-    Command("checkpoints", "list the checkpoints"),
-    Command("users", "the users and their events: all kinds, facts, utterances"),
-    Command("state", "record types with their current records and versions"),
+    Command(
+        "checkpoint",
+        "store the current state as a new version of typed code",
+        report="checkpoint",
+        marimo="a plain engine call: wb.checkpoint()",
+    ),
+    Command(
+        "checkpoints",
+        "list the checkpoints",
+        report="listings",
+        marimo="a plain engine call: wb.checkpoints.all()",
+    ),
+    Command(
+        "users",
+        "the users and their events: all kinds, facts, utterances",
+        report="log_listings",
+        marimo="a plain engine call: wb.store.user_kind_counts()",
+    ),
+    Command(
+        "state",
+        "record types with their current records and versions",
+        report="listings",
+        marimo=Marimo("state_explorer", own=("page_size", "query")),
+    ),
     Command(
         "history",
         "every version of one record and the events behind it",
         (arg("type", help="a record type, e.g. Trip"), arg("key", help="the record's key")),
+        report="listings",
+        marimo="a plain engine call: wb.versions(type, key)",
     ),
     Command(
         "code",
@@ -171,6 +195,8 @@ _ALL: tuple[Command, ...] = (
             ),
             _force(),
         ),
+        report=VALUE,  # the checkpoint's code, as it is: a terminal prints it, a notebook too
+        marimo="a value: wb.code(version)",
     ),
     Command(
         "diff",
@@ -179,6 +205,8 @@ _ALL: tuple[Command, ...] = (
             arg("a", type=POSITIVE, help="the older checkpoint"),
             arg("b", type=POSITIVE, help="the newer checkpoint"),
         ),
+        report="checkpoint",
+        marimo=Marimo("diff_view"),
     ),
     Command(
         "eval",
@@ -195,6 +223,8 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        report=VALUE,  # any Python value: JSON in a terminal, the object itself in a notebook
+        marimo=Marimo("evaluate"),
     ),
     Command(
         "sql",
@@ -205,8 +235,16 @@ _ALL: tuple[Command, ...] = (
             *_sql_options(),
         ),
         cell=True,
+        report="listings",
+        marimo="a value: wb.sql(query), which mo.ui.table shows",
     ),
-    Command("alerts", "the alerts standing now", (_json(),)),
+    Command(
+        "alerts",
+        "the alerts standing now",
+        (_json(),),
+        report="alerts",
+        marimo=Marimo("alert_inspector"),
+    ),
     Command(
         "constrain",
         "put constraints in force from a YAML or JSON file (one, a list, or key: constraint), "
@@ -214,6 +252,8 @@ _ALL: tuple[Command, ...] = (
         _CONSTRAIN,
         aliases=("constraint",),
         cell=True,
+        report="reports",
+        marimo=Marimo("constrain", own=("text",)),
     ),
     Command(
         "vocab",
@@ -238,6 +278,8 @@ _ALL: tuple[Command, ...] = (
             _json(),
         ),
         cell=True,
+        report="listings",
+        marimo="plain engine calls: wb.vocab(), wb.bind(...), wb.unwatched()",
     ),
     Command(
         "whatif",
@@ -282,11 +324,15 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        report="whatif_face",
+        marimo=Marimo("whatif", names={"var": "events", "expr": "expressions"}),
     ),
     Command(
         "constraints",
         "the constraints in force, and the rule of each",
         (arg("--history", action="store_true", help="every version, ended ones too"), _json()),
+        report="listings",
+        marimo=Marimo("constraints_table"),
     ),
     Command(
         "log",
@@ -307,6 +353,11 @@ _ALL: tuple[Command, ...] = (
                 cli={"default": 50},
                 magic={"default": None},
             ),
+            _json("print the events whole, their payloads as the log holds them"),
+        ),
+        report="log_listings",
+        marimo=Marimo(
+            "log_browser", widget=("after",), names={"limit": "page_size"}, own=("query",)
         ),
     ),
     Command(
@@ -337,6 +388,8 @@ _ALL: tuple[Command, ...] = (
                 faces=_TERMINAL,
             ),
         ),
+        report="integrity",
+        marimo="a plain engine call: wb.verify(head=..., all_users=...)",
     ),
     Command(
         "export",
@@ -368,11 +421,15 @@ _ALL: tuple[Command, ...] = (
             arg("--dry-run", action="store_true", help="list what would go; change nothing"),
         ),
         required=frozenset({"what"}),
+        report="forget",
+        marimo="a plain engine call: wb.forget(...) returns the plan",
     ),
     Command(
         "head",
         "print each user's chain head (one user's with --user); keep it elsewhere and check "
         "the store against it later with `uac verify --head`",
+        report="integrity",
+        marimo="a plain engine call: wb.head()",
     ),
     Command(
         "extract",
@@ -385,6 +442,8 @@ _ALL: tuple[Command, ...] = (
             arg("--max-new-types", type=COUNT, default=None, help="cap per batch (10)"),
             arg("--max-new-fields", type=COUNT, default=None, help="cap per batch (60)"),
         ),
+        report="reports",
+        marimo="a plain engine call: wb.extract() returns the report",
     ),
     Command(
         "review",
@@ -402,6 +461,8 @@ _ALL: tuple[Command, ...] = (
             "against the state now); `review reject ID` drops them. The call record keeps "
             "every answer."
         ),
+        report="review",
+        marimo="plain engine calls: wb.review(), wb.accept(...), wb.reject(...)",
     ),
     Command(
         "ask",
@@ -412,6 +473,8 @@ _ALL: tuple[Command, ...] = (
             _json(),
         ),
         cell=True,
+        report="answer",
+        marimo="a value: wb.ask(question) returns the Answer, which marimo shows",
     ),
     Command(
         "bench aggregate",
@@ -543,6 +606,8 @@ _ALL: tuple[Command, ...] = (
             ),
             arg("--all-users", action="store_true", help="the calls of every user of the store"),
         ),
+        report="log_listings",
+        marimo="plain engine calls: model.client.list_calls(wb.store), call_totals(wb.store)",
     ),
     Command(
         "demo",
@@ -566,11 +631,13 @@ _ALL: tuple[Command, ...] = (
             arg("--read-only", action="store_true", help="open without taking the write lock"),
         ),
         faces=frozenset(_NOTEBOOK),
+        marimo="a plain engine call: uac.open(path, user=...)",
     ),
     Command(
         "close",
         "close the open workbench, releasing the store's lock for other processes",
         faces=frozenset(_NOTEBOOK),
+        marimo="a plain engine call: wb.close()",
     ),
     Command(
         "edit",
@@ -583,6 +650,7 @@ _ALL: tuple[Command, ...] = (
             arg("--all", action="store_true", help="list a command for every part"),
         ),
         faces=frozenset(_NOTEBOOK),
+        marimo="marimo edits code in its own cells; a checkpoint's code is wb.code()",
     ),
     Command(
         "cell",
@@ -601,6 +669,7 @@ _ALL: tuple[Command, ...] = (
         ),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        marimo="marimo edits code in its own cells; an edit is wb.apply_edit(...)",
     ),
     Command(
         "chart",
@@ -615,6 +684,7 @@ _ALL: tuple[Command, ...] = (
             arg("expr", nargs="*", help="for `result`: an expression (the rest of the line)"),
         ),
         faces=frozenset(_NOTEBOOK),
+        marimo=Marimo("chart"),
     ),
     Command(
         "fleet",
@@ -622,6 +692,7 @@ _ALL: tuple[Command, ...] = (
         (arg("words", nargs="*", help="DIR, sql [--timeout S] DIR QUERY, or run ... DIR JOB"),),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        marimo=Marimo("fleet", names={"words": "root"}),
     ),
 )
 

@@ -1,19 +1,31 @@
-"""A command's one declaration: its name, help and arguments, and the faces it is typed on; each
-face's argument parser is built from it."""
+"""A command's one declaration: its name, help and arguments, the faces it is typed on, its report
+and its marimo helper; each face's argument parser is built from it."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-__all__ = ["CLI", "FACES", "MAGIC", "Arg", "Command", "Face", "add_arguments", "arg"]
+from uac_kernel.core.faces import CLI, FACES, MAGIC, Face
 
-Face = Literal["cli", "magic"]
-CLI: Face = "cli"  # the `uac` command
-MAGIC: Face = "magic"  # `%uac` in IPython (its marimo helpers are functions, see notebook/marimo)
-FACES: frozenset[Face] = frozenset((CLI, MAGIC))
+__all__ = [
+    "CLI",
+    "FACES",
+    "MAGIC",
+    "VALUE",
+    "Arg",
+    "Command",
+    "Face",
+    "Marimo",
+    "add_arguments",
+    "arg",
+]
+
+VALUE = "value"
+"""The ``report`` of a command whose engine call returns a value each face hands back as it is
+(``eval``'s value, ``code``'s text): no renderer draws it; its declaration says why."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +71,33 @@ def arg(
 
 
 @dataclass(frozen=True)
+class Marimo:
+    """A notebook command's marimo helper (a function of ``notebook/marimo.py``, since marimo
+    runs no magics): its keywords are the command's notebook arguments, but ``widget`` (those
+    its widget supplies: a page, the next page), spelled as ``names`` says where its public
+    signature spells one otherwise, plus ``own`` (keywords a ``%uac`` line has no word for: a
+    cell's body, a page size, the widget's filters)."""
+
+    helper: str
+    widget: tuple[str, ...] = ()
+    names: Mapping[str, str] = field(default_factory=dict)
+    own: tuple[str, ...] = ()
+
+    def keywords(self, command: Command) -> set[str]:
+        """The keywords the helper takes after its first argument (the workbench)."""
+        declared = [a.dest for a in command.arguments(MAGIC) if a.dest not in self.widget]
+        return {self.names.get(d, d) for d in declared} | set(self.own)
+
+
+@dataclass(frozen=True)
 class Command:
     """A command: ``name`` (``"fleet run"`` under a group), its one-line ``help``, its
     arguments, the faces it is typed on, and ``cell`` when ``%%uac NAME`` takes a cell body.
-    ``required`` names the argument groups of which one must be given."""
+    ``required`` names the argument groups of which one must be given. ``report`` names the
+    module of ``uac_kernel.render`` that draws what its engine call returns, the same on every
+    face (a string: `uac --help` imports no renderer), or is ``VALUE`` for a value handed back
+    as it is. On a notebook, ``marimo`` is its helper for marimo, or a line saying why it has
+    none."""
 
     name: str
     help: str
@@ -73,6 +108,8 @@ class Command:
     required: frozenset[str] = frozenset()
     description: str | None = None  # a longer text for `--help` than the listing's line
     store: bool = True  # the terminal's --db/--user apply (a fleet command reads a directory)
+    report: str | None = None  # e.g. "checkpoint": uac_kernel.render.checkpoint draws its report
+    marimo: Marimo | str | None = None
 
     def arguments(self, face: Face) -> list[Arg]:
         return [a for a in self.args if face in a.faces]

@@ -35,6 +35,7 @@ __all__ = [
     "printable",
     "shorten",
     "show",
+    "to_json",
 ]
 
 TERMINAL_BUDGET = 100_000
@@ -66,6 +67,22 @@ def show(value: Any, none: str = "") -> str:
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
         return ", ".join(show(v, "None") for v in items)
     return str(value)
+
+
+def to_json(value: Any) -> str:
+    """``value`` as one line of JSON: dates in ISO form, a duration in seconds, a set as a
+    list, anything else as its ``str`` (the stored text unescaped: pass it to ``printable``)."""
+
+    def default(v: Any) -> Any:
+        if isinstance(v, (date, datetime)):
+            return v.isoformat()
+        if isinstance(v, timedelta):
+            return v.total_seconds()
+        if isinstance(v, (set, frozenset, tuple)):
+            return list(v)
+        return str(v)
+
+    return json.dumps(value, ensure_ascii=False, default=default, indent=None)
 
 
 def shorten(text: str, width: int) -> str:

@@ -28,7 +28,9 @@ from uac_kernel.notebook.magics_log import LogMagics
 from uac_kernel.notebook.magics_model import ModelMagics
 from uac_kernel.notebook.magics_query import QueryMagics
 from uac_kernel.notebook.subcommands import _doc, _one_line, _usage
-from uac_kernel.notebook.tables import Table, _answer_html, answer_text
+from uac_kernel.notebook.tables import Table
+from uac_kernel.render.answer import answer_html, answer_lines
+from uac_kernel.render.listings import sql_listing
 from uac_kernel.sql.view import SqlResult
 
 if TYPE_CHECKING:
@@ -126,12 +128,14 @@ def _register_formatters(ip: InteractiveShell, magics: UacMagics) -> None:
     formatters = ip.display_formatter.formatters
 
     def sql_table(result: SqlResult) -> Table:
-        return Table(result.columns, result.rows, magics.displaylimit)
+        return Table.of(sql_listing(result), magics.displaylimit)
 
     formatters["text/html"].for_type(SqlResult, lambda r: sql_table(r)._repr_html_())
     formatters["text/plain"].for_type(SqlResult, lambda r, p, cycle: p.text(sql_table(r).text()))
-    formatters["text/html"].for_type(Answer, _answer_html)
-    formatters["text/plain"].for_type(Answer, lambda a, p, cycle: p.text(answer_text(a)))
+    formatters["text/html"].for_type(Answer, answer_html)
+    formatters["text/plain"].for_type(
+        Answer, lambda a, p, cycle: p.text("\n".join(answer_lines(a)))
+    )
 
 
 def load_ipython_extension(ip: InteractiveShell) -> None:

@@ -12,12 +12,18 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 
-from uac_kernel.core.display import did_you_mean, plural, printable, show
-from uac_kernel.core.records import field_values
+from uac_kernel.core.display import did_you_mean, plural
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _unquote, subcommand
 from uac_kernel.notebook.tables import Table
-from uac_kernel.render.reports import alert_lines
+from uac_kernel.render.checkpoint import diff_lines, parts_lines
+from uac_kernel.render.listings import (
+    constraints_listing,
+    history_listing,
+    state_listing,
+    vocab_listing,
+)
+from uac_kernel.render.reports import alert_lines, bound_lines, in_force_lines, retracted_lines
 from uac_kernel.rules.engine import Finding, Rule, rule
 
 if TYPE_CHECKING:
@@ -59,7 +65,7 @@ class CodeMagics(Session):
             if cell is not None and cell.strip():
                 raise UsageError("`--retract KEY` takes no cell body; use the line magic")
             report = self._wb().retract_constraint(_unquote(args.retract), reason)
-            self._print_report(report)
+            print("\n".join(retracted_lines(report)))
             return
         if cell is None or not cell.strip():
             raise UsageError(
@@ -70,33 +76,15 @@ class CodeMagics(Session):
 
         key = _unquote(args.key) if args.key else None
         found = read_constraints(cell, "%%uac constraint", key)
-        report = self._wb().constrain(found, reason=reason)
-        print(printable(f"in force: {', '.join(report.constraints)}"))
-        self._print_report(report)
+        print("\n".join(in_force_lines(self._wb().constrain(found, reason=reason))))
 
     @subcommand("constraints")
     def cmd_constraints(self, rest: str, cell: str | None) -> Table:
         """The constraints in force (with ``--history`` every version): key, kind, title,
         since when, who proposed it and from what, and the rule it is compiled into."""
         args = parse_argstring(self.cmd_constraints, rest)
-        from uac_kernel.constraints import rule_name
-
         shown = self._wb(read=True).constraints(history=args.history)
-        rows = [
-            (
-                cv.key,
-                cv.constraint.kind,
-                cv.constraint.title,
-                show(cv.valid_from),
-                "retracted" if cv.retracted else show(cv.valid_to, "in force"),
-                " ".join(x for x in (cv.author or "", *cv.derived_from) if x),
-                rule_name(cv.key),
-            )
-            for cv in shown
-        ]
-        columns = ["key", "kind", "title", "since", "until", "from", "rule"]
-        caption = plural(len(rows), "constraint") + ("" if args.history else " in force")
-        return Table(columns, rows, self.displaylimit, caption=caption, wrap=["title"])
+        return Table.of(constraints_listing(shown, args.history), self.displaylimit)
 
     @subcommand("vocab")
     def cmd_vocab(self, rest: str, cell: str | None) -> Table | None:
@@ -115,35 +103,30 @@ class CodeMagics(Session):
         if args.unbound:
             listing.listing_only(words)
             rows = listing.unwatched_rows(self._wb(read=True).unwatched())
-            caption = plural(len(rows), "type or field", "types and fields") + " no rule reads"
-            return Table(listing.UNWATCHED_COLUMNS, rows, self.displaylimit, caption=caption)
+            return Table.of(vocab_listing("unbound", rows), self.displaylimit)
         if cell is not None and cell.strip():
             if words:
                 raise UsageError("`%%uac vocab` takes its commands in the cell, not on its line")
             lines = listing.vocab_lines(cell)
         elif words in (["concepts"], ["roles"]):
-            roles = words == ["roles"]
-            columns = listing.ROLE_COLUMNS if roles else listing.CONCEPT_COLUMNS
-            rows = listing.catalogue_rows(roles)
-            return Table(columns, rows, self.displaylimit, caption=plural(len(rows), words[0][:-1]))
+            rows = listing.catalogue_rows(words == ["roles"])
+            return Table.of(vocab_listing(words[0], rows), self.displaylimit)
         elif words:
             lines = [listing.vocab_command(words)]
         else:
             wb = self._wb(read=True)
-            rows = listing.binding_rows(wb.vocab())
-            caption = plural(len(rows), "binding")
-            table = Table(listing.BINDING_COLUMNS, rows, self.displaylimit, caption=caption)
+            table = Table.of(vocab_listing("bindings", listing.binding_rows(wb.vocab())), 0)
 
             def make() -> Any:
                 from uac_kernel.notebook.widgets_act import VocabView
 
                 return VocabView(wb)
 
-            self._show(make, table.text())
+            self._show(make, table.text(), table._repr_html_())
             return None
         wb = self._wb()
         given = [wb.binding(t, name, reason=reason, status=st) for t, name, st in lines]
-        self._print_report(wb.bind_all(given))
+        print("\n".join(bound_lines(wb.bind_all(given))))
         return None
 
     @subcommand("state")
@@ -152,11 +135,8 @@ class CodeMagics(Session):
         parse_argstring(self.cmd_state, rest)
         wb = self._wb(read=True)
         counts = wb.state.counts()
-        table = Table(
-            ["type", "current", "versions"],
-            [(t, n, len(wb.state.history(t))) for t, n in sorted(counts.items())],
-            0,
-        )
+        versions = {name: len(wb.state.history(name)) for name in counts}
+        table = Table.of(state_listing(counts, versions), 0)
 
         def make() -> Any:
             from uac_kernel.notebook.widgets import StateExplorer
@@ -170,13 +150,7 @@ class CodeMagics(Session):
         """What changed from checkpoint A to B (a widget, and the summary as text)."""
         args = parse_argstring(self.cmd_diff, rest)
         wb = self._wb(read=True)
-        d = wb.diff(args.a, args.b)
-        lines = [d.summary()]
-        lines += [f"  + type {t}" for t in d.new_types]
-        lines += [f"  + fields of {t}: {', '.join(f)}" for t, f in d.new_fields.items()]
-        lines += [f"  + {c.type} {c.key}" for c in d.added]
-        lines += [f"  ~ {c.type} {c.key}: {', '.join(c.changed_fields)}" for c in d.changed]
-        lines += [f"  - {c.type} {c.key}" for c in d.retracted]
+        lines = diff_lines(wb.diff(args.a, args.b))
 
         def make() -> Any:
             from uac_kernel.notebook.widgets import DiffView
@@ -194,21 +168,7 @@ class CodeMagics(Session):
         wb = self._wb(read=True)
         type_name, key = _unquote(args.type), _unquote(args.key)
         versions = wb.versions(type_name, key)
-        rows = []
-        before: dict[str, Any] = {}
-        for r in versions:
-            now = field_values(r)
-            changed = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
-            before = now
-            fields = {k: v for k, v in now.items() if v is not None}
-            rows.append((r.valid_from, r.valid_to, r.retracted, changed, r.sources, fields))
-        return Table(
-            ["valid_from", "valid_to", "retracted", "changed", "sources", "fields"],
-            rows,
-            self.displaylimit,
-            caption=f"{type_name} {key!r}: {plural(len(versions), 'version')}",
-            wrap=["changed"],
-        )
+        return Table.of(history_listing(type_name, key, versions), self.displaylimit)
 
     @subcommand("edit")
     def cmd_edit(self, rest: str, cell: str | None) -> None:
@@ -253,7 +213,7 @@ class CodeMagics(Session):
         if args.all:
             if args.part:
                 raise UsageError("`%uac edit --all` takes no part")
-            self._print_parts(wb, version, pinned=True)
+            print("\n".join(parts_lines(version, wb.parts(version), pinned=True)))
             return
         if not args.part:
             raise UsageError(

@@ -11,11 +11,16 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 from IPython.display import display
 
-from uac_kernel.core.display import plural
+from uac_kernel.core.faces import MAGIC
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
 from uac_kernel.notebook.tables import Table
-from uac_kernel.render.summary import summary
+from uac_kernel.render.checkpoint import checkpoint_lines
+from uac_kernel.render.forget import forget_lines
+from uac_kernel.render.integrity import heads_lines, verify_line
+from uac_kernel.render.listings import checkpoints_listing
+from uac_kernel.render.log_listings import calls_listings, log_listing, users_listing
+from uac_kernel.render.table import listings_html, listings_lines
 
 __all__ = ["LogMagics"]
 
@@ -57,41 +62,31 @@ class LogMagics(Session):
         parse_argstring(self.cmd_checkpoint, rest)
         wb = self._wb(read=True)
         cp = wb.checkpoint()
-        print(cp.summary())
-        self._print_parts(wb, cp.version)
+        print("\n".join(checkpoint_lines(cp, MAGIC, wb.parts(cp.version))))
 
     @subcommand("checkpoints")
     def cmd_checkpoints(self, rest: str, cell: str | None) -> Table:
         """The checkpoints of the user: version, the log seq each covers, records, when."""
         parse_argstring(self.cmd_checkpoints, rest)
-        cps = self._wb(read=True).checkpoints.all()
-        return Table(
-            ["version", "seq", "records", "created"],
-            [
-                (c.version, c.seq, c.records, c.created_at.strftime("%Y-%m-%d %H:%M:%S"))
-                for c in cps
-            ],
-            0,
-            caption=plural(len(cps), "checkpoint")
-            if cps
-            else "no checkpoint yet (%uac checkpoint)",
-        )
+        wb = self._wb(read=True)
+        return Table.of(checkpoints_listing(wb.checkpoints.all(), wb.user, MAGIC), 0)
 
     @subcommand("users")
     def cmd_users(self, rest: str, cell: str | None) -> Table:
-        """The users of the store and their event counts (switch with ``%uac open --user``)."""
+        """The users of the store and their events: all kinds, facts, utterances (switch with
+        ``%uac open --user``)."""
         parse_argstring(self.cmd_users, rest)
         from uac_kernel.log.store import Store
 
         if self.workbench is not None:
-            counts, path = self.workbench.store.user_counts(), self.workbench.store.path
+            counts, path = self.workbench.store.user_kind_counts(), self.workbench.store.path
         else:
             store = Store(self.db, read_only=True)
             try:
-                counts, path = store.user_counts(), store.path
+                counts, path = store.user_kind_counts(), store.path
             finally:
                 store.close()
-        return Table(["user", "events"], list(counts.items()), 0, caption=f"users of {path}")
+        return Table.of(users_listing(counts, str(path)), 0)
 
     @subcommand("log")
     def cmd_log(self, rest: str, cell: str | None) -> None:
@@ -105,22 +100,15 @@ class LogMagics(Session):
         events = wb.log(
             kinds=kinds, after_seq=args.after, limit=None if limit is None else limit + 1
         )
-        caption = ""
-        if limit is not None and len(events) > limit:
-            events = events[:limit]
-            caption = (
-                f"the first {limit} events after seq {args.after}; "
-                f"the next with `%uac log{f' --kind {args.kind}' if args.kind else ''}"
-                f"{f' --limit {args.limit}' if args.limit is not None else ''} "
-                f"--after {events[-1].seq}`"
-            )
-        table = Table(
-            ["seq", "ts", "kind", "source", "summary"],
-            [(e.seq, e.ts, e.kind, e.source, summary(e.kind, e.payload)) for e in events],
-            0,
-            caption,
-            wrap=["summary"],
+        listing = log_listing(
+            events,
+            MAGIC,
+            limit=limit,
+            after=args.after,
+            kind=args.kind,
+            limit_given=args.limit is not None,
         )
+        table = Table.of(listing, 0)
 
         def make() -> Any:
             from uac_kernel.notebook.widgets import LogBrowser
@@ -139,7 +127,7 @@ class LogMagics(Session):
         report = wb.verify(head=args.head, all_users=args.all)
         if not report.ok:
             raise UsageError(_one_line(report.summary(wb.store.path)))
-        print(report.summary(wb.store.path))
+        print(verify_line(report, wb.store.path))
 
     @subcommand("forget")
     def cmd_forget(self, rest: str, cell: str | None) -> None:
@@ -150,20 +138,16 @@ class LogMagics(Session):
         wb = self._wb(read=True)
         what = {"type": record[0], "key": record[1], "source": args.source, "text": args.text}
         plan = wb.forget(**what, dry_run=args.dry_run)
-        if plan.empty:
-            print("nothing matches; nothing to forget")
-        elif args.dry_run:
-            print(f"would forget: {plan.summary()}")
-            for line in plan.lines():
-                print(f"  {line}")
-        else:
-            print(f"forgot: {plan.summary()}; the store file was rewritten without them")
+        print("\n".join(forget_lines(plan, dry_run=args.dry_run)))
+        if not args.dry_run and not plan.empty:
+            print(verify_line(wb.verify(), wb.store.path))
 
     @subcommand("head")
     def cmd_head(self, rest: str, cell: str | None) -> None:
         """This user's chain head: keep it elsewhere, check later with %uac verify --head."""
         parse_argstring(self.cmd_head, rest)
-        print(self._wb().head())
+        wb = self._wb()
+        print("\n".join(heads_lines({wb.user: wb.head()}, wb.user)))
 
     @subcommand("calls")
     def cmd_calls(self, rest: str, cell: str | None) -> None:
@@ -175,30 +159,11 @@ class LogMagics(Session):
         user = None if args.all_users else wb.user
         shown = self.displaylimit if args.limit is None else args.limit
         limit = shown if shown > 0 else 1_000_000
-        calls = list_calls(wb.store, user, limit=limit)
-        display(
-            Table(
-                ["call", "at", "purpose", "model", "tokens in", "tokens out", "ms", "outcome"],
-                [
-                    (
-                        c.call_id,
-                        c.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                        c.purpose,
-                        c.model,
-                        c.tokens_in,
-                        c.tokens_out,
-                        f"{c.latency_ms:.0f}",
-                        c.outcome,
-                    )
-                    for c in calls
-                ],
-                0,
-                caption=f"the last {len(calls)} model calls",
-            ),
-            Table(
-                ["purpose", "calls", "failed", "tokens in", "tokens out"],
-                call_totals(wb.store, user),
-                0,
-                caption="per purpose",
-            ),
+        listings = calls_listings(
+            list_calls(wb.store, user, limit=limit), call_totals(wb.store, user)
         )
+        bundle = {
+            "text/plain": "\n".join(listings_lines(listings)),
+            "text/html": listings_html(listings),
+        }
+        display(bundle, raw=True)

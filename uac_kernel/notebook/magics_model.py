@@ -7,9 +7,12 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 
+from uac_kernel.core.faces import MAGIC
 from uac_kernel.model.ask import Answer
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _one_line, _unquote, subcommand
+from uac_kernel.render.checkpoint import written_lines
+from uac_kernel.render.review import accepted_lines, held_lines, rejected_line
 
 __all__ = ["ModelMagics"]
 
@@ -33,7 +36,8 @@ class ModelMagics(Session):
         report = wb.extract(batch_size=args.batch_size, limits=ExtractionLimits(**caps))
         self._print_report(report)
         if report.applied:
-            self._print_parts(wb, wb.checkpoints.get().version, "checkpoint written")
+            version = wb.checkpoints.get().version
+            print("\n".join(written_lines(version, MAGIC, wb.parts(version))))
 
     @subcommand("review")
     def cmd_review(self, rest: str, cell: str | None) -> None:
@@ -45,8 +49,7 @@ class ModelMagics(Session):
         args = parse_argstring(self.cmd_review, rest)
         wb = self._wb(read=True)
         if args.action is None:
-            held = wb.review()
-            text = "\n".join(b.text() for b in held) or "no model answers are held for review"
+            text = "\n".join(held_lines(wb.review()))
 
             def make() -> Any:
                 from uac_kernel.notebook.widgets_act import ReviewView
@@ -59,11 +62,10 @@ class ModelMagics(Session):
             raise UsageError(f"%uac review {args.action} needs the ID of a held batch")
         if args.action == "reject":
             wb.reject(args.batch)
-            print(f"batch {args.batch} rejected; nothing of it was applied")
+            print(rejected_line(args.batch))
             return
         only = parse_only(args.only) if args.only is not None else None
-        report = wb.accept(args.batch, only)
-        self._print_report(report, f"batch {args.batch}: accepted; ")
+        print("\n".join(accepted_lines(wb.accept(args.batch, only), args.batch, args.only)))
 
     @subcommand("ask")
     def cmd_ask(self, rest: str, cell: str | None) -> Answer:

@@ -13,7 +13,7 @@ from uac_kernel.notebook.fleet_magic import first_word
 from uac_kernel.notebook.imports import import_on_fresh_stack
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import subcommand
-from uac_kernel.notebook.tables import alerts_text
+from uac_kernel.render.alerts import alerts_lines
 from uac_kernel.sql.view import SqlResult
 
 __all__ = ["QueryMagics"]
@@ -138,7 +138,7 @@ class QueryMagics(Session):
 
             return AlertInspector(wb)
 
-        self._show(make, alerts_text(wb.alerts(), wb.constraint_of))
+        self._show(make, "\n".join(alerts_lines(wb.alerts(), wb.constraint_of)))
 
     @subcommand("chart")
     def cmd_chart(self, rest: str, cell: str | None) -> Any:

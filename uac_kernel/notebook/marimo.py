@@ -1,4 +1,5 @@
-"""marimo helpers: the workbench's widgets and charts as marimo UI elements, without magics.
+"""marimo helpers: the workbench's widgets and charts as marimo UI elements, without magics,
+each tied to its command's declaration.
 
 marimo rejects IPython's ``%`` magics, so a marimo notebook calls the same things the magics
 show, as functions of an open ``Workbench``:
@@ -12,6 +13,7 @@ show, as functions of an open ``Workbench``:
 ``%uac eval EXPR``                 ``evaluate(wb, expr)`` (value and view; or ``wb.eval``)
 ``%uac sql``                       ``wb.sql(query)`` (a plain engine call)
 ``%%uac constraint [--key K]``     ``constrain(wb, text, key=K)`` (keys and view)
+``%uac constraint --retract K``    ``constrain(wb, "", retract=K)``
 ``%uac constraints``               ``constraints_table(wb)``
 ``%uac fleet DIR``                 ``fleet(dir)`` (summary and charts of many users)
 ``%uac fleet sql DIR QUERY``       ``fleetsql.fleet_sql(dir, query)`` (an engine call)
@@ -32,11 +34,11 @@ whose one line is the install command.
 from __future__ import annotations
 
 import html
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from uac_kernel.commands.catalogue import COMMANDS
 from uac_kernel.core.errors import QueryError, UacError
 from uac_kernel.core.extras import require
 
@@ -67,6 +69,23 @@ CHART_KINDS = ("events", "records", "alerts", "result")
 ChartKind = Literal["events", "records", "alerts", "result"]
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _helper(name: str) -> Callable[[_F], _F]:
+    """Tie a helper to the declaration of ``%uac name`` (``commands/catalogue.py``, whose
+    ``marimo`` names it): the declared help ends its docstring, and ``tests/commands`` checks
+    its keywords against the declared arguments."""
+    command = COMMANDS[name]
+
+    def tie(fn: _F) -> _F:
+        fn.__doc__ = f"{(fn.__doc__ or '').rstrip()}\n\n    ``%uac {name}``: {command.help}.\n"
+        fn.uac_command = command  # type: ignore[attr-defined]
+        return fn
+
+    return tie
+
+
 def _marimo() -> Any:
     """marimo itself, or :class:`MissingExtra` naming the install command."""
     return require("marimo", extra="marimo", feature="uac.marimo")
@@ -75,15 +94,20 @@ def _marimo() -> Any:
 _marimo()  # importing the face without its extra fails here, in one line
 
 
-def log_browser(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
+@_helper("log")
+def log_browser(
+    wb: Workbench, *, page_size: int = 50, kind: str | None = None, **query: Any
+) -> Any:
     """The log browser (``%uac log``) as ``mo.ui.anywidget``: the user's events, a page at a
-    time, filtered by ``query`` (``kind="fact"``, ``text="tokyo"``, ...)."""
+    time, of one ``kind`` if given, filtered by ``query`` (``text="tokyo"``, ...)."""
     from uac_kernel.notebook.widgets import LogBrowser
 
     mo = _marimo()
-    return mo.ui.anywidget(LogBrowser(wb, page_size=page_size, **query))
+    kinds = {"kind": kind} if kind is not None else {}
+    return mo.ui.anywidget(LogBrowser(wb, page_size=page_size, **kinds, **query))
 
 
+@_helper("alerts")
 def alert_inspector(wb: Workbench) -> Any:
     """The alert inspector (``%uac alerts``) as ``mo.ui.anywidget``: the standing alerts, most
     severe first, each with its evidence and the log events behind it."""
@@ -93,6 +117,7 @@ def alert_inspector(wb: Workbench) -> Any:
     return mo.ui.anywidget(AlertInspector(wb))
 
 
+@_helper("state")
 def state_explorer(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
     """The state explorer (``%uac state``) as ``mo.ui.anywidget``: record types, their
     records, every version of one and its sources."""
@@ -102,6 +127,7 @@ def state_explorer(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
     return mo.ui.anywidget(StateExplorer(wb, page_size=page_size, **query))
 
 
+@_helper("diff")
 def diff_view(wb: Workbench, a: int, b: int) -> Any:
     """What changed from checkpoint ``a`` to ``b`` (``%uac diff A B``) as ``mo.ui.anywidget``."""
     from uac_kernel.notebook.widgets import DiffView
@@ -110,6 +136,7 @@ def diff_view(wb: Workbench, a: int, b: int) -> Any:
     return mo.ui.anywidget(DiffView(wb, a, b))
 
 
+@_helper("eval")
 def evaluate(wb: Workbench, expr: str) -> tuple[Any, Any]:
     """Evaluate ``expr`` with ``wb.eval`` and return ``(value, view)`` for an input box.
 
@@ -130,48 +157,55 @@ def evaluate(wb: Workbench, expr: str) -> tuple[Any, Any]:
     return value, mo.Html(f"{code} → <strong>{html.escape(str(value))}</strong>")
 
 
-def constrain(wb: Workbench, text: str, key: str | None = None) -> tuple[list[str], Any]:
+@_helper("constrain")
+def constrain(
+    wb: Workbench,
+    text: str,
+    key: str | None = None,
+    *,
+    retract: str | None = None,
+    reason: str | None = None,
+) -> tuple[list[str], Any]:
     """Put the constraints of a YAML or JSON ``text`` (from ``mo.ui.code_editor`` or a text
-    area) in force, as ``%%uac constraint`` does; return ``(keys, view)``. The view says which
-    keys are in force and the alerts raised, or shows the one-line error in a red callout (and
-    ``keys`` is empty): nothing is appended then."""
+    area) in force, as ``%%uac constraint`` does, or ``retract`` the constraint of that key
+    (``text`` empty); return ``(keys, view)``. The view shows what `%uac constrain` prints
+    (``render.reports``: the keys in force and the alerts raised), or the one-line error in a
+    red callout (and ``keys`` is empty): nothing is appended then."""
     from uac_kernel.constraints.files import read_constraints
+    from uac_kernel.render.reports import in_force_lines, retracted_lines
 
     mo = _marimo()
-    if not text.strip():
+    if retract is not None and text.strip():
+        problem = "give the constraints' text, or retract= a key with an empty text; not both"
+        return [], mo.callout(mo.Html(html.escape(problem)), kind="danger")
+    if retract is None and not text.strip():
         hint = "Write a constraint as YAML or JSON: <code>kind: obligation</code>, a title, ..."
         return [], mo.callout(mo.Html(hint), kind="info")
     try:
-        report = wb.constrain(read_constraints(text, "constraint", key))
+        if retract is not None:
+            report = wb.retract_constraint(retract, reason)
+            lines, keys = retracted_lines(report), []
+        else:
+            report = wb.constrain(read_constraints(text, "constraint", key), reason=reason)
+            lines, keys = in_force_lines(report), report.constraints
     except UacError as exc:
         return [], mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
-    raised = "".join(
-        f"<li>[{html.escape(a.severity)}] {html.escape(a.message)}</li>" for a in report.raised
-    )
-    keys = html.escape(", ".join(report.constraints))
-    return report.constraints, mo.Html(f"in force: <code>{keys}</code><ul>{raised}</ul>")
+    return keys, mo.Html(f"<pre>{html.escape(chr(10).join(lines))}</pre>")
 
 
+@_helper("constraints")
 def constraints_table(wb: Workbench, *, history: bool = False) -> Any:
-    """The constraints in force (``history``: every version) as ``mo.ui.table``."""
-    from uac_kernel.constraints import constraint_json, rule_name
+    """The constraints in force (``history``: every version) as ``mo.ui.table``, in the
+    columns `%uac constraints` shows (``render.listings``)."""
+    from uac_kernel.render.listings import constraints_listing
+    from uac_kernel.render.table import listing_records
 
     mo = _marimo()
-    rows = [
-        {
-            "key": cv.key,
-            "kind": cv.constraint.kind,
-            "title": cv.constraint.title,
-            "since": cv.valid_from.isoformat(),
-            "until": cv.valid_to.isoformat() if cv.valid_to else "",
-            "rule": rule_name(cv.key),
-            "constraint": json.dumps(constraint_json(cv.constraint), ensure_ascii=False),
-        }
-        for cv in wb.constraints(history=history)
-    ]
-    return mo.ui.table(rows, selection=None)
+    listing = constraints_listing(wb.constraints(history=history), history)
+    return mo.ui.table(listing_records(listing), selection=None)
 
 
+@_helper("chart")
 def chart(
     wb: Workbench, kind: ChartKind, expr: str | None = None, *, freq: str | None = None
 ) -> Any:
@@ -211,6 +245,7 @@ def chart(
     return mo.ui.altair_chart(drawn)
 
 
+@_helper("fleet")
 def fleet(root: str | Path) -> Any:
     """A fleet directory (``%uac fleet DIR``): its summary (users, events, facts, model calls,
     standing alerts per rule) above ``mo.ui.altair_chart`` charts of the alerts per rule and
@@ -234,6 +269,7 @@ def fleet(root: str | Path) -> Any:
     )
 
 
+@_helper("whatif")
 def whatif(
     wb: Workbench,
     events: str | Path | Iterable[dict[str, Any]],

@@ -184,15 +184,6 @@ class Session(Magics):
             )
         return text
 
-    @staticmethod
-    def _print_parts(wb: Workbench, version: int, title: str = "", *, pinned: bool = False) -> None:
-        if title:
-            print(f"checkpoint {version}: {title}")
-        print("edit a part in a cell of its own (the command turns its cell into the code):")
-        suffix = f" --version {version}" if pinned else ""
-        for part in wb.parts(version):
-            print(f"  %uac edit {part}{suffix}")
-
     def _timeout_option(self, rest: str) -> tuple[float | None, str]:
         """A leading `--timeout S` (else ``sql_timeout``; ``None`` leaves it to the
         environment) and the rest of the line as written."""

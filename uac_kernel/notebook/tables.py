@@ -1,61 +1,30 @@
-"""How `%uac` shows results: a paged text and HTML table, an answer, alert lines."""
+"""How `%uac` shows a listing: its first ``displaylimit`` rows, as the renderer draws them
+(``render/table.py``: tab-separated text, an HTML table), with a note of what is left out."""
 
 from __future__ import annotations
 
-import html
-import re
-import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from uac_kernel.core.display import clip_json, plural, printable, shorten, show
-from uac_kernel.model.ask import Answer
-from uac_kernel.rules.engine import Alert
+from uac_kernel.core.display import plural
+from uac_kernel.render.table import Bounds, Listing, listing_html, listing_lines
 
 if TYPE_CHECKING:
     from IPython.lib.pretty import RepresentationPrinter
 
-    from uac_kernel.state.fold import ConstraintVersion
 
-__all__ = ["Table", "alerts_text", "answer_text"]
-
-
-_CELL_WIDTH = 60  # characters of one table cell in the text view
+__all__ = ["Table"]
 
 
-_WRAP_LINES = 8  # lines' worth of text a wrapped cell holds (see Table._wrap)
-
-
-# An ISO date or date-time in a cell: kept on one line in HTML (browsers break at its hyphens).
-_ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d(?: \d\d:\d\d(?::\d\d)?)?")
-
-
-_TD = 'style="text-align: left; vertical-align: top"'
-
-
-_HTML_CELL_CHARS = 2000  # a cell's text (or a column's name) in the HTML table
-
+_CELL_CHARS = 2000  # a cell's text (or a column's name) shown
 
 _COLUMNS = 40  # columns shown of a table; the result itself keeps them all
 
 
-def _html_cell(value: Any) -> str:
-    text = printable(show(value))
-    if len(text) > _HTML_CELL_CHARS:
-        text = shorten(text[: _HTML_CELL_CHARS * 2], _HTML_CELL_CHARS)
-    return _ISO_TIME.sub(
-        lambda m: f'<span style="white-space: nowrap">{m.group(0)}</span>',
-        html.escape(text),
-    )
-
-
 class Table:
-    """Rows shown as an HTML table (every cell escaped) with an aligned text/plain fallback.
-
-    Only the first ``limit`` rows (``limit <= 0``: all) and the first 40 columns are shown;
-    ``columns`` and ``rows`` hold everything. In the text, a cell longer than its width is cut between words, except in the
-    ``wrap`` columns — those that are the point of the table — where it runs on over lines.
-    """
+    """A listing shown a page at a time: only the first ``limit`` rows (``limit <= 0``: all)
+    and the first 40 columns, each cell cut at 2,000 characters; ``columns`` and ``rows`` hold
+    everything."""
 
     def __init__(
         self,
@@ -63,154 +32,58 @@ class Table:
         rows: Sequence[Sequence[Any]],
         limit: int = 20,
         caption: str = "",
-        wrap: Sequence[str] = (),
-    ):
-        self.columns = list(columns)
-        self.rows = [tuple(r) for r in rows]
+    ) -> None:
+        self.listing = Listing(list(columns), [tuple(r) for r in rows], caption=caption)
         self.limit = limit
-        self.caption = caption
-        self.wrap = [c in wrap for c in self.columns]
 
-    def _shown(self) -> list[tuple[Any, ...]]:
-        rows = self.rows if self.limit <= 0 else self.rows[: self.limit]
-        return [r[:_COLUMNS] for r in rows]
+    @classmethod
+    def of(cls, listing: Listing, limit: int) -> Table:
+        """``listing`` (its caption, empty line and note kept), ``limit`` rows a page."""
+        table = cls(listing.columns, listing.rows, limit)
+        table.listing = listing
+        return table
 
-    def _more(self) -> str:
+    @property
+    def columns(self) -> list[str]:
+        return list(self.listing.columns)
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.listing.rows]
+
+    @property
+    def caption(self) -> str:
+        return self.listing.caption
+
+    def _bounds(self) -> Bounds:
+        return Bounds(max(self.limit, 0), _COLUMNS, _CELL_CHARS)
+
+    def _more(self) -> list[str]:
         notes = []
-        hidden = len(self.rows) - len(self._shown())
-        if hidden:
+        hidden = len(self.listing.rows) - self.limit if self.limit > 0 else 0
+        if hidden > 0:
             notes.append(
                 f"… {plural(hidden, 'more row')} (showing {self.limit}; "
                 "%config UacMagics.displaylimit)"
             )
-        if len(self.columns) > _COLUMNS:
+        if len(self.listing.columns) > _COLUMNS:
             notes.append(
-                f"… {plural(len(self.columns) - _COLUMNS, 'more column')} (showing {_COLUMNS}); "
-                "select fewer columns, or keep the result (r = %uac sql ...) and read r.columns "
-                "and r.rows, or r.records(), in Python"
+                f"… {plural(len(self.listing.columns) - _COLUMNS, 'more column')} (showing "
+                f"{_COLUMNS}); select fewer columns, or keep the result (r = %uac sql ...) and "
+                "read r.columns and r.rows, or r.records(), in Python"
             )
-        return "\n".join(notes)
+        return notes
 
     def text(self) -> str:
-        shown = [
-            [
-                self._wrap(show(v)) if wrap else [self._clip(show(v))]
-                for v, wrap in zip(row, self.wrap[:_COLUMNS], strict=True)
-            ]
-            for row in self._shown()
-        ]
-        header = [self._clip(c) for c in self.columns[:_COLUMNS]]
-        widths = [len(h) for h in header]
-        for row in shown:
-            widths = [max(w, *map(len, v)) for w, v in zip(widths, row, strict=True)]
-
-        def line(cells: Sequence[str]) -> str:
-            return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-        out = [self.caption] if self.caption else []
-        out += [line(header), line(["-" * w for w in widths])]
-        for row in shown:
-            height = max(map(len, row))
-            out += [line([c[i] if i < len(c) else "" for c in row]) for i in range(height)]
-        if not self.rows:
-            out.append("(no rows)")
-        if more := self._more():
-            out.append(more)
-        return "\n".join(out)
-
-    @staticmethod
-    def _escape(text: str) -> str:
-        return printable(text)
-
-    @classmethod
-    def _clip(cls, text: str) -> str:
-        text = cls._escape(text[: _CELL_WIDTH * 4])
-        return text if len(text) <= _CELL_WIDTH else shorten(text, _CELL_WIDTH)
-
-    @classmethod
-    def _wrap(cls, text: str) -> list[str]:
-        """``text`` in lines of at most ``_CELL_WIDTH``, broken between words; what goes past
-        ``_WRAP_LINES`` lines' worth is cut like ``_clip`` cuts."""
-        text = shorten(
-            cls._escape(text[: _CELL_WIDTH * _WRAP_LINES * 2]), _CELL_WIDTH * _WRAP_LINES
-        )
-        lines = textwrap.wrap(text, _CELL_WIDTH, break_on_hyphens=False)
-        return lines or [""]
+        """The renderer's lines of the rows shown, then what is left out and the note."""
+        notes = [*self._more(), *([self.listing.note] if self.listing.note else [])]
+        return "\n".join([*listing_lines(self.listing, self._bounds()), *notes])
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        head = "".join(f"<th {_TD}>{_html_cell(c)}</th>" for c in self.columns[:_COLUMNS])
-        body = "".join(
-            "<tr>" + "".join(f"<td {_TD}>{_html_cell(v)}</td>" for v in row) + "</tr>"
-            for row in self._shown()
-        )
-        caption = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
-        more = "".join(f"<p><em>{esc(note)}</em></p>" for note in self._more().splitlines())
-        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+        return listing_html(self.listing, self._bounds(), self._more())
 
     def _repr_pretty_(self, p: RepresentationPrinter, cycle: bool) -> None:
         p.text(self.text())
 
     def __repr__(self) -> str:
         return self.text()
-
-
-def answer_text(answer: Answer) -> str:
-    """An answer, the code that computed it, and what it rests on."""
-    value, _ = clip_json(answer.value)
-    # The model wrote the code and the explanation: escaped like everything from outside.
-    lines = [
-        value,
-        f"  code: {printable(answer.expression)}",
-        f"  why:  {printable(answer.explanation)}",
-    ]
-    cert = answer.certificate
-    keys = ", ".join(f"{r['type']} {r['key']}" for r in cert.records[:8])
-    more = f" and {cert.records_total - 8} more" if cert.records_total > 8 else ""
-    lines.append(f"  records ({cert.records_total}): {printable(keys)}{more}")
-    for u in cert.utterances[:5]:
-        said = f"[{u['source']}] {u['speaker']}: {u['text']}"
-        lines.append(f"  said {show(u['ts'])[:10]} {printable(said)}")
-    return "\n".join(lines)
-
-
-def _answer_html(answer: Answer) -> str:
-    esc = html.escape
-    value, _ = clip_json(answer.value)
-    cert = answer.certificate
-    records = "".join(f"<li>{esc(r['type'])} {esc(str(r['key']))}</li>" for r in cert.records[:8])
-    if cert.records_total > 8:
-        records += f"<li>… and {cert.records_total - 8} more</li>"
-    said = "".join(
-        f"<li>{esc(show(u['ts'])[:10])} [{esc(str(u['source']))}] "
-        f"{esc(str(u['speaker']))}: {esc(str(u['text']))}</li>"
-        for u in cert.utterances[:5]
-    )
-    said_too = f" and {plural(len(cert.utterances), 'utterance')}" if cert.utterances else ""
-    return (
-        f"<div><p><strong>{esc(value)}</strong></p>"
-        f"<pre><code>{esc(answer.expression)}</code></pre><p>{esc(answer.explanation)}</p>"
-        f"<details><summary>rests on {plural(cert.records_total, 'record')}{said_too}</summary>"
-        f"<ul>{records}</ul><ul>{said}</ul></details></div>"
-    )
-
-
-def alerts_text(
-    alerts: Sequence[Alert], constraint_of: Callable[[str], ConstraintVersion | None] | None = None
-) -> str:
-    """The alerts as text; with ``constraint_of`` (``Workbench.constraint_of``) an alert of a
-    constraint's rule names the constraint."""
-    if not alerts:
-        return "no alerts"
-    lines = []
-    for a in alerts:
-        lines.append(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
-        evidence = ", ".join(
-            f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
-        )
-        if evidence:
-            lines.append(f"    evidence: {printable(evidence)}")
-        if constraint_of is not None and (cv := constraint_of(a.rule)) is not None:
-            c = cv.constraint
-            lines.append(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
-    return "\n".join(lines)

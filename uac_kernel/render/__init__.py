@@ -1,2 +1,3 @@
-"""What faces draw: Altair charts, the offline Vega bundle, and the text of summaries, fleet and
-what-if reports."""
+"""What faces draw: one renderer per report an engine call returns (its text for a terminal and
+a notebook's text/plain, its HTML where a notebook shows one), Altair charts and the offline
+Vega bundle."""

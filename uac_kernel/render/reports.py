@@ -1,6 +1,6 @@
 """The text of what a change did to the alerts, the same in a terminal and a notebook: one line
 an alert raised, moved to another severity or cleared (naming its rule, a clear with why), after
-the summary of the ingest, extraction or review that made it."""
+the summary of the ingest, extraction, constraint, binding or review that made it."""
 
 from __future__ import annotations
 
@@ -10,9 +10,18 @@ from typing import TYPE_CHECKING, Protocol
 from uac_kernel.core.display import printable
 
 if TYPE_CHECKING:  # `uac --help` and the commands that need no fold load no pydantic
+    from uac_kernel.ingest.report import IngestReport
     from uac_kernel.rules.engine import Alert, ClearedAlert
 
-__all__ = ["AlertReport", "alert_line", "alert_lines", "report_lines"]
+__all__ = [
+    "AlertReport",
+    "alert_line",
+    "alert_lines",
+    "bound_lines",
+    "in_force_lines",
+    "report_lines",
+    "retracted_lines",
+]
 
 
 class AlertReport(Protocol):
@@ -54,3 +63,18 @@ def alert_lines(change: AlertChanges) -> list[str]:
 def report_lines(report: AlertReport, prefix: str = "") -> list[str]:
     """The report's summary (after ``prefix``), then its alert lines."""
     return [printable(prefix + report.summary()), *alert_lines(report)]
+
+
+def in_force_lines(report: IngestReport) -> list[str]:
+    """What putting constraints in force did: their keys, then the report's lines."""
+    return report_lines(report, f"in force: {', '.join(report.constraints)}; ")
+
+
+def retracted_lines(report: IngestReport) -> list[str]:
+    """What retracting a constraint did, and the alerts it cleared."""
+    return report_lines(report, "retracted; ")
+
+
+def bound_lines(report: IngestReport) -> list[str]:
+    """What binding names to concepts did (``already so`` when nothing was new to log)."""
+    return report_lines(report, "" if report.appended else "already so; ")
