@@ -600,3 +600,36 @@ def test_hostile_part_file_is_one_line_and_leaves_no_store(
     if store.exists():
         with duckdb.connect(str(store), read_only=True) as con:
             assert con.execute("SELECT count(*) FROM events").fetchone() == (0,)
+
+
+# --- a driver whose current directory was removed ---------------------------------------------
+
+
+def test_a_run_from_a_removed_current_directory_is_one_fleet_error(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = fresh(base, tmp_path)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(FleetError, match="current directory") as info:
+        run(root, COUNT, jobs=1, retries=0, users=["ann"], progress=lambda p: None)
+    assert "\n" not in str(info.value)
+
+
+def test_cli_run_from_a_removed_current_directory_is_one_line(base: Path, tmp_path: Path) -> None:
+    root = fresh(base, tmp_path)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        "import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+        "from uac_kernel.cli.main import main; sys.exit(main(sys.argv[2:]))"
+    )
+    args = ["fleet", "run", str(root), "--jobs", "1", "--users", "ann", "eval", "1"]
+    proc = subprocess.run(
+        [PY, "-c", script, str(gone), *args], env=ENV, text=True, capture_output=True, timeout=120
+    )
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.startswith("uac: error:") and "current directory" in proc.stderr
