@@ -153,8 +153,15 @@ def run_local(
     worker breaks the whole pool (``BrokenProcessPool``): every task in flight then counts an
     attempt, and a new pool takes over the rest.
     """
+    try:
+        cwd = os.getcwd()  # multiprocessing reads it too, to start any worker
+    except FileNotFoundError as exc:
+        raise FleetError(
+            "the current directory was removed, so no worker can start in it; change to a "
+            "directory that exists (cd, os.chdir) and run again"
+        ) from exc
     ctx = _context()
-    driver = (os.getpid(), dict(os.environ), list(sys.path), os.getcwd())
+    driver = (os.getpid(), dict(os.environ), list(sys.path), cwd)
     # a TCP address on loopback: a Unix socket under a long TMPDIR exceeds its 108-byte limit
     manager = _BudgetManager(address=("127.0.0.1", 0), ctx=ctx)
     manager.start(_start_worker, driver)
