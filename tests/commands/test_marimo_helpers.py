@@ -59,3 +59,20 @@ def test_an_undeclared_argument_fails_the_check() -> None:
     assert isinstance(constraints.marimo, Marimo)
     more = replace(constraints, args=(*constraints.args, arg("--since", help="a date")))
     assert constraints.marimo.keywords(more) == {"history", "since"}
+
+
+def test_log_browser_refuses_an_unknown_kind_as_the_other_faces_do(db: Any) -> None:
+    """`uac log --kind nosuch` and `%uac log --kind nosuch` name the kinds there are; the
+    helper taking the same declared --kind must not show an empty browser instead."""
+    from helpers.events import fact
+
+    from uac_kernel.core.errors import UacError
+    from uac_kernel.workbench import Workbench
+
+    with Workbench(db, user="u") as wb:
+        wb.ingest(
+            [{**fact("2025-01-01T09:00:00", "add", "Trip", "t1", city="Oslo"), "source": "s"}]
+        )
+        assert um.log_browser(wb, kind="fact").widget.total == 1
+        with pytest.raises(UacError, match="no event kind 'nosuch'"):
+            um.log_browser(wb, kind="nosuch")
