@@ -99,10 +99,13 @@ def log_browser(
     wb: Workbench, *, page_size: int = 50, kind: str | None = None, **query: Any
 ) -> Any:
     """The log browser (``%uac log``) as ``mo.ui.anywidget``: the user's events, a page at a
-    time, of one ``kind`` if given, filtered by ``query`` (``text="tokyo"``, ...)."""
+    time, of one ``kind`` if given (a ``QueryError`` names the kinds if no event can be of it), filtered by ``query`` (``text="tokyo"``, ...)."""
+    from uac_kernel.log.users import check_kind
     from uac_kernel.notebook.widgets import LogBrowser
 
     mo = _marimo()
+    if kind:  # as `uac log --kind` and `%uac log --kind`: an unknown kind names the kinds
+        check_kind(wb.store, kind)
     kinds = {"kind": kind} if kind is not None else {}
     return mo.ui.anywidget(LogBrowser(wb, page_size=page_size, **kinds, **query))
 
