@@ -1083,3 +1083,18 @@ def test_hostile_constraint_titles_and_keys_display_as_data(loaded: Any) -> None
 def test_constrain_is_the_same_cell_as_constraint(loaded: Any) -> None:
     out = run_out(loaded, CONSTRAINT_CELL.replace("%%uac constraint", "%%uac constrain"))
     assert out.startswith("in force: refill")
+
+
+def test_an_empty_listing_says_so_in_its_html_as_in_its_text(ip: Any) -> None:
+    """A notebook draws the HTML: an empty listing's line (and its hint) must be there too,
+    not only in text/plain under a table of headers alone."""
+    run(ip, "%uac open")
+    run(ip, "%uac ingest events.jsonl")
+    for cell, said in [
+        ("%uac checkpoints", "take one with `%uac checkpoint`"),
+        ("%uac constraints", "no constraints in force"),
+        ("%uac constraints --history", "no constraints"),
+    ]:
+        table = run(ip, cell)
+        assert said in table.text(), cell
+        assert said in table._repr_html_(), cell
