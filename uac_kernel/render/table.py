@@ -108,8 +108,12 @@ def _html_cell(bounds: Bounds, value: Any) -> str:
 
 
 def listing_html(listing: Listing, bounds: Bounds = WHOLE, notes: Sequence[str] = ()) -> str:
-    """An HTML table (every cell escaped) under its caption, then ``notes`` and the
-    listing's note, each a paragraph."""
+    """An HTML table (every cell escaped) under its caption, or the ``empty`` line when there
+    are no rows (as the text), then ``notes`` and the listing's note, each a paragraph."""
+    more = [*notes, listing.note] if listing.note else list(notes)
+    tail = "".join(f"<p><em>{_html.escape(printable(n))}</em></p>" for n in more)
+    if not listing.rows and listing.empty:  # as the text: the listing's line, not bare headers
+        return f"<p>{_html.escape(printable(listing.empty))}</p>{tail}"
     columns, rows = bounds.cut(listing)
     head = "".join(f"<th {_TD}>{_html_cell(bounds, c)}</th>" for c in columns)
     body = "".join(
@@ -117,8 +121,6 @@ def listing_html(listing: Listing, bounds: Bounds = WHOLE, notes: Sequence[str] 
         for row in rows
     )
     caption = f"<caption>{_html.escape(printable(listing.caption))}</caption>"
-    more = [*notes, listing.note] if listing.note else list(notes)
-    tail = "".join(f"<p><em>{_html.escape(printable(n))}</em></p>" for n in more)
     return (
         f"<table>{caption if listing.caption else ''}<thead><tr>{head}</tr></thead>"
         f"<tbody>{body}</tbody></table>{tail}"
