@@ -155,11 +155,11 @@ def run_local(
     """
     try:
         cwd = os.getcwd()  # multiprocessing reads it too, to start any worker
-    except FileNotFoundError as exc:
+    except FileNotFoundError:
         raise FleetError(
             "the current directory was removed, so no worker can start in it; change to a "
             "directory that exists (cd, os.chdir) and run again"
-        ) from exc
+        ) from None
     ctx = _context()
     driver = (os.getpid(), dict(os.environ), list(sys.path), cwd)
     # a TCP address on loopback: a Unix socket under a long TMPDIR exceeds its 108-byte limit
