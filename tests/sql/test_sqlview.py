@@ -198,3 +198,53 @@ def test_names_in_any_style_are_columns_as_written_in_every_build(tmp_path: Path
             "flight_leg",
             "flight_leg_history",
         )
+
+
+def built(wb: Workbench) -> set[str]:
+    """The tables of record types the view holds now."""
+    assert wb._sql is not None
+    rows = wb._sql.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+    return {name for (name,) in rows} - {"uac_tables", "uac_constraints", "uac_vocabulary"}
+
+
+def test_a_query_builds_only_the_tables_it_names(wb: Workbench) -> None:
+    assert wb.sql("SELECT count(*) FROM trip").rows == [(2,)]  # names ignore case
+    assert built(wb) == {"Trip", "Trip_history"}
+    assert wb.sql("SELECT * FROM uac_tables").rows  # the index: no type's table needed
+    assert built(wb) == {"Trip", "Trip_history"}
+    got = wb.sql("SELECT h.key FROM Medication_history h JOIN Trip t ON false").rows
+    assert got == [] and built(wb) == {"Trip", "Trip_history", "Medication", "Medication_history"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SHOW TABLES",
+        "SELECT table_name FROM duckdb_tables()",
+        "SELECT table_name FROM information_schema.tables",
+        "SELECT 1",
+    ],
+)
+def test_a_query_that_names_no_type_sees_every_types_table(wb: Workbench, query: str) -> None:
+    wb.sql("SELECT count(*) FROM Trip")
+    wb.sql(query)
+    assert built(wb) == {
+        f"{t}{end}" for t in ("Trip", "Medication", "Transaction") for end in ("", "_history")
+    }
+
+
+def test_a_misspelt_table_is_suggested_from_every_type(wb: Workbench) -> None:
+    wb.sql("SELECT count(*) FROM Trip")
+    with pytest.raises(QueryError) as err:
+        wb.sql("SELECT count(*) FROM Transactio")
+    assert 'Did you mean "Transaction"?' in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(QueryError) as err:
+        wb.sql("SELECT amout FROM Transaction")
+    assert 'Candidate bindings: "amount"' in str(err.value)
+
+
+def test_a_table_built_earlier_is_rebuilt_when_its_type_changed(wb: Workbench) -> None:
+    assert wb.sql("SELECT count(*) FROM Transaction").rows == [(1,)]
+    wb.ingest([fact("2025-05-03", "add", "Transaction", "t2", amount=3.0, payee="bus")])
+    assert wb.sql("SELECT count(*) FROM Trip").rows == [(2,)]  # Transaction not rebuilt yet
+    assert wb.sql("SELECT count(*) FROM Transaction").rows == [(2,)]

@@ -11,7 +11,9 @@ A workbench's view builds a type's tables by SQL over the user's log in the stor
 state's ``seq`` (``sql.build``), and copies them in from a file in a private temporary
 directory, the one place the view's database may read (``allowed_directories``), which holds
 nothing between builds. A view with no store behind its state builds them from the state's
-records in Python; the tests hold the two builds equal cell for cell.
+records in Python; the tests hold the two builds equal cell for cell. A query builds only the
+tables it names (read from DuckDB's parse of it); one that names none, or a table that is no
+type's (``SHOW TABLES``, ``duckdb_tables()``, a misspelt name), has every type's built first.
 
 Names never shadow each other: types are named in the order they first appeared in the log, and
 a type whose table (or ``_history`` table) would clash, ignoring case, with one already named or
@@ -206,7 +208,9 @@ class SqlView:
         self._vocab: Vocabulary | None = None
         self.con.execute(f"CREATE TABLE {VOCABULARY_TABLE} ({_VOCABULARY_COLUMNS})")
 
-    def refresh(self, state: State) -> None:
+    def refresh(self, state: State, sql: str | None = None) -> None:
+        """Bring the tables up to ``state``: with ``sql``, only those of the types it reads
+        (``reads``); without, every type's."""
         names = table_names(t for t in state.schema.types if t in state.types)
         if names != self.tables:
             self.con.execute("BEGIN TRANSACTION")
@@ -225,6 +229,9 @@ class SqlView:
         if state.vocab is not self._vocab:  # a new vocabulary object after every change
             self._load_vocabulary(state.vocab)
         stale = [n for n in state.types if self._built.get(n) != state.type_seq.get(n, 0)]
+        wanted = None if sql is None else self.reads(sql)
+        if wanted is not None:
+            stale = [n for n in stale if n in wanted]
         if self.store is not None:
             self._build_sql(state, stale, names)
             return
@@ -242,6 +249,21 @@ class SqlView:
             self._load(current, columns, list(ts.current.values()), history=False)
             self._load(history, columns, versions, history=True)
             self._built[name] = seq
+
+    def reads(self, sql: str) -> set[str] | None:
+        """The types whose tables ``sql`` names (a query over ``Trip`` need not build
+        ``Transaction``; ``uac_tables`` alone needs none), or ``None`` for every type: when it
+        names no table, or one that is no type's — a catalog query (``SHOW TABLES``, ``duckdb_tables()``) lists them all,
+        and a misspelt name's error suggests among them all."""
+        try:
+            named = {n.lower() for n in duckdb.get_table_names(sql)}
+        except duckdb.Error:
+            return None  # the query's own error is reported when it runs
+        by_table = {t.lower(): name for name, pair in self.tables.items() for t in pair}
+        own = {INDEX_TABLE, CONSTRAINTS_TABLE, VOCABULARY_TABLE}
+        if not named or not named <= by_table.keys() | own:
+            return None
+        return {by_table[n] for n in named if n in by_table}
 
     def _build_sql(self, state: State, stale: list[str], names: dict[str, tuple[str, str]]) -> None:
         if self.store is None or self._dir is None or not stale:
@@ -361,7 +383,7 @@ class SqlView:
         limit = self.timeout if timeout is None else timeout
         _check_timeout(limit)
         try:
-            self.refresh(state)
+            self.refresh(state, sql)
         except duckdb.OutOfMemoryException:
             raise QueryError(
                 f"the user's records do not fit in the SQL memory limit of {self.memory_mb} MB; "
@@ -435,9 +457,14 @@ def run_read_only(
 
 
 def _first_line(exc: duckdb.Error) -> str:
-    """The first line of a DuckDB error, escaped: it can quote the query or a stored value
-    (``Could not convert string 'k\x1b]0;...'``), and either may hold control characters."""
-    return printable((str(exc).splitlines() or [""])[0])
+    """The first line of a DuckDB error with its suggestion (``Did you mean "Trip"?``,
+    ``Candidate bindings: ...``) when it makes one, escaped: it can quote the query or a stored
+    value (``Could not convert string 'k\x1b]0;...'``), and either may hold control characters."""
+    lines = str(exc).splitlines() or [""]
+    text = lines[0]
+    if len(lines) > 1 and lines[1].startswith(("Did you mean", "Candidate bindings")):
+        text += " " + lines[1]
+    return printable(text)
 
 
 def _cell(value: Any, column: str) -> Any:
