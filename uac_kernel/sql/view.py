@@ -256,7 +256,7 @@ class SqlView:
         names no table, or one that is no type's — a catalog query (``SHOW TABLES``, ``duckdb_tables()``) lists them all,
         and a misspelt name's error suggests among them all."""
         try:
-            named = {n.lower() for n in duckdb.get_table_names(sql)}
+            named = {n.lower() for n in self.con.get_table_names(sql)}  # a parse, no run
         except duckdb.Error:
             return None  # the query's own error is reported when it runs
         by_table = {t.lower(): name for name, pair in self.tables.items() for t in pair}
