@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import forkserver
 from multiprocessing.managers import BaseManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,7 +37,7 @@ Finished = Iterator[tuple[T, "R | BaseException"]]
 ENGINES = ("local", "ray")
 # A worker process is replaced after this many tasks: each task's DuckDB connections leave
 # about 0.6 MB of native memory behind (Python's own heap stays flat), so a worker that served
-# a thousand users held 600 MB more. A new worker, forked from the server, starts in milliseconds.
+# a thousand users held 600 MB more. A new worker costs about a second of start-up.
 TASKS_PER_WORKER = 100
 
 
@@ -70,62 +69,25 @@ class Limiter:
             self._cond.notify()
 
 
-def _start_worker(driver: int, environ: dict[str, str], path: list[str], cwd: str) -> None:
-    """In a worker or the budget manager: take the driver's environment, import path and
-    directory as they are now (the fork server that forked this process has those of the
-    moment it started), and exit when the driver is gone (killed with -9, it cannot stop
-    them) rather than live on as an orphan. A task cut short this way leaves its partition
-    whole, as any killed task does.
+def _watch_parent(parent: int) -> None:
+    """In a worker or the budget manager: exit when the driver that started it (``parent``) is
+    gone (killed with -9, it cannot stop them), rather than live on as an orphan. A task cut
+    short this way leaves its partition whole, as any killed task does.
 
-    The fork server ends when the driver does; on Linux the kernel then kills its children
-    (``PR_SET_PDEATHSIG``), so a job holding the GIL in C code (a long regex, an extension)
-    dies too; elsewhere, and as a second net, a thread polls."""
-    parent = os.getppid()
-    # The fork server lives while any process holds its "alive" pipe, and hands a copy to each
-    # process it forks: closed here, it ends with the driver, and the kernel kills its children.
-    server = getattr(forkserver, "_forkserver", None)
-    alive = getattr(server, "_forkserver_alive_fd", None)
-    if alive is not None:
-        os.close(alive)
-        server._forkserver_alive_fd = None  # type: ignore[union-attr]
+    On Linux the kernel does it (``PR_SET_PDEATHSIG``), so a job holding the GIL in C code (a
+    long regex, an extension) dies too; elsewhere, and as a second net, a thread polls."""
     if sys.platform == "linux":
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent or not _alive(driver):  # gone before the line above took effect
+    if os.getppid() != parent:  # the driver died before the line above took effect
         os._exit(1)
-    os.environ.clear()
-    os.environ.update(environ)
-    sys.path[:] = path
-    os.chdir(cwd)
 
     def watch() -> None:
-        while os.getppid() == parent and _alive(driver):
+        while os.getppid() == parent:
             time.sleep(0.2)
         os._exit(1)
 
     threading.Thread(target=watch, name="uac-watch-parent", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's: not ours after a pid reuse, but rare
-        return True
-    return True
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    """Processes forked from one server that has imported what a task needs: a worker starts
-    in milliseconds, not the second a fresh interpreter takes to import the engine."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["uac_kernel.fleet.run", "uac_kernel.workbench"])
-    try:
-        forkserver.ensure_running()
-    except OSError:  # its Unix socket's path is too long under this TMPDIR (108 bytes at most)
-        return multiprocessing.get_context("spawn")
-    return ctx
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -147,24 +109,23 @@ def run_local(
     concurrency: int,
     rate: float | None,
 ) -> Finished[T, R]:
-    """Run ``fn(item, budget)`` for each item in ``jobs`` worker processes.
+    """Run ``fn(item, budget)`` for each item in ``jobs`` spawned processes.
 
     A task that raised, or whose worker died, is submitted again up to ``retries`` times. A dead
     worker breaks the whole pool (``BrokenProcessPool``): every task in flight then counts an
     attempt, and a new pool takes over the rest.
     """
     try:
-        cwd = os.getcwd()  # multiprocessing reads it too, to start any worker
+        os.getcwd()  # multiprocessing reads it too, to start any worker
     except FileNotFoundError:
         raise FleetError(
             "the current directory was removed, so no worker can start in it; change to a "
             "directory that exists (cd, os.chdir) and run again"
         ) from None
-    ctx = _context()
-    driver = (os.getpid(), dict(os.environ), list(sys.path), cwd)
+    ctx = multiprocessing.get_context("spawn")
     # a TCP address on loopback: a Unix socket under a long TMPDIR exceeds its 108-byte limit
     manager = _BudgetManager(address=("127.0.0.1", 0), ctx=ctx)
-    manager.start(_start_worker, driver)
+    manager.start(_watch_parent, (os.getpid(),))
     try:
         budget = manager.Limiter(concurrency, rate)  # type: ignore[attr-defined]
         pending = list(reversed(range(len(items))))
@@ -173,8 +134,8 @@ def run_local(
             pool = ProcessPoolExecutor(
                 jobs,
                 mp_context=ctx,
-                initializer=_start_worker,
-                initargs=driver,
+                initializer=_watch_parent,
+                initargs=(os.getpid(),),
                 max_tasks_per_child=TASKS_PER_WORKER,
             )
             try:
