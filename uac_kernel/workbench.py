@@ -85,6 +85,9 @@ __all__ = ["DEFAULT_USER", "IngestReport", "Workbench", "resolve_user"]
 ASKED_MOST = 20
 
 
+_Written = tuple[IngestReport, datetime | None]  # a batch written, and the clock before it
+
+
 @operations  # each public method holds the store's file only while it runs, see log/shared.py
 class Workbench:
     """The event log, typed state, checkpoints, rules and queries of one user.
@@ -179,7 +182,7 @@ class Workbench:
             # (bench/nofold.py). close() unfreezes, so no cycle stays uncollected past it.
             gc.freeze()
         put_all_in_force(self.state, self.runner, self._constraint_rules)
-        after_events(self.state, self.runner, self._constraint_rules, False, kept=())
+        after_events(self.state, self.runner, self._constraint_rules, self.state.now, kept=())
         self._reconcile_alerts(self.runner.rules.keys())
 
     def _forgotten_rules(self) -> set[str]:
@@ -221,7 +224,7 @@ class Workbench:
         ]
         for name in kept:
             self.runner.active[name] = dict(snap.alerts.get(name, {}))
-        after_events(state, self.runner, self._constraint_rules, state.now != snap.now, kept=kept)
+        after_events(state, self.runner, self._constraint_rules, snap.now, kept=kept)
         self._reconcile_alerts(self.runner.rules.keys())
 
     def _write_snapshot(self) -> None:
@@ -286,8 +289,8 @@ class Workbench:
         """Fold events another writer appended, then bring the rules and standing alerts up to
         date. That writer logged the alerts its rules raised: this one logs only what its own
         rules (a notebook's) see differently, as an open does."""
-        clock_moved = self._fold(new)
-        after_events(self.state, self.runner, self._constraint_rules, clock_moved)
+        before = self._fold(new)
+        after_events(self.state, self.runner, self._constraint_rules, before)
         self._reconcile_alerts(self.runner.rules.keys())
 
     def refresh(self) -> None:
@@ -356,9 +359,9 @@ class Workbench:
         with no_gc():
             batch = list(parsed)
             clock.lap("parse")
-            report, clock_moved = self._write(batch, clock)
+            report, before = self._write(batch, clock)
             del batch  # freed now, or the GC walks the whole parsed batch when it resumes
-        return self._run_rules(report, clock_moved, clock)
+        return self._run_rules(report, before, clock)
 
     def _fresh(self, parsed: Sequence[InputEvent]) -> list[InputEvent]:
         """The events of ``parsed`` whose source is not logged yet (nor earlier in it)."""
@@ -378,27 +381,25 @@ class Workbench:
         """Append events already parsed (by an adapter or the extractor), like ``ingest``."""
         clock = Stopwatch()
         with no_gc():
-            report, clock_moved = self._write(parsed, clock)
-        return self._run_rules(report, clock_moved, clock)
+            report, before = self._write(parsed, clock)
+        return self._run_rules(report, before, clock)
 
-    def _write(self, parsed: Sequence[InputEvent], clock: Stopwatch) -> tuple[IngestReport, bool]:
-        """Validate, log and fold the events not logged yet; return whether the state's clock
-        moved. Under the store's writer lock, after catching up with
-        what another workbench of this process wrote: a batch is checked against the log as it
-        is, not as this workbench last saw it."""
+    def _write(self, parsed: Sequence[InputEvent], clock: Stopwatch) -> _Written:
+        """Validate, log and fold the events not logged yet; return the state's clock before
+        them. Under the store's writer lock, after catching up with what another workbench of
+        this process wrote: a batch is checked against the log as it is, not as this workbench
+        last saw it."""
         if self.store.read_only:
             return self._write_locked(parsed, clock)  # an append will say it cannot write
         with self.store.writing():
             self._sync(write=True)
             return self._write_locked(parsed, clock)
 
-    def _write_locked(
-        self, parsed: Sequence[InputEvent], clock: Stopwatch
-    ) -> tuple[IngestReport, bool]:
+    def _write_locked(self, parsed: Sequence[InputEvent], clock: Stopwatch) -> _Written:
         fresh = self._fresh(parsed)
         report = IngestReport(skipped=len(parsed) - len(fresh))
         if not fresh:
-            return report, False
+            return report, self.state.now
         planned = self._plan(self.state, fresh)
         clock.lap("validate")
         logged = self.store.append(planned)
@@ -406,13 +407,13 @@ class Workbench:
         report.appended = len(fresh)
         report.schema_changes = sum(1 for e in logged if e.kind == "schema")
         report.first_seq, report.last_seq = logged[0].seq, logged[-1].seq
-        clock_moved = self._fold(logged)
+        before = self._fold(logged)
         clock.lap("fold")
-        return report, clock_moved
+        return report, before
 
-    def _fold(self, events: Sequence[LoggedEvent]) -> bool:
-        """Fold logged events into the state (and the search index, if built); whether the
-        state's clock moved."""
+    def _fold(self, events: Sequence[LoggedEvent]) -> datetime | None:
+        """Fold logged events into the state (and the search index, if built); the state's
+        clock before them."""
         self._drop_sandbox()  # its worker holds copies of pages of the state now changing
         before = self.state.now
         self.state.apply_all(events)
@@ -420,10 +421,12 @@ class Workbench:
             for e in events:
                 if e.kind == "utterance":
                     self._search.add(e.seq, e.ts, e.payload["speaker"], e.payload["text"], e.source)
-        return self.state.now != before
+        return before
 
-    def _run_rules(self, report: IngestReport, clock_moved: bool, clock: Stopwatch) -> IngestReport:
-        change = after_events(self.state, self.runner, self._constraint_rules, clock_moved)
+    def _run_rules(
+        self, report: IngestReport, was: datetime | None, clock: Stopwatch
+    ) -> IngestReport:
+        change = after_events(self.state, self.runner, self._constraint_rules, was)
         if change is not None:
             log_alerts(self.store, self.state, change)
             report.raised, report.cleared, report.updated = (

@@ -11,6 +11,7 @@ standing alerts with the log (``engine.alerts``), a what-if reports it.
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 
 from uac_kernel.rules.engine import AlertChange, ClearedAlert, RuleRunner, as_cleared
 from uac_kernel.state.fold import ConstraintVersion, State
@@ -66,7 +67,7 @@ def after_events(
     state: State,
     runner: RuleRunner,
     rules_of: dict[str, str],
-    clock_moved: bool,
+    before: datetime | None,
     *,
     kept: Collection[str] | None = None,
 ) -> AlertChange | None:
@@ -75,12 +76,19 @@ def after_events(
     The constraints the events put in force, changed or retracted are put in (or taken out of)
     ``runner``; the rules the events affect run (those reading a changed type, the clock
     rules if the clock moved, every rule if the vocabulary changed: rules read through it);
-    the rule of a new or changed constraint runs on the whole state, as does every rule not
+    ``before`` is the log's clock before the events: a clock rule runs when the day moved, or
+    when the time moved if its last run read the time (``user.now``); the rule of a new or
+    changed constraint runs on the whole state, as does every rule not
     in ``kept`` when it is given (an open: the rules whose standing alerts a snapshot kept, or
     none). ``rules_of`` maps constraint keys to their rules' names and is kept up to date.
     None when the events changed nothing a rule reads (never for an open).
     """
+    clock_moved = state.now != before
+    day_moved = clock_moved and (
+        before is None or state.now is None or state.now.date() != before.date()
+    )
     changed: set[str] | None = state.take_changed_types()
+    keys = state.take_changed_keys()
     rebound = state.take_changed_vocab()
     if rebound:
         changed = None
@@ -97,7 +105,15 @@ def after_events(
     # touch what it reads, so an alert a retracted record settled says so; the second pass
     # only clears what the new version alone settled. An open runs each rule once.
     rest = [name for name in runner.rules if kept is None or name not in whole]
-    change = runner.run(view, changed, clock_moved, only=rest, vocab=rebound)
+    change = runner.run(
+        view,
+        changed,
+        clock_moved,
+        only=rest,
+        vocab=rebound,
+        day_moved=day_moved,
+        changed_keys=keys,
+    )
     if whole:
         again = runner.run(view, None, only=whole)
         change.raised += again.raised

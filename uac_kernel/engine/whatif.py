@@ -586,7 +586,7 @@ def replay_step(
     state = run.state
     before = state.now
     fold_over(state, events, conflicts, real_seq)
-    change = after_events(state, run.runner, run.rules_of, state.now != before)
+    change = after_events(state, run.runner, run.rules_of, before)
     run.note(change, at or state.now or events[-1].ts)
 
 
@@ -621,7 +621,7 @@ def whatif_now(
     with no_gc():
         trial.apply_all(events)
     clock.lap("fold")
-    change = after_events(trial, runner.copy(), dict(rules_of), trial.now != state.now)
+    change = after_events(trial, runner.copy(), dict(rules_of), state.now)
     if change is not None:
         report.raised, report.cleared, report.updated = (
             change.raised,
@@ -682,6 +682,7 @@ def whatif_past(
     with no_gc():
         fold_over(state, early, real_conflicts, real_seq)
     state.take_changed_types()
+    state.take_changed_keys()
     state.take_changed_vocab()
     runner = RuleRunner(rules)
     rules_of: dict[str, str] = {}

@@ -11,9 +11,9 @@ still standing, and log when each is raised and when it clears.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,12 +22,14 @@ from uac_kernel.core.errors import RuleError
 from uac_kernel.core.records import Record, field_values
 from uac_kernel.core.schema import MODULE_NAMES
 from uac_kernel.core.tables import SEVERITIES, Severity
+from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding, Rebinding
 from uac_kernel.vocab.catalogue import ROLES
 from uac_kernel.vocab.resolve import noting, using
 
 __all__ = [
+    "EVERY",
     "Alert",
     "ClearedAlert",
     "Evidence",
@@ -100,6 +102,7 @@ class Rule:
     clock: bool = False
     doc: str = ""
     roles: frozenset[str] = frozenset()
+    partition: Partition | None = field(default=None, compare=False)
 
     def __call__(self, user: UserView) -> Iterable[Finding]:
         with using(user.vocab):
@@ -158,6 +161,7 @@ def rule(
     source: str = "",
     clock: bool = False,
     name: str | None = None,
+    partition: Partition | None = None,
 ) -> Callable[[RuleFunc], Rule]: ...
 def rule(
     func: RuleFunc | None = None,
@@ -170,12 +174,20 @@ def rule(
     source: str = "",
     clock: bool = False,
     name: str | None = None,
+    partition: Partition | None = None,
 ) -> Rule | Callable[[RuleFunc], Rule]:
     """Declare a rule: ``@rule`` or ``@rule(watch=["Medication", "Allergy"], severity="critical")``.
 
     ``roles=["trip", "document"]`` watches every type that plays those roles for the user
     (``uac vocab``), as the shipped rules do. Without ``watch`` or ``roles`` the rule runs after
     every change of any type.
+
+    ``partition=`` (with ``watch`` or ``roles``) lets a change run the rule on the records it
+    touched rather than on all of them: a function of one record of a watched type giving its
+    part (what the rule's findings group by: ``lambda r: (r.merchant, r.amount)``), ``None``
+    when the record can be in no finding, or ``EVERY`` when any finding may rest on it. What
+    the rule finds about a part must depend only on that part's records and the ``EVERY`` ones,
+    and each finding must rest on a record of its part (``uac_kernel.rules.parts``).
     """
     if severity not in SEVERITIES:
         raise RuleError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
@@ -185,6 +197,8 @@ def rule(
             raise RuleError(f"role {r!r} is not in the catalogue; `uac vocab roles` lists them")
     if role_set and watch is None:
         watch = ()
+    if partition is not None and watch is None:
+        raise RuleError("partition= needs watch= or roles=: the types whose records it parts")
 
     def wrap(fn: RuleFunc) -> Rule:
         rule_name = name or fn.__name__
@@ -209,6 +223,7 @@ def rule(
             source=source,
             clock=clock,
             doc=(fn.__doc__ or "").strip(),
+            partition=partition,
         )
 
     return wrap(func) if func is not None else wrap
@@ -313,6 +328,13 @@ class RuleRunner:
     def __init__(self, rules: Iterable[Rule] = ()):
         self.rules: dict[str, Rule] = {}
         self.active: dict[str, dict[str, Alert]] = {}
+        # Clock rules whose last run read only the day (``user.today``), not the time
+        # (``user.now``): what they found cannot change until the day does, so the log's
+        # clock moving within a day does not run them (a dense log moves it with every event).
+        self.daily: set[str] = set()
+        # Each partitioned rule's parts (``uac_kernel.rules.parts``), built by its first whole
+        # run and kept up to date by the changes after it.
+        self.parts: dict[str, Parts] = {}
         for r in rules:
             self.add(r)
 
@@ -335,6 +357,8 @@ class RuleRunner:
                 )
         self.rules[r.name] = r
         self.active.setdefault(r.name, {})
+        self.daily.discard(r.name)
+        self.parts.pop(r.name, None)
 
     def copy(self) -> RuleRunner:
         """The same rules, with standing alerts of their own (a what-if changes the copy's).
@@ -343,11 +367,14 @@ class RuleRunner:
         other = RuleRunner()
         other.rules = dict(self.rules)
         other.active = dict(self.active)
-        return other
+        other.daily = set(self.daily)
+        return other  # without parts: its partitioned rules run whole (they are not copied)
 
     def remove(self, name: str) -> list[Alert]:
         """Take rule ``name`` out of force; return the alerts it had standing (now cleared)."""
         self.rules.pop(name, None)
+        self.daily.discard(name)
+        self.parts.pop(name, None)
         return list(self.active.pop(name, {}).values())
 
     def standing(self) -> list[Alert]:
@@ -362,25 +389,35 @@ class RuleRunner:
         clock_moved: bool = False,
         only: Iterable[str] | None = None,
         vocab: Sequence[Rebinding] = (),
+        day_moved: bool | None = None,
+        changed_keys: Mapping[str, Collection[str] | None] | None = None,
     ) -> AlertChange:
         """Re-run the rules affected by a change (``changed_types=None``: all of them);
-        ``vocab``: how the vocabulary changed, named in the reasons of the alerts it clears."""
+        ``clock_moved``: the log's clock moved (``day_moved``: to another day, the default being
+        the same as ``clock_moved``); ``vocab``: how the vocabulary changed, named in the reasons
+        of the alerts it clears; ``changed_keys``: the records changed, by type (None: not
+        known), with which a partitioned rule runs on the parts they touched."""
         change = AlertChange()
+        if day_moved is None:
+            day_moved = clock_moved
         selected = set(only) if only is not None else None
         for r in self.rules.values():
             if selected is not None and r.name not in selected:
                 continue
             watch = r.watches(user)
-            affected = (
-                changed_types is None
-                or watch is None
-                or bool(watch & changed_types)
-                or (r.clock and clock_moved)
-            )
-            if not affected:
+            ticked = r.clock and clock_moved and (day_moved or r.name not in self.daily)
+            affected = changed_types is None or watch is None or bool(watch & changed_types)
+            if not (affected or ticked):
                 continue
-            now = self._evaluate(r, user)
             before = self.active[r.name]
+            part = self._part(r, user, watch, changed_types, changed_keys, ticked)
+            if part is None:
+                now = self._whole(r, user, watch)
+            else:
+                touched, was = part
+                if not touched:
+                    continue  # what changed is in no part: nothing it found can change
+                now = self._on_parts(r, user, touched, was, before)
             change.raised.extend(a for i, a in now.items() if i not in before)
             change.cleared.extend(
                 as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved, vocab))
@@ -392,6 +429,85 @@ class RuleRunner:
             )
             self.active[r.name] = now
         return change
+
+    def _whole(self, r: Rule, user: UserView, watch: frozenset[str] | None) -> dict[str, Alert]:
+        """Run ``r`` on the whole state; a partitioned rule's parts are built if not kept."""
+        user._read_time = False
+        now = self._evaluate(r, user)
+        if user._read_time:
+            self.daily.discard(r.name)
+        else:
+            self.daily.add(r.name)
+        if r.partition is not None and watch is not None and r.name not in self.parts:
+            with using(user.vocab):
+                self.parts[r.name] = Parts.build(r.partition, watch, user._state)
+        return now
+
+    def _part(
+        self,
+        r: Rule,
+        user: UserView,
+        watch: frozenset[str] | None,
+        changed_types: set[str] | None,
+        changed_keys: Mapping[str, Collection[str] | None] | None,
+        ticked: bool,
+    ) -> tuple[set[Any], dict[tuple[str, str], Any]] | None:
+        """Bring the parts of a partitioned rule up to date with the changed records and
+        return the parts they touched and where each was before; None to run ``r`` whole (the
+        clock moved it, the vocabulary or its types changed, records changed unknown or in a
+        part every finding may rest on), its parts dropped if they can no longer be kept."""
+        parts = self.parts.get(r.name)
+        if parts is None:
+            return None
+        keys = changed_keys or {}
+        known = (
+            watch is not None
+            and changed_types is not None
+            and changed_keys is not None
+            and watch == parts.types
+            and all(keys.get(t, ()) is not None for t in changed_types & watch)
+            # An alert resting on no record of a part (a rule's error) is the whole rule's.
+            and all(any(e.type in watch for e in a.evidence) for a in self.active[r.name].values())
+        )
+        if not known:
+            del self.parts[r.name]
+            return None
+        assert watch is not None
+        with using(user.vocab):
+            touched, was = parts.update(
+                user._state, {t: k for t, k in keys.items() if t in watch and k is not None}
+            )
+        if ticked or EVERY in touched:
+            return None
+        return touched, was
+
+    def _on_parts(
+        self,
+        r: Rule,
+        user: UserView,
+        touched: set[Any],
+        was: dict[tuple[str, str], Any],
+        before: dict[str, Alert],
+    ) -> dict[str, Alert]:
+        """Run ``r`` on the ``touched`` parts: its standing alerts of other parts stay, those
+        resting on a record of a touched part (``was``: where changed records were) give way to
+        what it finds there now."""
+        parts = self.parts[r.name]
+
+        def part_of(e: Evidence) -> Any:
+            ref = (e.type, e.key)
+            return was[ref] if ref in was else parts.of.get(ref)
+
+        kept = {
+            i: a for i, a in before.items() if not any(part_of(e) in touched for e in a.evidence)
+        }
+        view = PartView(user._state, parts.shown(touched))
+        found = self._evaluate(r, view)
+        if any(a.category == "rule_error" for a in found.values()):
+            return self._whole(r, user, parts.types)  # the error is said of the whole rule
+        if view._read_time:
+            self.daily.discard(r.name)
+        return {**kept, **found}
 
     @staticmethod
     def _evaluate(r: Rule, user: UserView) -> dict[str, Alert]:

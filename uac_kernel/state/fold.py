@@ -38,6 +38,9 @@ __all__ = [
 
 # Records per block of generated code: a change re-renders one block, never the whole type.
 BLOCK = 50
+# Changed keys kept per type between two runs of the rules; past it, "every record of the type"
+# (a rule that reads a part of them runs whole: cheaper than tracking a bulk load key by key).
+KEYS_KEPT = 20_000
 
 
 def order_value(v: Any) -> float | datetime | None:
@@ -213,6 +216,9 @@ class State:
         self.now: datetime | None = None
         self.dirty: set[tuple[str, str, int]] = set()
         self.changed_types: set[str] = set()
+        # The keys of the records each changed type had changed since ``take_changed_keys``;
+        # None for every record of the type (a new field, or more than ``KEYS_KEPT``).
+        self.changed_keys: dict[str, set[str] | None] = {}
         # The seq of the last event that changed each type (the SQL view refreshes by it).
         self.type_seq: dict[str, int] = {}
         # Types given new fields since the last settle (see ``TypeState.settle``).
@@ -373,6 +379,12 @@ class State:
         changed, self.changed_types = self.changed_types, set()
         return changed
 
+    def take_changed_keys(self) -> dict[str, set[str] | None]:
+        """The keys of the records changed since the last call, by type (None: every record
+        of the type may have changed)."""
+        changed, self.changed_keys = self.changed_keys, {}
+        return changed
+
     def take_changed_constraints(self) -> set[str]:
         """The keys of the constraints added, updated or retracted since the last call."""
         changed, self.changed_constraints = self.changed_constraints, set()
@@ -447,6 +459,7 @@ class State:
             self._stale.add(name)
         self.dirty.add((name, "schema", 0))
         self.changed_types.add(name)
+        self.changed_keys[name] = None
         self.type_seq[name] = self.seq
 
     def _apply_fact(self, ev: LoggedEvent) -> None:
@@ -496,6 +509,11 @@ class State:
             ts.history.append(new_record(ts.cls, ended))
         self.dirty.add((name, "current", ts.position[key] // BLOCK))
         self.changed_types.add(name)
+        keys = self.changed_keys.setdefault(name, set())
+        if keys is not None:
+            keys.add(key)
+            if len(keys) > KEYS_KEPT:
+                self.changed_keys[name] = None
         self.type_seq[name] = ev.seq
 
 

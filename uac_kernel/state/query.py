@@ -48,10 +48,14 @@ class UserView:
 
     def __init__(self, state: State):
         self._state = state
+        # Whether ``now`` was read (the rule engine runs a rule that read only ``today`` again
+        # when the day changes, not with every event).
+        self._read_time = False
 
     @property
     def now(self) -> datetime | None:
         """The time of the latest event in the log: the clock rules measure deadlines against."""
+        self._read_time = True
         return self._state.now
 
     @property
@@ -108,6 +112,11 @@ class UserView:
         ``user.where(Trip, "start", since=user.today)``. Records without the field are left out
         (see ``unset``). Cheap on a long history: it reads only the records it returns."""
         name = self._name(T)
+        self._bounds(name, field, since, before)
+        return self._handed(self._state.where(name, field, since, before))
+
+    def _bounds(self, name: str, field: str, since: Any, before: Any) -> None:
+        """Refuse bounds of ``where`` that cannot order ``name.field``."""
         kind = self._orderable(name, field)
         for bound, label in ((since, "since"), (before, "before")):
             if bound is None:
@@ -116,7 +125,6 @@ class UserView:
             if numeric != (kind == "number") or not (numeric or isinstance(bound, date)):
                 want = "a number" if kind == "number" else "a date or datetime"
                 raise QueryError(f"{label}={bound!r}: {name}.{field} needs {want} here")
-        return self._handed(self._state.where(name, field, since, before))
 
     def unset(self, T: type[Record] | str, field: str) -> list[Record]:
         """Current records of type ``T`` where ``field`` is not set: what ``where`` leaves out."""

@@ -8,7 +8,7 @@ Rules read concepts and roles (``data/concepts/money.toml``), never a type or fi
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from datetime import date, timedelta
 
 from uac_kernel.core.records import Record
@@ -16,7 +16,7 @@ from uac_kernel.core.words import first_term as _first_term
 from uac_kernel.core.words import norm as _norm
 from uac_kernel.core.words import split as _split
 from uac_kernel.core.words import terms as _terms
-from uac_kernel.rules.engine import Finding, rule
+from uac_kernel.rules.engine import EVERY, Finding, rule
 from uac_kernel.rules.library._common import (
     STATUS,
     _after,
@@ -106,8 +106,23 @@ def _pending(rec: Record, today: date | None, when: str = PAID_ON) -> bool:
     return _flag(rec, RECURRING) or d is None or today is None or d >= today
 
 
+def _is_freeze(r: Record) -> bool:
+    t = type(r).__name__
+    return (
+        plays(t, "freeze")
+        or _flag(r, FREEZE_ACTIVE)
+        or (plays(t, "instruction") and any(w in _norm(_text(r, ACTION)) for w in FREEZE_WORDS))
+    )
+
+
+def _freeze_part(r: Record) -> Hashable:
+    """A freeze is checked against every outflow; an outflow only against the freezes."""
+    return EVERY if _is_freeze(r) else (type(r).__name__, r.key)
+
+
 @rule(
     roles=["freeze", "instruction", *OUTFLOWS],
+    partition=_freeze_part,
     severity="critical",
     category="financial_authorization_conflicts",
     source="FINRA Rule 2165 (temporary holds on disbursements) and Regulation E, 12 CFR 1005 "
@@ -133,11 +148,7 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
         instruction = plays(t, "instruction")
         for r in user.all(t):
             action = _norm(_text(r, ACTION))
-            if (
-                plays(t, "freeze")
-                or _flag(r, FREEZE_ACTIVE)
-                or (instruction and any(w in action for w in FREEZE_WORDS))
-            ):
+            if _is_freeze(r):
                 until = _first_day(r, FREEZE_UNTIL)
                 starts = _first_day(r, FREEZE_SINCE)
                 if not (_flag(r, FREEZE_LIFTED) or _called_off(r)) and (
@@ -520,8 +531,17 @@ def _cents(amount: float) -> int:
     return round(amount * 100)
 
 
+def _charge_part(r: Record) -> Hashable | None:
+    """The merchant's words and the amount in cents: what a charge billed twice repeats, and
+    a refund of it gives back."""
+    amount = _number(_get(r, AMOUNT))
+    words = _words(_text(r, MERCHANT), _MERCHANT_STOP)
+    return (words, _cents(abs(amount))) if amount and words else None
+
+
 @rule(
     roles=["charge", "refund"],
+    partition=_charge_part,
     clock=True,
     severity="warning",
     category="financial_authorization_conflicts",
