@@ -332,9 +332,14 @@ class RuleRunner:
         # (``user.now``): what they found cannot change until the day does, so the log's
         # clock moving within a day does not run them (a dense log moves it with every event).
         self.daily: set[str] = set()
+        # Rules whose last run read neither: the clock moving changes nothing they found.
+        self.timeless: set[str] = set()
         # Each partitioned rule's parts (``uac_kernel.rules.parts``), built by its first whole
         # run and kept up to date by the changes after it.
         self.parts: dict[str, Parts] = {}
+        # Partitioned rules whose partition failed on a record (raised, or gave a part that
+        # cannot be a key): they run whole until put in force again.
+        self.unparted: set[str] = set()
         for r in rules:
             self.add(r)
 
@@ -358,7 +363,9 @@ class RuleRunner:
         self.rules[r.name] = r
         self.active.setdefault(r.name, {})
         self.daily.discard(r.name)
+        self.timeless.discard(r.name)
         self.parts.pop(r.name, None)
+        self.unparted.discard(r.name)
 
     def copy(self) -> RuleRunner:
         """The same rules, with standing alerts of their own (a what-if changes the copy's).
@@ -368,13 +375,16 @@ class RuleRunner:
         other.rules = dict(self.rules)
         other.active = dict(self.active)
         other.daily = set(self.daily)
+        other.timeless = set(self.timeless)
         return other  # without parts: its partitioned rules run whole (they are not copied)
 
     def remove(self, name: str) -> list[Alert]:
         """Take rule ``name`` out of force; return the alerts it had standing (now cleared)."""
         self.rules.pop(name, None)
         self.daily.discard(name)
+        self.timeless.discard(name)
         self.parts.pop(name, None)
+        self.unparted.discard(name)
         return list(self.active.pop(name, {}).values())
 
     def standing(self) -> list[Alert]:
@@ -410,7 +420,9 @@ class RuleRunner:
             if not (affected or ticked):
                 continue
             before = self.active[r.name]
-            part = self._part(r, user, watch, changed_types, changed_keys, ticked)
+            part = self._part(
+                r, user, watch, changed_types, changed_keys, ticked, clock_moved, day_moved
+            )
             if part is None:
                 now = self._whole(r, user, watch)
             else:
@@ -432,15 +444,27 @@ class RuleRunner:
 
     def _whole(self, r: Rule, user: UserView, watch: frozenset[str] | None) -> dict[str, Alert]:
         """Run ``r`` on the whole state; a partitioned rule's parts are built if not kept."""
-        user._read_time = False
+        user._read_time = user._read_day = False
         now = self._evaluate(r, user)
         if user._read_time:
             self.daily.discard(r.name)
         else:
             self.daily.add(r.name)
-        if r.partition is not None and watch is not None and r.name not in self.parts:
-            with using(user.vocab):
-                self.parts[r.name] = Parts.build(r.partition, watch, user._state)
+        if user._read_time or user._read_day:
+            self.timeless.discard(r.name)
+        else:
+            self.timeless.add(r.name)
+        if (
+            r.partition is not None
+            and watch is not None
+            and r.name not in self.parts
+            and r.name not in self.unparted
+        ):
+            try:
+                with using(user.vocab):
+                    self.parts[r.name] = Parts.build(r.partition, watch, user._state)
+            except Exception:  # a partition that fails on a record: the rule runs whole
+                self.unparted.add(r.name)
         return now
 
     def _part(
@@ -451,6 +475,8 @@ class RuleRunner:
         changed_types: set[str] | None,
         changed_keys: Mapping[str, Collection[str] | None] | None,
         ticked: bool,
+        clock_moved: bool,
+        day_moved: bool,
     ) -> tuple[set[Any], dict[tuple[str, str], Any]] | None:
         """Bring the parts of a partitioned rule up to date with the changed records and
         return the parts they touched and where each was before; None to run ``r`` whole (the
@@ -473,11 +499,21 @@ class RuleRunner:
             del self.parts[r.name]
             return None
         assert watch is not None
-        with using(user.vocab):
-            touched, was = parts.update(
-                user._state, {t: k for t, k in keys.items() if t in watch and k is not None}
-            )
-        if ticked or EVERY in touched:
+        try:
+            with using(user.vocab):
+                touched, was = parts.update(
+                    user._state, {t: k for t, k in keys.items() if t in watch and k is not None}
+                )
+        except Exception:  # a partition that fails on a record: the rule runs whole
+            del self.parts[r.name]
+            self.unparted.add(r.name)
+            return None
+        # What the rule found in the parts left alone holds only for the day (and, if it read
+        # the time, the time) it last ran on: one that moved runs it whole.
+        still = (
+            not clock_moved or r.name in self.timeless or (not day_moved and r.name in self.daily)
+        )
+        if ticked or EVERY in touched or not still:
             return None
         return touched, was
 
@@ -507,6 +543,8 @@ class RuleRunner:
             return self._whole(r, user, parts.types)  # the error is said of the whole rule
         if view._read_time:
             self.daily.discard(r.name)
+        if view._read_time or view._read_day:
+            self.timeless.discard(r.name)
         return {**kept, **found}
 
     @staticmethod

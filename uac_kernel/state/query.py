@@ -48,9 +48,10 @@ class UserView:
 
     def __init__(self, state: State):
         self._state = state
-        # Whether ``now`` was read (the rule engine runs a rule that read only ``today`` again
-        # when the day changes, not with every event).
+        # Whether ``now`` and ``today`` were read (the rule engine runs a rule that read only
+        # ``today`` again when the day changes, not with every event).
         self._read_time = False
+        self._read_day = False
 
     @property
     def now(self) -> datetime | None:
@@ -60,6 +61,7 @@ class UserView:
 
     @property
     def today(self) -> date | None:
+        self._read_day = True
         return self._state.now.date() if self._state.now else None
 
     def types(self) -> list[str]:
