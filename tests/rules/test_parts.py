@@ -137,9 +137,28 @@ def test_a_record_in_no_part_does_not_run_the_rule(tmp_path: Path) -> None:
     rules = [counting(lambda r: None if r.amount is None else r.amount, calls)]
     wb = Workbench(tmp_path / "u.duckdb", user="u", rules=rules)
     wb.ingest([add("2025-01-01", "Charge", "a", amount=1.0, note="x")])
+    wb.ingest([add("2025-01-01", "Charge", "b", amount=2.0)])
     calls.clear()
-    wb.ingest([add("2025-01-01", "Charge", "b", note="no amount")])
+    wb.ingest([add("2025-01-01", "Charge", "c", note="no amount")])
     assert calls == []
+    wb.close()
+
+
+def test_parts_are_built_by_the_second_change_never_by_an_open(tmp_path: Path) -> None:
+    calls: list[int] = []
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="u", rules=[counting(part, calls)])
+    wb.ingest([add("2025-01-01", "Charge", f"c{i}", amount=float(i % 3)) for i in range(9)])
+    wb.close()
+    wb = Workbench(path, user="u", rules=[counting(part, calls)])
+    assert wb.runner.parts == {}  # an open runs rules whole and builds nothing
+    calls.clear()
+    wb.ingest([add("2025-01-01", "Charge", "d", amount=0.0)])
+    assert calls == [10] and wb.runner.parts == {}  # one change: a whole run, as `uac ingest`
+    wb.ingest([add("2025-01-01", "Charge", "e", amount=1.0)])
+    assert calls == [10, 11] and set(wb.runner.parts) == {"same_amount"}
+    wb.ingest([add("2025-01-01", "Charge", "f", amount=2.0)])
+    assert calls == [10, 11, 4]  # from the third on, the part it touched
     wb.close()
 
 

@@ -113,9 +113,10 @@ def after_events(
         vocab=rebound,
         day_moved=day_moved,
         changed_keys=keys,
+        opening=kept is not None,
     )
     if whole:
-        again = runner.run(view, None, only=whole)
+        again = runner.run(view, None, only=whole, opening=kept is not None)
         change.raised += again.raised
         change.updated += again.updated
         for a in again.cleared:

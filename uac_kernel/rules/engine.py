@@ -340,6 +340,10 @@ class RuleRunner:
         # Partitioned rules whose partition failed on a record (raised, or gave a part that
         # cannot be a key): they run whole until put in force again.
         self.unparted: set[str] = set()
+        # Partitioned rules that ran whole once for a change: the next such run builds their
+        # parts (building costs more than a whole run; a process that makes one change, as a
+        # `uac ingest` does, never pays it, and an open never does).
+        self.asked: set[str] = set()
         for r in rules:
             self.add(r)
 
@@ -366,6 +370,7 @@ class RuleRunner:
         self.timeless.discard(r.name)
         self.parts.pop(r.name, None)
         self.unparted.discard(r.name)
+        self.asked.discard(r.name)
 
     def copy(self) -> RuleRunner:
         """The same rules, with standing alerts of their own (a what-if changes the copy's).
@@ -385,6 +390,7 @@ class RuleRunner:
         self.timeless.discard(name)
         self.parts.pop(name, None)
         self.unparted.discard(name)
+        self.asked.discard(name)
         return list(self.active.pop(name, {}).values())
 
     def standing(self) -> list[Alert]:
@@ -401,12 +407,14 @@ class RuleRunner:
         vocab: Sequence[Rebinding] = (),
         day_moved: bool | None = None,
         changed_keys: Mapping[str, Collection[str] | None] | None = None,
+        opening: bool = False,
     ) -> AlertChange:
         """Re-run the rules affected by a change (``changed_types=None``: all of them);
         ``clock_moved``: the log's clock moved (``day_moved``: to another day, the default being
         the same as ``clock_moved``); ``vocab``: how the vocabulary changed, named in the reasons
         of the alerts it clears; ``changed_keys``: the records changed, by type (None: not
-        known), with which a partitioned rule runs on the parts they touched."""
+        known), with which a partitioned rule runs on the parts they touched; ``opening``: the
+        run of an open, which builds no parts."""
         change = AlertChange()
         if day_moved is None:
             day_moved = clock_moved
@@ -424,7 +432,7 @@ class RuleRunner:
                 r, user, watch, changed_types, changed_keys, ticked, clock_moved, day_moved
             )
             if part is None:
-                now = self._whole(r, user, watch)
+                now = self._whole(r, user, watch, not opening)
             else:
                 touched, was = part
                 if not touched:
@@ -442,8 +450,11 @@ class RuleRunner:
             self.active[r.name] = now
         return change
 
-    def _whole(self, r: Rule, user: UserView, watch: frozenset[str] | None) -> dict[str, Alert]:
-        """Run ``r`` on the whole state; a partitioned rule's parts are built if not kept."""
+    def _whole(
+        self, r: Rule, user: UserView, watch: frozenset[str] | None, changed: bool
+    ) -> dict[str, Alert]:
+        """Run ``r`` on the whole state; a partitioned rule's parts are built on its second
+        whole run for a ``changed`` state (see ``asked``)."""
         user._read_time = user._read_day = False
         now = self._evaluate(r, user)
         if user._read_time:
@@ -455,11 +466,15 @@ class RuleRunner:
         else:
             self.timeless.add(r.name)
         if (
-            r.partition is not None
+            changed
+            and r.partition is not None
             and watch is not None
             and r.name not in self.parts
             and r.name not in self.unparted
         ):
+            if r.name not in self.asked:
+                self.asked.add(r.name)
+                return now
             try:
                 with using(user.vocab):
                     self.parts[r.name] = Parts.build(r.partition, watch, user._state)
@@ -540,7 +555,7 @@ class RuleRunner:
         view = PartView(user._state, parts.shown(touched))
         found = self._evaluate(r, view)
         if any(a.category == "rule_error" for a in found.values()):
-            return self._whole(r, user, parts.types)  # the error is said of the whole rule
+            return self._whole(r, user, parts.types, True)  # the error is the whole rule's
         if view._read_time:
             self.daily.discard(r.name)
         if view._read_time or view._read_day:
