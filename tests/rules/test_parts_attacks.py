@@ -1,0 +1,264 @@
+"""Attacks on rules read in parts (commit 3979cea): after any sequence of operations, the alerts
+standing for each rule are the ones a whole run over the state finds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.events import add, clock, retract, update
+
+from uac_kernel.rules import library as lib
+from uac_kernel.rules.engine import EVERY, Finding, Rule, rule
+from uac_kernel.state.query import UserView
+from uac_kernel.workbench import Workbench
+
+PARTED = (lib.duplicate_charge, lib.transfer_during_freeze)
+
+
+def whole(wb: Workbench, r: Rule) -> dict[str, tuple[str, str]]:
+    return {i: (a.severity, a.message) for i, a in r.alerts(UserView(wb.state)).items()}
+
+
+def standing(wb: Workbench, name: str) -> dict[str, tuple[str, str]]:
+    return {i: (a.severity, a.message) for i, a in wb.runner.active[name].items()}
+
+
+def check(wb: Workbench, *rules: Rule) -> None:
+    for r in rules or PARTED:
+        assert standing(wb, r.name) == whole(wb, r), r.name
+
+
+def charge(ts: str, key: str, merchant: str, amount: float, **kw: Any) -> dict[str, Any]:
+    return add(ts, "Transaction", key, merchant=merchant, amount=amount, date=ts[:10], **kw)
+
+
+# -- transfer_during_freeze reads the day: an outflow's part is not all it depends on ----------
+
+
+def test_freeze_alert_of_an_outflow_whose_date_passed_clears_when_another_outflow_comes(
+    tmp_path: Path,
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest(
+        [
+            add("2025-01-01", "Freeze", "f", account="checking"),
+            add("2025-01-01", "Payment", "p1", account="checking", amount=5.0, date="2025-01-05"),
+        ]
+    )
+    assert len(wb.runner.active["transfer_during_freeze"]) == 1
+    # Days later, another outflow: p1's date is past, so it is no longer pending.
+    wb.ingest(
+        [add("2025-01-10", "Payment", "p2", account="checking", amount=7.0, date="2025-02-01")]
+    )
+    check(wb, lib.transfer_during_freeze)
+    wb.close()
+
+
+# -- a partition function that misbehaves ----------------------------------------------------
+
+
+def charges_of_one_amount(partition: Any) -> Rule:
+    @rule(watch=["Charge"], partition=partition, name="one_amount")
+    def one_amount(user: UserView) -> Iterator[Finding]:
+        by: dict[Any, list[Any]] = {}
+        for c in user.all("Charge"):
+            by.setdefault(c.amount, []).append(c)
+        for amount, group in by.items():
+            if len(group) > 1:
+                yield Finding(f"{len(group)} charges of {amount}", group)
+
+    return one_amount
+
+
+def fussy(rec: Any) -> Any:
+    if rec.amount is not None and rec.amount > 100:
+        raise ValueError("too big to part")
+    return rec.amount
+
+
+def test_a_partition_that_raises_does_not_stop_an_ingest(tmp_path: Path) -> None:
+    r = charges_of_one_amount(fussy)
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[r])
+    wb.ingest([add("2025-01-01", "Charge", "a", amount=1.0)])
+    wb.ingest([add("2025-01-01", "Charge", "b", amount=1.0)])
+    assert len(wb.runner.active["one_amount"]) == 1
+    # A broken rule must not stop ingest (RuleRunner._evaluate); a broken partition neither.
+    wb.ingest([add("2025-01-01", "Charge", "c", amount=500.0)])
+    wb.ingest([add("2025-01-01", "Charge", "d", amount=1.0)])
+    assert wb.state.get("Charge", "d") is not None
+    wb.close()
+
+
+def test_a_partition_that_raises_does_not_stop_a_rule_being_added(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[])
+    wb.ingest([add("2025-01-01", "Charge", "a", amount=500.0)])
+    change = wb.add_rule(charges_of_one_amount(fussy))
+    assert change is not None
+    wb.ingest([add("2025-01-01", "Charge", "b", amount=2.0)])
+    wb.close()
+
+
+def test_an_unhashable_part_does_not_stop_an_ingest(tmp_path: Path) -> None:
+    r = charges_of_one_amount(lambda rec: [rec.amount])
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[r])
+    wb.ingest([add("2025-01-01", "Charge", "a", amount=1.0)])
+    wb.ingest([add("2025-01-01", "Charge", "b", amount=1.0)])
+    wb.ingest([add("2025-01-01", "Charge", "c", amount=2.0)])
+    assert wb.state.get("Charge", "c") is not None
+    wb.close()
+
+
+def test_a_notebook_rule_with_a_sound_partition_stands_as_a_whole_run(tmp_path: Path) -> None:
+    r = charges_of_one_amount(lambda rec: rec.amount)
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[])
+    wb.ingest([add("2025-01-01", "Charge", f"c{i}", amount=float(i % 3)) for i in range(9)])
+    wb.add_rule(r)
+    check(wb, r)
+    wb.ingest([update("2025-01-01", "Charge", "c0", amount=1.0), retract("2025-01-01", "Charge", "c3")])
+    check(wb, r)
+    wb.ingest([retract("2025-01-01", "Charge", "c1"), retract("2025-01-01", "Charge", "c4")])
+    wb.ingest([add("2025-01-01", "Charge", "c1", amount=1.0)])  # the same key again
+    check(wb, r)
+    wb.close()
+
+
+# -- the shipped rules' parts through the vocabulary ------------------------------------------
+
+
+def spend(ts: str, key: str, vendor: str, cost: float) -> dict[str, Any]:
+    return add(ts, "Spend", key, vendor=vendor, cost=cost, on=ts[:10])
+
+
+def test_a_type_bound_to_play_charge_midway_is_parted_as_a_charge(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u", propose_bindings=False)
+    wb.ingest([spend("2025-03-01", "s1", "Corner Cafe", 4.5), charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    wb.ingest([spend("2025-03-01", "s2", "Corner Cafe", 4.5)])
+    check(wb)
+    wb.bind("Spend", "charge")
+    wb.bind("Spend.vendor", "payment.merchant")
+    wb.bind("Spend.cost", "payment.amount")
+    wb.bind("Spend.on", "payment.date")
+    check(wb)
+    assert wb.runner.active["duplicate_charge"]
+    wb.ingest([spend("2025-03-02", "s3", "Shoe Shop", 80.0)])
+    check(wb)
+    wb.ingest([charge("2025-03-02", "t2", "Shoe Shop", 80.0)])
+    check(wb)
+    wb.ingest([update("2025-03-02", "Spend", "s3", cost=81.0)])
+    check(wb)
+    wb.unbind("Spend.cost", "payment.amount", reason="not money")
+    check(wb)
+    wb.ingest([spend("2025-03-02", "s4", "Corner Cafe", 4.5)])
+    check(wb)
+    wb.close()
+
+
+def test_a_type_playing_charge_and_refund_is_one_part(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u", propose_bindings=False)
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0), charge("2025-03-01", "t2", "Shoe Shop", 80.0)])
+    assert wb.runner.active["duplicate_charge"]
+    wb.bind("Transaction", "refund")
+    check(wb)
+    wb.ingest([charge("2025-03-02", "t3", "Shoe Shop", -80.0)])
+    check(wb)
+    wb.ingest([charge("2025-03-02", "t4", "Shoe Shop", 80.0), retract("2025-03-02", "Transaction", "t3")])
+    check(wb)
+    wb.close()
+
+
+def test_a_type_playing_freeze_and_payment_runs_whole_and_stands_as_a_whole_run(
+    tmp_path: Path,
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u", propose_bindings=False)
+    wb.ingest(
+        [
+            add("2025-01-01", "Payment", "p1", account="checking", amount=5.0, date="2026-01-05"),
+            add("2025-01-01", "Payment", "p2", account="savings", amount=5.0, date="2026-01-05"),
+            add("2025-01-01", "Hold", "h1", account="checking", amount=3.0, date="2026-01-05"),
+        ]
+    )
+    check(wb)
+    wb.bind("Hold", "payment")
+    check(wb)
+    wb.bind("Hold", "freeze")
+    check(wb)
+    assert wb.runner.active["transfer_during_freeze"]
+    wb.ingest([add("2025-01-02", "Hold", "h2", account="savings", amount=1.0, date="2026-01-05")])
+    check(wb)
+    wb.ingest([update("2025-01-02", "Payment", "p2", account="brokerage")])
+    check(wb)
+    wb.close()
+
+
+def test_an_outflow_that_becomes_a_freeze_and_back_stands_as_a_whole_run(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest(
+        [
+            add("2025-01-01", "Payment", "p1", account="checking", amount=5.0, date="2026-01-05"),
+            add("2025-01-01", "Payment", "p2", account="checking", amount=6.0, date="2026-01-05"),
+            add("2025-01-01", "Instruction", "i1", action="wire money", account="checking"),
+        ]
+    )
+    check(wb)
+    wb.ingest([update("2025-01-02", "Payment", "p1", freeze=True)])
+    check(wb)
+    assert wb.runner.active["transfer_during_freeze"]
+    wb.ingest([update("2025-01-02", "Instruction", "i1", action="freeze the account")])
+    check(wb)
+    wb.ingest([update("2025-01-03", "Payment", "p1", freeze=False)])
+    check(wb)
+    wb.ingest([update("2025-01-03", "Instruction", "i1", action="transfer it")])
+    check(wb)
+    wb.ingest([retract("2025-01-03", "Payment", "p2"), add("2025-01-03", "Freeze", "f", account="checking")])
+    check(wb)
+    wb.ingest([retract("2025-01-03", "Freeze", "f")])
+    check(wb)
+    wb.close()
+
+
+def test_a_store_with_a_record_the_partition_cannot_part_still_opens(tmp_path: Path) -> None:
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="u", rules=[])
+    wb.ingest([add("2025-01-01", "Charge", "a", amount=500.0)])
+    wb.close()
+    wb = Workbench(path, user="u", rules=[charges_of_one_amount(fussy)])
+    assert wb.state.get("Charge", "a") is not None
+    wb.close()
+
+
+def test_nan_and_infinite_amounts_are_refused_at_the_door(tmp_path: Path) -> None:
+    from uac_kernel.core.errors import EventError
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    for i, bad in enumerate((math.nan, math.inf)):
+        with pytest.raises(EventError, match="finite"):
+            wb.ingest([charge("2025-03-01", f"x{i}", "Shoe Shop", bad)])
+    wb.ingest([charge("2025-03-01", "t2", "Shoe Shop", 80.0)])
+    check(wb)
+    wb.close()
+
+
+def test_a_huge_finite_charge_does_not_stop_an_ingest(tmp_path: Path) -> None:
+    # 1e308 is finite, so the log takes it; its amount in cents overflows (round(inf)).
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    wb.ingest([charge("2025-03-01", "t2", "Shoe Shop", 1e308)])
+    assert wb.state.get("Transaction", "t2") is not None
+    wb.ingest([charge("2025-03-01", "t3", "Shoe Shop", 80.0)])
+    assert [a.category for a in wb.runner.active["duplicate_charge"].values()] != []
+    wb.close()
+
+
+def test_a_store_holding_a_huge_finite_charge_opens_with_the_shipped_rules(tmp_path: Path) -> None:
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="u", rules=[])
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 1e308)])
+    wb.close()
+    wb = Workbench(path, user="u")  # the library: duplicate_charge parts every charge on open
+    assert wb.state.get("Transaction", "t1") is not None
+    wb.close()
