@@ -262,3 +262,205 @@ def test_a_store_holding_a_huge_finite_charge_opens_with_the_shipped_rules(tmp_p
     wb = Workbench(path, user="u")  # the library: duplicate_charge parts every charge on open
     assert wb.state.get("Transaction", "t1") is not None
     wb.close()
+
+
+# -- long hostile sequences -------------------------------------------------------------------
+
+HOSTILE = (
+    "Corner Cafe",
+    "corner CAFE",
+    "The Corner Cafe Inc",
+    "Café Ünïcode",
+    "'; DROP TABLE events;--",
+    "Shoe\nShop",
+    "shoe shop",
+    "",
+    "   ",
+    "the inc llc",
+    "{merchant} %s %n",
+    "🙂 emoji mart",
+)
+CHARGE_TYPES = ("Transaction", "Transaction", "Refund", "Payment", "Purchase", "Chargeback")
+
+
+def hostile_batches(seed: int, n: int) -> Iterator[list[dict[str, Any]]]:
+    import random
+
+    rng = random.Random(seed)
+    live: dict[tuple[str, str], None] = {}
+    gone: list[tuple[str, str]] = []
+    made = 0
+    from datetime import datetime, timedelta
+
+    at = datetime(2025, 3, 1, 9)
+
+    def fields() -> dict[str, Any]:
+        f: dict[str, Any] = {
+            "merchant": rng.choice(HOSTILE),
+            "amount": rng.choice((12.0, 12.004, 42.5, -42.5, 80.0, 0.0, 79.999)),
+            "date": rng.choice(
+                (at.date().isoformat(), (at - timedelta(days=2)).date().isoformat(), "2024-10-01")
+            ),
+        }
+        if rng.random() < 0.2:
+            f["instrument"] = rng.choice(("visa 1234", "amex 9", "my visa 1234"))
+        if rng.random() < 0.1:
+            f["recurring"] = True
+        if rng.random() < 0.1:
+            f["refunded"] = True
+        if rng.random() < 0.1:
+            f["status"] = rng.choice(("cancelled", "done", "pending"))
+        return f
+
+    for step in range(n):
+        if rng.random() < 0.3:
+            at = (at + timedelta(days=rng.randint(1, 3))).replace(hour=9)
+        elif at.hour < 23:
+            at += timedelta(hours=1)
+        ts = at.isoformat()
+        batch: list[dict[str, Any]] = []
+        for _ in range(rng.randint(1, 5)):
+            roll = rng.random()
+            if roll < 0.4 or not live:
+                made += 1
+                t = rng.choice(CHARGE_TYPES)
+                key = f"k{made}"
+                batch.append(add(ts, t, key, **fields()))
+                live[(t, key)] = None
+            elif roll < 0.75:
+                t, key = rng.choice(list(live))
+                f = fields()
+                change = dict(rng.sample(sorted(f.items()), rng.randint(1, len(f))))
+                if rng.random() < 0.05:
+                    change["memo"] = "a new field"  # a schema change mid-way
+                batch.append(update(ts, t, key, **change))
+            elif roll < 0.9:
+                t, key = rng.choice(list(live))
+                batch.append(retract(ts, t, key))
+                del live[(t, key)]
+                gone.append((t, key))
+                if rng.random() < 0.5:  # retracted and added again in the same batch
+                    batch.append(add(ts, t, key, **fields()))
+                    live[(t, key)] = None
+            elif gone:
+                t, key = gone.pop(rng.randrange(len(gone)))
+                if (t, key) not in live:
+                    batch.append(add(ts, t, key, **fields()))
+                    live[(t, key)] = None
+        if rng.random() < 0.15:
+            batch.append({**clock(ts[:10]), "ts": ts})
+        # Each event its own source: the log skips an event whose source it holds.
+        yield [{**e, "source": f"s{seed}:{step}:{i}"} for i, e in enumerate(batch)]
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+def test_duplicate_charge_stands_as_a_whole_run_through_a_hostile_sequence(
+    tmp_path: Path, seed: int
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[lib.duplicate_charge])
+    raised = 0
+    for batch in hostile_batches(seed, 80):
+        report = wb.ingest(batch)
+        raised += len(report.raised)
+        check(wb, lib.duplicate_charge)
+    assert raised and "duplicate_charge" in wb.runner.parts
+    wb.close()
+
+
+def test_freeze_alerts_clear_when_a_new_outflow_comes_after_the_freeze_ended(
+    tmp_path: Path,
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest(
+        [
+            add("2025-01-01", "Freeze", "f", account="checking", until="2025-01-05"),
+            add("2025-01-01", "Payment", "p1", account="checking", amount=5.0),
+        ]
+    )
+    assert len(wb.runner.active["transfer_during_freeze"]) == 1
+    wb.ingest([add("2025-01-10", "Payment", "p2", account="checking", amount=7.0)])
+    check(wb, lib.transfer_during_freeze)  # the freeze ended on the 5th: nothing stands
+    wb.close()
+
+
+# -- what-ifs, two workbenches, reopening ------------------------------------------------------
+
+
+def test_a_whatif_leaves_the_parts_and_alerts_as_they_were_and_tells_what_an_ingest_does(
+    tmp_path: Path,
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest([charge("2025-03-01", f"t{i}", "Shoe Shop", float(10 + i % 3)) for i in range(9)])
+    wb.ingest([add("2025-03-01", "Freeze", "f", account="checking")])
+    wb.ingest([add("2025-03-01", "Payment", "p", account="checking", amount=3.0, date="2026-01-01")])
+    before = {r.name: standing(wb, r.name) for r in PARTED}
+    events = [
+        update("2025-03-02", "Transaction", "t0", amount=11.0),
+        retract("2025-03-02", "Transaction", "t1"),
+        add("2025-03-02", "Refund", "r", merchant="Shoe Shop", amount=12.0, date="2025-03-02"),
+        update("2025-03-02", "Payment", "p", account="savings"),
+    ]
+    w = wb.whatif(events)
+    past = wb.whatif(events, as_of="2025-03-01T12:00:00")
+    assert {r.name: standing(wb, r.name) for r in PARTED} == before
+    check(wb)
+    report = wb.ingest(events)
+    check(wb)
+    assert sorted(a.id for a in w.raised) == sorted(a.id for a in report.raised)
+    assert sorted(a.id for a in w.cleared) == sorted(a.id for a in report.cleared)
+    assert past is not None
+    wb.close()
+
+
+def test_a_second_workbench_catching_up_stands_as_a_whole_run(tmp_path: Path) -> None:
+    path = tmp_path / "u.duckdb"
+    a = Workbench(path, user="u")
+    b = Workbench(path, user="u")
+    a.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    b.refresh()
+    check(b)
+    a.ingest([charge("2025-03-01", "t2", "Shoe Shop", 80.0)])
+    b.refresh()
+    check(b)
+    assert b.runner.active["duplicate_charge"]
+    b.ingest([update("2025-03-01", "Transaction", "t2", amount=81.0)])
+    a.ingest([charge("2025-03-01", "t3", "Shoe Shop", 81.0)])  # a catches up with b first
+    check(a)
+    b.refresh()
+    check(b)
+    a.ingest([retract("2025-03-02", "Transaction", "t3"), charge("2025-03-02", "t3b", "Shoe Shop", 80.0)])
+    b.ingest([charge("2025-03-02", "t4", "Shoe Shop", 80.0)])
+    a.refresh()
+    check(a)
+    check(b)
+    assert standing(a, "duplicate_charge") == standing(b, "duplicate_charge")
+    a.close()
+    b.close()
+
+
+def bulk(prefix: str, n: int, ts: str = "2025-03-01") -> list[dict[str, Any]]:
+    return [
+        {**charge(ts, f"{prefix}{i}", f"Store {i % 500}", float(1 + i % 7)), "source": f"{prefix}:{i}"}
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("n", [20_000, 20_001])
+def test_a_batch_at_and_past_the_keys_kept_stands_as_a_whole_run_and_reopens(
+    tmp_path: Path, n: int
+) -> None:
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="u", rules=[lib.duplicate_charge])
+    wb.ingest([charge("2025-03-01", "seed", "Store 1", 2.0)])
+    wb.ingest(bulk("b", n))
+    check(wb, lib.duplicate_charge)
+    wb.ingest([update("2025-03-01", "Transaction", "b1", amount=3.0), retract("2025-03-01", "Transaction", "seed")])
+    check(wb, lib.duplicate_charge)
+    wb.close()  # past CLOSE_AFTER events: a snapshot
+    wb = Workbench(path, user="u", rules=[lib.duplicate_charge])
+    check(wb, lib.duplicate_charge)
+    wb.ingest([update("2025-03-01", "Transaction", "b2", merchant="Store 1", amount=2.0)])
+    check(wb, lib.duplicate_charge)
+    wb.ingest([retract("2025-03-01", "Transaction", "b501")])
+    check(wb, lib.duplicate_charge)
+    wb.close()
