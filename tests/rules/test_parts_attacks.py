@@ -464,3 +464,116 @@ def test_a_batch_at_and_past_the_keys_kept_stands_as_a_whole_run_and_reopens(
     wb.ingest([retract("2025-03-01", "Transaction", "b501")])
     check(wb, lib.duplicate_charge)
     wb.close()
+
+
+# -- the clock ---------------------------------------------------------------------------------
+
+
+def due_today(calls: list[str]) -> Rule:
+    @rule(watch=["Task"], clock=True, name="due_by_day")
+    def due_by_day(user: UserView) -> Iterator[Finding]:
+        calls.append("ran")
+        today = user.today
+        for t in user.all("Task"):
+            if today is not None and t.due is not None and t.due <= today:
+                yield Finding(f"{t.key} is due", [t])
+
+    return due_by_day
+
+
+def said(ts: str) -> dict[str, Any]:
+    return {"kind": "utterance", "ts": ts, "speaker": "user", "text": "ok"}
+
+
+def test_a_clock_rule_sees_the_day_move_when_the_clock_moves_across_time_zones(
+    tmp_path: Path,
+) -> None:
+    calls: list[str] = []
+    r = due_today(calls)
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[r])
+    wb.ingest([add("2025-01-01T20:00:00+00:00", "Task", "t", due="2025-01-02")])
+    check(wb, r)
+    for ts in ("2025-01-01T23:30:00+00:00", "2025-01-02T00:30:00+01:00", "2025-01-02T01:00:00+00:00"):
+        wb.ingest([said(ts)])
+        check(wb, r)
+    wb.close()
+
+
+def test_a_clock_rule_that_reads_the_time_only_for_some_records_runs_when_the_time_moves(
+    tmp_path: Path,
+) -> None:
+    @rule(watch=["Task"], clock=True, name="at_hour")
+    def at_hour(user: UserView) -> Iterator[Finding]:
+        today = user.today
+        for t in user.all("Task"):
+            if t.timed:
+                now = user.now  # only a task with an hour needs the time
+                if now is not None and now.hour >= t.hour:
+                    yield Finding(f"{t.key} at {t.hour}", [t])
+            elif today is not None and t.due is not None and t.due <= today:
+                yield Finding(f"{t.key} is due", [t])
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[at_hour])
+    wb.ingest([add("2025-01-01T08:00:00", "Task", "a", due="2025-01-03", hour=0, timed=False)])
+    wb.ingest([said("2025-01-01T09:00:00")])
+    check(wb, at_hour)
+    wb.ingest([add("2025-01-01T10:00:00", "Task", "b", due="2025-01-09", hour=15, timed=True)])
+    wb.ingest([said("2025-01-01T16:00:00")])
+    check(wb, at_hour)
+    assert wb.runner.active["at_hour"]
+    wb.ingest([retract("2025-01-01T17:00:00", "Task", "b")])
+    wb.ingest([add("2025-01-01T17:30:00", "Task", "c", due="2025-01-09", hour=18, timed=True)])
+    wb.ingest([said("2025-01-01T18:30:00")])
+    check(wb, at_hour)
+    wb.close()
+
+
+def test_a_partitioned_clock_rule_that_reads_the_time_in_one_part_runs_when_the_time_moves(
+    tmp_path: Path,
+) -> None:
+    @rule(watch=["Task"], clock=True, name="part_hour", partition=lambda t: t.key)
+    def part_hour(user: UserView) -> Iterator[Finding]:
+        for t in user.all("Task"):
+            if t.timed:
+                now = user.now
+                if now is not None and now.hour >= t.hour:
+                    yield Finding(f"{t.key} at {t.hour}", [t])
+            elif user.today is not None and t.due is not None and t.due <= user.today:
+                yield Finding(f"{t.key} is due", [t])
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[part_hour])
+    wb.ingest([add("2025-01-01T08:00:00", "Task", "a", due="2025-01-03", hour=0, timed=False)])
+    wb.ingest([add("2025-01-01T09:00:00", "Task", "b", due="2025-01-09", hour=15, timed=True)])  # a part run
+    wb.ingest([add("2025-01-01T10:00:00", "Task", "c", due="2025-01-01", hour=0, timed=False)])  # another
+    wb.ingest([said("2025-01-01T16:00:00")])
+    check(wb, part_hour)
+    assert len(wb.runner.active["part_hour"]) == 2
+    wb.close()
+
+
+# -- constraints are rules too ------------------------------------------------------------------
+
+PAY_BY = {
+    "kind": "obligation", "title": "pay the charge", "subject": {"type": "Transaction"},
+    "due": {"fields": ["date"]},
+}  # fmt: skip
+
+
+def test_constraints_put_in_force_and_retracted_between_batches_leave_parts_as_a_whole_run(
+    tmp_path: Path,
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u")
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    wb.constrain(PAY_BY, key="pay")
+    wb.ingest([charge("2025-03-02", "t2", "Shoe Shop", 80.0)])
+    check(wb)
+    wb.constrain({**PAY_BY, "title": "pay it now"}, key="pay")
+    wb.ingest([update("2025-03-02", "Transaction", "t2", amount=81.0), charge("2025-03-02", "t3", "Shoe Shop", 81.0)])
+    check(wb)
+    for name, r in wb.runner.rules.items():
+        assert standing(wb, name) == whole(wb, r), name
+    wb.retract_constraint("pay", reason="done")
+    wb.ingest([retract("2025-03-03", "Transaction", "t3")])
+    check(wb)
+    assert "duplicate_charge" in wb.runner.parts
+    wb.close()
