@@ -577,3 +577,74 @@ def test_constraints_put_in_force_and_retracted_between_batches_leave_parts_as_a
     check(wb)
     assert "duplicate_charge" in wb.runner.parts
     wb.close()
+
+
+def logged_standing(wb: Workbench, name: str) -> dict[str, str]:
+    """The alerts of rule ``name`` the log says stand, by id, with their severity."""
+    out: dict[str, str] = {}
+    for ev in wb.alert_history():
+        p = ev.payload
+        if p["rule"] != name:
+            continue
+        if p["state"] in ("raised", "updated"):
+            out[p["id"]] = p["severity"]
+        else:
+            out.pop(p["id"], None)
+    return out
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_the_alert_log_agrees_with_the_parts_and_a_reopen_logs_nothing_new(
+    tmp_path: Path, seed: int
+) -> None:
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="u", rules=[lib.duplicate_charge])
+    for batch in hostile_batches(seed, 60):
+        wb.ingest(batch)
+        got = {i: a.severity for i, a in wb.runner.active["duplicate_charge"].items()}
+        assert logged_standing(wb, "duplicate_charge") == got
+    n = len(wb.alert_history())
+    wb.close()
+    wb = Workbench(path, user="u", rules=[lib.duplicate_charge])
+    check(wb, lib.duplicate_charge)
+    assert len(wb.alert_history()) == n
+    wb.close()
+
+
+# -- what a part's history holds ------------------------------------------------------------
+
+
+def test_a_parts_history_holds_its_retracted_records(tmp_path: Path) -> None:
+    """docs/rules.md: the user handed to a partitioned rule shows ``history`` of the touched
+    parts. A record retracted from a part is of that part's history: a rule reading it (a
+    charge made again after one was taken back) finds on the parts what it finds whole."""
+
+    @rule(watch=["Charge"], partition=lambda c: c.amount, name="charged_again")
+    def charged_again(user: UserView) -> Iterator[Finding]:
+        taken_back = {(v.amount, v.key) for v in user.history("Charge") if v.retracted}
+        for c in user.all("Charge"):
+            if any(a == c.amount and k != c.key for a, k in taken_back):
+                yield Finding(f"{c.key} charged again", [c])
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[charged_again])
+    wb.ingest([add("2025-01-01", "Charge", "c1", amount=5.0), add("2025-01-01", "Charge", "c2", amount=7.0)])
+    wb.ingest([retract("2025-01-02", "Charge", "c1")])
+    wb.ingest([add("2025-01-03", "Charge", "c3", amount=5.0)])
+    check(wb, charged_again)
+    wb.close()
+
+
+def test_a_parts_history_holds_the_versions_a_record_had_in_it(tmp_path: Path) -> None:
+    @rule(watch=["Charge"], partition=lambda c: c.amount, name="amount_reused")
+    def amount_reused(user: UserView) -> Iterator[Finding]:
+        old = {(v.amount, v.key) for v in user.history("Charge") if v.valid_to is not None}
+        for c in user.all("Charge"):
+            if any(a == c.amount and k != c.key for a, k in old):
+                yield Finding(f"{c.key} has an amount another charge had", [c])
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[amount_reused])
+    wb.ingest([add("2025-01-01", "Charge", "c1", amount=5.0), add("2025-01-01", "Charge", "c2", amount=7.0)])
+    wb.ingest([update("2025-01-02", "Charge", "c1", amount=6.0)])  # c1 leaves part 5
+    wb.ingest([add("2025-01-03", "Charge", "c3", amount=5.0)])
+    check(wb, amount_reused)
+    wb.close()
