@@ -648,3 +648,106 @@ def test_a_parts_history_holds_the_versions_a_record_had_in_it(tmp_path: Path) -
     wb.ingest([add("2025-01-03", "Charge", "c3", amount=5.0)])
     check(wb, amount_reused)
     wb.close()
+
+
+ACCOUNTS = ("checking", "my checking account", "the Checking", "savings", "", "acct", "Ünï savings 🙂")
+ACTIONS = ("freeze the account", "wire $500", "put a hold on it", "note to self", "pay the bill")
+OUTFLOW_TYPES = ("Payment", "Bill", "Transfer", "Wire", "Instruction", "Freeze")
+
+
+def freeze_batches(seed: int, n: int) -> Iterator[list[dict[str, Any]]]:
+    """Freezes, instructions and outflows, every date ahead of the log's clock (so what the
+    rule finds does not move with the day)."""
+    import random
+
+    rng = random.Random(seed)
+    live: list[tuple[str, str]] = []
+    made = 0
+
+    def fields(t: str) -> dict[str, Any]:
+        f: dict[str, Any] = {
+            "account": rng.choice(ACCOUNTS),
+            "amount": rng.choice((5.0, 50.0)),
+            "date": rng.choice(("2026-01-05", "2026-02-01")),
+            "until": "2026-12-31",
+            "since": rng.choice(("2025-01-01", "2026-01-10")),
+            "lifted": rng.random() < 0.2,
+            "freeze": rng.random() < 0.15,
+            "sent": rng.random() < 0.1,
+            "status": rng.choice(("pending", "pending", "cancelled")),
+        }
+        if t == "Instruction":
+            f["action"] = rng.choice(ACTIONS)
+        return f
+
+    for step in range(n):
+        ts = f"2025-02-{1 + step // 6:02d}T{9 + step % 6:02d}:00:00"
+        batch: list[dict[str, Any]] = []
+        for _ in range(rng.randint(1, 4)):
+            roll = rng.random()
+            if roll < 0.45 or not live:
+                made += 1
+                t = rng.choice(OUTFLOW_TYPES)
+                batch.append(add(ts, t, f"k{made}", **fields(t)))
+                live.append((t, f"k{made}"))
+            elif roll < 0.85:
+                t, key = rng.choice(live)
+                f = fields(t)
+                batch.append(update(ts, t, key, **dict(rng.sample(sorted(f.items()), rng.randint(1, 3)))))
+            else:
+                t, key = live.pop(rng.randrange(len(live)))
+                batch.append(retract(ts, t, key))
+        yield [{**e, "source": f"f{seed}:{step}:{i}"} for i, e in enumerate(batch)]
+
+
+@pytest.mark.parametrize("seed", [31, 32, 33])
+def test_transfer_during_freeze_stands_as_a_whole_run_when_no_date_passes(
+    tmp_path: Path, seed: int
+) -> None:
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[lib.transfer_during_freeze])
+    raised = 0
+    for batch in freeze_batches(seed, 60):
+        raised += len(wb.ingest(batch).raised)
+        check(wb, lib.transfer_during_freeze)
+    assert raised
+    wb.close()
+
+
+# -- the order a part's records come in ---------------------------------------------------------
+
+
+def listing() -> Rule:
+    @rule(watch=["Charge"], partition=lambda c: c.amount, name="listing")
+    def listing(user: UserView) -> Iterator[Finding]:
+        by: dict[Any, list[Any]] = {}
+        for c in user.all("Charge"):
+            by.setdefault(c.amount, []).append(c)
+        for amount, group in by.items():
+            if len(group) > 1:
+                yield Finding(f"{amount}: {', '.join(c.key for c in group)}", group)
+
+    return listing
+
+
+def test_a_part_lists_its_records_in_the_order_a_whole_run_does_after_readds_and_a_reopen(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "u.duckdb"
+    r = listing()
+    wb = Workbench(path, user="u", rules=[r])
+    wb.ingest([add("2025-01-01", "Charge", k, amount=1.0) for k in ("z", "a", "m", "b")])
+    wb.ingest([retract("2025-01-02", "Charge", "a"), retract("2025-01-02", "Charge", "z")])
+    wb.ingest([add("2025-01-02", "Charge", "z", amount=1.0), add("2025-01-02", "Charge", "a", amount=1.0)])
+    check(wb, r)
+    wb.ingest([add("2025-01-02", "Charge", "q", amount=1.0, memo="new field")])  # a settle
+    check(wb, r)
+    wb.ingest([{**e, "source": f"n:{i}"} for i, e in enumerate(
+        add("2025-01-03", "Note", f"n{i}", text="x") for i in range(10_001))])
+    wb.close()  # a snapshot
+    wb = Workbench(path, user="u", rules=[r])
+    assert wb._snap is not None  # opened from the snapshot
+    check(wb, r)
+    wb.ingest([update("2025-01-04", "Charge", "m", amount=2.0)])
+    wb.ingest([update("2025-01-04", "Charge", "m", amount=1.0)])
+    check(wb, r)
+    wb.close()
