@@ -751,3 +751,36 @@ def test_a_part_lists_its_records_in_the_order_a_whole_run_does_after_readds_and
     wb.ingest([update("2025-01-04", "Charge", "m", amount=1.0)])
     check(wb, r)
     wb.close()
+
+
+def test_a_workbench_catching_up_with_another_process_stands_as_a_whole_run(
+    tmp_path: Path,
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "u.duckdb"
+    wb = Workbench(path, user="u")
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0), charge("2025-03-01", "t2", "Cafe", 4.0)])
+    assert "duplicate_charge" in wb.runner.parts
+
+    def other(events: list[dict[str, Any]]) -> None:
+        code = (
+            "import json, sys\n"
+            "from uac_kernel.workbench import Workbench\n"
+            f"wb = Workbench({str(path)!r}, user='u')\n"
+            "wb.ingest(json.loads(sys.argv[1]))\n"
+            "wb.close()\n"
+        )
+        subprocess.run([sys.executable, "-c", code, json.dumps(events)], check=True, timeout=300)
+
+    other([charge("2025-03-01", "t3", "Shoe Shop", 80.0)])
+    wb.refresh()
+    check(wb)
+    assert wb.runner.active["duplicate_charge"]
+    other([update("2025-03-02", "Transaction", "t3", amount=4.0, merchant="Cafe"), retract("2025-03-02", "Transaction", "t2")])
+    other([charge("2025-03-02", "t4", "Cafe", 4.0)])
+    wb.ingest([charge("2025-03-02", "t5", "Shoe Shop", 80.0)])  # catches up first
+    check(wb)
+    wb.close()
