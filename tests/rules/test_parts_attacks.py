@@ -784,3 +784,23 @@ def test_a_workbench_catching_up_with_another_process_stands_as_a_whole_run(
     wb.ingest([charge("2025-03-02", "t5", "Shoe Shop", 80.0)])  # catches up first
     check(wb)
     wb.close()
+
+
+def test_a_charge_the_shipped_partition_cannot_part_leaves_no_other_rule_behind(
+    tmp_path: Path,
+) -> None:
+    @rule(watch=["Transaction"], name="big_spend")
+    def big_spend(user: UserView) -> Iterator[Finding]:
+        for t in user.all("Transaction"):
+            if t.amount is not None and t.amount > 1000:
+                yield Finding(f"{t.key} is big", [t])
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[lib.duplicate_charge, big_spend])
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    try:
+        wb.ingest([charge("2025-03-01", "t2", "Shoe Shop", 1e308)])
+    except OverflowError:
+        pass  # test_a_huge_finite_charge_does_not_stop_an_ingest says it should not raise
+    wb.ingest([add("2025-03-02", "Note", "n", text="later")])
+    check(wb, big_spend)  # the events were logged: every rule must have seen them
+    wb.close()
