@@ -12,7 +12,7 @@ import pytest
 from helpers.events import add, clock, retract, update
 
 from uac_kernel.rules import library as lib
-from uac_kernel.rules.engine import EVERY, Finding, Rule, rule
+from uac_kernel.rules.engine import Finding, Rule, rule
 from uac_kernel.state.query import UserView
 from uac_kernel.workbench import Workbench
 
@@ -118,7 +118,9 @@ def test_a_notebook_rule_with_a_sound_partition_stands_as_a_whole_run(tmp_path: 
     wb.ingest([add("2025-01-01", "Charge", f"c{i}", amount=float(i % 3)) for i in range(9)])
     wb.add_rule(r)
     check(wb, r)
-    wb.ingest([update("2025-01-01", "Charge", "c0", amount=1.0), retract("2025-01-01", "Charge", "c3")])
+    wb.ingest(
+        [update("2025-01-01", "Charge", "c0", amount=1.0), retract("2025-01-01", "Charge", "c3")]
+    )
     check(wb, r)
     wb.ingest([retract("2025-01-01", "Charge", "c1"), retract("2025-01-01", "Charge", "c4")])
     wb.ingest([add("2025-01-01", "Charge", "c1", amount=1.0)])  # the same key again
@@ -135,7 +137,12 @@ def spend(ts: str, key: str, vendor: str, cost: float) -> dict[str, Any]:
 
 def test_a_type_bound_to_play_charge_midway_is_parted_as_a_charge(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="u", propose_bindings=False)
-    wb.ingest([spend("2025-03-01", "s1", "Corner Cafe", 4.5), charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    wb.ingest(
+        [
+            spend("2025-03-01", "s1", "Corner Cafe", 4.5),
+            charge("2025-03-01", "t1", "Shoe Shop", 80.0),
+        ]
+    )
     wb.ingest([spend("2025-03-01", "s2", "Corner Cafe", 4.5)])
     check(wb)
     wb.bind("Spend", "charge")
@@ -159,13 +166,20 @@ def test_a_type_bound_to_play_charge_midway_is_parted_as_a_charge(tmp_path: Path
 
 def test_a_type_playing_charge_and_refund_is_one_part(tmp_path: Path) -> None:
     wb = Workbench(tmp_path / "u.duckdb", user="u", propose_bindings=False)
-    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0), charge("2025-03-01", "t2", "Shoe Shop", 80.0)])
+    wb.ingest(
+        [
+            charge("2025-03-01", "t1", "Shoe Shop", 80.0),
+            charge("2025-03-01", "t2", "Shoe Shop", 80.0),
+        ]
+    )
     assert wb.runner.active["duplicate_charge"]
     wb.bind("Transaction", "refund")
     check(wb)
     wb.ingest([charge("2025-03-02", "t3", "Shoe Shop", -80.0)])
     check(wb)
-    wb.ingest([charge("2025-03-02", "t4", "Shoe Shop", 80.0), retract("2025-03-02", "Transaction", "t3")])
+    wb.ingest(
+        [charge("2025-03-02", "t4", "Shoe Shop", 80.0), retract("2025-03-02", "Transaction", "t3")]
+    )
     check(wb)
     wb.close()
 
@@ -213,7 +227,12 @@ def test_an_outflow_that_becomes_a_freeze_and_back_stands_as_a_whole_run(tmp_pat
     check(wb)
     wb.ingest([update("2025-01-03", "Instruction", "i1", action="transfer it")])
     check(wb)
-    wb.ingest([retract("2025-01-03", "Payment", "p2"), add("2025-01-03", "Freeze", "f", account="checking")])
+    wb.ingest(
+        [
+            retract("2025-01-03", "Payment", "p2"),
+            add("2025-01-03", "Freeze", "f", account="checking"),
+        ]
+    )
     check(wb)
     wb.ingest([retract("2025-01-03", "Freeze", "f")])
     check(wb)
@@ -392,7 +411,9 @@ def test_a_whatif_leaves_the_parts_and_alerts_as_they_were_and_tells_what_an_ing
     wb = Workbench(tmp_path / "u.duckdb", user="u")
     wb.ingest([charge("2025-03-01", f"t{i}", "Shoe Shop", float(10 + i % 3)) for i in range(9)])
     wb.ingest([add("2025-03-01", "Freeze", "f", account="checking")])
-    wb.ingest([add("2025-03-01", "Payment", "p", account="checking", amount=3.0, date="2026-01-01")])
+    wb.ingest(
+        [add("2025-03-01", "Payment", "p", account="checking", amount=3.0, date="2026-01-01")]
+    )
     before = {r.name: standing(wb, r.name) for r in PARTED}
     events = [
         update("2025-03-02", "Transaction", "t0", amount=11.0),
@@ -428,7 +449,9 @@ def test_a_second_workbench_catching_up_stands_as_a_whole_run(tmp_path: Path) ->
     check(a)
     b.refresh()
     check(b)
-    a.ingest([retract("2025-03-02", "Transaction", "t3"), charge("2025-03-02", "t3b", "Shoe Shop", 80.0)])
+    a.ingest(
+        [retract("2025-03-02", "Transaction", "t3"), charge("2025-03-02", "t3b", "Shoe Shop", 80.0)]
+    )
     b.ingest([charge("2025-03-02", "t4", "Shoe Shop", 80.0)])
     a.refresh()
     check(a)
@@ -440,7 +463,10 @@ def test_a_second_workbench_catching_up_stands_as_a_whole_run(tmp_path: Path) ->
 
 def bulk(prefix: str, n: int, ts: str = "2025-03-01") -> list[dict[str, Any]]:
     return [
-        {**charge(ts, f"{prefix}{i}", f"Store {i % 500}", float(1 + i % 7)), "source": f"{prefix}:{i}"}
+        {
+            **charge(ts, f"{prefix}{i}", f"Store {i % 500}", float(1 + i % 7)),
+            "source": f"{prefix}:{i}",
+        }
         for i in range(n)
     ]
 
@@ -454,7 +480,12 @@ def test_a_batch_at_and_past_the_keys_kept_stands_as_a_whole_run_and_reopens(
     wb.ingest([charge("2025-03-01", "seed", "Store 1", 2.0)])
     wb.ingest(bulk("b", n))
     check(wb, lib.duplicate_charge)
-    wb.ingest([update("2025-03-01", "Transaction", "b1", amount=3.0), retract("2025-03-01", "Transaction", "seed")])
+    wb.ingest(
+        [
+            update("2025-03-01", "Transaction", "b1", amount=3.0),
+            retract("2025-03-01", "Transaction", "seed"),
+        ]
+    )
     check(wb, lib.duplicate_charge)
     wb.close()  # past CLOSE_AFTER events: a snapshot
     wb = Workbench(path, user="u", rules=[lib.duplicate_charge])
@@ -493,7 +524,11 @@ def test_a_clock_rule_sees_the_day_move_when_the_clock_moves_across_time_zones(
     wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[r])
     wb.ingest([add("2025-01-01T20:00:00+00:00", "Task", "t", due="2025-01-02")])
     check(wb, r)
-    for ts in ("2025-01-01T23:30:00+00:00", "2025-01-02T00:30:00+01:00", "2025-01-02T01:00:00+00:00"):
+    for ts in (
+        "2025-01-01T23:30:00+00:00",
+        "2025-01-02T00:30:00+01:00",
+        "2025-01-02T01:00:00+00:00",
+    ):
         wb.ingest([said(ts)])
         check(wb, r)
     wb.close()
@@ -543,8 +578,12 @@ def test_a_partitioned_clock_rule_that_reads_the_time_in_one_part_runs_when_the_
 
     wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[part_hour])
     wb.ingest([add("2025-01-01T08:00:00", "Task", "a", due="2025-01-03", hour=0, timed=False)])
-    wb.ingest([add("2025-01-01T09:00:00", "Task", "b", due="2025-01-09", hour=15, timed=True)])  # a part run
-    wb.ingest([add("2025-01-01T10:00:00", "Task", "c", due="2025-01-01", hour=0, timed=False)])  # another
+    wb.ingest(
+        [add("2025-01-01T09:00:00", "Task", "b", due="2025-01-09", hour=15, timed=True)]
+    )  # a part run
+    wb.ingest(
+        [add("2025-01-01T10:00:00", "Task", "c", due="2025-01-01", hour=0, timed=False)]
+    )  # another
     wb.ingest([said("2025-01-01T16:00:00")])
     check(wb, part_hour)
     assert len(wb.runner.active["part_hour"]) == 2
@@ -568,7 +607,12 @@ def test_constraints_put_in_force_and_retracted_between_batches_leave_parts_as_a
     wb.ingest([charge("2025-03-02", "t2", "Shoe Shop", 80.0)])
     check(wb)
     wb.constrain({**PAY_BY, "title": "pay it now"}, key="pay")
-    wb.ingest([update("2025-03-02", "Transaction", "t2", amount=81.0), charge("2025-03-02", "t3", "Shoe Shop", 81.0)])
+    wb.ingest(
+        [
+            update("2025-03-02", "Transaction", "t2", amount=81.0),
+            charge("2025-03-02", "t3", "Shoe Shop", 81.0),
+        ]
+    )
     check(wb)
     for name, r in wb.runner.rules.items():
         assert standing(wb, name) == whole(wb, r), name
@@ -627,7 +671,12 @@ def test_a_parts_history_holds_its_retracted_records(tmp_path: Path) -> None:
                 yield Finding(f"{c.key} charged again", [c])
 
     wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[charged_again])
-    wb.ingest([add("2025-01-01", "Charge", "c1", amount=5.0), add("2025-01-01", "Charge", "c2", amount=7.0)])
+    wb.ingest(
+        [
+            add("2025-01-01", "Charge", "c1", amount=5.0),
+            add("2025-01-01", "Charge", "c2", amount=7.0),
+        ]
+    )
     wb.ingest([retract("2025-01-02", "Charge", "c1")])
     wb.ingest([add("2025-01-03", "Charge", "c3", amount=5.0)])
     check(wb, charged_again)
@@ -643,14 +692,27 @@ def test_a_parts_history_holds_the_versions_a_record_had_in_it(tmp_path: Path) -
                 yield Finding(f"{c.key} has an amount another charge had", [c])
 
     wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[amount_reused])
-    wb.ingest([add("2025-01-01", "Charge", "c1", amount=5.0), add("2025-01-01", "Charge", "c2", amount=7.0)])
+    wb.ingest(
+        [
+            add("2025-01-01", "Charge", "c1", amount=5.0),
+            add("2025-01-01", "Charge", "c2", amount=7.0),
+        ]
+    )
     wb.ingest([update("2025-01-02", "Charge", "c1", amount=6.0)])  # c1 leaves part 5
     wb.ingest([add("2025-01-03", "Charge", "c3", amount=5.0)])
     check(wb, amount_reused)
     wb.close()
 
 
-ACCOUNTS = ("checking", "my checking account", "the Checking", "savings", "", "acct", "Ünï savings 🙂")
+ACCOUNTS = (
+    "checking",
+    "my checking account",
+    "the Checking",
+    "savings",
+    "",
+    "acct",
+    "Ünï savings 🙂",
+)
 ACTIONS = ("freeze the account", "wire $500", "put a hold on it", "note to self", "pay the bill")
 OUTFLOW_TYPES = ("Payment", "Bill", "Transfer", "Wire", "Instruction", "Freeze")
 
@@ -693,7 +755,9 @@ def freeze_batches(seed: int, n: int) -> Iterator[list[dict[str, Any]]]:
             elif roll < 0.85:
                 t, key = rng.choice(live)
                 f = fields(t)
-                batch.append(update(ts, t, key, **dict(rng.sample(sorted(f.items()), rng.randint(1, 3)))))
+                batch.append(
+                    update(ts, t, key, **dict(rng.sample(sorted(f.items()), rng.randint(1, 3))))
+                )
             else:
                 t, key = live.pop(rng.randrange(len(live)))
                 batch.append(retract(ts, t, key))
@@ -737,12 +801,20 @@ def test_a_part_lists_its_records_in_the_order_a_whole_run_does_after_readds_and
     wb = Workbench(path, user="u", rules=[r])
     wb.ingest([add("2025-01-01", "Charge", k, amount=1.0) for k in ("z", "a", "m", "b")])
     wb.ingest([retract("2025-01-02", "Charge", "a"), retract("2025-01-02", "Charge", "z")])
-    wb.ingest([add("2025-01-02", "Charge", "z", amount=1.0), add("2025-01-02", "Charge", "a", amount=1.0)])
+    wb.ingest(
+        [add("2025-01-02", "Charge", "z", amount=1.0), add("2025-01-02", "Charge", "a", amount=1.0)]
+    )
     check(wb, r)
     wb.ingest([add("2025-01-02", "Charge", "q", amount=1.0, memo="new field")])  # a settle
     check(wb, r)
-    wb.ingest([{**e, "source": f"n:{i}"} for i, e in enumerate(
-        add("2025-01-03", "Note", f"n{i}", text="x") for i in range(10_001))])
+    wb.ingest(
+        [
+            {**e, "source": f"n:{i}"}
+            for i, e in enumerate(
+                add("2025-01-03", "Note", f"n{i}", text="x") for i in range(10_001)
+            )
+        ]
+    )
     wb.close()  # a snapshot
     wb = Workbench(path, user="u", rules=[r])
     assert wb._snap is not None  # opened from the snapshot
@@ -762,7 +834,9 @@ def test_a_workbench_catching_up_with_another_process_stands_as_a_whole_run(
 
     path = tmp_path / "u.duckdb"
     wb = Workbench(path, user="u")
-    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0), charge("2025-03-01", "t2", "Cafe", 4.0)])
+    wb.ingest(
+        [charge("2025-03-01", "t1", "Shoe Shop", 80.0), charge("2025-03-01", "t2", "Cafe", 4.0)]
+    )
     assert "duplicate_charge" in wb.runner.parts
 
     def other(events: list[dict[str, Any]]) -> None:
@@ -779,7 +853,12 @@ def test_a_workbench_catching_up_with_another_process_stands_as_a_whole_run(
     wb.refresh()
     check(wb)
     assert wb.runner.active["duplicate_charge"]
-    other([update("2025-03-02", "Transaction", "t3", amount=4.0, merchant="Cafe"), retract("2025-03-02", "Transaction", "t2")])
+    other(
+        [
+            update("2025-03-02", "Transaction", "t3", amount=4.0, merchant="Cafe"),
+            retract("2025-03-02", "Transaction", "t2"),
+        ]
+    )
     other([charge("2025-03-02", "t4", "Cafe", 4.0)])
     wb.ingest([charge("2025-03-02", "t5", "Shoe Shop", 80.0)])  # catches up first
     check(wb)
