@@ -834,9 +834,8 @@ def test_a_workbench_catching_up_with_another_process_stands_as_a_whole_run(
 
     path = tmp_path / "u.duckdb"
     wb = Workbench(path, user="u")
-    wb.ingest(
-        [charge("2025-03-01", "t1", "Shoe Shop", 80.0), charge("2025-03-01", "t2", "Cafe", 4.0)]
-    )
+    wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
+    wb.ingest([charge("2025-03-01", "t2", "Cafe", 4.0)])  # the second change builds the parts
     assert "duplicate_charge" in wb.runner.parts
 
     def other(events: list[dict[str, Any]]) -> None:
@@ -876,10 +875,7 @@ def test_a_charge_the_shipped_partition_cannot_part_leaves_no_other_rule_behind(
 
     wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[lib.duplicate_charge, big_spend])
     wb.ingest([charge("2025-03-01", "t1", "Shoe Shop", 80.0)])
-    try:
-        wb.ingest([charge("2025-03-01", "t2", "Shoe Shop", 1e308)])
-    except OverflowError:
-        pass  # test_a_huge_finite_charge_does_not_stop_an_ingest says it should not raise
+    wb.ingest([charge("2025-03-01", "t2", "Shoe Shop", 1e308)])
     wb.ingest([add("2025-03-02", "Note", "n", text="later")])
     check(wb, big_spend)  # the events were logged: every rule must have seen them
     wb.close()

@@ -552,7 +552,7 @@ class RuleRunner:
         kept = {
             i: a for i, a in before.items() if not any(part_of(e) in touched for e in a.evidence)
         }
-        view = PartView(user._state, parts.shown(touched))
+        view = PartView(user._state, parts.shown(touched), parts, touched)
         found = self._evaluate(r, view)
         if any(a.category == "rule_error" for a in found.values()):
             return self._whole(r, user, parts.types, True)  # the error is the whole rule's

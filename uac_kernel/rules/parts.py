@@ -101,12 +101,17 @@ class Parts:
 
 
 class PartView(UserView):
-    """``user`` for a rule run on some parts: of the types in ``shown``, only the records of
-    those keys; every other type whole."""
+    """``user`` for a rule run on the ``touched`` parts: of the types in ``shown``, only the
+    current records of those keys (and the versions that were in those parts); every other
+    type whole."""
 
-    def __init__(self, state: State, shown: dict[str, set[str]]) -> None:
+    def __init__(
+        self, state: State, shown: dict[str, set[str]], parts: Parts, touched: set[Hashable]
+    ) -> None:
         super().__init__(state)
         self._shown = shown
+        self._parts = parts
+        self._touched = touched
 
     def _records(self, name: str) -> list[Record] | None:
         keys = self._shown.get(name)
@@ -128,10 +133,18 @@ class PartView(UserView):
 
     def history(self, T: type[Record] | str) -> list[Record]:
         name = self._name(T)
-        keys = self._shown.get(name)
-        if keys is None:
+        if name not in self._shown:
             return super().history(T)
-        return self._handed([r for r in self._state.history(name) if r.key in keys])
+        # Every version that was in a touched part: ended ones too (a retracted record, one
+        # that moved to another part), placed by the partition as it reads each version.
+        return self._handed([r for r in self._state.history(name) if self._in_touched(r)])
+
+    def _in_touched(self, rec: Record) -> bool:
+        try:
+            part = self._parts.partition(rec)
+            return part is EVERY or part in self._touched
+        except Exception:  # a version the partition cannot place: shown, as the whole run would
+            return True
 
     def where(
         self,
