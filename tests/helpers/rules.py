@@ -57,3 +57,13 @@ def bound(view: UserView, *bindings: tuple[str, str] | tuple[str, str, str]) -> 
         [Binding(b[0], b[1], b[2] if len(b) == 3 else None, author="person") for b in bindings]
     )
     return view
+
+
+def by_amount(records: list[Any]) -> dict[Any, list[Any]]:
+    """Records with an ``amount``, grouped by it in their order: what the partitioned rules of
+    the tests flag when a group holds two or more."""
+    groups: dict[Any, list[Any]] = {}
+    for r in records:
+        if r.amount is not None:
+            groups.setdefault(r.amount, []).append(r)
+    return groups

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from helpers.events import add, clock, retract, update
+from helpers.rules import by_amount
 
 from uac_kernel.core.errors import RuleError
 from uac_kernel.rules import library as lib
@@ -95,11 +96,7 @@ def counting(partition: Any, calls: list[int], **kw: Any) -> Rule:
         calls.append(len(user.all("Charge")))
         if any(h.on for h in user.all("Hold")):
             return
-        by: dict[Any, list[Any]] = {}
-        for c in user.all("Charge"):
-            if c.amount is not None:
-                by.setdefault(c.amount, []).append(c)
-        for amount, group in by.items():
+        for amount, group in by_amount(user.all("Charge")).items():
             if len(group) > 1:
                 yield Finding(f"{len(group)} charges of {amount}", group)
 

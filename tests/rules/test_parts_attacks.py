@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from helpers.events import add, clock, retract, update
+from helpers.rules import by_amount
 
 from uac_kernel.rules import library as lib
 from uac_kernel.rules.engine import Finding, Rule, rule
@@ -64,10 +65,7 @@ def test_freeze_alert_of_an_outflow_whose_date_passed_clears_when_another_outflo
 def charges_of_one_amount(partition: Any) -> Rule:
     @rule(watch=["Charge"], partition=partition, name="one_amount")
     def one_amount(user: UserView) -> Iterator[Finding]:
-        by: dict[Any, list[Any]] = {}
-        for c in user.all("Charge"):
-            by.setdefault(c.amount, []).append(c)
-        for amount, group in by.items():
+        for amount, group in by_amount(user.all("Charge")).items():
             if len(group) > 1:
                 yield Finding(f"{len(group)} charges of {amount}", group)
 
@@ -783,10 +781,7 @@ def test_transfer_during_freeze_stands_as_a_whole_run_when_no_date_passes(
 def listing() -> Rule:
     @rule(watch=["Charge"], partition=lambda c: c.amount, name="listing")
     def listing(user: UserView) -> Iterator[Finding]:
-        by: dict[Any, list[Any]] = {}
-        for c in user.all("Charge"):
-            by.setdefault(c.amount, []).append(c)
-        for amount, group in by.items():
+        for amount, group in by_amount(user.all("Charge")).items():
             if len(group) > 1:
                 yield Finding(f"{amount}: {', '.join(c.key for c in group)}", group)
 
