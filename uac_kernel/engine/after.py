@@ -114,6 +114,7 @@ def after_events(
         day_moved=day_moved,
         changed_keys=keys,
         opening=kept is not None,
+        day_before=before.date() if before is not None else None,
     )
     if whole:
         again = runner.run(view, None, only=whole, opening=kept is not None)

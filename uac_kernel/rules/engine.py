@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict
@@ -22,7 +23,7 @@ from uac_kernel.core.errors import RuleError
 from uac_kernel.core.records import Record, field_values
 from uac_kernel.core.schema import MODULE_NAMES
 from uac_kernel.core.tables import SEVERITIES, Severity
-from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView
+from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView, Wakes
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding, Rebinding
 from uac_kernel.vocab.catalogue import ROLES
@@ -103,6 +104,7 @@ class Rule:
     doc: str = ""
     roles: frozenset[str] = frozenset()
     partition: Partition | None = field(default=None, compare=False)
+    wakes: Wakes | None = field(default=None, compare=False)
 
     def __call__(self, user: UserView) -> Iterable[Finding]:
         with using(user.vocab):
@@ -162,6 +164,7 @@ def rule(
     clock: bool = False,
     name: str | None = None,
     partition: Partition | None = None,
+    wakes: Wakes | None = None,
 ) -> Callable[[RuleFunc], Rule]: ...
 def rule(
     func: RuleFunc | None = None,
@@ -175,6 +178,7 @@ def rule(
     clock: bool = False,
     name: str | None = None,
     partition: Partition | None = None,
+    wakes: Wakes | None = None,
 ) -> Rule | Callable[[RuleFunc], Rule]:
     """Declare a rule: ``@rule`` or ``@rule(watch=["Medication", "Allergy"], severity="critical")``.
 
@@ -188,6 +192,11 @@ def rule(
     when the record can be in no finding, or ``EVERY`` when any finding may rest on it. What
     the rule finds about a part must depend only on that part's records and the ``EVERY`` ones,
     and each finding must rest on a record of its part (``uac_kernel.rules.parts``).
+
+    ``wakes=`` (with ``partition``) lets the log's day moving run a rule that reads
+    ``user.today`` on some parts only: a function of one record giving the days on which the
+    clock passing may change what the rule finds about its part (a charge leaving a 90-day
+    window: its date plus 91 days). Without it, a new day runs such a rule whole.
     """
     if severity not in SEVERITIES:
         raise RuleError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
@@ -199,6 +208,8 @@ def rule(
         watch = ()
     if partition is not None and watch is None:
         raise RuleError("partition= needs watch= or roles=: the types whose records it parts")
+    if wakes is not None and partition is None:
+        raise RuleError("wakes= needs partition=: the days it gives wake a record's part")
 
     def wrap(fn: RuleFunc) -> Rule:
         rule_name = name or fn.__name__
@@ -224,6 +235,7 @@ def rule(
             clock=clock,
             doc=(fn.__doc__ or "").strip(),
             partition=partition,
+            wakes=wakes,
         )
 
     return wrap(func) if func is not None else wrap
@@ -408,13 +420,15 @@ class RuleRunner:
         day_moved: bool | None = None,
         changed_keys: Mapping[str, Collection[str] | None] | None = None,
         opening: bool = False,
+        day_before: date | None = None,
     ) -> AlertChange:
         """Re-run the rules affected by a change (``changed_types=None``: all of them);
         ``clock_moved``: the log's clock moved (``day_moved``: to another day, the default being
         the same as ``clock_moved``); ``vocab``: how the vocabulary changed, named in the reasons
         of the alerts it clears; ``changed_keys``: the records changed, by type (None: not
         known), with which a partitioned rule runs on the parts they touched; ``opening``: the
-        run of an open, which builds no parts."""
+        run of an open, which builds no parts; ``day_before``: the log's day before the change,
+        from which a rule with ``wakes`` runs on the parts the days since woke."""
         change = AlertChange()
         if day_moved is None:
             day_moved = clock_moved
@@ -429,7 +443,7 @@ class RuleRunner:
                 continue
             before = self.active[r.name]
             part = self._part(
-                r, user, watch, changed_types, changed_keys, ticked, clock_moved, day_moved
+                r, user, watch, changed_types, changed_keys, clock_moved, day_moved, day_before
             )
             if part is None:
                 now = self._whole(r, user, watch, not opening)
@@ -477,7 +491,7 @@ class RuleRunner:
                 return now
             try:
                 with using(user.vocab):
-                    self.parts[r.name] = Parts.build(r.partition, watch, user._state)
+                    self.parts[r.name] = Parts.build(r.partition, watch, user._state, r.wakes)
             except Exception:  # a partition that fails on a record: the rule runs whole
                 self.unparted.add(r.name)
         return now
@@ -489,9 +503,9 @@ class RuleRunner:
         watch: frozenset[str] | None,
         changed_types: set[str] | None,
         changed_keys: Mapping[str, Collection[str] | None] | None,
-        ticked: bool,
         clock_moved: bool,
         day_moved: bool,
+        day_before: date | None,
     ) -> tuple[set[Any], dict[tuple[str, str], Any]] | None:
         """Bring the parts of a partitioned rule up to date with the changed records and
         return the parts they touched and where each was before; None to run ``r`` whole (the
@@ -524,13 +538,24 @@ class RuleRunner:
             self.unparted.add(r.name)
             return None
         # What the rule found in the parts left alone holds only for the day (and, if it read
-        # the time, the time) it last ran on: one that moved runs it whole.
+        # the time, the time) it last ran on: one that moved runs it whole, unless the rule
+        # reads only the day and says on which days each record's part can change (``wakes``).
+        now = user._state.now
+        woken: set[Any] | None = None
+        if day_moved and parts.wakes is not None and r.name in self.daily:
+            if day_before is not None and now is not None:
+                woken = parts.woken_between(day_before, now.date())
+            if woken is None:
+                return None
         still = (
-            not clock_moved or r.name in self.timeless or (not day_moved and r.name in self.daily)
+            not clock_moved
+            or r.name in self.timeless
+            or (not day_moved and r.name in self.daily)
+            or woken is not None
         )
-        if ticked or EVERY in touched or not still:
+        if EVERY in touched or not still:
             return None
-        return touched, was
+        return touched | (woken or set()), was
 
     def _on_parts(
         self,

@@ -14,14 +14,14 @@ records change and runs the rule on a ``PartView``: the records of the touched p
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from uac_kernel.core.records import Record
 from uac_kernel.state.fold import State, order_value
 from uac_kernel.state.query import UserView
 
-__all__ = ["EVERY", "PartView", "Partition", "Parts"]
+__all__ = ["EVERY", "WAKE_SPAN", "PartView", "Partition", "Parts", "Wakes"]
 
 
 class _Every:
@@ -34,6 +34,10 @@ class _Every:
 EVERY = _Every()
 
 Partition = Callable[[Record], Hashable | None]
+Wakes = Callable[[Record], Iterable[date]]
+
+# Past this many days at once, a clock rule with wakes runs whole rather than day by day.
+WAKE_SPAN = 400
 
 Ref = tuple[str, str]  # (type, key)
 
@@ -41,25 +45,42 @@ Ref = tuple[str, str]  # (type, key)
 class Parts:
     """Which part each current record of a rule's types is in, and the records of each part."""
 
-    def __init__(self, partition: Partition, types: frozenset[str]) -> None:
+    def __init__(
+        self, partition: Partition, types: frozenset[str], wakes: Wakes | None = None
+    ) -> None:
         self.partition = partition
+        self.wakes = wakes
         self.types = types
         self.of: dict[Ref, Hashable] = {}
         self.members: dict[Hashable, dict[Ref, None]] = {}
+        # The days on which the clock passing may change what the rule finds about a record's
+        # part (a charge leaving a 90-day window), and the records that wake on each.
+        self.wake_of: dict[Ref, tuple[date, ...]] = {}
+        self.woken: dict[date, set[Ref]] = {}
 
     @classmethod
-    def build(cls, partition: Partition, types: frozenset[str], state: State) -> Parts:
-        parts = cls(partition, types)
+    def build(
+        cls, partition: Partition, types: frozenset[str], state: State, wakes: Wakes | None = None
+    ) -> Parts:
+        parts = cls(partition, types, wakes)
         for t in sorted(types):
             for rec in state.all(t):
-                parts._put((t, rec.key), partition(rec))
+                parts._put((t, rec.key), rec)
         return parts
 
-    def _put(self, ref: Ref, part: Hashable | None) -> None:
+    def _put(self, ref: Ref, rec: Record) -> Hashable | None:
+        part = self.partition(rec)
         if part is None:
-            return
+            return None
+        hash(part)  # a part that cannot be a key fails here, before anything is kept
+        days = tuple(dict.fromkeys(self.wakes(rec))) if self.wakes is not None else ()
         self.of[ref] = part
         self.members.setdefault(part, {})[ref] = None
+        if days:
+            self.wake_of[ref] = days
+            for d in days:
+                self.woken.setdefault(d, set()).add(ref)
+        return part
 
     def _take(self, ref: Ref) -> Hashable | None:
         part = self.of.pop(ref, None)
@@ -68,7 +89,24 @@ class Parts:
             del members[ref]
             if not members:
                 del self.members[part]
+        for d in self.wake_of.pop(ref, ()):
+            refs = self.woken[d]
+            refs.discard(ref)
+            if not refs:
+                del self.woken[d]
         return part
+
+    def woken_between(self, after: date, upto: date) -> set[Hashable] | None:
+        """The parts of the records that wake on a day in ``(after, upto]``; None when that is
+        more than ``WAKE_SPAN`` days (run the rule whole)."""
+        days = (upto - after).days
+        if days > WAKE_SPAN or days < 0:
+            return None
+        out: set[Hashable] = set()
+        for i in range(1, days + 1):
+            for ref in self.woken.get(after + timedelta(days=i), ()):
+                out.add(self.of[ref])
+        return out
 
     def update(self, state: State, changed: Mapping[str, Collection[str]]) -> tuple[set, dict]:
         """Move the ``changed`` records (keys by type) to their parts now; return the parts
@@ -85,8 +123,7 @@ class Parts:
                     before[ref] = was
                     touched.add(was)
                 rec = state.get(t, key)
-                now = None if rec is None else self.partition(rec)
-                self._put(ref, now)
+                now = None if rec is None else self._put(ref, rec)
                 if now is not None:
                     touched.add(now)
         return touched, before

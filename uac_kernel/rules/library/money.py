@@ -25,6 +25,7 @@ from uac_kernel.rules.library._common import (
     _called_off,
     _date_fields,
     _dated_from,
+    _day,
     _days,
     _first_day,
     _flag,
@@ -539,9 +540,18 @@ def _charge_part(r: Record) -> Hashable | None:
     return (words, _cents(abs(amount))) if amount and words else None
 
 
+def _charge_wakes(r: Record) -> list[date]:
+    """The days a charge leaves the rule's window (``DISPUTE_DAYS`` after each of its dates; a
+    day either side, for a date-time read in another zone): its group runs again then."""
+    values = r.__dict__
+    days = [d for f in fields_of(type(r).__name__, PAID_ON) if (d := _day(values.get(f)))]
+    return [d + timedelta(days=DISPUTE_DAYS + k) for d in days for k in (0, 1, 2)]
+
+
 @rule(
     roles=["charge", "refund"],
     partition=_charge_part,
+    wakes=_charge_wakes,
     clock=True,
     severity="warning",
     category="financial_authorization_conflicts",
