@@ -21,6 +21,7 @@ from uac_kernel.checkpoints.snapshot import (
     load_snapshot,
     reads_records,
     snapshot_gen,
+    stored_for,
     write_snapshot,
 )
 from uac_kernel.checkpoints.snaptypes import Mark, materialise
@@ -56,7 +57,7 @@ from uac_kernel.rules.engine import (
 from uac_kernel.rules.library import LIBRARY
 from uac_kernel.rules.watched import read_fields
 from uac_kernel.sandbox import WarmSandbox
-from uac_kernel.sql.view import SqlResult, SqlView
+from uac_kernel.sql.view import SqlResult, SqlView, table_names
 from uac_kernel.state.fold import ConstraintVersion, State, fold
 from uac_kernel.state.query import UserView, namespace
 from uac_kernel.vocab.binding import Vocabulary
@@ -1020,18 +1021,17 @@ class Workbench:
         """Run SQL over one table per record type (``Trip``, ``Trip_history``), stopped after
         ``timeout`` seconds (default 30, env UAC_SQL_TIMEOUT; see ``sql.view`` for the limits)."""
         self._sync()
-        if self._sql is None:
-            self._sql = SqlView(store=self.store)
+        if self._sql is None:  # a current table alone may come from this state's snapshot
+            self._sql = SqlView(
+                store=self.store, stored=stored_for(lambda: (self.state, self._snap))
+            )
         return self._sql.query(self.state, query, timeout=timeout)
 
     def sql_tables(self) -> dict[str, tuple[str, str]]:
         """Each record type's (current, history) table in ``sql``: its own name unless that would
         clash, ignoring case, with an earlier type's table; then ``Trip_2``. SQL table
         ``uac_tables`` lists the same."""
-        if self._sql is None:
-            self._sql = SqlView(store=self.store)
-        self._sql.refresh(self.state)
-        return dict(self._sql.tables)
+        return table_names(t for t in self.state.schema.types if t in self.state.types)
 
     def alerts(self) -> list[Alert]:
         """The alerts standing now, most severe first."""

@@ -12,6 +12,7 @@ import duckdb
 import pytest
 from helpers.events import fact
 from helpers.sql import (
+    Tables,
     assert_same_tables,
     assert_sql_build_matches,
     python_tables,
@@ -19,8 +20,11 @@ from helpers.sql import (
 )
 
 from uac_kernel import Workbench
+from uac_kernel.checkpoints.snapshot import stored_current
+from uac_kernel.checkpoints.snaptypes import SnapTypeState
 from uac_kernel.demo.life import demo_events
 from uac_kernel.log.store import NewEvent, Store
+from uac_kernel.sql.build import Stored
 from uac_kernel.sql.view import SqlView
 from uac_kernel.state.fold import fold
 
@@ -144,7 +148,15 @@ def append_raw(db: Path, user: str, events: list[dict[str, Any]]) -> None:
     """Append facts as they are, each field's schema event before its first use: values ingest
     would refuse or rewrite (ints past 64 bits, date-times with offsets, ints in float fields)
     as an older uac or another writer may have logged them; the fold reads them all."""
-    out, known = [], set()
+    store = Store(str(db))
+    store.append(raw_events(user, events))
+    store.close()
+
+
+def raw_events(user: str, events: list[dict[str, Any]]) -> list[NewEvent]:
+    """``events`` as the log's rows, each field's schema event before its first use."""
+    out: list[NewEvent] = []
+    known: set[Any] = set()
     for ev in events:
         ts = datetime.fromisoformat(ev["ts"])
         type_ = ev["type"]
@@ -161,9 +173,7 @@ def append_raw(db: Path, user: str, events: list[dict[str, Any]]) -> None:
                 )
         payload = {k: ev[k] for k in ("op", "type", "key", "fields") if k in ev}
         out.append(NewEvent(ts, "fact", user, payload))
-    store = Store(str(db))
-    store.append(out)
-    store.close()
+    return out
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -276,3 +286,113 @@ def test_the_view_reads_no_file_but_its_build(tmp_path: Path) -> None:
         view.con.execute(f"SELECT * FROM read_csv('{tmp_path / 'x.csv'}')")
     with pytest.raises(duckdb.Error):
         view.con.execute(f"ATTACH '{tmp_path / 'u.duckdb'}' AS s (READ_ONLY)")
+
+
+# -- current tables from a snapshot ---------------------------------------------------------
+
+
+def _snapshot_store(db: Path, seed: int, raw: bool) -> None:
+    """A store of a generated history whose snapshot covers its first two thirds; the rest
+    (updates, retracts, records added again, new fields) is logged after it."""
+    rows = raw_events("gen", history(seed, 240, raw=raw))
+    cut = len(rows) * 2 // 3
+    store = Store(str(db))
+    store.append(rows[:cut])
+    store.close()
+    with Workbench(db, user="gen") as wb:
+        wb.checkpoint()  # writes the snapshot
+    store = Store(str(db))
+    store.append(rows[cut:])
+    store.close()
+
+
+def _current_only(tables: Tables, view: SqlView) -> Tables:
+    return {cur: tables[cur] for cur, _ in view.tables.values()}
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["ingested", "raw"])
+@pytest.mark.parametrize("seed", range(6))
+def test_current_tables_from_a_snapshot_equal_the_fold(
+    tmp_path: Path, seed: int, raw: bool
+) -> None:
+    """A query that names only current tables reads them from the snapshot's typed tables and
+    the records changed since; cell, type and row order are the fold's, and the history tables
+    built after them agree in every column type."""
+    db = tmp_path / "u.duckdb"
+    _snapshot_store(db, seed, raw)
+    with Workbench(db, user="gen", read_only=True) as wb:
+        assert any(isinstance(ts, SnapTypeState) for ts in wb.state.types.values())
+        given: dict[str, bool] = {}
+
+        def stored(cur: duckdb.DuckDBPyConnection, name: str) -> Stored | None:
+            rows = stored_current(cur, wb.state, wb._snap, name)
+            given[name] = rows is not None
+            return rows
+
+        view = SqlView(store=wb.store, stored=stored)
+        view.query(wb.state, "SELECT * FROM uac_tables")
+        for cur, _ in view.tables.values():
+            view.query(wb.state, f'SELECT count(*) FROM "{cur}"')
+        assert given.keys() == set(wb.state.types) and any(given.values())
+        want = python_tables(wb.state)
+        assert_same_tables(_current_only(read_tables_now(view), view), _current_only(want, view))
+        view.refresh(wb.state)  # every history table, from the log
+        assert_same_tables(read_tables(view), want)
+
+
+def read_tables_now(view: SqlView) -> Tables:
+    """The tables the view holds (a current table without its history table)."""
+    held = {n for (n,) in view.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    out = {}
+    for table in held - {"uac_tables", "uac_constraints", "uac_vocabulary"}:
+        columns = view.con.execute(f'DESCRIBE "{table}"').fetchall()
+        out[table] = (columns, view.con.execute(f'FROM "{table}"').fetchall())
+    return out
+
+
+def test_a_value_the_snapshot_column_cannot_hold_is_read_from_the_log(tmp_path: Path) -> None:
+    """A date-time with an offset logged after a snapshot whose column holds naive times (a
+    wider column), and a field added after it: that type's current table comes from the log."""
+    db = tmp_path / "u.duckdb"
+    with Workbench(db, user="odd") as wb:
+        wb.ingest(
+            [
+                fact("2025-01-01T09:00:00", "add", "Odd", "a", at="2025-02-01T10:00:00"),
+                fact("2025-01-01T09:00:00", "add", "Item", "i", name="x", count=1),
+            ]
+        )
+        wb.checkpoint()
+    store = Store(str(db))
+    ts = datetime(2025, 1, 2, 9)
+    store.append(
+        [
+            NewEvent(ts, "fact", "odd", {"op": "update", "type": "Odd", "key": "a", "fields": {"at": "2025-02-01T10:00:00+05:30"}}),
+            NewEvent(ts, "schema", "odd", {"type": "Item", "field": "price", "ftype": "float"}),
+            NewEvent(ts, "fact", "odd", {"op": "add", "type": "Item", "key": "j", "fields": {"price": 2.5}}),
+        ]
+    )  # fmt: skip
+    store.close()
+    with Workbench(db, user="odd", read_only=True) as wb:
+        cur = wb.store.con.cursor()
+        assert stored_current(cur, wb.state, wb._snap, "Odd") is None  # wider
+        assert stored_current(cur, wb.state, wb._snap, "Item") is None  # new field
+        cur.close()
+        assert wb.sql('SELECT "at" FROM Odd').rows == [(datetime(2025, 2, 1, 4, 30),)]
+        assert wb.sql("SELECT key, price FROM Item ORDER BY key").rows == [("i", None), ("j", 2.5)]
+        assert_sql_build_matches(wb)
+
+
+def test_a_snapshot_another_workbench_rewrote_is_not_read_for_this_state(tmp_path: Path) -> None:
+    db = tmp_path / "u.duckdb"
+    _snapshot_store(db, 1, False)
+    with Workbench(db, user="gen") as a, Workbench(db, user="gen") as b:
+        state, mark = a.state, a._snap
+        assert mark is not None
+        count = a.sql("SELECT count(*) FROM Item").rows[0][0]
+        b.ingest([fact("2026-01-01T09:00:00", "add", "Item", "new", name="x", count=1)])
+        b.checkpoint()  # a new snapshot generation
+        cur = a.store.con.cursor()
+        assert stored_current(cur, state, mark, "Item") is None
+        cur.close()
+        assert a.sql("SELECT count(*) FROM Item").rows == [(count + 1,)]
+        assert_sql_build_matches(a)

@@ -26,7 +26,7 @@ import ast
 import hashlib
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import CodeType
@@ -49,6 +49,7 @@ from uac_kernel.core.records import Record
 from uac_kernel.core.schema import Schema
 from uac_kernel.log.store import LoggedEvent, Store, damaged, is_damage
 from uac_kernel.rules.engine import Alert, Rule
+from uac_kernel.sql.build import FromStored, Stored
 from uac_kernel.sql.types import sql_type
 from uac_kernel.state.fold import ConstraintVersion, State, TypeState
 from uac_kernel.vocab.log import binding_json, binding_of
@@ -64,6 +65,8 @@ __all__ = [
     "fingerprint",
     "load_snapshot",
     "reads_records",
+    "stored_current",
+    "stored_for",
     "write_snapshot",
 ]
 
@@ -412,6 +415,53 @@ def _source(store: Store, user: str, tag: str, m: TypeMark, gen: int) -> _Source
         _table(tag, m.index, "ord"),
     )
     return _Source(store, user, tables, m.fields, gen, os.getpid())
+
+
+def stored_current(
+    cur: duckdb.DuckDBPyConnection, state: State, mark: Mark | None, name: str
+) -> Stored | None:
+    """The current records of type ``name`` of ``state`` (folded from the snapshot ``mark``,
+    the one this workbench read or wrote last) as the snapshot's table and, in a temp table of
+    the cursor ``cur``, the records changed since: for ``uac sql``, which then need not fold the
+    log. None when the snapshot cannot give them: another process rewrote it, the type is not
+    in it or has other fields now, or a changed value needs a wider column (as in
+    ``_write_type_delta``)."""
+    old = mark.types.get(name) if mark is not None else None
+    ts = state.types.get(name)
+    if mark is None or old is None or ts is None:
+        return None
+    if [list(f) for f in state.schema.types[name].items()] != [f[:2] for f in old.fields]:
+        return None
+    if snapshot_gen(cur, state.user) != mark.gen:
+        return None
+    if isinstance(ts, SnapTypeState):
+        new_hist = ts.tail("history", old.history)
+        new_ord = ts.tail("order", old.order)
+    else:
+        new_hist, new_ord = ts.history[old.history :], ts.order[old.order :]
+    touched = sorted({r.key for r in new_hist} | set(new_ord))
+    current = ts.current
+    now = [rec for k in touched if (rec := current.get(k)) is not None]
+    changed = [*new_hist, *now]
+    for f, t, col in old.fields:
+        if _wider(_column(t, (r.__dict__.get(f) for r in changed)), col):
+            return None
+    delta = "uac_snap_changed"
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {delta} ({_ddl(old.fields)[0]})")
+    position = ts.position
+    _append(cur, delta, [_current_row(r, position[r.key], old.fields) for r in now])
+    table = _table(_tag(state.user), old.index, "cur")
+    return Stored(
+        f"FROM {table} WHERE key NOT IN (SELECT unnest(?)) UNION ALL BY NAME FROM {delta}",
+        [touched],
+        old.fields,
+    )
+
+
+def stored_for(at: Callable[[], tuple[State, Mark | None]]) -> FromStored:
+    """``stored_current`` of the state and snapshot mark ``at`` gives when a table is built (a
+    workbench's, which a catch-up may replace)."""
+    return lambda cur, name: stored_current(cur, *at(), name)
 
 
 # -- reading -------------------------------------------------------------------------------

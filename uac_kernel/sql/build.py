@@ -11,6 +11,10 @@ rows are the same whichever other users the log holds. Rows are per user (``user
 each user's in the fold's order: ended versions by the event that ended them, then the current
 ones by the add that began their life.
 
+A type whose history no query names needs only its current records: from a snapshot's typed
+table and the records changed since (``Stored``, given by ``checkpoints.snapshot``), when the
+snapshot can give them, else by the ``current`` part of the same fold.
+
 The tables are written to a DuckDB file in the view's private directory, which the view's own
 database (``SqlView``, external access off but for that directory) copies and then deletes:
 DuckDB's own storage keeps every type exactly. User SQL never runs on the store's connection,
@@ -23,6 +27,8 @@ from the values in the log, as the Python build makes it from the versions' valu
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -30,7 +36,7 @@ import duckdb
 from uac_kernel.core.names import quote_ident
 from uac_kernel.sql.types import sql_type
 
-__all__ = ["MIXED", "build_type", "build_types", "load_facts"]
+__all__ = ["MIXED", "FromStored", "Stored", "build_type", "build_types", "load_facts"]
 
 # The field type of a field whose type differs between users (fleet/sql.py): a VARCHAR column holding
 # a string as it is and any other value as its JSON text.
@@ -43,40 +49,99 @@ _EVENTS = "uac_build_events"
 _OFFSET = r"\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?)$"
 
 
+@dataclass
+class Stored:
+    """A type's current records kept typed elsewhere in the store (a snapshot's table and the
+    records changed since, see ``checkpoints.snapshot.stored_current``): the query ``sql``
+    (with ``params``) selects columns ``key``, ``valid_from``, ``sources``, ``pos`` (the
+    creation order) and ``c0``, ``c1``... for ``fields`` ([field, ftype, column type])."""
+
+    sql: str
+    params: list[Any]
+    fields: list[list[str]]
+
+
+# Given a cursor of the store's connection and a type's name, its current records as they are
+# stored, or None when the store cannot give them as the state has them.
+FromStored = Callable[[duckdb.DuckDBPyConnection, str], Stored | None]
+
+
 def build_types(
     con: duckdb.DuckDBPyConnection,
     user: str,
     upto_seq: int,
     types: dict[str, dict[str, str]],
     path: str,
-) -> dict[str, list[tuple[str, str]]]:
+    *,
+    history: Collection[str] | None = None,
+    stored: FromStored | None = None,
+) -> dict[str, tuple[list[tuple[str, str]], bool]]:
     """Write to a new DuckDB file at ``path`` the tables of ``types`` (name: {field: ftype}),
     built from ``user``'s fact events with ``seq <= upto_seq`` on a cursor of the store
-    connection ``con``: table ``h<i>`` the history of the i-th type, its current records
-    last (``valid_to`` NULL). Return each type's columns (field, SQL type)."""
+    connection ``con``: table ``h<i>`` of the i-th type holds its current records (``valid_to``
+    NULL), after its history when that was built. The history is built for the types in
+    ``history`` (None: every type); another type's current records come from ``stored`` when
+    it gives them. Return, in the order of ``types``, each type's columns (field, SQL type) and
+    whether its history was built."""
     cur = con.cursor()
     try:
-        load_facts(
-            cur,
-            "SELECT seq, ts, user_id, payload FROM events "
-            "WHERE user_id = ? AND kind = 'fact' AND seq <= ? AND salt <> ''",
-            [user, upto_seq],
-            list(types),
-        )
         # Attached to the store's database instance, which other workbenches of this process
         # may share: a name of its own.
         out = f"uac_build_{secrets.token_hex(8)}"
         cur.execute(f"ATTACH '{_quote(path)}' AS {out} (READ_WRITE)")
         try:
-            return {
-                # A field may be named user_id: the user column gets a name no field can have.
-                name: build_type(cur, f'{out}."h{i}"', name, fields, user_column="_user")
-                for i, (name, fields) in enumerate(types.items())
-            }
+            tables = {name: f'{out}."h{i}"' for i, name in enumerate(types)}
+            built: dict[str, tuple[list[tuple[str, str]], bool]] = {}
+            logged = {}
+            for name in types:
+                whole = history is None or name in history
+                rows = None if whole or stored is None else stored(cur, name)
+                if rows is not None:
+                    built[name] = (build_stored(cur, tables[name], rows, user), False)
+                else:
+                    logged[name] = whole
+            if logged:
+                load_facts(
+                    cur,
+                    "SELECT seq, ts, user_id, payload FROM events "
+                    "WHERE user_id = ? AND kind = 'fact' AND seq <= ? AND salt <> ''",
+                    [user, upto_seq],
+                    list(logged),
+                )
+                for name, whole in logged.items():
+                    # A field may be named user_id: the user column gets a name no field can have.
+                    columns = build_type(
+                        cur, tables[name], name, types[name], user_column="_user", history=whole
+                    )
+                    built[name] = (columns, whole)
+            return {name: built[name] for name in types}
         finally:
             cur.execute(f"DETACH {out}")
     finally:
         cur.close()  # its temp tables go with it
+
+
+def build_stored(
+    cur: duckdb.DuckDBPyConnection, table: str, rows: Stored, user: str
+) -> list[tuple[str, str]]:
+    """Create ``table`` from stored current records, as ``build_type`` makes a current-only
+    table: the stored text of an aware date-time becomes the UTC time the fold's build gives."""
+    columns, cells = [], []
+    for i, (f, ftype, column) in enumerate(rows.fields):
+        cell = f"c{i}"
+        if ftype == "datetime" and column == "VARCHAR":
+            cell, column = _timestamp(cell), "TIMESTAMP"
+        elif ftype == "list[datetime]" and column == "VARCHAR[]":
+            cell, column = f"list_transform({cell}, lambda s: {_timestamp('s')})", "TIMESTAMP[]"
+        cells.append(f", {cell} AS {quote_ident(f)}")
+        columns.append((f, column))
+    cur.execute(
+        f"CREATE TABLE {table} AS SELECT ?::VARCHAR AS _user, key{''.join(cells)}, valid_from, "
+        "NULL::TIMESTAMP AS valid_to, sources, false AS retracted "
+        f"FROM ({rows.sql}) ORDER BY pos",
+        [user, *rows.params],
+    )
+    return columns
 
 
 def load_facts(
@@ -172,11 +237,13 @@ def build_type(
     *,
     columns: dict[str, str] | None = None,
     user_column: str = "user_id",
+    history: bool = True,
 ) -> list[tuple[str, str]]:
     """Create ``table`` (a quoted, maybe qualified name) from the loaded facts of type ``name``:
     its history, the user column ``user_column`` first, the current records last (``valid_to``
-    NULL); a field's column is named ``columns[field]`` (default: the field's name as
-    written, quoted by names.quote_ident). Return its field columns (field, SQL type)."""
+    NULL); without ``history``, the current records alone. A field's column is named
+    ``columns[field]`` (default: the field's name as written, quoted by names.quote_ident).
+    Return its field columns (field, SQL type)."""
     ints = _int_columns(cur, name, fields)
     named = columns or {}
     field_columns = [
@@ -215,14 +282,21 @@ def build_type(
     # One table, the history: ended versions, then the current version of each live key (the
     # events of its last life, from its last add), which the view takes as its current table
     # (``valid_to`` NULL), so the rows are built and written once.
-    cur.execute(
-        f"""CREATE TABLE {table} AS
-        WITH w AS (SELECT _seq, _user, key, _op, _ts{carried},
+    ended = f"""SELECT _user, key{names}, valid_from, _ts AS valid_to,
+                list_filter(_before, lambda _x: _x >= _life_start)
+                    || CASE WHEN _op = 'retract' THEN [_seq] ELSE [] END AS sources,
+                _op = 'retract' AS retracted, 0 AS _part, _seq AS _o
+            FROM w WHERE _op <> 'add'
+            UNION ALL"""
+    windows = f"""w AS (SELECT _seq, _user, key, _op, _ts{carried},
             lag(_ts) OVER (PARTITION BY _user, key ORDER BY _seq) AS valid_from,
             max(CASE WHEN _op = 'add' THEN _seq END)
                 OVER (PARTITION BY _user, key ORDER BY _seq) AS _life_start,
             list(_seq) {before} AS _before FROM {_EVENTS}
-            WHERE (_user, key) IN (SELECT (_user, key) FROM {_EVENTS} WHERE _op <> 'add')),
+            WHERE (_user, key) IN (SELECT (_user, key) FROM {_EVENTS} WHERE _op <> 'add')),"""
+    cur.execute(
+        f"""CREATE TABLE {table} AS
+        WITH {windows if history else ""}
         life AS (SELECT _user, key, max(_seq) FILTER (WHERE _op = 'add') AS _start
             FROM {_EVENTS} GROUP BY _user, key),
         current AS (SELECT _user, key{latest}, arg_max(_ts, _seq) AS valid_from,
@@ -231,13 +305,7 @@ def build_type(
             FROM {_EVENTS} JOIN life USING (_user, key) WHERE _seq >= _start
             GROUP BY _user, key HAVING bool_and(_op <> 'retract'))
         SELECT _user AS "{user_column}", key{names}, valid_from, valid_to, sources, retracted
-        FROM (
-            SELECT _user, key{names}, valid_from, _ts AS valid_to,
-                list_filter(_before, lambda _x: _x >= _life_start)
-                    || CASE WHEN _op = 'retract' THEN [_seq] ELSE [] END AS sources,
-                _op = 'retract' AS retracted, 0 AS _part, _seq AS _o
-            FROM w WHERE _op <> 'add'
-            UNION ALL
+        FROM ({ended if history else ""}
             FROM current)
         ORDER BY _user, _part, _o"""
     )

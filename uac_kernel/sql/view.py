@@ -10,7 +10,9 @@ Only the types that changed since the last query are rebuilt.
 A workbench's view builds a type's tables by SQL over the user's log in the store, up to the
 state's ``seq`` (``sql.build``), and copies them in from a file in a private temporary
 directory, the one place the view's database may read (``allowed_directories``), which holds
-nothing between builds. A view with no store behind its state builds them from the state's
+nothing between builds. A history table is built only when a query names it (or names no
+table); a current table alone comes from the snapshot's typed table when the workbench's
+snapshot holds the type (``stored``), with the records changed since, else from the log. A view with no store behind its state builds them from the state's
 records in Python; the tests hold the two builds equal cell for cell. A query builds only the
 tables it names (read from DuckDB's parse of it); one that names none, or a table that is no
 type's (``SHOW TABLES``, ``duckdb_tables()``, a misspelt name), has every type's built first.
@@ -60,7 +62,7 @@ from uac_kernel.core.display import printable
 from uac_kernel.core.errors import QueryError
 from uac_kernel.core.names import quote_ident
 from uac_kernel.core.records import Record
-from uac_kernel.sql.build import build_types
+from uac_kernel.sql.build import FromStored, build_types
 from uac_kernel.sql.types import sql_type
 from uac_kernel.state.fold import State
 from uac_kernel.vocab.binding import Vocabulary
@@ -173,7 +175,8 @@ class SqlView:
     (``None``: the default, see the module docstring).
 
     With the ``store`` the state was folded from, a type's tables are built by SQL over its log
-    (``sql.build``); without one, from the state's records in Python."""
+    (``sql.build``), a current table alone from ``stored`` when it gives the type's records;
+    without a store, from the state's records in Python."""
 
     def __init__(
         self,
@@ -182,8 +185,10 @@ class SqlView:
         memory_mb: int | None = None,
         threads: int | None = None,
         store: Store | None = None,
+        stored: FromStored | None = None,
     ) -> None:
         self.store = store
+        self.stored = stored
         # With a store, the tables come through a file in this private directory, the only
         # place the view's database may read (sql/build.py); it holds nothing between refreshes.
         self._dir = tempfile.TemporaryDirectory(prefix="uac-sql-") if store is not None else None
@@ -198,7 +203,9 @@ class SqlView:
             self.con.execute("SET allowed_directories = ?", [[self._dir.name + os.sep]])
         self.con.execute("SET enable_external_access = false")
         self.con.execute("SET lock_configuration = true")
+        # Each type's seq its current table, and its history table, were built at.
         self._built: dict[str, int] = {}
+        self._built_history: dict[str, int] = {}
         self.tables: dict[str, tuple[str, str]] = {}
         self.con.execute(
             f"CREATE TABLE {INDEX_TABLE} (type VARCHAR, current_table VARCHAR, history_table VARCHAR)"
@@ -228,12 +235,19 @@ class SqlView:
             self._load_constraints(state)
         if state.vocab is not self._vocab:  # a new vocabulary object after every change
             self._load_vocabulary(state.vocab)
-        stale = [n for n in state.types if self._built.get(n) != state.type_seq.get(n, 0)]
         wanted = None if sql is None else self.reads(sql)
-        if wanted is not None:
-            stale = [n for n in stale if n in wanted]
+        stale, histories = [], set()
+        for n in state.types:
+            seq = state.type_seq.get(n, 0)
+            if wanted is not None and n not in wanted:
+                continue
+            if (wanted is None or wanted[n]) and self._built_history.get(n) != seq:
+                stale.append(n)
+                histories.add(n)
+            elif self._built.get(n) != seq:
+                stale.append(n)
         if self.store is not None:
-            self._build_sql(state, stale, names)
+            self._build_sql(state, stale, histories, names)
             return
         # No log to build from (a view given only states): the tables from the records.
         for name in stale:
@@ -248,24 +262,39 @@ class SqlView:
             ]
             self._load(current, columns, list(ts.current.values()), history=False)
             self._load(history, columns, versions, history=True)
-            self._built[name] = seq
+            self._built[name] = self._built_history[name] = seq
 
-    def reads(self, sql: str) -> set[str] | None:
-        """The types whose tables ``sql`` names (a query over ``Trip`` need not build
-        ``Transaction``; ``uac_tables`` alone needs none), or ``None`` for every type: when it
-        names no table, or one that is no type's — a catalog query (``SHOW TABLES``, ``duckdb_tables()``) lists them all,
-        and a misspelt name's error suggests among them all."""
+    def reads(self, sql: str) -> dict[str, bool] | None:
+        """The types whose tables ``sql`` names, each with whether it names the history table
+        (a query over ``Trip`` need not build ``Transaction``, nor ``Trip_history``;
+        ``uac_tables`` alone needs none), or ``None`` for every table: when it names no table,
+        or one that is no type's — a catalog query (``SHOW TABLES``, ``duckdb_tables()``) lists
+        them all, and a misspelt name's error suggests among them all."""
         try:
             named = {n.lower() for n in self.con.get_table_names(sql)}  # a parse, no run
         except duckdb.Error:
             return None  # the query's own error is reported when it runs
-        by_table = {t.lower(): name for name, pair in self.tables.items() for t in pair}
+        by_table = {
+            t.lower(): (name, part == 1)
+            for name, pair in self.tables.items()
+            for part, t in enumerate(pair)
+        }
         own = {INDEX_TABLE, CONSTRAINTS_TABLE, VOCABULARY_TABLE}
         if not named or not named <= by_table.keys() | own:
             return None
-        return {by_table[n] for n in named if n in by_table}
+        types: dict[str, bool] = {}
+        for n in named & by_table.keys():
+            name, history = by_table[n]
+            types[name] = types.get(name, False) or history
+        return types
 
-    def _build_sql(self, state: State, stale: list[str], names: dict[str, tuple[str, str]]) -> None:
+    def _build_sql(
+        self,
+        state: State,
+        stale: list[str],
+        histories: set[str],
+        names: dict[str, tuple[str, str]],
+    ) -> None:
         if self.store is None or self._dir is None or not stale:
             return
         self._loads += 1
@@ -278,6 +307,8 @@ class SqlView:
                 state.seq,
                 {n: state.schema.types[n] for n in stale},
                 path,
+                history=histories,
+                stored=self.stored,
             )
             con = self.con
             quoted = path.replace("'", "''")
@@ -285,15 +316,18 @@ class SqlView:
             try:
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    for i, name in enumerate(built):
+                    for i, (name, (_, whole)) in enumerate(built.items()):  # h<i>: stale[i]
                         current, history = names[name]
-                        con.execute(
-                            f"CREATE OR REPLACE TABLE {quote_ident(history)} AS "
-                            f"SELECT * EXCLUDE (_user) FROM uac_build.h{i}"
-                        )
+                        source, drop = f"uac_build.h{i}", "_user, retracted"
+                        if whole:
+                            con.execute(
+                                f"CREATE OR REPLACE TABLE {quote_ident(history)} AS "
+                                f"SELECT * EXCLUDE (_user) FROM {source}"
+                            )
+                            source, drop = quote_ident(history), "retracted"
                         con.execute(
                             f"CREATE OR REPLACE TABLE {quote_ident(current)} AS SELECT * "
-                            f"EXCLUDE (retracted) FROM {quote_ident(history)} WHERE valid_to IS NULL"
+                            f"EXCLUDE ({drop}) FROM {source} WHERE valid_to IS NULL"
                         )
                 except BaseException:
                     con.execute("ROLLBACK")  # the view keeps its tables as they were
@@ -305,8 +339,10 @@ class SqlView:
             for leftover in (path, path + ".wal"):
                 if os.path.exists(leftover):
                     os.remove(leftover)
-        for name in built:
+        for name, (_, whole) in built.items():
             self._built[name] = state.type_seq.get(name, 0)
+            if whole:
+                self._built_history[name] = self._built[name]
 
     def _load_constraints(self, state: State) -> None:
         from uac_kernel.constraints import constraint_json, rule_name
