@@ -446,16 +446,47 @@ def stored_current(
     for f, t, col in old.fields:
         if _wider(_column(t, (r.__dict__.get(f) for r in changed)), col):
             return None
+    tag = _tag(state.user)
+    if not _columns_fit(cur, tag, old):
+        return None
     delta = "uac_snap_changed"
     cur.execute(f"CREATE OR REPLACE TEMP TABLE {delta} ({_ddl(old.fields)[0]})")
     position = ts.position
     _append(cur, delta, [_current_row(r, position[r.key], old.fields) for r in now])
-    table = _table(_tag(state.user), old.index, "cur")
+    table = _table(tag, old.index, "cur")
     return Stored(
         f"FROM {table} WHERE key NOT IN (SELECT unnest(?)) UNION ALL BY NAME FROM {delta}",
         [touched],
         old.fields,
     )
+
+
+def _columns_fit(cur: duckdb.DuckDBPyConnection, tag: str, mark: TypeMark) -> bool:
+    """Whether each column of a type's snapshot tables is the one ``_column`` gives its values
+    (the state reads any int or date-time column back right; ``uac sql`` shows the column's
+    type): a hostile store may retype a column and its meta together. An int column wider
+    than BIGINT must hold a value that needs it."""
+    wide: list[tuple[str, str]] = []  # (the narrower type, the column's cells)
+    for i, (_, ftype, col) in enumerate(mark.fields):
+        listed = ftype.startswith("list[")
+        inner, base = ftype.removeprefix("list[").removesuffix("]"), col.removesuffix("[]")
+        if listed != col.endswith("[]"):
+            return False
+        if inner == "int" and base in ("HUGEINT", "VARCHAR"):
+            wide.append(("BIGINT" if base == "HUGEINT" else "HUGEINT", f"c{i}"))
+            if listed:
+                wide[-1] = (wide[-1][0], f"unnest(c{i})")
+        elif base != sql_type(inner) and not (inner == "datetime" and base == "VARCHAR"):
+            return False
+    for narrower, cells in wide:
+        rows = " UNION ALL ".join(
+            f"SELECT {cells} AS v FROM {_table(tag, mark.index, part)}" for part in ("cur", "hist")
+        )
+        needed = f"bool_or(v IS NOT NULL AND TRY_CAST(v AS {narrower}) IS NULL)"
+        row = cur.execute(f"SELECT {needed} FROM ({rows})").fetchone()
+        if not (row and row[0]):
+            return False
+    return True
 
 
 def stored_for(at: Callable[[], tuple[State, Mark | None]]) -> FromStored:

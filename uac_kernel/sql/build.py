@@ -135,10 +135,12 @@ def build_stored(
             cell, column = f"list_transform({cell}, lambda s: {_timestamp('s')})", "TIMESTAMP[]"
         cells.append(f", {cell} AS {quote_ident(f)}")
         columns.append((f, column))
+    # Ordered by a name no field can have: ORDER BY takes a select-list name first (a field
+    # may be named pos).
     cur.execute(
         f"CREATE TABLE {table} AS SELECT ?::VARCHAR AS _user, key{''.join(cells)}, valid_from, "
         "NULL::TIMESTAMP AS valid_to, sources, false AS retracted "
-        f"FROM ({rows.sql}) ORDER BY pos",
+        f"FROM (SELECT pos AS _pos, * FROM ({rows.sql})) ORDER BY _pos",
         [user, *rows.params],
     )
     return columns

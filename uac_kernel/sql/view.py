@@ -272,8 +272,13 @@ class SqlView:
         them all, and a misspelt name's error suggests among them all."""
         try:
             named = {n.lower() for n in self.con.get_table_names(sql)}  # a parse, no run
+            tree = self.con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
         except duckdb.Error:
             return None  # the query's own error is reported when it runs
+        if tree is None or '"type":"TABLE_FUNCTION"' in tree[0]:
+            # pragma_table_info('Trip_history'), duckdb_columns()...: a table by a string or
+            # every table, which the parse does not name
+            return None
         by_table = {
             t.lower(): (name, part == 1)
             for name, pair in self.tables.items()
