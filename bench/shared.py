@@ -106,6 +106,7 @@ def run_json(engine: Path, code: str, *args: str) -> Any:
         text=True,
         env=env(engine),
         check=True,
+        cwd=tempfile.gettempdir(),  # not the checkout: `python -c` imports from its cwd first
     )
     return json.loads(done.stdout)
 
@@ -119,6 +120,7 @@ def writers(engine: Path, db: Path, batch: int, groups: list[list[Path]]) -> flo
             stdout=subprocess.PIPE,
             text=True,
             env=env(engine),
+            cwd=tempfile.gettempdir(),
         )
         for files in groups
     ]

@@ -89,7 +89,7 @@ ASKED_MOST = 20
 _Written = tuple[IngestReport, datetime | None]  # a batch written, and the clock before it
 
 
-@operations  # each public method holds the store's file only while it runs, see log/shared.py
+@operations  # each public method holds the store's connection while it runs, see log/shared.py
 class Workbench:
     """The event log, typed state, checkpoints, rules and queries of one user.
 

@@ -17,7 +17,14 @@ from typing import Any
 import duckdb
 import pytest
 from helpers.events import jsonl, notes
-from helpers.sharing import PATIENT, hold, patient_env, patient_uac
+from helpers.sharing import (
+    PATIENT,
+    a_client_that_does_not_ask_gets_it,
+    another_process_gets_it,
+    hold,
+    patient_env,
+    patient_uac,
+)
 from helpers.store import log_is_sound
 
 from uac_kernel.core.errors import StoreLocked
@@ -100,8 +107,8 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def lets_go(store: Store) -> bool:
-    """Whether ``store`` closes its connection once idle (after ``store.LINGER`` seconds); the
+def idle_off(store: Store) -> bool:
+    """Whether ``store`` has no connection, soon (its watcher lets go at its next look); the
     bound is generous, a liveness check, not a timing."""
     deadline = time.monotonic() + 10
     while store.connected and time.monotonic() < deadline:
@@ -109,15 +116,9 @@ def lets_go(store: Store) -> bool:
     return not store.connected
 
 
-def can_write_from_another_process(db: Path) -> bool:
-    """Whether another process opens the file read-write at once (no waiting)."""
-    done = subprocess.run(
-        [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.returncode == 0
+def handed_over(store: Store, db: Path) -> bool:
+    """Another uac process asks for the file and gets it; ``store`` let go of it for that."""
+    return another_process_gets_it(db) and idle_off(store)
 
 
 # -- writers in parallel ----------------------------------------------------------------------
@@ -207,9 +208,9 @@ def test_a_notebook_sees_what_a_terminal_wrote_in_its_next_cell(
         jsonl(tmp_path / "first.jsonl", notes("nb", 2))
         cell(ip, "%uac open")
         cell(ip, "%uac ingest first.jsonl")
-        # a cell that reads the store directly: the hook after the cell lets go of it
+        # a cell that reads the store directly: the hook after the cell keeps it until asked
         assert cell(ip, "wb.store.con.execute('SELECT count(*) FROM events').fetchone()[0]") > 0
-        assert lets_go(ip.user_ns["wb"].store) and can_write_from_another_process(db)
+        assert handed_over(ip.user_ns["wb"].store, db)
         more = jsonl(tmp_path / "more.jsonl", notes("cli", 3))
         done = patient_uac("ingest", str(more), "--db", str(db), "--user", "u", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
@@ -223,7 +224,7 @@ def test_a_notebook_sees_what_a_terminal_wrote_in_its_next_cell(
         assert cell(ip, "len(wb.state.all('Note'))") == 5
     finally:
         cell(ip, "%unload_ext uac")
-    assert can_write_from_another_process(db)
+    assert a_client_that_does_not_ask_gets_it(db)  # closed with the extension
 
 
 # -- who holds the file -----------------------------------------------------------------------
@@ -281,32 +282,40 @@ def test_a_lock_timeout_that_is_not_a_number_is_a_clear_error(
         Store(db)
 
 
-# -- nothing held between operations -----------------------------------------------------------
+# -- a connection kept between operations, handed over when asked ---------------------------
 
 
-def test_operations_back_to_back_share_one_connection_until_it_is_idle(
-    db: Path, monkeypatch: pytest.MonkeyPatch
+def test_operations_back_to_back_share_one_connection_until_another_process_asks(
+    db: Path,
 ) -> None:
-    import uac_kernel.log.store as store_module
-
-    monkeypatch.setattr(store_module, "LINGER", 600.0)
     with Workbench(db, user="u") as wb:
         wb.ingest(notes("n", 2))
         con = wb.store.con
         assert wb.eval("len(user.all('Note'))") == 2
-        assert wb.store.connected and wb.store.con is con  # no reconnect between operations
-        assert not can_write_from_another_process(db)
-        wb.store.release()  # what the notebook's hook and the CLI's exit do at once
-        assert not wb.store.connected and can_write_from_another_process(db)
-    monkeypatch.setattr(store_module, "LINGER", 0.05)
+        assert wb.ingest(notes("m", 1)).appended == 1
+        assert wb.log(limit=1)
+        assert wb.store.connected and wb.store.con is con  # no reconnect, not after a write
+        assert not a_client_that_does_not_ask_gets_it(db)  # kept while idle
+        assert handed_over(wb.store, db)  # a uac process asks, and gets it
+        assert wb.eval("len(user.all('Note'))") == 3  # the next operation connects again
+        wb.store.release()  # what the CLI's exit does: at once
+        assert not wb.store.connected and a_client_that_does_not_ask_gets_it(db)
+
+
+def test_an_idle_connection_is_closed_after_keep_seconds_for_clients_that_do_not_ask(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from uac_kernel.log import handover
+
+    monkeypatch.setattr(handover, "KEEP", 0.3)
     with Workbench(db, user="u") as wb:
-        assert wb.eval("len(user.all('Note'))") == 2
-        assert lets_go(wb.store) and can_write_from_another_process(db)
+        assert wb.eval("1") == 1
+        assert idle_off(wb.store) and a_client_that_does_not_ask_gets_it(db)
 
 
-def test_operations_back_to_back_keep_one_linger_timer(db: Path) -> None:
-    """Each operation's end re-arms the Store's one timer: a process making thousands of
-    operations a second once kept a timer thread per operation alive (22,800 were seen)."""
+def test_operations_back_to_back_keep_one_watcher_thread(db: Path) -> None:
+    """One watcher per Store while it is connected: a process making thousands of operations
+    a second once kept a timer thread per operation alive (22,800 were seen)."""
     store = Store(db)
     try:
         before = threading.active_count()
@@ -314,16 +323,19 @@ def test_operations_back_to_back_keep_one_linger_timer(db: Path) -> None:
             with store.hold():
                 store.con.execute("SELECT 1").fetchone()
             assert threading.active_count() <= before + 1
-        assert lets_go(store) and can_write_from_another_process(db)
-        assert threading.active_count() <= before  # the timer ended with the connection
+        assert handed_over(store, db)
+        deadline = time.monotonic() + 10
+        while threading.active_count() > before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert threading.active_count() <= before  # the watcher ended with the connection
     finally:
         store.close()
 
 
-def test_no_connection_is_left_open_after_a_workbench_operation(db: Path, tmp_path: Path) -> None:
+def test_every_workbench_operation_hands_the_file_over_when_asked(db: Path, tmp_path: Path) -> None:
     wb = Workbench(db, user="u")
     try:
-        assert lets_go(wb.store) and can_write_from_another_process(db)
+        assert handed_over(wb.store, db)
         steps = [
             lambda: wb.ingest(notes("n", 3)),
             lambda: wb.checkpoint(),
@@ -338,8 +350,7 @@ def test_no_connection_is_left_open_after_a_workbench_operation(db: Path, tmp_pa
         ]
         for step in steps:
             step()
-            assert lets_go(wb.store)
-            assert can_write_from_another_process(db)
+            assert handed_over(wb.store, db)
     finally:
         wb.close()
 
@@ -370,7 +381,7 @@ def test_a_page_turned_in_the_log_widget_leaves_the_file_to_others(db: Path) -> 
         # a widget's callback, outside any cell or operation: each read lets go at its end
         for turn in (lambda: pager.page(2), pager.kinds, lambda: events_by_seq(wb.store, "u", [3])):
             assert turn()
-            assert lets_go(wb.store) and can_write_from_another_process(db)
+            assert handed_over(wb.store, db)
 
 
 def test_an_operation_keeps_the_lock_while_this_process_looks_at_the_file(db: Path) -> None:
@@ -382,8 +393,9 @@ def test_an_operation_keeps_the_lock_while_this_process_looks_at_the_file(db: Pa
             wb.store.con.execute("SELECT 1").fetchall()
             Store(db, read_only=True).close()
             assert wb.eval("len(user.all('Note'))") == 2
-            assert not can_write_from_another_process(db)
-        assert lets_go(wb.store) and can_write_from_another_process(db)
+            assert not a_client_that_does_not_ask_gets_it(db)
+            assert not another_process_gets_it(db, wait=0.5)  # not in an operation
+        assert handed_over(wb.store, db)
 
 
 def test_a_workbench_reading_from_a_snapshot_another_process_rewrote_opens_again(
@@ -413,3 +425,51 @@ def test_a_workbench_reading_from_a_snapshot_another_process_rewrote_opens_again
     finally:
         nb.close()
     assert (count, total) == (320, sum(range(300)) - 0 + 1000 + sum(range(20)))
+
+
+# -- asking for the file -----------------------------------------------------------------------
+
+
+def test_asking_stamps_the_want_file_anew_each_time(db: Path) -> None:
+    from uac_kernel.log import handover
+
+    assert handover.asked(str(db)) == 0  # no one asked yet
+    handover.ask(str(db))
+    first = handover.asked(str(db))
+    handover.ask(str(db))
+    assert first != 0 and handover.asked(str(db)) not in (0, first)
+    assert Path(handover.want_path(str(db))).exists()
+
+
+def test_asking_when_the_want_file_cannot_be_made_is_no_error(tmp_path: Path) -> None:
+    """A want file that cannot be made (here its path is a link into no directory; a directory
+    one cannot write is the same): the asker goes on waiting, the holder lets go after KEEP
+    idle seconds."""
+    from uac_kernel.log import handover
+
+    db = tmp_path / "s.duckdb"
+    Store(db).close()
+    Path(handover.want_path(str(db))).symlink_to(tmp_path / "nowhere" / "want")
+    handover.ask(str(db))
+    assert handover.asked(str(db)) == 0
+
+
+def test_a_holder_busy_with_back_to_back_operations_lets_go_between_two(db: Path) -> None:
+    """A process running operations back to back lets go at the end of the one during which
+    another process asked, and stays off the file while the other takes it."""
+    store = Store(db)
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            with store.hold():
+                store.con.execute("SELECT count(*) FROM events").fetchone()
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    try:
+        assert another_process_gets_it(db)
+    finally:
+        stop.set()
+        worker.join()
+        store.close()

@@ -93,7 +93,7 @@ class _Source:
                 f"records of {self.user!r} were not read before this process forked; "
                 "read them in the parent first (uac_kernel.checkpoints.snaptypes.materialise)"
             )
-        # A read of ``wb.state`` outside any operation holds the file only while it runs.
+        # A read of ``wb.state`` outside any operation is an operation of its own (log.handover).
         with self.store.hold():
             con = self.store.con
             row = con.execute("SELECT gen FROM snapshots WHERE user_id = ?", [self.user]).fetchone()

@@ -1,12 +1,13 @@
-"""A store shared by processes: a workbench holds the DuckDB file only while an operation runs.
+"""A store shared by processes: every public method of a workbench is an operation that holds the
+store's connection.
 
-DuckDB lets one process write a file, or several read it, never both; a connection held in a
-notebook between cells would keep every terminal out. So each public operation of a
-``Workbench`` holds the store's connection (``Store.hold``) and releases it at its end (after
-``store.LINGER`` idle seconds, so back-to-back operations share one connection): nested
-operations release once, at the end of the outermost. That operation first catches up with
-what other processes appended (``Workbench._sync``), so it never answers from a stale state;
-when the file's fingerprint shows no commit since, without even connecting.
+DuckDB lets one process write a file, or several read it, never both. Each public operation of
+a ``Workbench`` holds the store's connection (``Store.hold``); between operations the process
+keeps it, and hands the file over when another process asks for it (``log.handover``), so a
+notebook's cells do not pay for connecting and a terminal beside it waits a moment at most.
+Nested operations count as one, ending at the end of the outermost. That operation first
+catches up with what other processes appended (``Workbench._sync``), so it never answers from
+a stale state; when the file's fingerprint shows no commit since, without a query.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _operation(fn: Callable[..., Any], *, sync: bool) -> Callable[..., Any]:
             finally:
                 made = self.__dict__.get("store")
                 if made is not None:
-                    made.release(linger=True)
+                    made.release(keep=True)
         with store.hold() as outermost:
             if outermost and sync:
                 self._sync()

@@ -30,6 +30,7 @@ from uac_kernel.core import settings
 from uac_kernel.core.chain import GENESIS, call_hash, content_hash, event_hash, new_salt
 from uac_kernel.core.display import shorten
 from uac_kernel.core.errors import StoreError, StoreLocked
+from uac_kernel.log import handover
 from uac_kernel.log.migrations import migrate
 
 if TYPE_CHECKING:
@@ -62,13 +63,6 @@ EVENT_KINDS = (
 )
 """The kinds of event uac writes to the log."""
 _FETCH = 50_000
-# Seconds a connection stays open after an operation in case another follows (see Store._linger).
-LINGER = 0.2
-# A connection kept this long across back-to-back operations is closed at the end of the next
-# one anyway, and this process then stays off the file for GAP seconds before connecting again:
-# another process waiting for the file (it polls every GAP or less) gets its turn.
-HOLD_MAX = 1.0
-GAP = 0.05
 
 
 # Named tuples rather than frozen dataclasses: as immutable, and three times cheaper to make
@@ -127,15 +121,14 @@ class Store:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._depth = 0  # operations running that hold the connection (see ``hold``)
         self._guard = threading.Lock()
-        # Bumped by every use of the connection: a linger timer closes it only if its own
-        # generation is still the current one (see ``_linger``).
+        # Bumped by every use of the connection: the watcher closes an idle connection only if
+        # no use came since it last looked (see ``_watch``).
         self._gen = 0
-        # The one pending linger timer, the generation it closes at and when (see ``_linger``).
-        self._timer: threading.Timer | None = None
-        self._linger_gen = 0
-        self._linger_at = 0.0
-        self._opened_at = 0.0  # when the connection was made (``HOLD_MAX``)
-        self._back_at = 0.0  # not before then may this Store connect again (``GAP``)
+        self._watching = False  # a watcher thread runs (one per Store, see ``_keep``)
+        self._kept_gen = 0  # the generation when the connection was last seen idle
+        self._idle_since = 0.0
+        self._asked_seen = 0  # the want file's stamp when the connection was made (handover)
+        self._back_at = 0.0  # not before then may this Store connect again (``handover.GAP``)
         self._closed = False
         if self.path != ":memory:":
             if not Path(self.path).exists():
@@ -178,9 +171,9 @@ class Store:
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The connection, opened on demand; ``release`` closes it once no operation holds it."""
-        with self._guard:  # read with the linger timer kept out (see ``_linger``)
+        with self._guard:  # read with the watcher kept out (see ``_watch``)
             if self._depth == 0:
-                self._gen += 1  # a use outside any operation cancels a pending linger
+                self._gen += 1  # a use outside any operation is not idleness
             con = self._con
         if con is None:
             if self._closed:
@@ -204,19 +197,21 @@ class Store:
         while True:
             try:
                 con = duckdb.connect(self.path, read_only=read_only)
-                self._opened_at = time.monotonic()
+                self._asked_seen = handover.asked(self.path)
                 return con
             except duckdb.Error as exc:
                 left = deadline - time.monotonic()
                 if not _is_lock_error(exc) or left <= 0:
                     raise _open_error(self.path, exc, self.read_only, self.lock_timeout) from exc
+                handover.ask(self.path)  # the holder lets go at its next look
                 time.sleep(min(left, random.uniform(pause / 2, pause)))
-                pause = min(pause * 2, GAP)
+                pause = min(pause * 2, handover.GAP)
 
     @contextmanager
     def hold(self) -> Iterator[bool]:
-        """Keep the connection open for one operation; the outermost ``hold`` releases it at
-        its end, so nested operations close it once. Yields whether this one is outermost."""
+        """Keep the connection open for one operation; at the end of the outermost one it stays
+        open for the next (``_keep``) unless another process asked for the file meanwhile.
+        Yields whether this one is outermost."""
         with self._guard:
             self._depth += 1
             self._gen += 1
@@ -227,53 +222,67 @@ class Store:
             with self._guard:
                 self._depth -= 1
                 if self._depth == 0:
-                    if self._con is not None and time.monotonic() - self._opened_at > HOLD_MAX:
-                        # back-to-back operations must not keep other processes out for good
+                    if self._asked():
                         self._gen += 1
-                        self._disconnect()
-                        self._back_at = time.monotonic() + GAP
+                        self._let_go()
                     else:
-                        self._linger()
+                        self._keep()
 
-    def _linger(self) -> None:
-        """Close the connection ``LINGER`` seconds from now unless it is used again by then.
+    def _asked(self) -> bool:
+        """Whether another process asked for the file since this Store connected."""
+        return (
+            self._con is not None
+            and self.path != ":memory:"
+            and handover.asked(self.path) != self._asked_seen
+        )
 
-        Connecting costs ~20 ms, a query on an open connection well under one: a script or a
-        test that runs operations back to back keeps one connection, while another process
-        waits at most ``LINGER`` longer for the file (it waits up to ``lock_timeout``).
-        Called with ``_guard`` held. One timer per Store is re-armed rather than one started
-        per operation: thousands of operations a second would otherwise keep thousands of
-        timer threads alive at once."""
+    def _let_go(self) -> None:
+        """Close the connection for a process that asked, and stay off the file a moment."""
+        self._disconnect()
+        self._back_at = time.monotonic() + handover.GAP
+
+    def _keep(self) -> None:
+        """Keep the idle connection until another process asks for the file or ``KEEP``
+        seconds pass (``handover``), watched by one thread per Store while it is connected.
+        Called with ``_guard`` held."""
         if self._con is None or self.path == ":memory:":
             return
-        self._linger_gen = self._gen
-        self._linger_at = time.monotonic() + LINGER
-        if self._timer is None:
-            self._arm(LINGER)
+        self._kept_gen = self._gen
+        self._idle_since = time.monotonic()
+        if not self._watching:
+            self._watching = True
+            threading.Thread(target=self._watch, name="uac-store-watch", daemon=True).start()
 
-    def _arm(self, seconds: float) -> None:
-        timer = self._timer = threading.Timer(seconds, self._close_if_idle)
-        timer.daemon = True  # never keeps the interpreter (or `uac`, see cli.run) alive
-        timer.start()
-
-    def _close_if_idle(self) -> None:
-        with self._guard:
-            left = self._linger_at - time.monotonic()
-            if left > 0:  # lingered again since this timer was armed: wait out the new delay
-                self._arm(left)
+    def _watch(self) -> None:
+        while True:
+            time.sleep(handover.WATCH)
+            with self._guard:
+                if self._con is None or self._closed:
+                    self._watching = False
+                    return
+                if self._depth > 0:
+                    continue  # the operation's end looks
+                if self._gen != self._kept_gen:  # used outside any operation since: not idle
+                    self._kept_gen, self._idle_since = self._gen, time.monotonic()
+                    continue
+                if self._asked():
+                    self._let_go()
+                elif time.monotonic() - self._idle_since >= handover.KEEP:
+                    self._disconnect()
+                else:
+                    continue
+                self._watching = False
                 return
-            self._timer = None
-            if self._depth == 0 and self._gen == self._linger_gen:
-                self._disconnect()
 
-    def release(self, *, linger: bool = False) -> None:
+    def release(self, *, keep: bool = False) -> None:
         """Close the connection unless an operation holds it, so another process can open
-        the file; the next use opens it again. With ``linger``, only after ``LINGER`` idle
-        seconds. An in-memory store keeps it (closing would drop the database)."""
+        the file; the next use opens it again. With ``keep``, keep it open until another
+        process asks for the file (``handover``). An in-memory store keeps it (closing would
+        drop the database)."""
         with self._guard:
             if self._depth == 0:
-                if linger:
-                    self._linger()
+                if keep:
+                    self._keep()
                 else:
                     self._gen += 1
                     self._disconnect()
@@ -314,9 +323,6 @@ class Store:
         with self._guard:
             self._closed = True
             self._gen += 1
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             if self._con is not None:
                 self._con.close()
                 self._con = None

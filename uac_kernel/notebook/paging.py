@@ -107,8 +107,8 @@ class LogPager:
 
     def total(self) -> int:
         """How many events match (re-counted when the log has grown)."""
-        # Each read holds the store only while it runs (a widget's page turn is no operation
-        # of the workbench): another process can write between two pages.
+        # Each read is an operation of its own (a widget's page turn is no operation
+        # of the workbench), handed over when asked: another process can write between pages.
         with self.store.hold():
             if self._total is None or self._counted_at != self.store.last_seq:
                 where, params = self.filter.where(self.user)

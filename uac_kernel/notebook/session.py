@@ -133,10 +133,10 @@ class Session(Magics):
             del self.shell.user_ns[self.variable]
 
     def release_store(self, *_: object) -> None:
-        """Let go of the open workbench's store once it has been idle a moment (an IPython
-        ``post_run_cell`` hook): the next operation opens it again."""
+        """Keep the open workbench's store until another process asks for it (an IPython
+        ``post_run_cell`` hook, after a cell that used the store outside an operation)."""
         if self.workbench is not None:
-            self.workbench.store.release(linger=True)
+            self.workbench.store.release(keep=True)
 
     def _wb(self, *, read: bool = False) -> Workbench:
         """The open workbench; opens the configured store and user if none is.
