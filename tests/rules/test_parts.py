@@ -267,3 +267,36 @@ def test_a_new_day_runs_a_rule_with_wakes_on_the_parts_it_woke(tmp_path: Path) -
 def test_wakes_need_a_partition() -> None:
     with pytest.raises(RuleError, match="wakes= needs partition="):
         rule(watch=["Charge"], wakes=lambda r: [])(lambda user: iter(()))
+
+
+def test_a_record_every_finding_may_rest_on_waking_runs_the_rule_whole(tmp_path: Path) -> None:
+    """A window (``EVERY``) that ends wakes on the day after: every charge's finding may change,
+    although no finding names the window."""
+
+    def part_or_every(r: Any) -> Any:
+        return EVERY if type(r).__name__ == "Window" else r.key
+
+    def ends(r: Any) -> list[date]:
+        return [r.until + timedelta(days=1)] if type(r).__name__ == "Window" else []
+
+    @rule(
+        watch=["Charge", "Window"],
+        partition=part_or_every,
+        wakes=ends,
+        clock=True,
+        name="charged_in_window",
+    )
+    def charged_in_window(user: UserView) -> Iterator[Finding]:
+        today = user.today
+        assert today is not None
+        if any(w.until >= today for w in user.all("Window")):
+            for c in user.all("Charge"):
+                yield Finding(f"{c.key} charged in a window", [c])
+
+    wb = Workbench(tmp_path / "u.duckdb", user="u", rules=[charged_in_window])
+    wb.ingest([add("2025-01-01", "Window", "w", until="2025-01-10")])
+    for k in ("a", "b", "c"):
+        wb.ingest([add("2025-01-01", "Charge", k, amount=1.0)])
+    assert "charged_in_window" in wb.runner.parts and len(wb.runner.active["charged_in_window"]) == 3
+    report = wb.ingest([clock("2025-01-12")])  # the window ended: every finding goes
+    assert len(report.cleared) == 3 and wb.runner.active["charged_in_window"] == {}

@@ -334,30 +334,54 @@ def _rebound(alert: Alert, vocab: Sequence[Rebinding], shown: int = 3) -> str:
     return "the vocabulary changed: " + "; ".join(c.describe() for c in mine[:shown]) + more
 
 
+@dataclass
+class _Kept:
+    """What a runner keeps about one rule in force between its runs."""
+
+    # Its last run read only the day (``user.today``), not the time (``user.now``): what it
+    # found cannot change until the day does, so the log's clock moving within a day does not
+    # run a clock rule again (a dense log moves it with every event).
+    daily: bool = False
+    # Its last run read neither: the clock moving changes nothing it found.
+    timeless: bool = False
+    # A partitioned rule's parts (``uac_kernel.rules.parts``), built by a whole run and kept
+    # up to date by the changes after it.
+    parts: Parts | None = None
+    # Its partition failed on a record (raised, or gave a part that cannot be a key): it runs
+    # whole until put in force again.
+    unparted: bool = False
+    # It ran whole once for a change: the next such run builds its parts (building costs more
+    # than a whole run; a process that makes one change, as a `uac ingest` does, never pays
+    # it, and an open never does).
+    asked: bool = False
+
+    def saw(self, user: UserView, whole: bool) -> None:
+        """Note what of the clock the run just made read: a whole run says it for the rule; a
+        run on parts only what it read (the other parts read what their last run did)."""
+        if user._read_time:
+            self.daily = False
+        elif whole:
+            self.daily = True
+        if user._read_time or user._read_day:
+            self.timeless = False
+        elif whole:
+            self.timeless = True
+
+
 class RuleRunner:
     """Runs rules after state changes and keeps the set of standing alerts."""
 
     def __init__(self, rules: Iterable[Rule] = ()):
         self.rules: dict[str, Rule] = {}
         self.active: dict[str, dict[str, Alert]] = {}
-        # Clock rules whose last run read only the day (``user.today``), not the time
-        # (``user.now``): what they found cannot change until the day does, so the log's
-        # clock moving within a day does not run them (a dense log moves it with every event).
-        self.daily: set[str] = set()
-        # Rules whose last run read neither: the clock moving changes nothing they found.
-        self.timeless: set[str] = set()
-        # Each partitioned rule's parts (``uac_kernel.rules.parts``), built by its first whole
-        # run and kept up to date by the changes after it.
-        self.parts: dict[str, Parts] = {}
-        # Partitioned rules whose partition failed on a record (raised, or gave a part that
-        # cannot be a key): they run whole until put in force again.
-        self.unparted: set[str] = set()
-        # Partitioned rules that ran whole once for a change: the next such run builds their
-        # parts (building costs more than a whole run; a process that makes one change, as a
-        # `uac ingest` does, never pays it, and an open never does).
-        self.asked: set[str] = set()
+        self.kept: dict[str, _Kept] = {}
         for r in rules:
             self.add(r)
+
+    @property
+    def parts(self) -> dict[str, Parts]:
+        """Each partitioned rule's parts, for the rules that have them built."""
+        return {n: k.parts for n, k in self.kept.items() if k.parts is not None}
 
     def add(self, r: Rule) -> None:
         """Put ``r`` in force, in place of a rule of the same name.
@@ -378,11 +402,7 @@ class RuleRunner:
                 )
         self.rules[r.name] = r
         self.active.setdefault(r.name, {})
-        self.daily.discard(r.name)
-        self.timeless.discard(r.name)
-        self.parts.pop(r.name, None)
-        self.unparted.discard(r.name)
-        self.asked.discard(r.name)
+        self.kept[r.name] = _Kept()
 
     def copy(self) -> RuleRunner:
         """The same rules, with standing alerts of their own (a what-if changes the copy's).
@@ -391,18 +411,14 @@ class RuleRunner:
         other = RuleRunner()
         other.rules = dict(self.rules)
         other.active = dict(self.active)
-        other.daily = set(self.daily)
-        other.timeless = set(self.timeless)
-        return other  # without parts: its partitioned rules run whole (they are not copied)
+        # without parts: its partitioned rules run whole (they are not copied)
+        other.kept = {n: _Kept(daily=k.daily, timeless=k.timeless) for n, k in self.kept.items()}
+        return other
 
     def remove(self, name: str) -> list[Alert]:
         """Take rule ``name`` out of force; return the alerts it had standing (now cleared)."""
         self.rules.pop(name, None)
-        self.daily.discard(name)
-        self.timeless.discard(name)
-        self.parts.pop(name, None)
-        self.unparted.discard(name)
-        self.asked.discard(name)
+        self.kept.pop(name, None)
         return list(self.active.pop(name, {}).values())
 
     def standing(self) -> list[Alert]:
@@ -437,7 +453,7 @@ class RuleRunner:
             if selected is not None and r.name not in selected:
                 continue
             watch = r.watches(user)
-            ticked = r.clock and clock_moved and (day_moved or r.name not in self.daily)
+            ticked = r.clock and clock_moved and (day_moved or not self.kept[r.name].daily)
             affected = changed_types is None or watch is None or bool(watch & changed_types)
             if not (affected or ticked):
                 continue
@@ -471,29 +487,23 @@ class RuleRunner:
         whole run for a ``changed`` state (see ``asked``)."""
         user._read_time = user._read_day = False
         now = self._evaluate(r, user)
-        if user._read_time:
-            self.daily.discard(r.name)
-        else:
-            self.daily.add(r.name)
-        if user._read_time or user._read_day:
-            self.timeless.discard(r.name)
-        else:
-            self.timeless.add(r.name)
+        kept = self.kept[r.name]
+        kept.saw(user, whole=True)
         if (
             changed
             and r.partition is not None
             and watch is not None
-            and r.name not in self.parts
-            and r.name not in self.unparted
+            and kept.parts is None
+            and not kept.unparted
         ):
-            if r.name not in self.asked:
-                self.asked.add(r.name)
+            if not kept.asked:
+                kept.asked = True
                 return now
             try:
                 with using(user.vocab):
-                    self.parts[r.name] = Parts.build(r.partition, watch, user._state, r.wakes)
+                    kept.parts = Parts.build(r.partition, watch, user._state, r.wakes)
             except Exception:  # a partition that fails on a record: the rule runs whole
-                self.unparted.add(r.name)
+                kept.unparted = True
         return now
 
     def _part(
@@ -511,7 +521,8 @@ class RuleRunner:
         return the parts they touched and where each was before; None to run ``r`` whole (the
         clock moved it, the vocabulary or its types changed, records changed unknown or in a
         part every finding may rest on), its parts dropped if they can no longer be kept."""
-        parts = self.parts.get(r.name)
+        kept = self.kept[r.name]
+        parts = kept.parts
         if parts is None:
             return None
         keys = changed_keys or {}
@@ -525,7 +536,7 @@ class RuleRunner:
             and all(any(e.type in watch for e in a.evidence) for a in self.active[r.name].values())
         )
         if not known:
-            del self.parts[r.name]
+            kept.parts = None
             return None
         assert watch is not None
         try:
@@ -534,27 +545,23 @@ class RuleRunner:
                     user._state, {t: k for t, k in keys.items() if t in watch and k is not None}
                 )
         except Exception:  # a partition that fails on a record: the rule runs whole
-            del self.parts[r.name]
-            self.unparted.add(r.name)
+            kept.parts, kept.unparted = None, True
             return None
         # What the rule found in the parts left alone holds only for the day (and, if it read
         # the time, the time) it last ran on: one that moved runs it whole, unless the rule
         # reads only the day and says on which days each record's part can change (``wakes``).
         now = user._state.now
         woken: set[Any] | None = None
-        if day_moved and parts.wakes is not None and r.name in self.daily:
+        if day_moved and parts.wakes is not None and kept.daily:
             if day_before is not None and now is not None:
                 woken = parts.woken_between(day_before, now.date())
             if woken is None:
                 return None
         still = (
-            not clock_moved
-            or r.name in self.timeless
-            or (not day_moved and r.name in self.daily)
-            or woken is not None
+            not clock_moved or kept.timeless or (not day_moved and kept.daily) or woken is not None
         )
-        if EVERY in touched or not still:
-            return None
+        if EVERY in touched or EVERY in (woken or ()) or not still:
+            return None  # a record any finding may rest on changed, or woke
         return touched | (woken or set()), was
 
     def _on_parts(
@@ -568,24 +575,23 @@ class RuleRunner:
         """Run ``r`` on the ``touched`` parts: its standing alerts of other parts stay, those
         resting on a record of a touched part (``was``: where changed records were) give way to
         what it finds there now."""
-        parts = self.parts[r.name]
+        kept = self.kept[r.name]
+        parts = kept.parts
+        assert parts is not None
 
         def part_of(e: Evidence) -> Any:
             ref = (e.type, e.key)
             return was[ref] if ref in was else parts.of.get(ref)
 
-        kept = {
+        unchanged = {
             i: a for i, a in before.items() if not any(part_of(e) in touched for e in a.evidence)
         }
         view = PartView(user._state, parts.shown(touched), parts, touched)
         found = self._evaluate(r, view)
         if any(a.category == "rule_error" for a in found.values()):
             return self._whole(r, user, parts.types, True)  # the error is the whole rule's
-        if view._read_time:
-            self.daily.discard(r.name)
-        if view._read_time or view._read_day:
-            self.timeless.discard(r.name)
-        return {**kept, **found}
+        kept.saw(view, whole=False)
+        return {**unchanged, **found}
 
     @staticmethod
     def _evaluate(r: Rule, user: UserView) -> dict[str, Alert]:
