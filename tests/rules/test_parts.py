@@ -297,6 +297,8 @@ def test_a_record_every_finding_may_rest_on_waking_runs_the_rule_whole(tmp_path:
     wb.ingest([add("2025-01-01", "Window", "w", until="2025-01-10")])
     for k in ("a", "b", "c"):
         wb.ingest([add("2025-01-01", "Charge", k, amount=1.0)])
-    assert "charged_in_window" in wb.runner.parts and len(wb.runner.active["charged_in_window"]) == 3
+    assert (
+        "charged_in_window" in wb.runner.parts and len(wb.runner.active["charged_in_window"]) == 3
+    )
     report = wb.ingest([clock("2025-01-12")])  # the window ended: every finding goes
     assert len(report.cleared) == 3 and wb.runner.active["charged_in_window"] == {}

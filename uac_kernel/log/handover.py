@@ -5,9 +5,12 @@ connection between operations (connecting costs more than most operations), so a
 process that finds the file locked asks for it: it stamps a file beside the store
 (``<store>.uac-want``) with a new time on each try. The holder looks at the stamp at the end of
 every operation and, while idle, every ``WATCH`` seconds, and lets go when it moved since it
-connected; it then stays off the file ``GAP`` seconds, so the asker gets its turn. A holder
-also lets go after ``KEEP`` idle seconds, for programs that do not ask (the ``duckdb`` shell,
-another tool) and for a directory the asker cannot write.
+connected; before it connects again it waits until the stamp has stood still ``QUIET`` seconds
+(the asker got in, or gave up), so readers taking turns cannot keep a writer out. A holder also
+lets go after ``KEEP`` idle seconds, for programs that do not ask (the ``duckdb`` shell,
+another tool) and for a directory the asker cannot write. The want file is writable by all, and
+stamped with the current time (which needs only write permission), so another user of a
+shared store can ask too.
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["GAP", "KEEP", "WATCH", "ask", "asked", "want_path"]
+__all__ = ["GAP", "KEEP", "QUIET", "WATCH", "ask", "asked", "quiet", "want_path"]
 
 # Seconds between two looks at the stamp while the connection is idle: an asker waits about
 # this long for an idle holder, plus its own retry pause (at most GAP).
 WATCH = 0.1
-# Seconds a holder stays off the file after letting go when asked; an asker retries at least
-# this often.
+# An asker retries (and stamps) at least this often.
 GAP = 0.05
+# Seconds the stamp must stand still before a holder that let go connects again.
+QUIET = 2 * GAP
 # Idle seconds after which a connection is closed even if no one asked.
 KEEP = 60.0
 
@@ -34,11 +38,14 @@ def want_path(path: str) -> str:
 def ask(path: str) -> None:
     """Stamp the want file of the store at ``path`` with a new time (best effort)."""
     want = want_path(path)
-    stamp = time.time_ns()
     try:
         if not os.path.exists(want):
-            os.close(os.open(want, os.O_WRONLY | os.O_CREAT, 0o666))
-        os.utime(want, ns=(stamp, stamp))
+            fd = os.open(want, os.O_WRONLY | os.O_CREAT, 0o666)
+            try:
+                os.fchmod(fd, 0o666)  # past the umask: another user's process asks too
+            finally:
+                os.close(fd)
+        os.utime(want)  # the current time: write permission is enough
     except OSError:
         pass  # a directory the asker cannot write: the holder lets go after KEEP idle seconds
 
@@ -50,3 +57,13 @@ def asked(path: str) -> int:
         return os.stat(want_path(path)).st_mtime_ns
     except OSError:
         return 0
+
+
+def quiet(path: str, deadline: float) -> None:
+    """Wait until no one has asked for the file for ``QUIET`` seconds (or ``deadline``, a
+    ``time.monotonic`` time, passes). A stamp in the future is no one asking."""
+    while time.monotonic() < deadline:
+        since = (time.time_ns() - asked(path)) / 1e9
+        if not 0 <= since < QUIET:
+            return
+        time.sleep(GAP)

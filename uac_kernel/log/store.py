@@ -128,7 +128,7 @@ class Store:
         self._kept_gen = 0  # the generation when the connection was last seen idle
         self._idle_since = 0.0
         self._asked_seen = 0  # the want file's stamp when the connection was made (handover)
-        self._back_at = 0.0  # not before then may this Store connect again (``handover.GAP``)
+        self._yielded = False  # it let go for a process that asked (see ``_connect``)
         self._closed = False
         if self.path != ":memory:":
             if not Path(self.path).exists():
@@ -189,10 +189,10 @@ class Store:
         # as in __init__: beside a writer, a read-only Store reads through a writable
         # connection (this class still refuses its writes)
         read_only = self.read_only and not writable
-        wait = self._back_at - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)  # the turn of a process waiting for the file (see ``hold``)
         deadline = time.monotonic() + self.lock_timeout
+        if self._yielded:  # the turn of the process that asked (see ``_let_go``)
+            self._yielded = False
+            handover.quiet(self.path, deadline)
         pause = 0.005
         while True:
             try:
@@ -237,9 +237,10 @@ class Store:
         )
 
     def _let_go(self) -> None:
-        """Close the connection for a process that asked, and stay off the file a moment."""
+        """Close the connection for a process that asked; the next connect waits until the
+        asking stops (``handover.quiet``), so the asker gets its turn."""
         self._disconnect()
-        self._back_at = time.monotonic() + handover.GAP
+        self._yielded = True
 
     def _keep(self) -> None:
         """Keep the idle connection until another process asks for the file or ``KEEP``
@@ -251,28 +252,35 @@ class Store:
         self._idle_since = time.monotonic()
         if not self._watching:
             self._watching = True
-            threading.Thread(target=self._watch, name="uac-store-watch", daemon=True).start()
+            # The thread holds the Store weakly: a workbench dropped without close() is
+            # collected, its connection with it.
+            ref = weakref.ref(self)
+            threading.Thread(
+                target=_watch, args=(ref,), name="uac-store-watch", daemon=True
+            ).start()
 
-    def _watch(self) -> None:
-        while True:
-            time.sleep(handover.WATCH)
-            with self._guard:
-                if self._con is None or self._closed:
-                    self._watching = False
-                    return
-                if self._depth > 0:
-                    continue  # the operation's end looks
-                if self._gen != self._kept_gen:  # used outside any operation since: not idle
-                    self._kept_gen, self._idle_since = self._gen, time.monotonic()
-                    continue
+    def _look(self) -> bool:
+        """One look of the watcher at an idle connection; False once it has no more to watch."""
+        with self._guard:
+            if self._con is None or self._closed:
+                return False
+            if self._depth > 0:
+                return True  # the operation's end looks
+            if self._gen != self._kept_gen:  # used outside any operation since: not idle
+                self._kept_gen, self._idle_since = self._gen, time.monotonic()
+                return True
+            try:
                 if self._asked():
                     self._let_go()
                 elif time.monotonic() - self._idle_since >= handover.KEEP:
                     self._disconnect()
                 else:
-                    continue
-                self._watching = False
-                return
+                    return True
+            except duckdb.Error:
+                # still running a query begun outside any operation: look again next time
+                self._kept_gen, self._idle_since = self._gen, time.monotonic()
+                return True
+            return False
 
     def release(self, *, keep: bool = False) -> None:
         """Close the connection unless an operation holds it, so another process can open
@@ -343,9 +351,8 @@ class Store:
             # fetched to its end holds a transaction open, and CHECKPOINT refuses to run.
             # Each Store opens the new file on its next use.
             for s in peers:
-                if s._con is not None:
-                    s._con.close()
-                    s._con = None
+                with s._guard:  # not while its watcher looks at it
+                    s._disconnect()
             self.con.execute("CHECKPOINT")
             row = self.con.execute("SELECT current_database()").fetchone()
             name = (row[0] if row else "main").replace('"', '""')
@@ -699,6 +706,22 @@ def _holder(pid: str) -> str:
     if words:
         words[0] = Path(words[0]).name  # python, not /home/…/.venv/bin/python
     return f"process {pid} ({shorten(' '.join(words), 80)})" if words else f"process {pid}"
+
+
+def _watch(ref: weakref.ref[Store]) -> None:
+    """The watcher thread of a kept connection (``Store._keep``)."""
+    try:
+        while True:
+            time.sleep(handover.WATCH)
+            store = ref()
+            if store is None or not store._look():
+                break
+            del store  # held only while it looks
+    finally:
+        store = ref()
+        if store is not None:
+            with store._guard:
+                store._watching = False
 
 
 _WRITER_LOCKS: dict[str, threading.RLock] = {}
