@@ -273,15 +273,12 @@ def _write_type_full(
     return TypeMark(index, fields, len(history), len(order), len(current))
 
 
-def _write_type_delta(
-    con: duckdb.DuckDBPyConnection, tag: str, ts: TypeState, old: TypeMark, ftypes: dict[str, str]
-) -> TypeMark | None:
-    """Bring one type's tables up to ``ts`` by its entries since ``old`` (new fields become new
-    columns, unset in the rows already there); None when a column cannot hold the new values
-    (the caller rewrites the type)."""
-    known = [f[:2] for f in old.fields]
-    if [[f, t] for f, t in ftypes.items()][: len(known)] != known:
-        return None
+def _since(
+    ts: TypeState, old: TypeMark
+) -> tuple[list[Record], list[str], list[str], list[Record]] | None:
+    """A type's entries since the snapshot ``old``: the versions ended and the keys created
+    since, the keys they touch and those keys' current records; None when a column of ``old``
+    cannot hold their values."""
     if isinstance(ts, SnapTypeState):
         new_hist = ts.tail("history", old.history)
         new_ord = ts.tail("order", old.order)
@@ -294,10 +291,26 @@ def _write_type_delta(
     for f, t, col in old.fields:
         if _wider(_column(t, (r.__dict__.get(f) for r in changed)), col):
             return None
+    return new_hist, new_ord, touched, now
+
+
+def _write_type_delta(
+    con: duckdb.DuckDBPyConnection, tag: str, ts: TypeState, old: TypeMark, ftypes: dict[str, str]
+) -> TypeMark | None:
+    """Bring one type's tables up to ``ts`` by its entries since ``old`` (new fields become new
+    columns, unset in the rows already there); None when a column cannot hold the new values
+    (the caller rewrites the type)."""
+    known = [f[:2] for f in old.fields]
+    if [[f, t] for f, t in ftypes.items()][: len(known)] != known:
+        return None
+    since = _since(ts, old)
+    if since is None:
+        return None
+    new_hist, new_ord, touched, now = since
     fields = [*old.fields]
     cur, hist, ordt = (_table(tag, old.index, p) for p in ("cur", "hist", "ord"))
     for f, t in list(ftypes.items())[len(known) :]:
-        col = _column(t, (r.__dict__.get(f) for r in changed))
+        col = _column(t, (r.__dict__.get(f) for r in (*new_hist, *now)))
         for table in (cur, hist):
             con.execute(f"ALTER TABLE {table} ADD COLUMN c{len(fields)} {col}")
         fields.append([f, t, col])
@@ -434,18 +447,10 @@ def stored_current(
         return None
     if snapshot_gen(cur, state.user) != mark.gen:
         return None
-    if isinstance(ts, SnapTypeState):
-        new_hist = ts.tail("history", old.history)
-        new_ord = ts.tail("order", old.order)
-    else:
-        new_hist, new_ord = ts.history[old.history :], ts.order[old.order :]
-    touched = sorted({r.key for r in new_hist} | set(new_ord))
-    current = ts.current
-    now = [rec for k in touched if (rec := current.get(k)) is not None]
-    changed = [*new_hist, *now]
-    for f, t, col in old.fields:
-        if _wider(_column(t, (r.__dict__.get(f) for r in changed)), col):
-            return None
+    since = _since(ts, old)
+    if since is None:
+        return None
+    _, _, touched, now = since
     tag = _tag(state.user)
     if not _columns_fit(cur, tag, old):
         return None
