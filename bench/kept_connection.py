@@ -34,6 +34,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from shared import notes  # noqa: E402  (bench/shared.py: notes with a source each)
+
 TARGET = 1.3
 
 SESSION = """
@@ -92,23 +96,6 @@ t = time.perf_counter()
 Store(sys.argv[1], lock_timeout=60).close()
 print(json.dumps(time.perf_counter() - t))
 """
-
-
-def notes(n: int) -> str:
-    return "".join(
-        json.dumps(
-            {
-                "kind": "fact",
-                "ts": f"2025-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}",
-                "op": "add",
-                "type": "Note",
-                "key": f"n{i}",
-                "fields": {"text": f"note {i}", "n": i},
-            }
-        )
-        + "\n"
-        for i in range(n)
-    )
 
 
 def env(engine: Path) -> dict[str, str]:
@@ -195,7 +182,7 @@ def main() -> int:
             shutil.copy(args.store, seed)
         else:
             src = work / "notes.jsonl"
-            src.write_text(notes(args.events))
+            src.write_text(notes("n", args.events))
             run_json(ROOT, "import sys, json\nfrom uac_kernel.workbench import Workbench\n"
                      "wb = Workbench(sys.argv[1], user=sys.argv[3]); wb.ingest(sys.argv[2])\n"
                      "wb.close(); print(1)", str(seed), str(src), user)  # fmt: skip

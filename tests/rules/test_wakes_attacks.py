@@ -420,7 +420,6 @@ def test_concept_binding_mid_way(tmp_path: Path) -> None:
         wb,
         [[add("2025-01-07", "Transaction", "t7", merchant="Zed", amount=7.0, date="2025-01-06")]],
     )
-    print("parts?", R.name in wb.runner.parts)
     run(wb, [[clock(d("2025-01-02", k))] for k in range(85, 130)])
 
 
