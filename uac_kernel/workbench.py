@@ -300,14 +300,15 @@ class Workbench:
         ``state`` directly)."""
         self._sync()
 
-    def close(self) -> None:
-        """Close the store, first writing a snapshot if many events came since the last one."""
+    def close(self, *, snapshot: bool = False) -> None:
+        """Close the store, first writing a snapshot if many events came since the last one
+        (with ``snapshot``, if any came: a store whose snapshot is kept elsewhere)."""
         self._drop_sandbox()
         if self._closed:
             return
         self._closed = True
         try:
-            if not self.store.read_only and self._snapshots and self._snapshot_due():
+            if not self.store.read_only and self._snapshots and (snapshot or self._snapshot_due()):
                 with self.store.writing():
                     self._sync(write=True)
                     self._write_snapshot()

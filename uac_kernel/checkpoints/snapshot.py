@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOSE_AFTER",
     "FORMAT",
+    "SCHEMA",
     "Restored",
     "drop_snapshots",
     "fingerprint",
@@ -67,6 +68,7 @@ __all__ = [
     "reads_records",
     "stored_current",
     "stored_for",
+    "user_tag",
     "write_snapshot",
 ]
 
@@ -81,7 +83,7 @@ CLOSE_AFTER = 10_000
 SCHEMA = "uac_snap"
 
 
-def _tag(user: str) -> str:
+def user_tag(user: str) -> str:
     """The prefix of a user's snapshot tables (a hash: any text can be a user id)."""
     return "u" + hashlib.sha256(user.encode()).hexdigest()[:16]
 
@@ -100,7 +102,7 @@ def _tables_of(con: duckdb.DuckDBPyConnection, tag: str | None) -> list[str]:
 def drop_snapshots(con: duckdb.DuckDBPyConnection, user: str | None = None) -> int:
     """Drop the snapshot of ``user`` (every user's with None), row and tables; return how many
     rows went. The next open of such a user folds the log in full."""
-    tag = None if user is None else _tag(user)
+    tag = None if user is None else user_tag(user)
     for name in _tables_of(con, tag):
         quoted = name.replace('"', '""')  # a table of a hostile store may hold a quote
         con.execute(f'DROP TABLE {SCHEMA}."{quoted}"')
@@ -346,7 +348,7 @@ def write_snapshot(
     ).fetchone()
     if head is None:
         return None
-    tag = _tag(user)
+    tag = user_tag(user)
     row = con.execute("SELECT gen FROM snapshots WHERE user_id = ?", [user]).fetchone()
     gen = int(row[0]) + 1 if row else 1
     if mark is not None and (row is None or int(row[0]) != mark.gen):
@@ -451,7 +453,7 @@ def stored_current(
     if since is None:
         return None
     _, _, touched, now = since
-    tag = _tag(state.user)
+    tag = user_tag(state.user)
     if not _columns_fit(cur, tag, old):
         return None
     delta = "uac_snap_changed"
@@ -583,7 +585,7 @@ def _restore(
         checkpoint_seq = latest.seq
     elif latest is None and cp is not None:
         return "the checkpoints changed since it was written", None
-    tag = _tag(user)
+    tag = user_tag(user)
     found = dict(con.execute(_TYPES_SQL, [tag + "_"]).fetchall())
     schema = Schema({t: dict(f) for t, f in meta["schema"].items()})
     marks: dict[str, TypeMark] = {}

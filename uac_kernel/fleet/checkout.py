@@ -10,6 +10,7 @@ import duckdb
 
 from uac_kernel.core.display import printable, shorten
 from uac_kernel.core.errors import FleetError
+from uac_kernel.fleet import snapshots
 from uac_kernel.fleet.export import _bulk_heads, _export
 from uac_kernel.fleet.partition import ORDER, TABLES, Fleet, _who, check_columns, parquet_source
 from uac_kernel.log.migrations import migrate
@@ -18,8 +19,10 @@ from uac_kernel.log.store import Store
 __all__ = ["checkout", "commit"]
 
 
-def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> None:
-    """Insert ``user``'s committed rows into the store tables of ``con``, in chain order."""
+def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> list[Path]:
+    """Insert ``user``'s committed rows into the store tables of ``con``, in chain order;
+    return the files read."""
+    read = []
     for table in TABLES:
         files = fleet.files(table, [user])
         if files:
@@ -27,21 +30,30 @@ def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> None:
                 f"INSERT INTO {table} BY NAME SELECT * FROM {parquet_source(files)} "
                 f"ORDER BY {ORDER[table]}"
             )
+            read += files
+    return read
 
 
-def checkout(fleet: Fleet, user: str, path: Path) -> None:
+def checkout(fleet: Fleet, user: str, path: Path, *, snapshot: bool = False) -> dict[str, str]:
     """Write a new single-file store at ``path`` holding exactly ``user``'s committed rows,
-    every number as committed; a user with no commit gives an empty store."""
+    every number as committed; a user with no commit gives an empty store.
+
+    With ``snapshot`` the store starts as a copy of the snapshot kept beside the partition
+    (``fleet.snapshots``), and the partition's files are verified by their bytes when the
+    snapshot recorded every one of them (else row by row, as without it). Returns the files
+    verified, each with its SHA-256 ({} without ``snapshot``): what the next kept snapshot may
+    stand on."""
     path = Path(path)
     if path.exists():
         raise FleetError(f"{path} exists; check a user out into a new file")
     try:
+        recorded = (snapshots.start_from(fleet, user, path) if snapshot else None) or {}
         with contextlib.closing(duckdb.connect(str(path))) as con:
             check_columns(fleet, [user], con)
             migrate(con)
             con.execute("BEGIN TRANSACTION")
             try:
-                _load(con, fleet, user)
+                files = _load(con, fleet, user)
             except duckdb.Error as exc:
                 raise FleetError(
                     f"user {_who(user)}: cannot check out the committed files of {fleet.root} "
@@ -49,21 +61,26 @@ def checkout(fleet: Fleet, user: str, path: Path) -> None:
                     "names the damaged file"
                 ) from None
             con.execute("COMMIT")
-        _check_checkout(fleet, user, path)
+        held = snapshots.digests(fleet, files) if snapshot else {}
+        # every file as the task that kept the snapshot verified or wrote it: its chains hold
+        trusted = bool(held) and all(recorded.get(rel) == sha for rel, sha in held.items())
+        _check_checkout(fleet, user, path, chains=not trusted)
     except BaseException:
         path.unlink(missing_ok=True)
         Path(f"{path}.wal").unlink(missing_ok=True)
         raise
+    return held
 
 
-def _check_checkout(fleet: Fleet, user: str, path: Path) -> None:
-    """FleetError unless the checked-out ``user``'s chains are intact and end at the last
-    commit's heads: no job runs on (and commits on top of) a partition verify rejects."""
+def _check_checkout(fleet: Fleet, user: str, path: Path, *, chains: bool = True) -> None:
+    """FleetError unless the checked-out ``user``'s chains are intact (checked only with
+    ``chains``) and end at the last commit's heads: no job runs on (and commits on top of) a
+    partition verify rejects."""
     from uac_kernel.log.integrity import verify_users
 
     store = Store(path, read_only=True, create=False)
     try:
-        problems = [p for _u, p in verify_users(store) if p]
+        problems = [p for _u, p in verify_users(store) if p] if chains else []
         if not problems:
             ends = _bulk_heads(store.con, [user])[user]
             said = fleet.head(user)

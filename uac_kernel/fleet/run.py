@@ -201,6 +201,7 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
     A ``UacError`` (bad data, a refused expression, a model that failed) is a 'failed' result and
     nothing is committed; any other exception propagates, so the engine retries the task.
     """
+    from uac_kernel.fleet import snapshots
     from uac_kernel.fleet.checkout import checkout, commit
 
     fleet = Fleet(task.root)
@@ -215,14 +216,19 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
         path = tmp / "user.duckdb"
         try:
             # checkout refuses a partition whose chains fail: nothing is committed on top of it
-            checkout(fleet, task.user, path)
+            verified = checkout(fleet, task.user, path, snapshot=True)
             clock.lap("checkout")
             _run_job(task, path, budget, row, clock)
         except UacError as exc:
             row.update(status="failed", error=str(exc).splitlines()[0][:2000] if str(exc) else "")
         else:
-            commit(fleet, task.user, path, by=f"run {task.run_id}")
+            made = commit(fleet, task.user, path, by=f"run {task.run_id}")
             clock.lap("commit")
+            if made is not None:
+                files = fleet.commits(task.user)[made - 1]["files"].values()
+                verified |= snapshots.digests(fleet, (fleet.root / rel for rel in files))
+            snapshots.save(fleet, task.user, path, _head(fleet, task.user), verified)
+            clock.lap("snapshot")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     timings = {"user_id": task.user, "seconds": clock.laps}
@@ -261,8 +267,7 @@ def _run_job(
     from uac_kernel.workbench import Workbench
 
     user, job = task.user, task.job
-    # the checked-out store is thrown away after the commit, and a partition holds no snapshot
-    wb = Workbench(path, user=user, create=True, model=task.model, snapshots=False)
+    wb = Workbench(path, user=user, create=True, model=task.model)
     try:
         if task.model is not None:
             wb.model.budget = budget
@@ -287,7 +292,7 @@ def _run_job(
         row["alerts_by_rule"] = _json(dict(sorted(Counter(a.rule for a in alerts).items())))
         row["checkpoint_version"] = latest.version if latest is not None else None
     finally:
-        wb.close()
+        wb.close(snapshot=True)  # kept beside the partition for the next task
     clock.lap("close")
 
 

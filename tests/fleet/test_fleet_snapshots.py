@@ -1,0 +1,210 @@
+"""The snapshot a fleet task keeps beside a user's partition: the next task starts from it and
+gives the answers a full fold gives; a partition file changed since is verified row by row; a
+kept file that is not a bare store of that user's snapshot is ignored with a warning. Real
+fleet runs, real DuckDB and Parquet files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.parse
+import warnings
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from uac_kernel.core.errors import FleetError, SnapshotIgnored
+from uac_kernel.fleet.checkout import checkout
+from uac_kernel.fleet.partition import Fleet
+from uac_kernel.fleet.run import Job, run
+from uac_kernel.fleet.snapshots import snapshot_path
+from uac_kernel.fleet.verify import verify_fleet
+from uac_kernel.workbench import Workbench
+
+USERS = ["ann", "b'o\"b"]
+QUERY = "[sorted((t.key, t.nights) for t in user.all('Trip')), len(user.all('Medication'))]"
+
+
+def batch(user: str, n: int) -> list[dict[str, Any]]:
+    """Batch ``n`` of a user: trips added and updated, one retracted, and from the second on a
+    medication the first batch's allergy conflicts with (an alert)."""
+    out: list[dict[str, Any]] = []
+    for k in range(6):
+        ts = f"2025-0{1 + n}-{10 + k}T09:00:00"
+        out.append({"kind": "fact", "ts": ts, "op": "add", "type": "Trip", "key": f"t{n}-{k}",
+                    "fields": {"destination": f"{user} city {k}", "nights": k + 1}})  # fmt: skip
+    if n:
+        out.append({"kind": "fact", "ts": f"2025-0{1 + n}-20T09:00:00", "op": "update",
+                    "type": "Trip", "key": f"t{n - 1}-1", "fields": {"nights": 30 + n}})  # fmt: skip
+        out.append({"kind": "fact", "ts": f"2025-0{1 + n}-21T09:00:00", "op": "retract",
+                    "type": "Trip", "key": f"t{n - 1}-2"})  # fmt: skip
+    if n == 0:
+        out.append({"kind": "fact", "ts": "2025-01-01T09:00:00", "op": "add", "type": "Allergy",
+                    "key": "pen", "fields": {"substance": "penicillin"}})  # fmt: skip
+    if n == 1:
+        out.append({"kind": "fact", "ts": "2025-02-22T09:00:00", "op": "add",
+                    "type": "Medication", "key": "amox",
+                    "fields": {"name": "Amoxicillin 500 mg", "start": "2025-02-22"}})  # fmt: skip
+    return out
+
+
+def source(directory: Path, n: int) -> Path:
+    directory.mkdir(parents=True)
+    for user in USERS:
+        body = "".join(json.dumps(e) + "\n" for e in batch(user, n))
+        (directory / f"{urllib.parse.quote(user, safe='')}.jsonl").write_text(body)
+    return directory
+
+
+def answers(root: Path, n: int, *, fold: bool) -> dict[str, tuple[Any, ...]]:
+    """Each user's answers to a query and to a checkpoint, alerts and a query (``n`` tells
+    the runs apart: a job already done is not run again); with ``fold`` no task has a kept
+    snapshot."""
+    rows: dict[str, list[Any]] = {}
+    for job in (Job("eval", (f"[{n}, {QUERY}]",)), Job("bench", (f"{n}",))):
+        if fold:
+            shutil.rmtree(root / "_snapshots", ignore_errors=True)
+        report = run(root, job, jobs=1)
+        assert report.failed == 0, report.rows
+        for r in report.rows:
+            rows.setdefault(r["user_id"], []).append((r["value"], r["alerts_by_rule"]))
+    return {u: tuple(v) for u, v in rows.items()}
+
+
+def kept_head(root: Path, user: str) -> int:
+    with duckdb.connect(str(snapshot_path(Fleet(root), user)), read_only=True) as con:
+        return int(con.execute("SELECT user_seq FROM snapshots").fetchone()[0])  # type: ignore[index]
+
+
+def head(root: Path, user: str) -> int:
+    return int(Fleet(root).head(user)["events"][0])
+
+
+def test_each_task_keeps_a_snapshot_the_next_starts_from_with_a_full_folds_answers(
+    tmp_path: Path,
+) -> None:
+    kept, bare = tmp_path / "kept", tmp_path / "bare"
+    for n in range(3):
+        src = source(tmp_path / f"src{n}", n)
+        for root in (kept, bare):
+            report = run(root, Job("ingest", (str(src),)), jobs=1)
+            assert (report.ok, report.failed) == (2, 0)
+        for user in USERS:
+            assert kept_head(kept, user) == head(kept, user)  # the snapshot follows the commits
+        with_kept = answers(kept, n, fold=False)
+        assert with_kept == answers(bare, n, fold=True)
+        shutil.rmtree(bare / "_snapshots")  # the next ingest on `bare` folds the whole log
+    assert json.loads(with_kept["ann"][1][1]) != {}  # the allergy's alert stands
+    assert verify_fleet(kept).ok
+
+    # a checkout starts from it: the open restores the snapshot without a warning
+    out = tmp_path / "ann.duckdb"
+    verified = checkout(Fleet(kept), "ann", out, snapshot=True)
+    assert verified and all(len(sha) == 64 for sha in verified.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SnapshotIgnored)
+        wb = Workbench(out, user="ann")
+        try:
+            assert json.dumps([2, wb.eval(QUERY)]) == with_kept["ann"][0][0]
+        finally:
+            wb.close()
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    root = tmp_path / "fleet"
+    for n in range(2):
+        assert run(root, Job("ingest", (str(source(tmp_path / f"src{n}", n)),)), jobs=1).ok == 2
+    return root
+
+
+def _rewrite(path: Path, select: str) -> None:
+    tmp = path.with_name("x.parquet")
+    with duckdb.connect() as con:
+        query = select.format(src=f"read_parquet('{path}', hive_partitioning = false)")
+        con.execute(f"COPY ({query}) TO '{tmp}'")
+    tmp.replace(path)
+
+
+def test_a_part_file_changed_after_the_snapshot_is_verified_row_by_row(
+    fleet: Path, tmp_path: Path
+) -> None:
+    part = Fleet(fleet).files("events", ["ann"])[0]
+    _rewrite(part, "SELECT * REPLACE (replace(payload, 'city', 'town') AS payload) FROM {src}")
+    with pytest.raises(FleetError, match="fails its integrity check"):
+        checkout(Fleet(fleet), "ann", tmp_path / "c.duckdb", snapshot=True)
+    assert not (tmp_path / "c.duckdb").exists()
+    report = run(fleet, Job("eval", ("1",)), jobs=1)
+    assert report.ok == 1 and report.rows  # the other user still runs
+    checkout(Fleet(fleet), "b'o\"b", tmp_path / "b.duckdb", snapshot=True)
+
+
+def _spoil_view(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE VIEW v AS SELECT 1")
+
+
+def _spoil_rows(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("INSERT INTO uncompacted VALUES (now()::TIMESTAMP)")
+
+
+def _spoil_user(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("UPDATE uac_fleet_snapshot SET user_id = 'mallory'")
+
+
+def _spoil_table(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute('CREATE TABLE uac_snap."u0000000000000000_0_cur" (x INT)')
+
+
+def _spoil_macro(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE MACRO m(x) AS x")
+
+
+def _spoil_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("ALTER TABLE events ADD COLUMN extra INT")
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [_spoil_view, _spoil_rows, _spoil_user, _spoil_table, _spoil_macro, _spoil_schema],
+)
+def test_a_kept_snapshot_that_is_not_a_bare_store_of_the_user_is_ignored(
+    fleet: Path, tmp_path: Path, spoil: Any
+) -> None:
+    path = snapshot_path(Fleet(fleet), "ann")
+    with duckdb.connect(str(path)) as con:
+        spoil(con)
+    out = tmp_path / "c.duckdb"
+    with pytest.warns(SnapshotIgnored, match="ignored"):
+        checkout(Fleet(fleet), "ann", out, snapshot=True)
+    with duckdb.connect(str(out), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
+        tables = "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'uac_snap'"
+        assert con.execute(tables).fetchone() == (0,)
+    # the task folds the log and keeps a good snapshot again
+    assert run(fleet, Job("eval", (QUERY,)), jobs=1).failed == 0
+    checkout(Fleet(fleet), "ann", tmp_path / "again.duckdb", snapshot=True)
+
+
+@pytest.mark.parametrize("kind", ["garbage", "empty", "symlink", "directory"])
+def test_an_unreadable_kept_snapshot_is_ignored(fleet: Path, tmp_path: Path, kind: str) -> None:
+    path = snapshot_path(Fleet(fleet), "ann")
+    path.unlink()
+    if kind == "garbage":
+        path.write_bytes(b"DUCK" * 5000)
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "symlink":
+        other = snapshot_path(Fleet(fleet), "b'o\"b")
+        path.symlink_to(other)
+    else:
+        path.mkdir()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        checkout(Fleet(fleet), "ann", tmp_path / "c.duckdb", snapshot=True)
+    wb = Workbench(tmp_path / "c.duckdb", user="ann", snapshots=False)
+    try:
+        assert len(wb.eval("user.all('Trip')")) == 11
+    finally:
+        wb.close()
