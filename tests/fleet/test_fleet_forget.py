@@ -87,16 +87,10 @@ def forgotten_in_store(fleet: Path, tmp_path: Path) -> Path:
 def test_a_forget_carried_by_export_reaches_run_inputs_results_and_summaries(
     fleet: Path, tmp_path: Path
 ) -> None:
-    from uac_kernel.fleet.partition import Fleet
-    from uac_kernel.fleet.snapshots import snapshot_path
-
-    kept = {u: snapshot_path(Fleet(fleet), u) for u in USERS}  # the fold, kept by each task
-    assert all(p.is_file() for p in kept.values())
     store = forgotten_in_store(fleet, tmp_path)
     assert SECRET.encode() not in store.read_bytes()
     out = uac("export", str(store), str(fleet)).stdout
     assert holding(fleet) == []
-    assert not kept["ana"].exists() and kept["bob"].is_file()
     # the report names what it deleted and rewrote, and what it cannot reach
     assert "deleted" in out and "rewrote" in out and "summary.parquet" in out
     assert "run.json" in out  # the job's arguments, as typed: not reached

@@ -1,12 +1,14 @@
-"""The snapshot a fleet task keeps beside a user's partition: the next task starts from it and
+"""The store a fleet task keeps beside a long log's partition: the next task starts from it and
 gives the answers a full fold gives; a partition file changed since is verified row by row; a
-kept file that is not a bare store of that user's snapshot is ignored with a warning. Real
-fleet runs, real DuckDB and Parquet files."""
+kept file that is not a store of that user alone is ignored with a warning; a forget carried by
+`uac export` deletes it. Real fleet runs, real DuckDB and Parquet files."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import urllib.parse
 import warnings
 from pathlib import Path
@@ -19,11 +21,12 @@ from uac_kernel.core.errors import FleetError, SnapshotIgnored
 from uac_kernel.fleet.checkout import checkout
 from uac_kernel.fleet.partition import Fleet
 from uac_kernel.fleet.run import Job, run
-from uac_kernel.fleet.snapshots import snapshot_path
+from uac_kernel.fleet.snapshots import KEEP_FROM, snapshot_path
 from uac_kernel.fleet.verify import verify_fleet
 from uac_kernel.workbench import Workbench
 
-USERS = ["ann", "b'o\"b"]
+USERS = ["ann", "b'o\"b"]  # ann's log is long enough to keep a store (KEEP_FROM), bob's is not
+LONG, SHORT = USERS
 QUERY = "[sorted((t.key, t.nights) for t in user.all('Trip')), len(user.all('Medication'))]"
 
 
@@ -43,6 +46,10 @@ def batch(user: str, n: int) -> list[dict[str, Any]]:
     if n == 0:
         out.append({"kind": "fact", "ts": "2025-01-01T09:00:00", "op": "add", "type": "Allergy",
                     "key": "pen", "fields": {"substance": "penicillin"}})  # fmt: skip
+        if user == LONG:
+            out += [{"kind": "fact", "ts": f"2024-12-{1 + k % 28:02d}T10:00:00", "op": "add",
+                     "type": "Note", "key": f"n{k}", "fields": {"text": f"note {k}"}}
+                    for k in range(KEEP_FROM)]  # fmt: skip
     if n == 1:
         out.append({"kind": "fact", "ts": "2025-02-22T09:00:00", "op": "add",
                     "type": "Medication", "key": "amox",
@@ -66,7 +73,7 @@ def answers(root: Path, n: int, *, fold: bool) -> dict[str, tuple[Any, ...]]:
     for job in (Job("eval", (f"[{n}, {QUERY}]",)), Job("bench", (f"{n}",))):
         if fold:
             shutil.rmtree(root / "_snapshots", ignore_errors=True)
-        report = run(root, job, jobs=1)
+        report = run(root, job)
         assert report.failed == 0, report.rows
         for r in report.rows:
             rows.setdefault(r["user_id"], []).append((r["value"], r["alerts_by_rule"]))
@@ -86,13 +93,13 @@ def test_each_task_keeps_a_snapshot_the_next_starts_from_with_a_full_folds_answe
     tmp_path: Path,
 ) -> None:
     kept, bare = tmp_path / "kept", tmp_path / "bare"
-    for n in range(3):
+    for n in range(2):
         src = source(tmp_path / f"src{n}", n)
         for root in (kept, bare):
-            report = run(root, Job("ingest", (str(src),)), jobs=1)
+            report = run(root, Job("ingest", (str(src),)))
             assert (report.ok, report.failed) == (2, 0)
-        for user in USERS:
-            assert kept_head(kept, user) == head(kept, user)  # the snapshot follows the commits
+        assert kept_head(kept, LONG) == head(kept, LONG)  # the kept store follows the commits
+        assert not snapshot_path(Fleet(kept), SHORT).exists()
         with_kept = answers(kept, n, fold=False)
         assert with_kept == answers(bare, n, fold=True)
         shutil.rmtree(bare / "_snapshots")  # the next ingest on `bare` folds the whole log
@@ -107,17 +114,24 @@ def test_each_task_keeps_a_snapshot_the_next_starts_from_with_a_full_folds_answe
         warnings.simplefilter("error", SnapshotIgnored)
         wb = Workbench(out, user="ann")
         try:
-            assert json.dumps([2, wb.eval(QUERY)]) == with_kept["ann"][0][0]
+            assert json.dumps([1, wb.eval(QUERY)]) == with_kept["ann"][0][0]
         finally:
             wb.close()
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> Path:
-    root = tmp_path / "fleet"
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("ingested")
+    root = work / "fleet"
     for n in range(2):
-        assert run(root, Job("ingest", (str(source(tmp_path / f"src{n}", n)),)), jobs=1).ok == 2
+        assert run(root, Job("ingest", (str(source(work / f"src{n}", n)),)), jobs=1).ok == 2
     return root
+
+
+@pytest.fixture
+def fleet(ingested: Path, tmp_path: Path) -> Path:
+    """A copy of a fleet of a long log and a short one, each ingested twice."""
+    return Path(shutil.copytree(ingested, tmp_path / "fleet"))
 
 
 def _rewrite(path: Path, select: str) -> None:
@@ -149,6 +163,10 @@ def _spoil_rows(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("INSERT INTO uncompacted VALUES (now()::TIMESTAMP)")
 
 
+def _spoil_other(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("UPDATE events SET user_id = 'mallory' WHERE user_seq = 1")
+
+
 def _spoil_user(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE uac_fleet_snapshot SET user_id = 'mallory'")
 
@@ -167,7 +185,15 @@ def _spoil_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 @pytest.mark.parametrize(
     "spoil",
-    [_spoil_view, _spoil_rows, _spoil_user, _spoil_table, _spoil_macro, _spoil_schema],
+    [
+        _spoil_view,
+        _spoil_rows,
+        _spoil_other,
+        _spoil_user,
+        _spoil_table,
+        _spoil_macro,
+        _spoil_schema,
+    ],
 )
 def test_a_kept_snapshot_that_is_not_a_bare_store_of_the_user_is_ignored(
     fleet: Path, tmp_path: Path, spoil: Any
@@ -190,13 +216,16 @@ def test_a_kept_snapshot_that_is_not_a_bare_store_of_the_user_is_ignored(
 @pytest.mark.parametrize("kind", ["garbage", "empty", "symlink", "directory"])
 def test_an_unreadable_kept_snapshot_is_ignored(fleet: Path, tmp_path: Path, kind: str) -> None:
     path = snapshot_path(Fleet(fleet), "ann")
-    path.unlink()
+    if kind != "symlink":
+        path.unlink()
     if kind == "garbage":
         path.write_bytes(b"DUCK" * 5000)
     elif kind == "empty":
         path.write_bytes(b"")
     elif kind == "symlink":
-        other = snapshot_path(Fleet(fleet), "b'o\"b")
+        other = tmp_path / "elsewhere.duckdb"
+        shutil.copyfile(snapshot_path(Fleet(fleet), LONG), other)
+        path.unlink()
         path.symlink_to(other)
     else:
         path.mkdir()
@@ -208,3 +237,30 @@ def test_an_unreadable_kept_snapshot_is_ignored(fleet: Path, tmp_path: Path, kin
         assert len(wb.eval("user.all('Trip')")) == 11
     finally:
         wb.close()
+
+
+def uac(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "uac_kernel.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_forget_carried_by_export_deletes_the_kept_store(fleet: Path, tmp_path: Path) -> None:
+    secret = b"note 4321"  # one of the long log's notes
+    kept = snapshot_path(Fleet(fleet), LONG)
+    assert kept.is_file()
+    store = tmp_path / "s.duckdb"
+    uac("import", str(fleet), str(store))
+    uac("forget", "--db", str(store), "--user", LONG, "--text", secret.decode())
+    report = uac("export", str(store), str(fleet))
+    assert not kept.exists() and "_snapshots" in report
+    assert [p for p in fleet.rglob("*") if p.is_file() and secret in p.read_bytes()] == []
+    # the next task folds what is left and keeps a store again, without the note
+    assert run(fleet, Job("eval", ("len(user.all('Note'))",)), jobs=1).failed == 0
+    assert kept.is_file() and secret not in kept.read_bytes()
+    assert verify_fleet(fleet).ok

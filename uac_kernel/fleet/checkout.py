@@ -19,41 +19,47 @@ from uac_kernel.log.store import Store
 __all__ = ["checkout", "commit"]
 
 
-def _load(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str) -> list[Path]:
-    """Insert ``user``'s committed rows into the store tables of ``con``, in chain order;
-    return the files read."""
-    read = []
-    for table in TABLES:
-        files = fleet.files(table, [user])
-        if files:
+def _load(con: duckdb.DuckDBPyConnection, files: dict[str, list[Path]]) -> None:
+    """Insert the rows of the committed ``files`` of each table into the store tables of
+    ``con``, in chain order."""
+    for table, paths in files.items():
+        if paths:
             con.execute(
-                f"INSERT INTO {table} BY NAME SELECT * FROM {parquet_source(files)} "
+                f"INSERT INTO {table} BY NAME SELECT * FROM {parquet_source(paths)} "
                 f"ORDER BY {ORDER[table]}"
             )
-            read += files
-    return read
 
 
 def checkout(fleet: Fleet, user: str, path: Path, *, snapshot: bool = False) -> dict[str, str]:
     """Write a new single-file store at ``path`` holding exactly ``user``'s committed rows,
     every number as committed; a user with no commit gives an empty store.
 
-    With ``snapshot`` the store starts as a copy of the snapshot kept beside the partition
-    (``fleet.snapshots``), and the partition's files are verified by their bytes when the
-    snapshot recorded every one of them (else row by row, as without it). Returns the files
-    verified, each with its SHA-256 ({} without ``snapshot``): what the next kept snapshot may
-    stand on."""
+    With ``snapshot`` the store starts as a copy of the one the last task kept beside the
+    partition when it fits (``fleet.snapshots``): only the files committed since are read, and
+    when there are none the chains are taken as verified (else every row is verified, as
+    without it). Returns the partition's files, each with its SHA-256 ({} without
+    ``snapshot``): what the next kept store stands on."""
     path = Path(path)
     if path.exists():
         raise FleetError(f"{path} exists; check a user out into a new file")
     try:
-        recorded = (snapshots.start_from(fleet, user, path) if snapshot else None) or {}
+        files = {table: fleet.files(table, [user]) for table in TABLES}
+        held = (
+            snapshots.digests(fleet, (f for fs in files.values() for f in fs)) if snapshot else {}
+        )
+        have = (snapshots.start_from(fleet, user, path, held) if snapshot else None) or set()
         with contextlib.closing(duckdb.connect(str(path))) as con:
             check_columns(fleet, [user], con)
             migrate(con)
             con.execute("BEGIN TRANSACTION")
             try:
-                files = _load(con, fleet, user)
+                _load(
+                    con,
+                    {
+                        t: [f for f in fs if snapshots.relative(fleet, f) not in have]
+                        for t, fs in files.items()
+                    },
+                )
             except duckdb.Error as exc:
                 raise FleetError(
                     f"user {_who(user)}: cannot check out the committed files of {fleet.root} "
@@ -61,9 +67,8 @@ def checkout(fleet: Fleet, user: str, path: Path, *, snapshot: bool = False) -> 
                     "names the damaged file"
                 ) from None
             con.execute("COMMIT")
-        held = snapshots.digests(fleet, files) if snapshot else {}
-        # every file as the task that kept the snapshot verified or wrote it: its chains hold
-        trusted = bool(held) and all(recorded.get(rel) == sha for rel, sha in held.items())
+        # every file's rows as the task that kept the store verified or wrote them
+        trusted = bool(held) and set(held) == have
         _check_checkout(fleet, user, path, chains=not trusted)
     except BaseException:
         path.unlink(missing_ok=True)

@@ -216,9 +216,10 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
         path = tmp / "user.duckdb"
         try:
             # checkout refuses a partition whose chains fail: nothing is committed on top of it
+            long = _head(fleet, task.user) >= snapshots.KEEP_FROM
             verified = checkout(fleet, task.user, path, snapshot=True)
             clock.lap("checkout")
-            _run_job(task, path, budget, row, clock)
+            _run_job(task, path, budget, row, clock, snapshots=long)
         except UacError as exc:
             row.update(status="failed", error=str(exc).splitlines()[0][:2000] if str(exc) else "")
         else:
@@ -227,8 +228,9 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
             if made is not None:
                 files = fleet.commits(task.user)[made - 1]["files"].values()
                 verified |= snapshots.digests(fleet, (fleet.root / rel for rel in files))
-            snapshots.save(fleet, task.user, path, _head(fleet, task.user), verified)
-            clock.lap("snapshot")
+            if _keeps_store(row):
+                snapshots.save(fleet, task.user, path, _head(fleet, task.user), verified)
+                clock.lap("snapshot")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     timings = {"user_id": task.user, "seconds": clock.laps}
@@ -261,13 +263,31 @@ def _clear_dead_tasks_tmp(run_id: str) -> None:
             pass  # alive, another user's
 
 
+def _keeps_store(row: dict[str, Any]) -> bool:
+    """Whether the task keeps the user's store beside the partition: their log is long
+    enough for it to pay."""
+    from uac_kernel.fleet.snapshots import KEEP_FROM
+
+    return (row["events_before"] or 0) + (row["events_appended"] or 0) >= KEEP_FROM
+
+
 def _run_job(
-    task: _Task, path: Path, budget: Budget, row: dict[str, Any], clock: Stopwatch
+    task: _Task,
+    path: Path,
+    budget: Budget,
+    row: dict[str, Any],
+    clock: Stopwatch,
+    *,
+    snapshots: bool,
 ) -> None:
     from uac_kernel.workbench import Workbench
 
     user, job = task.user, task.job
-    wb = Workbench(path, user=user, create=True, model=task.model)
+    # a short log's store writes no snapshot (a checkpoint would): it is thrown away after
+    # the commit; an ingest may make a log long
+    wb = Workbench(
+        path, user=user, create=True, model=task.model, snapshots=snapshots or job.name == "ingest"
+    )
     try:
         if task.model is not None:
             wb.model.budget = budget
@@ -292,7 +312,7 @@ def _run_job(
         row["alerts_by_rule"] = _json(dict(sorted(Counter(a.rule for a in alerts).items())))
         row["checkpoint_version"] = latest.version if latest is not None else None
     finally:
-        wb.close(snapshot=True)  # kept beside the partition for the next task
+        wb.close(snapshot=_keeps_store(row))  # kept beside the partition for the next task
     clock.lap("close")
 
 

@@ -1,20 +1,23 @@
-"""A user's snapshot of the fold kept beside their partition, so a fleet task folds only the
-events after it.
+"""The user's store as the last fleet task left it, kept beside their partition with its snapshot
+of the fold, so the next task starts from it: it folds only the events after it and reads only
+the partition files committed since.
 
-``DIR/_snapshots/bucket=<bb>/user=<enc>/snapshot.duckdb`` is a DuckDB file holding the user's
-``snapshots`` row and ``uac_snap`` tables (see ``checkpoints.snapshot``) as the last task that
-committed left them, and the partition's files that task stood on, each with its SHA-256: the
-files its checkout verified and those of its own commit.
+``DIR/_snapshots/bucket=<bb>/user=<enc>/snapshot.duckdb`` is a copy of the task's store after its
+commit: the user's rows of the log (those of the partition files the task stood on), their
+``snapshots`` row and ``uac_snap`` tables (see ``checkpoints.snapshot``), and those partition
+files, each with its SHA-256 (table ``uac_fleet_verified``): the files the task's checkout
+verified and those of its own commit.
 
-A checkout copies the snapshot into its new store, where the open checks it against the chain
-position it claims (the event at its ``user_seq`` must carry its hash, the latest checkpoint
-must be the one it names, every table must be as written: else a full fold, with a
-``SnapshotIgnored`` warning, and the same answers). When every file the partition lists is one
-the snapshot recorded, byte for byte, the checkout takes their chains as verified and checks
-only that the last commit's heads are the rows' (``uac verify DIR`` still reads every row);
-a file it did not record (a later ``uac export``, a rewritten part) makes it verify them all.
-The file is written through ``fleetfiles.noted``, so a forget deletes it with the other files
-holding the user's data.
+A checkout starts from a copy of it when it fits the partition: every file it recorded is still
+listed and unchanged, byte for byte. It then reads only the files committed since (a ``uac
+export``), and when there are none it takes the chains as verified, checking only that the last
+commit's heads are the rows' (``uac verify DIR`` still reads every row); otherwise it verifies
+every row, as without it. The open checks the snapshot against the chain position it claims (the
+event at its ``user_seq`` must carry its hash, the latest checkpoint must be the one it names,
+every table must be as written: else a full fold, with a ``SnapshotIgnored`` warning, and the
+same answers). A kept store that is not one of this uac's stores holding that user alone is
+ignored with the same warning. It is written through ``fleetfiles.noted``, so a forget carried by
+``uac export`` deletes it with the other files holding the user's data.
 """
 
 from __future__ import annotations
@@ -28,17 +31,22 @@ from pathlib import Path
 
 import duckdb
 
-from uac_kernel.checkpoints.snapshot import SCHEMA, user_tag
+from uac_kernel.checkpoints.snapshot import CLOSE_AFTER, SCHEMA, user_tag
 from uac_kernel.core.display import shorten
 from uac_kernel.core.errors import SnapshotIgnored
 from uac_kernel.fleet import files as fleetfiles
 from uac_kernel.fleet.partition import Fleet, bucket, encode
 from uac_kernel.log.migrations import migrate
 
-__all__ = ["DIR", "digests", "save", "snapshot_path", "start_from"]
+__all__ = ["DIR", "KEEP_FROM", "digests", "relative", "save", "snapshot_path", "start_from"]
 
 DIR = "_snapshots"
 FORMAT = 1
+KEEP_FROM = CLOSE_AFTER
+"""A task keeps the store of a user whose log holds this many events, as a store's close writes
+a snapshot after as many new ones: a shorter log's kept store would be mostly DuckDB's own size
+(2.6 MB for 13 events, 8.7 MB for 4,000, against 36 kB and 1.5 MB of Parquet), and folding and
+verifying it whole costs about what starting from one saves (bench/fleet_history.py)."""
 _CHUNK = 1 << 20
 
 
@@ -55,56 +63,35 @@ def digests(fleet: Fleet, files: Iterable[Path]) -> dict[str, str]:
         with open(path, "rb") as handle:
             while chunk := handle.read(_CHUNK):
                 h.update(chunk)
-        out[path.relative_to(fleet.root).as_posix()] = h.hexdigest()
+        out[relative(fleet, path)] = h.hexdigest()
     return out
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
+def relative(fleet: Fleet, path: Path) -> str:
+    """A partition file's path in the fleet, as commits and kept stores name it."""
+    return path.relative_to(fleet.root).as_posix()
 
 
 def save(fleet: Fleet, user: str, store: Path, head: int, verified: Mapping[str, str]) -> bool:
-    """Keep the snapshot of ``user`` in the closed store at ``store`` beside their partition,
-    with the files ``verified`` (path in the fleet -> SHA-256) it stands on; ``head``: the
-    user's event head it covers. False when the store holds no snapshot of the user."""
-    tag = user_tag(user)
+    """Keep the closed store at ``store``, whose rows of ``user`` are those of the partition
+    files ``verified`` (path in the fleet -> SHA-256), beside the partition; ``head``: the user's
+    event head it holds. False when the store holds no snapshot of the user."""
     target = snapshot_path(fleet, user)
-    with duckdb.connect(str(store), read_only=True) as src:
+    with duckdb.connect(str(store)) as src:
         row = src.execute(_ROW, [user]).fetchall()
         if len(row) != 1:
             return False
         if _kept(target, user) == (row[0], dict(verified)):
-            return True  # the one kept already: the task folded nothing new
-        tables = [
-            name
-            for (name,) in src.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
-                [SCHEMA],
-            ).fetchall()
-            if name.startswith(tag + "_")
-        ]
-    # an empty store holding the snapshot alone: a checkout starts from a copy of it
-    with (
-        fleetfiles.noted(fleet.root, target, {user: head}) as tmp,
-        duckdb.connect(str(tmp)) as out,
-    ):
-        migrate(out)
-        out.execute(f"ATTACH {_literal(store)} AS src (READ_ONLY)")
-        out.execute("INSERT INTO snapshots SELECT * FROM src.snapshots WHERE user_id = ?",
-                        [user])  # fmt: skip
-        for name in tables:
-            table = f"{SCHEMA}.{_quote(name)}"
-            out.execute(f"CREATE TABLE {table} AS SELECT * FROM src.{table}")
-        out.execute("DETACH src")
-        out.execute(f"CREATE TABLE {_META} (format INTEGER, user_id VARCHAR)")
-        out.execute(f"INSERT INTO {_META} VALUES (?, ?)", [FORMAT, user])
-        out.execute(f"CREATE TABLE {_VERIFIED} (path VARCHAR, sha256 VARCHAR)")
-        if verified:
-            out.executemany(f"INSERT INTO {_VERIFIED} VALUES (?, ?)", sorted(verified.items()))
+            return True  # the one kept already: the task wrote nothing new
+        src.execute("CHECKPOINT")  # the file alone holds every row: no write-ahead log
+    with fleetfiles.noted(fleet.root, target, {user: head}) as tmp:
+        shutil.copyfile(store, tmp)
+        with duckdb.connect(str(tmp)) as out:
+            out.execute(f"CREATE TABLE {_META} (format INTEGER, user_id VARCHAR)")
+            out.execute(f"INSERT INTO {_META} VALUES (?, ?)", [FORMAT, user])
+            out.execute(f"CREATE TABLE {_VERIFIED} (path VARCHAR, sha256 VARCHAR)")
+            if verified:
+                out.executemany(f"INSERT INTO {_VERIFIED} VALUES (?, ?)", sorted(verified.items()))
     return True
 
 
@@ -128,7 +115,7 @@ def _kept(path: Path, user: str) -> tuple[tuple[object, ...], dict[str, str]] | 
 
 # A snapshot table's name: the user's tag, the type's index, the part (checkpoints.snapshot).
 _TABLE = re.compile(r"(u[0-9a-f]{16})_\d{1,9}_(cur|hist|ord)\Z")
-# What a database holds beyond its tables: a kept snapshot holds none of it.
+# What a database holds beyond its tables: a kept store holds none of it.
 _EXTRAS = (
     "SELECT view_name FROM duckdb_views() WHERE NOT internal",
     "SELECT function_name FROM duckdb_functions() WHERE NOT internal",
@@ -137,7 +124,7 @@ _EXTRAS = (
     "SELECT index_name FROM duckdb_indexes()",
     "SELECT schema_name FROM duckdb_schemas() WHERE NOT internal AND schema_name <> 'uac_snap'",
 )
-_LOG = ("events", "model_calls", "checkpoints", "checkpoint_segments", "uncompacted")
+_USERS = ("events", "model_calls", "checkpoints", "checkpoint_segments", "snapshots")
 
 
 def _catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
@@ -152,39 +139,54 @@ def _catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
     )
 
 
-def start_from(fleet: Fleet, user: str, path: Path) -> dict[str, str] | None:
-    """Make the new store at ``path`` a copy of ``user``'s kept snapshot: an empty store with
-    the snapshot alone. Return the files the snapshot recorded as verified; None (and no file
-    at ``path``) when there is none, or one that is not such a store (a ``SnapshotIgnored``
-    warning: the task folds the whole log)."""
+def _check(con: duckdb.DuckDBPyConnection, user: str) -> None:
+    """ValueError unless ``con`` is a store of this uac's tables holding ``user`` alone, with
+    their snapshot tables and nothing else."""
+    fresh = duckdb.connect()
+    migrate(fresh)
+    if _catalog(con) != _catalog(fresh):
+        raise ValueError("it is not a store of this uac's tables")
+    if any(con.execute(q).fetchall() for q in _EXTRAS):
+        raise ValueError("it holds views, macros, types, sequences or indexes")
+    if con.execute(f"SELECT format, user_id FROM {_META}").fetchall() != [(FORMAT, user)]:
+        raise ValueError(f"it is not a format-{FORMAT} store of this user")
+    for table in _USERS:
+        if con.execute(f"SELECT count(*) FROM {table} WHERE user_id <> ?", [user]).fetchall() != [
+            (0,)
+        ]:
+            raise ValueError(f"its {table} hold another user's rows")
+    if con.execute("SELECT count(*) FROM uncompacted").fetchall() != [(0,)]:
+        raise ValueError("it is owed a compaction after a forget")
+    tag = user_tag(user)
+    for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [SCHEMA]
+    ).fetchall():
+        if not ((m := _TABLE.match(name)) and m.group(1) == tag):
+            raise ValueError(f"it holds a table {shorten(repr(name), 60)} of no snapshot")
+
+
+def start_from(fleet: Fleet, user: str, path: Path, held: Mapping[str, str]) -> set[str] | None:
+    """Make the new store at ``path`` a copy of ``user``'s kept store when it fits the partition
+    files ``held`` (path in the fleet -> SHA-256): every file it recorded is still one of them,
+    unchanged. Return the files whose rows it holds; None (and no file at ``path``) when there
+    is no kept store, or one that does not fit (a ``SnapshotIgnored`` warning when it is not a
+    store of that user alone, or cannot be read: the task folds the whole log)."""
     kept = snapshot_path(fleet, user)
     if kept.is_symlink() or not kept.is_file():
         return None
     try:
         shutil.copyfile(kept, path)
         with duckdb.connect(str(path)) as con:
-            fresh = duckdb.connect()
-            migrate(fresh)
-            if _catalog(con) != _catalog(fresh):
-                raise ValueError("it is not a store of this uac's tables")
-            if any(con.execute(q).fetchall() for q in _EXTRAS):
-                raise ValueError("it holds views, macros, types, sequences or indexes")
-            if any(con.execute(f"SELECT count(*) FROM {t}").fetchall() != [(0,)] for t in _LOG):
-                raise ValueError("it holds rows of the log")
-            if con.execute(f"SELECT format, user_id FROM {_META}").fetchall() != [(FORMAT, user)]:
-                raise ValueError(f"it is not a format-{FORMAT} snapshot of this user")
-            if con.execute("SELECT DISTINCT user_id FROM snapshots").fetchall() != [(user,)]:
-                raise ValueError("it is not a snapshot of this user alone")
-            tag = user_tag(user)
-            for (name,) in con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [SCHEMA]
-            ).fetchall():
-                if not ((m := _TABLE.match(name)) and m.group(1) == tag):
-                    raise ValueError(f"it holds a table {shorten(repr(name), 60)} of no snapshot")
-            verified = {
+            _check(con, user)
+            recorded = {
                 str(p): str(h)
                 for p, h in con.execute(f"SELECT path, sha256 FROM {_VERIFIED}").fetchall()
             }
+            if any(held.get(rel) != sha for rel, sha in recorded.items()):
+                # a base commit (a forget) rewrote the partition, or a file changed on disk: the
+                # checkout reads every file, and verifies them
+                path.unlink()
+                return None
             con.execute(f"DROP TABLE {_META}")
             con.execute(f"DROP TABLE {_VERIFIED}")
     except (OSError, duckdb.Error, ValueError) as exc:
@@ -192,10 +194,10 @@ def start_from(fleet: Fleet, user: str, path: Path) -> dict[str, str] | None:
         Path(f"{path}.wal").unlink(missing_ok=True)
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         warnings.warn(
-            f"the snapshot kept for {user} in {fleet.root} is ignored ({shorten(why, 120)}); "
+            f"the store kept for {user} in {fleet.root} is ignored ({shorten(why, 120)}); "
             "folding the log",
             SnapshotIgnored,
             stacklevel=2,
         )
         return None
-    return verified
+    return set(recorded)
