@@ -167,6 +167,10 @@ def _spoil_other(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE events SET user_id = 'mallory' WHERE user_seq = 1")
 
 
+def _spoil_gap(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("DELETE FROM events WHERE user_seq = 5")
+
+
 def _spoil_user(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE uac_fleet_snapshot SET user_id = 'mallory'")
 

@@ -28,14 +28,17 @@ import shutil
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from uac_kernel.checkpoints.snapshot import CLOSE_AFTER, SCHEMA, user_tag
+from uac_kernel.core.chain import GENESIS
 from uac_kernel.core.display import shorten
 from uac_kernel.core.errors import SnapshotIgnored
 from uac_kernel.fleet import files as fleetfiles
-from uac_kernel.fleet.partition import Fleet, bucket, encode
+from uac_kernel.fleet.export import _bulk_heads
+from uac_kernel.fleet.partition import TABLES, Fleet, bucket, encode
 from uac_kernel.log.migrations import migrate
 
 __all__ = ["DIR", "KEEP_FROM", "digests", "relative", "save", "snapshot_path", "start_from"]
@@ -165,6 +168,26 @@ def _check(con: duckdb.DuckDBPyConnection, user: str) -> None:
             raise ValueError(f"it holds a table {shorten(repr(name), 60)} of no snapshot")
 
 
+def _holds(con: duckdb.DuckDBPyConnection, fleet: Fleet, user: str, recorded: set[str]) -> bool:
+    """Whether the store of ``con`` holds as many rows of each table as the commits listing
+    the files ``recorded`` say, ending at the heads of the last of them."""
+    counts = dict.fromkeys(TABLES, 0)
+    heads: dict[str, Any] = {}
+    for commit in fleet.live(user):
+        listed = set(commit["files"].values())
+        if listed <= recorded:
+            for table in commit["files"]:
+                counts[table] += int(commit["rows"].get(table, 0))
+            heads = commit["heads"]
+        elif listed & recorded:
+            return False  # a commit half held: not a store a task kept
+    for table, n in counts.items():
+        if con.execute(f"SELECT count(*) FROM {table}").fetchall() != [(n,)]:
+            return False
+    ends = _bulk_heads(con, [user])[user]
+    return all(list(heads.get(t, [0, GENESIS])) == ends[t] for t in ends)
+
+
 def start_from(fleet: Fleet, user: str, path: Path, held: Mapping[str, str]) -> set[str] | None:
     """Make the new store at ``path`` a copy of ``user``'s kept store when it fits the partition
     files ``held`` (path in the fleet -> SHA-256): every file it recorded is still one of them,
@@ -187,6 +210,8 @@ def start_from(fleet: Fleet, user: str, path: Path, held: Mapping[str, str]) -> 
                 # checkout reads every file, and verifies them
                 path.unlink()
                 return None
+            if not _holds(con, fleet, user, set(recorded)):
+                raise ValueError("its rows are not those of the partition files it names")
             con.execute(f"DROP TABLE {_META}")
             con.execute(f"DROP TABLE {_VERIFIED}")
     except (OSError, duckdb.Error, ValueError) as exc:
