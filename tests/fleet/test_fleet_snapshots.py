@@ -193,13 +193,14 @@ def _spoil_schema(con: duckdb.DuckDBPyConnection) -> None:
         _spoil_view,
         _spoil_rows,
         _spoil_other,
+        _spoil_gap,
         _spoil_user,
         _spoil_table,
         _spoil_macro,
         _spoil_schema,
     ],
 )
-def test_a_kept_snapshot_that_is_not_a_bare_store_of_the_user_is_ignored(
+def test_a_kept_store_that_is_not_one_of_the_user_alone_is_ignored(
     fleet: Path, tmp_path: Path, spoil: Any
 ) -> None:
     path = snapshot_path(Fleet(fleet), "ann")
