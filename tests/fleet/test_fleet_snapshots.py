@@ -5,8 +5,10 @@ kept file that is not a store of that user alone is ignored with a warning; a fo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import urllib.parse
@@ -269,3 +271,154 @@ def test_a_forget_carried_by_export_deletes_the_kept_store(fleet: Path, tmp_path
     assert run(fleet, Job("eval", ("len(user.all('Note'))",)), jobs=1).failed == 0
     assert kept.is_file() and secret not in kept.read_bytes()
     assert verify_fleet(fleet).ok
+
+
+# -- attacks (a reviewer's cases) -----------------------------------------------------------
+
+
+def test_a_commit_edited_to_list_fewer_files_is_refused_with_a_kept_store(
+    fleet: Path, tmp_path: Path
+) -> None:
+    """Commit 2 no longer lists its events file: every file still listed is one the kept store
+    recorded, but the chain has a gap, which the checkout must still refuse."""
+    commit = Fleet(fleet).dir("_commits", LONG) / "000002.json"
+    meta = json.loads(commit.read_text())
+    meta["files"].pop("events")
+    meta["rows"].pop("events")
+    commit.write_text(json.dumps(meta))
+    assert not verify_fleet(fleet).ok
+    with pytest.raises(FleetError, match="fails its integrity check"):
+        checkout(Fleet(fleet), LONG, tmp_path / "kept.duckdb", snapshot=True)
+    report = run(fleet, Job("eval", ("1",)), jobs=1)
+    assert {r["user_id"]: r["status"] for r in report.rows} == {LONG: "failed", SHORT: "ok"}
+
+
+def _snapshot_table(con: duckdb.DuckDBPyConnection) -> str:
+    """The current-records table of a type in the kept store (quoted)."""
+    row = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'uac_snap' "
+        "AND table_name LIKE '%\\_cur' ESCAPE '\\' ORDER BY table_name"
+    ).fetchone()
+    assert row is not None
+    return f'uac_snap."{row[0]}"'
+
+
+def _block_of(path: Path, table: str) -> int:
+    """A storage block holding ``table``'s rows and no other table's."""
+    with duckdb.connect(str(path), read_only=True) as con:
+        owners: dict[int, set[str]] = {}
+        for schema, name in con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables()"
+        ).fetchall():
+            ref = f'{schema}."{name}"'
+            for (block,) in con.execute(
+                "SELECT DISTINCT block_id FROM pragma_storage_info(?) WHERE block_id >= 0", [ref]
+            ).fetchall():
+                owners.setdefault(int(block), set()).add(ref)
+    return next(b for b, names in sorted(owners.items()) if names == {table})
+
+
+def test_a_kept_store_with_a_damaged_block_is_ignored_not_failing_every_task(
+    fleet: Path,
+) -> None:
+    """A bit flip in a block of a snapshot table, which no check on the copy reads: the task
+    folds the log (SnapshotIgnored), rather than failing on DuckDB's 'Corrupt database file'
+    at every run."""
+    want = answers(fleet, 7, fold=False)
+    kept = snapshot_path(Fleet(fleet), LONG)
+    with duckdb.connect(str(kept), read_only=True) as con:
+        table = _snapshot_table(con)
+    block = _block_of(kept, table)
+    data = bytearray(kept.read_bytes())
+    at = 3 * 4096 + block * 262144 + 64  # the file's headers, then blocks of 256 KiB
+    data[at : at + 64] = bytes(b ^ 0xFF for b in data[at : at + 64])
+    kept.write_bytes(bytes(data))
+    for n in (8, 9):  # not once: every run
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SnapshotIgnored)
+            got = answers(fleet, n, fold=False)
+        assert {u: (json.loads(v[0][0])[1:], v[1][1]) for u, v in got.items()} == {
+            u: (json.loads(v[0][0])[1:], v[1][1]) for u, v in want.items()
+        }
+
+
+def test_a_kept_store_whose_table_has_a_constraint_is_ignored_even_with_its_digest(
+    fleet: Path, tmp_path: Path
+) -> None:
+    """A snapshot table rebuilt with a CHECK the next write breaks, and the digest beside the
+    store written anew to match (as a hostile writer of the directory could): the columns and
+    counts are as written, so only the catalog check stands between it and a task failing at
+    every close."""
+    kept = snapshot_path(Fleet(fleet), LONG)
+    with duckdb.connect(str(kept)) as con:
+        table = _snapshot_table(con)
+        (most,) = con.execute(f"SELECT max(pos) FROM {table}").fetchone()  # type: ignore[misc]
+        (ddl,) = con.execute(
+            "SELECT sql FROM duckdb_tables() WHERE schema_name = 'uac_snap' AND table_name = ?",
+            [table.split('"')[1]],
+        ).fetchone()  # type: ignore[misc]
+        checked = ddl.replace("pos BIGINT", f"pos BIGINT CHECK (pos <= {int(most)})", 1)
+        assert checked != ddl
+        con.execute(f"CREATE TABLE keep AS SELECT * FROM {table}")
+        con.execute(f"DROP TABLE {table}")
+        con.execute(checked)
+        con.execute(f"INSERT INTO {table} SELECT * FROM keep")
+        con.execute("DROP TABLE keep")
+    digest = hashlib.sha256(kept.read_bytes()).hexdigest()
+    kept.with_name("snapshot.sha256").write_text(digest)
+    with pytest.warns(SnapshotIgnored, match="constraint or a default|views, macros"):
+        checkout(Fleet(fleet), LONG, tmp_path / "c.duckdb", snapshot=True)
+    for job in (Job("ingest", (str(source(tmp_path / "src2", 2)),)), Job("bench", ("1",))):
+        report = run(fleet, job, jobs=1)
+        assert report.failed == 0, [r["error"] for r in report.rows]
+
+
+SECRET = "Quixotrelline"
+
+_KILLED_WRITER = """
+import os, signal, sys
+from pathlib import Path
+import duckdb
+from uac_kernel.fleet import files as fleetfiles
+from uac_kernel.fleet.checkout import checkout
+from uac_kernel.fleet.partition import Fleet
+from uac_kernel.fleet.snapshots import snapshot_path
+
+fleet, user, work = Fleet(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+checkout(fleet, user, work / "co.duckdb")
+target = snapshot_path(fleet, user)
+# as `snapshots.save` writes a kept store: a temporary file through `noted`, DuckDB writing the
+# user's rows into it (each statement committed, so in its write-ahead log) when it is killed
+with fleetfiles.noted(fleet.root, target, {user: 0}) as tmp:
+    con = duckdb.connect(str(tmp))
+    quoted = str(work / "co.duckdb").replace("'", "''")
+    con.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
+    con.execute("CREATE TABLE events AS SELECT * FROM src.events")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_forget_deletes_what_a_kept_store_writer_killed_mid_way_left(tmp_path: Path) -> None:
+    """A writer killed while writing a kept store leaves its ``.tmp`` and ``.tmp.wal`` (which
+    holds the user's rows): a forget carried by `uac export` deletes both."""
+    src = tmp_path / "all.jsonl"
+    src.write_text(
+        json.dumps({"user": "ana", "kind": "fact", "ts": "2025-03-02T09:00:00", "op": "add",
+                    "type": "Allergy", "key": "a1", "fields": {"substance": SECRET}}) + "\n"
+    )  # fmt: skip
+    root = tmp_path / "fleet"
+    uac("fleet", "run", str(root), "ingest", str(src))
+    argv = [sys.executable, "-c", _KILLED_WRITER, str(root), "ana", str(tmp_path)]
+    assert subprocess.run(argv, timeout=120).returncode == -signal.SIGKILL
+    left = [p.name for p in snapshot_path(Fleet(root), "ana").parent.iterdir()]
+    assert any(name.endswith(".tmp.wal") for name in left), left
+
+    def holding() -> list[Path]:
+        return [p for p in root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+    assert any("_snapshots" in str(p) for p in holding())
+    store = tmp_path / "s.duckdb"
+    uac("import", str(root), str(store))
+    uac("forget", "--db", str(store), "--user", "ana", "--text", SECRET)
+    uac("export", str(store), str(root))
+    assert holding() == []

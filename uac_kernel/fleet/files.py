@@ -162,7 +162,11 @@ def stale(root: Path, bases: Mapping[str, int]) -> list[tuple[str, str]]:
 
 
 def _temps(path: Path) -> list[Path]:
-    return list(path.parent.glob(f".{path.name}.*.tmp")) if path.parent.is_dir() else []
+    """The temporary copies of ``path`` killed writers left: the file, and the write-ahead log
+    DuckDB keeps beside a database being written (it holds the rows written)."""
+    if not path.parent.is_dir():
+        return []
+    return [p for pat in (".*.tmp", ".*.tmp.wal") for p in path.parent.glob(f".{path.name}{pat}")]
 
 
 @dataclass

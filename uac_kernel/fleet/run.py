@@ -229,7 +229,7 @@ def _task(task: _Task, budget: Budget) -> dict[str, Any]:
                 files = fleet.commits(task.user)[made - 1]["files"].values()
                 verified |= snapshots.digests(fleet, (fleet.root / rel for rel in files))
             if _keeps_store(row):
-                snapshots.save(fleet, task.user, path, _head(fleet, task.user), verified)
+                snapshots.save(fleet, task.user, path, verified)
                 clock.lap("snapshot")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

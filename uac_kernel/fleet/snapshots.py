@@ -23,6 +23,7 @@ ignored with the same warning. It is written through ``fleetfiles.noted``, so a 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import warnings
@@ -75,10 +76,10 @@ def relative(fleet: Fleet, path: Path) -> str:
     return path.relative_to(fleet.root).as_posix()
 
 
-def save(fleet: Fleet, user: str, store: Path, head: int, verified: Mapping[str, str]) -> bool:
+def save(fleet: Fleet, user: str, store: Path, verified: Mapping[str, str]) -> bool:
     """Keep the closed store at ``store``, whose rows of ``user`` are those of the partition
-    files ``verified`` (path in the fleet -> SHA-256), beside the partition; ``head``: the user's
-    event head it holds. False when the store holds no snapshot of the user."""
+    files ``verified`` (path in the fleet -> SHA-256), beside the partition, with the SHA-256 of
+    its bytes beside it. False when the store holds no snapshot of the user."""
     target = snapshot_path(fleet, user)
     with duckdb.connect(str(store)) as src:
         row = src.execute(_ROW, [user]).fetchall()
@@ -87,7 +88,12 @@ def save(fleet: Fleet, user: str, store: Path, head: int, verified: Mapping[str,
         if _kept(target, user) == (row[0], dict(verified)):
             return True  # the one kept already: the task wrote nothing new
         src.execute("CHECKPOINT")  # the file alone holds every row: no write-ahead log
-    with fleetfiles.noted(fleet.root, target, {user: head}) as tmp:
+        found = src.execute(
+            "SELECT coalesce(max(user_seq), 0) FROM events WHERE user_id = ?", [user]
+        ).fetchone()
+    # a forget erasing what the store holds is one after the events it holds
+    users = {user: int(found[0]) if found else 0}
+    with fleetfiles.noted(fleet.root, target, users) as tmp:
         shutil.copyfile(store, tmp)
         with duckdb.connect(str(tmp)) as out:
             out.execute(f"CREATE TABLE {_META} (format INTEGER, user_id VARCHAR)")
@@ -95,7 +101,26 @@ def save(fleet: Fleet, user: str, store: Path, head: int, verified: Mapping[str,
             out.execute(f"CREATE TABLE {_VERIFIED} (path VARCHAR, sha256 VARCHAR)")
             if verified:
                 out.executemany(f"INSERT INTO {_VERIFIED} VALUES (?, ?)", sorted(verified.items()))
+        digest = _copy(tmp, None)
+    # written after the store: a writer killed between leaves a digest that does not match,
+    # and the next task folds the log and keeps both anew
+    fleetfiles.write(fleet.root, _digest_path(target), digest, users)
     return True
+
+
+def _digest_path(kept: Path) -> Path:
+    return kept.with_name("snapshot.sha256")
+
+
+def _copy(src: Path, dst: Path | None) -> str:
+    """Copy ``src`` to ``dst`` (or only read it) in one pass; the SHA-256 of its bytes."""
+    h = hashlib.sha256()
+    with open(src, "rb") as reader, open(dst or os.devnull, "wb") as writer:
+        while chunk := reader.read(_CHUNK):
+            h.update(chunk)
+            if dst is not None:
+                writer.write(chunk)
+    return h.hexdigest()
 
 
 _ROW = "SELECT user_seq, hash, seq, gen, created_at FROM snapshots WHERE user_id = ?"
@@ -126,6 +151,10 @@ _EXTRAS = (
     "SELECT sequence_name FROM duckdb_sequences()",
     "SELECT index_name FROM duckdb_indexes()",
     "SELECT schema_name FROM duckdb_schemas() WHERE NOT internal AND schema_name <> 'uac_snap'",
+    # a snapshot table is created bare: a constraint or a default would fail or steer its writes
+    f"SELECT constraint_text FROM duckdb_constraints() WHERE schema_name = '{SCHEMA}'",
+    f"SELECT column_name FROM duckdb_columns() WHERE schema_name = '{SCHEMA}' "
+    "AND column_default IS NOT NULL",
 )
 _USERS = ("events", "model_calls", "checkpoints", "checkpoint_segments", "snapshots")
 
@@ -150,7 +179,9 @@ def _check(con: duckdb.DuckDBPyConnection, user: str) -> None:
     if _catalog(con) != _catalog(fresh):
         raise ValueError("it is not a store of this uac's tables")
     if any(con.execute(q).fetchall() for q in _EXTRAS):
-        raise ValueError("it holds views, macros, types, sequences or indexes")
+        raise ValueError(
+            "it holds views, macros, types, sequences, indexes, constraints or defaults"
+        )
     if con.execute(f"SELECT format, user_id FROM {_META}").fetchall() != [(FORMAT, user)]:
         raise ValueError(f"it is not a format-{FORMAT} store of this user")
     for table in _USERS:
@@ -198,7 +229,11 @@ def start_from(fleet: Fleet, user: str, path: Path, held: Mapping[str, str]) -> 
     if kept.is_symlink() or not kept.is_file():
         return None
     try:
-        shutil.copyfile(kept, path)
+        said = _digest_path(kept)
+        if said.is_symlink() or not said.is_file() or said.stat().st_size > 100:
+            raise ValueError("its SHA-256 is not beside it")
+        if _copy(kept, path) != said.read_text(encoding="ascii", errors="replace").strip():
+            raise ValueError("its bytes are not those it was kept with (damaged or changed)")
         with duckdb.connect(str(path)) as con:
             _check(con, user)
             recorded = {
