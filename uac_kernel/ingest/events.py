@@ -10,7 +10,6 @@ import codecs
 import hashlib
 import json
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -159,8 +158,16 @@ def _wide_encoding(raw: bytes) -> str | None:
     return None
 
 
-# A run of 19 digits: the shortest integer that can fall outside 64 bits.
-_LONG_NUMBER = re.compile(rb"\d{19}")
+# A run of 19 digits: the shortest integer that can fall outside 64 bits. Found by mapping every
+# ASCII digit (what ``\d`` matches in bytes) to "0" and the rest to " ": one pass in C, where a
+# regex tries a match at every digit of the line.
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _long_number(raw: bytes) -> bool:
+    """Whether ``raw`` holds a run of 19 or more digits (in a number or a string)."""
+    return _LONG_RUN in raw.translate(_DIGITS)
 
 
 def json_value(raw: bytes) -> Any:
@@ -174,21 +181,28 @@ def json_value(raw: bytes) -> Any:
         problem = (
             f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
         )
-        if not _LONG_NUMBER.search(raw):
+        if not _long_number(raw):
             raise ValueError(problem) from None
         obj = _exact_loads(raw, problem)  # e.g. 10**400, which orjson takes for a float
     else:
-        if _LONG_NUMBER.search(raw):
+        if _long_number(raw):
             obj = _exact_loads(raw, "")
     # Every key in the text is a string closed by a quote before its colon, so when the parsed
     # keys are as many as such quote-colons there can be no duplicate (the usual line costs one
     # count). Otherwise a string held a quote-colon, or a key came twice: look precisely.
-    if type(obj) in (dict, list) and _keys(obj) != len(_KEY_END.findall(raw)):
+    if type(obj) in (dict, list) and _keys(obj) != _key_ends(raw):
         json.loads(raw, object_pairs_hook=_no_duplicate)
     return obj
 
 
-_KEY_END = re.compile(rb'"\s*:')
+# What ``\s`` matches in a bytes pattern: a key's closing quote, these, then its colon.
+_SPACE = b" \t\n\r\x0b\x0c"
+
+
+def _key_ends(raw: bytes) -> int:
+    """How many quotes stand before a colon with only spaces between (the matches of
+    ``rb'"\\s*:'``): with the spaces deleted, each is a quote-colon."""
+    return raw.translate(None, _SPACE).count(b'":')
 
 
 def _keys(value: Any) -> int:
