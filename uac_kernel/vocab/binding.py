@@ -153,8 +153,8 @@ class Vocabulary:
         self._reads: dict[tuple[str | None, str], tuple[Binding, ...]] = {}
         self._role_cache: dict[str, tuple[str, ...]] = {}
         # Per (type, concept), its fields and the bindings a read of it rests on, in one
-        # look-up: rules resolve concepts on every record they read.
-        self._resolved: dict[tuple[str, str], tuple[tuple[str, ...], tuple[Binding, ...]]] = {}
+        # look-up (``resolve`` fills it): rules resolve concepts on every record they read.
+        self.resolved: dict[tuple[str, str], tuple[tuple[str, ...], tuple[Binding, ...]]] = {}
         # Whether any binding beyond the catalogue's is in force: only then do rule calls note
         # which bindings they read (the evidence of an alert that rests on one).
         self.inferred = bool(self._read)
@@ -197,10 +197,10 @@ class Vocabulary:
 
     def resolve(self, type_name: str, concept: str) -> tuple[tuple[str, ...], tuple[Binding, ...]]:
         """``fields(type_name, concept)`` and ``read_by(type_name, concept)``, kept together."""
-        got = self._resolved.get((type_name, concept))
+        got = self.resolved.get((type_name, concept))
         if got is None:
             got = (self.fields(type_name, concept), self.read_by(type_name, concept))
-            self._resolved[(type_name, concept)] = got
+            self.resolved[(type_name, concept)] = got
         return got
 
     def types(self, role: str) -> tuple[str, ...]:

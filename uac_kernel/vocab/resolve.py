@@ -55,7 +55,8 @@ def fields_of(type_name: str, name: str) -> tuple[str, ...]:
         return (name,)
     # A vocabulary of the catalogue's defaults alone has no bindings to note (``read_by`` is
     # empty), as has a concept read through none beyond them.
-    fields, reads = _CURRENT.get().resolve(type_name, name)
+    vocab = _CURRENT.get()
+    fields, reads = vocab.resolved.get((type_name, name)) or vocab.resolve(type_name, name)
     if reads and (seen := _NOTED.get()) is not None:
         seen.update(reads)
     return fields

@@ -544,7 +544,11 @@ def _charge_wakes(r: Record) -> list[date]:
     """The days a charge leaves the rule's window (``DISPUTE_DAYS`` after each of its dates; a
     day either side, for a date-time read in another zone): its group runs again then."""
     values = r.__dict__
-    days = [d for f in fields_of(type(r).__name__, PAID_ON) if (d := _day(values.get(f)))]
+    days = [
+        d
+        for f in fields_of(type(r).__name__, PAID_ON)
+        if (v := values.get(f)) is not None and (d := _day(v))
+    ]
     return [d + timedelta(days=DISPUTE_DAYS + k) for d in days for k in (0, 1, 2)]
 
 
