@@ -424,11 +424,31 @@ def _parse_ts(value: Any, fail: Any) -> datetime:
     return ts
 
 
+# The type and field names that passed their check: it depends on the name alone, and a batch
+# names the same few on every event. Only plain strings within the checks' bound get in, and at
+# most NAMES_KEPT of them, so hostile input cannot grow it.
+_TYPES_OK: set[str] = set()
+_FIELDS_OK: set[str] = set()
+NAMES_KEPT = 4096
+
+
+def _checked(ok: set[str], check: Callable[[object], str | None], name: object) -> str | None:
+    """``check(name)``, remembered in ``ok`` when the name passes."""
+    if type(name) is str and name in ok:
+        return None
+    why = check(name)
+    if why is None and type(name) is str:
+        if len(ok) >= NAMES_KEPT:
+            ok.clear()
+        ok.add(name)
+    return why
+
+
 def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
     op = p.get("op")
     if op not in OPS:
         raise fail(f"unknown op {_show(op)}; use one of {', '.join(OPS)}", "op")
-    if (why := check_type_name(p.get("type"))) is not None:
+    if (why := _checked(_TYPES_OK, check_type_name, p.get("type"))) is not None:
         raise fail(why, "type")
     if (why := _name_problem("key", p.get("key"), KEY_CHARS)) is not None:
         raise fail(why, "key")
@@ -447,7 +467,9 @@ def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
             )
         max_chars, max_items = limits.value_chars, limits.list_items
         for name, value in fields.items():
-            if (why := check_field_name(name)) is not None:
+            if (type(name) is not str or name not in _FIELDS_OK) and (
+                why := _checked(_FIELDS_OK, check_field_name, name)
+            ) is not None:
                 raise fail(why, f"fields.{name}")
             # Bounds on the value itself; its type is checked against the schema by plan_batch.
             kind = type(value)
@@ -704,6 +726,9 @@ def plan_batch(
     overlay = _Overlay(state)
     out: list[NewEvent] = []
     user = state.user
+    # The canonical form of each text value by field type, as coerce gave it: a batch repeats
+    # its dates (one a day), each read once.
+    texts: dict[tuple[str, str], Any] = {}
     for ev in batch:
         if ev.kind == "constraint":
             _plan_constraint(overlay, ev, limits)
@@ -765,10 +790,15 @@ def plan_batch(
             ):
                 canonical[fname] = value
                 continue
+            if kind is str and (got := texts.get((ftype, value))) is not None:
+                canonical[fname] = got  # a date (or other text) this batch has read already
+                continue
             try:
                 canonical[fname] = to_json_value(coerce(ftype, value))
             except ValueError as exc:
                 raise _fail(ev, f"{exc} (field type is {ftype})", f"fields.{fname}") from None
+            if kind is str:
+                texts[(ftype, value)] = canonical[fname]
         payload = dict(p)
         if "fields" in p:
             payload["fields"] = canonical
