@@ -1,19 +1,26 @@
 """The bulk ingest's fast paths give what the plain paths they stand in for give: the scans of a
 line's text (long numbers, key ends), the batch's salts and chain links, and the concepts a rule
-reads — for ordinary input and for odd input (unicode, long digit runs, spaces before a colon,
-lone surrogates)."""
+reads, the names already checked and the dates already read — for ordinary input and for odd
+input (unicode, long digit runs, spaces before a colon, lone surrogates, reserved and invisible
+names, dates in other forms and zones)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from datetime import datetime
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from uac_kernel.core.chain import content_hash, event_hash, event_linker, new_salts
-from uac_kernel.ingest.events import _key_ends, _long_number
+from uac_kernel.core.errors import EventError
+from uac_kernel.core.schema import check_field_name, check_type_name, coerce, to_json_value
+from uac_kernel.ingest import events
+from uac_kernel.ingest.events import _key_ends, _long_number, parse_event, parse_objects, plan_batch
+from uac_kernel.state.fold import State
 
 # The regexes the scans replace, as they were.
 LONG_NUMBER = re.compile(rb"\d{19}")
@@ -28,7 +35,7 @@ ODD_LINES = [
     b'{"n": 123456789012345678}',
     b'{"s": "phone 00000000000000000000"}',
     b'{"x": 1.0000000000000000001e0000000000000000001}',
-    "{\"é\": \"٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣\"}".encode(),  # non-ASCII digits: not \d in bytes
+    '{"é": "٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣٣"}'.encode(),  # non-ASCII digits: not \d in bytes
     b'""":::"  "  :',
     bytes(range(256)),
 ]
@@ -95,3 +102,136 @@ def test_salts_are_many_distinct_hex_salts() -> None:
     assert len(salts) == len(set(salts)) == 1000
     assert all(re.fullmatch(r"[0-9a-f]{32}", s) for s in salts)
     assert new_salts(0) == []
+
+
+ODD_NAMES: list[Any] = [
+    "start",
+    "Start",
+    "",
+    " ",
+    "_private",
+    "model_dump",
+    "model dump",
+    "key",
+    "KEY",
+    "valid_from",
+    "a\u200bb",
+    "tab\there",
+    "é",
+    "日本",
+    "\ud800",
+    "x" * 300,
+    "State",
+    "Trip",
+    "trip",
+    1,
+    None,
+    ["Trip"],
+]
+
+
+def _outcome(obj: dict[str, Any]) -> Any:
+    """What parse_event makes of ``obj``: the event's payload, or the error's text."""
+    try:
+        return parse_event(obj, "f.jsonl", 3).payload
+    except EventError as exc:
+        return str(exc)
+
+
+def _fresh_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(events, "_TYPES_OK", set())
+    monkeypatch.setattr(events, "_FIELDS_OK", set())
+
+
+def test_names_checked_once_answer_as_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fresh_names(monkeypatch)
+    for name in ODD_NAMES:
+        field = {"kind": "fact", "ts": "2025-01-01", "op": "add", "type": "Trip", "key": "k"}
+        typed = {**field, "type": name, "fields": {"start": "2025-01-02"}}
+        cases = [typed]
+        if isinstance(name, str):
+            cases.append({**field, "fields": {name: 1}})
+        for obj in cases:
+            cold = _outcome(obj)
+            assert _outcome(obj) == cold  # the second time the name is known to pass, or not
+        if isinstance(name, str):
+            assert (check_field_name(name) is None) == (name in events._FIELDS_OK)
+        if isinstance(name, str):
+            assert (check_type_name(name) is None) == (name in events._TYPES_OK)
+        else:
+            assert not any(type(n) is not str for n in events._TYPES_OK)
+
+
+def test_names_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fresh_names(monkeypatch)
+    fields = {f"f{i}": 1 for i in range(events.NAMES_KEPT + 10)}
+    for i in range(0, len(fields), 50):
+        chunk = dict(list(fields.items())[i : i + 50])
+        parse_event(
+            {
+                "kind": "fact",
+                "ts": "2025-01-01",
+                "op": "add",
+                "type": "T",
+                "key": "k",
+                "fields": chunk,
+            },
+            "f",
+            1,
+        )
+    assert 0 < len(events._FIELDS_OK) <= events.NAMES_KEPT
+
+
+DATES = ["2025-03-01", "2025-03-01", "2025-3-1", "2025-03-01", "20250301", "2025-02-30"]
+DATETIMES = [
+    "2025-03-01T10:00:00+02:00",
+    "2025-03-01T10:00:00+02:00",
+    "2025-03-01",
+    "2025-03-01T08:00:00",
+    "2025-03-01T10:00:00+02:00",
+    "2025-03-01 10:00",
+    "0001-01-01T00:30:00+01:00",
+]
+
+
+def _event(i: int, fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "fact",
+        "ts": "2025-01-01",
+        "op": "add",
+        "type": "E",
+        "key": f"k{i}",
+        "fields": fields,
+    }
+
+
+# The first event types the fields: ``day`` a date, ``at`` a date-time.
+TYPING = _event(0, {"day": "2025-01-01", "at": "2025-01-01T00:00:00"})
+
+
+def _facts(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    planned = plan_batch(State("me"), parse_objects(objs), propose_bindings=False)
+    return [ev.payload["fields"] for ev in planned if ev.kind == "fact"][1:]
+
+
+def test_dates_read_once_are_canonical_as_coerce_makes_them() -> None:
+    values = [("day", d) for d in DATES] + [("at", d) for d in DATETIMES]
+    good: list[dict[str, Any]] = []
+    wanted: list[dict[str, Any]] = []
+    for i, (field, value) in enumerate(values, 1):
+        ftype = "date" if field == "day" else "datetime"
+        try:
+            want = {field: to_json_value(coerce(ftype, value))}
+        except ValueError as exc:
+            # Refused each time it comes, the first time in the batch or again.
+            for repeats in (1, 2, 3):
+                with pytest.raises(EventError) as caught:
+                    _facts([TYPING, *[_event(j, {field: value}) for j in range(1, repeats + 1)]])
+                said = f"<events>:2: field 'fields.{field}': {exc} (field type is {ftype})"
+                assert str(caught.value) == said
+            continue
+        assert _facts([TYPING, _event(i, {field: value})]) == [want]  # alone in its batch
+        good.append(_event(i, {field: value}))
+        wanted.append(want)
+    # Together in one batch, where each repeat is read from what the batch read first.
+    assert _facts([TYPING, *good]) == wanted
