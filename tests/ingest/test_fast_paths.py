@@ -1,8 +1,9 @@
 """The bulk ingest's fast paths give what the plain paths they stand in for give: the scans of a
-line's text (long numbers, key ends), the batch's salts and chain links, and the concepts a rule
-reads, the names already checked and the dates already read — for ordinary input and for odd
-input (unicode, long digit runs, spaces before a colon, lone surrogates, reserved and invisible
-names, dates in other forms and zones)."""
+line's text (long numbers, key ends), the batch's salts and chain links, the names already
+checked and the dates already read, and the rule helpers (a flag notes every concept it reads,
+a merchant's words are kept) — for ordinary input and for odd input (unicode, long digit runs,
+spaces before a colon, lone surrogates, reserved and invisible names, dates in other forms and
+zones)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,15 @@ from hypothesis import strategies as st
 
 from uac_kernel.core.chain import content_hash, event_hash, event_linker, new_salts
 from uac_kernel.core.errors import EventError
+from uac_kernel.core.records import new_record, record_class
 from uac_kernel.core.schema import check_field_name, check_type_name, coerce, to_json_value
 from uac_kernel.ingest import events
 from uac_kernel.ingest.events import _key_ends, _long_number, parse_event, parse_objects, plan_batch
+from uac_kernel.rules.library._common import SETTLED, STATUS, _flag
+from uac_kernel.rules.library.money import _ACCOUNT_STOP, _MERCHANT_STOP, _split_words, _words
 from uac_kernel.state.fold import State
+from uac_kernel.vocab.binding import Binding, Vocabulary
+from uac_kernel.vocab.resolve import noting, using
 
 # The regexes the scans replace, as they were.
 LONG_NUMBER = re.compile(rb"\d{19}")
@@ -235,3 +241,41 @@ def test_dates_read_once_are_canonical_as_coerce_makes_them() -> None:
         wanted.append(want)
     # Together in one batch, where each repeat is read from what the batch read first.
     assert _facts([TYPING, *good]) == wanted
+
+
+def test_flag_notes_every_concept_it_reads_even_after_a_hit() -> None:
+    cls = record_class("Chore", {"finished": "bool", "state": "str", "done": "bool"})
+    rec = new_record(
+        cls,
+        {
+            "key": "c",
+            "valid_from": None,
+            "valid_to": None,
+            "sources": (1,),
+            "retracted": False,
+            "finished": True,
+            "state": None,
+            "done": None,
+        },
+    )
+    vocab = Vocabulary(
+        [Binding("record.settled", "Chore", "finished"), Binding("record.status", "Chore", "state")]
+    )
+    for names, hit in (((SETTLED, STATUS), True), ((STATUS, SETTLED), True), ((STATUS,), False)):
+        with using(vocab), noting() as read:
+            assert _flag(rec, *names) is hit
+        # Each concept named is noted, the one after the hit too.
+        assert {b.target for b in read} == {str(n) for n in names}
+
+
+def test_words_kept_are_the_words() -> None:
+    for text in (
+        "",
+        "The Whole Foods Inc",
+        "Trader Joe's",
+        "x " * 80,
+        "Café ÉCLAIR  co",
+        "日本 店",
+    ):
+        for stop in (_ACCOUNT_STOP, _MERCHANT_STOP):
+            assert _words(text, stop) == _words(text, stop) == _split_words(text, stop)
