@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 from helpers.events import add, clock, retract, update
-from helpers.rules import by_amount
+from helpers.rules import build, by_amount
 
 from uac_kernel.core.errors import RuleError
 from uac_kernel.rules import library as lib
 from uac_kernel.rules.engine import EVERY, Finding, Rule, rule
+from uac_kernel.rules.parts import Parts, PartView
 from uac_kernel.state.query import UserView
 from uac_kernel.workbench import Workbench
 
@@ -302,3 +303,26 @@ def test_a_record_every_finding_may_rest_on_waking_runs_the_rule_whole(tmp_path:
     )
     report = wb.ingest([clock("2025-01-12")])  # the window ended: every finding goes
     assert len(report.cleared) == 3 and wb.runner.active["charged_in_window"] == {}
+
+
+def test_a_part_view_hands_new_lists_of_the_records_it_gathered_once(tmp_path: Path) -> None:
+    view = build(
+        tmp_path,
+        [
+            add(f"2025-01-0{i}", "Charge", f"c{i}", amount=float(i), day=f"2025-01-0{i}")
+            for i in range(1, 6)
+        ]
+        + [add("2025-01-06", "Charge", "c6", amount=6.0)],
+    )
+    st = view._state
+    parts = Parts.build(lambda r: r.key if r.amount % 2 else None, frozenset({"Charge"}), st)
+    pv = PartView(st, parts.shown({"c1", "c3", "c5"}), parts, {"c1", "c3", "c5"})
+    first = pv.all("Charge")
+    assert [r.key for r in first] == ["c1", "c3", "c5"]
+    first.reverse()  # a rule may change what it is handed: the view's own list stays
+    first.append(first[0])
+    assert [r.key for r in pv.all("Charge")] == ["c1", "c3", "c5"]
+    assert pv.count("Charge") == 3
+    assert [r.key for r in pv.where("Charge", "day", since=date(2025, 1, 2))] == ["c3", "c5"]
+    assert [r.key for r in pv.unset("Charge", "day")] == []
+    assert pv.all("Charge") is not pv.all("Charge")

@@ -10,7 +10,6 @@ import codecs
 import hashlib
 import json
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -159,8 +158,16 @@ def _wide_encoding(raw: bytes) -> str | None:
     return None
 
 
-# A run of 19 digits: the shortest integer that can fall outside 64 bits.
-_LONG_NUMBER = re.compile(rb"\d{19}")
+# A run of 19 digits: the shortest integer that can fall outside 64 bits. Found by mapping every
+# ASCII digit (what ``\d`` matches in bytes) to "0" and the rest to " ": one pass in C, where a
+# regex tries a match at every digit of the line.
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _long_number(raw: bytes) -> bool:
+    """Whether ``raw`` holds a run of 19 or more digits (in a number or a string)."""
+    return _LONG_RUN in raw.translate(_DIGITS)
 
 
 def json_value(raw: bytes) -> Any:
@@ -174,21 +181,28 @@ def json_value(raw: bytes) -> Any:
         problem = (
             f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
         )
-        if not _LONG_NUMBER.search(raw):
+        if not _long_number(raw):
             raise ValueError(problem) from None
         obj = _exact_loads(raw, problem)  # e.g. 10**400, which orjson takes for a float
     else:
-        if _LONG_NUMBER.search(raw):
+        if _long_number(raw):
             obj = _exact_loads(raw, "")
     # Every key in the text is a string closed by a quote before its colon, so when the parsed
     # keys are as many as such quote-colons there can be no duplicate (the usual line costs one
     # count). Otherwise a string held a quote-colon, or a key came twice: look precisely.
-    if type(obj) in (dict, list) and _keys(obj) != len(_KEY_END.findall(raw)):
+    if type(obj) in (dict, list) and _keys(obj) != _key_ends(raw):
         json.loads(raw, object_pairs_hook=_no_duplicate)
     return obj
 
 
-_KEY_END = re.compile(rb'"\s*:')
+# What ``\s`` matches in a bytes pattern: a key's closing quote, these, then its colon.
+_SPACE = b" \t\n\r\x0b\x0c"
+
+
+def _key_ends(raw: bytes) -> int:
+    """How many quotes stand before a colon with only spaces between (the matches of
+    ``rb'"\\s*:'``): with the spaces deleted, each is a quote-colon."""
+    return raw.translate(None, _SPACE).count(b'":')
 
 
 def _keys(value: Any) -> int:
@@ -410,11 +424,31 @@ def _parse_ts(value: Any, fail: Any) -> datetime:
     return ts
 
 
+# The type and field names that passed their check: it depends on the name alone, and a batch
+# names the same few on every event. Only plain strings within the checks' bound get in, and at
+# most NAMES_KEPT of them, so hostile input cannot grow it.
+_TYPES_OK: set[str] = set()
+_FIELDS_OK: set[str] = set()
+NAMES_KEPT = 4096
+
+
+def _checked(ok: set[str], check: Callable[[object], str | None], name: object) -> str | None:
+    """``check(name)``, remembered in ``ok`` when the name passes."""
+    if type(name) is str and name in ok:
+        return None
+    why = check(name)
+    if why is None and type(name) is str:
+        if len(ok) >= NAMES_KEPT:
+            ok.clear()
+        ok.add(name)
+    return why
+
+
 def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
     op = p.get("op")
     if op not in OPS:
         raise fail(f"unknown op {_show(op)}; use one of {', '.join(OPS)}", "op")
-    if (why := check_type_name(p.get("type"))) is not None:
+    if (why := _checked(_TYPES_OK, check_type_name, p.get("type"))) is not None:
         raise fail(why, "type")
     if (why := _name_problem("key", p.get("key"), KEY_CHARS)) is not None:
         raise fail(why, "key")
@@ -433,7 +467,9 @@ def _check_fact_shape(p: dict[str, Any], fail: Any, limits: Limits) -> None:
             )
         max_chars, max_items = limits.value_chars, limits.list_items
         for name, value in fields.items():
-            if (why := check_field_name(name)) is not None:
+            if (type(name) is not str or name not in _FIELDS_OK) and (
+                why := _checked(_FIELDS_OK, check_field_name, name)
+            ) is not None:
                 raise fail(why, f"fields.{name}")
             # Bounds on the value itself; its type is checked against the schema by plan_batch.
             kind = type(value)
@@ -690,6 +726,9 @@ def plan_batch(
     overlay = _Overlay(state)
     out: list[NewEvent] = []
     user = state.user
+    # The canonical form of each text value by field type, as coerce gave it: a batch repeats
+    # its dates (one a day), each read once.
+    texts: dict[tuple[str, str], Any] = {}
     for ev in batch:
         if ev.kind == "constraint":
             _plan_constraint(overlay, ev, limits)
@@ -751,10 +790,15 @@ def plan_batch(
             ):
                 canonical[fname] = value
                 continue
+            if kind is str and (got := texts.get((ftype, value))) is not None:
+                canonical[fname] = got  # a date (or other text) this batch has read already
+                continue
             try:
                 canonical[fname] = to_json_value(coerce(ftype, value))
             except ValueError as exc:
                 raise _fail(ev, f"{exc} (field type is {ftype})", f"fields.{fname}") from None
+            if kind is str:
+                texts[(ftype, value)] = canonical[fname]
         payload = dict(p)
         if "fields" in p:
             payload["fields"] = canonical

@@ -27,7 +27,15 @@ import duckdb
 import orjson
 
 from uac_kernel.core import settings
-from uac_kernel.core.chain import GENESIS, call_hash, content_hash, event_hash, new_salt
+from uac_kernel.core.chain import (
+    GENESIS,
+    call_hash,
+    content_hash,
+    event_hash,
+    event_linker,
+    new_salt,
+    new_salts,
+)
 from uac_kernel.core.display import shorten
 from uac_kernel.core.errors import StoreError, StoreLocked
 from uac_kernel.log import handover
@@ -460,15 +468,16 @@ class Store:
             heads: dict[str, tuple[int, str]] = {}
             rows: list[tuple[Any, ...]] = []
             logged: list[LoggedEvent] = []
+            salts, link = new_salts(len(events)), event_linker(now)
             for n, ev in enumerate(events, 1):
                 seq += 1
                 user_seq, prev = heads.get(ev.user) or self.head(ev.user)
                 user_seq += 1
                 try:
                     text = dump_payload(ev.payload)
-                    salt = new_salt()
+                    salt = salts[n - 1]
                     payload_hash = content_hash(salt, text, ev.source or "")
-                    prev = event_hash(prev, user_seq, now, ev.ts, ev.kind, ev.user, payload_hash)
+                    prev = link(prev, user_seq, ev.ts, ev.kind, ev.user, payload_hash)
                 except (TypeError, ValueError, orjson.JSONEncodeError) as exc:
                     raise StoreError(
                         f"event {n} of the batch cannot be stored ({exc}); nothing was written"

@@ -149,20 +149,30 @@ class PartView(UserView):
         self._shown = shown
         self._parts = parts
         self._touched = touched
+        # A type's shown records, gathered once per view: a rule reads a type several times
+        # (its records without a date, then those from a day on), and the state cannot change
+        # while the rule runs on the view.
+        self._found: dict[str, list[Record] | None] = {}
 
     def _records(self, name: str) -> list[Record] | None:
+        """The current records of ``name`` shown, in order of creation; None for a type
+        shown whole. The view's own list: callers hand out new lists, never this one."""
+        if name in self._found:
+            return self._found[name]
         keys = self._shown.get(name)
         ts = self._state.types.get(name)
         if keys is None or ts is None:
+            self._found[name] = None
             return None
         found = [r for k in keys if (r := self._state.get(name, k)) is not None]
         position = ts.position
         found.sort(key=lambda r: position[r.key])
+        self._found[name] = found
         return found
 
     def all(self, T: type[Record] | str) -> list[Record]:
         found = self._records(self._name(T))
-        return super().all(T) if found is None else self._handed(found)
+        return super().all(T) if found is None else self._handed(list(found))
 
     def count(self, T: type[Record] | str) -> int:
         found = self._records(self._name(T))

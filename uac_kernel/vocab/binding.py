@@ -152,6 +152,9 @@ class Vocabulary:
         self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
         self._reads: dict[tuple[str | None, str], tuple[Binding, ...]] = {}
         self._role_cache: dict[str, tuple[str, ...]] = {}
+        # Per (type, concept), its fields and the bindings a read of it rests on, in one
+        # look-up (``resolve`` fills it): rules resolve concepts on every record they read.
+        self.resolved: dict[tuple[str, str], tuple[tuple[str, ...], tuple[Binding, ...]]] = {}
         # Whether any binding beyond the catalogue's is in force: only then do rule calls note
         # which bindings they read (the evidence of an alert that rests on one).
         self.inferred = bool(self._read)
@@ -190,6 +193,14 @@ class Vocabulary:
                 )
             )
             self._cache[key] = got
+        return got
+
+    def resolve(self, type_name: str, concept: str) -> tuple[tuple[str, ...], tuple[Binding, ...]]:
+        """``fields(type_name, concept)`` and ``read_by(type_name, concept)``, kept together."""
+        got = self.resolved.get((type_name, concept))
+        if got is None:
+            got = (self.fields(type_name, concept), self.read_by(type_name, concept))
+            self.resolved[(type_name, concept)] = got
         return got
 
     def types(self, role: str) -> tuple[str, ...]:

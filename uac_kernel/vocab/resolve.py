@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from uac_kernel.vocab.binding import Binding, Vocabulary, first_set
+from uac_kernel.vocab.binding import Binding, Vocabulary
 from uac_kernel.vocab.catalogue import Concept
 
 __all__ = ["DEFAULT", "current", "fields_of", "noting", "read", "types_of", "using"]
@@ -53,10 +53,13 @@ def fields_of(type_name: str, name: str) -> tuple[str, ...]:
     fields, or ``name`` itself (a field name as written)."""
     if type(name) is not Concept:
         return (name,)
+    # A vocabulary of the catalogue's defaults alone has no bindings to note (``read_by`` is
+    # empty), as has a concept read through none beyond them.
     vocab = _CURRENT.get()
-    if vocab.inferred and (seen := _NOTED.get()) is not None:
-        seen.update(vocab.read_by(type_name, name))
-    return vocab.fields(type_name, name)
+    fields, reads = vocab.resolved.get((type_name, name)) or vocab.resolve(type_name, name)
+    if reads and (seen := _NOTED.get()) is not None:
+        seen.update(reads)
+    return fields
 
 
 def read(values: Mapping[str, Any], type_name: str, name: str) -> Any:
@@ -64,7 +67,10 @@ def read(values: Mapping[str, Any], type_name: str, name: str) -> Any:
     concept, the first of its fields that is set; None when none is."""
     if type(name) is not Concept:
         return values.get(name)
-    return first_set(values, fields_of(type_name, name))  # fields_of notes the bindings read
+    for f in fields_of(type_name, name):  # fields_of notes the bindings read
+        if (v := values.get(f)) is not None:
+            return v
+    return None
 
 
 def types_of(role: str) -> tuple[str, ...]:

@@ -99,8 +99,16 @@ def _named(rec: Record, name: str) -> str:
 
 
 def _flag(rec: Record, *names: str) -> bool:
-    values = rec.__dict__
-    return any(values.get(f) is True for f in _names(rec, names))
+    values, t = rec.__dict__, type(rec).__name__
+    hit = False
+    for n in names:
+        fields = fields_of(t, n)  # every name resolved, a hit or not: each notes what it read
+        if not hit:
+            for f in fields:
+                if values.get(f) is True:
+                    hit = True
+                    break
+    return hit
 
 
 def plays(rec: Record | str, role: str) -> bool:
@@ -196,6 +204,8 @@ def _text(rec: Record, names: str | Iterable[str]) -> str:
     values = rec.__dict__
     for n in _names(rec, names):
         v = values.get(n)
+        if v is None:  # most of a concept's names: fields the type lacks or leaves unset
+            continue
         if isinstance(v, str):
             parts.append(v)
         elif isinstance(v, list):
@@ -302,7 +312,7 @@ def _first_day(rec: Record, names: str | Iterable[str]) -> date | None:
     """The first of ``names`` (fields or concepts) on ``rec`` holding a date, as a date."""
     values = rec.__dict__
     for n in _names(rec, names):
-        if (d := _day(values.get(n))) is not None:
+        if (v := values.get(n)) is not None and (d := _day(v)) is not None:
             return d
     return None
 

@@ -7,6 +7,7 @@ Rules read concepts and roles (``data/concepts/money.toml``), never a type or fi
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Hashable, Iterator
 from datetime import date, timedelta
@@ -81,7 +82,19 @@ FREEZE_WORDS = _terms("freeze, frozen, hold, block, no outflow, no money, forbid
 
 
 def _words(text: str, stop: frozenset[str]) -> frozenset[str]:
+    # A short text (a merchant, an account) recurs on record after record: its words are kept,
+    # as norm keeps its normal form.
+    if len(text) <= _SHORT:
+        return _short_words(text, stop)
+    return _split_words(text, stop)
+
+
+def _split_words(text: str, stop: frozenset[str]) -> frozenset[str]:
     return frozenset(w for w in _norm(text).split() if w not in stop)
+
+
+_SHORT = 100  # characters, as norm's cache
+_short_words = functools.lru_cache(maxsize=16_384)(_split_words)
 
 
 def _match(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -540,12 +553,19 @@ def _charge_part(r: Record) -> Hashable | None:
     return (words, _cents(abs(amount))) if amount and words else None
 
 
+_WAKE_AFTER = tuple(timedelta(days=DISPUTE_DAYS + k) for k in (0, 1, 2))
+
+
 def _charge_wakes(r: Record) -> list[date]:
     """The days a charge leaves the rule's window (``DISPUTE_DAYS`` after each of its dates; a
     day either side, for a date-time read in another zone): its group runs again then."""
     values = r.__dict__
-    days = [d for f in fields_of(type(r).__name__, PAID_ON) if (d := _day(values.get(f)))]
-    return [d + timedelta(days=DISPUTE_DAYS + k) for d in days for k in (0, 1, 2)]
+    days = [
+        d
+        for f in fields_of(type(r).__name__, PAID_ON)
+        if (v := values.get(f)) is not None and (d := _day(v))
+    ]
+    return [d + after for d in days for after in _WAKE_AFTER]
 
 
 @rule(
