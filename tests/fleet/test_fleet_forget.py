@@ -93,6 +93,9 @@ def test_a_forget_carried_by_export_reaches_run_inputs_results_and_summaries(
     assert holding(fleet) == []
     # the report names what it deleted and rewrote, and what it cannot reach
     assert "deleted" in out and "rewrote" in out and "summary.parquet" in out
+    lines = out.splitlines()  # one line each, as printed, not escaped into one
+    assert len(lines) > 3 and "\\n" not in out
+    assert any(line.startswith("  deleted ") for line in lines)
     assert "run.json" in out  # the job's arguments, as typed: not reached
     assert uac("verify", str(fleet)).returncode == 0
     # bob's results stay; ana is run again by the next run of the same job, on what is left

@@ -166,7 +166,9 @@ def cmd_export(args: argparse.Namespace) -> None:
     from uac_kernel.fleet.export import export_store
 
     users = [args.user] if args.user_given else None
-    print(printable(export_store(args.store, args.dir, users=users).summary()))
+    # a report of several lines (what a carried forget reached): each line made printable
+    summary = export_store(args.store, args.dir, users=users).summary()
+    print("\n".join(printable(line) for line in summary.splitlines()))
 
 
 def cmd_import(args: argparse.Namespace) -> None:
