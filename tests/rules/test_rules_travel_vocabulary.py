@@ -7,14 +7,18 @@ folded from a real DuckDB event log, as in test_rules_library.py."""
 from __future__ import annotations
 
 import hashlib
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 from helpers.alerts import keys
 from helpers.rules import add, build, clock, fire, one
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from uac_kernel.rules import library as lib
 from uac_kernel.rules.engine import RuleRunner
+from uac_kernel.rules.library.residence import _presence
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding
 
@@ -487,3 +491,21 @@ def test_a_type_bound_to_a_role_wakes_the_rule_when_it_changes(tmp_path: Path) -
     ]
     # A rule whose roles the Journey does not play stays asleep.
     assert "Journey" not in (lib.conflicting_records.watches(view) or set())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 400), st.integers(0, 20)), max_size=40),
+    st.booleans(),
+)
+def test_days_present_merge_the_stays_as_a_day_by_day_count_would(
+    spans: list[tuple[int, int]], midnights: bool
+) -> None:
+    # residence._presence merges overlapping stays before it counts their days.
+    base = date(2025, 1, 1)
+    trips = [(None, base + timedelta(days=s), base + timedelta(days=s + n)) for s, n in spans]
+    expected: set[date] = set()
+    for _, s, e in trips:
+        last = e - timedelta(days=1) if midnights and e > s else e
+        expected.update(s + timedelta(days=i) for i in range((last - s).days + 1))
+    assert _presence(trips, midnights) == expected  # type: ignore[arg-type]

@@ -40,6 +40,8 @@ def _walk(fn: FunctionType, found: set[str], seen: set[int]) -> None:
     if id(fn) in seen:
         return
     seen.add(id(fn))
+    if isinstance(inner := getattr(fn, "__wrapped__", None), FunctionType):
+        _walk(inner, found, seen)  # a helper under a decorator (``per_record``) reads its own
     defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
     for d in defaults:
         for x in d if isinstance(d, tuple) else (d,):

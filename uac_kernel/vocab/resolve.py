@@ -9,15 +9,26 @@ binding it rests on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from uac_kernel.vocab.binding import Binding, Vocabulary
 from uac_kernel.vocab.catalogue import Concept
 
-__all__ = ["DEFAULT", "current", "fields_of", "noting", "read", "types_of", "using"]
+__all__ = [
+    "DEFAULT",
+    "current",
+    "fields_of",
+    "noting",
+    "per_record",
+    "read",
+    "types_of",
+    "using",
+]
 
 DEFAULT = Vocabulary()
 _CURRENT: ContextVar[Vocabulary] = ContextVar("uac_vocabulary", default=DEFAULT)
@@ -46,6 +57,38 @@ def noting() -> Iterator[set[Binding]]:
         yield seen
     finally:
         _NOTED.reset(token)
+
+
+T = TypeVar("T")
+
+
+def per_record(fn: Callable[[Any], T]) -> Callable[[Any], T]:
+    """``fn`` of one record, worked out once per record and vocabulary: a rule that goes through
+    every trip of three years on each run reads each trip's fields once, not on every run.
+
+    A record is frozen and a vocabulary immutable, so the value holds while both live; it is
+    forgotten when the record is (a weak reference; records hash their values, so they are not
+    keys). The bindings ``fn`` read are noted again on every call, as if it had read them. The
+    value is shared: a caller must not change it (return tuples and frozensets).
+    """
+    memo: dict[int, tuple[weakref.ref[Any], Any, T, frozenset[Binding]]] = {}
+
+    def forget(key: int) -> Callable[[weakref.ref[Any]], None]:
+        return lambda _: memo.pop(key, None)
+
+    @functools.wraps(fn)
+    def remembered(rec: Any) -> T:
+        vocab, key = _CURRENT.get(), id(rec)
+        hit = memo.get(key)
+        if hit is None or hit[1] is not vocab or hit[0]() is not rec:
+            with noting() as seen:
+                value = fn(rec)
+            hit = memo[key] = (weakref.ref(rec, forget(key)), vocab, value, frozenset(seen))
+        if hit[3] and (outer := _NOTED.get()) is not None:
+            outer.update(hit[3])
+        return hit[2]
+
+    return remembered
 
 
 def fields_of(type_name: str, name: str) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from uac_kernel.core.words import (
 )
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
-from uac_kernel.vocab.resolve import current, fields_of, read, types_of
+from uac_kernel.vocab.resolve import current, fields_of, per_record, read, types_of
 
 _When = TypeVar("_When", date, datetime)
 
@@ -158,6 +158,13 @@ def _trip_end(rec: Record) -> date | None:
     if nights is not None and 0 <= nights <= 3660:
         return start + timedelta(days=int(nights))
     return None
+
+
+@per_record
+def _trip_days(rec: Record) -> tuple[date | None, date | None, bool]:
+    """A trip's first day (``trip.start``), last day (``_trip_end``) and whether it was called
+    off, worked out once per trip: the travel rules go through every trip of their look-back."""
+    return _day(_get(rec, TRIP_START)), _trip_end(rec), _called_off(rec)
 
 
 # A record's zone (``booking.timezone``): an offset (``+09:00``, ``UTC-5``, ``-0500``, ``Z``)

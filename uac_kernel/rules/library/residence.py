@@ -10,22 +10,20 @@ from uac_kernel.core.records import Record
 from uac_kernel.core.words import country as _country
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
-    TRIP_START,
     _before,
     _called_off,
-    _day,
     _days,
     _get,
     _label,
     _number,
     _text,
-    _trip_end,
+    _trip_days,
 )
 from uac_kernel.rules.library.travel import (
     TRIP_COUNTRY,
     TRIP_WHERE,
-    _countries,
     _home_countries,
+    _trip_countries,
     _trips_from,
     _values,
 )
@@ -108,10 +106,18 @@ def _uk_tax_year(d: date) -> tuple[date, date]:
 
 
 def _presence(trips: list[tuple[Record, date, date]], midnights: bool) -> set[date]:
+    """The days present on the trips (from first to last; at midnight: but the last), each
+    once. The stays are merged first: a dense history has many trips over the same days."""
+    spans = sorted((s, e - timedelta(days=1) if midnights and e > s else e) for _, s, e in trips)
+    merged: list[list[date]] = []
+    for s, last in spans:
+        if merged and s <= merged[-1][1] + timedelta(days=1):
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([s, last])
     days: set[date] = set()
-    for _, s, e in trips:
-        last = e - timedelta(days=1) if midnights and e > s else e
-        days.update(s + timedelta(days=i) for i in range((last - s).days + 1))
+    for lo, hi in merged:
+        days.update(lo + timedelta(days=i) for i in range((hi - lo).days + 1))
     return days
 
 
@@ -186,15 +192,15 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
     # trip with no end recorded counts through today while under way, else its first day only.
     by_country: dict[str, list[tuple[Record, date, date, date | None]]] = {}
     for t in _trips_from(user, _before(today, LOOKBACK)):
-        s = _day(_get(t, TRIP_START))
-        if s is None or _called_off(t):
+        s, e, off = _trip_days(t)
+        if s is None or off:
             continue
-        e = _trip_end(t)
-        for c in _countries(*_values(t, TRIP_COUNTRY)) & wanted:
+        for c in _trip_countries(t) & wanted:
             by_country.setdefault(c, []).append((t, s, e or max(s, today), e))
     if not any(last >= today for stays in by_country.values() for _, _, last, _ in stays):
         return  # no trip to such a country lies ahead or is under way
     home, passports = _home_countries(user)
+    present: dict[tuple[str, bool], set[date]] = {}  # days present, by country and counting
     for lim, stated in limits:
         stays = by_country.get(lim.country)
         if not stays:
@@ -203,7 +209,13 @@ def residence_day_limits(user: UserView) -> Iterator[Finding]:
             continue
         if lim.period == "visit" and stated is None and passports & _VWP_EXEMPT:
             continue
-        days = _presence([(t, s, last) for t, s, last, _ in stays], lim.midnights)
+        if lim.period == "visit":
+            days: set[date] = set()  # a visit counts its own days alone
+        elif (lim.country, lim.midnights) in present:
+            days = present[lim.country, lim.midnights]
+        else:
+            days = _presence([(t, s, last) for t, s, last, _ in stays], lim.midnights)
+            present[lim.country, lim.midnights] = days
         for trip, start, last, end in stays:
             if last < today:
                 continue  # over: what it did is counted for the trips ahead

@@ -31,13 +31,13 @@ from uac_kernel.rules.library._common import (
     _label,
     _named,
     _number,
-    _trip_end,
+    _trip_days,
     _void,
     plays,
 )
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
-from uac_kernel.vocab.resolve import fields_of, types_of
+from uac_kernel.vocab.resolve import fields_of, per_record, types_of
 
 __all__ = ["document_expires_before_trip", "passport_validity", "schengen_90_180", "visa_validity"]
 
@@ -70,10 +70,9 @@ def _upcoming_trips(user: UserView) -> Iterator[tuple[Record, date, date | None]
     today = user.today
     # A trip that has not ended starts or ends from today on: the index reads just those.
     for trip in _trips_from(user, today):
-        start = _day(_get(trip, TRIP_START))
-        if start is None or _called_off(trip):
+        start, end, off = _trip_days(trip)
+        if start is None or off:
             continue
-        end = _trip_end(trip)
         if today is None or (end or start) >= today:
             yield trip, start, end
 
@@ -292,9 +291,16 @@ SCHENGEN = frozenset(
 _SCHENGEN_AREA = _norm("Schengen")
 
 
-def _areas(trip: Record) -> set[str]:
+@per_record
+def _trip_countries(trip: Record) -> frozenset[str]:
+    """The normalised countries of a trip (``trip.country``), worked out once per trip."""
+    return frozenset(_countries(*_values(trip, TRIP_COUNTRY)))
+
+
+@per_record
+def _areas(trip: Record) -> frozenset[str]:
     """The normalised countries of a trip (``trip.country``), plus Schengen if any is."""
-    out = _countries(*_values(trip, TRIP_COUNTRY))
+    out = _trip_countries(trip)
     return out | {_SCHENGEN_AREA} if out & SCHENGEN else out
 
 
@@ -410,10 +416,9 @@ def schengen_90_180(user: UserView) -> Iterator[Finding]:
     # 180 days ago (the index hands over the trips from then on).
     since = _before(user.today, timedelta(days=180)) if user.today else None
     for t in _trips_from(user, since):
-        s = _day(_get(t, TRIP_START))
-        if s is None or _called_off(t) or _SCHENGEN_AREA not in _areas(t):
+        s, e, off = _trip_days(t)
+        if s is None or off or _SCHENGEN_AREA not in _areas(t):
             continue
-        e = _trip_end(t)
         stated = _number(_get(t, TRIP_DAYS))
         if e is not None and stated is not None and (e - s).days + 1 < stated <= 3660:
             extra[t.key] = int(stated) - (e - s).days - 1
