@@ -509,3 +509,93 @@ def test_days_present_merge_the_stays_as_a_day_by_day_count_would(
         last = e - timedelta(days=1) if midnights and e > s else e
         expected.update(s + timedelta(days=i) for i in range((last - s).days + 1))
     assert _presence(trips, midnights) == expected  # type: ignore[arg-type]
+
+
+def _bind(view: UserView) -> UserView:
+    return bind(view, *JOURNEY, ("trip.length_days", "Journey", "stay_days"))
+
+
+def test_a_called_off_trip_adds_no_binding_to_the_note_of_another_trips_residence_alert(
+    tmp_path: Path,
+) -> None:
+    # Journey 'us' stays 95 days in the US (Visa Waiver Program alert); it has a return date, so
+    # its count reads no stated length. Journey 'off' was cancelled: the rule skips it before its
+    # end is worked out, so no alert rests on Journey.stay_days.
+    view = _bind(
+        build(
+            tmp_path,
+            [
+                add(
+                    "2026-06-01",
+                    "Journey",
+                    "us",
+                    destination_country="United States",
+                    leaves_on="2026-07-30",
+                    returns_on="2026-11-01",
+                    stay_days=95,
+                ),
+                add(
+                    "2026-06-01",
+                    "Journey",
+                    "off",
+                    destination_country="Japan",
+                    leaves_on="2026-09-01",
+                    stay_days=10,
+                    status="cancelled",
+                ),
+                clock("2026-07-01"),
+            ],
+        )
+    )
+    (alert,) = fire(lib.residence_day_limits, view)
+    assert "Journey.leaves_on as trip.start" in alert.message
+    assert "stay_days" not in alert.message, alert.message
+
+
+def test_a_called_off_trip_adds_no_binding_to_the_note_of_a_visa_alert(tmp_path: Path) -> None:
+    # The Japan visa expires before Journey 'jp' ends. Journey 'off' (cancelled, a stated length
+    # only) is skipped before its end is worked out: the alert does not rest on stay_days.
+    view = _bind(
+        build(
+            tmp_path,
+            [
+                add("2026-06-01", "Visa", "v", country="Japan", expires="2026-07-05"),
+                add(
+                    "2026-06-01",
+                    "Journey",
+                    "jp",
+                    destination_country="Japan",
+                    leaves_on="2026-07-01",
+                    returns_on="2026-07-10",
+                ),
+                add(
+                    "2026-06-01",
+                    "Journey",
+                    "off",
+                    destination_country="Japan",
+                    leaves_on="2026-09-01",
+                    stay_days=10,
+                    status="cancelled",
+                ),
+                clock("2026-06-15"),
+            ],
+        )
+    )
+    (alert,) = fire(lib.visa_validity, view)
+    assert "Journey.leaves_on as trip.start" in alert.message
+    assert "stay_days" not in alert.message, alert.message
+
+
+def test_residence_limits_at_the_last_day_of_the_log_clock_do_not_overflow(tmp_path: Path) -> None:
+    # Two trips to Canada under way on 9999-12-31 (ends written as the "never" placeholder, which
+    # _day reads as unknown, so each counts through today): merging their stays adds a day to
+    # 9999-12-31.
+    view = build(
+        tmp_path,
+        [
+            add("2026-01-01", "Trip", "a", country="Canada", start="8990-01-01", end="9999-12-31"),
+            add("2026-01-01", "Trip", "b", country="Canada", start="8991-01-01", end="9999-12-31"),
+            clock("9999-12-31"),
+        ],
+    )
+    fire(lib.residence_day_limits, view)

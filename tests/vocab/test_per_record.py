@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from datetime import date
 
 from uac_kernel.core.records import new_record, record_class
@@ -14,7 +15,14 @@ from uac_kernel.state.fold import State
 from uac_kernel.vocab import Binding, concept
 from uac_kernel.vocab.resolve import noting, per_record, using
 
-FIELDS = {"leaves_on": "date", "start": "date", "end": "date", "country": "str", "status": "str"}
+FIELDS = {
+    "leaves_on": "date",
+    "start": "date",
+    "end": "date",
+    "country": "str",
+    "nation": "str",
+    "status": "str",
+}
 Journey = record_class("Journey", FIELDS)
 
 
@@ -85,3 +93,68 @@ def test_a_remembered_value_is_forgotten_with_its_record() -> None:
     del recs
     gc.collect()
     assert memo == {}
+
+
+def test_a_record_at_the_address_of_a_dead_one_is_worked_out_anew() -> None:
+    seen = 0
+    for i in range(200):
+        a = journey(start=date(2026, 5, 1), end=date(2026, 5, 3), country="France")
+        addr = id(a)
+        assert _trip_days(a)[0] == date(2026, 5, 1)
+        del a
+        b = journey(start=date(2027, 1, 1 + i % 28), country="Japan")
+        seen += id(b) == addr
+        assert _trip_days(b) == (date(2027, 1, 1 + i % 28), None, False)
+        assert _trip_countries(b) == frozenset({_country("Japan")})
+        del b
+    assert seen  # the address was reused
+
+
+def test_a_rebind_and_an_unbind_are_not_served_stale() -> None:
+    st = State("u")
+    j = journey(
+        leaves_on=date(2026, 6, 1), start=date(2026, 5, 1), country="France", nation="Japan"
+    )
+    assert _trip_days(j)[0] == date(2026, 5, 1)
+    st.bind(
+        [
+            Binding("trip.start", "Journey", "leaves_on", author="person"),
+            Binding("trip.country", "Journey", "nation", author="person"),
+        ]
+    )
+    with using(st.vocab):
+        assert _trip_days(j)[0] == date(2026, 6, 1)
+        assert _country("Japan") in _areas(j)
+    st.bind([Binding("trip.start", "Journey", "leaves_on", author="person", status="rejected")])
+    st.unbind(("trip.country", "Journey", "nation"))
+    with using(st.vocab), noting() as read:
+        assert _trip_days(j)[0] == date(2026, 5, 1)
+        assert _country("Japan") not in _areas(j)
+    assert not read
+
+
+def test_threads_with_two_vocabularies_each_read_their_own() -> None:
+    st = State("u")
+    st.bind([Binding("trip.start", "Journey", "leaves_on", author="person")])
+    vocab = st.vocab
+    recs = [journey(leaves_on=date(2026, 6, 1), start=date(2026, 5, 1)) for _ in range(300)]
+    bad: list[object] = []
+
+    def work(bound: bool) -> None:
+        for _ in range(30):
+            for r in recs:
+                if bound:
+                    with using(vocab):
+                        got = _trip_days(r)[0]
+                    want = date(2026, 6, 1)
+                else:
+                    got, want = _trip_days(r)[0], date(2026, 5, 1)
+                if got != want:
+                    bad.append(got)
+
+    ts = [threading.Thread(target=work, args=(i % 2 == 0,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad

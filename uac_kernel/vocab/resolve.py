@@ -67,11 +67,11 @@ def per_record(fn: Callable[[Any], T]) -> Callable[[Any], T]:
     every trip of three years on each run reads each trip's fields once, not on every run.
 
     A record is frozen and a vocabulary immutable, so the value holds while both live; it is
-    forgotten when the record is (a weak reference; records hash their values, so they are not
-    keys). The bindings ``fn`` read are noted again on every call, as if it had read them. The
+    forgotten when the record is, and holds neither alive (weak references; records hash their
+    values, so they are not keys). The bindings ``fn`` read are noted again on every call, as if it had read them. The
     value is shared: a caller must not change it (return tuples and frozensets).
     """
-    memo: dict[int, tuple[weakref.ref[Any], Any, T, frozenset[Binding]]] = {}
+    memo: dict[int, tuple[weakref.ref[Any], weakref.ref[Any], T, frozenset[Binding]]] = {}
 
     def forget(key: int) -> Callable[[weakref.ref[Any]], None]:
         return lambda _: memo.pop(key, None)
@@ -80,10 +80,11 @@ def per_record(fn: Callable[[Any], T]) -> Callable[[Any], T]:
     def remembered(rec: Any) -> T:
         vocab, key = _CURRENT.get(), id(rec)
         hit = memo.get(key)
-        if hit is None or hit[1] is not vocab or hit[0]() is not rec:
+        if hit is None or hit[1]() is not vocab or hit[0]() is not rec:
             with noting() as seen:
                 value = fn(rec)
-            hit = memo[key] = (weakref.ref(rec, forget(key)), vocab, value, frozenset(seen))
+            hit = (weakref.ref(rec, forget(key)), weakref.ref(vocab), value, frozenset(seen))
+            memo[key] = hit
         if hit[3] and (outer := _NOTED.get()) is not None:
             outer.update(hit[3])
         return hit[2]

@@ -163,8 +163,15 @@ def _trip_end(rec: Record) -> date | None:
 @per_record
 def _trip_days(rec: Record) -> tuple[date | None, date | None, bool]:
     """A trip's first day (``trip.start``), last day (``_trip_end``) and whether it was called
-    off, worked out once per trip: the travel rules go through every trip of their look-back."""
-    return _day(_get(rec, TRIP_START)), _trip_end(rec), _called_off(rec)
+    off, worked out once per trip: the travel rules go through every trip of their look-back.
+    Read in the order the rules skip a trip (no start, then called off), so a skipped trip's
+    other fields are not read, nor noted as bindings an alert rests on."""
+    start = _day(_get(rec, TRIP_START))
+    if start is None:
+        return None, None, False
+    if _called_off(rec):
+        return start, None, True
+    return start, _trip_end(rec), False
 
 
 # A record's zone (``booking.timezone``): an offset (``+09:00``, ``UTC-5``, ``-0500``, ``Z``)

@@ -42,7 +42,7 @@ from uac_kernel.rules.library._common import (
 )
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import concept
-from uac_kernel.vocab.resolve import fields_of, types_of
+from uac_kernel.vocab.resolve import fields_of, per_record, types_of
 
 __all__ = [
     "charge_after_cancellation",
@@ -114,12 +114,26 @@ def _records(user: UserView, *roles: str) -> Iterator[Record]:
 
 def _pending(rec: Record, today: date | None, when: str = PAID_ON) -> bool:
     """Not done, sent or cancelled, and not dated in the past (recurring ones always pending)."""
+    done, d, recurring = _payment_state(rec) if when == PAID_ON else _state_of(rec, when)
+    return not done and (recurring or d is None or today is None or d >= today)
+
+
+def _state_of(rec: Record, when: str) -> tuple[bool, date | None, bool]:
+    """Whether ``rec`` is done, sent or cancelled; its date ``when``; whether it recurs (of a
+    done one, neither is read)."""
     if _settled(rec) or _flag(rec, SENT):
-        return False
-    d = _first_day(rec, when)
-    return _flag(rec, RECURRING) or d is None or today is None or d >= today
+        return True, None, False
+    return False, _first_day(rec, when), _flag(rec, RECURRING)
 
 
+@per_record
+def _payment_state(rec: Record) -> tuple[bool, date | None, bool]:
+    """``_state_of(rec, PAID_ON)``, worked out once per record: the rules that check pending
+    outflows go through every payment and purchase whenever the day moves."""
+    return _state_of(rec, PAID_ON)
+
+
+@per_record
 def _is_freeze(r: Record) -> bool:
     t = type(r).__name__
     return (
@@ -161,7 +175,6 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
     for t in _types("freeze", "instruction", *OUTFLOWS):
         instruction = plays(t, "instruction")
         for r in user.all(t):
-            action = _norm(_text(r, ACTION))
             if _is_freeze(r):
                 until = _first_day(r, FREEZE_UNTIL)
                 starts = _first_day(r, FREEZE_SINCE)
@@ -171,9 +184,9 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
                     account = _words(_text(r, FREEZE_ACCOUNT), _ACCOUNT_STOP)
                     if account:
                         freezes.append((r, account, starts, until))
-            elif (not instruction or any(w in action for w in OUTFLOW_WORDS)) and _pending(
-                r, today
-            ):
+            elif (
+                not instruction or any(w in _norm(_text(r, ACTION)) for w in OUTFLOW_WORDS)
+            ) and _pending(r, today):
                 src = _text(r, SOURCE)
                 if account := _words(src, _ACCOUNT_STOP):
                     outflows.append((r, account, src))

@@ -10,6 +10,7 @@ from uac_kernel.core.records import Record
 from uac_kernel.core.words import country as _country
 from uac_kernel.rules.engine import Finding, Severity, rule
 from uac_kernel.rules.library._common import (
+    _after,
     _before,
     _called_off,
     _days,
@@ -111,7 +112,7 @@ def _presence(trips: list[tuple[Record, date, date]], midnights: bool) -> set[da
     spans = sorted((s, e - timedelta(days=1) if midnights and e > s else e) for _, s, e in trips)
     merged: list[list[date]] = []
     for s, last in spans:
-        if merged and s <= merged[-1][1] + timedelta(days=1):
+        if merged and s <= _after(merged[-1][1], timedelta(days=1)):
             merged[-1][1] = max(merged[-1][1], last)
         else:
             merged.append([s, last])
