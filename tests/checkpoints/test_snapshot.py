@@ -132,6 +132,29 @@ def test_snapshot_open_reads_only_the_rows_the_new_events_touch(
         assert n == 1 and all(ts._loaded == {"current", "history", "order"} for ts in lazy)
 
 
+def test_versions_of_one_record_are_read_by_key_and_equal_the_full_folds(
+    tmp_path: Path, scale: ModuleType
+) -> None:
+    """``State.versions`` (an alert cleared names what changed; ``uac history``) reads one
+    key's ended versions with a query, not the type's whole history table."""
+    db = history_store(tmp_path, scale, rounds=1)
+    with Workbench(db, user="me", read_only=True, rules=(), snapshots=False) as full:
+        wanted = {
+            (t, k): [r.model_dump() for r in full.state.versions(t, k)]
+            for t, ts in full.state.types.items()
+            for k in dict.fromkeys(r.key for r in ts.history)
+        }
+    assert len(wanted) > 5 and any(len(v) > 1 for v in wanted.values())
+    with Workbench(db, user="me", read_only=True, rules=()) as wb:
+        lazy = {t for t, ts in wb.state.types.items() if isinstance(ts, SnapTypeState)}
+        for (t, k), versions in list(wanted.items())[:4]:  # within the reads-by-key budget
+            if t in lazy:
+                assert [r.model_dump() for r in wb.state.versions(t, k)] == versions
+                assert "history" not in wb.state.types[t]._loaded
+        for (t, k), versions in wanted.items():  # past it, the history is read whole, once
+            assert [r.model_dump() for r in wb.state.versions(t, k)] == versions
+
+
 def _corrupt(db: Path, how: str) -> None:
     con = duckdb.connect(str(db))
     try:

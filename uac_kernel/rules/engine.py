@@ -293,13 +293,11 @@ def why_cleared(
         label = f"{e.type} '{e.key}'"
         now = user.get(e.type, e.key)
         if now is None:
-            gone = any(v.retracted for v in user.history(e.type) if v.key == e.key)
+            gone = any(v.retracted for v in user._state.versions(e.type, e.key))
             notes.append(f"{the} was {'retracted' if gone else 'removed'}: {label}")
         elif now.sources != e.sources:
-            was = next(
-                (v for v in user.history(e.type) if v.key == e.key and v.sources == e.sources),
-                None,
-            )
+            versions = user._state.versions(e.type, e.key)  # read by key: the history is long
+            was = next((v for v in versions if v.sources == e.sources), None)
             what = _changes(was, now) if was is not None else ""
             notes.append(f"{the} changed: {label}{' ' + what if what else ''}")
     reads_clock = r is None or r.clock or r.watch is None

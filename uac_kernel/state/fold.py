@@ -170,6 +170,10 @@ class TypeState:
             entries.sort()
         return idx
 
+    def ended(self, key: str) -> list[Record]:
+        """The ended versions of ``key`` (superseded or retracted), in the order they ended."""
+        return [r for r in self.history if r.key == key]
+
     def reindex(self, key: str, old: Record | None, new: Record | None) -> None:
         for name, idx in self.indexes.items():
             before = old.__dict__.get(name) if old is not None else None
@@ -323,7 +327,11 @@ class State:
 
     def versions(self, type_name: str, key: str) -> list[Record]:
         """Every version of one record, oldest first."""
-        found = [r for r in self.history(type_name) if r.key == key]
+        ts = self.types.get(type_name)
+        if ts is None:
+            return []
+        now = ts.current.get(key)
+        found = [*ts.ended(key), *([now] if now is not None else [])]
         return sorted(found, key=lambda r: (r.valid_from or datetime.min, r.sources))
 
     def counts(self) -> dict[str, int]:
