@@ -767,3 +767,51 @@ def test_a_big_uac_ingest_then_uac_checkpoint_as_processes(tmp_path: Path) -> No
                  ["forget", "--record", *live[0]], ["code"]):  # fmt: skip
         a, b = (uac(p, *args).stdout.replace(str(p), "DB") for p in (snap, plain))
         assert a == b, args
+
+
+def test_a_window_of_a_long_table_reads_its_rows_not_the_table(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A range of a field index holding at most a quarter of the table is read by its keys,
+    even past ``PREFETCH_MAX`` (a rule's 90-day window of a long history); a wider one reads the
+    table whole. Either way the records are the fold's."""
+    monkeypatch.setattr(snaptypes, "PREFETCH_MAX", 10)
+    snap, plain = pair(base, tmp_path)
+    with Workbench(plain, user="me", read_only=True, rules=()) as wb:
+        dates = sorted(r.date for r in wb.state.all("Transaction") if r.date is not None)
+    narrow, wide = dates[-len(dates) // 10], dates[len(dates) // 2]
+    got = []
+    for path in (snap, plain):
+        with Workbench(path, user="me", read_only=True, rules=()) as wb:
+            ts = wb.state.types["Transaction"]
+            first = [r.__dict__ for r in wb.state.where("Transaction", "date", narrow)]
+            assert len(first) > 10
+            whole = "current" in ts._loaded if isinstance(ts, SnapTypeState) else None
+            second = [r.__dict__ for r in wb.state.where("Transaction", "date", wide)]
+            wider = "current" in ts._loaded if isinstance(ts, SnapTypeState) else None
+            got.append((first, second))
+            if path == snap:
+                assert (whole, wider) == (False, True)
+    assert got[0] == got[1]
+
+
+def test_keys_missed_in_a_long_table_are_read_by_key_not_the_table(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long table allows more queries by key than ``BY_KEY_QUERIES`` (one per
+    ``ROWS_PER_QUERY`` rows) before a missed key reads it whole: an alert cleared names a few
+    records of a table of 500k rows."""
+    snap, plain = pair(base, tmp_path)
+    with Workbench(plain, user="me", read_only=True, rules=()) as wb:
+        keys = keys_of(wb, "Transaction", every=7)[:12]
+        want = [wb.state.get("Transaction", k).__dict__ for k in keys]  # type: ignore[union-attr]
+    # Rows per query so large that the long-table allowance is nothing: past BY_KEY_QUERIES
+    # misses the table is read whole; at 10 rows per query, 12 misses stay queries by key.
+    for per_query, read_whole in ((10**9, True), (10, False)):
+        monkeypatch.setattr(snaptypes, "ROWS_PER_QUERY", per_query)
+        with Workbench(snap, user="me", read_only=True, rules=()) as wb:
+            ts = wb.state.types["Transaction"]
+            assert isinstance(ts, SnapTypeState) and ts._rows // 10 > len(keys)
+            got = [wb.state.get("Transaction", k).__dict__ for k in keys]  # type: ignore[union-attr]
+            assert got == want
+            assert ("current" in ts._loaded) == read_whole

@@ -17,6 +17,8 @@ from uac_kernel.state.fold import FieldIndex, State, TypeState, moved, order_val
 __all__ = [
     "BY_KEY_QUERIES",
     "PREFETCH_MAX",
+    "RANGE_QUERIES",
+    "ROWS_PER_QUERY",
     "Mark",
     "SnapTypeState",
     "TypeMark",
@@ -29,11 +31,22 @@ __all__ = [
 PREFETCH_MAX = 20_000
 
 
+# Ranges of a field index a type may read by their keys: a rule reading a window of a long
+# history (90 days of charges) reads that window's rows, not the type's table, while the range
+# holds at most a quarter of the table's rows (past that, reading it whole costs less).
+RANGE_QUERIES = 4
+
+
 # Queries by key a type may make before the next key it misses reads the part whole: a reader
 # that keeps missing (a checkpoint rendering blocks, a rule going through records, many ingest
 # batches) is going through the type, which costs one query per key, while a whole part costs
 # what reading its rows costs (less than the fold of the log a plain open makes).
 BY_KEY_QUERIES = 4
+# A long table allows one more query by key per this many rows: a query by key scans the key
+# column (10 ms at 500k rows), reading the table whole makes every record (4-5 s at 500k), so a
+# reader missing a few keys of a long table (an alert cleared names its records) should not
+# read it whole, while the queries it may make stay a fraction of what the whole read costs.
+ROWS_PER_QUERY = 20_000
 
 
 _RANK = {"BIGINT": 0, "HUGEINT": 1, "TIMESTAMP": 0, "VARCHAR": 2}
@@ -152,6 +165,8 @@ class SnapTypeState(TypeState):
         "_ord_new",
         "_pos",
         "_proxies",
+        "_ranges",
+        "_rows",
         "_seen",
         "_src",
     )
@@ -159,6 +174,8 @@ class SnapTypeState(TypeState):
     _src: _Source
     _by_key: int  # queries by key made so far
     _ended_by_key: int  # queries of one key's ended versions made so far
+    _ranges: int  # ranges of an index read by their keys so far
+    _rows: int  # rows of the current table
     _loaded: set[str]
     _seen: dict[str, Record | None]
     _ops: list[tuple[str, Record | None]]
@@ -177,6 +194,7 @@ class SnapTypeState(TypeState):
         TypeState.__init__(ts, name, Record, builds=builds)
         ts.define(fields)
         ts._src, ts._loaded, ts._by_key, ts._ended_by_key = src, set(), 0, 0
+        ts._ranges, ts._rows = 0, mark.current
         ts._seen, ts._ops, ts._pos = {}, [], {}
         ts._hist_base, ts._hist_new = mark.history, []
         ts._ord_base, ts._ord_new = mark.order, []
@@ -307,8 +325,9 @@ class SnapTypeState(TypeState):
 
     def _by_key_allowed(self, keys: int) -> bool:
         """Whether ``keys`` keys may be read by a query by key, counting it; False once the type
-        spent its ``BY_KEY_QUERIES`` or past ``PREFETCH_MAX`` keys: the caller reads whole."""
-        if keys > PREFETCH_MAX or self._by_key >= BY_KEY_QUERIES:
+        spent its ``BY_KEY_QUERIES`` (more for a long table: ``ROWS_PER_QUERY``) or past
+        ``PREFETCH_MAX`` keys: the caller reads whole."""
+        if keys > PREFETCH_MAX or self._by_key >= max(BY_KEY_QUERIES, self._rows // ROWS_PER_QUERY):
             return False
         self._by_key += 1
         return True
@@ -324,6 +343,24 @@ class SnapTypeState(TypeState):
         if not self._by_key_allowed(len(todo)):
             self.load_current()
             return
+        self._fetch(todo)
+
+    def prefetch_range(self, keys: Iterable[str]) -> None:
+        """Read the current rows of a range of a field index: by their keys, on a budget of
+        its own, while the range is small against the table (``RANGE_QUERIES``); else as
+        ``prefetch``."""
+        if "current" in self._loaded:
+            return
+        todo = sorted({k for k in keys if k not in self._seen})
+        if not todo:
+            return
+        if self._ranges >= RANGE_QUERIES or len(todo) > max(PREFETCH_MAX, self._rows // 4):
+            self.prefetch(todo)
+            return
+        self._ranges += 1
+        self._fetch(todo)
+
+    def _fetch(self, todo: list[str]) -> None:
         rows = self._src.fetch(
             f"SELECT pos, key, valid_from, sources{self._columns()} FROM {self._src.tables[0]} "
             "WHERE key IN (SELECT unnest(?))",
@@ -373,6 +410,8 @@ class SnapTypeState(TypeState):
         """As ``TypeState.ended``, with one query by key while the history is not read (an
         alert cleared names what changed in one record; the history of a type is the
         longest part of a long log)."""
+        if not isinstance(key, str):
+            return []  # keys are text: DuckDB would read 5 as '5'
         if "history" in self._loaded or self._ended_by_key >= BY_KEY_QUERIES:
             return super().ended(key)
         self._ended_by_key += 1  # a budget of its own: folding batches spends the other
@@ -460,6 +499,7 @@ class SnapTypeState(TypeState):
         self._ops = []
         self._hist_base, self._hist_new = mark.history, []
         self._ord_base, self._ord_new = mark.order, []
+        self._rows = mark.current
 
 
 class _SnapIndex(FieldIndex):
@@ -470,7 +510,7 @@ class _SnapIndex(FieldIndex):
 
     def between(self, lo: Any, hi: Any) -> list[str]:
         keys = super().between(lo, hi)
-        self.ts.prefetch(keys)
+        self.ts.prefetch_range(keys)
         return keys
 
 

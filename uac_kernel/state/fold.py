@@ -328,8 +328,8 @@ class State:
     def versions(self, type_name: str, key: str) -> list[Record]:
         """Every version of one record, oldest first."""
         ts = self.types.get(type_name)
-        if ts is None:
-            return []
+        if ts is None or not isinstance(key, str):
+            return []  # keys are text (a snapshot's query would read 5 as '5')
         now = ts.current.get(key)
         found = [*ts.ended(key), *([now] if now is not None else [])]
         return sorted(found, key=lambda r: (r.valid_from or datetime.min, r.sources))

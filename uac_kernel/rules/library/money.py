@@ -171,8 +171,24 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
     """
     today = user.today
     freezes: list[tuple[Record, frozenset[str], date | None, date | None]] = []
-    outflows: list[tuple[Record, frozenset[str], str]] = []
-    for t in _types("freeze", "instruction", *OUTFLOWS):
+    found: dict[str, list[tuple[Record, frozenset[str], str]]] = {}  # outflows by type
+
+    def outflow(t: str, r: Record) -> None:
+        if _pending(r, today) and (account := _words(src := _text(r, SOURCE), _ACCOUNT_STOP)):
+            found.setdefault(t, []).append((r, account, src))
+
+    kinds = _types("freeze", "instruction", *OUTFLOWS)
+    # Only a type playing freeze or instruction, or one with a field for ``freeze.active``,
+    # can hold a freeze: the others' outflows are read only when a freeze is in force (a long
+    # log holds many payments, and most users no freeze).
+    holds = [
+        t
+        for t in kinds
+        if plays(t, "freeze")
+        or plays(t, "instruction")
+        or not set(fields_of(t, FREEZE_ACTIVE)).isdisjoint(user.field_types(t))
+    ]
+    for t in holds:
         instruction = plays(t, "instruction")
         for r in user.all(t):
             if _is_freeze(r):
@@ -184,12 +200,15 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
                     account = _words(_text(r, FREEZE_ACCOUNT), _ACCOUNT_STOP)
                     if account:
                         freezes.append((r, account, starts, until))
-            elif (
-                not instruction or any(w in _norm(_text(r, ACTION)) for w in OUTFLOW_WORDS)
-            ) and _pending(r, today):
-                src = _text(r, SOURCE)
-                if account := _words(src, _ACCOUNT_STOP):
-                    outflows.append((r, account, src))
+            elif not instruction or any(w in _norm(_text(r, ACTION)) for w in OUTFLOW_WORDS):
+                outflow(t, r)
+    if not freezes:
+        return
+    for t in kinds:
+        if t not in holds:
+            for r in user.all(t):
+                outflow(t, r)
+    outflows = [o for t in kinds for o in found.get(t, ())]
     for out, account, src in outflows:
         when = _first_day(out, PAID_ON)
         amount = _number(_get(out, AMOUNT))
