@@ -1,7 +1,7 @@
 """Whole-process `uac eval "1"` on a store with a snapshot plus new events, against the same
 store with its snapshot deleted (a full fold), in the same run.
 
-    python bench/snapshot_open.py STORE [--new 1000] [--reps 3] [--workdir DIR]
+    python bench/snapshot_open.py STORE [--new 1000] [--reps 3] [--workdir DIR] [--out FILE]
 
 STORE is a store of one user ``me`` whose snapshot covers its log, e.g. the ``ingest.duckdb``
 that ``bench/scale.py --stage-ingest N --keep`` leaves (its last close writes the snapshot).
@@ -14,10 +14,13 @@ and prints wall time and peak RSS (min and median of ``--reps``) and the ratios.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -31,16 +34,23 @@ from uac_kernel.checkpoints.snapshot import CLOSE_AFTER  # noqa: E402
 from uac_kernel.workbench import Workbench  # noqa: E402
 
 
-def run(db: Path) -> tuple[float, float]:
+def run(db: Path) -> tuple[float, float | None]:
     """Wall seconds and peak RSS (MB) of one `uac eval "1"` process, as /usr/bin/time sees it
     (the resource usage of a child of this process would count this process's own peak: Linux
-    keeps the high-water mark across fork and exec)."""
+    keeps the high-water mark across fork and exec). Without /usr/bin/time (a minimal machine),
+    the wall time alone."""
+    cmd = [sys.executable, "-m", "uac_kernel.cli.main", "eval", "--db", str(db), "1"]
     out = db.with_suffix(".time")
-    cmd = ["/usr/bin/time", "-o", str(out), "-f", "%e %M"]
-    cmd += [sys.executable, "-m", "uac_kernel.cli.main", "eval", "--db", str(db), "1"]
+    timed = Path("/usr/bin/time").exists()
+    if timed:
+        cmd = ["/usr/bin/time", "-o", str(out), "-f", "%e %M", *cmd]
+    t = time.perf_counter()
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    took = time.perf_counter() - t
     if done.returncode != 0 or "ignored" in done.stderr:
         raise SystemExit(f"uac eval failed on {db}: {done.stderr}")
+    if not timed:
+        return took, None
     wall, kb = out.read_text().split()[-2:]
     return float(wall), int(kb) / 1024
 
@@ -51,6 +61,7 @@ def main() -> int:
     ap.add_argument("--new", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "snapshot_open.json")
     args = ap.parse_args()
     if args.new >= CLOSE_AFTER:
         raise SystemExit(f"--new must stay under CLOSE_AFTER ({CLOSE_AFTER}) to keep the snapshot")
@@ -76,7 +87,7 @@ def main() -> int:
     with Workbench(floor, user=USER) as wb:
         wb.ingest([History(1).next()])
     print(f"{done:,} fact events in the snapshot, {report.appended:,} new after it")
-    times: dict[str, list[tuple[float, float]]] = {
+    times: dict[str, list[tuple[float, float | None]]] = {
         "snapshot + new": [],
         "full fold": [],
         "floor (1 event)": [],
@@ -86,15 +97,34 @@ def main() -> int:
         times["full fold"].append(run(full))
         times["floor (1 event)"].append(run(floor))
     for name, got in times.items():
-        walls, rss = [w for w, _ in got], [r for _, r in got]
-        print(
-            f"{name:15s} wall min {min(walls):.2f} s median {statistics.median(walls):.2f} s; "
+        walls, rss = [w for w, _ in got], [r for _, r in got if r is not None]
+        peak = (
             f"peak RSS min {min(rss):.0f} MB median {statistics.median(rss):.0f} MB"
+            if rss
+            else "peak RSS not measured (no /usr/bin/time)"
+        )
+        print(
+            f"{name:15s} wall min {min(walls):.2f} s median {statistics.median(walls):.2f} s; {peak}"
         )
     a = min(w for w, _ in times["snapshot + new"])
     b = min(w for w, _ in times["full fold"])
     f = min(w for w, _ in times["floor (1 event)"])
     print(f"ratio (min wall): {a / b:.3f}; above the floor: {(a - f) / (b - f):.3f}")
+    doc = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "cpu_count": os.cpu_count(),
+        "fact_events_in_snapshot": done,
+        "new_after_snapshot": report.appended,
+        "reps": args.reps,
+        "wall_s": {k: [w for w, _ in v] for k, v in times.items()},
+        "peak_rss_mb": {k: [r for _, r in v] for k, v in times.items()},
+        "ratio_min_wall": round(a / b, 3),
+        "ratio_above_floor": round((a - f) / (b - f), 3),
+        "target": 0.1,
+        "load_average_at_end": round(os.getloadavg()[0], 2),
+    }
+    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"results in {args.out}")
     return 0
 
 
