@@ -16,6 +16,7 @@ from uac_kernel.state.fold import FieldIndex, State, TypeState, moved, order_val
 
 __all__ = [
     "BY_KEY_QUERIES",
+    "BY_KEY_QUERIES_MAX",
     "PREFETCH_MAX",
     "RANGE_QUERIES",
     "ROWS_PER_QUERY",
@@ -33,7 +34,8 @@ PREFETCH_MAX = 20_000
 
 # Ranges of a field index a type may read by their keys: a rule reading a window of a long
 # history (90 days of charges) reads that window's rows, not the type's table, while the range
-# holds at most a quarter of the table's rows (past that, reading it whole costs less).
+# holds at most ``PREFETCH_MAX`` keys or a quarter of the table's rows (past that, reading it
+# whole costs less).
 RANGE_QUERIES = 4
 
 
@@ -42,11 +44,13 @@ RANGE_QUERIES = 4
 # batches) is going through the type, which costs one query per key, while a whole part costs
 # what reading its rows costs (less than the fold of the log a plain open makes).
 BY_KEY_QUERIES = 4
-# A long table allows one more query by key per this many rows: a query by key scans the key
-# column (10 ms at 500k rows), reading the table whole makes every record (4-5 s at 500k), so a
-# reader missing a few keys of a long table (an alert cleared names its records) should not
-# read it whole, while the queries it may make stay a fraction of what the whole read costs.
+# A long table allows one more query by key per this many rows, up to ``BY_KEY_QUERIES_MAX``:
+# a query by key scans the key column (10 ms at 500k rows), reading the table whole makes every
+# record (4-5 s at 500k), so a reader missing a few keys of a long table (an alert cleared names
+# its records) should not read it whole, while the queries it may make stay a fraction of what
+# the whole read costs (each scans the column, so their number is capped).
 ROWS_PER_QUERY = 20_000
+BY_KEY_QUERIES_MAX = 32
 
 
 _RANK = {"BIGINT": 0, "HUGEINT": 1, "TIMESTAMP": 0, "VARCHAR": 2}
@@ -327,7 +331,8 @@ class SnapTypeState(TypeState):
         """Whether ``keys`` keys may be read by a query by key, counting it; False once the type
         spent its ``BY_KEY_QUERIES`` (more for a long table: ``ROWS_PER_QUERY``) or past
         ``PREFETCH_MAX`` keys: the caller reads whole."""
-        if keys > PREFETCH_MAX or self._by_key >= max(BY_KEY_QUERIES, self._rows // ROWS_PER_QUERY):
+        allowed = max(BY_KEY_QUERIES, min(self._rows // ROWS_PER_QUERY, BY_KEY_QUERIES_MAX))
+        if keys > PREFETCH_MAX or self._by_key >= allowed:
             return False
         self._by_key += 1
         return True
@@ -337,7 +342,8 @@ class SnapTypeState(TypeState):
         reads by key), so the fold finds them."""
         if "current" in self._loaded:
             return
-        todo = sorted({k for k in keys if k not in self._seen})
+        # Keys are text: another value names no record (and DuckDB would refuse to compare it).
+        todo = sorted({k for k in keys if type(k) is str and k not in self._seen})
         if not todo:
             return
         if not self._by_key_allowed(len(todo)):
@@ -351,7 +357,8 @@ class SnapTypeState(TypeState):
         ``prefetch``."""
         if "current" in self._loaded:
             return
-        todo = sorted({k for k in keys if k not in self._seen})
+        # Keys are text: another value names no record (and DuckDB would refuse to compare it).
+        todo = sorted({k for k in keys if type(k) is str and k not in self._seen})
         if not todo:
             return
         if self._ranges >= RANGE_QUERIES or len(todo) > max(PREFETCH_MAX, self._rows // 4):
@@ -400,6 +407,9 @@ class SnapTypeState(TypeState):
 
     def lookup(self, key: str) -> Record | None:
         """The current record of ``key`` (None: none), reading the part whole past the budget."""
+        if type(key) is not str:
+            hash(key)  # an unhashable key fails as a dict's would
+            return None  # keys are text: another value names no record
         if key not in self._seen:
             self.prefetch([key])
             if "current" in self._loaded:
@@ -465,6 +475,8 @@ class SnapTypeState(TypeState):
         return _ORD.__get__(self)
 
     def load_position(self, key: str) -> int:
+        if type(key) is not str:
+            raise KeyError(key)
         pos = self._pos.get(key)
         if pos is not None:
             return pos

@@ -68,13 +68,17 @@ def per_record(fn: Callable[[Any], T]) -> Callable[[Any], T]:
 
     A record is frozen and a vocabulary immutable, so the value holds while both live; it is
     forgotten when the record is, and holds neither alive (weak references; records hash their
-    values, so they are not keys). The bindings ``fn`` read are noted again on every call, as if it had read them. The
-    value is shared: a caller must not change it (return tuples and frozensets).
+    values, so they are not keys). The bindings ``fn`` read are noted again on every call, as
+    if it had read them. The value is shared: a caller must not change it (return tuples and
+    frozensets).
     """
     memo: dict[int, tuple[weakref.ref[Any], weakref.ref[Any], T, frozenset[Binding]]] = {}
 
     def forget(key: int) -> Callable[[weakref.ref[Any]], None]:
-        return lambda _: memo.pop(key, None)
+        def gone(_: weakref.ref[Any]) -> None:
+            memo.pop(key, None)
+
+        return gone
 
     @functools.wraps(fn)
     def remembered(rec: Any) -> T:

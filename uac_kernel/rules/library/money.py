@@ -148,6 +148,17 @@ def _freeze_part(r: Record) -> Hashable:
     return EVERY if _is_freeze(r) else (type(r).__name__, r.key)
 
 
+def _outflow(
+    found: dict[str, list[tuple[Record, frozenset[str], str]]],
+    t: str,
+    r: Record,
+    today: date | None,
+) -> None:
+    """Add ``r`` (of type ``t``) to ``found`` when it is a pending outflow from an account."""
+    if _pending(r, today) and (account := _words(src := _text(r, SOURCE), _ACCOUNT_STOP)):
+        found.setdefault(t, []).append((r, account, src))
+
+
 @rule(
     roles=["freeze", "instruction", *OUTFLOWS],
     partition=_freeze_part,
@@ -173,10 +184,6 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
     freezes: list[tuple[Record, frozenset[str], date | None, date | None]] = []
     found: dict[str, list[tuple[Record, frozenset[str], str]]] = {}  # outflows by type
 
-    def outflow(t: str, r: Record) -> None:
-        if _pending(r, today) and (account := _words(src := _text(r, SOURCE), _ACCOUNT_STOP)):
-            found.setdefault(t, []).append((r, account, src))
-
     kinds = _types("freeze", "instruction", *OUTFLOWS)
     # Only a type playing freeze or instruction, or one with a field for ``freeze.active``,
     # can hold a freeze: the others' outflows are read only when a freeze is in force (a long
@@ -201,13 +208,13 @@ def transfer_during_freeze(user: UserView) -> Iterator[Finding]:
                     if account:
                         freezes.append((r, account, starts, until))
             elif not instruction or any(w in _norm(_text(r, ACTION)) for w in OUTFLOW_WORDS):
-                outflow(t, r)
+                _outflow(found, t, r, today)
     if not freezes:
         return
     for t in kinds:
         if t not in holds:
             for r in user.all(t):
-                outflow(t, r)
+                _outflow(found, t, r, today)
     outflows = [o for t in kinds for o in found.get(t, ())]
     for out, account, src in outflows:
         when = _first_day(out, PAID_ON)
