@@ -1,6 +1,6 @@
 """Attacks on the checkpoint module (codegen, checkpoint, edits): what must hold, and what broke.
 
-The contract under attack (README "Checkpoints are code", DESIGN.md "Data is never code"):
+The contract under attack (docs/checkpoints.md, DESIGN.md "Data is never code"):
 
 1. Whatever ingest accepts, the checkpoint imports in a clean interpreter (``python -I``) and
    defines exactly the state: records, history, values and their Python types, user_id, seq,
@@ -216,7 +216,7 @@ def test_names_at_the_validators_limits(tmp_path: Path) -> None:
     assert import_clean([tmp_path / "names.py"], tmp_path) == [want]
 
 
-# Only names that cannot be stored or would break uac are refused (README "Names"); names in any
+# Only names that cannot be stored or would break uac are refused (docs/events.md "Names"); names in any
 # other style (`trip`, `1T`, `Tr ip`, `class`, `x-y`) are let in (tests/core/test_names.py).
 @pytest.mark.parametrize(
     ("type_", "field"),

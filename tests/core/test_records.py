@@ -68,7 +68,7 @@ def test_getattr_with_a_default_and_hasattr_still_answer(wb: Workbench) -> None:
 
 
 def test_an_expression_reads_a_field_a_type_may_lack_through_fields(wb: Workbench) -> None:
-    # the sandbox has no getattr: what the README offers instead
+    # the sandbox has no getattr: what docs/queries.md offers instead
     assert wb.eval("[t.fields().get('nights') for t in user.all(Trip)]") == [None] * 3
     assert wb.eval("[t.fields().get('destination') for t in user.all(Trip)]") == [
         "Tokyo",

@@ -1,6 +1,6 @@
 """Every environment variable goes through ``uac_kernel.core.settings``: a bad value is one line naming
 the variable, on the command line (a real ``uac`` process) and in a notebook (a real IPython
-shell); good values keep their meaning; the README's table is the module's."""
+shell); good values keep their meaning; docs/cli.md's table is the module's."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from uac_kernel.core import settings
 from uac_kernel.core.errors import FleetError, QueryError, StoreError
 from uac_kernel.workbench import Workbench
 
-README = (Path(__file__).parents[2] / "README.md").read_text()
+CLI_DOC = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
 NUMBERS_BAD = ["inf", "-inf", "nan", "1e400", "-1", "abc", "١٢", " ", "\t", "9" * 5000, "1_0"]
 TEXT_BAD = [" ", "\x1b[2J", "a\nb", "\u202ename"]
 SWITCH_BAD = ["maybe", "2", " ", "١"]
@@ -72,9 +72,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_every_variable_is_in_the_table_and_the_readme() -> None:
+def test_every_variable_is_in_the_table_and_the_cli_doc() -> None:
     assert set(BAD) == {s.name for s in settings.SETTINGS}
-    assert settings.table() in README
+    assert settings.table() in CLI_DOC
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

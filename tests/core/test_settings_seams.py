@@ -521,7 +521,7 @@ def test_notebook_sql_timeout_from_the_environment_stops_a_runaway_query(
     assert bare_ip.run_cell(f"%uac open {store} --user maya --read-only").error_in_exec is None
     monkeypatch.setenv("UAC_SQL_TIMEOUT", "1")
     monkeypatch.setenv("UAC_SQL_THREADS", "1")
-    # README: the variables are "the command's and the notebook's alike"; the magic passes its
+    # docs/cli.md: the variables are "the command's and the notebook's alike"; the magic passes its
     # own sql_timeout (30.0) whether or not %config set it, so the variable is never read
     message = usage_error(bare_ip, f"%uac sql {RUNAWAY}")
     assert "time limit of 1 s" in message, message

@@ -297,7 +297,7 @@ def test_a_record_with_only_short_or_numeric_values_is_never_mentioned(
 def test_a_real_mention_in_another_normal_form_counts(
     tmp_path: Path, server: ChatServer, name: str, said: str
 ) -> None:
-    # The README: "Words are compared case-folded"; forget matches NFKC + casefold. A user who
+    # docs/models.md: "Words are compared case-folded"; forget matches NFKC + casefold. A user who
     # types NFD (macOS) or fullwidth really names the record: the small update applies.
     history = [
         fact("2025-01-10", "add", "Person", "p-1", name=name, city="Vienna"),

@@ -72,7 +72,7 @@ def test_hostile_field_name_is_kept_or_refused_in_one_line(tmp_path: Path, name:
         try:
             wb.ingest([ev("2025-01-01T09:00:00", "Thing", "a", **{name: HOSTILE_FIELDS[name]})])
         except EventError as e:
-            # only what would break uac is refused (README "Names")
+            # only what would break uac is refused (docs/events.md "Names")
             assert name in REFUSED_FIELDS, e
             assert "\n" not in str(e)
             assert log_bytes(wb) == before
