@@ -797,7 +797,9 @@ def test_charts(loaded: Any) -> None:
         assert isinstance(run(ip, "%uac chart alerts"), alt.TopLevelMixin)
         result = run(ip, "%uac chart result Counter(m.name for m in user.all('Medication'))")
         assert isinstance(result, alt.Chart)
-        assert result.to_dict()["title"] == "Counter(m.name for m in user.all('Medication'))"
+        assert (
+            result.to_dict()["title"]["text"] == "Counter(m.name for m in user.all('Medication'))"
+        )
         assert "cannot chart" in usage_error(ip, "%uac chart result 'a string'")
         assert "invalid choice" in usage_error(ip, "%uac chart evnts")
         assert charts.enable_offline  # the module the magic draws with

@@ -178,7 +178,7 @@ def test_events_over_time_by_month_and_kind_filter(wb: Workbench) -> None:
             "top": 1,
         },
     ]
-    assert spec["title"] == "Events of maya per month"
+    assert spec["title"]["text"] == "Events of maya per month"
 
 
 def test_an_unknown_frequency_is_refused(wb: Workbench) -> None:
@@ -190,13 +190,17 @@ def test_an_unknown_frequency_is_refused(wb: Workbench) -> None:
 
 def test_records_over_time_counts_current_records_per_type(wb: Workbench) -> None:
     spec = records_over_time(wb).to_dict()
-    assert spec["mark"] == {"type": "line", "interpolate": "step-after", "point": True}
+    assert spec["mark"]["type"] == "line" and spec["mark"]["interpolate"] == "step-after"
+    assert spec["mark"]["point"]["filled"] is False  # hollow: two at one place both show
     assert encoding(spec, "x")["field"] == "period"
     assert encoding(spec, "x")["type"] == "temporal"
     assert encoding(spec, "y")["field"] == "records"
     assert encoding(spec, "y")["axis"] == COUNT_AXIS
     assert encoding(spec, "color")["field"] == "type"
-    assert encoding(spec, "color")["scale"] == {"scheme": "tableau20"}  # 20 distinct colours
+    assert encoding(spec, "color")["scale"]["scheme"] == "tableau20"  # 20 distinct colours
+    # One domain, in the rows' order, for colour, dash, width and shape: one legend.
+    scales = [encoding(spec, c)["scale"]["domain"] for c in ("color", "strokeDash", "shape")]
+    assert scales == [["Allergy", "Book", "Medication", "Trip"]] * 3
     # Each line runs on to the log's last month (May), where Medication drops to 0.
     assert values(spec) == [
         {"type": "Allergy", "period": "2025-04-01", "records": 1},
@@ -235,7 +239,7 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     assert points["mark"]["type"] == "point"
     assert points["transform"] == [{"filter": "(datum.state === 'updated')"}]
     shared = spec.get("encoding") or bars["encoding"]
-    assert shared["y"]["field"] == "label" and shared["y"]["axis"] == {"labelLimit": 0}
+    assert shared["y"]["field"] == "label" and shared["y"]["axis"]["labelLimit"] == 200
     assert shared["color"]["field"] == "severity"
     assert shared["color"]["scale"] == {
         "domain": ["critical", "warning", "info"],
@@ -391,7 +395,7 @@ def test_whatif_timeline_draws_both_runs_and_the_insertion(wb: Workbench, tmp_pa
     assert shared["color"]["field"] == "run" and shared["yOffset"]["field"] == "run"
     assert shared["color"]["scale"]["domain"] == ["real", "what-if"]
     assert shared["opacity"]["field"] == "severity"
-    assert shared["y"]["field"] == "label" and shared["y"]["axis"] == {"labelLimit": 0}
+    assert shared["y"]["field"] == "label" and shared["y"]["axis"]["labelLimit"] == 200
 
     # The real run is the log as it happened; the what-if has all of it and one alert more.
     real = {(r["label"], r["start"], r["end"]) for r in rows if r["run"] == "real"}
@@ -456,7 +460,7 @@ def test_a_whatif_over_the_current_state_has_no_timeline(wb: Workbench) -> None:
 def test_a_dict_of_label_to_number_is_bars_in_the_given_order() -> None:
     spec = result_chart({"Japan": 3, "France": 1, "Peru": 2}, title="Trips").to_dict()
     assert spec["mark"]["type"] == "bar"
-    assert spec["title"] == "Trips"
+    assert spec["title"]["text"] == "Trips"
     assert encoding(spec, "y") | {"axis": None} == {
         "field": "label",
         "type": "nominal",
@@ -565,12 +569,14 @@ def test_results_from_eval_and_sql_chart(wb: Workbench) -> None:
         {"label": "Paris", "value": 1},
     ]
     spec = result_chart(wb.sql("SELECT title, late_days FROM Book")).to_dict()
-    assert encoding(spec, "y")["field"] == "title"
-    assert encoding(spec, "x")["field"] == "late_days"
-    assert values(spec) == [{"title": "Dune", "late_days": 10}]
+    # The columns name the axes; the fields are always label and value (a column named
+    # "a.b" would be read as a path).
+    assert encoding(spec, "y")["field"] == "label" and encoding(spec, "y")["title"] == "title"
+    assert encoding(spec, "x")["field"] == "value" and encoding(spec, "x")["title"] == "late_days"
+    assert values(spec) == [{"label": "Dune", "value": 10}]
     # DuckDB answers DECIMAL for literals like 1.5; charts get plain floats.
     decimals = result_chart(wb.sql("SELECT title, late_days * 1.5 AS fine FROM Book"))
-    assert values(decimals.to_dict()) == [{"title": "Dune", "fine": 15.0}]
+    assert values(decimals.to_dict()) == [{"label": "Dune", "value": 15.0}]
     assert values(result_chart(wb.sql("SELECT 1.25 AS x").rows[0]).to_dict()) == [{"value": 1.25}]
 
 

@@ -23,10 +23,11 @@ from uac_kernel.core.display import did_you_mean
 from uac_kernel.core.errors import UacError
 from uac_kernel.model.ask import Answer
 from uac_kernel.notebook.askline import ask_line
+from uac_kernel.notebook.imports import import_in_background
 from uac_kernel.notebook.magics_code import CodeMagics
 from uac_kernel.notebook.magics_log import LogMagics
 from uac_kernel.notebook.magics_model import ModelMagics
-from uac_kernel.notebook.magics_query import QueryMagics
+from uac_kernel.notebook.magics_query import CHART_MODULES, QueryMagics
 from uac_kernel.notebook.subcommands import _doc, _one_line, _usage
 from uac_kernel.notebook.tables import Table
 from uac_kernel.render.answer import answer_html, answer_lines
@@ -152,6 +153,9 @@ def load_ipython_extension(ip: InteractiveShell) -> None:
         ip.input_transformers_cleanup.append(ask_line)
     if not ip.custom_exceptions:  # a handler the user set stays theirs
         ip.set_custom_exc((UacError,), _one_line_error)
+    # The first `%uac chart` imports Altair (~1.5 s); started now, on a thread, it is done or
+    # partly done by then, while the user opens a store (bench/first_chart.py).
+    import_in_background(*CHART_MODULES)
 
 
 def _one_line_error(

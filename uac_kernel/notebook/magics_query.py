@@ -16,7 +16,10 @@ from uac_kernel.notebook.subcommands import subcommand
 from uac_kernel.render.alerts import alerts_lines
 from uac_kernel.sql.view import SqlResult
 
-__all__ = ["QueryMagics"]
+__all__ = ["CHART_MODULES", "QueryMagics"]
+
+# What `%uac chart` imports; `%load_ext uac` starts importing it in the background.
+CHART_MODULES = ("uac_kernel.render.charts",)
 
 
 class QueryMagics(Session):
@@ -114,7 +117,8 @@ class QueryMagics(Session):
             raw=True,
         )
         try:
-            import_on_fresh_stack("uac_kernel.render.charts")
+            # %load_ext started it in the background (CHART_MODULES): this waits for the rest.
+            import_on_fresh_stack(CHART_MODULES[0])
             from uac_kernel.render import charts
         except ImportError as exc:
             print(
@@ -157,7 +161,8 @@ class QueryMagics(Session):
         try:
             # The first import of Altair, deep in IPython's stack, can cost seconds more than
             # on a fresh one (CPython gh-142183); see uac_kernel.notebook.imports.
-            import_on_fresh_stack("uac_kernel.render.charts")
+            # %load_ext started it in the background (CHART_MODULES): this waits for the rest.
+            import_on_fresh_stack(CHART_MODULES[0])
             from uac_kernel.render import charts
         except ImportError as exc:
             raise UsageError(

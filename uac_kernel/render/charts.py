@@ -31,9 +31,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import altair as alt
 
-from uac_kernel.core.display import printable, shorten, show
+from uac_kernel.core.display import shorten, show
 from uac_kernel.core.errors import QueryError
 from uac_kernel.core.outputs import CHART_KINDS, Output
+from uac_kernel.render.chart_fit import (
+    CATEGORY_WIDTH,
+    LABEL_PX,
+    LEGEND_LABEL_PX,
+    LINE_POINTS,
+    PLOT_WIDTH,
+    chart_text,
+    label_axis,
+    legend,
+    series_channels,
+)
+from uac_kernel.render.chart_fit import title as _title
 from uac_kernel.sql.view import SqlResult
 
 if TYPE_CHECKING:
@@ -66,7 +78,8 @@ FREQUENCIES: dict[str, str] = {
 }
 SEVERITY_COLORS: dict[str, str] = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
 
-_WIDTH = 600
+# Sized to fit a notebook's output area, labels and legend included (render/chart_fit.py).
+_WIDTH = PLOT_WIDTH
 _HEIGHT = 300
 # The log's timestamps are naive UTC; a UTC scale keeps axes from shifting by the viewer's zone.
 _UTC = alt.Scale(type="utc")
@@ -103,10 +116,6 @@ def _rows(wb: Workbench, sql: str, params: list[Any]) -> list[dict[str, Any]]:
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
         finally:
             cur.close()
-
-
-def _title(text: str, subtitle: str = "") -> alt.TitleParams | str:
-    return alt.TitleParams(text, subtitle=subtitle) if subtitle else text
 
 
 # A count's axis: whole-number ticks ("d"), at least 1 apart, never 0.1 steps for a few events.
@@ -159,7 +168,7 @@ def events_over_time(
             x2="end:T",
             y=alt.Y("bottom:Q", title="Events", axis=_COUNT_AXIS),
             y2="top:Q",
-            color=alt.Color("kind:N", title="Kind"),
+            color=alt.Color("kind:N", title="Kind", legend=legend(columns=6)),
             tooltip=[
                 alt.Tooltip("start:T", title=f"{part} from", formatType="utc"),
                 alt.Tooltip("kind:N", title="kind"),
@@ -197,6 +206,12 @@ def _group_types(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         now.update(changes[period])
         grouped.append({"type": label, "period": period, "records": sum(now.values())})
     return [r for r in rows if r["type"] in kept] + grouped
+
+
+def _printable_types(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for r in rows:
+        r["type"] = chart_text(r["type"], LEGEND_LABEL_PX)
+    return rows
 
 
 def records_over_time(
@@ -243,13 +258,18 @@ def records_over_time(
         """,
         [part, wb.user, *chosen, part, wb.user],
     )
+    rows = _group_types(_printable_types(rows))
+    # Lines are drawn in the order of their rows, the first widest: the domain in that order.
+    types = list(dict.fromkeys(r["type"] for r in rows))
     return (
-        alt.Chart(_data(_group_types(rows)), title=_title(f"Current records of {wb.user} by type"))
-        .mark_line(interpolate="step-after", point=True)
+        alt.Chart(_data(rows), title=_title(f"Current records of {wb.user} by type"))
+        .mark_line(interpolate="step-after", point=LINE_POINTS)
         .encode(
             x=alt.X("period:T", title=part.capitalize(), scale=_UTC),
             y=alt.Y("records:Q", title="Current records", axis=_COUNT_AXIS),
-            color=alt.Color("type:N", title="Type", scale=alt.Scale(scheme=_TYPE_SCHEME)),
+            # Two types of the same counts draw one line over the other: each its own dash,
+            # width and point shape, so both stay visible.
+            **series_channels("type", types, title="Type", scale=alt.Scale(scheme=_TYPE_SCHEME)),
             tooltip=[
                 alt.Tooltip("type:N", title="type"),
                 alt.Tooltip("period:T", title=f"{part} from", formatType="utc"),
@@ -271,7 +291,8 @@ def _alert_labels(rows: list[dict[str, Any]]) -> None:
             continue
         evidence = json.loads(r.pop("evidence") or "[]")
         about = ", ".join(f"{e.get('type', '?')} {e.get('key', '?')}" for e in evidence)
-        text = shorten(f"{r['rule']}: {about}" if about else str(r["rule"]), _ALERT_LABEL)
+        whole = f"{r['rule']}: {about}" if about else str(r["rule"])
+        text = chart_text(shorten(whole, _ALERT_LABEL), _LABEL_ROOM)
         taken[text] = taken.get(text, 0) + 1
         labels[r["id"]] = f"{text} ({taken[text]})" if taken[text] > 1 else text
         r["label"] = labels[r["id"]]
@@ -279,7 +300,8 @@ def _alert_labels(rows: list[dict[str, Any]]) -> None:
         r.pop("evidence", None)
 
 
-_ALERT_LABEL = 100  # characters of a row label; the axis shows them whole
+_ALERT_LABEL = 100  # characters of a row label; the axis shows LABEL_PX of it, the tooltip all
+_LABEL_ROOM = LABEL_PX - 40  # px of a row label before its " (2)"
 
 
 def alerts_timeline(wb: Workbench) -> alt.LayerChart:
@@ -324,13 +346,19 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
         [list(wb.runner.rules), wb.user, clock, clock],
     )
     _alert_labels(rows)
+    for r in rows:  # drawn in tooltips, and in the SVG's aria labels: no control characters
+        for k in ("rule", "category", "message", "why_cleared"):
+            r[k] = chart_text(r[k]) if r[k] is not None else None
     base = alt.Chart(
         _data(rows), title=_title(f"Alerts of {wb.user}", "bars: raised → cleared")
     ).encode(
-        # No axis title: it would be drawn over labels shown whole (labelLimit 0: no limit).
-        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)),
-        color=alt.Color("severity:N", title="Severity", scale=_severity_scale()),
+        # No axis title; labels cut at LABEL_PX with "…", whole in the tooltip.
+        y=alt.Y("label:N", title=None, sort=None, axis=label_axis()),
+        color=alt.Color(
+            "severity:N", title="Severity", scale=_severity_scale(), legend=legend(columns=3)
+        ),
         tooltip=[
+            alt.Tooltip("label:N", title="alert"),
             alt.Tooltip("message:N", title="message"),
             alt.Tooltip("rule:N", title="rule"),
             alt.Tooltip("severity:N", title="severity"),
@@ -355,7 +383,9 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
         .encode(x=alt.X("start:T", scale=_UTC))
         .transform_filter(alt.datum.state == "updated")
     )
-    return alt.LayerChart(layer=[bars, instants, updates], width=_WIDTH, height=alt.Step(22))
+    return alt.LayerChart(
+        layer=[bars, instants, updates], width=CATEGORY_WIDTH, height=alt.Step(22)
+    )
 
 
 # -- what-ifs --------------------------------------------------------------------------------
@@ -421,9 +451,9 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
                 "label": labels[s.id],
                 "row": order[labels[s.id]],
                 "run": s.run,
-                "rule": _chart_text(s.rule),
+                "rule": chart_text(s.rule),
                 "severity": s.severity,
-                "message": _chart_text(s.message),
+                "message": chart_text(s.message),
                 "start": _utc_text(start),
                 "end": _utc_text(end),
                 "instant": end <= start,
@@ -432,7 +462,7 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
         )
     left = len(order) - _WHATIF_ROWS
     title = _title(
-        f"Alerts of {_chart_text(w.user)}: real and what-if",
+        f"Alerts of {chart_text(w.user)}: real and what-if",
         f"what-if inserted at {show(as_of)} UTC; bars: raised → cleared"
         + (f"; the first {_WHATIF_ROWS} alerts of {len(order)} shown" if left > 0 else ""),
     )
@@ -440,20 +470,25 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
         "label:N",
         title=None,
         sort=alt.EncodingSortField("row", op="min"),
-        axis=alt.Axis(labelLimit=0),
+        axis=label_axis(),
     )
     base = alt.Chart(_data(rows)).encode(
         y=y,
         yOffset=alt.YOffset("run:N", sort=list(RUNS), scale=alt.Scale(domain=list(RUNS))),
         color=alt.Color(
-            "run:N", title="Run", scale=alt.Scale(domain=list(RUNS), range=list(_RUN_COLORS))
+            "run:N",
+            title="Run",
+            scale=alt.Scale(domain=list(RUNS), range=list(_RUN_COLORS)),
+            legend=legend(columns=2),
         ),
         opacity=alt.Opacity(
             "severity:N",
             title="Severity",
             scale=alt.Scale(domain=list(_SEVERITY_OPACITY), range=list(_SEVERITY_OPACITY.values())),
+            legend=legend(columns=3),
         ),
         tooltip=[
+            alt.Tooltip("label:N", title="alert"),
             alt.Tooltip("run:N", title="run"),
             alt.Tooltip("message:N", title="message"),
             alt.Tooltip("rule:N", title="rule"),
@@ -478,7 +513,7 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
         x=alt.X("as_of:T", scale=_PADDED), y=alt.value(0), text="text:N"
     )
     return alt.LayerChart(
-        layer=[bars, instants, rule, note], title=title, width=_WIDTH, height=alt.Step(16)
+        layer=[bars, instants, rule, note], title=title, width=CATEGORY_WIDTH, height=alt.Step(16)
     )
 
 
@@ -494,7 +529,7 @@ def _span_labels(w: WhatIf) -> dict[str, str]:
     for s in sorted(w.timeline, key=_first_seen):
         if s.id in labels:
             continue
-        text = _chart_text(shorten(f"{s.rule}: {s.message}", _WHATIF_LABEL))
+        text = chart_text(shorten(f"{s.rule}: {s.message}", _WHATIF_LABEL), _LABEL_ROOM)
         taken[text] = taken.get(text, 0) + 1
         labels[s.id] = f"{text} ({taken[text]})" if taken[text] > 1 else text
     return labels
@@ -502,12 +537,6 @@ def _span_labels(w: WhatIf) -> dict[str, str]:
 
 _WHATIF_LABEL = 80  # characters of a row label: the rule and the start of the message
 _WHATIF_ROWS = 200  # alerts a timeline draws at the most
-
-
-def _chart_text(text: str) -> str:
-    """Text from the log as a chart shows it: control and invisible characters escaped
-    (vl-convert aborts the process on a control character, and an SVG may not hold one)."""
-    return printable(text)
 
 
 # -- query results ---------------------------------------------------------------------------
@@ -557,18 +586,20 @@ def _as_time(key: object) -> tuple[str, str] | None:
 def _label(key: object) -> str:
     if isinstance(key, tuple):
         return " / ".join(_label(k) for k in key)
-    return str(key)
+    return chart_text(key, _X_LABEL_PX)  # the least room a key gets: a grouped chart's x
 
+
+_X_LABEL_PX = 120  # px of a grouped bar chart's x labels, drawn at an angle
 
 _TIME_FORMAT = {"year": "%Y", "month": "%b %Y", "date": "%Y-%m-%d", "time": "%Y-%m-%d %H:%M"}
 # Ticks on whole years or months, or a few years would repeat "2024" under every quarter.
 _TICKS: dict[str, Literal["year", "month"]] = {"%Y": "year", "%b %Y": "month"}
 
 
-def _time_x(field: str, fmt: str) -> alt.X:
+def _time_x(field: str, fmt: str, title: str | None = None) -> alt.X:
     ticks = _TICKS.get(fmt)
     axis = alt.Axis(format=fmt) if ticks is None else alt.Axis(format=fmt, tickCount=ticks)
-    return alt.X(f"{field}:T", title=field, scale=_UTC, axis=axis)
+    return alt.X(f"{field}:T", title=title or field, scale=_UTC, axis=axis)
 
 
 def _time_axis(keys: Sequence[object]) -> tuple[list[str], str] | None:
@@ -605,42 +636,45 @@ def _value_axis(values: Sequence[object]) -> Any:
 
 
 def _chart(rows: list[dict[str, Any]], title: str) -> alt.Chart:
-    return alt.Chart(_data(rows), title=title or alt.Undefined)
+    return alt.Chart(_data(rows), title=_title(title) if title else alt.Undefined)
 
 
 def _series_chart(
     items: list[tuple[object, float]], title: str, label: str = "label", value: str = "value"
 ) -> alt.Chart:
+    # The fields are always "label" and "value"; a SQL result's column names are only titles
+    # (a name such as "a.b" or "x:N" would be read as a path or a type).
+    label, value = (shorten(chart_text(t, LABEL_PX), 40) for t in (label, value))
     time = _time_axis([k for k, _ in items])
     if time is not None:
         texts, fmt = time
         rows = sorted(
-            ({label: t, value: v} for t, (_, v) in zip(texts, items, strict=True)),
-            key=lambda r: str(r[label]),
+            ({"label": t, "value": v} for t, (_, v) in zip(texts, items, strict=True)),
+            key=lambda r: str(r["label"]),
         )
         return (
             _chart(rows, title)
             .mark_line(point=True)
             .encode(
-                x=_time_x(label, fmt),
-                y=alt.Y(f"{value}:Q", title=value, axis=_value_axis([v for _, v in items])),
+                x=_time_x("label", fmt, label),
+                y=alt.Y("value:Q", title=value, axis=_value_axis([v for _, v in items])),
                 tooltip=[
-                    alt.Tooltip(f"{label}:T", format=fmt, formatType="utc"),
-                    alt.Tooltip(f"{value}:Q"),
+                    alt.Tooltip("label:T", title=label, format=fmt, formatType="utc"),
+                    alt.Tooltip("value:Q", title=value),
                 ],
             )
             .properties(width=_WIDTH, height=_HEIGHT)
         )
-    rows = [{label: _label(k), value: v} for k, v in items]
+    rows = [{"label": _label(k), "value": v} for k, v in items]
     return (
         _chart(rows, title)
         .mark_bar()
         .encode(
-            y=alt.Y(f"{label}:N", title=label, sort=None, axis=alt.Axis(labelLimit=260)),
-            x=alt.X(f"{value}:Q", title=value, axis=_value_axis([v for _, v in items])),
-            tooltip=[alt.Tooltip(f"{label}:N"), alt.Tooltip(f"{value}:Q")],
+            y=alt.Y("label:N", title=label, sort=None, axis=label_axis()),
+            x=alt.X("value:Q", title=value, axis=_value_axis([v for _, v in items])),
+            tooltip=[alt.Tooltip("label:N", title=label), alt.Tooltip("value:Q", title=value)],
         )
-        .properties(width=_WIDTH, height=alt.Step(20))
+        .properties(width=CATEGORY_WIDTH, height=alt.Step(20))
     )
 
 
@@ -667,21 +701,26 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
     if time is not None:
         texts, fmt = time
         it = iter(texts)
+        # Lines are drawn in the order of their rows, the first widest: rows in the given order.
+        domain = list(dict.fromkeys(_label(g) for g in groups))
+        rank = {g: i for i, g in enumerate(domain)}
         rows = sorted(
             (
                 {"group": _label(g), "x": next(it), "value": v}
                 for g, items in groups.items()
                 for _, v in items
             ),
-            key=lambda r: (r["group"], r["x"]),
+            key=lambda r: (rank[str(r["group"])], r["x"]),
         )
         return (
             _chart(rows, title)
-            .mark_line(point=True)
+            .mark_line(point=LINE_POINTS)
             .encode(
                 x=_time_x("x", fmt),
                 y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
-                color=alt.Color("group:N", title="group", sort=None),
+                # Groups of equal values draw one line over another: each its own dash, width
+                # and point shape, so all stay visible.
+                **series_channels("group", domain),
                 tooltip=[
                     alt.Tooltip("group:N"),
                     alt.Tooltip("x:T", format=fmt, formatType="utc"),
@@ -699,10 +738,10 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
         _chart(rows, title)
         .mark_bar()
         .encode(
-            x=alt.X("x:N", title="x", sort=None),
+            x=alt.X("x:N", title="x", sort=None, axis=label_axis(_X_LABEL_PX, labelAngle=-45)),
             xOffset=alt.XOffset("group:N", sort=None),
             y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
-            color=alt.Color("group:N", title="group", sort=None),
+            color=alt.Color("group:N", title="group", sort=None, legend=legend()),
             tooltip=[alt.Tooltip("group:N"), alt.Tooltip("x:N"), alt.Tooltip("value:Q")],
         )
         .properties(width=_WIDTH, height=_HEIGHT)
@@ -749,27 +788,37 @@ def result_chart(value: object, title: str = "") -> alt.Chart:
 
 # -- a fleet ---------------------------------------------------------------------------------
 
+# Two charts side by side in a notebook's width: each about half of it, axes included.
+_FLEET_WIDTH = 340
+_FLEET_LABEL_PX = 130
+
 
 def fleet_alerts_chart(summary: FleetSummary) -> alt.Chart:
     """A fleet directory's standing alerts per rule (bars), from ``fleet.sql.fleet_summary``."""
-    rules = [{"rule": rule, "alerts": n} for rule, n in summary.alerts_by_rule.items()]
+    rules = [
+        {"rule": chart_text(r, _FLEET_LABEL_PX), "alerts": n}
+        for r, n in summary.alerts_by_rule.items()
+    ]
     return (
-        alt.Chart(_data(rules), title=_title("Standing alerts per rule"))
+        alt.Chart(_data(rules), title=_title("Standing alerts per rule", width=_FLEET_WIDTH))
         .mark_bar()
         .encode(
             x=alt.X("alerts:Q", title="alerts", axis=_COUNT_AXIS),
-            y=alt.Y("rule:N", sort="-x", title=None),
+            y=alt.Y("rule:N", sort="-x", title=None, axis=label_axis(_FLEET_LABEL_PX)),
             tooltip=["rule:N", "alerts:Q"],
         )
-        .properties(width=_WIDTH // 2, height=_HEIGHT)
+        .properties(width=_FLEET_WIDTH - _FLEET_LABEL_PX, height=_HEIGHT)
     )
 
 
 def fleet_events_chart(summary: FleetSummary) -> alt.Chart:
     """How many events a fleet directory's users have (a histogram of users)."""
-    users = [{"user_id": u, "events": n} for u, n in summary.events_per_user]
+    users = [{"user_id": chart_text(u), "events": n} for u, n in summary.events_per_user]
     return (
-        alt.Chart(_data(users), title=_title("Events per user", f"{summary.users:,} users"))
+        alt.Chart(
+            _data(users),
+            title=_title("Events per user", f"{summary.users:,} users", width=_FLEET_WIDTH),
+        )
         .mark_bar()
         .encode(
             x=alt.X("events:Q", bin=alt.Bin(maxbins=30), title="events"),
@@ -779,7 +828,7 @@ def fleet_events_chart(summary: FleetSummary) -> alt.Chart:
                 alt.Tooltip("count():Q", title="users"),
             ],
         )
-        .properties(width=_WIDTH // 2, height=_HEIGHT)
+        .properties(width=_FLEET_WIDTH - 60, height=_HEIGHT)
     )
 
 

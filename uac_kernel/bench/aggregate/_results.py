@@ -256,6 +256,8 @@ class AggregateResult:
         """Accuracy and prompt tokens against history size, one line per system."""
         import altair as alt
 
+        from uac_kernel.render.chart_fit import LINE_POINTS, NOTEBOOK_WIDTH, series_channels, title
+
         acc, toks = self.accuracy("size"), self.tokens()
         rows_acc = [
             {"system": self._name(s), "size": size, "accuracy": v}
@@ -269,14 +271,15 @@ class AggregateResult:
             for size, v in toks.get(s, {}).items()
         ]
         names = [self._name(s) for s in self.systems()]
-        # Lines that coincide (typed state and full context both at 100%) stay distinguishable
-        # by their dash and point shape.
-        scale = alt.Scale(domain=names)
-        series = {
-            "color": alt.Color("system:N", scale=scale, legend=alt.Legend(labelLimit=400)),
-            "strokeDash": alt.StrokeDash("system:N", scale=scale),
-            "shape": alt.Shape("system:N", scale=scale),
-        }
+        # Lines that coincide (typed state and full context both at 100%) stay visible: each
+        # its own dash, width and hollow point shape, the first drawn widest. The legend stands
+        # below the panels, two columns wide enough for "embedding top-5 (all-MiniLM-L6-v2)".
+        series = series_channels("system", names, columns=2, label_px=280, title="system")
+        panel = {"width": 270, "height": 240}  # two panels and their axes in a notebook's width
+        heading = title(
+            f"Aggregate questions: typed state vs retrieval (k={self.k}) — {self.label}",
+            width=NOTEBOOK_WIDTH,
+        )
         sizes = self.sizes
         x = alt.X(
             "size:Q",
@@ -286,29 +289,27 @@ class AggregateResult:
         )
         left = (
             alt.Chart(alt.Data(values=rows_acc))
-            .mark_line(point=alt.OverlayMarkDef(size=60, filled=True))
+            .mark_line(point=LINE_POINTS)
             .encode(
                 x=x,
                 y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
                 tooltip=["system:N", "size:Q", alt.Tooltip("accuracy:Q", format=".1%")],
                 **series,
             )
-            .properties(width=320, height=240, title="accuracy")
+            .properties(**panel, title="accuracy")
         )
         if not rows_tok:  # nothing counted: say so where the token panel would be
             text = "prompt tokens not counted: cl100k_base's ranks were unavailable offline"
             right = (
                 alt.Chart(alt.Data(values=[{"text": text}]))
-                .mark_text(fontSize=12)
+                .mark_text(fontSize=12, limit=260)
                 .encode(text="text:N")
-                .properties(width=320, height=240, title="prompt tokens")
+                .properties(**panel, title="prompt tokens")
             )
-            return alt.hconcat(left, right).properties(
-                title=f"Aggregate questions: typed state vs retrieval (k={self.k}) — {self.label}"
-            )
+            return alt.hconcat(left, right).properties(title=heading)
         right = (
             alt.Chart(alt.Data(values=rows_tok))
-            .mark_line(point=alt.OverlayMarkDef(size=60, filled=True))
+            .mark_line(point=LINE_POINTS)
             .encode(
                 x=x,
                 y=alt.Y(
@@ -317,11 +318,9 @@ class AggregateResult:
                 tooltip=["system:N", "size:Q", alt.Tooltip("tokens:Q", format=",.0f")],
                 **series,
             )
-            .properties(width=320, height=240, title="prompt tokens (cl100k_base, log scale)")
+            .properties(**panel, title="prompt tokens (cl100k_base, log scale)")
         )
-        return alt.hconcat(left, right).properties(
-            title=f"Aggregate questions: typed state vs retrieval (k={self.k}) — {self.label}"
-        )
+        return alt.hconcat(left, right).properties(title=heading)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.meta, "notes": self.notes, "summary": _jsonable(self.summary())}

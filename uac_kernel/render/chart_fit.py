@@ -1,0 +1,142 @@
+"""What keeps a uac chart inside a notebook's output area: its sizes, label limits and legend.
+
+JupyterLab's output area is about 760 px wide at its default window size; a chart wider than
+that is cut at the right edge, which is where a legend stands by default (issue 29: "Severit",
+"critica"). So every chart uac draws is sized for :data:`NOTEBOOK_WIDTH` in all, labels and
+legend included:
+
+- a category axis shows at most :data:`LABEL_PX` of a label, ending in Vega's ``…``; the whole
+  text is in the tooltip;
+- legends stand below the plot, in columns, each label at most :data:`LEGEND_LABEL_PX`
+  (room for real words: "critical", "Severity", "typed state + full context");
+- titles are cut at the chart's width;
+- lines that may coincide (two series at the same values) differ in dash, width and point
+  shape, the first drawn widest, so one never hides another.
+
+Text from the log goes into a chart through :func:`chart_text`: control and invisible
+characters escaped (vl-convert aborts the process on a control character, and an SVG may not
+hold one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+
+from uac_kernel.core.display import printable, shorten
+
+__all__ = [
+    "CATEGORY_WIDTH",
+    "LABEL_PX",
+    "LEGEND_LABEL_PX",
+    "LINE_POINTS",
+    "NOTEBOOK_WIDTH",
+    "PLOT_WIDTH",
+    "chart_text",
+    "label_axis",
+    "legend",
+    "series_channels",
+    "title",
+]
+
+NOTEBOOK_WIDTH = 760  # px: a whole chart, axes, labels and legend included
+LABEL_PX = 200  # px of a category label on an axis
+LEGEND_LABEL_PX = 150  # px of a legend label
+LEGEND_COLUMNS = 3
+# The plot's own width: beside a numeric axis (~60 px of ticks and title) …
+PLOT_WIDTH = 640
+# … or beside category labels of up to LABEL_PX.
+CATEGORY_WIDTH = NOTEBOOK_WIDTH - LABEL_PX - 60
+# Dash patterns and point shapes, one per series, in the legend's order.
+_DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3], [4, 4], [1, 3]]
+# The first series drawn widest: a later one over it leaves its edges showing.
+_WIDTHS = [6, 3.5, 2, 1.5, 1.5, 1.5]
+# Points hollow, so two at the same place both show.
+LINE_POINTS = alt.OverlayMarkDef(filled=False, size=50, strokeWidth=1.5)
+_SHAPES = ["circle", "square", "triangle-up", "diamond", "cross", "triangle-down"]
+
+
+def chart_text(text: object, px: int | None = None) -> str:
+    """Text from the log as a chart shows it: control and invisible characters escaped.
+
+    Text with a character outside Unicode's first plane (an emoji) that is drawn at most ``px``
+    wide is shortened here, to a length that needs no cutting: Vega cuts a label in UTF-16
+    code units, which may split an emoji's surrogate pair, and vl-convert then fails on the
+    half character (``unexpected end of hex escape``: no SVG or PNG at all). ``_ASTRAL_PX``
+    a character is more than any glyph of the chart's fonts at their sizes takes."""
+    text = printable(str(text))
+    if px is not None and any(ord(c) > 0xFFFF for c in text):
+        return shorten(text, max(px // _ASTRAL_PX, 4))
+    return text
+
+
+_ASTRAL_PX = 16
+
+
+def title(text: str, subtitle: str = "", *, width: int = NOTEBOOK_WIDTH) -> alt.TitleParams:
+    """A title (and subtitle: Vega cuts both at its ``limit``) cut with ``…`` at ``width`` px."""
+    # From the left edge of the whole chart (labels included), so at most ``width`` wide.
+    limit = width - 24  # the padding on both sides, and the title offset
+    place: dict[str, Any] = {"anchor": "start", "frame": "bounds", "limit": limit}
+    if subtitle:
+        return alt.TitleParams(
+            chart_text(text, limit), subtitle=chart_text(subtitle, limit), **place
+        )
+    return alt.TitleParams(chart_text(text, limit), **place)
+
+
+def legend(columns: int = LEGEND_COLUMNS, label_px: int = LEGEND_LABEL_PX, **kw: Any) -> alt.Legend:
+    """A legend below the plot, in ``columns``, labels cut at ``label_px``; ``columns`` times
+    ``label_px`` (and ~40 px of symbol and gap a column) must fit the chart's width."""
+    return alt.Legend(
+        orient="bottom",
+        direction="horizontal",
+        columns=columns,
+        labelLimit=label_px,
+        titleLimit=NOTEBOOK_WIDTH,
+        symbolLimit=60,
+        **kw,
+    )
+
+
+def label_axis(limit: int = LABEL_PX, **kw: Any) -> alt.Axis:
+    """A category axis whose labels are cut with ``…`` at ``limit`` px."""
+    return alt.Axis(labelLimit=limit, titleLimit=limit, **kw)
+
+
+def series_channels(
+    field: str,
+    domain: list[str] | None = None,
+    *,
+    columns: int = LEGEND_COLUMNS,
+    label_px: int = LEGEND_LABEL_PX,
+    **color: Any,
+) -> dict[str, Any]:
+    """Colour, dash, width and point shape by ``field``, one legend: lines that coincide stay
+    visible (the first drawn widest, each in its own dash, its points in their own shape).
+
+    ``domain`` fixes the series' order (else Vega's sorted order; lines are drawn in the order
+    of their rows, so give the rows' order); ``color`` goes to ``alt.Color`` (a ``scale``,
+    ``sort``, ``title``); ``columns`` and ``label_px`` to the legend."""
+    key = legend(columns, label_px)
+    scale = alt.Scale(domain=domain) if domain is not None else alt.Undefined
+    colors = color.pop("scale", alt.Scale())
+    if domain is not None:  # one domain for all four channels, or Vega-Lite draws 2 legends
+        colors = alt.Scale(domain=domain, scheme=colors.scheme)
+    name = color.pop("title", field)
+    kw = {"title": name, "sort": color.pop("sort", alt.Undefined)}
+    return {
+        "color": alt.Color(f"{field}:N", legend=key, scale=colors, **kw, **color),
+        "strokeDash": alt.StrokeDash(f"{field}:N", legend=key, scale=_ranged(scale, _DASHES), **kw),
+        "strokeWidth": alt.StrokeWidth(
+            f"{field}:N", legend=None, scale=_ranged(scale, _WIDTHS), **kw
+        ),
+        "shape": alt.Shape(f"{field}:N", legend=key, scale=_ranged(scale, _SHAPES), **kw),
+    }
+
+
+def _ranged(scale: Any, values: list[Any]) -> alt.Scale:
+    if scale is alt.Undefined:
+        return alt.Scale(range=values)
+    return alt.Scale(domain=scale.domain, range=values)
