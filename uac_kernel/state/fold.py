@@ -194,6 +194,8 @@ class ConstraintVersion:
     ``source`` is the log source of the latest of those events, ``author`` and
     ``derived_from`` who proposed it and the utterances it was derived from, ``reason`` why it
     was added or changed; an ended version says whether it was ``retracted`` and ``ended_because``.
+    ``rule`` is the name of the rule it becomes, chosen when its key was added (see
+    ``uac_kernel.constraints.names``).
     """
 
     key: str
@@ -207,6 +209,7 @@ class ConstraintVersion:
     valid_to: datetime | None = None
     retracted: bool = False
     ended_because: str | None = None
+    rule: str = ""
 
 
 class State:
@@ -400,6 +403,7 @@ class State:
 
     def _apply_constraint(self, ev: LoggedEvent) -> None:
         # Imported here: the constraints package imports the rule engine, which imports this.
+        from uac_kernel.constraints.names import legacy_rule_name
         from uac_kernel.language.spec import parse_constraint
 
         p = ev.payload
@@ -433,6 +437,8 @@ class State:
                 author=p.get("author", old.author if old is not None else None),
                 derived_from=tuple(cited) if cited is not None else old.derived_from if old else (),
                 reason=p.get("reason"),
+                # An add logged before names were chosen has none: the name it had then.
+                rule=old.rule if old is not None else p.get("rule") or legacy_rule_name(key),
             )
         else:
             raise FoldError(f"event {ev.seq}: unknown op {op!r}")
