@@ -473,7 +473,13 @@ class State:
             self._stale.add(name)
         self.dirty.add((name, "schema", 0))
         self.changed_types.add(name)
-        self.changed_keys[name] = None
+        held = self._writable(name)
+        if held is not None and (len(held.current) or len(held.history)):
+            self.changed_keys[name] = None  # every record's class changed
+        else:
+            # A type with no records yet: the records the batch adds are its changed keys,
+            # so what they settle can be named (``rules.engine.why_cleared``).
+            self.changed_keys.setdefault(name, set())
         self.type_seq[name] = self.seq
 
     def _apply_fact(self, ev: LoggedEvent) -> None:
