@@ -560,9 +560,7 @@ def test_alerts_name_a_hostile_constraint_on_one_line_each(
     run = uac(capsys, db, "alerts")
     assert run.code == 0
     lines = run.out.splitlines()
-    assert lines[0].startswith("[warning] constraint_k_q_") or lines[0].startswith(
-        "[info] constraint_k_q_"
-    )
+    assert lines[0].startswith(("[warning] constraint_k_q: ", "[info] constraint_k_q: "))
     assert lines[-1].startswith("    constraint: k\\nq (obligation): '''")
     assert "\n __import__" not in run.out and "\x1b" not in run.out
     got = json.loads(uac(capsys, db, "alerts", "--json").out)

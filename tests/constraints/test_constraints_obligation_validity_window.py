@@ -514,9 +514,12 @@ def test_window_rolling_days_with_a_planned_stay() -> None:
     a = one(wb)
     assert a.severity == "warning"
     assert (
-        "72 days in the 180-day window 2024-10-25 – 2025-04-22, 80% of the limit of 90 (warning "
-        "from 72); it peaks at 80 in 2024-11-02 – 2025-04-30"
+        "72 days in the 180-day window 2024-10-25 – 2025-04-22, 80% of the limit of 90, near it "
+        "(alerts from 72, 80% of the limit); it peaks at 80 in 2024-11-02 – 2025-04-30"
     ) in a.message
+    # a step below the constraint's critical: the words say what over the limit would be
+    assert "over the limit this alert would be critical" in a.message
+    assert "warning from" not in a.message
 
 
 def test_window_an_ongoing_breach_keeps_its_id_as_the_clock_moves_through_it() -> None:
@@ -766,6 +769,9 @@ def test_window_monthly_sum_warns_then_breaks_under_a_period_id() -> None:
     assert [a.severity for a in found] == ["info", "info"]
     march = next(a for a in found if "2025-03" in a.message)
     assert "a total amount of 250.50 in the month 2025-03, 84% of the limit of 300" in march.message
+    # info, one step below the constraint's warning: where alerts start, not "warning from"
+    assert "84% of the limit of 300, near it (alerts from 240, 80% of the limit)" in march.message
+    assert "over the limit this alert would be a warning" in march.message
     assert keys(march) == {"Expense/e1", "Expense/e2"}
     wb.ingest(
         [add("2025-03-10", "Expense", "e6", category="restaurant", amount=60, date="2025-03-10")]

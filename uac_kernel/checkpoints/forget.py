@@ -36,7 +36,7 @@ import orjson
 
 from uac_kernel.checkpoints.codegen import RULES, render_segments, segment_part, shipped
 from uac_kernel.checkpoints.snapshot import drop_snapshots
-from uac_kernel.constraints.compile import rule_name
+from uac_kernel.constraints.names import legacy_rule_name
 from uac_kernel.core.chain import ERASED, content_hash, digest, new_salt
 from uac_kernel.core.display import plural, printable, shorten
 from uac_kernel.core.errors import QueryError
@@ -232,7 +232,13 @@ def plan_forget(
         for s in ev.payload.get("derived_from") or ()
     }
     # A forgotten constraint's alerts go with it: they were raised by its rule.
-    rules = {rule_name(k) for k in constraints}
+    rules = {
+        ev.payload.get("rule") or legacy_rule_name(str(ev.payload["key"]))
+        for ev in events
+        if ev.kind == "constraint"
+        and ev.payload.get("op") == "add"
+        and constraint_of(ev) in constraints
+    }
     chosen: dict[int, LoggedEvent] = {ev.seq: ev for ev in seeds}
     for ev in events:
         if (

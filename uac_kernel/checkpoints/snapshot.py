@@ -207,11 +207,13 @@ def _cv_json(cv: ConstraintVersion) -> dict[str, Any]:
         "valid_to": cv.valid_to.isoformat() if cv.valid_to is not None else None,
         "retracted": cv.retracted,
         "ended_because": cv.ended_because,
+        "rule": cv.rule,
     }
 
 
 def _cv_of(d: dict[str, Any]) -> ConstraintVersion:
     from uac_kernel.constraints import parse_constraint
+    from uac_kernel.constraints.names import legacy_rule_name
 
     return ConstraintVersion(
         key=d["key"],
@@ -225,6 +227,8 @@ def _cv_of(d: dict[str, Any]) -> ConstraintVersion:
         valid_to=datetime.fromisoformat(d["valid_to"]) if d["valid_to"] else None,
         retracted=d["retracted"],
         ended_because=d["ended_because"],
+        # A snapshot written before names were chosen: its constraints had the names of then.
+        rule=d.get("rule") or legacy_rule_name(d["key"]),
     )
 
 

@@ -239,7 +239,7 @@ def cmd_constrain(args: argparse.Namespace) -> None:
 
 
 def cmd_constraints(args: argparse.Namespace) -> None:
-    from uac_kernel.constraints import constraint_json, rule_name
+    from uac_kernel.constraints import constraint_json
 
     with _open(args, read_only=True) as wb:
         shown = wb.constraints(history=args.history)
@@ -254,7 +254,7 @@ def cmd_constraints(args: argparse.Namespace) -> None:
                     "retracted": cv.retracted,
                     "author": cv.author,
                     "derived_from": cv.derived_from,
-                    "rule": rule_name(cv.key),
+                    "rule": cv.rule,
                     "constraint": constraint_json(cv.constraint),
                 }
                 for cv in shown

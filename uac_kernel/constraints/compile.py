@@ -1,7 +1,7 @@
 """Constraints compiled by trusted code into ordinary rules.
 
-``compile_constraint(key, c)`` returns a ``Rule`` named ``constraint_<key>`` (a public
-identifier derived from the key, with a short hash when the key is not one), watching exactly
+``compile_constraint(key, c, name)`` returns a ``Rule`` named ``name``: ``constraint_`` and the
+key as a person reads it, chosen when the key was added (``names``), watching exactly
 the record types the constraint names, ``clock=True`` when it reads today's date, with findings
 whose evidence is the records involved: so a constraint's alerts run, clear, escalate and
 explain exactly like a library rule's. One module a kind does the work (``kinds/``).
@@ -9,11 +9,10 @@ explain exactly like a library rule's. One module a kind does the work (``kinds/
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable
 from importlib import import_module
 
+from uac_kernel.constraints.names import rule_name
 from uac_kernel.language.spec import Constraint
 from uac_kernel.rules.engine import Rule
 
@@ -33,22 +32,9 @@ _MODULES = {
 }
 
 
-_HASHED = re.compile(r"_[0-9a-f]{12}$")
-
-
-def rule_name(key: str) -> str:
-    """The rule name of the constraint ``key``: ``constraint_`` + the key, when the key is
-    already a lower-case identifier; otherwise + a slug of it and 12 hex digits of its hash.
-    A plain name never ends like a hashed one, so two keys never share a rule."""
-    slug = re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")[:48]
-    if slug == key and not _HASHED.search(key):
-        return f"constraint_{slug}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    return f"constraint_{slug}_{digest}" if slug else f"constraint_{digest}"
-
-
-def compile_constraint(key: str, c: Constraint) -> Rule:
-    """The rule that checks constraint ``c`` logged under ``key``."""
+def compile_constraint(key: str, c: Constraint, name: str | None = None) -> Rule:
+    """The rule that checks constraint ``c`` logged under ``key``, named ``name`` (the name
+    its key was given in the log, ``ConstraintVersion.rule``) or, by default, ``rule_name(key)``."""
     module = import_module(f"uac_kernel.constraints.kinds.{_MODULES[c.kind]}")
     compiler: Compiler = module.compile
-    return compiler(rule_name(key), c)
+    return compiler(name or rule_name(key), c)

@@ -39,15 +39,15 @@ def in_force_rule(cv: ConstraintVersion) -> Rule:
     instead of making the store unopenable.
     """
     try:
-        return compile_constraint(cv.key, cv.constraint)
+        return compile_constraint(cv.key, cv.constraint, cv.rule or None)
     except (ImportError, UacError) as exc:
         return _failing(cv, exc)
 
 
 def _failing(cv: ConstraintVersion, exc: BaseException) -> Rule:
-    from uac_kernel.constraints.compile import rule_name
+    from uac_kernel.constraints.names import rule_name
 
-    name = rule_name(cv.key)
+    name = cv.rule or rule_name(cv.key)
     why = f"constraint {cv.key!r} ({cv.constraint.kind}) cannot be compiled: {exc}"
 
     def run(user: UserView) -> Iterable[Finding]:

@@ -45,7 +45,7 @@ def check_compiles(planned: Iterable[NewEvent], taken: Collection[str] = ()) -> 
             key = ev.payload["key"]
             c = parse_constraint(ev.payload["constraint"], f"constraint {key!r}")
             try:
-                name = compile_constraint(key, c).name
+                name = compile_constraint(key, c, ev.payload.get("rule")).name
             except ImportError as exc:
                 raise ConstraintError(
                     f"constraint {key!r}: kind {c.kind!r} has no compiler in this uac ({exc}); "

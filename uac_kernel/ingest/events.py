@@ -569,11 +569,28 @@ class _Overlay:
         # constraints are in force after the batch so far.
         self.constraints: dict[str, datetime | None] = {}
         self.constraints_in_force = len(state.constraints)
+        # The rule name of each constraint key the log and the batch so far have added; made
+        # at the first add.
+        self._rules: dict[str, str] | None = None
         # Vocabulary keys the batch bound (True) or retracted (False).
         self.bound: dict[tuple[str, str, str | None], bool] = {}
         # Per type the batch reads, its field types as the batch so far leaves them: one dict
         # per type and batch, not a look-up in the state and the batch per field and event.
         self._field_types: dict[str, dict[str, str]] = {}
+
+    def rule_for(self, key: str) -> str:
+        """The name of the rule constraint ``key`` becomes when added: the name it had before
+        (put in force again), else ``free_rule_name``'s among the names other keys have had in
+        the log and the batch, so the key added first keeps the plain one."""
+        from uac_kernel.constraints.names import free_rule_name
+
+        if self._rules is None:
+            cvs = [*self.state.constraint_history, *self.state.constraints.values()]
+            self._rules = {cv.key: cv.rule for cv in cvs if cv.rule}
+        name = self._rules.get(key)
+        if name is None:
+            name = self._rules[key] = free_rule_name(key, set(self._rules.values()))
+        return name
 
     def constraint_since(self, key: str) -> tuple[bool, datetime | None]:
         """Whether constraint ``key`` is in force, and since when."""
@@ -730,12 +747,13 @@ def plan_batch(
     # its dates (one a day), each read once.
     texts: dict[tuple[str, str], Any] = {}
     for ev in batch:
+        payload = ev.payload
         if ev.kind == "constraint":
-            _plan_constraint(overlay, ev, limits)
+            payload = _plan_constraint(overlay, ev, limits)
         elif ev.kind == "vocabulary":
             _plan_vocabulary(overlay, ev)
         if ev.kind != "fact":
-            out.append(NewEvent(ev.ts, ev.kind, user, ev.payload, ev.source))
+            out.append(NewEvent(ev.ts, ev.kind, user, payload, ev.source))
             continue
         p = ev.payload
         name, key, op = p["type"], p["key"], p["op"]
@@ -868,10 +886,12 @@ class _Keys(Collection[str]):
         return len(self.held) + sum(1 for k in self.more if k not in self.held)
 
 
-def _plan_constraint(overlay: _Overlay, ev: InputEvent, limits: Limits) -> None:
+def _plan_constraint(overlay: _Overlay, ev: InputEvent, limits: Limits) -> dict[str, Any]:
     """Check a constraint event against the constraints in force (as the batch so far leaves
     them): an add of a key in force, an update or retract of one not in force, a change dated
-    before the version it changes, or one constraint too many is an ``EventError``."""
+    before the version it changes, or one constraint too many is an ``EventError``. Return the
+    payload to log: an add's carries the name of the rule it becomes (``rule``, see
+    ``overlay.rule_for``)."""
     key, op = ev.payload["key"], ev.payload["op"]
     current, since = overlay.constraint_since(key)
     if op == "add" and current:
@@ -901,6 +921,9 @@ def _plan_constraint(overlay: _Overlay, ev: InputEvent, limits: Limits) -> None:
     elif op == "retract":
         overlay.constraints_in_force -= 1
     overlay.constraints[key] = None if op == "retract" else ev.ts
+    if op != "add":
+        return ev.payload
+    return {**ev.payload, "rule": overlay.rule_for(key)}
 
 
 def _plan_vocabulary(overlay: _Overlay, ev: InputEvent) -> None:

@@ -72,7 +72,6 @@ def constraints_listing(shown: Sequence[ConstraintVersion], history: bool) -> Li
     """Each constraint in force (``history``: every version): key, kind, title, since when,
     until when (``in force``; an ended one's date, and whether it was retracted), who proposed
     it and from what, and the rule it is compiled into."""
-    from uac_kernel.constraints import rule_name
 
     def until(cv: ConstraintVersion) -> str:
         if cv.valid_to is None:
@@ -85,7 +84,7 @@ def constraints_listing(shown: Sequence[ConstraintVersion], history: bool) -> Li
 
     rows = [
         (cv.key, cv.constraint.kind, cv.constraint.title, cv.valid_from, until(cv), by(cv),
-         rule_name(cv.key))
+         cv.rule)
         for cv in shown
     ]  # fmt: skip
     return Listing(

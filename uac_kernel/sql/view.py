@@ -350,7 +350,7 @@ class SqlView:
                 self._built_history[name] = self._built[name]
 
     def _load_constraints(self, state: State) -> None:
-        from uac_kernel.constraints import constraint_json, rule_name
+        from uac_kernel.constraints import constraint_json
 
         rows = [
             (
@@ -359,7 +359,7 @@ class SqlView:
                 cv.constraint.title,
                 orjson.dumps(constraint_json(cv.constraint)).decode(),
                 cv.valid_from,
-                rule_name(cv.key),
+                cv.rule,
             )
             for cv in state.constraints.values()
         ]

@@ -194,6 +194,8 @@ class ConstraintVersion:
     ``source`` is the log source of the latest of those events, ``author`` and
     ``derived_from`` who proposed it and the utterances it was derived from, ``reason`` why it
     was added or changed; an ended version says whether it was ``retracted`` and ``ended_because``.
+    ``rule`` is the name of the rule it becomes, chosen when its key was added (see
+    ``uac_kernel.constraints.names``).
     """
 
     key: str
@@ -207,6 +209,7 @@ class ConstraintVersion:
     valid_to: datetime | None = None
     retracted: bool = False
     ended_because: str | None = None
+    rule: str = ""
 
 
 class State:
@@ -223,6 +226,8 @@ class State:
         # The keys of the records each changed type had changed since ``take_changed_keys``;
         # None for every record of the type (a new field, or more than ``KEYS_KEPT``).
         self.changed_keys: dict[str, set[str] | None] = {}
+        # The types made since ``take_changed_keys``.
+        self.born: set[str] = set()
         # The seq of the last event that changed each type (the SQL view refreshes by it).
         self.type_seq: dict[str, int] = {}
         # Types given new fields since the last settle (see ``TypeState.settle``).
@@ -391,6 +396,7 @@ class State:
         """The keys of the records changed since the last call, by type (None: every record
         of the type may have changed)."""
         changed, self.changed_keys = self.changed_keys, {}
+        self.born = set()
         return changed
 
     def take_changed_constraints(self) -> set[str]:
@@ -400,6 +406,7 @@ class State:
 
     def _apply_constraint(self, ev: LoggedEvent) -> None:
         # Imported here: the constraints package imports the rule engine, which imports this.
+        from uac_kernel.constraints.names import legacy_rule_name
         from uac_kernel.language.spec import parse_constraint
 
         p = ev.payload
@@ -433,6 +440,8 @@ class State:
                 author=p.get("author", old.author if old is not None else None),
                 derived_from=tuple(cited) if cited is not None else old.derived_from if old else (),
                 reason=p.get("reason"),
+                # An add logged before names were chosen has none: the name it had then.
+                rule=old.rule if old is not None else p.get("rule") or legacy_rule_name(key),
             )
         else:
             raise FoldError(f"event {ev.seq}: unknown op {op!r}")
@@ -467,7 +476,14 @@ class State:
             self._stale.add(name)
         self.dirty.add((name, "schema", 0))
         self.changed_types.add(name)
-        self.changed_keys[name] = None
+        if ts is None or name in self.born:
+            # A type new since the changed keys were last taken: every record it has is one
+            # the events since added, so they are its changed keys, and what they settle can
+            # be named (``rules.engine.why_cleared``).
+            self.born.add(name)
+            self.changed_keys.setdefault(name, set())
+        else:
+            self.changed_keys[name] = None  # every record's class changed
         self.type_seq[name] = self.seq
 
     def _apply_fact(self, ev: LoggedEvent) -> None:

@@ -212,6 +212,11 @@ def _listing(c: WindowLimit, items: list[_Item], today: date) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
+def _a(severity: str) -> str:
+    """``a warning``, ``critical``: a severity after "would be"."""
+    return "a warning" if severity == "warning" else severity
+
+
 def _finding(
     c: WindowLimit, where: str, total: _Total, today: date, about: str, peak: str = ""
 ) -> Finding | None:
@@ -229,10 +234,15 @@ def _finding(
             )
         act = "Move, shorten or drop what is planned in it, or correct the records if wrong"
     else:
+        # Near the limit (at or past ``warn_at`` of it), one step below the constraint's
+        # severity: the words say where alerts start, not a severity they do not have.
         severity = lower(c.severity)
         share = round(100 * total.value / c.limit)
-        state = f"{share}% of the limit of {_num(c.limit)} (warning from {_num(warn_level or 0)})"
+        start = f"{_num(warn_level or 0)}, {100 * (c.warn_at or 0):g}% of the limit"
+        state = f"{share}% of the limit of {_num(c.limit)}, near it (alerts from {start})"
         act = "Plan what is still to come in it with the limit in mind"
+        if severity != c.severity:
+            act += f"; over the limit this alert would be {_a(c.severity)}"
     return Finding(
         f"{c.title}: {_amount(c, total.value)} in {where}, {state}{peak}: "
         f"{_listing(c, total.items, today)}. {act}.",
