@@ -13,8 +13,10 @@ function render({ model, el }) {
     status.busy();
     model.send({ action: "apply" });
   });
+  // Why Apply is off (a static export, a read-only workbench), beside the button.
+  const note = h("span", { class: "uac-muted uac-whatif-readonly", role: "note" });
   const done = h("p", { class: "uac-status uac-whatif-done", role: "status" });
-  root.append(heading, body, h("div", { class: "uac-controls" }, apply), done, status.node);
+  root.append(heading, body, h("div", { class: "uac-controls" }, apply, note), done, status.node);
   el.replaceChildren(root);
 
   function badge(severity) {
@@ -156,11 +158,20 @@ function render({ model, el }) {
     );
   }
 
+  function off() {
+    const r = model.get("report");
+    return model.get("applied") || !r || !r.totals || Boolean(model.get("readonly"));
+  }
+
   function draw() {
     const r = model.get("report");
     const applied = model.get("applied");
-    apply.disabled = applied || !r || !r.totals;
+    const readonly = model.get("readonly");
+    apply.disabled = off();
+    apply.title = readonly;
     apply.textContent = applied ? "Applied" : "Apply for real";
+    note.textContent = applied ? "" : readonly;
+    note.hidden = applied || !readonly;
     done.textContent = model.get("done");
     if (!r || !r.totals) {
       heading.textContent = "";
@@ -168,16 +179,19 @@ function render({ model, el }) {
       return;
     }
     const t = r.totals;
-    heading.textContent = r.summary;
+    // The kernel's heading: the what-if's summary, then, once applied, where its events are.
+    heading.textContent = model.get("heading") || r.summary;
     const unchanged = t.answers - t.answers_changed;
     body.replaceChildren(
       ...[
         h("p", {
           class: "uac-muted",
-          text:
-            `${count(r.new)} event${r.new === 1 ? "" : "s"} would be appended` +
-            (r.skipped ? `, ${count(r.skipped)} already in the log` : "") +
-            "; nothing is written until you apply.",
+          text: applied
+            ? "Below is what the what-if predicted before it was applied; the log may have " +
+              "moved since, so the heading and the line under the button say what the ingest did."
+            : `${count(r.new)} event${r.new === 1 ? "" : "s"} would be appended` +
+              (r.skipped ? `, ${count(r.skipped)} already in the log` : "") +
+              "; nothing is written until you apply.",
         }),
         timeline(model.get("timeline_svg")),
         section("Records", t.records, r.records, records),
@@ -222,12 +236,12 @@ function render({ model, el }) {
   function settled() {
     status.update();
     // A refusal leaves the what-if unapplied: the button can be pressed again.
-    apply.disabled = model.get("applied") || !(model.get("report") || {}).totals;
+    apply.disabled = off();
   }
 
   draw();
   const stop = [
-    listen(model, ["report", "timeline_svg", "applied", "done"], draw),
+    listen(model, ["report", "timeline_svg", "applied", "done", "heading", "readonly"], draw),
     listen(model, ["error", "served"], settled),
   ];
   return () => stop.forEach((f) => f());

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import traitlets
 
-from uac_kernel.core.display import shorten, show
+from uac_kernel.core.display import plural, shorten, show
 from uac_kernel.notebook.widget_base import _module, _record_now, _ts, _value, _Widget, provenance
 
 if TYPE_CHECKING:
     from uac_kernel.engine.whatif import WhatIf
+    from uac_kernel.ingest.report import IngestReport
     from uac_kernel.rules.engine import Alert
     from uac_kernel.workbench import Workbench
 
@@ -23,6 +24,7 @@ __all__ = [
     "VocabView",
     "WhatIfAction",
     "WhatIfWidget",
+    "applied_heading",
     "whatif_report",
 ]
 
@@ -144,8 +146,11 @@ class WhatIfWidget(_Widget):
     Apply for real (or ``apply()``) appends the what-if's events through
     ``Workbench.apply_whatif``: the normal ingest, validated and bounded against the log as it
     is then, which may have changed since the what-if ran; a refusal shows as the error line.
-    Once applied, ``applied`` is true and ``done`` says what the ingest did; a second apply is
-    refused. Each list shows at most ``limit`` entries (``report["totals"]`` has the counts).
+    Once applied, ``applied`` is true, ``done`` says what the ingest did and ``heading`` (the
+    widget's header: the what-if's summary until then) says where its events now are in the
+    log; a second apply is refused. ``readonly`` says why Apply is off ("" when it works): a
+    workbench open read-only, or a static export (``uac.marimo.whatif``). Each list shows at
+    most ``limit`` entries (``report["totals"]`` has the counts).
     """
 
     _esm = _module("whatif_view.js")
@@ -155,12 +160,17 @@ class WhatIfWidget(_Widget):
     timeline_svg = traitlets.Unicode("").tag(sync=True)
     applied = traitlets.Bool(False).tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
+    heading = traitlets.Unicode("").tag(sync=True)
+    readonly = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, wb: Workbench, w: WhatIf, limit: int = 500):
+    def __init__(self, wb: Workbench, w: WhatIf, limit: int = 500, readonly: str = ""):
         self._wb = wb
         self._whatif = w
         self._limit = limit
         super().__init__()
+        if not readonly and wb.store.read_only:
+            readonly = "this workbench is open read-only; open it writable to apply the what-if"
+        self.readonly = readonly
         self.on_msg(self._on_msg)
         self._answer(self._build)
 
@@ -174,9 +184,12 @@ class WhatIfWidget(_Widget):
         def work() -> None:
             if self.applied:
                 raise ValueError("this what-if was applied already; run a new one to apply again")
+            if self.readonly:
+                raise ValueError(self.readonly)
             ingest = self._wb.apply_whatif(self._whatif)
             self.applied = True
             self.done = f"applied: {ingest.summary()}"
+            self.heading = applied_heading(ingest)
 
         self._answer(work)
 
@@ -188,10 +201,29 @@ class WhatIfWidget(_Widget):
 
     def _build(self) -> None:
         self.report = whatif_report(self._wb, self._whatif, self._limit)
+        self.heading = self._whatif.summary()
         if self._whatif.as_of is not None:
             from uac_kernel.render.charts import whatif_timeline
 
             self.timeline_svg = _svg(whatif_timeline(self._whatif, until=self._wb.state.now))
+
+
+def applied_heading(ingest: IngestReport) -> str:
+    """What is true of the log once a what-if was applied: how many of its events were
+    appended and where (the seqs include the schema events the ingest logged with them)."""
+    if not ingest.appended:
+        return (
+            f"applied: nothing new appended; {plural(ingest.skipped, 'event')} of the what-if "
+            "already in the log"
+        )
+    first, last = ingest.first_seq, ingest.last_seq
+    where = f"seq {first}" if first == last else f"seqs {first}–{last}"
+    text = f"applied: {plural(ingest.appended, 'event')} appended to the log at {where}"
+    if ingest.schema_changes:
+        text += f" (with {plural(ingest.schema_changes, 'schema change')})"
+    if ingest.skipped:
+        text += f"; {ingest.skipped} already in the log"
+    return text
 
 
 def _svg(chart: Any) -> str:
