@@ -246,3 +246,29 @@ def test_marimo_whatif_in_an_app(tmp_path: Path) -> None:
     assert RULE in text(defs["text_view"])
     assert "danger" in defs["bad_view"].text and "what-if" in defs["bad_view"].text
     assert "Write the events" in defs["empty_view"].text
+
+
+def test_marimo_whatif_in_a_static_export_turns_apply_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The notebook's argument `marimo_export` passes (`mo.cli_args()`; marimo reads a script's
+    # from sys.argv): Apply is off and says why, and applying from Python appends nothing.
+    pytest.importorskip("marimo", reason="pip install marimo")
+    import runpy
+
+    events = json.dumps([STORE, AMOXICILLIN, AMOXICILLIN_YAML])
+    path = tmp_path / "whatif_app.py"
+    path.write_text(_MARIMO_APP.replace("EVENTS", repr(events)), encoding="utf-8")
+    app = runpy.run_path(str(path))["app"]
+    monkeypatch.setattr("sys.argv", ["whatif_app.py", "--uac-static-export=tour.py"])
+    _, defs = app.run()
+    widget = defs["view"].widget
+    assert (
+        widget.readonly == "this is a static export: run `marimo edit tour.py` to apply a what-if"
+    )
+    widget.apply()
+    assert widget.error == widget.readonly and not widget.applied
+    assert len(defs["wb"].log()) == defs["before"]
+    monkeypatch.setattr("sys.argv", ["whatif_app.py"])
+    _, defs = app.run()
+    assert defs["view"].widget.readonly == ""

@@ -186,6 +186,9 @@ print(json.dumps({
     "outputs": [type(o).__name__ for o in outputs],
     "answer": defs["answer"],
     "records": sum(defs["wb"].state.counts().values()),
+    # run live, the expression box and the what-if's Apply work: nothing says otherwise
+    "box_disabled": "data-disabled='true'" in defs["expression"].text,
+    "apply_off": defs["whatif_view"].widget.readonly,
 }))
 """
 
@@ -212,6 +215,7 @@ def test_marimo_tour_runs_headless(tmp_path: Path) -> None:
     assert "altair_chart" in result["outputs"], result
     assert isinstance(result["answer"], int), result
     assert result["records"] > 0, result
+    assert result["box_disabled"] is False and result["apply_off"] == "", result
     after = sorted(p.name for p in work.iterdir())
     assert after == before, f"marimo_tour.py wrote files into its folder: {after}"
     truth = json.loads((tmp_path / "nb_truth.json").read_text())
