@@ -62,9 +62,14 @@ class ReviewView(_Widget):
 
     def accept(self, batch: int, only: list[int] | None = None) -> None:
         def work() -> None:
+            shown = [c["number"] for b in self.batches if b["id"] == batch for c in b["changes"]]
             report = self._wb.accept(batch, only)
             which = "all operations" if only is None else f"operations {_numbers(only)}"
             self.done = f"batch {batch}: accepted {which}; {report.summary()}"
+            # the batch is decided and leaves the list: the operations not chosen go with it
+            left = [n for n in shown if only is not None and n not in only]
+            if left:
+                self.done += f"; operations {_numbers(left)} were left out and not applied"
             self._build()
 
         self._answer(work)
