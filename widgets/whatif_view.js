@@ -6,7 +6,7 @@ const MARK = { added: "+ added", changed: "~ changed", retracted: "− retracted
 function render({ model, el }) {
   const root = h("section", { class: "uac uac-whatif", "aria-label": "What-if" });
   const status = statusLine(model, root);
-  const heading = h("p", { class: "uac-status", role: "status" });
+  const heading = h("p", { class: "uac-status uac-whatif-heading", role: "status" });
   const body = h("div", { class: "uac-whatif-body" });
   const apply = button("Apply for real", () => {
     apply.disabled = true; // one click, one ingest: enabled again only if the kernel refused

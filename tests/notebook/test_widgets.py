@@ -570,6 +570,154 @@ def test_whatif_widget_in_the_past_draws_the_timeline(fresh: Workbench) -> None:
     assert "<script" not in svg and "&lt;script&gt;" in svg  # the message is text in the picture
 
 
+# A DOM just large enough for a widget module, to run its render() under node on the state the
+# kernel synced: what the page would show, where no browser is installed.
+FAKE_DOM = """
+// A DOM just large enough for the uac widget modules, to run one under node.
+class Node {
+  constructor(tag) {
+    this.tagName = tag ? tag.toUpperCase() : "#text";
+    this.children = [];
+    this.attributes = {};
+    this.listeners = {};
+    this.className = "";
+    this._text = "";
+  }
+  append(...nodes) {
+    for (const n of nodes) this.children.push(n instanceof Node ? n : text(String(n)));
+  }
+  replaceChildren(...nodes) {
+    this.children = [];
+    this.append(...nodes);
+  }
+  setAttribute(name, value) {
+    this.attributes[name] = String(value);
+  }
+  removeAttribute(name) {
+    delete this.attributes[name];
+  }
+  addEventListener(name, fn) {
+    (this.listeners[name] ||= []).push(fn);
+  }
+  get textContent() {
+    return this.tagName === "#text" || !this.children.length
+      ? this._text
+      : this.children.map((c) => c.textContent).join("");
+  }
+  set textContent(value) {
+    this.children = [];
+    this._text = String(value);
+  }
+  find(cls) {
+    if (this.className.split(" ").includes(cls)) return this;
+    for (const c of this.children) {
+      const f = c.find(cls);
+      if (f) return f;
+    }
+    return null;
+  }
+  findTag(tag) {
+    if (this.tagName === tag) return this;
+    for (const c of this.children) {
+      const f = c.findTag(tag);
+      if (f) return f;
+    }
+    return null;
+  }
+}
+function text(s) {
+  const n = new Node();
+  n._text = s;
+  return n;
+}
+globalThis.Node = Node;
+globalThis.document = { createElement: (tag) => new Node(tag), activeElement: null };
+"""
+
+_RENDER = """
+const states = STATES;
+const model = {
+  state: states[0],
+  handlers: {},
+  sent: [],
+  get(name) { return this.state[name]; },
+  on(ev, fn) { (this.handlers[ev] ||= []).push(fn); },
+  off() {},
+  send(msg) { this.sent.push(msg); },
+};
+const el = document.createElement("div");
+widget.render({ model, el });
+function seen() {
+  const apply = el.findTag("BUTTON");
+  const note = el.find("uac-whatif-readonly");
+  return {
+    heading: el.find("uac-whatif-heading").textContent,
+    intro: el.find("uac-whatif-body").children[0]?.textContent ?? "",
+    done: el.find("uac-whatif-done").textContent,
+    button: apply.textContent,
+    disabled: Boolean(apply.disabled),
+    title: apply.title ?? "",
+    note: note.hidden ? "" : note.textContent,
+  };
+}
+const shown = [seen()];
+for (const next of states.slice(1)) {
+  const changed = Object.keys(next).filter((k) => JSON.stringify(next[k]) !== JSON.stringify(model.state[k]));
+  model.state = next;
+  for (const k of changed) for (const fn of model.handlers[`change:${k}`] || []) fn();
+  shown.push(seen());
+}
+console.log(JSON.stringify(shown));
+"""
+
+
+def _rendered(widget: type, states: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What ``widget``'s module shows (``_RENDER``) for each state the kernel synced in turn."""
+    module = widget._esm.replace("export default { render };", "const widget = { render };")
+    run = subprocess.run(
+        ["node", "--input-type=module"],
+        input=FAKE_DOM + module + _RENDER.replace("STATES", orjson.dumps(states).decode()),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    shown: list[dict[str, Any]] = orjson.loads(run.stdout)
+    return shown
+
+
+def _synced(view: Any) -> dict[str, Any]:
+    names = ["report", "timeline_svg", "applied", "done", "heading", "readonly", "error", "served"]
+    return {k: v for k, v in view.get_state().items() if k in names}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_whatif_module_heading_follows_apply(fresh: Workbench) -> None:
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    before = _synced(view)
+    view._on_msg(view, {"action": "apply"}, [])
+    assert view.applied
+    shown, applied = _rendered(wact.WhatIfWidget, [before, _synced(view)])
+    assert shown["heading"].endswith("; nothing was appended") and not shown["disabled"]
+    assert shown["intro"].endswith("nothing is written until you apply.")
+    assert shown["button"] == "Apply for real" and shown["note"] == ""
+    # after Apply nothing on the widget says nothing was appended
+    assert applied["heading"] == view.heading and applied["heading"].startswith(
+        "applied: 2 events appended to the log at seq"
+    )
+    assert "nothing" not in applied["heading"] + applied["intro"]
+    assert applied["intro"].startswith("Below is what the what-if predicted before it was applied")
+    assert applied["done"] == view.done and applied["button"] == "Applied" and applied["disabled"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_whatif_module_shows_why_apply_is_off(fresh: Workbench) -> None:
+    why = "this is a static export: run `marimo edit tour.py` to apply a what-if"
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]), readonly=why)
+    (shown,) = _rendered(wact.WhatIfWidget, [_synced(view)])
+    assert shown["disabled"] and shown["note"] == why and shown["title"] == why
+
+
 # -- data stays data --------------------------------------------------------------------------
 
 
