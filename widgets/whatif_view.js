@@ -2,6 +2,12 @@
 // Apply for real button that asks the kernel to append its events (Workbench.apply_whatif).
 
 const MARK = { added: "+ added", changed: "~ changed", retracted: "− retracted" };
+// Until the kernel answers a hello, Apply stays off: a static or exported copy of the widget
+// has no kernel to append anything. Said beside the button if no answer comes soon.
+const NO_KERNEL =
+  "no kernel answers this view (a static or exported copy): open the notebook with its " +
+  "kernel to apply the what-if";
+const NO_KERNEL_AFTER_MS = 3000;
 
 function render({ model, el }) {
   const root = h("section", { class: "uac uac-whatif", "aria-label": "What-if" });
@@ -158,21 +164,35 @@ function render({ model, el }) {
     );
   }
 
+  const served = model.get("served");
+  let live = false; // a kernel answered since this view was drawn
+  let waited = false; // long enough without an answer to say so
+
+  // Why Apply is off, to show beside it ("" while waiting for the kernel's first answer).
+  function why() {
+    return model.get("readonly") || (!live && waited ? NO_KERNEL : "");
+  }
+
   function off() {
     const r = model.get("report");
-    return model.get("applied") || !r || !r.totals || Boolean(model.get("readonly"));
+    return model.get("applied") || !r || !r.totals || Boolean(model.get("readonly")) || !live;
+  }
+
+  function controls() {
+    const applied = model.get("applied");
+    const reason = why();
+    apply.disabled = off();
+    apply.title = reason;
+    apply.textContent = applied ? "Applied" : "Apply for real";
+    note.textContent = applied ? "" : reason;
+    note.hidden = applied || !reason;
+    done.textContent = model.get("done");
   }
 
   function draw() {
     const r = model.get("report");
     const applied = model.get("applied");
-    const readonly = model.get("readonly");
-    apply.disabled = off();
-    apply.title = readonly;
-    apply.textContent = applied ? "Applied" : "Apply for real";
-    note.textContent = applied ? "" : readonly;
-    note.hidden = applied || !readonly;
-    done.textContent = model.get("done");
+    controls();
     if (!r || !r.totals) {
       heading.textContent = "";
       body.replaceChildren();
@@ -234,16 +254,23 @@ function render({ model, el }) {
   }
 
   function settled() {
+    if (model.get("served") !== served) live = true;
     status.update();
     // A refusal leaves the what-if unapplied: the button can be pressed again.
-    apply.disabled = off();
+    controls();
   }
 
   draw();
+  const timer = setTimeout(() => {
+    waited = true;
+    controls();
+  }, NO_KERNEL_AFTER_MS);
   const stop = [
+    () => clearTimeout(timer),
     listen(model, ["report", "timeline_svg", "applied", "done", "heading", "readonly"], draw),
     listen(model, ["error", "served"], settled),
   ];
+  model.send({ action: "hello" });
   return () => stop.forEach((f) => f());
 }
 

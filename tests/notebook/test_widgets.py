@@ -646,7 +646,7 @@ const model = {
   send(msg) { this.sent.push(msg); },
 };
 const el = document.createElement("div");
-widget.render({ model, el });
+const cleanup = widget.render({ model, el });
 function seen() {
   const apply = el.findTag("BUTTON");
   const note = el.find("uac-whatif-readonly");
@@ -667,23 +667,32 @@ for (const next of states.slice(1)) {
   for (const k of changed) for (const fn of model.handlers[`change:${k}`] || []) fn();
   shown.push(seen());
 }
-console.log(JSON.stringify(shown));
+if (WAIT) {  // and once more after WAIT ms with no other change
+  await new Promise((resolve) => setTimeout(resolve, WAIT));
+  shown.push(seen());
+}
+cleanup();
+console.log(JSON.stringify({ shown, sent: model.sent }));
 """
 
 
-def _rendered(widget: type, states: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What ``widget``'s module shows (``_RENDER``) for each state the kernel synced in turn."""
+def _rendered(
+    widget: type, states: list[dict[str, Any]], wait: int = 0
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """What ``widget``'s module shows (``_RENDER``) for each state the kernel synced in turn
+    (and, with ``wait``, that many ms after the last), and the messages it sent."""
     module = widget._esm.replace("export default { render };", "const widget = { render };")
+    script = _RENDER.replace("STATES", orjson.dumps(states).decode()).replace("WAIT", str(wait))
     run = subprocess.run(
         ["node", "--input-type=module"],
-        input=FAKE_DOM + module + _RENDER.replace("STATES", orjson.dumps(states).decode()),
+        input=FAKE_DOM + module + script,
         capture_output=True,
         text=True,
         check=False,
     )
     assert run.returncode == 0, run.stderr
-    shown: list[dict[str, Any]] = orjson.loads(run.stdout)
-    return shown
+    out = orjson.loads(run.stdout)
+    return out["shown"], out["sent"]
 
 
 def _synced(view: Any) -> dict[str, Any]:
@@ -694,10 +703,15 @@ def _synced(view: Any) -> dict[str, Any]:
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_whatif_module_heading_follows_apply(fresh: Workbench) -> None:
     view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    drawn = _synced(view)
+    view._on_msg(view, {"action": "hello"}, [])  # what the module sends when it is drawn
+    assert view.error == "" and view.served == drawn["served"] + 1
     before = _synced(view)
     view._on_msg(view, {"action": "apply"}, [])
     assert view.applied
-    shown, applied = _rendered(wact.WhatIfWidget, [before, _synced(view)])
+    (waiting, shown, applied), sent = _rendered(wact.WhatIfWidget, [drawn, before, _synced(view)])
+    assert sent == [{"action": "hello"}]
+    assert waiting["disabled"] and waiting["note"] == ""  # until the kernel answers
     assert shown["heading"].endswith("; nothing was appended") and not shown["disabled"]
     assert shown["intro"].endswith("nothing is written until you apply.")
     assert shown["button"] == "Apply for real" and shown["note"] == ""
@@ -714,8 +728,20 @@ def test_whatif_module_heading_follows_apply(fresh: Workbench) -> None:
 def test_whatif_module_shows_why_apply_is_off(fresh: Workbench) -> None:
     why = "this is a static export: run `marimo edit tour.py` to apply a what-if"
     view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]), readonly=why)
-    (shown,) = _rendered(wact.WhatIfWidget, [_synced(view)])
+    drawn = _synced(view)
+    view._on_msg(view, {"action": "hello"}, [])
+    (_, shown), _ = _rendered(wact.WhatIfWidget, [drawn, _synced(view)])
     assert shown["disabled"] and shown["note"] == why and shown["title"] == why
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_whatif_module_without_a_kernel_keeps_apply_off(fresh: Workbench) -> None:
+    # a static copy of the widget (a notebook exported with its widget state): no kernel ever
+    # answers the hello, so Apply stays off and, after a while, says why
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    (drawn, later), _ = _rendered(wact.WhatIfWidget, [_synced(view)], wait=3200)
+    assert drawn["disabled"] and drawn["note"] == ""
+    assert later["disabled"] and later["note"].startswith("no kernel answers this view")
 
 
 # -- data stays data --------------------------------------------------------------------------

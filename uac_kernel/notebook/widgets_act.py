@@ -138,7 +138,9 @@ def _bad_message(content: Any) -> None:
 
 
 class WhatIfAction(TypedDict):
-    """What the front end sends: ``{"action": "apply"}`` (the Apply for real button)."""
+    """What the front end sends: ``{"action": "apply"}`` (the Apply for real button), or
+    ``{"action": "hello"}`` when it is drawn: only a kernel answers, and until one does Apply
+    stays off (a static or exported view has none)."""
 
     action: str
 
@@ -199,8 +201,11 @@ class WhatIfWidget(_Widget):
         self._answer(work)
 
     def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("action") == "apply":
+        action = content.get("action") if isinstance(content, dict) else None
+        if action == "apply":
             self.apply()
+        elif action == "hello":
+            self._answer(lambda: None)  # the kernel is here: Apply may work
         else:
             self._answer(lambda: _bad_whatif_message(content))
 
