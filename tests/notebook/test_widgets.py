@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 from helpers.events import fact
+from helpers.frontend import rendered
 
 from uac_kernel import Workbench
 from uac_kernel.log.store import LoggedEvent, NewEvent
@@ -570,84 +571,9 @@ def test_whatif_widget_in_the_past_draws_the_timeline(fresh: Workbench) -> None:
     assert "<script" not in svg and "&lt;script&gt;" in svg  # the message is text in the picture
 
 
-# A DOM just large enough for a widget module, to run its render() under node on the state the
-# kernel synced: what the page would show, where no browser is installed.
-FAKE_DOM = """
-// A DOM just large enough for the uac widget modules, to run one under node.
-class Node {
-  constructor(tag) {
-    this.tagName = tag ? tag.toUpperCase() : "#text";
-    this.children = [];
-    this.attributes = {};
-    this.listeners = {};
-    this.className = "";
-    this._text = "";
-  }
-  append(...nodes) {
-    for (const n of nodes) this.children.push(n instanceof Node ? n : text(String(n)));
-  }
-  replaceChildren(...nodes) {
-    this.children = [];
-    this.append(...nodes);
-  }
-  setAttribute(name, value) {
-    this.attributes[name] = String(value);
-  }
-  removeAttribute(name) {
-    delete this.attributes[name];
-  }
-  addEventListener(name, fn) {
-    (this.listeners[name] ||= []).push(fn);
-  }
-  get textContent() {
-    return this.tagName === "#text" || !this.children.length
-      ? this._text
-      : this.children.map((c) => c.textContent).join("");
-  }
-  set textContent(value) {
-    this.children = [];
-    this._text = String(value);
-  }
-  find(cls) {
-    if (this.className.split(" ").includes(cls)) return this;
-    for (const c of this.children) {
-      const f = c.find(cls);
-      if (f) return f;
-    }
-    return null;
-  }
-  findTag(tag) {
-    if (this.tagName === tag) return this;
-    for (const c of this.children) {
-      const f = c.findTag(tag);
-      if (f) return f;
-    }
-    return null;
-  }
-}
-function text(s) {
-  const n = new Node();
-  n._text = s;
-  return n;
-}
-globalThis.Node = Node;
-globalThis.document = { createElement: (tag) => new Node(tag), activeElement: null };
-"""
-
-_RENDER = """
-const states = STATES;
-const model = {
-  state: states[0],
-  handlers: {},
-  sent: [],
-  get(name) { return this.state[name]; },
-  on(ev, fn) { (this.handlers[ev] ||= []).push(fn); },
-  off() {},
-  send(msg) { this.sent.push(msg); },
-};
-const el = document.createElement("div");
-const cleanup = widget.render({ model, el });
-function seen() {
+# What the what-if widget shows: its heading, the line under it, the Apply button and the note
+# beside it.
+_WHATIF_SEEN = """
   const apply = el.findTag("BUTTON");
   const note = el.find("uac-whatif-readonly");
   return {
@@ -656,43 +582,10 @@ function seen() {
     done: el.find("uac-whatif-done").textContent,
     button: apply.textContent,
     disabled: Boolean(apply.disabled),
-    title: apply.title ?? "",
+    title: apply.title || apply.attributes.title || "",
     note: note.hidden ? "" : note.textContent,
   };
-}
-const shown = [seen()];
-for (const next of states.slice(1)) {
-  const changed = Object.keys(next).filter((k) => JSON.stringify(next[k]) !== JSON.stringify(model.state[k]));
-  model.state = next;
-  for (const k of changed) for (const fn of model.handlers[`change:${k}`] || []) fn();
-  shown.push(seen());
-}
-if (WAIT) {  // and once more after WAIT ms with no other change
-  await new Promise((resolve) => setTimeout(resolve, WAIT));
-  shown.push(seen());
-}
-cleanup();
-console.log(JSON.stringify({ shown, sent: model.sent }));
 """
-
-
-def _rendered(
-    widget: type, states: list[dict[str, Any]], wait: int = 0
-) -> tuple[list[dict[str, Any]], list[Any]]:
-    """What ``widget``'s module shows (``_RENDER``) for each state the kernel synced in turn
-    (and, with ``wait``, that many ms after the last), and the messages it sent."""
-    module = widget._esm.replace("export default { render };", "const widget = { render };")
-    script = _RENDER.replace("STATES", orjson.dumps(states).decode()).replace("WAIT", str(wait))
-    run = subprocess.run(
-        ["node", "--input-type=module"],
-        input=FAKE_DOM + module + script,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    out = orjson.loads(run.stdout)
-    return out["shown"], out["sent"]
 
 
 def _synced(view: Any) -> dict[str, Any]:
@@ -709,7 +602,7 @@ def test_whatif_module_heading_follows_apply(fresh: Workbench) -> None:
     before = _synced(view)
     view._on_msg(view, {"action": "apply"}, [])
     assert view.applied
-    (waiting, shown, applied), sent = _rendered(wact.WhatIfWidget, [drawn, before, _synced(view)])
+    (waiting, shown, applied), sent = rendered(view, [drawn, before, _synced(view)], _WHATIF_SEEN)
     assert sent == [{"action": "hello"}]
     assert waiting["disabled"] and waiting["note"] == ""  # until the kernel answers
     assert shown["heading"].endswith("; nothing was appended") and not shown["disabled"]
@@ -730,7 +623,7 @@ def test_whatif_module_shows_why_apply_is_off(fresh: Workbench) -> None:
     view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]), readonly=why)
     drawn = _synced(view)
     view._on_msg(view, {"action": "hello"}, [])
-    (_, shown), _ = _rendered(wact.WhatIfWidget, [drawn, _synced(view)])
+    (_, shown), _ = rendered(view, [drawn, _synced(view)], _WHATIF_SEEN)
     assert shown["disabled"] and shown["note"] == why and shown["title"] == why
 
 
@@ -739,7 +632,7 @@ def test_whatif_module_without_a_kernel_keeps_apply_off(fresh: Workbench) -> Non
     # a static copy of the widget (a notebook exported with its widget state): no kernel ever
     # answers the hello, so Apply stays off and, after a while, says why
     view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
-    (drawn, later), _ = _rendered(wact.WhatIfWidget, [_synced(view)], wait=3200)
+    (drawn, later), _ = rendered(view, [_synced(view)], _WHATIF_SEEN, wait=3200)
     assert drawn["disabled"] and drawn["note"] == ""
     assert later["disabled"] and later["note"].startswith("no kernel answers this view")
 

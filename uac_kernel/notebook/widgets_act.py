@@ -31,7 +31,9 @@ __all__ = [
 
 class ReviewAction(TypedDict, total=False):
     """A decision the front end sends: ``{"action": "accept", "batch": 12, "only": [1, 3]}``
-    (``only`` left out: every operation) or ``{"action": "reject", "batch": 12}``."""
+    (``only`` left out: every operation) or ``{"action": "reject", "batch": 12}``; or
+    ``{"action": "hello"}`` when it is drawn: only a kernel answers, and until one does the
+    buttons stay off (a static or exported view has none)."""
 
     action: str
     batch: int
@@ -44,16 +46,20 @@ class ReviewView(_Widget):
 
     A button sends a ``ReviewAction`` message; ``accept`` and ``reject`` are the same calls
     from Python. Each decision is ``Workbench.accept``/``reject``: re-validated, logged, and
-    then the list is read again. ``done`` says what the last decision did.
+    then the list is read again. ``done`` says what the last decision did. ``readonly`` says
+    why the buttons are off ("" when they work): a workbench open read-only.
     """
 
     _esm = _module("review_view.js")
     batches: traitlets.List[Any] = traitlets.List().tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
+    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench):
         self._wb = wb
         super().__init__()
+        if wb.store.read_only:
+            self.readonly = "this workbench is open read-only; open it writable to decide"
         self.on_msg(self._on_msg)
         self.refresh()
 
@@ -62,6 +68,8 @@ class ReviewView(_Widget):
 
     def accept(self, batch: int, only: list[int] | None = None) -> None:
         def work() -> None:
+            if self.readonly:
+                raise ValueError(self.readonly)
             shown = [c["number"] for b in self.batches if b["id"] == batch for c in b["changes"]]
             report = self._wb.accept(batch, only)
             which = "all operations" if only is None else f"operations {_numbers(only)}"
@@ -76,6 +84,8 @@ class ReviewView(_Widget):
 
     def reject(self, batch: int) -> None:
         def work() -> None:
+            if self.readonly:
+                raise ValueError(self.readonly)
             self._wb.reject(batch)
             self.done = f"batch {batch}: rejected; nothing of it was applied"
             self._build()
@@ -88,7 +98,9 @@ class ReviewView(_Widget):
 
         msg = cast(ReviewAction, content if isinstance(content, dict) else {})
         batch, only = msg.get("batch"), msg.get("only")
-        if not whole(batch) or not (
+        if msg.get("action") == "hello" and len(msg) == 1:
+            self._answer(lambda: None)  # the kernel is here: the buttons may work
+        elif not whole(batch) or not (
             only is None or (isinstance(only, list) and all(whole(n) for n in only))
         ):
             self._answer(lambda: _bad_message(content))
