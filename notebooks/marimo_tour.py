@@ -115,18 +115,22 @@ def _(um, wb):
 @app.cell
 def _(events_before, mo, wb):
     mo.md(f"""
-    The log holds **{len(wb.log())} events** after the what-if, as it did before
-    ({events_before}): nothing was written.
+    When this cell ran, the log held **{len(wb.log())} events**, as it did before the what-if
+    ({events_before}): the what-if wrote nothing. **Apply for real** appends the prescription
+    through the validated ingest; the widget's heading then says where in the log it went.
     """)
     return
 
 
 @app.cell
-def _(mo):
+def _(mo, um):
+    # In a static HTML export nothing runs the expression: the box is off and says why.
+    _static = um.static_note("type an expression")
     expression = mo.ui.text_area(
         value="len([t for t in user.all(Trip) if t.international and t.start.year == 2025])",
         label="An expression over `user`",
         full_width=True,
+        disabled=bool(_static),
     )
     mo.vstack(
         [
@@ -138,6 +142,7 @@ def _(mo):
     expression and the answer below follows; a mistake shows its error instead.
     """),
             expression,
+            *([mo.callout(mo.md(_static), kind="warn")] if _static else []),
         ]
     )
     return (expression,)

@@ -14,6 +14,7 @@ from uac_kernel.notebook.marimo import (
     fleet,
     log_browser,
     state_explorer,
+    static_note,
     whatif,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "fleet",
     "log_browser",
     "state_explorer",
+    "static_note",
     "whatif",
 ]

@@ -1,15 +1,28 @@
 // ReviewView: model answers held for review. The kernel decides (Workbench.accept / reject);
-// this module draws each held batch and sends the decision a person makes as a message.
+// this module draws each held batch and sends the decision a person makes as a message. Until
+// the kernel answers a hello, the buttons stay off: a static or exported view has no kernel to
+// decide, and says so.
 
 const MARK = { add: "+ new", update: "~ change", retract: "− RETRACT" };
+const NO_KERNEL =
+  "read-only: no kernel answers this view (a static or exported copy); open the notebook " +
+  "with its kernel to accept or reject";
 
 function render({ model, el }) {
   const root = h("section", { class: "uac uac-review", "aria-label": "Held for review" });
   const status = statusLine(model, root);
+  const note = h("p", { class: "uac-muted uac-review-readonly", role: "note" });
   const done = h("p", { class: "uac-status", role: "status" });
   const body = h("div", { class: "uac-review-body" });
-  root.append(status.node, done, body);
+  root.append(status.node, note, done, body);
   el.replaceChildren(root);
+
+  const served = model.get("served");
+  let live = false; // a kernel answered since this view was drawn
+
+  function why() {
+    return model.get("readonly") || (live ? "" : NO_KERNEL);
+  }
 
   function decide(message) {
     status.busy();
@@ -72,16 +85,24 @@ function render({ model, el }) {
       h(
         "div",
         { class: "uac-controls" },
-        button("Accept all", () => decide({ action: "accept", batch: b.id })),
-        button("Accept selected", () =>
-          decide({ action: "accept", batch: b.id, only: selected() }),
+        button("Accept all", () => decide({ action: "accept", batch: b.id }), off()),
+        button(
+          "Accept selected",
+          () => decide({ action: "accept", batch: b.id, only: selected() }),
+          off(),
         ),
-        button("Reject", () => decide({ action: "reject", batch: b.id })),
+        button("Reject", () => decide({ action: "reject", batch: b.id }), off()),
       ),
     );
   }
 
+  function off() {
+    return { disabled: why() !== "", title: why() };
+  }
+
   function draw() {
+    note.textContent = why();
+    note.hidden = !why();
     done.textContent = model.get("done");
     const batches = model.get("batches");
     body.replaceChildren(
@@ -91,11 +112,20 @@ function render({ model, el }) {
     );
   }
 
+  function answered() {
+    status.update();
+    if (model.get("served") !== served && !live) {
+      live = true;
+      draw();
+    }
+  }
+
   draw();
   const stop = [
-    listen(model, ["batches", "done"], draw),
-    listen(model, ["error", "served"], status.update),
+    listen(model, ["batches", "done", "readonly"], draw),
+    listen(model, ["error", "served"], answered),
   ];
+  model.send({ action: "hello" });
   return () => stop.forEach((f) => f());
 }
 

@@ -2,19 +2,27 @@
 // Apply for real button that asks the kernel to append its events (Workbench.apply_whatif).
 
 const MARK = { added: "+ added", changed: "~ changed", retracted: "− retracted" };
+// Until the kernel answers a hello, Apply stays off: a static or exported copy of the widget
+// has no kernel to append anything. Said beside the button if no answer comes soon.
+const NO_KERNEL =
+  "no kernel answers this view (a static or exported copy): open the notebook with its " +
+  "kernel to apply the what-if";
+const NO_KERNEL_AFTER_MS = 3000;
 
 function render({ model, el }) {
   const root = h("section", { class: "uac uac-whatif", "aria-label": "What-if" });
   const status = statusLine(model, root);
-  const heading = h("p", { class: "uac-status", role: "status" });
+  const heading = h("p", { class: "uac-status uac-whatif-heading", role: "status" });
   const body = h("div", { class: "uac-whatif-body" });
   const apply = button("Apply for real", () => {
     apply.disabled = true; // one click, one ingest: enabled again only if the kernel refused
     status.busy();
     model.send({ action: "apply" });
   });
+  // Why Apply is off (a static export, a read-only workbench), beside the button.
+  const note = h("span", { class: "uac-muted uac-whatif-readonly", role: "note" });
   const done = h("p", { class: "uac-status uac-whatif-done", role: "status" });
-  root.append(heading, body, h("div", { class: "uac-controls" }, apply), done, status.node);
+  root.append(heading, body, h("div", { class: "uac-controls" }, apply, note), done, status.node);
   el.replaceChildren(root);
 
   function badge(severity) {
@@ -156,28 +164,54 @@ function render({ model, el }) {
     );
   }
 
+  const served = model.get("served");
+  let live = false; // a kernel answered since this view was drawn
+  let waited = false; // long enough without an answer to say so
+
+  // Why Apply is off, to show beside it ("" while waiting for the kernel's first answer).
+  function why() {
+    return model.get("readonly") || (!live && waited ? NO_KERNEL : "");
+  }
+
+  function off() {
+    const r = model.get("report");
+    return model.get("applied") || !r || !r.totals || Boolean(model.get("readonly")) || !live;
+  }
+
+  function controls() {
+    const applied = model.get("applied");
+    const reason = why();
+    apply.disabled = off();
+    apply.title = reason;
+    apply.textContent = applied ? "Applied" : "Apply for real";
+    note.textContent = applied ? "" : reason;
+    note.hidden = applied || !reason;
+    done.textContent = model.get("done");
+  }
+
   function draw() {
     const r = model.get("report");
     const applied = model.get("applied");
-    apply.disabled = applied || !r || !r.totals;
-    apply.textContent = applied ? "Applied" : "Apply for real";
-    done.textContent = model.get("done");
+    controls();
     if (!r || !r.totals) {
       heading.textContent = "";
       body.replaceChildren();
       return;
     }
     const t = r.totals;
-    heading.textContent = r.summary;
+    // The kernel's heading: the what-if's summary, then, once applied, where its events are.
+    heading.textContent = model.get("heading") || r.summary;
     const unchanged = t.answers - t.answers_changed;
     body.replaceChildren(
       ...[
         h("p", {
           class: "uac-muted",
-          text:
-            `${count(r.new)} event${r.new === 1 ? "" : "s"} would be appended` +
-            (r.skipped ? `, ${count(r.skipped)} already in the log` : "") +
-            "; nothing is written until you apply.",
+          text: applied
+            ? "Below is what the what-if predicted before it was applied; the log may have " +
+              "moved since, so the heading and the line under the button say what the ingest did."
+            : `${count(r.new)} event${r.new === 1 ? "" : "s"} would be appended` +
+              (r.skipped ? `, ${count(r.skipped)} already in the log` : "") +
+              "; nothing is written until you apply.",
         }),
         timeline(model.get("timeline_svg")),
         section("Records", t.records, r.records, records),
@@ -220,16 +254,23 @@ function render({ model, el }) {
   }
 
   function settled() {
+    if (model.get("served") !== served) live = true;
     status.update();
     // A refusal leaves the what-if unapplied: the button can be pressed again.
-    apply.disabled = model.get("applied") || !(model.get("report") || {}).totals;
+    controls();
   }
 
   draw();
+  const timer = setTimeout(() => {
+    waited = true;
+    controls();
+  }, NO_KERNEL_AFTER_MS);
   const stop = [
-    listen(model, ["report", "timeline_svg", "applied", "done"], draw),
+    () => clearTimeout(timer),
+    listen(model, ["report", "timeline_svg", "applied", "done", "heading", "readonly"], draw),
     listen(model, ["error", "served"], settled),
   ];
+  model.send({ action: "hello" });
   return () => stop.forEach((f) => f());
 }
 

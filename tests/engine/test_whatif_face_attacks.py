@@ -691,6 +691,7 @@ def test_widget_apply_on_a_read_only_workbench(store: Path) -> None:
     before = fingerprint(store)
     with Workbench(store, user="maya", read_only=True) as ro:
         widget = WhatIfWidget(ro, ro.whatif([AMOXICILLIN]))
+        assert "read-only" in widget.readonly  # the button is off, and says why beside it
         widget.apply()
         assert widget.error and "\n" not in widget.error and not widget.applied
         widget2 = WhatIfWidget(ro, w)

@@ -17,7 +17,15 @@ from helpers.events import retract, update
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 
-from helpers.magics import change, edit_cell, logged, run, run_out, usage_error
+from helpers.magics import (
+    change,
+    edit_cell,
+    logged,
+    run,
+    run_out,
+    usage_error,
+    widget_outputs,
+)
 from helpers.maya import AMOXICILLIN, AMOXICILLIN_YAML, MEDICATIONS, RULE, STORE
 from IPython.utils.capture import capture_output
 
@@ -110,6 +118,44 @@ def test_whatif_mistakes_are_one_line_usage_errors(maya_ip: Any) -> None:
     assert logged(maya_ip) == before
 
 
+def test_whatif_widget_heading_after_apply(maya_ip: Any) -> None:
+    pytest.importorskip("anywidget", reason="pip install anywidget")
+    maya_ip.user_ns["prescription"] = [AMOXICILLIN]
+    ((widget, text),) = widget_outputs(maya_ip, "%uac whatif prescription")
+    wb = maya_ip.user_ns["wb"]
+    before = logged(maya_ip)
+    assert widget.heading == widget.whatif.summary() and widget.heading.endswith(
+        "; nothing was appended"
+    )
+    assert "nothing was appended" in text  # the text shown where widgets are not: true then
+    assert widget.readonly == "" and not widget.applied
+
+    widget._on_msg(widget, {"action": "apply"}, [])  # the Apply button's message
+    assert widget.error == "" and widget.applied
+    new = wb.log()[before:]
+    facts = [e.seq for e in new if e.kind != "alert"]
+    # the header no longer says nothing was appended: it says where the event now is
+    assert widget.heading.startswith("applied: 1 event appended to the log at seq")
+    assert "nothing" not in widget.heading
+    where = f"seq {facts[0]}" if len(facts) == 1 else f"seqs {facts[0]}–{facts[-1]}"
+    assert where in widget.heading, (widget.heading, facts)
+    assert widget.done.startswith("applied: 1 event appended") and "1 raised" in widget.done
+    assert [a.rule for a in wb.alerts()] == [RULE]
+
+    # a second press appends nothing and leaves the header as it is
+    heading, grown = widget.heading, logged(maya_ip)
+    widget._on_msg(widget, {"action": "apply"}, [])
+    assert "applied already" in widget.error
+    assert logged(maya_ip) == grown and widget.heading == heading
+    # the same what-if shown again and applied: its event is in the log already
+    ((again, _),) = widget_outputs(maya_ip, "%uac whatif prescription")
+    again.apply()
+    assert again.error == "" and logged(maya_ip) == grown
+    assert (
+        again.heading == "applied: nothing new appended; 1 event of the what-if already in the log"
+    )
+
+
 def test_help_lists_whatif(maya_ip: Any) -> None:
     out = run_out(maya_ip, "%uac help")
     assert "%uac whatif" in out and "--as-of" in out
@@ -200,3 +246,29 @@ def test_marimo_whatif_in_an_app(tmp_path: Path) -> None:
     assert RULE in text(defs["text_view"])
     assert "danger" in defs["bad_view"].text and "what-if" in defs["bad_view"].text
     assert "Write the events" in defs["empty_view"].text
+
+
+def test_marimo_whatif_in_a_static_export_turns_apply_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The notebook's argument `marimo_export` passes (`mo.cli_args()`; marimo reads a script's
+    # from sys.argv): Apply is off and says why, and applying from Python appends nothing.
+    pytest.importorskip("marimo", reason="pip install marimo")
+    import runpy
+
+    events = json.dumps([STORE, AMOXICILLIN, AMOXICILLIN_YAML])
+    path = tmp_path / "whatif_app.py"
+    path.write_text(_MARIMO_APP.replace("EVENTS", repr(events)), encoding="utf-8")
+    app = runpy.run_path(str(path))["app"]
+    monkeypatch.setattr("sys.argv", ["whatif_app.py", "--uac-static-export=tour.py"])
+    _, defs = app.run()
+    widget = defs["view"].widget
+    assert (
+        widget.readonly == "this is a static export: run `marimo edit tour.py` to apply a what-if"
+    )
+    widget.apply()
+    assert widget.error == widget.readonly and not widget.applied
+    assert len(defs["wb"].log()) == defs["before"]
+    monkeypatch.setattr("sys.argv", ["whatif_app.py"])
+    _, defs = app.run()
+    assert defs["view"].widget.readonly == ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import socketserver
 import subprocess
@@ -753,6 +754,60 @@ def test_a_widget_message_for_a_batch_of_another_user(tmp_path: Path, server: Ch
         assert log_of(bob) == log
     with Workbench(path, user="alice") as alice:
         assert [h.id for h in alice.review()] == [b]
+
+
+def test_a_widget_of_a_read_only_workbench_decides_nothing(
+    tmp_path: Path, wb: Workbench, server: ChatServer
+) -> None:
+    from uac_kernel.notebook.widgets_act import ReviewView
+
+    batch = held_batch(wb, server)
+    path = wb.store.path
+    wb.close()
+    with Workbench(path, user="maya", read_only=True) as ro:
+        v = ReviewView(ro)
+        assert "read-only" in v.readonly and [b["id"] for b in v.batches] == [batch]
+        for content in [{"action": "accept", "batch": batch}, {"action": "reject", "batch": batch}]:
+            v._on_msg(v, content, [])
+            assert v.error == v.readonly and v.done == ""
+        assert [b["id"] for b in v.batches] == [batch]
+
+
+REVIEW_SEEN = """
+  const buttons = [];
+  (function walk(n) {
+    if (n.tagName === "BUTTON") buttons.push(n);
+    n.children.forEach(walk);
+  })(el);
+  const note = el.find("uac-review-readonly");
+  return {
+    buttons: buttons.map((b) => b.textContent),
+    disabled: buttons.map((b) => Boolean(b.disabled)),
+    note: note.hidden ? "" : note.textContent,
+  };
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_widget_buttons_wait_for_the_kernel(view: Any) -> None:
+    from helpers.frontend import rendered
+
+    def synced() -> dict[str, Any]:
+        names = ["batches", "done", "readonly", "error", "served"]
+        return {k: v for k, v in view.get_state().items() if k in names}
+
+    drawn = synced()
+    view._on_msg(view, {"action": "hello"}, [])  # what the module sends when it is drawn
+    assert view.error == "" and view.served == drawn["served"] + 1
+    (static, live), sent = rendered(view, [drawn, synced()], REVIEW_SEEN)
+    assert sent == [{"action": "hello"}]
+    assert static["buttons"] == ["Accept all", "Accept selected", "Reject"]
+    # no answer yet (a static copy never has one): off, and saying why
+    assert all(static["disabled"]) and static["note"].startswith("read-only: no kernel")
+    assert not any(live["disabled"]) and live["note"] == ""
+    view.readonly = "this workbench is open read-only; open it writable to decide"
+    (ro,), _ = rendered(view, [{**synced(), "served": drawn["served"] + 1}], REVIEW_SEEN)
+    assert all(ro["disabled"]) and ro["note"] == view.readonly
 
 
 def test_a_widget_accept_with_duplicates_applies_once(wb: Workbench, view: Any) -> None:

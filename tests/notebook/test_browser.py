@@ -493,6 +493,7 @@ class WhatIfCheck:
     bold: int = 0  # <b> elements inside the widget (the hostile name must stay text)
     image: int = 0  # the timeline picture's natural width in pixels (0: not drawn)
     done: str = ""  # the line the widget showed after the click
+    heading: str = ""  # the widget's heading after the click
     disabled: bool = False  # the button, after the click
     log: str = ""  # what the next cell printed of the log's new events
     outputs: list[dict[str, Any]] = field(default_factory=list)
@@ -523,6 +524,7 @@ def check_whatif(page: Any) -> WhatIfCheck:
         timeout=RENDER_TIMEOUT * 1000,
     )
     check.done = done.inner_text() or widget.locator(".uac-error").inner_text()
+    check.heading = widget.locator(".uac-whatif-heading").inner_text()
     check.disabled = widget.locator("button.uac-button").first.is_disabled()
     check.log = run_cell(page, _WHATIF_LOG_CELL)["text"]
     return check
@@ -744,6 +746,8 @@ def test_notebook_runs_and_renders_in_jupyterlab(notebook: Path, tmp_path: Path)
     assert "drug_allergy_cross_reactivity" in check.shown, check.shown[:2000]
     assert check.image > 0, "the what-if's timeline picture did not load"
     assert check.done.startswith("applied: 1 event appended"), check.done
+    # the heading says what is true now, not the what-if's "nothing was appended"
+    assert check.heading.startswith("applied: 1 event appended to the log at seq"), check.heading
     assert check.disabled, "the Apply button stayed enabled after applying"
     assert "facts: [('add', 'amox')]" in check.log, check.log
     assert "alerts: [('raised', 'drug_allergy_cross_reactivity')]" in check.log, check.log

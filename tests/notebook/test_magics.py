@@ -967,6 +967,8 @@ def test_review_widget_accepts_through_its_python_handler(ip: Any, tmp_path: Pat
     view._on_msg(view, {"action": "accept", "batch": batch_id, "only": [1, 3]}, [])
     assert view.error == "" and view.batches == []
     assert view.done.startswith(f"batch {batch_id}: accepted operations 1, 3; ")
+    # the batch left the list: the line says the other two went with it, unapplied
+    assert view.done.endswith("; operations 2, 4 were left out and not applied"), view.done
     assert wb.state.get("Flight", "fl-1") is not None and wb.state.get("Trip", "trip-oslo")
     assert wb.log(kinds=["review"])[-1].payload["operations"] == [1, 3]
     ((_, text),) = widget_outputs(ip, "%uac review")

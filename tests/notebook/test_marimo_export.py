@@ -42,6 +42,22 @@ def test_the_page_holds_the_computed_outputs(exported: Path) -> None:
     assert re.search(r"\d+ events appended", html)
 
 
+def test_the_page_turns_off_what_runs_no_python_and_says_why(exported: Path) -> None:
+    html = exported.read_text(encoding="utf-8")
+    note = f"this is a static export: run `marimo edit {TOUR}` to "
+    # the what-if widget's exported state: Apply is off (the front end reads readonly), with
+    # the reason it shows beside the button
+    state = re.search(r'"applied": (true|false), .*?"readonly": "([^"]*)"', html)
+    assert state is not None, "no what-if widget state in the page"
+    assert state.groups() == ("false", note + "apply a what-if")
+    # the expression box: disabled, and the callout after it says why
+    box = re.search(r"marimo-text-area data-initial-value=(.*?)marimo-text-area", html)
+    assert box is not None, "no expression box in the page"
+    assert "data-disabled='true'" in box.group(1)
+    after = html[box.end() : box.end() + 2000]
+    assert "marimo-callout-output" in after and "to type an expression" in after
+
+
 def test_the_page_loads_nothing_from_off_the_machine(exported: Path) -> None:
     html = exported.read_text(encoding="utf-8")
     assert remote_assets(html) == []

@@ -146,6 +146,13 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
         i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.execution_count is None
     ]
     assert not not_run, f"{path.name}: cells {not_run} never ran"
+    if path.name == "rules_and_alerts.ipynb":
+        # the words around `%uac chart alerts` are true of the chart it draws: one critical
+        # bar, the drug–allergy alert, from 18 to 25 November 2024
+        rows = _chart_rows(nb, "alert-chart")
+        assert [(r["rule"], r["severity"], r["start"][:10], r["end"][:10]) for r in rows] == [
+            ("drug_allergy_cross_reactivity", "critical", "2024-11-18", "2024-11-25")
+        ], rows
     after = sorted(p.name for p in NOTEBOOKS.iterdir())
     assert after == before, f"{path.name} wrote into notebooks/ of the repository: {after}"
     dirty = _shown_by_git_status(work, copied)
@@ -153,6 +160,21 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     # the user model the notebook built, as checkpoint code, imports and is the kernel's state
     truth = json.loads((tmp_path / "nb_truth.json").read_text())
     assert import_in_clean_interpreter(tmp_path / "nb_model.py", tmp_path) == truth
+
+
+def _chart_rows(nb: Any, cell_id: str) -> list[dict[str, Any]]:
+    """The rows of the Altair chart (a JupyterChart widget) the cell ``cell_id`` displayed, from
+    the widget state nbclient stored with the run."""
+    (cell,) = [c for c in nb.cells if c.get("id") == cell_id]
+    views = [
+        o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for o in cell.outputs
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert len(views) == 1, f"cell {cell_id} displayed {len(views)} charts"
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    datasets = state[views[0]]["state"]["spec"]["datasets"]
+    return [row for rows in datasets.values() for row in rows]
 
 
 def _checkpoint_cell(tmp: Path) -> str:
@@ -186,6 +208,9 @@ print(json.dumps({
     "outputs": [type(o).__name__ for o in outputs],
     "answer": defs["answer"],
     "records": sum(defs["wb"].state.counts().values()),
+    # run live, the expression box and the what-if's Apply work: nothing says otherwise
+    "box_disabled": "data-disabled='true'" in defs["expression"].text,
+    "apply_off": defs["whatif_view"].widget.readonly,
 }))
 """
 
@@ -212,6 +237,7 @@ def test_marimo_tour_runs_headless(tmp_path: Path) -> None:
     assert "altair_chart" in result["outputs"], result
     assert isinstance(result["answer"], int), result
     assert result["records"] > 0, result
+    assert result["box_disabled"] is False and result["apply_off"] == "", result
     after = sorted(p.name for p in work.iterdir())
     assert after == before, f"marimo_tour.py wrote files into its folder: {after}"
     truth = json.loads((tmp_path / "nb_truth.json").read_text())

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 from helpers.events import fact
+from helpers.frontend import rendered
 
 from uac_kernel import Workbench
 from uac_kernel.log.store import LoggedEvent, NewEvent
@@ -568,6 +569,72 @@ def test_whatif_widget_in_the_past_draws_the_timeline(fresh: Workbench) -> None:
     svg = view.timeline_svg
     assert svg.startswith("<svg") and "what-if inserted here" in svg
     assert "<script" not in svg and "&lt;script&gt;" in svg  # the message is text in the picture
+
+
+# What the what-if widget shows: its heading, the line under it, the Apply button and the note
+# beside it.
+_WHATIF_SEEN = """
+  const apply = el.findTag("BUTTON");
+  const note = el.find("uac-whatif-readonly");
+  return {
+    heading: el.find("uac-whatif-heading").textContent,
+    intro: el.find("uac-whatif-body").children[0]?.textContent ?? "",
+    done: el.find("uac-whatif-done").textContent,
+    button: apply.textContent,
+    disabled: Boolean(apply.disabled),
+    title: apply.title || apply.attributes.title || "",
+    note: note.hidden ? "" : note.textContent,
+  };
+"""
+
+
+def _synced(view: Any) -> dict[str, Any]:
+    names = ["report", "timeline_svg", "applied", "done", "heading", "readonly", "error", "served"]
+    return {k: v for k, v in view.get_state().items() if k in names}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_whatif_module_heading_follows_apply(fresh: Workbench) -> None:
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    drawn = _synced(view)
+    view._on_msg(view, {"action": "hello"}, [])  # what the module sends when it is drawn
+    assert view.error == "" and view.served == drawn["served"] + 1
+    before = _synced(view)
+    view._on_msg(view, {"action": "apply"}, [])
+    assert view.applied
+    (waiting, shown, applied), sent = rendered(view, [drawn, before, _synced(view)], _WHATIF_SEEN)
+    assert sent == [{"action": "hello"}]
+    assert waiting["disabled"] and waiting["note"] == ""  # until the kernel answers
+    assert shown["heading"].endswith("; nothing was appended") and not shown["disabled"]
+    assert shown["intro"].endswith("nothing is written until you apply.")
+    assert shown["button"] == "Apply for real" and shown["note"] == ""
+    # after Apply nothing on the widget says nothing was appended
+    assert applied["heading"] == view.heading and applied["heading"].startswith(
+        "applied: 2 events appended to the log at seq"
+    )
+    assert "nothing" not in applied["heading"] + applied["intro"]
+    assert applied["intro"].startswith("Below is what the what-if predicted before it was applied")
+    assert applied["done"] == view.done and applied["button"] == "Applied" and applied["disabled"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_whatif_module_shows_why_apply_is_off(fresh: Workbench) -> None:
+    why = "this is a static export: run `marimo edit tour.py` to apply a what-if"
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]), readonly=why)
+    drawn = _synced(view)
+    view._on_msg(view, {"action": "hello"}, [])
+    (_, shown), _ = rendered(view, [drawn, _synced(view)], _WHATIF_SEEN)
+    assert shown["disabled"] and shown["note"] == why and shown["title"] == why
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_whatif_module_without_a_kernel_keeps_apply_off(fresh: Workbench) -> None:
+    # a static copy of the widget (a notebook exported with its widget state): no kernel ever
+    # answers the hello, so Apply stays off and, after a while, says why
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    (drawn, later), _ = rendered(view, [_synced(view)], _WHATIF_SEEN, wait=3200)
+    assert drawn["disabled"] and drawn["note"] == ""
+    assert later["disabled"] and later["note"].startswith("no kernel answers this view")
 
 
 # -- data stays data --------------------------------------------------------------------------

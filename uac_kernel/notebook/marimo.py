@@ -20,6 +20,12 @@ show, as functions of an open ``Workbench``:
 ``%%uac whatif``                   ``whatif(wb, events)`` (the report, Apply button)
 =================================  ==================================================
 
+In a static HTML export the page runs no Python, so a button or an input box there does
+nothing: ``static_note(what)`` says so when the notebook runs to be exported by
+``python -m uac_kernel.notebook.marimo_export`` (which passes ``-- --uac-static-export=PATH``,
+read with marimo's ``mo.cli_args()``: marimo runs an export in edit mode, so
+``mo.app_meta().mode`` cannot tell), and ``whatif`` turns its Apply button off with that note.
+
 Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
 last expression of a cell draws them; nothing is fetched from the network. This face needs the
 ``marimo`` extra: without marimo, importing it raises :class:`~uac_kernel.core.errors.MissingExtra`,
@@ -60,8 +66,13 @@ __all__ = [
     "fleet",
     "log_browser",
     "state_explorer",
+    "static_note",
     "whatif",
 ]
+
+STATIC_EXPORT_ARG = "uac-static-export"
+"""The notebook argument (``mo.cli_args()``) that says it runs to be exported as static HTML;
+its value is the notebook's path as the exporter was given it."""
 
 CHART_KINDS = ("events", "records", "alerts", "result")
 """What :func:`chart` draws, as ``%uac chart KIND`` does."""
@@ -92,6 +103,21 @@ def _marimo() -> Any:
 
 
 _marimo()  # importing the face without its extra fails here, in one line
+
+
+def static_note(what: str) -> str:
+    """Why a control does nothing here, or "": in a static export (the notebook run with
+    ``--uac-static-export=PATH``, as ``marimo_export`` runs it) "this is a static export: run
+    `marimo edit PATH` to {what}"; in a live notebook, an app or a script, ""."""
+    mo = _marimo()
+    try:
+        path = mo.cli_args().get(STATIC_EXPORT_ARG)
+    except Exception:  # no marimo context: plain Python, where nothing is exported
+        return ""
+    if path is None or path is False:
+        return ""
+    name = str(path) if path not in ("", True) else "the notebook"
+    return f"this is a static export: run `marimo edit {name}` to {what}"
 
 
 @_helper("log")
@@ -290,7 +316,8 @@ def whatif(
     those this session evaluated or asked).
 
     Returns the what-if widget (the report and an Apply button that appends the same events
-    through the validated ingest) as ``mo.ui.anywidget``. A mistake in the events (or an empty text) shows as a
+    through the validated ingest; off, with ``static_note`` beside it, in a static export) as
+    ``mo.ui.anywidget``. A mistake in the events (or an empty text) shows as a
     callout with the one-line error instead; nothing is appended then either.
     """
     from uac_kernel.engine.whatif import events_from_text
@@ -312,7 +339,7 @@ def whatif(
         w = wb.whatif(given, as_of=as_of, expressions=expressions)
     except UacError as exc:
         return mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
-    return mo.ui.anywidget(WhatIfWidget(wb, w))
+    return mo.ui.anywidget(WhatIfWidget(wb, w, readonly=static_note("apply a what-if")))
 
 
 def _whatif_arguments(events: Any, expressions: Any) -> str | None:

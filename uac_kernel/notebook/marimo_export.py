@@ -12,7 +12,10 @@ so serve the directory with any local server::
     python -m http.server --directory tour-html 8000    # then open http://localhost:8000/
 
 Outputs are what the notebook computed when exported; the page does not run Python (widgets
-show their exported state, charts draw in the browser).
+show their exported state, charts draw in the browser). So the notebook runs with the argument
+``--uac-static-export=NOTEBOOK`` (``mo.cli_args()``), by which ``uac.marimo.static_note`` turns
+off what would do nothing in the page (the what-if's Apply, the tour's expression box) and says
+so beside it.
 """
 
 from __future__ import annotations
@@ -78,8 +81,10 @@ def export_offline(
         options = ["-o", str(exported), "--force"]
         if not include_code:
             options.append("--no-include-code")
+        # the notebook's own arguments: it runs to be a static page (uac.marimo.static_note)
+        args = ["--", f"--uac-static-export={notebook}"]
         done = subprocess.run(
-            [sys.executable, "-m", "marimo", "export", "html", str(source), *options],
+            [sys.executable, "-m", "marimo", "export", "html", str(source), *options, *args],
             capture_output=True,
             text=True,
         )

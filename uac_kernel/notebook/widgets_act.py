@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import traitlets
 
-from uac_kernel.core.display import shorten, show
+from uac_kernel.core.display import plural, shorten, show
 from uac_kernel.notebook.widget_base import _module, _record_now, _ts, _value, _Widget, provenance
 
 if TYPE_CHECKING:
     from uac_kernel.engine.whatif import WhatIf
+    from uac_kernel.ingest.report import IngestReport
     from uac_kernel.rules.engine import Alert
     from uac_kernel.workbench import Workbench
 
@@ -23,13 +24,16 @@ __all__ = [
     "VocabView",
     "WhatIfAction",
     "WhatIfWidget",
+    "applied_heading",
     "whatif_report",
 ]
 
 
 class ReviewAction(TypedDict, total=False):
     """A decision the front end sends: ``{"action": "accept", "batch": 12, "only": [1, 3]}``
-    (``only`` left out: every operation) or ``{"action": "reject", "batch": 12}``."""
+    (``only`` left out: every operation) or ``{"action": "reject", "batch": 12}``; or
+    ``{"action": "hello"}`` when it is drawn: only a kernel answers, and until one does the
+    buttons stay off (a static or exported view has none)."""
 
     action: str
     batch: int
@@ -42,16 +46,20 @@ class ReviewView(_Widget):
 
     A button sends a ``ReviewAction`` message; ``accept`` and ``reject`` are the same calls
     from Python. Each decision is ``Workbench.accept``/``reject``: re-validated, logged, and
-    then the list is read again. ``done`` says what the last decision did.
+    then the list is read again. ``done`` says what the last decision did. ``readonly`` says
+    why the buttons are off ("" when they work): a workbench open read-only.
     """
 
     _esm = _module("review_view.js")
     batches: traitlets.List[Any] = traitlets.List().tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
+    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench):
         self._wb = wb
         super().__init__()
+        if wb.store.read_only:
+            self.readonly = "this workbench is open read-only; open it writable to decide"
         self.on_msg(self._on_msg)
         self.refresh()
 
@@ -60,15 +68,24 @@ class ReviewView(_Widget):
 
     def accept(self, batch: int, only: list[int] | None = None) -> None:
         def work() -> None:
+            if self.readonly:
+                raise ValueError(self.readonly)
+            shown = [c["number"] for b in self.batches if b["id"] == batch for c in b["changes"]]
             report = self._wb.accept(batch, only)
             which = "all operations" if only is None else f"operations {_numbers(only)}"
             self.done = f"batch {batch}: accepted {which}; {report.summary()}"
+            # the batch is decided and leaves the list: the operations not chosen go with it
+            left = [n for n in shown if only is not None and n not in only]
+            if left:
+                self.done += f"; operations {_numbers(left)} were left out and not applied"
             self._build()
 
         self._answer(work)
 
     def reject(self, batch: int) -> None:
         def work() -> None:
+            if self.readonly:
+                raise ValueError(self.readonly)
             self._wb.reject(batch)
             self.done = f"batch {batch}: rejected; nothing of it was applied"
             self._build()
@@ -81,7 +98,9 @@ class ReviewView(_Widget):
 
         msg = cast(ReviewAction, content if isinstance(content, dict) else {})
         batch, only = msg.get("batch"), msg.get("only")
-        if not whole(batch) or not (
+        if msg.get("action") == "hello" and len(msg) == 1:
+            self._answer(lambda: None)  # the kernel is here: the buttons may work
+        elif not whole(batch) or not (
             only is None or (isinstance(only, list) and all(whole(n) for n in only))
         ):
             self._answer(lambda: _bad_message(content))
@@ -131,7 +150,9 @@ def _bad_message(content: Any) -> None:
 
 
 class WhatIfAction(TypedDict):
-    """What the front end sends: ``{"action": "apply"}`` (the Apply for real button)."""
+    """What the front end sends: ``{"action": "apply"}`` (the Apply for real button), or
+    ``{"action": "hello"}`` when it is drawn: only a kernel answers, and until one does Apply
+    stays off (a static or exported view has none)."""
 
     action: str
 
@@ -144,8 +165,11 @@ class WhatIfWidget(_Widget):
     Apply for real (or ``apply()``) appends the what-if's events through
     ``Workbench.apply_whatif``: the normal ingest, validated and bounded against the log as it
     is then, which may have changed since the what-if ran; a refusal shows as the error line.
-    Once applied, ``applied`` is true and ``done`` says what the ingest did; a second apply is
-    refused. Each list shows at most ``limit`` entries (``report["totals"]`` has the counts).
+    Once applied, ``applied`` is true, ``done`` says what the ingest did and ``heading`` (the
+    widget's header: the what-if's summary until then) says where its events now are in the
+    log; a second apply is refused. ``readonly`` says why Apply is off ("" when it works): a
+    workbench open read-only, or a static export (``uac.marimo.whatif``). Each list shows at
+    most ``limit`` entries (``report["totals"]`` has the counts).
     """
 
     _esm = _module("whatif_view.js")
@@ -155,12 +179,17 @@ class WhatIfWidget(_Widget):
     timeline_svg = traitlets.Unicode("").tag(sync=True)
     applied = traitlets.Bool(False).tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
+    heading = traitlets.Unicode("").tag(sync=True)
+    readonly = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, wb: Workbench, w: WhatIf, limit: int = 500):
+    def __init__(self, wb: Workbench, w: WhatIf, limit: int = 500, readonly: str = ""):
         self._wb = wb
         self._whatif = w
         self._limit = limit
         super().__init__()
+        if not readonly and wb.store.read_only:
+            readonly = "this workbench is open read-only; open it writable to apply the what-if"
+        self.readonly = readonly
         self.on_msg(self._on_msg)
         self._answer(self._build)
 
@@ -174,24 +203,49 @@ class WhatIfWidget(_Widget):
         def work() -> None:
             if self.applied:
                 raise ValueError("this what-if was applied already; run a new one to apply again")
+            if self.readonly:
+                raise ValueError(self.readonly)
             ingest = self._wb.apply_whatif(self._whatif)
             self.applied = True
             self.done = f"applied: {ingest.summary()}"
+            self.heading = applied_heading(ingest)
 
         self._answer(work)
 
     def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("action") == "apply":
+        action = content.get("action") if isinstance(content, dict) else None
+        if action == "apply":
             self.apply()
+        elif action == "hello":
+            self._answer(lambda: None)  # the kernel is here: Apply may work
         else:
             self._answer(lambda: _bad_whatif_message(content))
 
     def _build(self) -> None:
         self.report = whatif_report(self._wb, self._whatif, self._limit)
+        self.heading = self._whatif.summary()
         if self._whatif.as_of is not None:
             from uac_kernel.render.charts import whatif_timeline
 
             self.timeline_svg = _svg(whatif_timeline(self._whatif, until=self._wb.state.now))
+
+
+def applied_heading(ingest: IngestReport) -> str:
+    """What is true of the log once a what-if was applied: how many of its events were
+    appended and where (the seqs include the schema events the ingest logged with them)."""
+    if not ingest.appended:
+        return (
+            f"applied: nothing new appended; {plural(ingest.skipped, 'event')} of the what-if "
+            "already in the log"
+        )
+    first, last = ingest.first_seq, ingest.last_seq
+    where = f"seq {first}" if first == last else f"seqs {first}–{last}"
+    text = f"applied: {plural(ingest.appended, 'event')} appended to the log at {where}"
+    if ingest.schema_changes:
+        text += f" (with {plural(ingest.schema_changes, 'schema change')})"
+    if ingest.skipped:
+        text += f"; {ingest.skipped} already in the log"
+    return text
 
 
 def _svg(chart: Any) -> str:
