@@ -386,7 +386,7 @@ def test_help(ip: Any) -> None:
         "%uac chart [--freq {day,week,month,quarter,year}] {events,records,alerts,result} "
         "[expr ...]",
         "%uac cell --version VERSION --part PART [--key KEY [KEY ...]] [--where EXPR] [--last N]",
-        "%uac log [--kind KIND] [--after AFTER] [--limit N]",
+        "%uac log [--kind KIND] [--after AFTER] [--limit N | --last N]",
     ):
         assert usage in summary
     out = run_out(ip, "%uac edit --help")
