@@ -42,3 +42,28 @@ def test_log_last(loaded: Any) -> None:
     assert usage_error(ip, "%uac log --last 0") == "argument --last: must be positive, got 0"
     assert "not allowed with argument" in usage_error(ip, "%uac log --last 2 --limit 3")
     assert "--last N" in run_out(ip, "%uac help log")
+
+
+def test_history_has_a_header_and_the_reasons(ip: Any, tmp_path: Any) -> None:
+    import json
+
+    trip = {"kind": "fact", "type": "Trip", "key": "tokyo"}
+    lines = [
+        {**trip, "ts": "2025-03-02", "op": "add", "fields": {"city": "Tokyo"}},
+        {**trip, "ts": "2025-04-01", "op": "update", "fields": {"city": "Kyoto"},
+         "reason": "typo\n\x1b[2J" + "long " * 100},
+        {**trip, "ts": "2025-05-01", "op": "retract", "reason": "never happened"},
+    ]  # fmt: skip
+    (tmp_path / "trips.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    run(ip, "%uac open")
+    run(ip, "%uac ingest trips.jsonl")
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        table = run(ip, "%uac history Trip tokyo")
+    assert cap.stdout == "Trip 'tokyo' of user 'maya': 2 versions, retracted\n"
+    assert [r[0] for r in table.rows] == ["asserted", "corrected", "retracted"]
+    assert table.rows[2][3] == "never happened" and table.rows[1][5] is not None
+    text = table.text()
+    assert "\x1b" not in text and "typo \\u001b[2Jlong" in text and "…" in text
+    assert "\x1b" not in table._repr_html_()

@@ -176,8 +176,13 @@ _ALL: tuple[Command, ...] = (
     ),
     Command(
         "history",
-        "every version of one record and the events behind it",
-        (arg("type", help="a record type, e.g. Trip"), arg("key", help="the record's key")),
+        "every version of one record and how it came: asserted, corrected or retracted, with "
+        "the seq, time and reason of each event",
+        (
+            arg("type", help="a record type, e.g. Trip"),
+            arg("key", help="the record's key"),
+            _json("print the history as JSON, every reason whole"),
+        ),
         report="listings",
         marimo="a plain engine call: wb.versions(type, key)",
     ),
