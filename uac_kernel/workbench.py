@@ -903,8 +903,7 @@ class Workbench:
                 f"no record type {type_name!r}.{did_you_mean(type_name, types)} "
                 f"Types: {', '.join(types) or 'none yet'}"
             )
-        found = self.state.versions(type_name, key)
-        if not found:
+        if not (found := self.state.versions(type_name, key)):
             keys = sorted({r.key for r in self.state.history(type_name)})
             raise QueryError(f"no {type_name} with key {key!r}.{did_you_mean(key, keys)}")
         return found
@@ -1049,11 +1048,13 @@ class Workbench:
         kinds: Sequence[str] | None = None,
         after_seq: int = 0,
         limit: int | None = None,
+        last: int | None = None,
     ) -> list[LoggedEvent]:
-        """Events of this user in log order; a kind no event can have is a ``QueryError``."""
-        for kind in kinds or ():
-            check_kind(self.store, kind)
-        return list(self.store.events(self.user, after_seq=after_seq, kinds=kinds, limit=limit))
+        """Events of this user in log order: the first ``limit``, or the newest ``last`` (not
+        both); a kind no event can have is a ``QueryError``."""
+        check_kind(self.store, *(kinds or ()))
+        got = self.store.events(self.user, after_seq=after_seq, kinds=kinds, limit=limit, last=last)
+        return list(got)
 
     def verify(self, *, head: str | None = None, all_users: bool = False) -> VerifyReport:
         """Check this user's chains of events, model calls and checkpoints (every user's with

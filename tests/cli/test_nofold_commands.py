@@ -102,13 +102,19 @@ def broken_db(demo_db: Path, tmp_path: Path) -> Iterator[Path]:
 
 
 def log_as_workbench(
-    db: Path, kinds: list[str] | None = None, after: int = 0, limit: int = 50
+    db: Path,
+    kinds: list[str] | None = None,
+    after: int = 0,
+    limit: int | None = 50,
+    last: int | None = None,
 ) -> tuple[str, str]:
-    """The lines `uac log` prints, and the note it prints on stderr (where the next page is)."""
+    """The lines `uac log` prints, and the note it prints on stderr (where the next page is);
+    ``limit`` None is every event, ``last`` the newest."""
     with Workbench(db, user=USER, read_only=True) as wb:
-        events = wb.log(kinds=kinds, after_seq=after, limit=limit + 1 if limit else 0)
+        fetch = None if limit is None else limit + 1
+        events = wb.log(kinds=kinds, after_seq=after, limit=fetch, last=last)
     kind = kinds[0] if kinds else None
-    listing = log_listing(events, CLI, limit=limit, after=after, kind=kind)
+    listing = log_listing(events, CLI, limit=limit, after=after, kind=kind, last=last)
     note = f"{listing.note}\n" if listing.note else ""
     return "".join(f"{line}\n" for line in listing_lines(listing)), note
 
@@ -132,15 +138,22 @@ def code_as_workbench(db: Path, version: int | None) -> str:
         ("log", "--kind", "utterance", "--limit", "20"),
         ("log", "--kind", "fact", "--after", "300", "--limit", "7"),
         ("log", "--limit", "0"),
+        ("log", "--last", "5"),
+        ("log", "--kind", "fact", "--after", "300", "--last", "4"),
     ],
 )
 def test_log_prints_what_the_workbench_printed(demo_db: Path, args: tuple[str, ...]) -> None:
     kinds = [args[args.index("--kind") + 1]] if "--kind" in args else None
     after = int(args[args.index("--after") + 1]) if "--after" in args else 0
+    last = int(args[args.index("--last") + 1]) if "--last" in args else None
     limit = int(args[args.index("--limit") + 1]) if "--limit" in args else 50
-    expected, note = log_as_workbench(demo_db, kinds, after, limit)
+    limit = None if limit == 0 or last is not None else limit  # 0: every event
+    expected, note = log_as_workbench(demo_db, kinds, after, limit, last)
     assert ok(uac(*args, db=demo_db), note) == expected
-    assert bool(note) == (limit != 0), note  # the demo holds more than a page; 0 shows none
+    # the demo holds more than a page; 0 shows all of it; --last says what it shows
+    assert bool(note) == (limit is not None or last is not None), note
+    if last is not None:
+        assert expected.count("\n") == last + 1 and note.startswith(f"the newest {last} events")
     if kinds == ["utterance"]:
         assert expected.count("\n") == 21 and "\tutterance\tchat-" in expected  # sources shown
 

@@ -139,3 +139,21 @@ def test_no_update_or_delete_statement_in_the_engine() -> None:
                 assert targets <= {"UAC_COMPACT.UNCOMPACTED"}, f"{path} deletes from {targets}"
                 continue
             assert stmt not in text, f"{path} contains {stmt}"
+
+
+def test_the_last_events_are_the_newest_in_log_order(db: Path) -> None:
+    """``events(last=N)``: the N newest events that match (user, kind, after), oldest first;
+    `uac log --last` and ``Workbench.log(last=)`` read them this way, not the whole log."""
+    store = Store(db)
+    store.append([ev(i, "a" if i % 3 else "b") for i in range(1, 31)])
+    store.append([NewEvent(datetime(2025, 2, 1), "fact", "a", {"op": "x"}, "f1")])
+    mine = [e.seq for e in store.events("a")]
+    assert [e.seq for e in store.events("a", last=4)] == mine[-4:]
+    assert [e.seq for e in store.events("a", last=100)] == mine
+    assert [e.seq for e in store.events("a", last=2, kinds=["utterance"])] == mine[-3:-1]
+    assert [e.seq for e in store.events("a", last=2, after_seq=mine[-2])] == [mine[-1]]
+    assert [e.seq for e in store.events("b", last=1)] == [30]
+    assert list(store.events("a", last=0)) == []
+    with pytest.raises(ValueError, match="limit or last, not both"):
+        list(store.events("a", limit=2, last=2))
+    store.close()

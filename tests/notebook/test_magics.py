@@ -125,20 +125,25 @@ def test_history_shows_every_version(loaded: Any) -> None:
     )
     table = run(ip, "%uac history Medication ibu")
     assert isinstance(table, Table)
-    assert table.columns == ["valid_from", "valid_to", "retracted", "changed", "sources", "fields"]
+    assert table.columns == [
+        "how", "seq", "at", "reason", "version", "valid_from", "valid_to", "changed", "fields"
+    ]  # fmt: skip
+    assert [r[0] for r in table.rows] == ["asserted", "corrected"]
     # what changed from the version before (the first: what it came with), then every field
-    assert [r[3] for r in table.rows] == [
+    assert [r[7] for r in table.rows] == [
         {"name": "ibuprofen", "dose_mg": 200.0},
         {"dose_mg": 400.0},
     ]
-    assert [r[5] for r in table.rows] == [
+    assert [r[8] for r in table.rows] == [
         {"name": "ibuprofen", "dose_mg": 200.0},
         {"name": "ibuprofen", "dose_mg": 400.0},
     ]
     assert "name=ibuprofen, dose_mg=400.0" in table.text()
-    assert table.rows[0][1] is not None and table.rows[1][1] is None
-    assert table.caption == "Medication 'ibu': 2 versions"
-    assert "<caption>Medication &#x27;ibu&#x27;: 2 versions</caption>" in table._repr_html_()
+    assert table.rows[0][6] is not None and table.rows[1][6] is None
+    # the header is printed above the table (so the text view has it too), not a caption
+    assert run_out(ip, "%uac history Medication ibu") == (
+        "Medication 'ibu' of user 'maya': 2 versions\n"
+    )
     assert "Did you mean 'ibu'?" in usage_error(ip, "%uac history Medication ibuu")
     assert "Did you mean 'Medication'?" in usage_error(ip, "%uac history medication ibu")
 
@@ -386,7 +391,7 @@ def test_help(ip: Any) -> None:
         "%uac chart [--freq {day,week,month,quarter,year}] {events,records,alerts,result} "
         "[expr ...]",
         "%uac cell --version VERSION --part PART [--key KEY [KEY ...]] [--where EXPR] [--last N]",
-        "%uac log [--kind KIND] [--after AFTER] [--limit N]",
+        "%uac log [--kind KIND] [--after AFTER] [--limit N | --last N]",
     ):
         assert usage in summary
     out = run_out(ip, "%uac edit --help")

@@ -86,10 +86,15 @@ def cmd_log(args: argparse.Namespace) -> None:
     kinds = [args.kind] if args.kind else None
     store, user = _open_user(args)
     try:
-        for kind in kinds or ():
-            check_kind(store, kind)
+        check_kind(store, *(kinds or ()))
+        # --limit 0 is every event; --last N the N newest (argparse keeps the two apart)
+        limit = None if args.last is not None or args.limit == 0 else args.limit
         got = store.events(
-            user, after_seq=args.after, kinds=kinds, limit=args.limit + 1 if args.limit else 0
+            user,
+            after_seq=args.after,
+            kinds=kinds,
+            limit=None if limit is None else limit + 1,
+            last=args.last,
         )
         events = list(got)
     finally:
@@ -97,11 +102,14 @@ def cmd_log(args: argparse.Namespace) -> None:
     if args.json:
         rows = [
             {"seq": e.seq, "ts": e.ts, "kind": e.kind, "source": e.source, "payload": e.payload}
-            for e in events[: args.limit]
+            for e in events[:limit]
         ]
         print(printable(to_json(rows)))
         return
-    _print_listing(log_listing(events, CLI, limit=args.limit, after=args.after, kind=args.kind))
+    listing = log_listing(
+        events, CLI, limit=limit, after=args.after, kind=args.kind, last=args.last
+    )
+    _print_listing(listing)
 
 
 def cmd_calls(args: argparse.Namespace) -> None:
@@ -111,7 +119,7 @@ def cmd_calls(args: argparse.Namespace) -> None:
     store = _open_store(args)
     try:
         user = None if args.all_users else resolve_user(store, args.user, create=False)
-        calls = list_calls(store, user, limit=args.limit)
+        calls = list_calls(store, user, limit=args.limit or 1_000_000)  # 0: all, as in a notebook
         listings = calls_listings(calls, call_totals(store, user))
     finally:
         store.close()

@@ -26,10 +26,10 @@ from uac_kernel.core.errors import CommandLineError, UacError
 from uac_kernel.core.faces import CLI
 from uac_kernel.render.alerts import alerts_lines
 from uac_kernel.render.checkpoint import checkpoint_lines, diff_lines
+from uac_kernel.render.history import history_json, history_listing, made_by
 from uac_kernel.render.listings import (
     checkpoints_listing,
     constraints_listing,
-    history_listing,
     state_listing,
     vocab_listing,
 )
@@ -303,4 +303,12 @@ def cmd_state(args: argparse.Namespace) -> None:
 
 def cmd_history(args: argparse.Namespace) -> None:
     with _open(args, read_only=True) as wb:
-        _print_listing(history_listing(args.type, args.key, wb.versions(args.type, args.key)))
+        versions = wb.versions(args.type, args.key)
+        events = wb.store.events_at(wb.user, made_by(versions))
+        what = (args.type, args.key, wb.user, versions, events)
+    if args.json:
+        print(printable(to_json(history_json(*what))))
+        return
+    listing = history_listing(*what)
+    print(printable(listing.caption))  # the header: whose record, how many versions
+    _print_listing(listing)

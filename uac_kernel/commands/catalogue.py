@@ -176,8 +176,13 @@ _ALL: tuple[Command, ...] = (
     ),
     Command(
         "history",
-        "every version of one record and the events behind it",
-        (arg("type", help="a record type, e.g. Trip"), arg("key", help="the record's key")),
+        "every version of one record and how it came: asserted, corrected or retracted, with "
+        "the seq, time and reason of each event",
+        (
+            arg("type", help="a record type, e.g. Trip"),
+            arg("key", help="the record's key"),
+            _json("print the history as JSON, every reason whole"),
+        ),
         report="listings",
         marimo="a plain engine call: wb.versions(type, key)",
     ),
@@ -348,16 +353,29 @@ _ALL: tuple[Command, ...] = (
                 "--limit",
                 type=COUNT,
                 metavar="N",
-                help="events to show (a terminal: 50; a notebook: UacMagics.displaylimit a "
-                "page, 0 for all in the text view)",
+                help="the first N events (a terminal: 50; a notebook: UacMagics.displaylimit "
+                "a page); 0 for all",
+                group="shown",
                 cli={"default": 50},
                 magic={"default": None},
+            ),
+            arg(
+                "--last",
+                type=POSITIVE,
+                metavar="N",
+                help="the N newest events instead, oldest first like a tail (with --kind: of "
+                "that kind; with --after: the newest N after that seq)",
+                group="shown",
             ),
             _json("print the events whole, their payloads as the log holds them"),
         ),
         report="log_listings",
         marimo=Marimo(
-            "log_browser", widget=("after",), names={"limit": "page_size"}, own=("query",)
+            # the widget supplies a page (after) and pages to the newest itself (last)
+            "log_browser",
+            widget=("after", "last"),
+            names={"limit": "page_size"},
+            own=("query",),
         ),
     ),
     Command(
@@ -600,7 +618,7 @@ _ALL: tuple[Command, ...] = (
                 "--limit",
                 type=COUNT,
                 help="the most recent calls shown (a terminal: 20; a notebook: "
-                "UacMagics.displaylimit, 0 for all)",
+                "UacMagics.displaylimit); 0 for all",
                 cli={"default": 20},
                 magic={"default": None},
             ),

@@ -617,12 +617,17 @@ class Store:
         until_ts: datetime | None = None,
         kinds: Sequence[str] | None = None,
         limit: int | None = None,
+        last: int | None = None,
         erased: bool = False,
     ) -> Iterator[LoggedEvent]:
         """Events in log order, fetched in chunks so a million events never sit in one list.
 
-        Events whose payload ``forget`` erased are left out unless ``erased``; the fold, search
-        and rules never see them."""
+        ``limit``: the first ``limit`` events that match; ``last``: the ``last`` newest that
+        match, handed back in log order (DuckDB's top-N reads the seq column and skips every
+        row group below the newest: 3 ms for 5 of 1M events, as for the first 5); not both. Events whose payload ``forget``
+        erased are left out unless ``erased``; the fold, search and rules never see them."""
+        if last is not None and (limit is not None or last < 0):
+            raise ValueError("events(): give limit or last, not both; last is 0 or more")
         where = ["seq > ?"] if erased else ["seq > ?", "salt <> ''"]
         params: list[Any] = [after_seq]
         if user is not None:
@@ -638,16 +643,34 @@ class Store:
             where.append("kind IN (SELECT unnest(?))")
             params.append(list(kinds))
         cur = self.con.cursor()
-        cur.execute(
+        select = (
             "SELECT seq, recorded_at, ts, kind, user_id, source, payload, hash FROM events "
             f"WHERE {' AND '.join(where)} ORDER BY seq"
-            + ("" if limit is None else f" LIMIT {int(limit)}"),
-            params,
         )
+        if last is not None:  # the newest first, at most `last` rows, turned back to log order
+            select = f"SELECT * FROM ({select} DESC LIMIT {int(last)}) ORDER BY seq"
+        elif limit is not None:
+            select += f" LIMIT {int(limit)}"
+        cur.execute(select, params)
         loads = orjson.loads
         while chunk := cur.fetchmany(_FETCH):
             for s, rec, ts, kind, u, src, payload, h in chunk:
                 yield LoggedEvent(s, rec, ts, kind, u, src, loads(payload), h)
+
+    def events_at(self, user: str, seqs: Collection[int]) -> dict[int, LoggedEvent]:
+        """``user``'s events at ``seqs``, by seq (one query; those ``forget`` erased are left
+        out): the events behind a record's versions, for its history."""
+        if not seqs:
+            return {}
+        rows = self.con.execute(
+            "SELECT seq, recorded_at, ts, kind, user_id, source, payload, hash FROM events "
+            "WHERE user_id = ? AND salt <> '' AND seq IN (SELECT unnest(?))",
+            [user, sorted(seqs)],
+        ).fetchall()
+        return {
+            s: LoggedEvent(s, rec, ts, kind, u, src, orjson.loads(payload), h)
+            for s, rec, ts, kind, u, src, payload, h in rows
+        }
 
     def logged_sources(self, user: str, sources: Collection[str]) -> set[str]:
         """Which of ``sources`` are already logged for ``user``: one query per batch, so no set

@@ -75,12 +75,14 @@ def _user_list(user: str | None, users: list[str], shown: int = 10) -> str:
     return f"{', '.join(first)}, ... ({len(users)} in all; `uac users` lists them)"
 
 
-def check_kind(store: Store, kind: str) -> None:
-    """A ``QueryError`` unless some event can be of ``kind``: one uac writes, or one the log
-    holds (of any user)."""
-    known = sorted(set(EVENT_KINDS) | set(store.kinds()))
-    if kind in known:
+def check_kind(store: Store, *kinds: str) -> None:
+    """A ``QueryError`` unless some event can be of each of ``kinds``: one uac writes, or one
+    the log holds (of any user)."""
+    if not kinds:
         return
-    raise QueryError(
-        f"no event kind {kind!r}.{did_you_mean(kind, known)} Kinds: {', '.join(known)}"
-    )
+    known = sorted(set(EVENT_KINDS) | set(store.kinds()))
+    for kind in kinds:
+        if kind not in known:
+            raise QueryError(
+                f"no event kind {kind!r}.{did_you_mean(kind, known)} Kinds: {', '.join(known)}"
+            )

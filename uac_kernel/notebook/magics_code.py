@@ -6,20 +6,21 @@ from __future__ import annotations
 import ast
 import hashlib
 import linecache
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 
-from uac_kernel.core.display import did_you_mean, plural
+from uac_kernel.core.display import did_you_mean, plural, printable
 from uac_kernel.notebook.session import Session
 from uac_kernel.notebook.subcommands import _unquote, subcommand
 from uac_kernel.notebook.tables import Table
 from uac_kernel.render.checkpoint import diff_lines, parts_lines
+from uac_kernel.render.history import history_listing, made_by
 from uac_kernel.render.listings import (
     constraints_listing,
-    history_listing,
     state_listing,
     vocab_listing,
 )
@@ -168,7 +169,10 @@ class CodeMagics(Session):
         wb = self._wb(read=True)
         type_name, key = _unquote(args.type), _unquote(args.key)
         versions = wb.versions(type_name, key)
-        return Table.of(history_listing(type_name, key, versions), self.displaylimit)
+        events = wb.store.events_at(wb.user, made_by(versions))
+        listing = history_listing(type_name, key, wb.user, versions, events)
+        print(printable(listing.caption))  # the header: whose record, how many versions
+        return Table.of(replace(listing, caption=""), self.displaylimit)
 
     @subcommand("edit")
     def cmd_edit(self, rest: str, cell: str | None) -> None:

@@ -91,14 +91,18 @@ class LogMagics(Session):
     @subcommand("log")
     def cmd_log(self, rest: str, cell: str | None) -> None:
         """Browse the user's events (a paging widget of ``--limit`` events a page; the first
-        ``--limit`` as text). ``--limit`` defaults to ``displaylimit``."""
+        ``--limit`` as text). ``--limit`` defaults to ``displaylimit``; ``--last N`` shows the
+        N newest as text, oldest first, and opens the widget on its last page."""
         args = parse_argstring(self.cmd_log, rest)
-        shown = self.displaylimit if args.limit is None else args.limit
+        shown = args.last or (self.displaylimit if args.limit is None else args.limit)
         wb = self._wb(read=True)
-        limit = shown if shown > 0 else None
+        limit = shown if shown > 0 and args.last is None else None
         kinds = [args.kind] if args.kind else None
         events = wb.log(
-            kinds=kinds, after_seq=args.after, limit=None if limit is None else limit + 1
+            kinds=kinds,
+            after_seq=args.after,
+            limit=None if limit is None else limit + 1,
+            last=args.last,
         )
         listing = log_listing(
             events,
@@ -107,14 +111,17 @@ class LogMagics(Session):
             after=args.after,
             kind=args.kind,
             limit_given=args.limit is not None,
+            last=args.last,
         )
         table = Table.of(listing, 0)
 
         def make() -> Any:
             from uac_kernel.notebook.widgets import LogBrowser
 
-            page_size = shown if shown > 0 else 50
-            return LogBrowser(wb, page_size=page_size, **({"kind": args.kind} if args.kind else {}))
+            query: dict[str, Any] = {"kind": args.kind} if args.kind else {}
+            if args.last is not None:
+                query["page"] = 2**31  # past the end: the last page, the newest events
+            return LogBrowser(wb, page_size=shown if shown > 0 else 50, **query)
 
         self._show(make, table.text(), table._repr_html_())
 

@@ -1,11 +1,11 @@
 """The listings of the state and its code, as `uac` and `%uac` both show them: checkpoints,
-record types, one record's versions, constraints, the vocabulary and a SQL result (each a
+record types, constraints, the vocabulary and a SQL result (each a
 ``render.table.Listing``: the same columns on both faces)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from uac_kernel.core.display import plural
 from uac_kernel.core.faces import Face, command
@@ -13,14 +13,12 @@ from uac_kernel.render.table import Listing
 
 if TYPE_CHECKING:
     from uac_kernel.checkpoints.checkpoint import Checkpoint
-    from uac_kernel.core.records import Record
     from uac_kernel.sql.view import SqlResult
     from uac_kernel.state.fold import ConstraintVersion
 
 __all__ = [
     "checkpoints_listing",
     "constraints_listing",
-    "history_listing",
     "sql_listing",
     "state_listing",
     "vocab_listing",
@@ -43,28 +41,6 @@ def state_listing(counts: Mapping[str, int], versions: Mapping[str, int]) -> Lis
         ["type", "current", "versions"],
         [(name, n, versions[name]) for name, n in sorted(counts.items())],
         caption=plural(len(counts), "record type"),
-    )
-
-
-def history_listing(type_name: str, key: str, versions: Sequence[Record]) -> Listing:
-    """Every version of one record: when it held, whether it was retracted, what changed from
-    the version before (the first: the fields it came with), the log events behind it, and all
-    its fields (a cell of ``field=value`` pairs; the rows keep the dicts)."""
-    from uac_kernel.core.records import field_values  # pydantic: not for `uac --help`
-
-    rows = []
-    before: dict[str, Any] = {}
-    for r in versions:
-        now = field_values(r)
-        changed = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
-        before = now
-        fields = {k: v for k, v in now.items() if v is not None}
-        retracted = "retracted" if r.retracted else ""
-        rows.append((r.valid_from, r.valid_to, retracted, changed, r.sources, fields))
-    return Listing(
-        ["valid_from", "valid_to", "retracted", "changed", "sources", "fields"],
-        rows,
-        caption=f"{type_name} {key!r}: {plural(len(versions), 'version')}",
     )
 
 

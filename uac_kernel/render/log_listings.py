@@ -41,14 +41,20 @@ def log_listing(
     after: int = 0,
     kind: str | None = None,
     limit_given: bool = True,
+    last: int | None = None,
 ) -> Listing:
     """The first ``limit`` of ``events`` (``None``: all; fetch one more, and the note says how
-    to see the next page, spelled for ``face``): seq, time, kind, source and what the event
-    says (``summary``)."""
-    more = limit is not None and len(events) > limit
+    to see the next page, spelled for ``face``), or with ``last`` the newest ``last`` events
+    (fetched as they are): seq, time, kind, source and what the event says (``summary``)."""
+    more = last is None and limit is not None and len(events) > limit
     shown = events[:limit] if more else events
     note = ""
-    if more:
+    if last is not None:
+        of = f" of kind {kind}" if kind else ""
+        since = f" after seq {after}" if after else ""
+        every = " (all there are)" if len(shown) < last else ""
+        note = f"the newest {plural(len(shown), 'event')}{of}{since}{every}, oldest first"
+    elif more:
         options = f"{f' --kind {kind}' if kind else ''}{f' --limit {limit}' if limit_given else ''}"
         line = command(face, f"log{options} --after {shown[-1].seq}")
         note = f"the first {limit} events after seq {after}; the next with `{line}`"

@@ -1,0 +1,77 @@
+"""`uac history TYPE KEY`: a header (whose record, how many versions), then how each version
+came — asserted, corrected, retracted — with the seq, time and reason of its event; a hostile
+reason prints escaped on one line, cut in the table and whole in --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.cli import uac, uac_here
+
+from uac_kernel.render.history import REASON_CHARS
+
+HOSTILE = (
+    "the user said so\n\x1b[31mred\x1b[0m \u202etxt.exe\r" + "word " * 199_990
+)  # 1 MB, the most a reason holds
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    trip = {"kind": "fact", "type": "Trip", "key": "tokyo"}
+    lines = [
+        {**trip, "ts": "2025-03-02", "op": "add", "fields": {"city": "Tokyo"}},
+        {**trip, "ts": "2025-04-01", "op": "update", "fields": {"end": "2025-03-01"},
+         "reason": HOSTILE},
+        {**trip, "ts": "2025-05-01", "op": "retract", "reason": "never happened"},
+        {**trip, "ts": "2025-05-02", "op": "add", "key": "kyoto", "fields": {"city": "Kyoto"}},
+    ]  # fmt: skip
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    env = {"UAC_DB": str(tmp_path / "s.duckdb"), "UAC_USER": "maya"}
+    assert uac_here("ingest", str(tmp_path / "e.jsonl"), cwd=tmp_path, env=env).returncode == 0
+    return env
+
+
+def test_history_says_how_each_version_came(tmp_path: Path, env: dict[str, str]) -> None:
+    done = uac_here("history", "Trip", "tokyo", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and done.stderr == ""
+    header, columns, *rows = done.stdout.splitlines()
+    assert header == "Trip 'tokyo' of user 'maya': 2 versions, retracted"
+    assert columns.split("\t")[:5] == ["how", "seq", "at", "reason", "version"]
+    cells = [r.split("\t") for r in rows]
+    assert [c[0] for c in cells] == ["asserted", "corrected", "retracted"]
+    assert [c[4] for c in cells] == ["1", "2", ""]
+    assert [c[2] for c in cells] == ["2025-03-02 00:00", "2025-04-01 00:00", "2025-05-01 00:00"]
+    seqs = [int(c[1]) for c in cells]
+    assert seqs == sorted(seqs) and cells[2][3] == "never happened" and cells[0][3] == ""
+    # the hostile reason: one line, no raw control character, cut at a word
+    reason = cells[1][3]
+    assert reason.startswith("the user said so \\u001b[31mred\\u001b[0m \\u202etxt.exe")
+    assert reason.endswith("…") and len(reason) < REASON_CHARS + 40
+    assert not any(ch in done.stdout for ch in "\x1b\r\u202e")
+    assert len(rows) == 3 and all(len(r) < 1000 for r in rows)
+    one = uac_here("history", "Trip", "kyoto", cwd=tmp_path, env=env).stdout.splitlines()
+    assert one[0] == "Trip 'kyoto' of user 'maya': 1 version" and one[2].startswith("asserted\t")
+
+
+def test_history_json_holds_every_reason_whole(tmp_path: Path, env: dict[str, str]) -> None:
+    done = uac("history", "Trip", "tokyo", "--json", cwd=tmp_path, env=env)  # a real process
+    assert done.returncode == 0 and done.stderr == ""
+    assert "\x1b" not in done.stdout and done.stdout.count("\n") == 1
+    got = json.loads(done.stdout)
+    assert (got["type"], got["key"], got["user"], got["versions"], got["retracted"]) == (
+        "Trip", "tokyo", "maya", 2, True,
+    )  # fmt: skip
+    steps = got["steps"]
+    assert [s["how"] for s in steps] == ["asserted", "corrected", "retracted"]
+    assert [s["reason"] for s in steps] == [None, HOSTILE, "never happened"]
+    assert steps[1]["fields"] == {"city": "Tokyo", "end": "2025-03-01"}
+    assert steps[1]["sources"] == [steps[0]["seq"], steps[1]["seq"]]
+    assert steps[2]["version"] is None and steps[2]["at"] == "2025-05-01T00:00:00"
+
+
+def test_history_of_an_unknown_key_is_one_line(tmp_path: Path, env: dict[str, str]) -> None:
+    done = uac_here("history", "Trip", "tokio", cwd=tmp_path, env=env)
+    assert done.returncode == 1 and "Did you mean 'tokyo'" in done.stderr
+    assert done.stderr.count("\n") == 1
