@@ -1,5 +1,5 @@
 """The rule name a constraint's key becomes: what a person reads in its alerts, chosen when the
-key is added and kept (``uac_kernel.constraints.names``)."""
+key is added and kept (``uac_kernel.core.constraint_names``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from helpers.alerts import alerts
 from helpers.events import clock
 
 from uac_kernel import Workbench
-from uac_kernel.constraints.names import WORDS, free_rule_name, legacy_rule_name, rule_name
+from uac_kernel.core.constraint_names import WORDS, free_rule_name, legacy_rule_name, rule_name
 from uac_kernel.log.store import NewEvent
 
 # Due before the clock: each one stands as an alert at once.

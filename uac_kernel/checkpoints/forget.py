@@ -36,8 +36,8 @@ import orjson
 
 from uac_kernel.checkpoints.codegen import RULES, render_segments, segment_part, shipped
 from uac_kernel.checkpoints.snapshot import drop_snapshots
-from uac_kernel.constraints.names import legacy_rule_name
 from uac_kernel.core.chain import ERASED, content_hash, digest, new_salt
+from uac_kernel.core.constraint_names import legacy_rule_name
 from uac_kernel.core.display import plural, printable, shorten
 from uac_kernel.core.errors import QueryError
 from uac_kernel.core.segments import erase_rules

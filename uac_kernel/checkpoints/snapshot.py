@@ -213,7 +213,7 @@ def _cv_json(cv: ConstraintVersion) -> dict[str, Any]:
 
 def _cv_of(d: dict[str, Any]) -> ConstraintVersion:
     from uac_kernel.constraints import parse_constraint
-    from uac_kernel.constraints.names import legacy_rule_name
+    from uac_kernel.core.constraint_names import legacy_rule_name
 
     return ConstraintVersion(
         key=d["key"],

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 
-from uac_kernel.constraints.names import rule_name
+from uac_kernel.core.constraint_names import rule_name
 from uac_kernel.language.spec import Constraint
 from uac_kernel.rules.engine import Rule
 

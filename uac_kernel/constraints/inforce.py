@@ -45,7 +45,7 @@ def in_force_rule(cv: ConstraintVersion) -> Rule:
 
 
 def _failing(cv: ConstraintVersion, exc: BaseException) -> Rule:
-    from uac_kernel.constraints.names import rule_name
+    from uac_kernel.core.constraint_names import rule_name
 
     name = cv.rule or rule_name(cv.key)
     why = f"constraint {cv.key!r} ({cv.constraint.kind}) cannot be compiled: {exc}"

@@ -582,7 +582,7 @@ class _Overlay:
         """The name of the rule constraint ``key`` becomes when added: the name it had before
         (put in force again), else ``free_rule_name``'s among the names other keys have had in
         the log and the batch, so the key added first keeps the plain one."""
-        from uac_kernel.constraints.names import free_rule_name
+        from uac_kernel.core.constraint_names import free_rule_name
 
         if self._rules is None:
             cvs = [*self.state.constraint_history, *self.state.constraints.values()]

@@ -195,7 +195,7 @@ class ConstraintVersion:
     ``derived_from`` who proposed it and the utterances it was derived from, ``reason`` why it
     was added or changed; an ended version says whether it was ``retracted`` and ``ended_because``.
     ``rule`` is the name of the rule it becomes, chosen when its key was added (see
-    ``uac_kernel.constraints.names``).
+    ``uac_kernel.core.constraint_names``).
     """
 
     key: str
@@ -406,7 +406,7 @@ class State:
 
     def _apply_constraint(self, ev: LoggedEvent) -> None:
         # Imported here: the constraints package imports the rule engine, which imports this.
-        from uac_kernel.constraints.names import legacy_rule_name
+        from uac_kernel.core.constraint_names import legacy_rule_name
         from uac_kernel.language.spec import parse_constraint
 
         p = ev.payload

@@ -14,7 +14,7 @@ its event (``rule``) and kept for its key from then on (``uac_kernel.ingest.even
 logged before names were chosen so has none, and its constraint keeps the name it had then
 (``legacy_rule_name``), so a store's logged alerts keep matching their rule.
 
-Only ``hashlib``, ``re`` and ``unicodedata`` here: the fold reads it.
+Only ``hashlib``, ``re`` and ``unicodedata`` here: the fold, below the constraints, reads it.
 """
 
 from __future__ import annotations
