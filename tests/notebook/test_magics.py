@@ -22,6 +22,7 @@ from helpers.events import fact
 from helpers.magics import change, edit_cell, run, run_out, usage_error, widget_outputs
 from IPython.utils.capture import capture_output
 
+from uac_kernel.commands.catalogue import COMMANDS
 from uac_kernel.core.errors import QueryError
 from uac_kernel.model.ask import Answer
 from uac_kernel.notebook.magics import UacMagics
@@ -369,20 +370,27 @@ def test_help(ip: Any) -> None:
     assert all(len(ln) <= 88 for ln in lines)
     # one entry per verb, continued on lines indented under its arguments: its whole usage
     entries: list[str] = []
+    helps: list[str] = []  # each entry's description, the catalogue's help line
     for ln in lines:
         if ln.startswith("  %uac "):
             entries.append(ln)
-        else:
-            assert ln.startswith(" " * 8), ln
+            helps.append("")
+        elif ln.startswith(" " * 8):
+            assert not helps[-1], ln  # the usage comes whole before its description
             entries[-1] += " " + ln.strip()
+        else:
+            assert ln.startswith("    ") and ln[4] != " ", ln
+            helps[-1] = f"{helps[-1]} {ln.strip()}".strip()
     magics = ip.magics_manager.registry["UacMagics"]
     # one entry per command, its other names (aliases) after it
     methods = {fn.__func__: fn for fn, _ in magics.commands.values()}
     assert len(entries) == len(methods) == len(magics.commands) - 1  # `constraint`
     by_usage = sorted(methods.values(), key=lambda fn: fn.parser.prog)
-    for entry, fn in zip(entries, by_usage, strict=True):
+    for entry, described, fn in zip(entries, helps, by_usage, strict=True):
         usage = " ".join(fn.parser.format_usage().split()).removeprefix(":: ")
         assert " ".join(entry.split()).split(" (also:")[0] == usage
+        # every verb says what it does, in the words `uac --help` uses
+        assert described and described == " ".join(COMMANDS[fn.parser.prog[4:]].help.split())
     summary = " ".join(out.split())
     for usage in (
         "%uac edit [--version VERSION] [--key KEY [KEY ...]] [--where EXPR] [--last N] "

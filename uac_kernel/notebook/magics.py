@@ -14,6 +14,7 @@ are compiled and run, to define the rules.
 from __future__ import annotations
 
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -28,7 +29,7 @@ from uac_kernel.notebook.magics_code import CodeMagics
 from uac_kernel.notebook.magics_log import LogMagics
 from uac_kernel.notebook.magics_model import ModelMagics
 from uac_kernel.notebook.magics_query import CHART_MODULES, QueryMagics
-from uac_kernel.notebook.subcommands import _doc, _one_line, _usage
+from uac_kernel.notebook.subcommands import _command, _doc, _one_line, _usage
 from uac_kernel.notebook.tables import Table
 from uac_kernel.render.answer import answer_html, answer_lines
 from uac_kernel.render.listings import sql_listing
@@ -109,6 +110,9 @@ class UacMagics(LogMagics, CodeMagics, QueryMagics, ModelMagics):
                 usage[0] += f"   (also: {', '.join(f'%uac {n}' for n in others)})"
             for line in usage:
                 print(f"  {line}")
+            # the line `uac --help` shows for it too: one declaration, both faces
+            for line in textwrap.wrap(_command(fn).help, width=82):
+                print(f"    {line}")
         print("%uac help SUBCOMMAND (or %uac SUBCOMMAND --help) explains one.")
 
     # -- the workbench ------------------------------------------------------------------------

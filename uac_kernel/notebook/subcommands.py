@@ -50,6 +50,12 @@ def _usage(fn: Callable[..., Any], width: int = 86) -> list[str]:
     return lines
 
 
+def _command(fn: Callable[..., Any]) -> Command:
+    """The declaration ``subcommand`` made ``fn`` from (its help line, its arguments)."""
+    command: Command = getattr(fn, _SUBCOMMAND)
+    return command
+
+
 def _unquote(text: str) -> str:
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
