@@ -274,20 +274,16 @@ def why_cleared(
     changed_types: set[str] | None = None,
     clock_moved: bool = False,
     vocab: Sequence[Rebinding] = (),
-    changed_keys: Mapping[str, Collection[str] | None] | None = None,
 ) -> str:
     """Why ``alert`` no longer stands, told from the state it cleared in: what changed since
     it was raised, not a guess at which change mattered.
 
     A record it rests on that was retracted or changed (its ``sources`` differ from the
-    evidence's) is named, with the fields that changed; a record the rule reads that is not
-    among them (a vaccination that arrived and covers the trip) is named with its event when
-    it was added, changed or retracted (``changed_keys``: the records changed, by type); a
-    change of the ``vocab`` is named (of the alert's own types first: what its rule now reads
-    differently); the log's clock moving on is said for rules that read it (``clock=True`` or
-    ``watch=None``) only when no record it reads changed; otherwise, other records the rule
-    reads changed. ``changed_types=None`` (a full re-run) says only that the rule no longer
-    finds it.
+    evidence's) is named, with the fields that changed; the log's clock moving on is said for
+    rules that read it (``clock=True`` or ``watch=None``); a change of the ``vocab`` is named
+    (of the alert's own types first: what its rule now reads differently); otherwise, other
+    records the rule reads changed. ``changed_types=None`` (a full re-run) says only that the
+    rule no longer finds it.
     """
     if alert.category == "rule_error":
         return "the rule runs without error again"
@@ -311,19 +307,11 @@ def why_cleared(
     if notes:
         more = [x for x in (clock if today else "", rebound) if x]
         return "; ".join(notes) + "".join(f"; and {x}" for x in more)
-    watch = None if r is None else r.watches(user)
-    # A full re-run (the vocabulary changed) may still know the records that changed.
-    candidates = set(changed_keys or ()) if changed_types is None else changed_types
-    own = {(e.type, e.key) for e in alert.evidence}
-    settled = _settled_by(
-        user, candidates if watch is None else watch & candidates, changed_keys or {}, own
-    )
-    if settled:
-        return f"{settled}{f'; and {rebound}' if rebound else ''}; none of its own records changed"
     if rebound:
         return f"{rebound}; none of its records changed"
     if changed_types is None:
         return "the rule no longer finds it in the current state; none of its records changed"
+    watch = None if r is None else r.watches(user)
     watched = changed_types if watch is None else watch & changed_types
     others = ""
     if watched:
@@ -331,51 +319,6 @@ def why_cleared(
         others = f"other{kinds} records changed"
     what = " and ".join(x for x in (clock if today else "", others) if x)
     return f"{what or 'the rule no longer finds it'}; none of its own records changed"
-
-
-# More records changed than this in the types a rule reads: a clear does not name them.
-MANY_CHANGED = 20
-
-
-def _settled_by(
-    user: UserView,
-    types: Collection[str],
-    changed_keys: Mapping[str, Collection[str] | None],
-    own: Collection[tuple[str, str]],
-    shown: int = 3,
-) -> str:
-    """``settled by Vaccination 'rabies-2025', added (event 7)``: the records of ``types``
-    the change added, changed or retracted (not ``own``, the alert's evidence, told apart);
-    empty when none is known (a type whose changed keys are not known is not named)."""
-    found: list[str] = []
-    changed = {t: keys for t in types if (keys := changed_keys.get(t))}
-    if sum(len(keys) for keys in changed.values()) > MANY_CHANGED:
-        return ""  # a bulk change: no one record settled it that could be told apart
-    for t in sorted(changed):
-        for key in sorted(changed[t]):
-            if (t, key) not in own:
-                found.append(_what_became(user, t, key))
-    if not found:
-        return ""
-    more = f"; and {len(found) - shown} more" if len(found) > shown else ""
-    return "settled by " + "; ".join(found[:shown]) + more
-
-
-def _what_became(user: UserView, type_name: str, key: str) -> str:
-    """``Vaccination 'rabies-2025', added (event 7)``, ``…, changed (event 9): expiry …``,
-    ``…, retracted``: what became of one record in the last change."""
-    label = f"{type_name} '{key}'"
-    now = user.get(type_name, key)
-    versions = user._state.versions(type_name, key)  # read by key: the history is long
-    if now is None:
-        gone = any(v.retracted for v in versions)
-        return f"{label}, {'retracted' if gone else 'removed'}"
-    event = f" (event {now.sources[-1]})" if now.sources else ""
-    earlier = [v for v in versions if v.sources != now.sources]
-    if not earlier:
-        return f"{label}, added{event}"
-    what = _changes(earlier[-1], now)
-    return f"{label}, changed{event}{': ' + what if what else ''}"
 
 
 def _rebound(alert: Alert, vocab: Sequence[Rebinding], shown: int = 3) -> str:
@@ -525,9 +468,7 @@ class RuleRunner:
                 now = self._on_parts(r, user, touched, was, before)
             change.raised.extend(a for i, a in now.items() if i not in before)
             change.cleared.extend(
-                as_cleared(
-                    a, why_cleared(a, user, r, changed_types, clock_moved, vocab, changed_keys)
-                )
+                as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved, vocab))
                 for i, a in before.items()
                 if i not in now
             )

@@ -226,8 +226,6 @@ class State:
         # The keys of the records each changed type had changed since ``take_changed_keys``;
         # None for every record of the type (a new field, or more than ``KEYS_KEPT``).
         self.changed_keys: dict[str, set[str] | None] = {}
-        # The types made since ``take_changed_keys``.
-        self.born: set[str] = set()
         # The seq of the last event that changed each type (the SQL view refreshes by it).
         self.type_seq: dict[str, int] = {}
         # Types given new fields since the last settle (see ``TypeState.settle``).
@@ -396,7 +394,6 @@ class State:
         """The keys of the records changed since the last call, by type (None: every record
         of the type may have changed)."""
         changed, self.changed_keys = self.changed_keys, {}
-        self.born = set()
         return changed
 
     def take_changed_constraints(self) -> set[str]:
@@ -476,14 +473,7 @@ class State:
             self._stale.add(name)
         self.dirty.add((name, "schema", 0))
         self.changed_types.add(name)
-        if ts is None or name in self.born:
-            # A type new since the changed keys were last taken: every record it has is one
-            # the events since added, so they are its changed keys, and what they settle can
-            # be named (``rules.engine.why_cleared``).
-            self.born.add(name)
-            self.changed_keys.setdefault(name, set())
-        else:
-            self.changed_keys[name] = None  # every record's class changed
+        self.changed_keys[name] = None
         self.type_seq[name] = self.seq
 
     def _apply_fact(self, ev: LoggedEvent) -> None:
