@@ -337,13 +337,17 @@ class SnapTypeState(TypeState):
         self._by_key += 1
         return True
 
+    def _unread(self, keys: Iterable[str]) -> list[str]:
+        """The keys among ``keys`` not read yet, sorted; none once the table is read whole."""
+        if "current" in self._loaded:
+            return []
+        # Keys are text: another value names no record (and DuckDB would refuse to compare it).
+        return sorted({k for k in keys if type(k) is str and k not in self._seen})
+
     def prefetch(self, keys: Iterable[str]) -> None:
         """Read the current rows of ``keys`` (one query, or the whole table past the budget of
         reads by key), so the fold finds them."""
-        if "current" in self._loaded:
-            return
-        # Keys are text: another value names no record (and DuckDB would refuse to compare it).
-        todo = sorted({k for k in keys if type(k) is str and k not in self._seen})
+        todo = self._unread(keys)
         if not todo:
             return
         if not self._by_key_allowed(len(todo)):
@@ -355,10 +359,7 @@ class SnapTypeState(TypeState):
         """Read the current rows of a range of a field index: by their keys, on a budget of
         its own, while the range is small against the table (``RANGE_QUERIES``); else as
         ``prefetch``."""
-        if "current" in self._loaded:
-            return
-        # Keys are text: another value names no record (and DuckDB would refuse to compare it).
-        todo = sorted({k for k in keys if type(k) is str and k not in self._seen})
+        todo = self._unread(keys)
         if not todo:
             return
         if self._ranges >= RANGE_QUERIES or len(todo) > max(PREFETCH_MAX, self._rows // 4):
