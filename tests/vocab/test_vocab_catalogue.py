@@ -5,11 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from uac_kernel.rules.engine import rule
-from uac_kernel.rules.library import LIBRARY, drug_drug_interaction, food_drug_interaction
+from uac_kernel.rules.library import (
+    LIBRARY,
+    drug_drug_interaction,
+    food_drug_interaction,
+    schengen_90_180,
+)
 from uac_kernel.rules.library._common import _get
 from uac_kernel.state.fold import State
 from uac_kernel.state.query import UserView
@@ -105,3 +111,19 @@ def test_the_docs_concept_tables_are_current() -> None:
         cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_reads_takes_no_role_from_a_nested_functions_signature() -> None:
+    # A helper's parameter named as a role, its annotations, and ``return`` are no reads; the
+    # role the rule passes as data is. In both annotation modes (the future import folds them).
+    src = """
+def rule(state):
+    def pick(trip: object, *rest: str, payment: str = "", **kw: int) -> bool:
+        return True
+    return [r for r in state.of_role("stay") if pick(r)]
+"""
+    for head in ("", "from __future__ import annotations\n"):
+        ns: dict[str, Any] = {}
+        exec(compile(head + src, "<rule>", "exec", dont_inherit=True), ns)
+        assert reads(ns["rule"]) == {"stay"}
+    assert "return" not in reads(schengen_90_180)

@@ -9,7 +9,9 @@ is followed. ``docs/rules.md`` lists, for each concept, the rules that read it f
 
 from __future__ import annotations
 
+import dis
 import functools
+import inspect
 from collections.abc import Iterable
 from types import CodeType, FunctionType
 from typing import Any
@@ -48,7 +50,7 @@ def _walk(fn: FunctionType, found: set[str], seen: set[int]) -> None:
             if isinstance(x, str) and (x in ROLES or x in CONCEPTS):
                 found.add(x)
     for code in _codes(fn.__code__):
-        for const in code.co_consts:
+        for const in _loaded(code):
             for x in const if isinstance(const, tuple) else (const,):
                 if isinstance(x, str) and (x in ROLES or x in CONCEPTS):
                     found.add(x)
@@ -57,11 +59,59 @@ def _walk(fn: FunctionType, found: set[str], seen: set[int]) -> None:
 
 
 def _codes(code: CodeType) -> Iterable[CodeType]:
-    """``code`` and the code of the functions, lambdas and comprehensions inside it."""
+    """``code`` and the code of the functions, lambdas and comprehensions inside it (not the
+    code Python 3.14 makes of a function's annotations)."""
     yield code
     for const in code.co_consts:
-        if isinstance(const, CodeType):
+        if isinstance(const, CodeType) and const.co_name != "__annotate__":
             yield from _codes(const)
+
+
+def _loaded(code: CodeType) -> list[Any]:
+    """The constants ``code`` loads, but for the signatures of the functions it defines.
+
+    A nested ``def pick(trip: Record) -> bool`` loads ``'trip'`` and ``'return'`` (or the tuple
+    of them, under ``from __future__ import annotations``) as its annotations' names, and
+    keyword-only parameters' names for their defaults: names of parameters, no role the rule
+    reads. They are told by their lines (the ``def`` up to its body) and their values (the
+    function's parameter names and ``return``)."""
+    signatures = [
+        (range(c.co_firstlineno, _body_line(c)), _params(c))
+        for c in code.co_consts
+        if isinstance(c, CodeType)
+    ]
+    loaded = []
+    for ins in dis.get_instructions(code):
+        if ins.opname not in ("LOAD_CONST", "RETURN_CONST"):
+            continue
+        line = ins.positions.lineno if ins.positions else None
+        if not any(line in lines and _names(ins.argval, p) for lines, p in signatures):
+            loaded.append(ins.argval)
+    return loaded
+
+
+def _names(value: object, params: set[str]) -> bool:
+    """Whether ``value`` is a parameter's name, or a tuple of names (annotated: each name
+    followed by its annotation's text)."""
+    if isinstance(value, str):
+        return value in params
+    if not isinstance(value, tuple) or not value or not all(isinstance(x, str) for x in value):
+        return False
+    return set(value) <= params or (len(value) % 2 == 0 and set(value[0::2]) <= params)
+
+
+def _params(code: CodeType) -> set[str]:
+    """The names of ``code``'s parameters, and ``return``."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return {*code.co_varnames[:n], "return"}
+
+
+def _body_line(code: CodeType) -> int:
+    """The first line of ``code``'s body: where its signature ends."""
+    lines = [line for _, _, line in code.co_lines() if line is not None]
+    body = [line for line in lines if line > code.co_firstlineno]
+    return min(body, default=code.co_firstlineno + 1)
 
 
 def _value(v: Any, found: set[str], seen: set[int]) -> None:
