@@ -53,7 +53,6 @@ class ReviewView(_Widget):
     _esm = _module("review_view.js")
     batches: traitlets.List[Any] = traitlets.List().tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
-    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench):
         self._wb = wb
@@ -180,7 +179,6 @@ class WhatIfWidget(_Widget):
     applied = traitlets.Bool(False).tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
     heading = traitlets.Unicode("").tag(sync=True)
-    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench, w: WhatIf, limit: int = 500, readonly: str = ""):
         self._wb = wb
@@ -377,7 +375,6 @@ class VocabView(_Widget):
     _esm = _module("vocab_view.js")
     bindings: traitlets.List[Any] = traitlets.List().tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
-    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench):
         self._wb = wb
