@@ -536,6 +536,21 @@ def test_whatif_widget_applies_through_its_message_handler(fresh: Workbench) -> 
     assert len(fresh.log()) == len(before) + len(grown)
 
 
+def test_whatif_widget_text_says_what_was_appended_once_applied(fresh: Workbench) -> None:
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == view.text()
+    assert view.text().splitlines()[0].endswith("; nothing was appended")
+    view.apply()
+    data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == view.text() and "nothing was appended" not in view.text()
+    lines = view.text().splitlines()
+    assert lines[0] == view.heading and re.fullmatch(
+        r"applied: 2 events appended to the log at seqs \d+–\d+.*", lines[0]
+    )
+    assert lines[1].startswith("predicted before it was applied: what-if: 2 events;")
+
+
 def test_whatif_widget_shows_a_refusal_when_the_log_moved_on(fresh: Workbench) -> None:
     what = fresh.whatif(WHATIF, expressions=[])
     view = wact.WhatIfWidget(fresh, what)
