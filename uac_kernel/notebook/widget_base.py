@@ -1,6 +1,6 @@
 """What every uac widget shares: its front-end asset, the shape of a log row and an event's
 provenance, and the base class that answers a front-end request with an error line instead of a
-traceback."""
+traceback and says why its controls are off where nothing answers them (``readonly``)."""
 
 from __future__ import annotations
 
