@@ -1,5 +1,6 @@
-"""``./scripts/lab`` as a person runs it: it syncs .venv, starts JupyterLab on notebooks/ (or
-marimo on the tour), and the server answers. The real script runs in a subprocess with a port
+"""``./scripts/lab`` as a person runs it: it syncs .venv, starts JupyterLab on notebooks/ or on
+the directory it is given (or marimo on the tour or on a file of yours), and the server answers;
+a path that is not there is one line of error, before any sync. The real script runs in a subprocess with a port
 and a token of the test's, and is stopped once it has answered; it leaves git's files as they
 were."""
 
@@ -122,3 +123,59 @@ def test_lab_marimo_opens_the_tour(tmp_path: Path) -> None:
         status, body = get(f"http://127.0.0.1:{port}/")
         assert status == 200 and b"marimo" in body
     assert git_status() == before
+
+
+def notebook_json() -> str:
+    """The smallest notebook JupyterLab lists as one."""
+    return '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+
+
+def test_lab_serves_the_directory_it_is_given(tmp_path: Path) -> None:
+    mine = tmp_path / "my-notebooks"
+    mine.mkdir()
+    (mine / "mine.ipynb").write_text(notebook_json())
+    token = "uac-test-" + os.urandom(8).hex()
+    # relative to where it is run (the script itself works from the repository)
+    args = [
+        "my-notebooks",
+        "--no-browser",
+        "--ServerApp.port=0",
+        f"--IdentityProvider.token={token}",
+    ]
+    running = re.compile(r"(http://127\.0\.0\.1:\d+)/lab")
+    with lab(args, running, tmp_path) as (base, _):
+        status, body = get(f"{base}/api/contents?content=1", token)
+        assert status == 200 and b"mine.ipynb" in body
+        assert b"rules_and_alerts.ipynb" not in body
+
+
+def test_lab_marimo_creates_a_new_notebook_beside_the_users(tmp_path: Path) -> None:
+    mine = tmp_path / "my-notebooks"
+    mine.mkdir()
+    port = free_port()
+    args = ["marimo", "my-notebooks/mine.py", "--headless", "--port", str(port), "--no-token"]
+    with lab(args, re.compile(rf"(http://\S+:{port})"), tmp_path):
+        status, body = get(f"http://127.0.0.1:{port}/")
+        assert status == 200 and b"mine.py" in body
+    assert (mine / "mine.py").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["no-such-dir"], ["no-such.ipynb", "--no-browser"], ["marimo", "no-such-dir/new.py"]],
+)
+def test_lab_refuses_a_path_that_is_not_there_in_one_line(tmp_path: Path, args: list[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "lab"), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    # before the sync: uv said nothing, and nothing was started
+    assert done.stdout == ""
+    wanted = args[1] if args[0] == "marimo" else args[0]
+    assert done.stderr == f"error: no such directory or notebook: {tmp_path / wanted}\n"

@@ -226,3 +226,24 @@ function statusLine(model, root) {
   update();
   return { node: error, update, busy: () => root.setAttribute("aria-busy", "true") };
 }
+
+/**
+ * The controls that ask the kernel, off while the `readonly` trait gives a reason ("" when a
+ * kernel answers them; e.g. a static export, where nothing does), with that reason in `note`,
+ * to put beside them. The controls go in `group`, a fieldset: disabling it disables every
+ * control inside, those drawn later too (a pager's buttons, a list of types).
+ */
+function kernelControls(model) {
+  const group = h("fieldset", { class: "uac-live" });
+  const note = h("span", { class: "uac-muted uac-readonly", role: "note" });
+  function update() {
+    const reason = model.get("readonly") || "";
+    group.disabled = Boolean(reason);
+    if (reason) group.setAttribute("title", reason);
+    else group.removeAttribute("title");
+    note.textContent = reason;
+    note.hidden = !reason;
+  }
+  update();
+  return { group, note, stop: listen(model, ["readonly"], update) };
+}

@@ -1,4 +1,5 @@
 // DiffView: what changed between two checkpoints, computed in the kernel by Workbench.diff.
+// Where no kernel answers (a static export) the checkpoint selects are off, and say why.
 
 function render({ model, el }) {
   const root = h("section", { class: "uac uac-diff", "aria-label": "Checkpoint diff" });
@@ -8,23 +9,26 @@ function render({ model, el }) {
     model.set(name, parseInt(select.value, 10));
     model.save_changes();
   };
+  const live = kernelControls(model);
   const a = h("select", {});
   const b = h("select", {});
   a.addEventListener("change", choose("a", a));
   b.addEventListener("change", choose("b", b));
   const summary = h("p", { class: "uac-status", role: "status" });
   const body = h("div", { class: "uac-diff-body" });
-  root.append(
+  live.group.append(
     h(
       "div",
       { class: "uac-controls" },
       labelled("From checkpoint", a),
       labelled("To checkpoint", b),
+      live.note,
     ),
     status.node,
     summary,
     body,
   );
+  root.append(live.group);
   el.replaceChildren(root);
 
   function section(title, total, items, draw) {
@@ -106,6 +110,7 @@ function render({ model, el }) {
   const stop = [
     listen(model, ["diff", "versions", "a", "b"], draw),
     listen(model, ["error", "served"], status.update),
+    live.stop,
   ];
   return () => stop.forEach((f) => f());
 }

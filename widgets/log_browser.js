@@ -1,5 +1,6 @@
 // LogBrowser: the user's events, one page at a time. Filtering and paging run in the kernel;
-// this module only sends the `query` trait and draws the page it gets back.
+// this module only sends the `query` trait and draws the page it gets back. Where no kernel
+// answers (a static export) the filters and the pager are off, and say why (kernelControls).
 
 function render({ model, el }) {
   const root = h("section", { class: "uac uac-log", "aria-label": "Event log" });
@@ -18,6 +19,7 @@ function render({ model, el }) {
   });
   const start = h("input", { type: "date", onchange: () => send({ start: start.value, page: 0 }) });
   const end = h("input", { type: "date", onchange: () => send({ end: end.value, page: 0 }) });
+  const live = kernelControls(model);
   const clear = button("Clear filters", () =>
     send({ kind: "", type: "", text: "", start: "", end: "", page: 0 }),
   );
@@ -30,12 +32,14 @@ function render({ model, el }) {
     labelled("From", start),
     labelled("To", end),
     clear,
+    live.note,
   );
 
   const summary = h("p", { class: "uac-status", role: "status" });
   const body = h("div", { class: "uac-scroll" });
   const nav = pager("Event log pages", (page) => send({ page }));
-  root.append(controls, status.node, summary, body, nav.node);
+  live.group.append(controls, status.node, summary, body, nav.node);
+  root.append(live.group);
   el.replaceChildren(root);
 
   function drawOptions() {
@@ -104,6 +108,7 @@ function render({ model, el }) {
     listen(model, ["query"], drawQuery),
     listen(model, ["rows", "total", "page", "pages", "served"], drawRows),
     listen(model, ["error", "served"], status.update),
+    live.stop,
   ];
   return () => stop.forEach((f) => f());
 }

@@ -1,5 +1,6 @@
 // StateExplorer: record types → the records of one type (paged in the kernel) → one record's
-// versions and provenance. Choices go to the kernel through the `query` trait.
+// versions and provenance. Choices go to the kernel through the `query` trait; where no kernel
+// answers them (a static export) they are off, and say why (kernelControls).
 
 function render({ model, el }) {
   const root = h("section", { class: "uac uac-state", "aria-label": "State explorer" });
@@ -9,6 +10,7 @@ function render({ model, el }) {
     ask(model, patch);
   };
 
+  const live = kernelControls(model);
   const types = h("ul", { class: "uac-types", "aria-label": "Record types" });
   const text = h("input", {
     type: "search",
@@ -33,16 +35,18 @@ function render({ model, el }) {
       { class: "uac-controls", role: "search" },
       labelled("Filter", text),
       labelled("Show", scope),
+      live.note,
     ),
     summary,
     records,
     nav.node,
     detail,
   );
-  root.append(
+  live.group.append(
     status.node,
     h("div", { class: "uac-split" }, h("nav", { class: "uac-side" }, types), main),
   );
+  root.append(live.group);
   el.replaceChildren(root);
 
   function drawTypes() {
@@ -137,6 +141,7 @@ function render({ model, el }) {
     listen(model, ["records", "columns", "total", "page", "pages", "served"], drawRecords),
     listen(model, ["record"], drawRecord),
     listen(model, ["error", "served"], status.update),
+    live.stop,
   ];
   return () => stop.forEach((f) => f());
 }

@@ -30,6 +30,13 @@ def names(wb: Workbench) -> dict[str, str]:
     return {cv.key: cv.rule for cv in wb.constraints()}
 
 
+def add_keys(wb: Workbench, *keys: str) -> dict[str, str]:
+    """Put ``DUE`` in force under each key in turn; then each key in force and its rule name."""
+    for key in keys:
+        wb.constrain(DUE, key=key)
+    return names(wb)
+
+
 def test_a_key_with_hyphens_reads_as_its_words() -> None:
     assert rule_name("rabies-for-pet-trips") == "constraint_rabies_for_pet_trips"
     assert rule_name("Rabies for pet trips!") == "constraint_rabies_for_pet_trips"
@@ -57,9 +64,10 @@ def test_a_key_of_punctuation_alone_is_unnamed_and_a_second_one_numbered() -> No
     assert rule_name("!!!") == "constraint_unnamed"
     assert rule_name("\u202e") == "constraint_unnamed"
     wb = bench()
-    wb.constrain(DUE, key="!!!")
-    wb.constrain(DUE, key="???")
-    assert names(wb) == {"!!!": "constraint_unnamed", "???": "constraint_unnamed_2"}
+    assert add_keys(wb, "!!!", "???") == {
+        "!!!": "constraint_unnamed",
+        "???": "constraint_unnamed_2",
+    }
     assert len(alerts(wb)) == 2
 
 
@@ -81,11 +89,9 @@ def test_a_long_key_is_cut_at_a_word() -> None:
 def test_the_key_added_first_keeps_the_plain_name() -> None:
     assert free_rule_name("pet-trips", {"constraint_pet_trips"}) == "constraint_pet_trips_2"
     wb = bench()
-    wb.constrain(DUE, key="pet-trips")
+    add_keys(wb, "pet-trips")
     first = {a.id for a in alerts(wb)}
-    wb.constrain(DUE, key="pet_trips")
-    wb.constrain(DUE, key="Pet trips")
-    assert names(wb) == {
+    assert add_keys(wb, "pet_trips", "Pet trips") == {
         "pet-trips": "constraint_pet_trips",
         "pet_trips": "constraint_pet_trips_2",
         "Pet trips": "constraint_pet_trips_3",
@@ -96,16 +102,13 @@ def test_the_key_added_first_keeps_the_plain_name() -> None:
 
 def test_a_key_keeps_its_name_through_updates_retracts_and_its_return() -> None:
     wb = bench()
-    wb.constrain(DUE, key="a-b")
-    wb.constrain(DUE, key="a_b")
+    add_keys(wb, "a-b", "a_b")
     wb.constrain({**DUE, "title": "Changed"}, key="a-b")
     assert names(wb)["a-b"] == "constraint_a_b"
     wb.retract_constraint("a-b")
     # a key added after the retract does not take the name of the retracted one: its logged
     # alerts stay its own
-    wb.constrain(DUE, key="A B")
-    wb.constrain(DUE, key="a-b")
-    assert names(wb) == {
+    assert add_keys(wb, "A B", "a-b") == {
         "a_b": "constraint_a_b_2",
         "A B": "constraint_a_b_3",
         "a-b": "constraint_a_b",
@@ -169,8 +172,7 @@ def test_a_constraint_logged_before_names_were_chosen_keeps_its_name(tmp_path: P
     # matches its rule, nothing is cleared or raised again, and the new key takes the plain name
     wb = Workbench(path, "u", rules=[])
     assert len(alert_events(wb)) == 1
-    wb.constrain(DUE, key="rabies for pet trips")
-    assert names(wb) == {
+    assert add_keys(wb, "rabies for pet trips") == {
         "rabies-for-pet-trips": old,
         "rabies for pet trips": "constraint_rabies_for_pet_trips",
     }

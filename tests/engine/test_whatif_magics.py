@@ -130,7 +130,8 @@ def test_whatif_widget_heading_after_apply(maya_ip: Any) -> None:
     assert "nothing was appended" in text  # the text shown where widgets are not: true then
     assert widget.readonly == "" and not widget.applied
 
-    widget._on_msg(widget, {"action": "apply"}, [])  # the Apply button's message
+    with capture_output() as cap:
+        widget._on_msg(widget, {"action": "apply"}, [])  # the Apply button's message
     assert widget.error == "" and widget.applied
     new = wb.log()[before:]
     facts = [e.seq for e in new if e.kind != "alert"]
@@ -139,6 +140,14 @@ def test_whatif_widget_heading_after_apply(maya_ip: Any) -> None:
     assert "nothing" not in widget.heading
     where = f"seq {facts[0]}" if len(facts) == 1 else f"seqs {facts[0]}–{facts[-1]}"
     assert where in widget.heading, (widget.heading, facts)
+    # the output is sent again, its text (what a saved notebook shows) headed the same way
+    ((update,),) = [[o for o in cap.outputs if o.update]]
+    assert update.data["text/plain"] == widget.text()
+    first, second, *rest = widget.text().splitlines()
+    assert first == widget.heading and "nothing was appended" not in widget.text()
+    assert second.startswith("predicted before it was applied: what-if: 1 event; 1 added")
+    assert rest == text.splitlines()[1:]  # the records and alerts it predicted, as before
+    assert update.data["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id
     assert widget.done.startswith("applied: 1 event appended") and "1 raised" in widget.done
     assert [a.rule for a in wb.alerts()] == [RULE]
 

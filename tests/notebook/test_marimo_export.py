@@ -50,6 +50,9 @@ def test_the_page_turns_off_what_runs_no_python_and_says_why(exported: Path) -> 
     state = re.search(r'"applied": (true|false), .*?"readonly": "([^"]*)"', html)
     assert state is not None, "no what-if widget state in the page"
     assert state.groups() == ("false", note + "apply a what-if")
+    # the log browser's and state explorer's filters and pagers, by the widgets' shared readonly
+    for what in ("filter and page the log", "browse and filter the records"):
+        assert f'"readonly": "{note}{what}"' in html
     # the expression box: disabled, and the callout after it says why
     box = re.search(r"marimo-text-area data-initial-value=(.*?)marimo-text-area", html)
     assert box is not None, "no expression box in the page"
@@ -145,6 +148,9 @@ def test_the_page_draws_in_a_browser_that_can_reach_only_the_local_server(served
             # the state explorer's list of record types.
             page.locator(".vega-embed").first.wait_for(timeout=60_000)
             page.get_by_text(re.compile(r"^Trip \(\d+\)$")).first.wait_for(timeout=60_000)
+            # its filter is off in the page, with the reason beside it
+            assert page.get_by_placeholder("key or field value").first.is_disabled()
+            page.get_by_text("to browse and filter the records").first.wait_for(timeout=60_000)
         finally:
             browser.close()
     assert refused == []

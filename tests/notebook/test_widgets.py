@@ -536,6 +536,21 @@ def test_whatif_widget_applies_through_its_message_handler(fresh: Workbench) -> 
     assert len(fresh.log()) == len(before) + len(grown)
 
 
+def test_whatif_widget_text_says_what_was_appended_once_applied(fresh: Workbench) -> None:
+    view = wact.WhatIfWidget(fresh, fresh.whatif(WHATIF, expressions=[]))
+    data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == view.text()
+    assert view.text().splitlines()[0].endswith("; nothing was appended")
+    view.apply()
+    data, _ = view._repr_mimebundle_()
+    assert data["text/plain"] == view.text() and "nothing was appended" not in view.text()
+    lines = view.text().splitlines()
+    assert lines[0] == view.heading and re.fullmatch(
+        r"applied: 2 events appended to the log at seqs \d+–\d+.*", lines[0]
+    )
+    assert lines[1].startswith("predicted before it was applied: what-if: 2 events;")
+
+
 def test_whatif_widget_shows_a_refusal_when_the_log_moved_on(fresh: Workbench) -> None:
     what = fresh.whatif(WHATIF, expressions=[])
     view = wact.WhatIfWidget(fresh, what)
@@ -635,6 +650,51 @@ def test_whatif_module_without_a_kernel_keeps_apply_off(fresh: Workbench) -> Non
     (drawn, later), _ = rendered(view, [_synced(view)], _WHATIF_SEEN, wait=3200)
     assert drawn["disabled"] and drawn["note"] == ""
     assert later["disabled"] and later["note"].startswith("no kernel answers this view")
+
+
+# -- controls that ask the kernel -------------------------------------------------------------
+
+# What a widget shows of its kernel controls: whether their fieldset is off, which controls are
+# in it, and the note in the controls' row.
+_CONTROLS_SEEN = """
+  const group = el.findTag("FIELDSET");
+  const note = el.find("uac-controls").find("uac-readonly");
+  return {
+    disabled: Boolean(group.disabled),
+    title: group.attributes.title || "",
+    controls: ["INPUT", "SELECT", "BUTTON"].filter((tag) => group.findTag(tag)),
+    note: note && !note.hidden ? note.textContent : "",
+  };
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize(
+    ("make", "controls"),
+    [
+        (lambda wb, why: w.LogBrowser(wb, readonly=why), ["INPUT", "SELECT", "BUTTON"]),
+        (lambda wb, why: w.StateExplorer(wb, readonly=why), ["INPUT", "SELECT", "BUTTON"]),
+        (lambda wb, why: w.DiffView(wb, 1, 2, readonly=why), ["SELECT"]),
+    ],
+    ids=["log_browser", "state_explorer", "diff_view"],
+)
+def test_kernel_controls_are_off_with_the_reason_beside_them(
+    wb: Workbench, make: Any, controls: list[str]
+) -> None:
+    why = "this is a static export: run `marimo edit tour.py` to filter and page the log"
+    view = make(wb, why)
+    assert view.readonly == why and view.error == ""
+    off = view.get_state()
+    view.readonly = ""  # a kernel answers: the same controls, on
+    (static, live), sent = rendered(view, [off, view.get_state()], _CONTROLS_SEEN)
+    assert static == {"disabled": True, "title": why, "controls": controls, "note": why}
+    assert live == {"disabled": False, "title": "", "controls": controls, "note": ""}
+    assert sent == []
+
+
+def test_kernel_controls_are_on_by_default(wb: Workbench) -> None:
+    views = [w.LogBrowser(wb), w.StateExplorer(wb), w.DiffView(wb, 1, 2), w.AlertInspector(wb)]
+    assert [v.readonly for v in views] == ["", "", "", ""]
 
 
 # -- data stays data --------------------------------------------------------------------------

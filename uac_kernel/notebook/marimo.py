@@ -24,7 +24,9 @@ In a static HTML export the page runs no Python, so a button or an input box the
 nothing: ``static_note(what)`` says so when the notebook runs to be exported by
 ``python -m uac_kernel.notebook.marimo_export`` (which passes ``-- --uac-static-export=PATH``,
 read with marimo's ``mo.cli_args()``: marimo runs an export in edit mode, so
-``mo.app_meta().mode`` cannot tell), and ``whatif`` turns its Apply button off with that note.
+``mo.app_meta().mode`` cannot tell): ``whatif`` turns its Apply button off with that note,
+and ``log_browser``, ``state_explorer`` and ``diff_view`` their filters, pagers and selects
+(the widgets' shared ``readonly``).
 
 Widgets come back wrapped in ``mo.ui.anywidget`` and charts in ``mo.ui.altair_chart``, so the
 last expression of a cell draws them; nothing is fetched from the network. This face needs the
@@ -125,7 +127,9 @@ def log_browser(
     wb: Workbench, *, page_size: int = 50, kind: str | None = None, **query: Any
 ) -> Any:
     """The log browser (``%uac log``) as ``mo.ui.anywidget``: the user's events, a page at a
-    time, of one ``kind`` if given (a ``QueryError`` names the kinds if no event can be of it), filtered by ``query`` (``text="tokyo"``, ...)."""
+    time, of one ``kind`` if given (a ``QueryError`` names the kinds if no event can be of it),
+    filtered by ``query`` (``text="tokyo"``, ...); in a static export the filters and pager
+    are off, with ``static_note`` beside them."""
     from uac_kernel.log.users import check_kind
     from uac_kernel.notebook.widgets import LogBrowser
 
@@ -133,7 +137,8 @@ def log_browser(
     if kind:  # as `uac log --kind` and `%uac log --kind`: an unknown kind names the kinds
         check_kind(wb.store, kind)
     kinds = {"kind": kind} if kind is not None else {}
-    return mo.ui.anywidget(LogBrowser(wb, page_size=page_size, **kinds, **query))
+    off = static_note("filter and page the log")
+    return mo.ui.anywidget(LogBrowser(wb, page_size=page_size, readonly=off, **kinds, **query))
 
 
 @_helper("alerts")
@@ -149,11 +154,13 @@ def alert_inspector(wb: Workbench) -> Any:
 @_helper("state")
 def state_explorer(wb: Workbench, *, page_size: int = 50, **query: Any) -> Any:
     """The state explorer (``%uac state``) as ``mo.ui.anywidget``: record types, their
-    records, every version of one and its sources."""
+    records, every version of one and its sources; in a static export its choices are off,
+    with ``static_note`` beside them."""
     from uac_kernel.notebook.widgets import StateExplorer
 
     mo = _marimo()
-    return mo.ui.anywidget(StateExplorer(wb, page_size=page_size, **query))
+    off = static_note("browse and filter the records")
+    return mo.ui.anywidget(StateExplorer(wb, page_size=page_size, readonly=off, **query))
 
 
 @_helper("diff")
@@ -162,7 +169,7 @@ def diff_view(wb: Workbench, a: int, b: int) -> Any:
     from uac_kernel.notebook.widgets import DiffView
 
     mo = _marimo()
-    return mo.ui.anywidget(DiffView(wb, a, b))
+    return mo.ui.anywidget(DiffView(wb, a, b, readonly=static_note("compare other checkpoints")))
 
 
 @_helper("eval")

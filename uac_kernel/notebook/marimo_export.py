@@ -14,8 +14,8 @@ so serve the directory with any local server::
 Outputs are what the notebook computed when exported; the page does not run Python (widgets
 show their exported state, charts draw in the browser). So the notebook runs with the argument
 ``--uac-static-export=NOTEBOOK`` (``mo.cli_args()``), by which ``uac.marimo.static_note`` turns
-off what would do nothing in the page (the what-if's Apply, the tour's expression box) and says
-so beside it.
+off what would do nothing in the page (the what-if's Apply, the tour's expression box, the log
+browser's and state explorer's filters and pagers) and says so beside it.
 """
 
 from __future__ import annotations

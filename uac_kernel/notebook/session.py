@@ -197,17 +197,31 @@ class Session(Magics):
 
     def _show_whatif(self, wb: Workbench, w: WhatIf, head: Sequence[str] = ()) -> None:
         """The what-if's report: its widget (with the Apply button) when there is one, else
-        the text and HTML; ``head`` lines come first."""
-        from uac_kernel.notebook.widgets_act import WhatIfWidget
+        the text and HTML; ``head`` lines come first. Once Apply is pressed the display is
+        sent again, so its text/plain (what a saved notebook shows) says what was appended."""
         from uac_kernel.render.whatif_face import report_html, report_lines
 
         if head:
             print("\n".join(printable(h) for h in head))
-        self._show(lambda: WhatIfWidget(wb, w), "\n".join(report_lines(w)), report_html(w))
 
-    def _show(self, make: Callable[[], Any], text: str, html_text: str | None = None) -> None:
+        def make() -> Any:
+            from uac_kernel.notebook.widgets_act import WhatIfWidget
+
+            return WhatIfWidget(wb, w)
+
+        self._show(make, "\n".join(report_lines(w)), report_html(w), again_on="applied")
+
+    def _show(
+        self,
+        make: Callable[[], Any],
+        text: str,
+        html_text: str | None = None,
+        again_on: str | None = None,
+    ) -> None:
         """Display a widget with ``text`` as its text/plain fallback; only the text when the
-        widget cannot be made (anywidget not installed)."""
+        widget cannot be made (anywidget not installed). A change of the widget's trait
+        ``again_on`` sends the display again (an update of the same output), with the text the
+        widget's own ``_repr_mimebundle_`` gives then."""
         try:
             widget = make()
         except ImportError as exc:
@@ -223,7 +237,9 @@ class Session(Magics):
             return
         data, metadata = formatter.format(widget)
         data["text/plain"] = text
-        display(data, metadata=metadata, raw=True)
+        handle = display(data, metadata=metadata, raw=True, display_id=bool(again_on) or None)
+        if again_on and handle is not None:
+            widget.observe(lambda _change: handle.update(widget), names=again_on)
 
     @staticmethod
     def _print_report(report: AlertReport, prefix: str = "") -> None:

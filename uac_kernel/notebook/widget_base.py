@@ -1,6 +1,6 @@
 """What every uac widget shares: its front-end asset, the shape of a log row and an event's
 provenance, and the base class that answers a front-end request with an error line instead of a
-traceback."""
+traceback and says why its controls are off where nothing answers them (``readonly``)."""
 
 from __future__ import annotations
 
@@ -216,10 +216,15 @@ def _bound(text: str, end: bool) -> datetime | None:
 
 
 class _Widget(anywidget.AnyWidget):
-    """What every uac widget has: the shared styles, an error line, and an answer counter."""
+    """What every uac widget has: the shared styles, an error line, an answer counter, and
+    ``readonly``: why its controls that ask the kernel are off, "" while they work (a static
+    export, where no kernel answers, or a workbench open read-only for one that writes). The
+    front end disables those controls and shows the reason beside them (``kernelControls`` in
+    ``widgets/_common.js``)."""
 
     _css = asset("uac.css")
     error = traitlets.Unicode("").tag(sync=True)
+    readonly = traitlets.Unicode("").tag(sync=True)
     # Bumped by every answer, so the front end can tell "done" even when nothing changed.
     served = traitlets.Int(0).tag(sync=True)
 

@@ -66,7 +66,8 @@ class LogBrowser(_Widget):
 
     Set ``query`` (or use the controls) to filter and page: ``{"kind": "fact", "type": "Trip",
     "text": "tokyo", "start": "2025-01-01", "end": "2025-03-31", "page": 0}``; ``end`` includes
-    the day it names. Only the page shown crosses to the browser.
+    the day it names. Only the page shown crosses to the browser. ``readonly`` (why the
+    filters and pager do nothing, e.g. in a static export) turns them off and says why.
     """
 
     _esm = _module("log_browser.js")
@@ -80,11 +81,11 @@ class LogBrowser(_Widget):
     types: traitlets.List[Any] = traitlets.List().tag(sync=True)
     elapsed_ms = traitlets.Float(0.0).tag(sync=True)
 
-    def __init__(self, wb: Workbench, page_size: int = 50, **query: Any):
+    def __init__(self, wb: Workbench, page_size: int = 50, readonly: str = "", **query: Any):
         self._wb = wb
         self._pager = LogPager(wb.store, wb.user, page_size)
         self._ready = False
-        super().__init__(page_size=page_size, query={"page": 0, **query})
+        super().__init__(page_size=page_size, query={"page": 0, **query}, readonly=readonly)
         self._ready = True
         self.refresh()
 
@@ -262,6 +263,7 @@ class StateExplorer(_Widget):
     Records are paged here in the kernel (``page_size`` a page) and filtered by ``text``
     (case-insensitive, in the key or any field value). A record's versions come with their
     provenance: the log events behind them and the utterances facts were derived from.
+    ``readonly`` (why the choices do nothing, e.g. in a static export) turns them off and says why.
     """
 
     _esm = _module("state_explorer.js")
@@ -275,11 +277,12 @@ class StateExplorer(_Widget):
     pages = traitlets.Int(1).tag(sync=True)
     record = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, wb: Workbench, page_size: int = 50, **query: Any):
+    def __init__(self, wb: Workbench, page_size: int = 50, readonly: str = "", **query: Any):
         self._wb = wb
         self._ready = False
         first = min(wb.state.types, default="")
-        super().__init__(page_size=page_size, query={"type": first, "page": 0, **query})
+        query = {"type": first, "page": 0, **query}
+        super().__init__(page_size=page_size, query=query, readonly=readonly)
         self._ready = True
         self.refresh()
 
@@ -375,7 +378,8 @@ def _haystack(rec: Record) -> str:
 class DiffView(_Widget):
     """What changed from checkpoint ``a`` to ``b``: records added, changed field by field,
     retracted; new types and fields. Each list shows at most ``limit`` records (``totals``
-    has the full counts). Change ``a``/``b`` (or the selects) to compare other versions.
+    has the full counts). Change ``a``/``b`` (or the selects) to compare other versions;
+    ``readonly`` (why the selects do nothing, e.g. in a static export) turns them off.
     """
 
     _esm = _module("diff_view.js")
@@ -384,11 +388,11 @@ class DiffView(_Widget):
     versions: traitlets.List[Any] = traitlets.List().tag(sync=True)
     diff = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, wb: Workbench, a: int, b: int, limit: int = 500):
+    def __init__(self, wb: Workbench, a: int, b: int, limit: int = 500, readonly: str = ""):
         self._wb = wb
         self._limit = limit
         self._ready = False
-        super().__init__(a=a, b=b)
+        super().__init__(a=a, b=b, readonly=readonly)
         self._ready = True
         self.refresh()
 

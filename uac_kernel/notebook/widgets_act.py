@@ -10,6 +10,7 @@ import traitlets
 
 from uac_kernel.core.display import plural, shorten, show
 from uac_kernel.notebook.widget_base import _module, _record_now, _ts, _value, _Widget, provenance
+from uac_kernel.render.whatif_face import report_lines
 
 if TYPE_CHECKING:
     from uac_kernel.engine.whatif import WhatIf
@@ -53,7 +54,6 @@ class ReviewView(_Widget):
     _esm = _module("review_view.js")
     batches: traitlets.List[Any] = traitlets.List().tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
-    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench):
         self._wb = wb
@@ -169,7 +169,8 @@ class WhatIfWidget(_Widget):
     widget's header: the what-if's summary until then) says where its events now are in the
     log; a second apply is refused. ``readonly`` says why Apply is off ("" when it works): a
     workbench open read-only, or a static export (``uac.marimo.whatif``). Each list shows at
-    most ``limit`` entries (``report["totals"]`` has the counts).
+    most ``limit`` entries (``report["totals"]`` has the counts). ``text()`` is the report as
+    plain text, the widget's text/plain: after Apply it says what was appended, as ``heading``.
     """
 
     _esm = _module("whatif_view.js")
@@ -180,7 +181,6 @@ class WhatIfWidget(_Widget):
     applied = traitlets.Bool(False).tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
     heading = traitlets.Unicode("").tag(sync=True)
-    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench, w: WhatIf, limit: int = 500, readonly: str = ""):
         self._wb = wb
@@ -197,6 +197,18 @@ class WhatIfWidget(_Widget):
     def whatif(self) -> WhatIf:
         return self._whatif
 
+    def text(self) -> str:
+        """The report as plain text (``report_lines``), what a notebook shows where the widget
+        is not drawn (a saved copy, a terminal): once applied, headed by what was appended."""
+        return "\n".join(report_lines(self._whatif, self.heading if self.applied else ""))
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if not isinstance(bundle, tuple):
+            return bundle
+        data, metadata = bundle
+        return {**data, "text/plain": self.text()}, metadata
+
     def apply(self) -> None:
         """Append the what-if's events for real (once), and say what the ingest did."""
 
@@ -206,9 +218,9 @@ class WhatIfWidget(_Widget):
             if self.readonly:
                 raise ValueError(self.readonly)
             ingest = self._wb.apply_whatif(self._whatif)
-            self.applied = True
             self.done = f"applied: {ingest.summary()}"
             self.heading = applied_heading(ingest)
+            self.applied = True  # last: who watches it sees the heading and text() of it
 
         self._answer(work)
 
@@ -377,7 +389,6 @@ class VocabView(_Widget):
     _esm = _module("vocab_view.js")
     bindings: traitlets.List[Any] = traitlets.List().tag(sync=True)
     done = traitlets.Unicode("").tag(sync=True)
-    readonly = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, wb: Workbench):
         self._wb = wb

@@ -15,10 +15,22 @@ if TYPE_CHECKING:
 __all__ = ["report_html", "report_lines"]
 
 
-def report_lines(w: WhatIf) -> list[str]:
+# How a what-if's summary ends (``WhatIf.summary``): true until its events are applied.
+_NOTHING_APPENDED = "; nothing was appended"
+
+
+def report_lines(w: WhatIf, applied: str = "") -> list[str]:
     """The report's lines, each with its control characters escaped: the events, records and
-    alert messages are the user's text, and may hold anything."""
-    return [printable(line) for line in w.text().splitlines()]
+    alert messages are the user's text, and may hold anything.
+
+    ``applied`` is what the ingest did once the what-if was applied (``applied_heading``: "applied:
+    2 events appended to the log at seqs 41–42", as the widget's heading says it): it comes
+    first, and the summary under it no longer says nothing was appended."""
+    lines = w.text().splitlines()
+    if applied:
+        predicted = w.summary().removesuffix(_NOTHING_APPENDED)
+        lines = [applied, f"predicted before it was applied: {predicted}", *lines[1:]]
+    return [printable(line) for line in lines]
 
 
 def report_html(w: WhatIf, head: Sequence[str] = ()) -> str:
