@@ -19,17 +19,16 @@ from typing import Any
 
 import altair as alt
 import pytest
-import vl_convert as vlc
+from helpers.charts import late_books, size, svg, texts
 from helpers.events import fact
 
-from uac_kernel import Finding, Workbench, rule
+from uac_kernel import Workbench
 from uac_kernel.bench.aggregate._questions import Question
 from uac_kernel.bench.aggregate._results import AggregateResult
 from uac_kernel.fleet.sql import FleetSummary
 from uac_kernel.render import charts
 from uac_kernel.render.chart_fit import NOTEBOOK_WIDTH
 from uac_kernel.rules.library import drug_allergy_cross_reactivity
-from uac_kernel.state.query import UserView
 
 HOSTILE = [
     "a label far longer than any axis could show whole, " * 3,
@@ -41,18 +40,6 @@ HOSTILE = [
 ]
 
 
-@rule(watch=["Book"], severity="warning", category="library")
-def late_books(user: UserView) -> Iterator[Finding]:
-    """A late book: a warning, critical after a week."""
-    for b in user.all("Book"):
-        if b.late_days:
-            yield Finding(
-                f"{b.title} is {b.late_days} days late",
-                [b],
-                severity="critical" if b.late_days > 7 else "warning",
-            )
-
-
 EVENTS = [
     {"kind": "utterance", "ts": "2025-03-03T09:00:00", "speaker": "user", "text": "Off"},
     fact("2025-03-04T08:00:00", "add", "Trip", "tokyo", destination="Tokyo", start="2025-03-04"),
@@ -62,24 +49,6 @@ EVENTS = [
     fact("2025-04-15T10:00:00", "update", "Book", "dune", late_days=10),
     fact("2025-04-20T10:00:00", "update", "Book", "dune", late_days=0),
 ]
-
-
-def svg(chart: alt.TopLevelMixin) -> str:
-    return str(vlc.vegalite_to_svg(chart.to_json()))
-
-
-def size(text: str) -> tuple[float, float]:
-    m = re.match(r'<svg[^>]*\bwidth="([\d.]+)"[^>]*\bheight="([\d.]+)"', text)
-    assert m, text[:200]
-    return float(m[1]), float(m[2])
-
-
-def texts(text: str) -> list[str]:
-    """Every string drawn: the <text> elements' content, entities read back."""
-    return [
-        unescape(re.sub(r"<[^>]+>", "", t))
-        for t in re.findall(r"<text[^>]*>(.*?)</text>", text, re.S)
-    ]
 
 
 def assert_fits(chart: alt.TopLevelMixin) -> list[str]:
@@ -120,12 +89,14 @@ def test_the_log_charts_fit(wb: Workbench) -> None:
 def test_the_alerts_timeline_fits_and_its_legend_is_whole(wb: Workbench) -> None:
     chart = charts.alerts_timeline(wb)
     shown = assert_fits(chart)
-    assert {"Severity", "critical", "warning", "info"} <= set(shown)
-    # The long labels are cut with "…" in the picture, and whole in the tooltip's data.
-    assert any(t.endswith("…") and t.startswith("late_books: Book a label far") for t in shown)
+    # The legend names the severities drawn, whole; none drawn ("info") is not listed.
+    assert {"Severity", "critical", "warning"} <= set(shown) and "info" not in shown
+    # The long labels are cut with "…" in the middle in the picture (start and end kept), and
+    # whole in the tooltip's data.
+    cut = [t for t in shown if t.startswith("late_books: B") and "…" in t]
+    assert len(cut) == 6 and any(t.endswith("could show whole,") for t in cut)
     (rows,) = chart.to_dict()["datasets"].values()
-    labels = {r["label"] for r in rows}
-    assert any(HOSTILE[0].split()[0] in label and len(label) > 60 for label in labels)
+    assert any(r["alert"] == f"late_books: Book {HOSTILE[0].strip()}" for r in rows)
 
 
 def test_the_whatif_timeline_fits(wb: Workbench) -> None:
