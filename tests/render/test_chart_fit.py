@@ -27,7 +27,7 @@ from uac_kernel.bench.aggregate._questions import Question
 from uac_kernel.bench.aggregate._results import AggregateResult
 from uac_kernel.fleet.sql import FleetSummary
 from uac_kernel.render import charts
-from uac_kernel.render.chart_fit import NOTEBOOK_WIDTH
+from uac_kernel.render.chart_fit import NOTEBOOK_WIDTH, chart_text
 from uac_kernel.rules.library import drug_allergy_cross_reactivity
 
 HOSTILE = [
@@ -96,7 +96,7 @@ def test_the_alerts_timeline_fits_and_its_legend_is_whole(wb: Workbench) -> None
     cut = [t for t in shown if t.startswith("late_books: B") and "…" in t]
     assert len(cut) == 6 and any(t.endswith("could show whole,") for t in cut)
     (rows,) = chart.to_dict()["datasets"].values()
-    assert any(r["alert"] == f"late_books: Book {HOSTILE[0].strip()}" for r in rows)
+    assert any(r["alert"] == f"late_books: Book {HOSTILE[0]}" for r in rows)
 
 
 def test_the_whatif_timeline_fits(wb: Workbench) -> None:
@@ -196,3 +196,61 @@ def test_save_chart_draws_a_fitting_png(wb: Workbench, tmp_path: Path) -> None:
     png = charts.save_chart(charts.alerts_timeline(wb), tmp_path / "alerts.png").read_bytes()
     width = int.from_bytes(png[16:20], "big")  # the IHDR chunk's width
     assert png.startswith(b"\x89PNG") and width <= NOTEBOOK_WIDTH
+
+
+# The newcomer's pets: keys with emoji, markup, Arabic and a long common start.
+TRIP = "biscuit-<script>alert(1)</script>-très-long-voyage-en-Bretagne-🐶🐾-avec-grand-mère-2026"
+BILL = "vet-🐱-<b>bold</b>-2026-01-26"
+
+
+def test_an_emoji_cuts_a_label_only_where_vega_could_not() -> None:
+    shown = chart_text(TRIP, 120)
+    # Cut before the first emoji that might not fit, not to 120 // 16 characters ("biscui…").
+    assert shown == TRIP[: TRIP.index("🐶")] + "…"
+    assert chart_text(BILL, 200) == BILL  # an emoji that fits stays
+    assert chart_text("🐶 " * 40, 100).startswith("🐶 🐶 🐶 ")
+    # With room for all of it, nothing is cut.
+    assert chart_text(TRIP, 2000) == TRIP
+
+
+@pytest.mark.parametrize("at", range(0, 60, 4))
+def test_no_cut_splits_an_emoji_wherever_it_stands(at: int) -> None:
+    # vl-convert fails on half a surrogate pair ("unexpected end of hex escape"); Vega slices
+    # labels in UTF-16 units while it measures them, so it must never cut one with an emoji.
+    label = "x" * at + "🐶🐾" + "y" * 60
+    shown = assert_fits(charts.result_chart({label: 3, f"b{label}": 2, BILL: 1}, title=label))
+    drawn = [t for t in shown if t.startswith(("x", "b", "vet", "🐶"))]
+    assert len(drawn) >= 3 and all(len(t) > 10 for t in drawn)
+
+
+def test_labels_of_a_long_common_start_stay_distinct(tmp_path: Path) -> None:
+    start = "purchase-2025-return-window-for-the-household-order-number-"
+    items = ["espresso-machine", "standing-desk", "hiking-boots", "winter-coat"]
+    bench = Workbench(tmp_path / "u.duckdb", user="me", rules=[late_books])
+    try:
+        bench.ingest(
+            [
+                fact(f"2025-05-0{i + 1}T10:00:00", "add", "Book", start + item, title=start + item,
+                     late_days=3)
+                for i, item in enumerate(items)
+            ]
+        )  # fmt: skip
+        alerts = charts.alerts_timeline(bench)
+        what = bench.whatif(
+            [fact("2025-05-02T12:00:00", "add", "Book", "emma", title="Emma", late_days=1)],
+            as_of="2025-05-02T12:00:00",
+            expressions=[],
+        )
+        for chart in (alerts, charts.whatif_timeline(what, until=datetime(2025, 5, 10))):
+            rows = next(r for r in chart.to_dict()["datasets"].values() if "alert" in r[0])
+            labels = {r["label"] for r in rows if start in r["alert"]}
+            # Cut in the middle: the start, "…", and the end that tells them apart.
+            assert len(labels) == len(items), labels
+            for r in (r for r in rows if start in r["alert"]):
+                head, _, tail = r["label"].partition("…")
+                assert head and tail and r["alert"].startswith(head) and r["alert"].endswith(tail)
+            drawn = set(assert_fits(chart))
+            assert labels <= drawn  # drawn as they are: Vega cut none of them further
+            assert all(r["alert"].startswith("late_books: ") for r in rows)  # whole in the tooltip
+    finally:
+        bench.close()

@@ -389,6 +389,9 @@ def test_whatif_timeline_draws_both_runs_and_the_insertion(wb: Workbench, tmp_pa
     assert shared["color"]["field"] == "run" and shared["yOffset"]["field"] == "run"
     assert shared["color"]["scale"]["domain"] == ["real", "what-if"]
     assert shared["opacity"]["field"] == "severity"
+    # The legend lists the severities drawn only (an unused one was drawn greyed).
+    assert shared["opacity"]["scale"]["domain"] == ["critical", "warning"]
+    assert {r["severity"] for r in rows} == {"critical", "warning"}
     assert shared["y"]["field"] == "label" and shared["y"]["axis"]["labelLimit"] == 200
 
     # The real run is the log as it happened; the what-if has all of it and one alert more.
@@ -535,7 +538,6 @@ def test_a_dict_of_times_is_a_sorted_line(
     assert tick_days(encoding(spec, "x")["axis"]) == ticks
     # Room at both ends, so the first and last points are drawn whole.
     assert encoding(spec, "x")["scale"]["padding"] > 0
-    assert encoding(spec, "y")["scale"]["padding"] > 0
     assert encoding(spec, "x")["title"] is None and encoding(spec, "y")["title"] is None
     assert values(spec) == [{"label": d, "value": v} for d, v in zip(dates, [1, 2, 3], strict=True)]
 
@@ -560,8 +562,14 @@ def test_nested_dicts_are_grouped_bars_or_lines() -> None:
         {"group": "2024", "x": "Peru", "value": 2},
         {"group": "2025", "x": "Japan", "value": 3},
     ]
+    # Keys and numbers have no names: no axis or legend titled "x", "value" or "group".
+    assert [encoding(bars, c)["title"] for c in ("x", "y", "color")] == [None, None, None]
     lines = result_chart({"run": {"2025-02": 5, "2025-01": 4}, "swim": {"2025-01": 1}}).to_dict()
     assert lines["mark"]["type"] == "line"
+    assert [encoding(lines, c)["title"] for c in ("x", "y", "color")] == [None, None, None]
+    # Room before the first point and after the last: neither drawn half off the plot.
+    assert encoding(lines, "x")["scale"] == {"type": "utc", "padding": 12}
+    assert encoding(lines, "x")["axis"]["format"] == "%b %Y"
     assert encoding(lines, "x")["type"] == "temporal"
     assert encoding(lines, "color")["field"] == "group"
     assert values(lines) == [

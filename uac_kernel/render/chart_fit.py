@@ -85,7 +85,11 @@ def chart_text(
         return text
     room = px - _char_em(ELLIPSIS) * font_px
     if not middle:
-        return text[: _fitting(widths, room)] + ELLIPSIS
+        # Cut where it surely fits; or, if that is before its first emoji, just before that
+        # emoji: Vega may cut the rest, now of the first plane only, at its real width.
+        fits = _fitting(widths, room)
+        first = next(i for i, c in enumerate(text) if ord(c) > 0xFFFF)
+        return text[: max(fits, first)] + ELLIPSIS
     head = _fitting(widths, room * _HEAD)
     tail = _fitting(widths[head:][::-1], room - sum(widths[:head]))
     return text[:head].rstrip() + ELLIPSIS + text[len(text) - tail :].lstrip()

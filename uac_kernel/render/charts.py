@@ -625,7 +625,7 @@ _X_LABEL_PX = 120  # px of a grouped bar chart's x labels, drawn at an angle
 _TIME_FORMAT = {"year": "%Y", "month": "%b %Y", "date": "%Y-%m-%d", "time": "%Y-%m-%d %H:%M"}
 # The period a key of each unit stands for: its ticks fall on whole ones (a time: any).
 _KEY_PERIOD = {"year": "year", "month": "month", "date": "day", "time": None}
-# Room around a line's ends, so a point at the plot's edge is drawn whole.
+# Room before a line's first point and after its last, so neither is drawn half off the plot.
 _EDGE_PX = 12
 
 
@@ -634,9 +634,6 @@ def _time_x(field: str, texts: list[str], unit: str, title: str | None = None) -
     return alt.X(
         f"{field}:T", title=title, scale=alt.Scale(type="utc", padding=_EDGE_PX), axis=axis
     )
-
-
-_PADDED_Y = alt.Scale(padding=_EDGE_PX)
 
 
 def _time_axis(keys: Sequence[object]) -> tuple[list[str], str] | None:
@@ -702,7 +699,6 @@ def _series_chart(
                 y=alt.Y(
                     "value:Q",
                     title=y_title,
-                    scale=_PADDED_Y,
                     axis=_value_axis([v for _, v in items]),
                 ),
                 tooltip=[
@@ -768,7 +764,6 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
                 y=alt.Y(
                     "value:Q",
                     title=None,
-                    scale=_PADDED_Y,
                     axis=_value_axis([r["value"] for r in rows]),
                 ),
                 # Groups of equal values draw one line over another: each its own dash, width
