@@ -27,7 +27,7 @@ from uac_kernel.bench.aggregate._questions import Question
 from uac_kernel.bench.aggregate._results import AggregateResult
 from uac_kernel.fleet.sql import FleetSummary
 from uac_kernel.render import charts
-from uac_kernel.render.chart_fit import NOTEBOOK_WIDTH, chart_text
+from uac_kernel.render.chart_fit import LABEL_PX, NOTEBOOK_WIDTH, chart_text, label_axis, row_labels
 from uac_kernel.rules.library import drug_allergy_cross_reactivity
 
 HOSTILE = [
@@ -254,3 +254,21 @@ def test_labels_of_a_long_common_start_stay_distinct(tmp_path: Path) -> None:
             assert all(r["alert"].startswith("late_books: ") for r in rows)  # whole in the tooltip
     finally:
         bench.close()
+
+
+def test_rows_alike_at_both_ends_are_cut_where_they_differ() -> None:
+    # The newcomer's rabies constraint: one trip each, the same vaccine at the end.
+    rule = "constraint_rabies_for_pet_trips: PetTrip "
+    vaccine = ", PetVaccine biscuit-rabies-2024"
+    trips = ["biscuit-brittany-2026", TRIP, 'biscuit-رحلة-إلى-المغرب-"quoted"-&amp;-ünïcödé']
+    wholes = [rule + t + vaccine for t in trips]
+    shown = row_labels(wholes, LABEL_PX - 24)
+    assert len(set(shown.values())) == len(trips), shown
+    assert "brittany" in shown[wholes[0]]
+    rows = [{"label": label, "n": 1} for label in shown.values()]
+    chart = (
+        alt.Chart({"values": rows})
+        .mark_bar()
+        .encode(y=alt.Y("label:N", axis=label_axis()), x="n:Q")
+    )
+    assert set(shown.values()) <= set(assert_fits(chart))  # drawn whole: Vega cut none

@@ -404,7 +404,7 @@ def test_whatif_timeline_draws_both_runs_and_the_insertion(wb: Workbench, tmp_pa
     # Still standing at the end of the log: the bar runs on to the log's last moment.
     assert extra["standing"] and extra["end"] == max(r["end"] for r in rows)
     assert extra["end"] == "2025-05-06T10:00:00Z"
-    assert extra["alert"].startswith("drug_allergy_cross_reactivity: Medication")
+    assert extra["alert"] == "drug_allergy_cross_reactivity: Allergy pen, Medication early"
     # Given the log's clock (a widget passes wb.state.now), it runs on to that.
     later = values(whatif_timeline(what, until=datetime(2025, 6, 1)).to_dict())
     assert {r["end"] for r in later if r["standing"]} == {"2025-06-01T00:00:00Z"}

@@ -20,6 +20,7 @@ hold one).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import altair as alt
@@ -36,6 +37,7 @@ __all__ = [
     "chart_text",
     "label_axis",
     "legend",
+    "row_labels",
     "series_channels",
     "text_px",
     "title",
@@ -96,6 +98,54 @@ def chart_text(
 
 
 _HEAD = 0.45  # of a label cut in the middle, the share of its start
+
+
+def row_labels(wholes: Sequence[str], px: int, *, font_px: float = 10) -> dict[str, str]:
+    """Each distinct text of ``wholes`` as a row label at most ``px`` wide, cut in the middle
+    (:func:`chart_text`); texts whose cuts would read the same (``rule: PetTrip biscuit-a,
+    PetVaccine v`` and ``rule: PetTrip biscuit-b, PetVaccine v``) are cut around where they
+    differ instead (``rule: Pet…biscuit-a, PetVacc…``)."""
+    shown = {w: chart_text(w, px, middle=True, font_px=font_px) for w in dict.fromkeys(wholes)}
+    alike: dict[str, list[str]] = {}
+    for whole, label in shown.items():
+        alike.setdefault(label, []).append(whole)
+    for same in alike.values():
+        if len(same) < 2:
+            continue
+        texts = [printable(w) for w in same]
+        for whole, text in zip(same, texts, strict=True):
+            at = max(_common_start(text, other) for other in texts if other != text)
+            shown[whole] = _around(text, at, px, font_px)
+    return shown
+
+
+def _common_start(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _around(text: str, at: int, px: int, font_px: float) -> str:
+    """``text``'s start, ``…``, and as much as fits from a little before ``at`` (where it
+    differs from texts alike), measured as :func:`chart_text` measures text Vega must not cut."""
+    widths = [_char_em(c) * font_px for c in text]
+    if sum(widths) <= px:
+        return text
+    room = px - 2 * _char_em(ELLIPSIS) * font_px
+    head = _fitting(widths, room * _AROUND_HEAD)
+    start = max(head, at - _AROUND_BEFORE)
+    end = start + _fitting(widths[start:], room - sum(widths[:head]))
+    return (
+        text[:head].rstrip()
+        + (ELLIPSIS if start > head else "")
+        + text[start:end]
+        + (ELLIPSIS if end < len(text) else "")
+    )
+
+
+_AROUND_HEAD = 0.3  # of a label cut around a difference, the share of its start
+_AROUND_BEFORE = 6  # characters kept before the difference, for context
 
 
 def _fitting(widths: list[float], room: float) -> int:

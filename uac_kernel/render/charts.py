@@ -43,6 +43,7 @@ from uac_kernel.render.chart_fit import (
     chart_text,
     label_axis,
     legend,
+    row_labels,
     series_channels,
 )
 from uac_kernel.render.chart_fit import title as _title
@@ -300,28 +301,32 @@ def records_over_time(
 
 def _alert_labels(rows: list[dict[str, Any]]) -> None:
     """Label each alert's row by its rule and the records it is about (``deadline_approaching:
-    Purchase lamp``), cut in the middle to fit (``deadline_appr…chase-2025-07-lamp``: labels
-    of a long common start stay distinct); two alerts alike get ``(2)``, ``(3)``, ... The
-    whole label is ``alert``, for the tooltip."""
-    labels: dict[str, tuple[str, str]] = {}
-    taken: dict[str, int] = {}
+    Purchase lamp``), cut to fit so that labels stay distinct (:func:`row_labels`); two alerts
+    alike get ``(2)``, ``(3)``, ... The whole label is ``alert``, for the tooltip."""
+    wholes: dict[str, str] = {}
     for r in rows:
-        if r["id"] not in labels:
+        if r["id"] not in wholes:
             evidence = json.loads(r["evidence"] or "[]")
             about = ", ".join(f"{e.get('type', '?')} {e.get('key', '?')}" for e in evidence)
-            whole = f"{r['rule']}: {about}" if about else str(r["rule"])
-            labels[r["id"]] = _row_label(whole, taken), chart_text(whole)
-        r["label"], r["alert"] = labels[r["id"]]
+            wholes[r["id"]] = f"{r['rule']}: {about}" if about else str(r["rule"])
+    labels = _numbered(wholes)
     for r in rows:
+        r["label"], r["alert"] = labels[r["id"]]
         r.pop("evidence", None)
 
 
-def _row_label(whole: str, taken: dict[str, int]) -> str:
-    """``whole`` cut in the middle to a row label's room; ``(2)``, ``(3)``, ... after a label
-    already ``taken``."""
-    text = chart_text(whole, _LABEL_ROOM, middle=True)
-    taken[text] = taken.get(text, 0) + 1
-    return f"{text} ({taken[text]})" if taken[text] > 1 else text
+def _numbered(wholes: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Each id's row label and whole text (escaped); a label already taken gets ``(2)``,
+    ``(3)``, ..."""
+    shown = row_labels(list(wholes.values()), _LABEL_ROOM)
+    taken: dict[str, int] = {}
+    labels = {}
+    for key, whole in wholes.items():
+        text = shown[whole]
+        taken[text] = taken.get(text, 0) + 1
+        label = f"{text} ({taken[text]})" if taken[text] > 1 else text
+        labels[key] = label, chart_text(whole)
+    return labels
 
 
 _LABEL_ROOM = LABEL_PX - 24  # px of a row label before its " (2)"
@@ -436,8 +441,8 @@ def _naive(when: datetime) -> datetime:
 
 
 def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerChart:
-    """The alerts of a past what-if against the real ones: a row per alert (its rule and a short
-    message), a bar from raised to cleared for each run side by side (the real run in grey, the
+    """The alerts of a past what-if against the real ones: a row per alert (its rule and the
+    records it is about), a bar from raised to cleared for each run side by side (the real run in grey, the
     what-if in purple; the more severe, the more solid), and a rule where the hypothetical
     events were inserted.
 
@@ -552,21 +557,18 @@ def _first_seen(span: Any) -> tuple[datetime, int]:
 
 
 def _span_labels(w: WhatIf) -> dict[str, tuple[str, str]]:
-    """A row label per alert and its whole text: ``rule: subject``, the subject being what the
-    message (of its first span, real run first) names before its first ``: `` (the rules
-    name their records first: ``Purchase 'purchase-2025-07-lamp' (lamp): return_by ...``),
-    cut in the middle to fit; two alerts alike get ``(2)``, ``(3)``, ..."""
-    labels: dict[str, tuple[str, str]] = {}
-    taken: dict[str, int] = {}
+    """A row label per alert and its whole text, as the alerts chart labels its rows: ``rule:
+    Type key, ...`` of the records it rests on (of its first span, real run first), or ``rule:
+    message`` if it rests on none; cut in the middle to fit; two alerts alike get ``(2)``,
+    ``(3)``, ..."""
+    wholes: dict[str, str] = {}
     for s in sorted(w.timeline, key=_first_seen):
-        if s.id not in labels:
-            subject = s.message.split(": ", 1)[0] or s.message
-            whole = shorten(f"{s.rule}: {subject}", _WHATIF_LABEL)
-            labels[s.id] = _row_label(whole, taken), chart_text(whole)
-    return labels
+        if s.id not in wholes:
+            wholes[s.id] = shorten(f"{s.rule}: {', '.join(s.about) or s.message}", _WHATIF_LABEL)
+    return _numbered(wholes)
 
 
-_WHATIF_LABEL = 200  # characters of a row label's whole text (the tooltip's)
+_WHATIF_LABEL = 300  # characters of a row label's whole text (the tooltip's)
 _WHATIF_ROWS = 200  # alerts a timeline draws at the most
 
 
