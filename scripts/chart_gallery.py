@@ -1,7 +1,8 @@
 """Draw every kind of chart uac makes, at a notebook's width, to PNG files (docs/charts.md).
 
-Real data: the demo user's two years (``uac_kernel.demo.life``) with the rule library, a
-what-if on it, aggregate results of her history, a fleet summary, and the aggregate benchmark's
+Real data: the demo user's two years (``uac_kernel.demo.life``) with the rule library, ingested
+a week at a time as she would have told it (so each alert is raised and cleared when it was,
+not all at one instant as one batch of two years would), a what-if on it, aggregate results of her history, a fleet summary, and the aggregate benchmark's
 committed cases (``bench/results/aggregate-2026-11-29-cases.jsonl.gz``). Each chart is drawn by
 vl-convert at scale 1, as a notebook shows it.
 
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +142,20 @@ def gallery(wb: Workbench) -> Iterator[tuple[str, str, Callable[[], alt.TopLevel
     )
 
 
+def ingest_by_week(wb: Workbench, events: list[dict[str, Any]]) -> int:
+    """Ingest ``events`` (in time order) one ISO week at a time; the number of batches."""
+
+    def week(event: dict[str, Any]) -> tuple[int, int]:
+        year, number, _ = date.fromisoformat(str(event["ts"])[:10]).isocalendar()
+        return year, number
+
+    batches = 0
+    for _, batch in itertools.groupby(events, key=week):
+        wb.ingest(list(batch))
+        batches += 1
+    return batches
+
+
 def fleet_summary() -> FleetSummary:
     """A fleet of 40 users as ``fleet.sql.fleet_summary`` reports one."""
     per_user = [(f"user-{i:03d}", 600 + (i * 137) % 900) for i in range(40)]
@@ -171,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         wb = Workbench(Path(tmp) / "maya.duckdb", user="maya", rules=list(LIBRARY))
         try:
-            wb.ingest(demo_events(days=args.days))
+            ingest_by_week(wb, demo_events(days=args.days))
             for name, what, make in gallery(wb):
                 png: Any = vlc.vegalite_to_png(make().to_json(), scale=1)
                 (args.out / f"{name}.png").write_bytes(png)

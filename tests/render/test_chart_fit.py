@@ -19,17 +19,16 @@ from typing import Any
 
 import altair as alt
 import pytest
-import vl_convert as vlc
+from helpers.charts import late_books, size, svg, texts
 from helpers.events import fact
 
-from uac_kernel import Finding, Workbench, rule
+from uac_kernel import Workbench
 from uac_kernel.bench.aggregate._questions import Question
 from uac_kernel.bench.aggregate._results import AggregateResult
 from uac_kernel.fleet.sql import FleetSummary
 from uac_kernel.render import charts
-from uac_kernel.render.chart_fit import NOTEBOOK_WIDTH
+from uac_kernel.render.chart_fit import LABEL_PX, NOTEBOOK_WIDTH, chart_text, label_axis, row_labels
 from uac_kernel.rules.library import drug_allergy_cross_reactivity
-from uac_kernel.state.query import UserView
 
 HOSTILE = [
     "a label far longer than any axis could show whole, " * 3,
@@ -41,18 +40,6 @@ HOSTILE = [
 ]
 
 
-@rule(watch=["Book"], severity="warning", category="library")
-def late_books(user: UserView) -> Iterator[Finding]:
-    """A late book: a warning, critical after a week."""
-    for b in user.all("Book"):
-        if b.late_days:
-            yield Finding(
-                f"{b.title} is {b.late_days} days late",
-                [b],
-                severity="critical" if b.late_days > 7 else "warning",
-            )
-
-
 EVENTS = [
     {"kind": "utterance", "ts": "2025-03-03T09:00:00", "speaker": "user", "text": "Off"},
     fact("2025-03-04T08:00:00", "add", "Trip", "tokyo", destination="Tokyo", start="2025-03-04"),
@@ -62,24 +49,6 @@ EVENTS = [
     fact("2025-04-15T10:00:00", "update", "Book", "dune", late_days=10),
     fact("2025-04-20T10:00:00", "update", "Book", "dune", late_days=0),
 ]
-
-
-def svg(chart: alt.TopLevelMixin) -> str:
-    return str(vlc.vegalite_to_svg(chart.to_json()))
-
-
-def size(text: str) -> tuple[float, float]:
-    m = re.match(r'<svg[^>]*\bwidth="([\d.]+)"[^>]*\bheight="([\d.]+)"', text)
-    assert m, text[:200]
-    return float(m[1]), float(m[2])
-
-
-def texts(text: str) -> list[str]:
-    """Every string drawn: the <text> elements' content, entities read back."""
-    return [
-        unescape(re.sub(r"<[^>]+>", "", t))
-        for t in re.findall(r"<text[^>]*>(.*?)</text>", text, re.S)
-    ]
 
 
 def assert_fits(chart: alt.TopLevelMixin) -> list[str]:
@@ -120,12 +89,14 @@ def test_the_log_charts_fit(wb: Workbench) -> None:
 def test_the_alerts_timeline_fits_and_its_legend_is_whole(wb: Workbench) -> None:
     chart = charts.alerts_timeline(wb)
     shown = assert_fits(chart)
-    assert {"Severity", "critical", "warning", "info"} <= set(shown)
-    # The long labels are cut with "…" in the picture, and whole in the tooltip's data.
-    assert any(t.endswith("…") and t.startswith("late_books: Book a label far") for t in shown)
+    # The legend names the severities drawn, whole; none drawn ("info") is not listed.
+    assert {"Severity", "critical", "warning"} <= set(shown) and "info" not in shown
+    # The long labels are cut with "…" in the middle in the picture (start and end kept), and
+    # whole in the tooltip's data.
+    cut = [t for t in shown if t.startswith("late_books: B") and "…" in t]
+    assert len(cut) == 6 and any(t.endswith("could show whole,") for t in cut)
     (rows,) = chart.to_dict()["datasets"].values()
-    labels = {r["label"] for r in rows}
-    assert any(HOSTILE[0].split()[0] in label and len(label) > 60 for label in labels)
+    assert any(r["alert"] == f"late_books: Book {HOSTILE[0]}" for r in rows)
 
 
 def test_the_whatif_timeline_fits(wb: Workbench) -> None:
@@ -225,3 +196,79 @@ def test_save_chart_draws_a_fitting_png(wb: Workbench, tmp_path: Path) -> None:
     png = charts.save_chart(charts.alerts_timeline(wb), tmp_path / "alerts.png").read_bytes()
     width = int.from_bytes(png[16:20], "big")  # the IHDR chunk's width
     assert png.startswith(b"\x89PNG") and width <= NOTEBOOK_WIDTH
+
+
+# The newcomer's pets: keys with emoji, markup, Arabic and a long common start.
+TRIP = "biscuit-<script>alert(1)</script>-très-long-voyage-en-Bretagne-🐶🐾-avec-grand-mère-2026"
+BILL = "vet-🐱-<b>bold</b>-2026-01-26"
+
+
+def test_an_emoji_cuts_a_label_only_where_vega_could_not() -> None:
+    shown = chart_text(TRIP, 120)
+    # Cut before the first emoji that might not fit, not to 120 // 16 characters ("biscui…").
+    assert shown == TRIP[: TRIP.index("🐶")] + "…"
+    assert chart_text(BILL, 200) == BILL  # an emoji that fits stays
+    assert chart_text("🐶 " * 40, 100).startswith("🐶 🐶 🐶 ")
+    # With room for all of it, nothing is cut.
+    assert chart_text(TRIP, 2000) == TRIP
+
+
+@pytest.mark.parametrize("at", range(0, 60, 4))
+def test_no_cut_splits_an_emoji_wherever_it_stands(at: int) -> None:
+    # vl-convert fails on half a surrogate pair ("unexpected end of hex escape"); Vega slices
+    # labels in UTF-16 units while it measures them, so it must never cut one with an emoji.
+    label = "x" * at + "🐶🐾" + "y" * 60
+    shown = assert_fits(charts.result_chart({label: 3, f"b{label}": 2, BILL: 1}, title=label))
+    drawn = [t for t in shown if t.startswith(("x", "b", "vet", "🐶"))]
+    assert len(drawn) >= 3 and all(len(t) > 10 for t in drawn)
+
+
+def test_labels_of_a_long_common_start_stay_distinct(tmp_path: Path) -> None:
+    start = "purchase-2025-return-window-for-the-household-order-number-"
+    items = ["espresso-machine", "standing-desk", "hiking-boots", "winter-coat"]
+    bench = Workbench(tmp_path / "u.duckdb", user="me", rules=[late_books])
+    try:
+        bench.ingest(
+            [
+                fact(f"2025-05-0{i + 1}T10:00:00", "add", "Book", start + item, title=start + item,
+                     late_days=3)
+                for i, item in enumerate(items)
+            ]
+        )  # fmt: skip
+        alerts = charts.alerts_timeline(bench)
+        what = bench.whatif(
+            [fact("2025-05-02T12:00:00", "add", "Book", "emma", title="Emma", late_days=1)],
+            as_of="2025-05-02T12:00:00",
+            expressions=[],
+        )
+        for chart in (alerts, charts.whatif_timeline(what, until=datetime(2025, 5, 10))):
+            rows = next(r for r in chart.to_dict()["datasets"].values() if "alert" in r[0])
+            labels = {r["label"] for r in rows if start in r["alert"]}
+            # Cut in the middle: the start, "…", and the end that tells them apart.
+            assert len(labels) == len(items), labels
+            for r in (r for r in rows if start in r["alert"]):
+                head, _, tail = r["label"].partition("…")
+                assert head and tail and r["alert"].startswith(head) and r["alert"].endswith(tail)
+            drawn = set(assert_fits(chart))
+            assert labels <= drawn  # drawn as they are: Vega cut none of them further
+            assert all(r["alert"].startswith("late_books: ") for r in rows)  # whole in the tooltip
+    finally:
+        bench.close()
+
+
+def test_rows_alike_at_both_ends_are_cut_where_they_differ() -> None:
+    # The newcomer's rabies constraint: one trip each, the same vaccine at the end.
+    rule = "constraint_rabies_for_pet_trips: PetTrip "
+    vaccine = ", PetVaccine biscuit-rabies-2024"
+    trips = ["biscuit-brittany-2026", TRIP, 'biscuit-رحلة-إلى-المغرب-"quoted"-&amp;-ünïcödé']
+    wholes = [rule + t + vaccine for t in trips]
+    shown = row_labels(wholes, LABEL_PX - 24)
+    assert len(set(shown.values())) == len(trips), shown
+    assert "brittany" in shown[wholes[0]]
+    rows = [{"label": label, "n": 1} for label in shown.values()]
+    chart = (
+        alt.Chart({"values": rows})
+        .mark_bar()
+        .encode(y=alt.Y("label:N", axis=label_axis()), x="n:Q")
+    )
+    assert set(shown.values()) <= set(assert_fits(chart))  # drawn whole: Vega cut none

@@ -11,6 +11,7 @@ from typing import Any
 
 import altair as alt
 import pytest
+from helpers.charts import late_books, tick_days
 from helpers.events import fact
 
 from uac_kernel import Finding, Workbench, rule
@@ -28,18 +29,6 @@ from uac_kernel.render.charts import (
 )
 from uac_kernel.rules.library import drug_allergy_cross_reactivity
 from uac_kernel.state.query import UserView
-
-
-@rule(watch=["Book"], severity="warning", category="library")
-def late_books(user: UserView) -> Iterator[Finding]:
-    """A late book: a warning, critical after a week."""
-    for b in user.all("Book"):
-        if b.late_days:
-            yield Finding(
-                f"{b.title} is {b.late_days} days late",
-                [b],
-                severity="critical" if b.late_days > 7 else "warning",
-            )
 
 
 def utterance(ts: str, text: str) -> dict[str, Any]:
@@ -241,9 +230,10 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     shared = spec.get("encoding") or bars["encoding"]
     assert shared["y"]["field"] == "label" and shared["y"]["axis"]["labelLimit"] == 200
     assert shared["color"]["field"] == "severity"
+    # The legend names the severities drawn (no "info" here), each in its own colour.
     assert shared["color"]["scale"] == {
-        "domain": ["critical", "warning", "info"],
-        "range": [SEVERITY_COLORS["critical"], SEVERITY_COLORS["warning"], "#1f77b4"],
+        "domain": ["critical", "warning"],
+        "range": [SEVERITY_COLORS["critical"], SEVERITY_COLORS["warning"]],
     }
     assert {"message", "why_cleared"} <= {t["field"] for t in shared["tooltip"]}
 
@@ -280,12 +270,16 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
             "standing": True,
         },
     ]
-    # Rows are labelled by rule and records, not by the alert's internal id.
-    labels = {r["id"]: r["label"] for r in values(spec)}
+    # Rows are labelled by rule and records, not by the alert's internal id: whole in the
+    # tooltip's "alert", cut in the middle on the axis when long (its records' end kept).
+    labels = {r["id"]: r["alert"] for r in values(spec)}
     assert labels == {
         book: "late_books: Book dune",
         drug: "drug_allergy_cross_reactivity: Allergy pen, Medication amox",
     }
+    shown = {r["id"]: r["label"] for r in values(spec)}
+    assert shown[book] == "late_books: Book dune"
+    assert shown[drug].startswith("drug_allergy") and shown[drug].endswith("Medication amox")
     why = {(r["id"], r["state"]): r["why_cleared"] for r in values(spec)}
     assert why[(drug, "raised")] == "a record it was about was retracted: Medication 'amox'"
     assert why[(book, "raised")] == "" and not any(r["instant"] for r in values(spec))
@@ -395,6 +389,9 @@ def test_whatif_timeline_draws_both_runs_and_the_insertion(wb: Workbench, tmp_pa
     assert shared["color"]["field"] == "run" and shared["yOffset"]["field"] == "run"
     assert shared["color"]["scale"]["domain"] == ["real", "what-if"]
     assert shared["opacity"]["field"] == "severity"
+    # The legend lists the severities drawn only (an unused one was drawn greyed).
+    assert shared["opacity"]["scale"]["domain"] == ["critical", "warning"]
+    assert {r["severity"] for r in rows} == {"critical", "warning"}
     assert shared["y"]["field"] == "label" and shared["y"]["axis"]["labelLimit"] == 200
 
     # The real run is the log as it happened; the what-if has all of it and one alert more.
@@ -407,7 +404,7 @@ def test_whatif_timeline_draws_both_runs_and_the_insertion(wb: Workbench, tmp_pa
     # Still standing at the end of the log: the bar runs on to the log's last moment.
     assert extra["standing"] and extra["end"] == max(r["end"] for r in rows)
     assert extra["end"] == "2025-05-06T10:00:00Z"
-    assert extra["label"].startswith("drug_allergy_cross_reactivity: ")
+    assert extra["alert"] == "drug_allergy_cross_reactivity: Allergy pen, Medication early"
     # Given the log's clock (a widget passes wb.state.now), it runs on to that.
     later = values(whatif_timeline(what, until=datetime(2025, 6, 1)).to_dict())
     assert {r["end"] for r in later if r["standing"]} == {"2025-06-01T00:00:00Z"}
@@ -443,7 +440,7 @@ def test_whatif_timeline_labels_are_data(wb: Workbench) -> None:
     text = str(spec["layer"])
     assert "datum.start}}" not in text and 'x"]' not in text  # only in the datasets
     rows = values(spec)
-    assert any('x"]; datum.y' in r["label"] for r in rows)
+    assert any('x"]; datum.y' in r["alert"] for r in rows)
     assert any('{{datum.start}} "]' in r["message"] for r in rows)
     alt.LayerChart.from_dict(spec)  # still a valid Vega-Lite spec
 
@@ -465,10 +462,10 @@ def test_a_dict_of_label_to_number_is_bars_in_the_given_order() -> None:
         "field": "label",
         "type": "nominal",
         "sort": None,
-        "title": "label",
+        "title": None,  # a dict's keys and numbers have no names: no "label", "value"
         "axis": None,
     }
-    assert encoding(spec, "x")["field"] == "value"
+    assert encoding(spec, "x")["field"] == "value" and encoding(spec, "x")["title"] is None
     assert values(spec) == [
         {"label": "Japan", "value": 3},
         {"label": "France", "value": 1},
@@ -489,44 +486,59 @@ def test_pairs_and_counters_are_bars_most_common_first() -> None:
     assert tuples == [{"label": "Japan / Tokyo", "value": 2.5}]
 
 
+YEARS = ["2023-01-01", "2024-01-01", "2025-01-01"]
+MONTHS = ["2024-12-01", "2025-01-01", "2025-02-01", "2025-03-01"]
+# Three months of days: a tick every other Monday, each labelled with its date.
+MONDAYS = ["2024-12-02", "2024-12-16", "2024-12-30", "2025-01-13", "2025-01-27", "2025-02-10"]
+MONDAYS += ["2025-02-24"]
+
+
 @pytest.mark.parametrize(
-    ("value", "dates", "fmt"),
+    ("value", "dates", "fmt", "ticks"),
     [
-        ({2025: 3, 2023: 1, 2024: 2}, ["2023-01-01", "2024-01-01", "2025-01-01"], "%Y"),
-        ({"2025": 3, "2023": 1, "2024": 2}, ["2023-01-01", "2024-01-01", "2025-01-01"], "%Y"),
+        ({2025: 3, 2023: 1, 2024: 2}, YEARS, "%Y", YEARS),
+        ({"2025": 3, "2023": 1, "2024": 2}, YEARS, "%Y", YEARS),
         (
             {(2025, 3): 3, (2024, 12): 1, (2025, 1): 2},
             ["2024-12-01", "2025-01-01", "2025-03-01"],
             "%b %Y",
+            MONTHS,
         ),
         (
             {"2025-03": 3, "2024-12": 1, "2025-01": 2},
             ["2024-12-01", "2025-01-01", "2025-03-01"],
             "%b %Y",
+            MONTHS,
         ),
         (
             {date(2025, 3, 2): 3, date(2024, 12, 1): 1, date(2025, 1, 5): 2},
             ["2024-12-01", "2025-01-05", "2025-03-02"],
-            "%Y-%m-%d",
+            "%-d %b %Y",
+            MONDAYS,
         ),
-        (
+        (  # times three months apart: dates, no times of day
             [
                 (datetime(2025, 3, 2, 10), 3),
                 (datetime(2024, 12, 1, 8, 30), 1),
                 (datetime(2025, 1, 5), 2),
             ],
             ["2024-12-01T08:30:00Z", "2025-01-05T00:00:00Z", "2025-03-02T10:00:00Z"],
-            "%Y-%m-%d %H:%M",
+            "%-d %b %Y",
+            MONDAYS,
         ),
     ],
 )
-def test_a_dict_of_times_is_a_sorted_line(value: Any, dates: list[str], fmt: str) -> None:
+def test_a_dict_of_times_is_a_sorted_line(
+    value: Any, dates: list[str], fmt: str, ticks: list[str]
+) -> None:
     spec = result_chart(value).to_dict()
     assert spec["mark"] == {"type": "line", "point": True}
     assert encoding(spec, "x")["type"] == "temporal"
-    ticks = {"%Y": {"tickCount": "year"}, "%b %Y": {"tickCount": "month"}}.get(fmt, {})
-    assert encoding(spec, "x")["axis"] == {"format": fmt, **ticks}
-    assert encoding(spec, "x")["scale"] == {"type": "utc"}
+    assert encoding(spec, "x")["axis"]["format"] == fmt
+    assert tick_days(encoding(spec, "x")["axis"]) == ticks
+    # Room at both ends, so the first and last points are drawn whole.
+    assert encoding(spec, "x")["scale"]["padding"] > 0
+    assert encoding(spec, "x")["title"] is None and encoding(spec, "y")["title"] is None
     assert values(spec) == [{"label": d, "value": v} for d, v in zip(dates, [1, 2, 3], strict=True)]
 
 
@@ -550,8 +562,14 @@ def test_nested_dicts_are_grouped_bars_or_lines() -> None:
         {"group": "2024", "x": "Peru", "value": 2},
         {"group": "2025", "x": "Japan", "value": 3},
     ]
+    # Keys and numbers have no names: no axis or legend titled "x", "value" or "group".
+    assert [encoding(bars, c)["title"] for c in ("x", "y", "color")] == [None, None, None]
     lines = result_chart({"run": {"2025-02": 5, "2025-01": 4}, "swim": {"2025-01": 1}}).to_dict()
     assert lines["mark"]["type"] == "line"
+    assert [encoding(lines, c)["title"] for c in ("x", "y", "color")] == [None, None, None]
+    # Room before the first point and after the last: neither drawn half off the plot.
+    assert encoding(lines, "x")["scale"] == {"type": "utc", "padding": 12}
+    assert encoding(lines, "x")["axis"]["format"] == "%b %Y"
     assert encoding(lines, "x")["type"] == "temporal"
     assert encoding(lines, "color")["field"] == "group"
     assert values(lines) == [

@@ -117,6 +117,8 @@ class AlertSpan:
     message: str
     start: datetime
     end: datetime | None
+    # ``Type key`` of each record the alert rests on: what a chart labels its row by.
+    about: tuple[str, ...] = ()
 
 
 @dataclass
@@ -530,7 +532,10 @@ class Run:
 
     def _close(self, opened: tuple[Alert, datetime], end: datetime | None) -> None:
         a, start = opened
-        self.spans.append(AlertSpan(self.name, a.id, a.rule, a.severity, a.message, start, end))
+        about = tuple(f"{e.type} {e.key}" for e in a.evidence)
+        self.spans.append(
+            AlertSpan(self.name, a.id, a.rule, a.severity, a.message, start, end, about)
+        )
 
     def finish(self) -> list[AlertSpan]:
         for opened in self.open.values():

@@ -20,11 +20,12 @@ hold one).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import altair as alt
 
-from uac_kernel.core.display import printable, shorten
+from uac_kernel.core.display import ELLIPSIS, printable
 
 __all__ = [
     "CATEGORY_WIDTH",
@@ -36,7 +37,9 @@ __all__ = [
     "chart_text",
     "label_axis",
     "legend",
+    "row_labels",
     "series_channels",
+    "text_px",
     "title",
 ]
 
@@ -57,21 +60,132 @@ LINE_POINTS = alt.OverlayMarkDef(filled=False, size=50, strokeWidth=1.5)
 _SHAPES = ["circle", "square", "triangle-up", "diamond", "cross", "triangle-down"]
 
 
-def chart_text(text: object, px: int | None = None) -> str:
-    """Text from the log as a chart shows it: control and invisible characters escaped.
+def chart_text(
+    text: object, px: int | None = None, *, middle: bool = False, font_px: float = 10
+) -> str:
+    """Text from the log as a chart shows it: control and invisible characters escaped; with
+    ``px``, at most about that wide at ``font_px``.
 
-    Text with a character outside Unicode's first plane (an emoji) that is drawn at most ``px``
-    wide is shortened here, to a length that needs no cutting: Vega cuts a label in UTF-16
-    code units, which may split an emoji's surrogate pair, and vl-convert then fails on the
-    half character (``unexpected end of hex escape``: no SVG or PNG at all). ``_ASTRAL_PX``
-    a character is more than any glyph of the chart's fonts at their sizes takes."""
+    Vega cuts a label at its limit itself, at the end and by the real width of its glyphs, so
+    most text is left whole for it. Two kinds are cut here, between whole characters, to a
+    width :func:`text_px` says surely fits, so that Vega needs no cut:
+
+    - text with a character outside Unicode's first plane (an emoji): Vega measures and cuts in
+      UTF-16 code units, and a slice through a surrogate pair makes vl-convert fail (``unexpected
+      end of hex escape``: no SVG or PNG at all);
+    - with ``middle``, text cut in the middle (``deadline_approaching: Purc…(standing desk)``):
+      rows whose labels share a long start stay distinct by their ends."""
     text = printable(str(text))
-    if px is not None and any(ord(c) > 0xFFFF for c in text):
-        return shorten(text, max(px // _ASTRAL_PX, 4))
-    return text
+    astral = any(ord(c) > 0xFFFF for c in text)
+    if px is None or not (middle or astral):
+        return text
+    # Text Vega must not cut is measured at its widest; other text as it usually is (Vega
+    # cuts its end if that was too little).
+    em = _char_em if astral else _usual_em
+    widths = [em(c) * font_px for c in text]
+    if sum(widths) <= px:
+        return text
+    room = px - _char_em(ELLIPSIS) * font_px
+    if not middle:
+        # Cut where it surely fits; or, if that is before its first emoji, just before that
+        # emoji: Vega may cut the rest, now of the first plane only, at its real width.
+        fits = _fitting(widths, room)
+        first = next(i for i, c in enumerate(text) if ord(c) > 0xFFFF)
+        return text[: max(fits, first)] + ELLIPSIS
+    head = _fitting(widths, room * _HEAD)
+    tail = _fitting(widths[head:][::-1], room - sum(widths[:head]))
+    return text[:head].rstrip() + ELLIPSIS + text[len(text) - tail :].lstrip()
 
 
-_ASTRAL_PX = 16
+_HEAD = 0.45  # of a label cut in the middle, the share of its start
+
+
+def row_labels(wholes: Sequence[str], px: int, *, font_px: float = 10) -> dict[str, str]:
+    """Each distinct text of ``wholes`` as a row label at most ``px`` wide, cut in the middle
+    (:func:`chart_text`); texts whose cuts would read the same (``rule: PetTrip biscuit-a,
+    PetVaccine v`` and ``rule: PetTrip biscuit-b, PetVaccine v``) are cut around where they
+    differ instead (``rule: Pet…biscuit-a, PetVacc…``)."""
+    shown = {w: chart_text(w, px, middle=True, font_px=font_px) for w in dict.fromkeys(wholes)}
+    alike: dict[str, list[str]] = {}
+    for whole, label in shown.items():
+        alike.setdefault(label, []).append(whole)
+    for same in alike.values():
+        if len(same) < 2:
+            continue
+        texts = [printable(w) for w in same]
+        for whole, text in zip(same, texts, strict=True):
+            at = max(_common_start(text, other) for other in texts if other != text)
+            shown[whole] = _around(text, at, px, font_px)
+    return shown
+
+
+def _common_start(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _around(text: str, at: int, px: int, font_px: float) -> str:
+    """``text``'s start, ``…``, and as much as fits from a little before ``at`` (where it
+    differs from texts alike), measured as :func:`chart_text` measures text Vega must not cut."""
+    widths = [_char_em(c) * font_px for c in text]
+    if sum(widths) <= px:
+        return text
+    room = px - 2 * _char_em(ELLIPSIS) * font_px
+    head = _fitting(widths, room * _AROUND_HEAD)
+    start = max(head, at - _AROUND_BEFORE)
+    end = start + _fitting(widths[start:], room - sum(widths[:head]))
+    return (
+        text[:head].rstrip()
+        + (ELLIPSIS if start > head else "")
+        + text[start:end]
+        + (ELLIPSIS if end < len(text) else "")
+    )
+
+
+_AROUND_HEAD = 0.3  # of a label cut around a difference, the share of its start
+_AROUND_BEFORE = 6  # characters kept before the difference, for context
+
+
+def _fitting(widths: list[float], room: float) -> int:
+    """How many of ``widths``, from the first, fit in ``room``."""
+    used = 0.0
+    for n, w in enumerate(widths):
+        used += w
+        if used > room:
+            return n
+    return len(widths)
+
+
+def _char_em(c: str) -> float:
+    """At least the width of ``c`` in ems in the chart's sans-serif font (vl-convert measures
+    "a" 0.56, "W" 0.95, "—" 1.0, CJK and emoji 0.75)."""
+    if c in _WIDE or not c.isascii():
+        return 1.05
+    if c in _NARROW:
+        return 0.4
+    return 0.8 if c.isupper() or c == "&" else 0.62
+
+
+def _usual_em(c: str) -> float:
+    """About the width of ``c`` in ems, as vl-convert measures it."""
+    if c in _WIDE:
+        return 0.9
+    if not c.isascii():
+        return 0.78
+    if c in _NARROW:
+        return 0.3
+    return 0.7 if c.isupper() or c == "&" else 0.56
+
+
+_WIDE = "MWmw@%"
+_NARROW = " iljtfrI.,:;'|!()[]`/\\\"*{}"
+
+
+def text_px(text: str, font_px: float = 10) -> float:
+    """At least the width ``text`` takes at ``font_px`` (see :func:`chart_text`)."""
+    return sum(_char_em(c) for c in text) * font_px
 
 
 def title(text: str, subtitle: str = "", *, width: int = NOTEBOOK_WIDTH) -> alt.TitleParams:
@@ -81,9 +195,14 @@ def title(text: str, subtitle: str = "", *, width: int = NOTEBOOK_WIDTH) -> alt.
     place: dict[str, Any] = {"anchor": "start", "frame": "bounds", "limit": limit}
     if subtitle:
         return alt.TitleParams(
-            chart_text(text, limit), subtitle=chart_text(subtitle, limit), **place
+            chart_text(text, limit, font_px=_TITLE_PX),
+            subtitle=chart_text(subtitle, limit),
+            **place,
         )
-    return alt.TitleParams(chart_text(text, limit), **place)
+    return alt.TitleParams(chart_text(text, limit, font_px=_TITLE_PX), **place)
+
+
+_TITLE_PX = 13 * 1.1  # Vega's titles: 13 px, bold
 
 
 def legend(columns: int = LEGEND_COLUMNS, label_px: int = LEGEND_LABEL_PX, **kw: Any) -> alt.Legend:

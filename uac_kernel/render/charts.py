@@ -43,9 +43,11 @@ from uac_kernel.render.chart_fit import (
     chart_text,
     label_axis,
     legend,
+    row_labels,
     series_channels,
 )
 from uac_kernel.render.chart_fit import title as _title
+from uac_kernel.render.chart_time import time_axis
 from uac_kernel.sql.view import SqlResult
 
 if TYPE_CHECKING:
@@ -97,8 +99,16 @@ def _data(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"values": rows}
 
 
-def _severity_scale() -> alt.Scale:
-    return alt.Scale(domain=list(SEVERITY_COLORS), range=list(SEVERITY_COLORS.values()))
+def _present(scale: Mapping[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The part of a severity's ``scale`` the rows use: a legend names only severities drawn
+    (an unused one was drawn greyed), each keeping its own colour or opacity."""
+    used = {r["severity"] for r in rows}
+    return {k: v for k, v in scale.items() if k in used} or dict(scale)
+
+
+def _severity_scale(rows: list[dict[str, Any]]) -> alt.Scale:
+    present = _present(SEVERITY_COLORS, rows)
+    return alt.Scale(domain=list(present), range=list(present.values()))
 
 
 def _period(freq: str) -> str:
@@ -159,12 +169,16 @@ def events_over_time(
         """,
         [FREQUENCIES[part], *params],
     )
+    # Ticks on whole periods (weeks on Mondays, as DuckDB starts them), labelled with dates.
+    period_axis = time_axis(
+        [r["start"] for r in rows] + [r["end"] for r in rows], width=_WIDTH, period=part
+    )
     return (
         alt.Chart(_data(rows), title=_title(f"Events of {wb.user} per {part}"))
         .mark_bar(stroke="white", strokeWidth=0.5)
         .encode(
             # Ranged in both directions: a period wide, its kind's slice high, gaps kept.
-            x=alt.X("start:T", title=part.capitalize(), scale=_UTC),
+            x=alt.X("start:T", title=part.capitalize(), scale=_UTC, axis=period_axis),
             x2="end:T",
             y=alt.Y("bottom:Q", title="Events", axis=_COUNT_AXIS),
             y2="top:Q",
@@ -265,7 +279,12 @@ def records_over_time(
         alt.Chart(_data(rows), title=_title(f"Current records of {wb.user} by type"))
         .mark_line(interpolate="step-after", point=LINE_POINTS)
         .encode(
-            x=alt.X("period:T", title=part.capitalize(), scale=_UTC),
+            x=alt.X(
+                "period:T",
+                title=part.capitalize(),
+                scale=_UTC,
+                axis=time_axis([r["period"] for r in rows], width=_WIDTH, period=part),
+            ),
             y=alt.Y("records:Q", title="Current records", axis=_COUNT_AXIS),
             # Two types of the same counts draw one line over the other: each its own dash,
             # width and point shape, so both stay visible.
@@ -282,26 +301,35 @@ def records_over_time(
 
 def _alert_labels(rows: list[dict[str, Any]]) -> None:
     """Label each alert's row by its rule and the records it is about (``deadline_approaching:
-    Purchase lamp``), shortened between words; two alerts alike get ``(2)``, ``(3)``, ..."""
-    labels: dict[str, str] = {}
-    taken: dict[str, int] = {}
+    Purchase lamp``), cut to fit so that labels stay distinct (:func:`row_labels`); two alerts
+    alike get ``(2)``, ``(3)``, ... The whole label is ``alert``, for the tooltip."""
+    wholes: dict[str, str] = {}
     for r in rows:
-        if r["id"] in labels:
-            r["label"] = labels[r["id"]]
-            continue
-        evidence = json.loads(r.pop("evidence") or "[]")
-        about = ", ".join(f"{e.get('type', '?')} {e.get('key', '?')}" for e in evidence)
-        whole = f"{r['rule']}: {about}" if about else str(r["rule"])
-        text = chart_text(shorten(whole, _ALERT_LABEL), _LABEL_ROOM)
-        taken[text] = taken.get(text, 0) + 1
-        labels[r["id"]] = f"{text} ({taken[text]})" if taken[text] > 1 else text
-        r["label"] = labels[r["id"]]
+        if r["id"] not in wholes:
+            evidence = json.loads(r["evidence"] or "[]")
+            about = ", ".join(f"{e.get('type', '?')} {e.get('key', '?')}" for e in evidence)
+            wholes[r["id"]] = f"{r['rule']}: {about}" if about else str(r["rule"])
+    labels = _numbered(wholes)
     for r in rows:
+        r["label"], r["alert"] = labels[r["id"]]
         r.pop("evidence", None)
 
 
-_ALERT_LABEL = 100  # characters of a row label; the axis shows LABEL_PX of it, the tooltip all
-_LABEL_ROOM = LABEL_PX - 40  # px of a row label before its " (2)"
+def _numbered(wholes: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Each id's row label and whole text (escaped); a label already taken gets ``(2)``,
+    ``(3)``, ..."""
+    shown = row_labels(list(wholes.values()), _LABEL_ROOM)
+    taken: dict[str, int] = {}
+    labels = {}
+    for key, whole in wholes.items():
+        text = shown[whole]
+        taken[text] = taken.get(text, 0) + 1
+        label = f"{text} ({taken[text]})" if taken[text] > 1 else text
+        labels[key] = label, chart_text(whole)
+    return labels
+
+
+_LABEL_ROOM = LABEL_PX - 24  # px of a row label before its " (2)"
 
 
 def alerts_timeline(wb: Workbench) -> alt.LayerChart:
@@ -355,10 +383,10 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
         # No axis title; labels cut at LABEL_PX with "…", whole in the tooltip.
         y=alt.Y("label:N", title=None, sort=None, axis=label_axis()),
         color=alt.Color(
-            "severity:N", title="Severity", scale=_severity_scale(), legend=legend(columns=3)
+            "severity:N", title="Severity", scale=_severity_scale(rows), legend=legend(columns=3)
         ),
         tooltip=[
-            alt.Tooltip("label:N", title="alert"),
+            alt.Tooltip("alert:N", title="alert"),
             alt.Tooltip("message:N", title="message"),
             alt.Tooltip("rule:N", title="rule"),
             alt.Tooltip("severity:N", title="severity"),
@@ -370,8 +398,9 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
             alt.Tooltip("rule_in_force:N", title="rule in force"),
         ],
     )
+    axis = time_axis([r["start"] for r in rows] + [r["end"] for r in rows], width=CATEGORY_WIDTH)
     bars = base.mark_bar(height={"band": 0.6}).encode(
-        x=alt.X("start:T", title="Time", scale=_UTC), x2="end:T"
+        x=alt.X("start:T", title="Time", scale=_UTC, axis=axis), x2="end:T"
     )
     instants = (
         base.mark_tick(thickness=3, bandSize=0.6)
@@ -412,8 +441,8 @@ def _naive(when: datetime) -> datetime:
 
 
 def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerChart:
-    """The alerts of a past what-if against the real ones: a row per alert (its rule and a short
-    message), a bar from raised to cleared for each run side by side (the real run in grey, the
+    """The alerts of a past what-if against the real ones: a row per alert (its rule and the
+    records it is about), a bar from raised to cleared for each run side by side (the real run in grey, the
     what-if in purple; the more severe, the more solid), and a rule where the hypothetical
     events were inserted.
 
@@ -440,16 +469,19 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
     # Rows in the order their alerts first stood, by a number: the labels (data) stay out of
     # the spec's encodings. At most _WHATIF_ROWS of them: a chart of thousands is unreadable
     # and takes vl-convert tens of seconds (the title says how many are left out).
-    order = {label: i for i, label in enumerate(dict.fromkeys(labels.values()))}
-    drawn = [s for s in w.timeline if order[labels[s.id]] < _WHATIF_ROWS]
+    order = {label: i for i, (label, _) in enumerate(dict.fromkeys(labels.values()))}
+    drawn = [s for s in w.timeline if order[labels[s.id][0]] < _WHATIF_ROWS]
     rows = []
+    shown = [as_of]
     for s in drawn:
         start = _naive(s.start)
         end = last if s.end is None else _naive(s.end)
+        shown += [start, end]
         rows.append(
             {
-                "label": labels[s.id],
-                "row": order[labels[s.id]],
+                "label": labels[s.id][0],
+                "alert": labels[s.id][1],
+                "row": order[labels[s.id][0]],
                 "run": s.run,
                 "rule": chart_text(s.rule),
                 "severity": s.severity,
@@ -472,6 +504,7 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
         sort=alt.EncodingSortField("row", op="min"),
         axis=label_axis(),
     )
+    opacity = _present(_SEVERITY_OPACITY, rows)
     base = alt.Chart(_data(rows)).encode(
         y=y,
         yOffset=alt.YOffset("run:N", sort=list(RUNS), scale=alt.Scale(domain=list(RUNS))),
@@ -484,11 +517,11 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
         opacity=alt.Opacity(
             "severity:N",
             title="Severity",
-            scale=alt.Scale(domain=list(_SEVERITY_OPACITY), range=list(_SEVERITY_OPACITY.values())),
+            scale=alt.Scale(domain=list(opacity), range=list(opacity.values())),
             legend=legend(columns=3),
         ),
         tooltip=[
-            alt.Tooltip("label:N", title="alert"),
+            alt.Tooltip("alert:N", title="alert"),
             alt.Tooltip("run:N", title="run"),
             alt.Tooltip("message:N", title="message"),
             alt.Tooltip("rule:N", title="rule"),
@@ -498,7 +531,9 @@ def whatif_timeline(w: WhatIf, *, until: datetime | None = None) -> alt.LayerCha
             alt.Tooltip("standing:N", title="standing at the end"),
         ],
     )
-    x = alt.X("start:T", title="Time", scale=_PADDED)
+    # Ticks over what is drawn: the insertion and the rows' spans.
+    axis = time_axis(shown, width=CATEGORY_WIDTH)
+    x = alt.X("start:T", title="Time", scale=_PADDED, axis=axis)
     bars = base.mark_bar(stroke="black", strokeWidth=0.5).encode(x=x, x2="end:T")
     instants = (
         base.mark_tick(thickness=3)
@@ -521,21 +556,19 @@ def _first_seen(span: Any) -> tuple[datetime, int]:
     return _naive(span.start), RUNS.index(span.run) if span.run in RUNS else len(RUNS)
 
 
-def _span_labels(w: WhatIf) -> dict[str, str]:
-    """A row label per alert: ``rule: message`` shortened between words (the message of its
-    first span, real run first); two alerts alike get ``(2)``, ``(3)``, ..."""
-    labels: dict[str, str] = {}
-    taken: dict[str, int] = {}
+def _span_labels(w: WhatIf) -> dict[str, tuple[str, str]]:
+    """A row label per alert and its whole text, as the alerts chart labels its rows: ``rule:
+    Type key, ...`` of the records it rests on (of its first span, real run first), or ``rule:
+    message`` if it rests on none; cut in the middle to fit; two alerts alike get ``(2)``,
+    ``(3)``, ..."""
+    wholes: dict[str, str] = {}
     for s in sorted(w.timeline, key=_first_seen):
-        if s.id in labels:
-            continue
-        text = chart_text(shorten(f"{s.rule}: {s.message}", _WHATIF_LABEL), _LABEL_ROOM)
-        taken[text] = taken.get(text, 0) + 1
-        labels[s.id] = f"{text} ({taken[text]})" if taken[text] > 1 else text
-    return labels
+        if s.id not in wholes:
+            wholes[s.id] = shorten(f"{s.rule}: {', '.join(s.about) or s.message}", _WHATIF_LABEL)
+    return _numbered(wholes)
 
 
-_WHATIF_LABEL = 80  # characters of a row label: the rule and the start of the message
+_WHATIF_LABEL = 300  # characters of a row label's whole text (the tooltip's)
 _WHATIF_ROWS = 200  # alerts a timeline draws at the most
 
 
@@ -592,24 +625,27 @@ def _label(key: object) -> str:
 _X_LABEL_PX = 120  # px of a grouped bar chart's x labels, drawn at an angle
 
 _TIME_FORMAT = {"year": "%Y", "month": "%b %Y", "date": "%Y-%m-%d", "time": "%Y-%m-%d %H:%M"}
-# Ticks on whole years or months, or a few years would repeat "2024" under every quarter.
-_TICKS: dict[str, Literal["year", "month"]] = {"%Y": "year", "%b %Y": "month"}
+# The period a key of each unit stands for: its ticks fall on whole ones (a time: any).
+_KEY_PERIOD = {"year": "year", "month": "month", "date": "day", "time": None}
+# Room before a line's first point and after its last, so neither is drawn half off the plot.
+_EDGE_PX = 12
 
 
-def _time_x(field: str, fmt: str, title: str | None = None) -> alt.X:
-    ticks = _TICKS.get(fmt)
-    axis = alt.Axis(format=fmt) if ticks is None else alt.Axis(format=fmt, tickCount=ticks)
-    return alt.X(f"{field}:T", title=title or field, scale=_UTC, axis=axis)
+def _time_x(field: str, texts: list[str], unit: str, title: str | None = None) -> alt.X:
+    axis = time_axis(texts, width=_WIDTH, period=_KEY_PERIOD[unit])
+    return alt.X(
+        f"{field}:T", title=title, scale=alt.Scale(type="utc", padding=_EDGE_PX), axis=axis
+    )
 
 
 def _time_axis(keys: Sequence[object]) -> tuple[list[str], str] | None:
-    """ISO texts for keys that are all date-like, and the axis format; else None."""
+    """ISO texts for keys that are all date-like, and their finest unit; else None."""
     found = [_as_time(k) for k in keys]
     if not found or any(f is None for f in found):
         return None
     units = {f[1] for f in found if f is not None}
     finest = next(u for u in ("time", "date", "month", "year") if u in units)
-    return [f[0] for f in found if f is not None], _TIME_FORMAT[finest]
+    return [f[0] for f in found if f is not None], finest
 
 
 def _pairs(value: object) -> list[tuple[object, float]] | None:
@@ -640,14 +676,19 @@ def _chart(rows: list[dict[str, Any]], title: str) -> alt.Chart:
 
 
 def _series_chart(
-    items: list[tuple[object, float]], title: str, label: str = "label", value: str = "value"
+    items: list[tuple[object, float]], title: str, label: str = "", value: str = ""
 ) -> alt.Chart:
+    """Bars, or a line of time keys; axes titled by a SQL result's columns, untitled for a
+    value's keys and numbers (which have no names)."""
     # The fields are always "label" and "value"; a SQL result's column names are only titles
     # (a name such as "a.b" or "x:N" would be read as a path or a type).
     label, value = (shorten(chart_text(t, LABEL_PX), 40) for t in (label, value))
+    x_title, y_title = label or None, value or None
+    label, value = label or "key", value or "value"  # the tooltip's names
     time = _time_axis([k for k, _ in items])
     if time is not None:
-        texts, fmt = time
+        texts, unit = time
+        fmt = _TIME_FORMAT[unit]
         rows = sorted(
             ({"label": t, "value": v} for t, (_, v) in zip(texts, items, strict=True)),
             key=lambda r: str(r["label"]),
@@ -656,8 +697,12 @@ def _series_chart(
             _chart(rows, title)
             .mark_line(point=True)
             .encode(
-                x=_time_x("label", fmt, label),
-                y=alt.Y("value:Q", title=value, axis=_value_axis([v for _, v in items])),
+                x=_time_x("label", texts, unit, x_title),
+                y=alt.Y(
+                    "value:Q",
+                    title=y_title,
+                    axis=_value_axis([v for _, v in items]),
+                ),
                 tooltip=[
                     alt.Tooltip("label:T", title=label, format=fmt, formatType="utc"),
                     alt.Tooltip("value:Q", title=value),
@@ -670,8 +715,8 @@ def _series_chart(
         _chart(rows, title)
         .mark_bar()
         .encode(
-            y=alt.Y("label:N", title=label, sort=None, axis=label_axis()),
-            x=alt.X("value:Q", title=value, axis=_value_axis([v for _, v in items])),
+            y=alt.Y("label:N", title=x_title, sort=None, axis=label_axis()),
+            x=alt.X("value:Q", title=y_title, axis=_value_axis([v for _, v in items])),
             tooltip=[alt.Tooltip("label:N", title=label), alt.Tooltip("value:Q", title=value)],
         )
         .properties(width=CATEGORY_WIDTH, height=alt.Step(20))
@@ -684,7 +729,7 @@ def _histogram(numbers: Sequence[float], title: str) -> alt.Chart:
         _chart(rows, title)
         .mark_bar()
         .encode(
-            x=alt.X("value:Q", bin=alt.Bin(maxbins=30), title="value"),
+            x=alt.X("value:Q", bin=alt.Bin(maxbins=30), title=None),
             y=alt.Y("count():Q", title="count", axis=_COUNT_AXIS),
             tooltip=[
                 alt.Tooltip("value:Q", bin=alt.Bin(maxbins=30), title="value"),
@@ -699,7 +744,8 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
     inner = [k for items in groups.values() for k, _ in items]
     time = _time_axis(inner)
     if time is not None:
-        texts, fmt = time
+        texts, unit = time
+        fmt = _TIME_FORMAT[unit]
         it = iter(texts)
         # Lines are drawn in the order of their rows, the first widest: rows in the given order.
         domain = list(dict.fromkeys(_label(g) for g in groups))
@@ -716,15 +762,19 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
             _chart(rows, title)
             .mark_line(point=LINE_POINTS)
             .encode(
-                x=_time_x("x", fmt),
-                y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
+                x=_time_x("x", texts, unit),
+                y=alt.Y(
+                    "value:Q",
+                    title=None,
+                    axis=_value_axis([r["value"] for r in rows]),
+                ),
                 # Groups of equal values draw one line over another: each its own dash, width
                 # and point shape, so all stay visible.
-                **series_channels("group", domain),
+                **series_channels("group", domain, title=None),
                 tooltip=[
-                    alt.Tooltip("group:N"),
-                    alt.Tooltip("x:T", format=fmt, formatType="utc"),
-                    alt.Tooltip("value:Q"),
+                    alt.Tooltip("group:N", title="group"),
+                    alt.Tooltip("x:T", title="key", format=fmt, formatType="utc"),
+                    alt.Tooltip("value:Q", title="value"),
                 ],
             )
             .properties(width=_WIDTH, height=_HEIGHT)
@@ -738,11 +788,16 @@ def _grouped_chart(groups: dict[object, list[tuple[object, float]]], title: str)
         _chart(rows, title)
         .mark_bar()
         .encode(
-            x=alt.X("x:N", title="x", sort=None, axis=label_axis(_X_LABEL_PX, labelAngle=-45)),
+            # No axis or legend titles: a value's keys and numbers have no names.
+            x=alt.X("x:N", title=None, sort=None, axis=label_axis(_X_LABEL_PX, labelAngle=-45)),
             xOffset=alt.XOffset("group:N", sort=None),
-            y=alt.Y("value:Q", title="value", axis=_value_axis([r["value"] for r in rows])),
-            color=alt.Color("group:N", title="group", sort=None, legend=legend()),
-            tooltip=[alt.Tooltip("group:N"), alt.Tooltip("x:N"), alt.Tooltip("value:Q")],
+            y=alt.Y("value:Q", title=None, axis=_value_axis([r["value"] for r in rows])),
+            color=alt.Color("group:N", title=None, sort=None, legend=legend()),
+            tooltip=[
+                alt.Tooltip("group:N", title="group"),
+                alt.Tooltip("x:N", title="key"),
+                alt.Tooltip("value:Q", title="value"),
+            ],
         )
         .properties(width=_WIDTH, height=_HEIGHT)
     )
