@@ -1050,6 +1050,52 @@ def test_a_constraint_cell_puts_it_in_force_and_rerunning_it_edited_updates_it(l
     assert len(run(loaded, "%uac constraints --history").rows) == 2
 
 
+PETS = [
+    fact("2026-01-05T08:00:00", "add", "Pet", "biscuit", petName="Biscuit", species="dog"),
+    fact("2026-01-10T09:00:00", "add", "PetVaccine", "biscuit-rabies-2024", petKey="biscuit",
+         vaccineName="rabies", givenOn="2024-03-01", validUntil="2026-03-01"),
+    fact("2026-01-12T10:00:00", "add", "PetTrip", "biscuit-brittany-2026", petKey="biscuit",
+         destinationCountry="France", leavesOn="2026-04-02", returnsOn="2026-04-12",
+         crossesBorder=True),
+]  # fmt: skip
+
+RABIES = """kind: valid_on
+title: Rabies jab valid for every day of a pet trip abroad
+severity: critical
+document: {type: PetVaccine, where: {vaccineName: rabies}}
+each: {type: PetTrip, where: {crossesBorder: true}}
+match: {petKey: petKey}
+at: {fields: [leavesOn]}
+until: {fields: [returnsOn]}
+starts: [givenOn]
+expires: [validUntil]
+"""
+
+
+def test_constrain_file_puts_it_in_force_as_the_terminal_does(ip: Any, tmp_path: Path) -> None:
+    from helpers.cli import uac_here
+
+    (tmp_path / "pets.jsonl").write_text("".join(json.dumps(e) + "\n" for e in PETS))
+    (tmp_path / "rabies.yaml").write_text(RABIES)
+    run(ip, "%uac open")
+    run(ip, "%uac ingest pets.jsonl")
+    out = run_out(ip, "%uac constrain rabies.yaml --key rabies-for-pet-trips --reason 'EU rules'")
+    assert out.startswith("in force: rabies-for-pet-trips; 1 event appended")
+    assert "raised [critical] constraint_rabies_for_pet_trips: Rabies jab valid" in out
+    (notebook,) = [e.payload for e in wb_of(ip).log(kinds=["constraint"])]
+    run(ip, "%uac close")
+    # the terminal's `uac constrain FILE` on the same events appends the same constraint event
+    env = {"UAC_DB": str(tmp_path / "cli.duckdb"), "UAC_USER": "maya"}
+    assert uac_here("ingest", "pets.jsonl", cwd=tmp_path, env=env).returncode == 0
+    done = uac_here(
+        "constrain", "rabies.yaml", "--key", "rabies-for-pet-trips", "--reason", "EU rules",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == out
+    with Workbench(tmp_path / "cli.duckdb", user="maya", read_only=True) as wb:
+        assert [e.payload for e in wb.log(kinds=["constraint"])] == [notebook]
+
+
 def test_python_constructors_work_in_a_notebook(loaded: Any) -> None:
     run(
         loaded,
@@ -1068,6 +1114,14 @@ def test_python_constructors_work_in_a_notebook(loaded: Any) -> None:
         ),
         ("%%uac constraint\n!!python/object/apply:os.system ['touch CANARY']\n", "invalid YAML"),
         ("%%uac constraint\n", "is a cell magic"),
+        (
+            "%uac constraint --key refill",
+            "give a YAML or JSON file (%uac constrain FILE --key refill) or write the "
+            "constraint in a cell under `%%uac constraint --key refill`",
+        ),
+        ("%uac constrain missing.yaml", "cannot read missing.yaml: No such file or directory"),
+        ("%%uac constraint rules.yaml\nkind: obligation\n", "in a FILE (%uac constrain rules"),
+        ("%uac constrain rules.yaml --retract refill", "`--retract KEY` takes no FILE"),
         ("%uac constraint --retract nothing", "no constraint 'nothing' is in force"),
         (
             "%%uac constraint --key a\n- {kind: obligation, title: x, due: {date: 2024-01-01}}\n"
