@@ -20,9 +20,11 @@ pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 from helpers.checkpoints import without_record
 from helpers.events import fact
 from helpers.magics import change, edit_cell, run, run_out, usage_error, widget_outputs
+from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 from uac_kernel.commands.catalogue import COMMANDS
+from uac_kernel.commands.declare import MAGIC
 from uac_kernel.core.errors import QueryError
 from uac_kernel.model.ask import Answer
 from uac_kernel.notebook.magics import UacMagics
@@ -364,33 +366,53 @@ def test_a_custom_error_handler_the_user_set_stays_theirs(kernel_shell: Any) -> 
         ip.set_custom_exc((), None)
 
 
-def test_help(ip: Any) -> None:
+def _help_entries(ip: Any) -> list[dict[str, str]]:
+    """`%uac help` read back: an entry per verb, its usage whole (continued on lines indented
+    under its arguments, its other names after it), its cell form and what the cell holds where
+    it has one, then the line of what it does."""
     out = run_out(ip, "%uac")
-    lines = out.splitlines()[1:-1]
+    lines = out.splitlines()[2:-1]
     assert all(len(ln) <= 88 for ln in lines)
-    # one entry per verb, continued on lines indented under its arguments: its whole usage
-    entries: list[str] = []
-    helps: list[str] = []  # each entry's description, the catalogue's help line
+    entries: list[dict[str, str]] = []
     for ln in lines:
         if ln.startswith("  %uac "):
-            entries.append(ln)
-            helps.append("")
+            entries.append({"usage": ln, "cell": "", "holds": "", "help": ""})
+            continue
+        entry = entries[-1]
+        if ln.startswith("  %%uac "):
+            assert not entry["cell"] and not entry["help"], ln  # one cell form, after the usage
+            entry["cell"] = ln.strip()
+        elif ln.startswith(" " * 8) and ln.strip().startswith("(the cell: "):
+            assert entry["cell"] and not entry["holds"], ln
+            entry["holds"] = ln.strip().removeprefix("(the cell: ").removesuffix(")")
         elif ln.startswith(" " * 8):
-            assert not helps[-1], ln  # the usage comes whole before its description
-            entries[-1] += " " + ln.strip()
+            assert not entry["cell"] and not entry["help"], ln  # the usage comes whole first
+            entry["usage"] += " " + ln.strip()
         else:
             assert ln.startswith("    ") and ln[4] != " ", ln
-            helps[-1] = f"{helps[-1]} {ln.strip()}".strip()
+            entry["help"] = f"{entry['help']} {ln.strip()}".strip()
+    return entries
+
+
+def test_help(ip: Any) -> None:
+    out = run_out(ip, "%uac")
+    entries = _help_entries(ip)
     magics = ip.magics_manager.registry["UacMagics"]
     # one entry per command, its other names (aliases) after it
     methods = {fn.__func__: fn for fn, _ in magics.commands.values()}
     assert len(entries) == len(methods) == len(magics.commands) - 1  # `constraint`
     by_usage = sorted(methods.values(), key=lambda fn: fn.parser.prog)
-    for entry, described, fn in zip(entries, helps, by_usage, strict=True):
+    for entry, fn in zip(entries, by_usage, strict=True):
         usage = " ".join(fn.parser.format_usage().split()).removeprefix(":: ")
-        assert " ".join(entry.split()).split(" (also:")[0] == usage
-        # every verb says what it does, in the words `uac --help` uses
-        assert described and described == " ".join(COMMANDS[fn.parser.prog[4:]].help.split())
+        assert " ".join(entry["usage"].split()).split(" (also:")[0] == usage
+        # every verb says what it does: the words `uac --help` uses, where they fit a notebook
+        command = COMMANDS[fn.parser.prog[4:]]
+        assert entry["help"] and entry["help"] == " ".join(command.help_on(MAGIC).split())
+        # every verb that reads a cell shows that form, and what the cell holds
+        takes_cell = magics.commands[fn.parser.prog[4:]][1]
+        assert bool(entry["cell"]) == takes_cell == bool(entry["holds"]), entry
+    cells = {e["cell"].split()[1] for e in entries if e["cell"]}
+    assert {"whatif", "sql", "constraint", "eval", "vocab", "ask", "cell", "fleet"} == cells
     summary = " ".join(out.split())
     for usage in (
         "%uac edit [--version VERSION] [--key KEY [KEY ...]] [--where EXPR] [--last N] "
@@ -405,6 +427,79 @@ def test_help(ip: Any) -> None:
     out = run_out(ip, "%uac edit --help")
     assert "JupyterLab inserts only one per execution" in out
     assert "%uac open [--user USER] [--read-only] [path]" in run_out(ip, "%uac help open")
+
+
+_SAMPLE = {"VERSION": "1", "S": "5", "DATE": "2025-01-01", "as_of": "2025-01-01"}
+
+
+def _mentions(entry: dict[str, str], own: str) -> list[tuple[str, str]]:
+    """Each option an entry of `%uac help` names, with the verb it belongs to: one inside a
+    quoted `%uac VERB ...` is VERB's, any other the entry's own (``own``)."""
+    found: list[tuple[str, str]] = []
+    for text in (entry["usage"], entry["cell"], entry["help"]):
+        for i, part in enumerate(text.split("`")):
+            quoted = re.match(r"%%?uac (\w+)", part) if i % 2 else None
+            verb = quoted.group(1) if quoted else own
+            assert i % 2 == 0 or quoted or "--" not in part, part  # no terminal `uac X --y`
+            found += [(verb, opt) for opt in re.findall(r"--[a-z][\w-]*", part)]
+    return found
+
+
+def test_every_option_help_names_is_one_the_magic_takes(ip: Any) -> None:
+    magics = ip.magics_manager.registry["UacMagics"]
+    entries = _help_entries(ip)
+    seen = set()
+    for entry in entries:
+        own = entry["usage"].split()[1]
+        for verb, opt in _mentions(entry, own):
+            seen.add(opt)
+            fn = magics.commands[verb][0]
+            if verb == "fleet":  # its words are its own: a cell's line reaches fleet sql
+                message = usage_error(ip, f"%%uac fleet sql {opt} 5 /no/such/fleet\nSELECT 1")
+                assert opt not in message and "unrecognized" not in message, message
+                continue
+            action = next((a for a in fn.parser._actions if opt in a.option_strings), None)
+            assert action is not None, f"%uac help names {opt} for %uac {verb}, which refuses it"
+            value = _SAMPLE.get(action.dest, next(iter(action.choices or ["1"])))
+            value = " ".join([value] * (action.nargs if isinstance(action.nargs, int) else 1))
+            try:
+                fn.parser.parse_argstring(f"{opt} {value}")
+            except UsageError as exc:  # only what else the verb needs is missing
+                assert "required" in str(exc), (verb, opt, str(exc))
+    # the options that only a terminal has are not named; those a notebook has are
+    assert not seen & {"--out", "--json", "--model", "--base-url", "--force"}
+    assert {"--all", "--head", "--key", "--timeout", "--as-of", "--expr"} <= seen
+    # each cell form parses whole, its placeholders filled in
+    for entry in entries:
+        if not entry["cell"] or entry["cell"].startswith("%%uac fleet"):
+            continue
+        words = entry["cell"].replace("[", "").replace("]", "").split()[2:]
+        line = " ".join(_SAMPLE.get(w, w) for w in words)
+        try:
+            magics.commands[entry["cell"].split()[1]][0].parser.parse_argstring(line)
+        except UsageError as exc:  # a line's own words (`%uac sql QUERY`): the cell's body
+            assert str(exc).startswith("the following arguments are required: "), str(exc)
+            assert "-" not in str(exc).split(": ", 1)[1], str(exc)
+
+
+def test_a_terminal_option_in_a_notebook_says_whose_it_is(loaded: Any) -> None:
+    message = usage_error(loaded, "%uac code --out code.py")
+    assert message == (
+        "unrecognized arguments: --out code.py; --out is for the terminal's `uac code`: "
+        "%uac code takes --version"
+    )
+    message = usage_error(loaded, "%uac alerts --json")
+    assert message.endswith(
+        "--json is for the terminal's `uac alerts`: %uac alerts takes no options"
+    )
+    message = usage_error(loaded, "%uac whatif events --chart out.svg")
+    assert (
+        "--chart is for the terminal's `uac whatif`: %uac whatif takes --as-of, --expr" in message
+    )
+    assert message.endswith(
+        "in a notebook, a cell headed `%%uac whatif [--as-of DATE] [--expr EXPR]` holds the "
+        "events: JSONL, a JSON array or YAML"
+    )
 
 
 # -- the model as editable cells -----------------------------------------------------------------

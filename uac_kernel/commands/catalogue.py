@@ -200,6 +200,7 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         report=VALUE,  # the checkpoint's code, as it is: a terminal prints it, a notebook too
+        magic_help="print a checkpoint's code",
         marimo="a value: wb.code(version)",
     ),
     Command(
@@ -227,6 +228,9 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        magic_help="evaluate a sandboxed Python expression (the rest of the line) and return "
+        "its value",
+        cell_form=("%%uac eval", "the expression"),
         report=VALUE,  # any Python value: JSON in a terminal, the object itself in a notebook
         marimo=Marimo("evaluate"),
     ),
@@ -239,6 +243,7 @@ _ALL: tuple[Command, ...] = (
             *_sql_options(),
         ),
         cell=True,
+        cell_form=("%%uac sql [--timeout S]", "the query"),
         report="listings",
         marimo="a value: wb.sql(query), which mo.ui.table shows",
     ),
@@ -256,6 +261,12 @@ _ALL: tuple[Command, ...] = (
         _CONSTRAIN,
         aliases=("constraint",),
         cell=True,
+        magic_help="put constraints in force from a YAML or JSON file or a `%%uac constraint` "
+        "cell (one, a list, or key: constraint), or retract one; see docs/constraints.md",
+        cell_form=(
+            "%%uac constraint [--key KEY] [--reason REASON]",
+            "the constraints, YAML or JSON",
+        ),
         report="reports",
         marimo=Marimo("constrain", own=("text",)),
     ),
@@ -282,6 +293,7 @@ _ALL: tuple[Command, ...] = (
             _json(),
         ),
         cell=True,
+        cell_form=("%%uac vocab [--reason REASON]", "one `bind ...` or `unbind ...` a line"),
         report="listings",
         marimo="plain engine calls: wb.vocab(), wb.bind(...), wb.unwatched()",
     ),
@@ -328,6 +340,10 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        cell_form=(
+            "%%uac whatif [--as-of DATE] [--expr EXPR]",
+            "the events: JSONL, a JSON array or YAML",
+        ),
         report="whatif_face",
         marimo=Marimo("whatif", names={"var": "events", "expr": "expressions"}),
     ),
@@ -407,6 +423,8 @@ _ALL: tuple[Command, ...] = (
         ),
         report="integrity",
         marimo="a plain engine call: wb.verify(head=..., all_users=...)",
+        magic_help="re-compute the user's hash chains (every user's with --all); fails if any "
+        "event, model call or checkpoint was changed, removed or erased without a forget event",
     ),
     Command(
         "export",
@@ -445,6 +463,8 @@ _ALL: tuple[Command, ...] = (
         "head",
         "print each user's chain head (one user's with --user); keep it elsewhere and check "
         "the store against it later with `uac verify --head`",
+        magic_help="print the user's chain head; keep it elsewhere and check the store against "
+        "it later with `%uac verify --head`",
         report="integrity",
         marimo="a plain engine call: wb.head()",
     ),
@@ -490,6 +510,7 @@ _ALL: tuple[Command, ...] = (
             _json(),
         ),
         cell=True,
+        cell_form=("%%uac ask", "the question"),
         report="answer",
         marimo="a value: wb.ask(question) returns the Answer, which marimo shows",
     ),
@@ -686,6 +707,10 @@ _ALL: tuple[Command, ...] = (
         ),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        cell_form=(
+            "%%uac cell --version VERSION --part PART [--dry-run]",
+            "the part's code, as `%uac edit` wrote it, edited",
+        ),
         marimo="marimo edits code in its own cells; an edit is wb.apply_edit(...)",
     ),
     Command(
@@ -709,6 +734,7 @@ _ALL: tuple[Command, ...] = (
         (arg("words", nargs="*", help="DIR, sql [--timeout S] DIR QUERY, or run ... DIR JOB"),),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        cell_form=("%%uac fleet sql [--timeout S] DIR", "the query"),
         marimo=Marimo("fleet", names={"words": "root"}),
     ),
 )
