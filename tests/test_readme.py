@@ -93,6 +93,18 @@ def test_every_command_of_the_walk_through_is_a_uac_command() -> None:
     assert set(commands) <= set(choices), set(commands) - set(choices)
 
 
+def test_the_command_table_lists_the_commands_of_uac_help_in_its_order() -> None:
+    from uac_kernel.cli.parser import build_parser
+
+    table = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    rows = [ln.split("|")[1] for ln in table.splitlines() if ln.startswith("| `uac ")]
+    listed = [word.split()[0].rstrip("`") for row in rows for word in row.split("`uac ")[1:]]
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    helped = [a.dest for a in action._choices_actions]  # type: ignore[attr-defined]
+    assert listed == helped
+
+
 def test_the_walk_through_runs_and_says_what_the_readme_says(walked: Path) -> None:
     out = (walked.parent / "stdout.txt").read_text()
     text = walk_through()
