@@ -140,14 +140,21 @@ def test_the_walk_through_notebook_cell_runs(
     ip.reset(new_session=False)
     ip.payload_manager.clear_payload()
     ip.config.pop("UacMagics", None)
-    (cell,) = blocks(walk_through(), "ipython")
+    first, constraint_cell = blocks(walk_through(), "ipython")
     try:
-        for line in cell.splitlines():
+        for line in first.splitlines():
             run(ip, line.split("  #")[0].strip())
         payload = ip.payload_manager.read_payload()
         # `%uac edit Trip` turned its cell into the Trip records as code
         assert any("%%uac cell" in p.get("text", "") for p in payload), payload
         assert "tokyo-2025" in str(payload)
+        # `%uac constrain FILE` found the terminal's constraint in force and appended nothing
+        assert [e.payload["op"] for e in ip.user_ns["wb"].log(kinds=["constraint"])] == ["add"]
+        # the cell form: one cell, its body the constraint; it updates the one in force
+        assert constraint_cell.startswith("%%uac constraint --key expenses\n")
+        run(ip, constraint_cell)
+        made = ip.user_ns["wb"].log(kinds=["constraint"])[-1]
+        assert made.payload["op"] == "update" and made.payload["constraint"]["due"]["days"] == 21
     finally:
         run(ip, "%unload_ext uac")
 
