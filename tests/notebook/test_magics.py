@@ -478,6 +478,23 @@ def test_every_option_help_names_is_one_the_magic_takes(ip: Any) -> None:
             assert "-" not in str(exc).split(": ", 1)[1], str(exc)
 
 
+@pytest.mark.parametrize(
+    ("line", "form"),
+    [
+        ("%uac eval", "%%uac eval"),
+        ("%uac sql", "%%uac sql"),
+        ("%uac ask", "%%uac ask"),
+        ("%uac whatif", "%%uac whatif"),
+        ("%uac constrain", "%%uac constraint"),
+        ("%uac fleet sql fleetdir", "%%uac fleet sql DIR"),
+    ],
+)
+def test_a_cell_verb_with_nothing_to_read_names_its_cell_form(
+    loaded: Any, line: str, form: str
+) -> None:
+    assert form in usage_error(loaded, line)
+
+
 def test_a_terminal_option_in_a_notebook_says_whose_it_is(loaded: Any) -> None:
     message = usage_error(loaded, "%uac code --out code.py")
     assert message == (
