@@ -93,6 +93,18 @@ def test_every_command_of_the_walk_through_is_a_uac_command() -> None:
     assert set(commands) <= set(choices), set(commands) - set(choices)
 
 
+def test_the_command_table_lists_the_commands_of_uac_help_in_its_order() -> None:
+    from uac_kernel.cli.parser import build_parser
+
+    table = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    rows = [ln.split("|")[1] for ln in table.splitlines() if ln.startswith("| `uac ")]
+    listed = [word.split()[0].rstrip("`") for row in rows for word in row.split("`uac ")[1:]]
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    helped = [a.dest for a in action._choices_actions]  # type: ignore[attr-defined]
+    assert listed == helped
+
+
 def test_the_walk_through_runs_and_says_what_the_readme_says(walked: Path) -> None:
     out = (walked.parent / "stdout.txt").read_text()
     text = walk_through()
@@ -128,14 +140,21 @@ def test_the_walk_through_notebook_cell_runs(
     ip.reset(new_session=False)
     ip.payload_manager.clear_payload()
     ip.config.pop("UacMagics", None)
-    (cell,) = blocks(walk_through(), "ipython")
+    first, constraint_cell = blocks(walk_through(), "ipython")
     try:
-        for line in cell.splitlines():
+        for line in first.splitlines():
             run(ip, line.split("  #")[0].strip())
         payload = ip.payload_manager.read_payload()
         # `%uac edit Trip` turned its cell into the Trip records as code
         assert any("%%uac cell" in p.get("text", "") for p in payload), payload
         assert "tokyo-2025" in str(payload)
+        # `%uac constrain FILE` found the terminal's constraint in force and appended nothing
+        assert [e.payload["op"] for e in ip.user_ns["wb"].log(kinds=["constraint"])] == ["add"]
+        # the cell form: one cell, its body the constraint; it updates the one in force
+        assert constraint_cell.startswith("%%uac constraint --key expenses\n")
+        run(ip, constraint_cell)
+        made = ip.user_ns["wb"].log(kinds=["constraint"])[-1]
+        assert made.payload["op"] == "update" and made.payload["constraint"]["due"]["days"] == 21
     finally:
         run(ip, "%unload_ext uac")
 

@@ -667,6 +667,14 @@ def test_constrain_lists_retracts_and_alerts_name_the_constraint(
     shown = json.loads(capsys.readouterr().out)
     assert [(c["key"], c["retracted"]) for c in shown] == [("tax", True), ("rent", False)]
     assert shown[0]["constraint"]["lead_days"] == 30
+    # the log says what each constraint event did, in a line, not as the payload's JSON
+    assert main(["log", "--kind", "constraint", "--db", db]) == 0
+    summaries = [r.split("\t")[-1] for r in capsys.readouterr().out.splitlines()[1:]]
+    assert summaries == [
+        "add tax (obligation): File the tax return; on TaxReturn (reason: said so)",
+        "add rent (obligation): Pay rent \\u001b[31m; rm -rf / # (reason: said so)",
+        "retract tax (reason: filed)",
+    ]
 
 
 @pytest.mark.parametrize(

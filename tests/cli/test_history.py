@@ -75,3 +75,35 @@ def test_history_of_an_unknown_key_is_one_line(tmp_path: Path, env: dict[str, st
     done = uac_here("history", "Trip", "tokio", cwd=tmp_path, env=env)
     assert done.returncode == 1 and "Did you mean 'tokyo'" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_history_shows_the_asserted_fields_then_only_what_each_correction_changed(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    trip = {"kind": "fact", "type": "Trip", "key": "lisbon"}
+    lines = [
+        {**trip, "ts": "2025-06-01", "op": "add",
+         "fields": {"city": "Lisbon", "start": "2025-09-05", "end": "2025-09-12"}},
+        {**trip, "ts": "2025-06-02", "op": "update", "fields": {"end": "2025-09-15"},
+         "reason": "ferry moved"},
+    ]  # fmt: skip
+    (tmp_path / "l.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert uac_here("ingest", str(tmp_path / "l.jsonl"), cwd=tmp_path, env=env).returncode == 0
+    done = uac_here("history", "Trip", "lisbon", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and done.stderr == ""
+    _, columns, *rows = done.stdout.splitlines()
+    assert columns.split("\t") == [
+        "how", "seq", "at", "reason", "version", "valid_from", "valid_to", "fields",
+    ]  # fmt: skip
+    asserted, corrected = (r.split("\t") for r in rows)
+    assert asserted[0] == "asserted" and asserted[-1] == (
+        "city=Lisbon, end=2025-09-12, start=2025-09-05"  # the type's field order
+    )
+    assert corrected[0] == "corrected" and corrected[-1] == "end=2025-09-15"
+    # --json keeps every field of each version
+    steps = json.loads(
+        uac_here("history", "Trip", "lisbon", "--json", cwd=tmp_path, env=env).stdout
+    )
+    assert steps["steps"][1]["fields"] == {
+        "city": "Lisbon", "end": "2025-09-15", "start": "2025-09-05",
+    }  # fmt: skip

@@ -912,7 +912,9 @@ MAGIC_CELLS: list[Any] = [
         ["--key"],
         id="key-with-two",
     ),
-    pytest.param("%uac constraint", ["cell magic"], id="line-magic-without-cell"),
+    pytest.param(
+        "%uac constraint", ["FILE", "%%uac constraint"], id="line-magic-without-file-or-cell"
+    ),
     pytest.param("%uac constraint --retract ghost", ["'ghost'", "tax"], id="retract-unknown"),
     pytest.param(
         "%%uac constraint --retract tax\n" + json.dumps(TAX), ["retract"], id="retract-with-cell"

@@ -20,9 +20,11 @@ pytest.importorskip("ipykernel", reason="pip install -e '.[dev]'")
 from helpers.checkpoints import without_record
 from helpers.events import fact
 from helpers.magics import change, edit_cell, run, run_out, usage_error, widget_outputs
+from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 from uac_kernel.commands.catalogue import COMMANDS
+from uac_kernel.commands.declare import MAGIC
 from uac_kernel.core.errors import QueryError
 from uac_kernel.model.ask import Answer
 from uac_kernel.notebook.magics import UacMagics
@@ -127,19 +129,15 @@ def test_history_shows_every_version(loaded: Any) -> None:
     table = run(ip, "%uac history Medication ibu")
     assert isinstance(table, Table)
     assert table.columns == [
-        "how", "seq", "at", "reason", "version", "valid_from", "valid_to", "changed", "fields"
+        "how", "seq", "at", "reason", "version", "valid_from", "valid_to", "fields"
     ]  # fmt: skip
     assert [r[0] for r in table.rows] == ["asserted", "corrected"]
-    # what changed from the version before (the first: what it came with), then every field
+    # the fields it was asserted with, then only what the correction changed
     assert [r[7] for r in table.rows] == [
         {"name": "ibuprofen", "dose_mg": 200.0},
         {"dose_mg": 400.0},
     ]
-    assert [r[8] for r in table.rows] == [
-        {"name": "ibuprofen", "dose_mg": 200.0},
-        {"name": "ibuprofen", "dose_mg": 400.0},
-    ]
-    assert "name=ibuprofen, dose_mg=400.0" in table.text()
+    assert table.text().splitlines()[-1].endswith("\tdose_mg=400.0")
     assert table.rows[0][6] is not None and table.rows[1][6] is None
     # the header is printed above the table (so the text view has it too), not a caption
     assert run_out(ip, "%uac history Medication ibu") == (
@@ -169,7 +167,7 @@ def test_history_text_shows_what_each_version_changed(loaded: Any) -> None:
     )
     text = run(ip, "%uac history Medication bactrim").text()
     header, *lines = text.splitlines()
-    changed = header.split("\t").index("changed")
+    changed = header.split("\t").index("fields")
     assert [ln.split("\t")[changed] for ln in lines] == [
         "name=Bactrim DS (sulfamethoxazole/trimethoprim), active=True, dose=800/160 mg twice "
         "daily with a full glass of water, start=2025-02-12",
@@ -364,33 +362,53 @@ def test_a_custom_error_handler_the_user_set_stays_theirs(kernel_shell: Any) -> 
         ip.set_custom_exc((), None)
 
 
-def test_help(ip: Any) -> None:
+def _help_entries(ip: Any) -> list[dict[str, str]]:
+    """`%uac help` read back: an entry per verb, its usage whole (continued on lines indented
+    under its arguments, its other names after it), its cell form and what the cell holds where
+    it has one, then the line of what it does."""
     out = run_out(ip, "%uac")
-    lines = out.splitlines()[1:-1]
+    lines = out.splitlines()[2:-1]
     assert all(len(ln) <= 88 for ln in lines)
-    # one entry per verb, continued on lines indented under its arguments: its whole usage
-    entries: list[str] = []
-    helps: list[str] = []  # each entry's description, the catalogue's help line
+    entries: list[dict[str, str]] = []
     for ln in lines:
         if ln.startswith("  %uac "):
-            entries.append(ln)
-            helps.append("")
+            entries.append({"usage": ln, "cell": "", "holds": "", "help": ""})
+            continue
+        entry = entries[-1]
+        if ln.startswith("  %%uac "):
+            assert not entry["cell"] and not entry["help"], ln  # one cell form, after the usage
+            entry["cell"] = ln.strip()
+        elif ln.startswith(" " * 8) and ln.strip().startswith("(the cell: "):
+            assert entry["cell"] and not entry["holds"], ln
+            entry["holds"] = ln.strip().removeprefix("(the cell: ").removesuffix(")")
         elif ln.startswith(" " * 8):
-            assert not helps[-1], ln  # the usage comes whole before its description
-            entries[-1] += " " + ln.strip()
+            assert not entry["cell"] and not entry["help"], ln  # the usage comes whole first
+            entry["usage"] += " " + ln.strip()
         else:
             assert ln.startswith("    ") and ln[4] != " ", ln
-            helps[-1] = f"{helps[-1]} {ln.strip()}".strip()
+            entry["help"] = f"{entry['help']} {ln.strip()}".strip()
+    return entries
+
+
+def test_help(ip: Any) -> None:
+    out = run_out(ip, "%uac")
+    entries = _help_entries(ip)
     magics = ip.magics_manager.registry["UacMagics"]
     # one entry per command, its other names (aliases) after it
     methods = {fn.__func__: fn for fn, _ in magics.commands.values()}
     assert len(entries) == len(methods) == len(magics.commands) - 1  # `constraint`
     by_usage = sorted(methods.values(), key=lambda fn: fn.parser.prog)
-    for entry, described, fn in zip(entries, helps, by_usage, strict=True):
+    for entry, fn in zip(entries, by_usage, strict=True):
         usage = " ".join(fn.parser.format_usage().split()).removeprefix(":: ")
-        assert " ".join(entry.split()).split(" (also:")[0] == usage
-        # every verb says what it does, in the words `uac --help` uses
-        assert described and described == " ".join(COMMANDS[fn.parser.prog[4:]].help.split())
+        assert " ".join(entry["usage"].split()).split(" (also:")[0] == usage
+        # every verb says what it does: the words `uac --help` uses, where they fit a notebook
+        command = COMMANDS[fn.parser.prog[4:]]
+        assert entry["help"] and entry["help"] == " ".join(command.help_on(MAGIC).split())
+        # every verb that reads a cell shows that form, and what the cell holds
+        takes_cell = magics.commands[fn.parser.prog[4:]][1]
+        assert bool(entry["cell"]) == takes_cell == bool(entry["holds"]), entry
+    cells = {e["cell"].split()[1] for e in entries if e["cell"]}
+    assert {"whatif", "sql", "constraint", "eval", "vocab", "ask", "cell", "fleet"} == cells
     summary = " ".join(out.split())
     for usage in (
         "%uac edit [--version VERSION] [--key KEY [KEY ...]] [--where EXPR] [--last N] "
@@ -405,6 +423,96 @@ def test_help(ip: Any) -> None:
     out = run_out(ip, "%uac edit --help")
     assert "JupyterLab inserts only one per execution" in out
     assert "%uac open [--user USER] [--read-only] [path]" in run_out(ip, "%uac help open")
+
+
+_SAMPLE = {"VERSION": "1", "S": "5", "DATE": "2025-01-01", "as_of": "2025-01-01"}
+
+
+def _mentions(entry: dict[str, str], own: str) -> list[tuple[str, str]]:
+    """Each option an entry of `%uac help` names, with the verb it belongs to: one inside a
+    quoted `%uac VERB ...` is VERB's, any other the entry's own (``own``)."""
+    found: list[tuple[str, str]] = []
+    for text in (entry["usage"], entry["cell"], entry["help"]):
+        for i, part in enumerate(text.split("`")):
+            quoted = re.match(r"%%?uac (\w+)", part) if i % 2 else None
+            verb = quoted.group(1) if quoted else own
+            assert i % 2 == 0 or quoted or "--" not in part, part  # no terminal `uac X --y`
+            found += [(verb, opt) for opt in re.findall(r"--[a-z][\w-]*", part)]
+    return found
+
+
+def test_every_option_help_names_is_one_the_magic_takes(ip: Any) -> None:
+    magics = ip.magics_manager.registry["UacMagics"]
+    entries = _help_entries(ip)
+    seen = set()
+    for entry in entries:
+        own = entry["usage"].split()[1]
+        for verb, opt in _mentions(entry, own):
+            seen.add(opt)
+            fn = magics.commands[verb][0]
+            if verb == "fleet":  # its words are its own: a cell's line reaches fleet sql
+                message = usage_error(ip, f"%%uac fleet sql {opt} 5 /no/such/fleet\nSELECT 1")
+                assert opt not in message and "unrecognized" not in message, message
+                continue
+            action = next((a for a in fn.parser._actions if opt in a.option_strings), None)
+            assert action is not None, f"%uac help names {opt} for %uac {verb}, which refuses it"
+            value = _SAMPLE.get(action.dest, next(iter(action.choices or ["1"])))
+            value = " ".join([value] * (action.nargs if isinstance(action.nargs, int) else 1))
+            try:
+                fn.parser.parse_argstring(f"{opt} {value}")
+            except UsageError as exc:  # only what else the verb needs is missing
+                assert "required" in str(exc), (verb, opt, str(exc))
+    # the options that only a terminal has are not named; those a notebook has are
+    assert not seen & {"--out", "--json", "--model", "--base-url", "--force"}
+    assert {"--all", "--head", "--key", "--timeout", "--as-of", "--expr"} <= seen
+    # each cell form parses whole, its placeholders filled in
+    for entry in entries:
+        if not entry["cell"] or entry["cell"].startswith("%%uac fleet"):
+            continue
+        words = entry["cell"].replace("[", "").replace("]", "").split()[2:]
+        line = " ".join(_SAMPLE.get(w, w) for w in words)
+        try:
+            magics.commands[entry["cell"].split()[1]][0].parser.parse_argstring(line)
+        except UsageError as exc:  # a line's own words (`%uac sql QUERY`): the cell's body
+            assert str(exc).startswith("the following arguments are required: "), str(exc)
+            assert "-" not in str(exc).split(": ", 1)[1], str(exc)
+
+
+@pytest.mark.parametrize(
+    ("line", "form"),
+    [
+        ("%uac eval", "%%uac eval"),
+        ("%uac sql", "%%uac sql"),
+        ("%uac ask", "%%uac ask"),
+        ("%uac whatif", "%%uac whatif"),
+        ("%uac constrain", "%%uac constraint"),
+        ("%uac fleet sql fleetdir", "%%uac fleet sql DIR"),
+    ],
+)
+def test_a_cell_verb_with_nothing_to_read_names_its_cell_form(
+    loaded: Any, line: str, form: str
+) -> None:
+    assert form in usage_error(loaded, line)
+
+
+def test_a_terminal_option_in_a_notebook_says_whose_it_is(loaded: Any) -> None:
+    message = usage_error(loaded, "%uac code --out code.py")
+    assert message == (
+        "unrecognized arguments: --out code.py; --out is for the terminal's `uac code`: "
+        "%uac code takes --version"
+    )
+    message = usage_error(loaded, "%uac alerts --json")
+    assert message.endswith(
+        "--json is for the terminal's `uac alerts`: %uac alerts takes no options"
+    )
+    message = usage_error(loaded, "%uac whatif events --chart out.svg")
+    assert (
+        "--chart is for the terminal's `uac whatif`: %uac whatif takes --as-of, --expr" in message
+    )
+    assert message.endswith(
+        "in a notebook, a cell headed `%%uac whatif [--as-of DATE] [--expr EXPR]` holds the "
+        "events: JSONL, a JSON array or YAML"
+    )
 
 
 # -- the model as editable cells -----------------------------------------------------------------
@@ -1050,6 +1158,52 @@ def test_a_constraint_cell_puts_it_in_force_and_rerunning_it_edited_updates_it(l
     assert len(run(loaded, "%uac constraints --history").rows) == 2
 
 
+PETS = [
+    fact("2026-01-05T08:00:00", "add", "Pet", "biscuit", petName="Biscuit", species="dog"),
+    fact("2026-01-10T09:00:00", "add", "PetVaccine", "biscuit-rabies-2024", petKey="biscuit",
+         vaccineName="rabies", givenOn="2024-03-01", validUntil="2026-03-01"),
+    fact("2026-01-12T10:00:00", "add", "PetTrip", "biscuit-brittany-2026", petKey="biscuit",
+         destinationCountry="France", leavesOn="2026-04-02", returnsOn="2026-04-12",
+         crossesBorder=True),
+]  # fmt: skip
+
+RABIES = """kind: valid_on
+title: Rabies jab valid for every day of a pet trip abroad
+severity: critical
+document: {type: PetVaccine, where: {vaccineName: rabies}}
+each: {type: PetTrip, where: {crossesBorder: true}}
+match: {petKey: petKey}
+at: {fields: [leavesOn]}
+until: {fields: [returnsOn]}
+starts: [givenOn]
+expires: [validUntil]
+"""
+
+
+def test_constrain_file_puts_it_in_force_as_the_terminal_does(ip: Any, tmp_path: Path) -> None:
+    from helpers.cli import uac_here
+
+    (tmp_path / "pets.jsonl").write_text("".join(json.dumps(e) + "\n" for e in PETS))
+    (tmp_path / "rabies.yaml").write_text(RABIES)
+    run(ip, "%uac open")
+    run(ip, "%uac ingest pets.jsonl")
+    out = run_out(ip, "%uac constrain rabies.yaml --key rabies-for-pet-trips --reason 'EU rules'")
+    assert out.startswith("in force: rabies-for-pet-trips; 1 event appended")
+    assert "raised [critical] constraint_rabies_for_pet_trips: Rabies jab valid" in out
+    (notebook,) = [e.payload for e in wb_of(ip).log(kinds=["constraint"])]
+    run(ip, "%uac close")
+    # the terminal's `uac constrain FILE` on the same events appends the same constraint event
+    env = {"UAC_DB": str(tmp_path / "cli.duckdb"), "UAC_USER": "maya"}
+    assert uac_here("ingest", "pets.jsonl", cwd=tmp_path, env=env).returncode == 0
+    done = uac_here(
+        "constrain", "rabies.yaml", "--key", "rabies-for-pet-trips", "--reason", "EU rules",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == out
+    with Workbench(tmp_path / "cli.duckdb", user="maya", read_only=True) as wb:
+        assert [e.payload for e in wb.log(kinds=["constraint"])] == [notebook]
+
+
 def test_python_constructors_work_in_a_notebook(loaded: Any) -> None:
     run(
         loaded,
@@ -1068,6 +1222,14 @@ def test_python_constructors_work_in_a_notebook(loaded: Any) -> None:
         ),
         ("%%uac constraint\n!!python/object/apply:os.system ['touch CANARY']\n", "invalid YAML"),
         ("%%uac constraint\n", "is a cell magic"),
+        (
+            "%uac constraint --key refill",
+            "give a YAML or JSON file (%uac constrain FILE --key refill) or write the "
+            "constraint in a cell under `%%uac constraint --key refill`",
+        ),
+        ("%uac constrain missing.yaml", "cannot read missing.yaml: No such file or directory"),
+        ("%%uac constraint rules.yaml\nkind: obligation\n", "in a FILE (%uac constrain rules"),
+        ("%uac constrain rules.yaml --retract refill", "`--retract KEY` takes no FILE"),
         ("%uac constraint --retract nothing", "no constraint 'nothing' is in force"),
         (
             "%%uac constraint --key a\n- {kind: obligation, title: x, due: {date: 2024-01-01}}\n"

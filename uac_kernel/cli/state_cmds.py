@@ -225,14 +225,9 @@ def cmd_constrain(args: argparse.Namespace) -> None:
         return
     if args.file is None:
         raise CommandLineError("give a YAML or JSON FILE of constraints, or --retract KEY")
-    from uac_kernel.constraints.files import read_constraint_file, read_constraints
+    from uac_kernel.constraints.files import constraints_of_file
 
-    try:
-        text = read_constraint_file(args.file)
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-        raise CommandLineError(f"cannot read {args.file}: {why}") from None
-    found = read_constraints(text, args.file, args.key)
+    found = constraints_of_file(args.file, args.key)
     with _open(args, create=True) as wb:
         report = wb.constrain(found, source=args.source, reason=args.reason)
         print("\n".join(in_force_lines(report)))

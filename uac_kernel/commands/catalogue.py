@@ -1,5 +1,6 @@
 """Every command of `uac` and `%uac`, declared once: name, help, arguments, faces, the renderer
-of its report and its marimo helper (the order is `uac --help`'s)."""
+of its report and its marimo helper (the order is `uac --help`'s and the README's command table's:
+the walk-through's order, then the model, many users, benchmarks, the demo)."""
 
 from __future__ import annotations
 
@@ -96,8 +97,7 @@ _CONSTRAIN = (
         nargs="?",
         default=None,
         metavar="FILE",
-        help="a YAML or JSON file of constraints (in a notebook: the cell)",
-        faces=_TERMINAL,
+        help="a YAML or JSON file of constraints (in a notebook: or a %%%%uac constraint cell)",
     ),
     arg("--key", default=None, help="the key of the file's (or cell's) one constraint"),
     arg("--retract", default=None, metavar="KEY", help="retract constraint KEY"),
@@ -151,69 +151,6 @@ _ALL: tuple[Command, ...] = (
         marimo="a plain engine call: wb.ingest(path) returns the report",
     ),
     Command(
-        "checkpoint",
-        "store the current state as a new version of typed code",
-        report="checkpoint",
-        marimo="a plain engine call: wb.checkpoint()",
-    ),
-    Command(
-        "checkpoints",
-        "list the checkpoints",
-        report="listings",
-        marimo="a plain engine call: wb.checkpoints.all()",
-    ),
-    Command(
-        "users",
-        "the users and their events: all kinds, facts, utterances",
-        report="log_listings",
-        marimo="a plain engine call: wb.store.user_kind_counts()",
-    ),
-    Command(
-        "state",
-        "record types with their current records and versions",
-        report="listings",
-        marimo=Marimo("state_explorer", own=("page_size", "query")),
-    ),
-    Command(
-        "history",
-        "every version of one record and how it came: asserted, corrected or retracted, with "
-        "the seq, time and reason of each event",
-        (
-            arg("type", help="a record type, e.g. Trip"),
-            arg("key", help="the record's key"),
-            _json("print the history as JSON, every reason whole"),
-        ),
-        report="listings",
-        marimo="a plain engine call: wb.versions(type, key)",
-    ),
-    Command(
-        "code",
-        "print a checkpoint's code, or write it as a module (--out)",
-        (
-            arg("--version", type=POSITIVE, default=None, help="the checkpoint (default: latest)"),
-            arg(
-                "--out",
-                default=None,
-                metavar="PATH",
-                help="write the module to PATH.py",
-                faces=_TERMINAL,
-            ),
-            _force(),
-        ),
-        report=VALUE,  # the checkpoint's code, as it is: a terminal prints it, a notebook too
-        marimo="a value: wb.code(version)",
-    ),
-    Command(
-        "diff",
-        "what changed between two checkpoints",
-        (
-            arg("a", type=POSITIVE, help="the older checkpoint"),
-            arg("b", type=POSITIVE, help="the newer checkpoint"),
-        ),
-        report="checkpoint",
-        marimo=Marimo("diff_view"),
-    ),
-    Command(
         "eval",
         "evaluate a sandboxed Python expression; prints JSON (the first 100 kB; --out for all)",
         (
@@ -228,6 +165,9 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        magic_help="evaluate a sandboxed Python expression (the rest of the line) and return "
+        "its value",
+        cell_form=("%%uac eval", "the expression"),
         report=VALUE,  # any Python value: JSON in a terminal, the object itself in a notebook
         marimo=Marimo("evaluate"),
     ),
@@ -240,6 +180,7 @@ _ALL: tuple[Command, ...] = (
             *_sql_options(),
         ),
         cell=True,
+        cell_form=("%%uac sql [--timeout S]", "the query"),
         report="listings",
         marimo="a value: wb.sql(query), which mo.ui.table shows",
     ),
@@ -257,34 +198,21 @@ _ALL: tuple[Command, ...] = (
         _CONSTRAIN,
         aliases=("constraint",),
         cell=True,
+        magic_help="put constraints in force from a YAML or JSON file or a `%%uac constraint` "
+        "cell (one, a list, or key: constraint), or retract one; see docs/constraints.md",
+        cell_form=(
+            "%%uac constraint [--key KEY] [--reason REASON]",
+            "the constraints, YAML or JSON",
+        ),
         report="reports",
         marimo=Marimo("constrain", own=("text",)),
     ),
     Command(
-        "vocab",
-        "the user's vocabulary (which types and fields carry the concepts rules read), or "
-        "`bind TYPE.FIELD CONCEPT`, `bind TYPE ROLE`, `unbind ...`, `concepts`, `roles`; see "
-        "docs/vocabulary.md",
-        (
-            arg(
-                "words",
-                nargs="*",
-                metavar="ACTION",
-                help="bind|unbind TARGET NAME, concepts or roles",
-            ),
-            arg("--reason", default=None, help="why (logged with the bindings)"),
-            arg(
-                "--unbound",
-                action="store_true",
-                help="the types and fields that look like dates, deadlines, amounts, documents "
-                "or substances and that no rule or constraint reads, with the bind that would "
-                "change that",
-            ),
-            _json(),
-        ),
-        cell=True,
+        "constraints",
+        "the constraints in force, and the rule of each",
+        (arg("--history", action="store_true", help="every version, ended ones too"), _json()),
         report="listings",
-        marimo="plain engine calls: wb.vocab(), wb.bind(...), wb.unwatched()",
+        marimo=Marimo("constraints_table"),
     ),
     Command(
         "whatif",
@@ -329,15 +257,70 @@ _ALL: tuple[Command, ...] = (
             _force(),
         ),
         cell=True,
+        cell_form=(
+            "%%uac whatif [--as-of DATE] [--expr EXPR]",
+            "the events: JSONL, a JSON array or YAML",
+        ),
         report="whatif_face",
         marimo=Marimo("whatif", names={"var": "events", "expr": "expressions"}),
     ),
     Command(
-        "constraints",
-        "the constraints in force, and the rule of each",
-        (arg("--history", action="store_true", help="every version, ended ones too"), _json()),
+        "checkpoint",
+        "store the current state as a new version of typed code",
+        report="checkpoint",
+        marimo="a plain engine call: wb.checkpoint()",
+    ),
+    Command(
+        "checkpoints",
+        "list the checkpoints",
         report="listings",
-        marimo=Marimo("constraints_table"),
+        marimo="a plain engine call: wb.checkpoints.all()",
+    ),
+    Command(
+        "code",
+        "print a checkpoint's code, or write it as a module (--out)",
+        (
+            arg("--version", type=POSITIVE, default=None, help="the checkpoint (default: latest)"),
+            arg(
+                "--out",
+                default=None,
+                metavar="PATH",
+                help="write the module to PATH.py",
+                faces=_TERMINAL,
+            ),
+            _force(),
+        ),
+        report=VALUE,  # the checkpoint's code, as it is: a terminal prints it, a notebook too
+        magic_help="print a checkpoint's code",
+        marimo="a value: wb.code(version)",
+    ),
+    Command(
+        "diff",
+        "what changed between two checkpoints",
+        (
+            arg("a", type=POSITIVE, help="the older checkpoint"),
+            arg("b", type=POSITIVE, help="the newer checkpoint"),
+        ),
+        report="checkpoint",
+        marimo=Marimo("diff_view"),
+    ),
+    Command(
+        "state",
+        "record types with their current records and versions",
+        report="listings",
+        marimo=Marimo("state_explorer", own=("page_size", "query")),
+    ),
+    Command(
+        "history",
+        "every version of one record and how it came: asserted, corrected or retracted, with "
+        "the seq, time and reason of each event",
+        (
+            arg("type", help="a record type, e.g. Trip"),
+            arg("key", help="the record's key"),
+            _json("print the history as JSON, every reason whole"),
+        ),
+        report="listings",
+        marimo="a plain engine call: wb.versions(type, key)",
     ),
     Command(
         "log",
@@ -379,6 +362,39 @@ _ALL: tuple[Command, ...] = (
         ),
     ),
     Command(
+        "users",
+        "the users and their events: all kinds, facts, utterances",
+        report="log_listings",
+        marimo="a plain engine call: wb.store.user_kind_counts()",
+    ),
+    Command(
+        "vocab",
+        "the user's vocabulary (which types and fields carry the concepts rules read), or "
+        "`bind TYPE.FIELD CONCEPT`, `bind TYPE ROLE`, `unbind ...`, `concepts`, `roles`; see "
+        "docs/vocabulary.md",
+        (
+            arg(
+                "words",
+                nargs="*",
+                metavar="ACTION",
+                help="bind|unbind TARGET NAME, concepts or roles",
+            ),
+            arg("--reason", default=None, help="why (logged with the bindings)"),
+            arg(
+                "--unbound",
+                action="store_true",
+                help="the types and fields that look like dates, deadlines, amounts, documents "
+                "or substances and that no rule or constraint reads, with the bind that would "
+                "change that",
+            ),
+            _json(),
+        ),
+        cell=True,
+        cell_form=("%%uac vocab [--reason REASON]", "one `bind ...` or `unbind ...` a line"),
+        report="listings",
+        marimo="plain engine calls: wb.vocab(), wb.bind(...), wb.unwatched()",
+    ),
+    Command(
         "verify",
         "re-compute the hash chains (one user's with --user, else every user's); fails if any "
         "event, model call or checkpoint was changed, removed or erased without a forget event",
@@ -408,25 +424,17 @@ _ALL: tuple[Command, ...] = (
         ),
         report="integrity",
         marimo="a plain engine call: wb.verify(head=..., all_users=...)",
+        magic_help="re-compute the user's hash chains (every user's with --all); fails if any "
+        "event, model call or checkpoint was changed, removed or erased without a forget event",
     ),
     Command(
-        "export",
-        "write the store's users (one with --user) into a fleet directory of per-user Parquet "
-        "partitions, appending only what it does not hold yet",
-        (
-            arg("store", metavar="STORE", help="the store file to read"),
-            arg("dir", metavar="DIR", help="the fleet directory (created if new)"),
-        ),
-        faces=frozenset(_TERMINAL),
-    ),
-    Command(
-        "import",
-        "append a fleet directory's users (one with --user) to a store, in one transaction",
-        (
-            arg("dir", metavar="DIR", help="the fleet directory"),
-            arg("store", metavar="STORE", help="the store file (created if new)"),
-        ),
-        faces=frozenset(_TERMINAL),
+        "head",
+        "print each user's chain head (one user's with --user); keep it elsewhere and check "
+        "the store against it later with `uac verify --head`",
+        magic_help="print the user's chain head; keep it elsewhere and check the store against "
+        "it later with `%uac verify --head`",
+        report="integrity",
+        marimo="a plain engine call: wb.head()",
     ),
     Command(
         "forget",
@@ -441,13 +449,6 @@ _ALL: tuple[Command, ...] = (
         required=frozenset({"what"}),
         report="forget",
         marimo="a plain engine call: wb.forget(...) returns the plan",
-    ),
-    Command(
-        "head",
-        "print each user's chain head (one user's with --user); keep it elsewhere and check "
-        "the store against it later with `uac verify --head`",
-        report="integrity",
-        marimo="a plain engine call: wb.head()",
     ),
     Command(
         "extract",
@@ -491,8 +492,99 @@ _ALL: tuple[Command, ...] = (
             _json(),
         ),
         cell=True,
+        cell_form=("%%uac ask", "the question"),
         report="answer",
         marimo="a value: wb.ask(question) returns the Answer, which marimo shows",
+    ),
+    Command(
+        "calls",
+        "model calls and tokens per purpose (the cost ledger)",
+        (
+            arg(
+                "--limit",
+                type=COUNT,
+                help="the most recent calls shown (a terminal: 20; a notebook: "
+                "UacMagics.displaylimit); 0 for all",
+                cli={"default": 20},
+                magic={"default": None},
+            ),
+            arg("--all-users", action="store_true", help="the calls of every user of the store"),
+        ),
+        report="log_listings",
+        marimo="plain engine calls: model.client.list_calls(wb.store), call_totals(wb.store)",
+    ),
+    Command(
+        "export",
+        "write the store's users (one with --user) into a fleet directory of per-user Parquet "
+        "partitions, appending only what it does not hold yet",
+        (
+            arg("store", metavar="STORE", help="the store file to read"),
+            arg("dir", metavar="DIR", help="the fleet directory (created if new)"),
+        ),
+        faces=frozenset(_TERMINAL),
+    ),
+    Command(
+        "import",
+        "append a fleet directory's users (one with --user) to a store, in one transaction",
+        (
+            arg("dir", metavar="DIR", help="the fleet directory"),
+            arg("store", metavar="STORE", help="the store file (created if new)"),
+        ),
+        faces=frozenset(_TERMINAL),
+    ),
+    Command(
+        "fleet run",
+        "run a job for every user of a fleet, one task per user (local processes or Ray)",
+        (
+            arg("dir", metavar="DIR"),
+            arg("job", metavar="JOB", choices=FLEET_JOBS),
+            arg("args", nargs="*", metavar="ARG", help="the job's arguments"),
+            arg("--engine", choices=("local", "ray"), default="local"),
+            arg("--jobs", type=POSITIVE, default=2, help="workers (default 2)"),
+            arg(
+                "--concurrency",
+                type=POSITIVE,
+                default=8,
+                help="model calls in flight (default 8)",
+            ),
+            arg(
+                "--rate",
+                type=per_second,
+                default=None,
+                help="model calls per second (default: any)",
+            ),
+            arg("--retries", type=COUNT, default=2, help="tries again per task (default 2)"),
+            arg("--users", default=None, metavar="A,B", help="only these users", group="who"),
+            arg("--limit", type=POSITIVE, default=None, help="only the first N users", group="who"),
+            *_model_options(),
+        ),
+        faces=frozenset(_TERMINAL),
+        store=False,
+        description="Run JOB for every user of the fleet DIR: ingest SRC, extract, checkpoint, "
+        "alerts, eval EXPR, ask QUESTION, bench [EXPR], call MODULE:FUNCTION [ARG ...]. Each "
+        "user's work is committed to their partition as one commit, then their result is "
+        "written to DIR/runs/RUN/results; a rerun skips the users done.",
+    ),
+    Command(
+        "fleet sql",
+        "run one read-only SQL query across a fleet directory's users: users, alerts, events, "
+        "and one table per record type with user_id first (stopped after --timeout seconds; "
+        "memory env UAC_SQL_MEMORY_MB, threads UAC_SQL_THREADS)",
+        (
+            arg("dir", help="the fleet directory"),
+            arg("query"),
+            arg("--users", default=None, metavar="A,B", help="only these users"),
+            *_sql_options(),
+        ),
+        faces=frozenset(_TERMINAL),
+        store=False,
+    ),
+    Command(
+        "fleet summary",
+        "a fleet directory's users, events, facts, model calls and standing alerts per rule",
+        (arg("dir", help="the fleet directory"), _json()),
+        faces=frozenset(_TERMINAL),
+        store=False,
     ),
     Command(
         "bench aggregate",
@@ -557,77 +649,6 @@ _ALL: tuple[Command, ...] = (
         faces=frozenset(_TERMINAL),
     ),
     Command(
-        "fleet run",
-        "run a job for every user of a fleet, one task per user (local processes or Ray)",
-        (
-            arg("dir", metavar="DIR"),
-            arg("job", metavar="JOB", choices=FLEET_JOBS),
-            arg("args", nargs="*", metavar="ARG", help="the job's arguments"),
-            arg("--engine", choices=("local", "ray"), default="local"),
-            arg("--jobs", type=POSITIVE, default=2, help="workers (default 2)"),
-            arg(
-                "--concurrency",
-                type=POSITIVE,
-                default=8,
-                help="model calls in flight (default 8)",
-            ),
-            arg(
-                "--rate",
-                type=per_second,
-                default=None,
-                help="model calls per second (default: any)",
-            ),
-            arg("--retries", type=COUNT, default=2, help="tries again per task (default 2)"),
-            arg("--users", default=None, metavar="A,B", help="only these users", group="who"),
-            arg("--limit", type=POSITIVE, default=None, help="only the first N users", group="who"),
-            *_model_options(),
-        ),
-        faces=frozenset(_TERMINAL),
-        store=False,
-        description="Run JOB for every user of the fleet DIR: ingest SRC, extract, checkpoint, "
-        "alerts, eval EXPR, ask QUESTION, bench [EXPR], call MODULE:FUNCTION [ARG ...]. Each "
-        "user's work is committed to their partition as one commit, then their result is "
-        "written to DIR/runs/RUN/results; a rerun skips the users done.",
-    ),
-    Command(
-        "fleet sql",
-        "run one read-only SQL query across a fleet directory's users: users, alerts, events, "
-        "and one table per record type with user_id first (stopped after --timeout seconds; "
-        "memory env UAC_SQL_MEMORY_MB, threads UAC_SQL_THREADS)",
-        (
-            arg("dir", help="the fleet directory"),
-            arg("query"),
-            arg("--users", default=None, metavar="A,B", help="only these users"),
-            *_sql_options(),
-        ),
-        faces=frozenset(_TERMINAL),
-        store=False,
-    ),
-    Command(
-        "fleet summary",
-        "a fleet directory's users, events, facts, model calls and standing alerts per rule",
-        (arg("dir", help="the fleet directory"), _json()),
-        faces=frozenset(_TERMINAL),
-        store=False,
-    ),
-    Command(
-        "calls",
-        "model calls and tokens per purpose (the cost ledger)",
-        (
-            arg(
-                "--limit",
-                type=COUNT,
-                help="the most recent calls shown (a terminal: 20; a notebook: "
-                "UacMagics.displaylimit); 0 for all",
-                cli={"default": 20},
-                magic={"default": None},
-            ),
-            arg("--all-users", action="store_true", help="the calls of every user of the store"),
-        ),
-        report="log_listings",
-        marimo="plain engine calls: model.client.list_calls(wb.store), call_totals(wb.store)",
-    ),
-    Command(
         "demo",
         "build the demo user and show what uac does (offline by default)",
         (
@@ -687,6 +708,10 @@ _ALL: tuple[Command, ...] = (
         ),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        cell_form=(
+            "%%uac cell --version VERSION --part PART [--dry-run]",
+            "the part's code, as `%uac edit` wrote it, edited",
+        ),
         marimo="marimo edits code in its own cells; an edit is wb.apply_edit(...)",
     ),
     Command(
@@ -710,6 +735,7 @@ _ALL: tuple[Command, ...] = (
         (arg("words", nargs="*", help="DIR, sql [--timeout S] DIR QUERY, or run ... DIR JOB"),),
         faces=frozenset(_NOTEBOOK),
         cell=True,
+        cell_form=("%%uac fleet sql [--timeout S] DIR", "the query"),
         marimo=Marimo("fleet", names={"words": "root"}),
     ),
 )

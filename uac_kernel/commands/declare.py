@@ -92,7 +92,9 @@ class Marimo:
 @dataclass(frozen=True)
 class Command:
     """A command: ``name`` (``"fleet run"`` under a group), its one-line ``help``, its
-    arguments, the faces it is typed on, and ``cell`` when ``%%uac NAME`` takes a cell body.
+    arguments, the faces it is typed on, and ``cell`` when ``%%uac NAME`` takes a cell body
+    (``cell_form``: that line as `%uac help` shows it, and what the cell holds; ``magic_help``:
+    the notebook's help line where the terminal's names options a notebook has not).
     ``required`` names the argument groups of which one must be given. ``report`` names the
     module of ``uac_kernel.render`` that draws what its engine call returns, the same on every
     face (a string: `uac --help` imports no renderer), or is ``VALUE`` for a value handed back
@@ -110,9 +112,15 @@ class Command:
     store: bool = True  # the terminal's --db/--user apply (a fleet command reads a directory)
     report: str | None = None  # e.g. "checkpoint": uac_kernel.render.checkpoint draws its report
     marimo: Marimo | str | None = None
+    magic_help: str | None = None  # `%uac help`'s line, where ``help`` names terminal options
+    cell_form: tuple[str, str] | None = None  # `%%uac NAME [OPTIONS]`, and what the cell holds
 
     def arguments(self, face: Face) -> list[Arg]:
         return [a for a in self.args if face in a.faces]
+
+    def help_on(self, face: Face) -> str:
+        """The one-line help ``face`` shows: a notebook's names only what ``%uac`` takes."""
+        return self.magic_help if face == MAGIC and self.magic_help else self.help
 
 
 def add_arguments(

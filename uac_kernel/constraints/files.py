@@ -18,7 +18,14 @@ from uac_kernel.core.errors import ConstraintError
 from uac_kernel.core.limits import KEY_CHARS
 from uac_kernel.language.spec import Constraint, parse_constraint
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "StrictLoader", "read_constraint_file", "read_constraints"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_DEPTH",
+    "StrictLoader",
+    "constraints_of_file",
+    "read_constraint_file",
+    "read_constraints",
+]
 
 # A constraint is a few hundred characters; a file of the most a user may have in force fits.
 MAX_CHARS = 1 << 20
@@ -199,6 +206,20 @@ def read_constraint_file(path: str) -> str:
             f"{MAX_CHARS:,}: split it"
         )
     return data.decode("utf-8")
+
+
+def constraints_of_file(
+    path: str, key: str | None = None
+) -> dict[str, Constraint] | list[Constraint]:
+    """The constraints of file ``path`` (``read_constraints``, named by the path), as
+    `uac constrain FILE` and `%uac constrain FILE` both read them; a file that cannot be read is
+    a ``ConstraintError`` that says why."""
+    try:
+        text = read_constraint_file(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise ConstraintError(f"cannot read {path}: {why}; check the path") from None
+    return read_constraints(text, path, key)
 
 
 def _one_key(origin: str, n: int) -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class, no_var_expand
 
+from uac_kernel.commands.declare import MAGIC
 from uac_kernel.core.display import did_you_mean
 from uac_kernel.core.errors import UacError
 from uac_kernel.model.ask import Answer
@@ -100,6 +101,7 @@ class UacMagics(LogMagics, CodeMagics, QueryMagics, ModelMagics):
             print(_doc(found[0]))
             return
         print("%uac SUBCOMMAND [ARGS] — the User as Code workbench (settings: %config UacMagics)")
+        print("A %%uac line heads a cell whose body the subcommand reads, where one is shown.")
         names: dict[Any, list[str]] = {}  # a command's method -> the names it answers to
         for name, (fn, _) in sorted(self.commands.items()):
             names.setdefault(getattr(fn, "__func__", fn), []).append(name)
@@ -107,11 +109,21 @@ class UacMagics(LogMagics, CodeMagics, QueryMagics, ModelMagics):
             usage = _usage(fn)
             others = [n for n in called if f"uac {n}" != fn.parser.prog]
             if others:
-                usage[0] += f"   (also: {', '.join(f'%uac {n}' for n in others)})"
+                also = f"(also: {', '.join(f'%uac {n}' for n in others)})"
+                if len(usage[-1]) + 3 + len(also) <= 86:
+                    usage[-1] += f"   {also}"
+                else:
+                    usage.append(" " * len(fn.parser.prog) + f"  {also}")
             for line in usage:
                 print(f"  {line}")
-            # the line `uac --help` shows for it too: one declaration, both faces
-            for line in textwrap.wrap(_command(fn).help, width=82):
+            command = _command(fn)
+            if command.cell_form is not None:  # the cell magic, and what its body holds
+                form, holds = command.cell_form
+                print(f"  {form}")
+                print(f"{' ' * 8}(the cell: {holds})")
+            # the line `uac --help` shows, but for options only the terminal has: one
+            # declaration, both faces
+            for line in textwrap.wrap(command.help_on(MAGIC), width=82):
                 print(f"    {line}")
         print("%uac help SUBCOMMAND (or %uac SUBCOMMAND --help) explains one.")
 

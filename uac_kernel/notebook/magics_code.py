@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import linecache
+import os
 from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -53,30 +54,46 @@ class CodeMagics(Session):
 
     @subcommand("constrain")
     def cmd_constrain(self, rest: str, cell: str | None) -> None:
-        """``%%uac constrain [--key K]`` (or ``%%uac constraint``): put the constraints of a
-        YAML or JSON cell in force (one constraint, a list, or a mapping of key: constraint;
-        see docs/constraints.md). A key in force is updated, so re-running an edited cell
-        changes the constraint. ``%uac constrain --retract KEY [--reason R]`` retracts one. The
+        """``%uac constrain FILE [--key K]`` puts the constraints of a YAML or JSON file in force,
+        as `uac constrain FILE` does; ``%%uac constraint [--key K]`` (or ``%%uac constrain``)
+        those written in the cell (one constraint, a list, or a mapping of key: constraint; see
+        docs/constraints.md). A key in force is updated, so re-running an edited cell changes
+        the constraint. ``%uac constrain --retract KEY [--reason R]`` retracts one. The file or
         cell is read as data, never run."""
         self._constrain(parse_argstring(self.cmd_constrain, rest), cell)
 
     def _constrain(self, args: Any, cell: str | None) -> None:
+        from uac_kernel.constraints.files import constraints_of_file, read_constraints
+
         reason = _unquote(args.reason) if args.reason else None
+        key = _unquote(args.key) if args.key else None
+        path = os.path.expanduser(_unquote(args.file)) if args.file else None
+        body = cell if cell is not None and cell.strip() else None
         if args.retract is not None:
-            if cell is not None and cell.strip():
-                raise UsageError("`--retract KEY` takes no cell body; use the line magic")
+            if body is not None or path is not None or key is not None:
+                raise UsageError(
+                    "`--retract KEY` takes no FILE, --key or cell; use the line magic "
+                    "%uac constrain --retract KEY"
+                )
             report = self._wb().retract_constraint(_unquote(args.retract), reason)
             print("\n".join(retracted_lines(report)))
             return
-        if cell is None or not cell.strip():
+        if path is not None and body is not None:
             raise UsageError(
-                "`%%uac constraint` is a cell magic: write the constraint in the cell as YAML "
-                "or JSON (or retract one: %uac constraint --retract KEY)"
+                f"give the constraints in a FILE (%uac constrain {args.file}) or in the cell "
+                "(%%uac constraint), not both"
             )
-        from uac_kernel.constraints.files import read_constraints
-
-        key = _unquote(args.key) if args.key else None
-        found = read_constraints(cell, "%%uac constraint", key)
+        if path is not None:
+            found = constraints_of_file(path, key)
+        elif body is not None:
+            found = read_constraints(body, "%%uac constraint", key)
+        else:
+            option = f" --key {args.key}" if args.key else ""
+            raise UsageError(
+                f"give a YAML or JSON file (%uac constrain FILE{option}) or write the constraint "
+                f"in a cell under `%%uac constraint{option}`; %uac constrain --retract KEY "
+                "retracts one"
+            )
         print("\n".join(in_force_lines(self._wb().constrain(found, reason=reason))))
 
     @subcommand("constraints")

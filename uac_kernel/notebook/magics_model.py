@@ -77,7 +77,9 @@ class ModelMagics(Session):
         takes it as the cell body."""
         question = _unquote(cell if cell is not None else rest)
         if not question:
-            raise UsageError("usage: %uac ask QUESTION")
+            raise UsageError(
+                "usage: %uac ask QUESTION, or %%uac ask with the question as the cell body"
+            )
         answer = self._wb(read=True).ask(question)
         if not answer.ok:
             raise UsageError(

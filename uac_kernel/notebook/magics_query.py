@@ -33,7 +33,10 @@ class QueryMagics(Session):
         str, int) that prints only its first 100 kB and says how much is left out."""
         expr = (cell if cell is not None else rest).strip()
         if not expr:
-            raise UsageError("usage: %uac eval EXPR — e.g. %uac eval len(user.all(Trip))")
+            raise UsageError(
+                "usage: %uac eval EXPR — e.g. %uac eval len(user.all(Trip)) — or %%uac eval "
+                "with the expression as the cell body"
+            )
         value = self._wb(read=True).eval(
             expr, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb
         )

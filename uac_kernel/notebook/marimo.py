@@ -13,6 +13,7 @@ show, as functions of an open ``Workbench``:
 ``%uac eval EXPR``                 ``evaluate(wb, expr)`` (value and view; or ``wb.eval``)
 ``%uac sql``                       ``wb.sql(query)`` (a plain engine call)
 ``%%uac constraint [--key K]``     ``constrain(wb, text, key=K)`` (keys and view)
+``%uac constrain FILE [--key K]``  ``constrain(wb, "", key=K, file=FILE)``
 ``%uac constraint --retract K``    ``constrain(wb, "", retract=K)``
 ``%uac constraints``               ``constraints_table(wb)``
 ``%uac fleet DIR``                 ``fleet(dir)`` (summary and charts of many users)
@@ -199,22 +200,29 @@ def constrain(
     text: str,
     key: str | None = None,
     *,
+    file: str | None = None,
     retract: str | None = None,
     reason: str | None = None,
 ) -> tuple[list[str], Any]:
     """Put the constraints of a YAML or JSON ``text`` (from ``mo.ui.code_editor`` or a text
-    area) in force, as ``%%uac constraint`` does, or ``retract`` the constraint of that key
-    (``text`` empty); return ``(keys, view)``. The view shows what `%uac constrain` prints
-    (``render.reports``: the keys in force and the alerts raised), or the one-line error in a
-    red callout (and ``keys`` is empty): nothing is appended then."""
-    from uac_kernel.constraints.files import read_constraints
+    area) in force, as ``%%uac constraint`` does, or those of ``file`` (``text`` empty), as
+    ``%uac constrain FILE`` does, or ``retract`` the constraint of that key (``text`` empty);
+    return ``(keys, view)``. The view shows what `%uac constrain` prints (``render.reports``:
+    the keys in force and the alerts raised), or the one-line error in a red callout (and
+    ``keys`` is empty): nothing is appended then."""
+    from uac_kernel.constraints.files import constraints_of_file, read_constraints
     from uac_kernel.render.reports import in_force_lines, retracted_lines
 
     mo = _marimo()
-    if retract is not None and text.strip():
-        problem = "give the constraints' text, or retract= a key with an empty text; not both"
+    given = [
+        name for name, v in (("text", text.strip()), ("file=", file), ("retract=", retract)) if v
+    ]
+    if len(given) > 1:
+        problem = (
+            f"give the constraints' text, a file= or a retract= key: one, not {' and '.join(given)}"
+        )
         return [], mo.callout(mo.Html(html.escape(problem)), kind="danger")
-    if retract is None and not text.strip():
+    if not given:
         hint = "Write a constraint as YAML or JSON: <code>kind: obligation</code>, a title, ..."
         return [], mo.callout(mo.Html(hint), kind="info")
     try:
@@ -222,7 +230,12 @@ def constrain(
             report = wb.retract_constraint(retract, reason)
             lines, keys = retracted_lines(report), []
         else:
-            report = wb.constrain(read_constraints(text, "constraint", key), reason=reason)
+            found = (
+                constraints_of_file(file, key)
+                if file
+                else read_constraints(text, "constraint", key)
+            )
+            report = wb.constrain(found, reason=reason)
             lines, keys = in_force_lines(report), report.constraints
     except UacError as exc:
         return [], mo.callout(mo.Html(html.escape(str(exc))), kind="danger")

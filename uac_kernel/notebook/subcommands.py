@@ -6,12 +6,13 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
+from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from uac_kernel.commands.catalogue import COMMANDS
-from uac_kernel.commands.declare import MAGIC, Command, add_arguments
+from uac_kernel.commands.declare import CLI, MAGIC, Command, add_arguments
 from uac_kernel.core.display import printable
 
 __all__ = ["magic_parser", "subcommand"]
@@ -80,11 +81,42 @@ def _unquoted(options: dict[str, Any]) -> dict[str, Any]:
     return {**options, "type": typed}
 
 
+class _Parser(MagicArgumentParser):
+    """A ``%uac NAME`` parser whose refusal of an option only the terminal has says so, and
+    names the cell form where the command has one."""
+
+    command: Command
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments:"):
+            message += _terminal_only(self.command, message.split(":", 1)[1].split())
+        raise UsageError(message)
+
+
+def _terminal_only(command: Command, words: list[str]) -> str:
+    """The hint for ``words`` a notebook line refused: those that are `uac NAME`'s options, and
+    the cell form of ``command``."""
+    offered = {n for a in command.arguments(MAGIC) for n in a.names}
+    terminal = {n for a in command.arguments(CLI) for n in a.names} - offered
+    given = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+    only = [w for w in dict.fromkeys(given) if w in terminal]
+    hint = ""
+    if only:
+        options = sorted(n for n in offered if n.startswith("--"))
+        takes = f"takes {', '.join(options)}" if options else "takes no options"
+        hint = f"; {', '.join(only)} is for the terminal's `uac {command.name}`: %uac {command.name} {takes}"
+    if command.cell_form is not None:
+        form, holds = command.cell_form
+        hint += f"; in a notebook, a cell headed `{form}` holds {holds}"
+    return hint
+
+
 def magic_parser(command: Command, doc: str | None = None) -> MagicArgumentParser:
     """The ``%uac NAME`` parser of ``command``'s declaration; ``doc``: what the notebook shows
     for it, when that says more than the declared help."""
     text = (doc or "").strip() or command.description or command.help
-    parser = MagicArgumentParser(prog=f"uac {command.name}", description=text)
+    parser = _Parser(prog=f"uac {command.name}", description=text)
+    parser.command = command
     add_arguments(parser, command, MAGIC, _unquoted)
     return parser
 

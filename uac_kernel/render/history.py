@@ -94,26 +94,28 @@ def history_listing(
 ) -> Listing:
     """A row for each event that shaped the record (``events``: those behind it, by seq): how,
     its seq, time and reason (cut at ``REASON_CHARS``), the version it made, when that held,
-    what changed from the version before (the first: the fields it came with) and all its
-    fields (a cell of ``field=value`` pairs; the rows keep the dicts)."""
+    and its fields (a cell of ``field=value`` pairs; the rows keep the dicts): those the record
+    was asserted with, then only those each correction changed (every field of each version is
+    in ``history_json``)."""
     from uac_kernel.core.records import field_values  # pydantic: not for `uac --help`
 
     rows: list[tuple[Any, ...]] = []
-    before: dict[str, Any] = {}
+    before: dict[str, Any] | None = None
     for s in _steps(versions, events):
         reason = shorten(s.reason, REASON_CHARS) if s.reason else ""
         if s.version is None:  # a retraction: it ends the version above, makes none
-            rows.append((s.how, s.seq, s.at, reason, "", "", "", "", ""))
+            rows.append((s.how, s.seq, s.at, reason, "", "", "", ""))
             continue
         now = field_values(s.record)
-        changed = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
+        if before is None:  # the first version: what it came with
+            shown = {k: v for k, v in now.items() if v is not None}
+        else:  # a correction: what it changed (a field it cleared shows as None)
+            shown = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
         before = now
-        fields = {k: v for k, v in now.items() if v is not None}
         r = s.record
-        rows.append((s.how, s.seq, s.at, reason, s.version, r.valid_from, r.valid_to, changed,
-                     fields))  # fmt: skip
+        rows.append((s.how, s.seq, s.at, reason, s.version, r.valid_from, r.valid_to, shown))
     return Listing(
-        ["how", "seq", "at", "reason", "version", "valid_from", "valid_to", "changed", "fields"],
+        ["how", "seq", "at", "reason", "version", "valid_from", "valid_to", "fields"],
         rows,
         caption=history_header(type_name, key, user, versions),
     )
