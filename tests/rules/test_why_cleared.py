@@ -116,8 +116,7 @@ def test_a_bill_that_breaks_the_limit_replaces_the_near_limit_alert_not_settles_
     assert (near.severity, over.severity) == ("info", "warning")
     assert cleared.reason == (
         "replaced by a new warning alert of its rule (this one was info): a total amountGbp of "
-        "220 in the month 2026-01, over the limit of 200: VetBill 'b1' 2026-01-15: 180; "
-        "VetBill 'b2' 2026-01-28: 40"
+        "220 in the month 2026-01, over the limit of 200"
     )
     assert "settled" not in cleared.reason
 
@@ -186,3 +185,20 @@ def test_the_undone_view_reads_each_record_as_it_was_after_the_given_event() -> 
     assert view.get("Hold", "new") is None and view.count("Hold") == 1
     assert [c.amount for c in view.where("Charge", "amount", since=6.0)] == []
     assert [c.amount for c in view.where("Charge", "amount", since=1.0)] == [5.0]
+
+
+def test_a_new_alert_about_more_of_the_same_records_replaces_the_old_one() -> None:
+    @rule(watch=["Charge"])
+    def same_amount(user: UserView) -> Iterator[Finding]:
+        charges = user.all("Charge")
+        if len(charges) > 1:
+            yield Finding(f"{len(charges)} charges of one amount", charges)
+
+    wb = Workbench(rules=[])
+    wb.add_rule(same_amount)
+    wb.ingest([add("2025-01-01", "Charge", f"c{i}", amount=5.0) for i in range(2)])
+    report = wb.ingest([add("2025-01-02", "Charge", "c2", amount=5.0)])
+    (cleared,) = report.cleared
+    assert cleared.reason == (
+        "replaced by a new warning alert of its rule: 3 charges of one amount"
+    )

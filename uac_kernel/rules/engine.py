@@ -336,18 +336,20 @@ def why_cleared(
 
 def _replaced(alert: Alert, new: Alert) -> str:
     """``replaced by a new warning alert of its rule (this one was info): a total of 220 …,
-    over the limit …``: what the new alert of the same rule says beyond what the two share,
-    to its first sentence's end."""
-    was, now = alert.message, new.message
+    over the limit of 200``: what the new alert of the same rule says beyond what the two
+    share, to the end of its first sentence or clause."""
+    old, now = alert.message, new.message
     start = 0
-    for i, (x, y) in enumerate(zip(was, now, strict=False)):
+    for i, (x, y) in enumerate(zip(old, now, strict=False)):
         if x != y:
             break
-        if was.startswith(": ", i) or was.startswith(", ", i):
+        if old.startswith(": ", i) or old.startswith(", ", i):
             start = i + 2
-    said = now[start:]
-    end = said.find(". ")
-    said = said[: end if end > 0 else None].rstrip(".")
+    said = now[start:] if now[start:].strip() else now
+    # To the end of its first sentence or clause of some length (the records it lists are the
+    # new alert's, raised beside this one).
+    ends = [i for i in (said.find(". "), said.find(": ", 24)) if i > 0]
+    said = said[: min(ends) if ends else None].rstrip(".")
     if len(said) > 160:
         said = said[:159].rstrip() + "…"
     was = "" if new.severity == alert.severity else f" (this one was {alert.severity})"
