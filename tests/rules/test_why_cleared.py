@@ -79,6 +79,16 @@ def test_a_new_jab_that_covers_the_trip_settles_its_alert_by_name() -> None:
     assert wb.alert_history()[-1].payload["reason"] == cleared.reason
 
 
+def test_a_jab_that_brings_a_new_field_is_named_too() -> None:
+    """A new field changes every record's class (the fold keeps no changed keys for the type):
+    the records the batch changed are found by their events."""
+    wb = uncovered_trip()
+    new = jab("2026-02-01", "rex-2026", "2026-02-01", "2029-02-01")
+    new["fields"]["batchNumber"] = "RB-1207"
+    (cleared,) = wb.ingest([new]).cleared
+    assert cleared.reason.startswith("settled by PetVaccine 'rex-2026', added (event ")
+
+
 def test_only_the_record_whose_change_settled_it_is_named_not_one_changed_beside_it() -> None:
     wb = uncovered_trip()
     report = wb.ingest(

@@ -20,7 +20,7 @@ from typing import Any
 
 from uac_kernel.core.display import show
 from uac_kernel.core.records import Record, field_values, new_record
-from uac_kernel.state.fold import State, order_value
+from uac_kernel.state.fold import State, TypeState, order_value
 from uac_kernel.state.query import UserView
 
 __all__ = [
@@ -89,9 +89,12 @@ def changed_records(
     for t in sorted(types):
         keys = changed_keys.get(t, ())
         if keys is None:
-            versions = state.history(t)
-            if len(versions) > SCANNED:
+            ts = state.types.get(t)
+            # Only a type held whole in memory is searched: one a snapshot reads lazily, or a
+            # trial's layer, would be read whole to be searched.
+            if type(ts) is not TypeState or len(ts.current) + len(ts.history) > SCANNED:
                 return None
+            versions = [*ts.history, *ts.current.values()]
             keys = {v.key for v in versions if v.sources and v.sources[-1] > since}
         found += [(t, k) for k in sorted(keys)]
         if len(found) > MANY_CHANGED:

@@ -316,12 +316,12 @@ def why_cleared(
         return "; ".join(notes) + "".join(f"; and {x}" for x in more)
     if replaced:
         return replaced
+    if cause is not None and cause.settled:
+        return cause.settled
     if rebound:
         return f"{rebound}; none of its records changed"
     if changed_types is None:
         return "the rule no longer finds it in the current state; none of its records changed"
-    if cause is not None and cause.settled:
-        return cause.settled
     if cause is not None and cause.clock and clock and today:
         return f"{clock}; none of its own records changed"  # nor had to: the clock cleared it
     watch = None if r is None else r.watches(user)
@@ -402,10 +402,13 @@ class _Why:
         self.reads_clock = clock_moved and (r.clock or r.watch is None)
         self.refs: list[tuple[str, str]] | None = None
         self.runs: dict[tuple[tuple[str, str], ...], set[str] | None] = {}
-        if since is None or changed_types is None:
+        if since is None or (changed_types is None and changed_keys is None):
             return
+        # A change of the vocabulary runs every rule (``changed_types`` None) and is kept
+        # when records are undone: a record named beside it settled what it could not.
+        changed = set(changed_keys or ()) if changed_types is None else changed_types
         watch = r.watches(user)
-        types = changed_types if watch is None else watch & changed_types
+        types = changed if watch is None else watch & changed
         keys = changed_keys if changed_keys is not None else dict.fromkeys(types)
         self.refs = changed_records(user._state, types, keys, since)
 
@@ -588,7 +591,7 @@ class RuleRunner:
                 for a in gone:
                     new = _replacing(a, raised)
                     # Asked only of an alert neither replaced nor told by its own records.
-                    ask = new is None and not vocab and not _own_changed(a, user)
+                    ask = new is None and not _own_changed(a, user)
                     reason = why_cleared(
                         a,
                         user,
