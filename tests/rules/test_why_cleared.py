@@ -212,3 +212,30 @@ def test_a_new_alert_about_more_of_the_same_records_replaces_the_old_one() -> No
     assert cleared.reason == (
         "replaced by a new warning alert of its rule: 3 charges of one amount"
     )
+
+
+def test_a_partitioned_rule_is_undone_on_the_parts_the_change_touched_only() -> None:
+    seen: list[int] = []
+
+    @rule(watch=["Charge", "Refund"], partition=lambda r: r.amount)
+    def unrefunded_pair(user: UserView) -> Iterator[Finding]:
+        seen.append(len(user.all("Charge")))
+        refunded = {r.amount for r in user.all("Refund")}
+        by: dict[float, list[Any]] = {}
+        for c in user.all("Charge"):
+            by.setdefault(c.amount, []).append(c)
+        for amount, group in by.items():
+            if len(group) > 1 and amount not in refunded:
+                yield Finding(f"{len(group)} charges of {amount}", group)
+
+    wb = Workbench(rules=[])
+    wb.add_rule(unrefunded_pair)
+    wb.ingest([add("2025-01-01", "Charge", f"c{i}", amount=float(i % 5)) for i in range(20)])
+    wb.ingest([add("2025-01-01", "Refund", "r0", amount=7.0)])  # the second run builds parts
+    assert "unrefunded_pair" in wb.runner.parts and len(wb.alerts()) == 5
+    seen.clear()
+    (cleared,) = wb.ingest([add("2025-01-02", "Refund", "r", amount=3.0)]).cleared
+    refund = wb.state.get("Refund", "r")
+    assert refund is not None
+    assert cleared.reason == f"settled by Refund 'r', added (event {refund.sources[-1]})"
+    assert seen == [4, 4]  # the part of 3.0, as changed and as undone: not all 20 charges
