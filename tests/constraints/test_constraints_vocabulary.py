@@ -125,6 +125,30 @@ def test_a_where_field_bound_to_a_country_concept_compares_by_country() -> None:
     assert "Trip 'uk' (London)" in one(wb).message
 
 
+def test_an_alert_names_the_country_binding_of_a_where_field_it_compares_by() -> None:
+    constraint = {**SHOT, "each": {"type": "Trip", "where": {"nation": "UK"}}}
+    facts = [
+        *OUR_FACTS[:2],
+        add("2025-05-01", "Trip", "uk", name="London", nation="United Kingdom", end="2025-06-20"),
+    ]
+    wb = _ingested(bench(bound("Trip", nation="trip.country"), shot=constraint), facts)
+    assert "[read Trip.nation as trip.country (person 1.00)" in one(wb).message
+
+
+def test_an_alert_names_no_country_binding_of_a_field_its_constraint_never_reads() -> None:
+    """Telling whether ``abroad`` holds countries asks for every country binding of the type;
+    the trip's ``nation`` binding was asked of, not read, and is not named."""
+    constraint = {**SHOT, "each": {"type": "Trip", "where": {"abroad": True}}}
+    facts = [
+        *OUR_FACTS[:2],
+        add("2025-05-01", "Trip", "uk", name="London", nation="UK", abroad=True, end="2025-06-20"),
+    ]
+    wb = _ingested(bench(bound("Trip", nation="trip.country"), shot=constraint), facts)
+    a = one(wb)
+    assert "Trip 'uk' (London)" in a.message
+    assert "nation" not in a.message and "[read " not in a.message
+
+
 def _ingested(wb: Workbench, facts: list[dict[str, Any]]) -> Workbench:
     wb.ingest(facts)
     return wb

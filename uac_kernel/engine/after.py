@@ -115,6 +115,8 @@ def after_events(
         changed_keys=keys,
         opening=kept is not None,
         day_before=before.date() if before is not None else None,
+        since=state.changes_after,
+        clock_before=before,
     )
     if whole:
         again = runner.run(view, None, only=whole, opening=kept is not None)

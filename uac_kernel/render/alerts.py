@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from uac_kernel.rules.engine import Alert
     from uac_kernel.state.fold import ConstraintVersion
 
-__all__ = ["alerts_lines"]
+__all__ = ["alerts_lines", "events_said"]
 
 
 def alerts_lines(
@@ -26,12 +26,15 @@ def alerts_lines(
     lines = []
     for a in alerts:
         lines.append(f"[{a.severity}] {printable(a.rule)}: {printable(a.message)}")
-        evidence = ", ".join(
-            f"{e.type} {e.key} (events {', '.join(map(str, e.sources))})" for e in a.evidence
-        )
+        evidence = ", ".join(f"{e.type} {e.key} ({events_said(e.sources)})" for e in a.evidence)
         if evidence:
             lines.append(f"    evidence: {printable(evidence)}")
         if (cv := constraint_of(a.rule)) is not None:
             c = cv.constraint
             lines.append(f"    constraint: {printable(f'{cv.key} ({c.kind}): {c.title}')}")
     return lines
+
+
+def events_said(seqs: Sequence[int]) -> str:
+    """``event 14``, ``events 3, 14``: the log events a record rests on."""
+    return f"{'event' if len(seqs) == 1 else 'events'} {', '.join(map(str, seqs))}"

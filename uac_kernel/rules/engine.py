@@ -13,16 +13,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict
 
-from uac_kernel.core.display import show
 from uac_kernel.core.errors import RuleError
-from uac_kernel.core.records import Record, field_values
+from uac_kernel.core.records import Record
 from uac_kernel.core.schema import MODULE_NAMES
 from uac_kernel.core.tables import SEVERITIES, Severity
+from uac_kernel.rules.cleared import Undone, changed_records, changes, what_became
 from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView, Wakes
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding, Rebinding
@@ -32,6 +32,7 @@ from uac_kernel.vocab.resolve import noting, using
 __all__ = [
     "EVERY",
     "Alert",
+    "Cause",
     "ClearedAlert",
     "Evidence",
     "Finding",
@@ -250,21 +251,20 @@ class AlertChange:
     updated: list[Alert] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Cause:
+    """What undoing a batch's change found about an alert it cleared (``rules.cleared``):
+    ``settled``, the records whose change alone brings it back when undone (``settled by
+    PetVaccine 'rabies-2026', added (event 33)``); ``clock``, that it clears with every record's
+    change undone: the clock moving on cleared it."""
+
+    settled: str = ""
+    clock: bool = False
+
+
 def as_cleared(alert: Alert, reason: str) -> ClearedAlert:
     """``alert`` as cleared, for ``reason``."""
     return ClearedAlert(**{**dict(alert), "reason": reason})
-
-
-def _changes(was: Record, now: Record, limit: int = 3) -> str:
-    """The fields that differ between two versions of a record: ``active True → False``."""
-    a, b = field_values(was), field_values(now)
-    diffs = [
-        f"{n} {show(a.get(n), 'unset')} → {show(b.get(n), 'unset')}"
-        for n in dict.fromkeys([*a, *b])
-        if a.get(n) != b.get(n)
-    ]
-    more = f" and {len(diffs) - limit} more fields" if len(diffs) > limit else ""
-    return ", ".join(diffs[:limit]) + more
 
 
 def why_cleared(
@@ -274,16 +274,22 @@ def why_cleared(
     changed_types: set[str] | None = None,
     clock_moved: bool = False,
     vocab: Sequence[Rebinding] = (),
+    *,
+    replaced_by: Alert | None = None,
+    cause: Cause | None = None,
 ) -> str:
     """Why ``alert`` no longer stands, told from the state it cleared in: what changed since
     it was raised, not a guess at which change mattered.
 
     A record it rests on that was retracted or changed (its ``sources`` differ from the
-    evidence's) is named, with the fields that changed; the log's clock moving on is said for
-    rules that read it (``clock=True`` or ``watch=None``); a change of the ``vocab`` is named
-    (of the alert's own types first: what its rule now reads differently); otherwise, other
-    records the rule reads changed. ``changed_types=None`` (a full re-run) says only that the
-    rule no longer finds it.
+    evidence's) is named, with the fields that changed; a new alert of its rule about the same
+    records (``replaced_by``: a bill that takes a month's total from near its limit to over
+    it) replaces it; a change of the ``vocab`` is named (of the alert's own types first: what
+    its rule now reads differently); ``cause`` says what undoing the change found
+    (``rules.cleared``): the record whose change settled it, or the clock alone. Otherwise the
+    log's clock moving on is said for rules that read it (``clock=True`` or ``watch=None``),
+    and that other records the rule reads changed. ``changed_types=None`` (a full re-run) says
+    only that the rule no longer finds it.
     """
     if alert.category == "rule_error":
         return "the rule runs without error again"
@@ -298,19 +304,26 @@ def why_cleared(
         elif now.sources != e.sources:
             versions = user._state.versions(e.type, e.key)  # read by key: the history is long
             was = next((v for v in versions if v.sources == e.sources), None)
-            what = _changes(was, now) if was is not None else ""
+            what = changes(was, now) if was is not None else ""
             notes.append(f"{the} changed: {label}{' ' + what if what else ''}")
     reads_clock = r is None or r.clock or r.watch is None
     today = user.today
     clock = f"the log's clock moved on to {today}" if clock_moved and reads_clock else ""
     rebound = _rebound(alert, vocab)
+    replaced = _replaced(alert, replaced_by) if replaced_by is not None else ""
     if notes:
-        more = [x for x in (clock if today else "", rebound) if x]
+        more = [x for x in (clock if today else "", rebound, replaced) if x]
         return "; ".join(notes) + "".join(f"; and {x}" for x in more)
+    if replaced:
+        return replaced
+    if cause is not None and cause.settled:
+        return cause.settled
     if rebound:
         return f"{rebound}; none of its records changed"
     if changed_types is None:
         return "the rule no longer finds it in the current state; none of its records changed"
+    if cause is not None and cause.clock and clock and today:
+        return f"{clock}; none of its own records changed"  # nor had to: the clock cleared it
     watch = None if r is None else r.watches(user)
     watched = changed_types if watch is None else watch & changed_types
     others = ""
@@ -319,6 +332,28 @@ def why_cleared(
         others = f"other{kinds} records changed"
     what = " and ".join(x for x in (clock if today else "", others) if x)
     return f"{what or 'the rule no longer finds it'}; none of its own records changed"
+
+
+def _replaced(alert: Alert, new: Alert) -> str:
+    """``replaced by a new warning alert of its rule (this one was info): a total of 220 …,
+    over the limit of 200``: what the new alert of the same rule says beyond what the two
+    share, to the end of its first sentence or clause."""
+    old, now = alert.message, new.message
+    start = 0
+    for i, (x, y) in enumerate(zip(old, now, strict=False)):
+        if x != y:
+            break
+        if old.startswith(": ", i) or old.startswith(", ", i):
+            start = i + 2
+    said = now[start:] if now[start:].strip() else now
+    # To the end of its first sentence or clause of some length (the records it lists are the
+    # new alert's, raised beside this one).
+    ends = [i for i in (said.find(". "), said.find(": ", 24)) if i > 0]
+    said = said[: min(ends) if ends else None].rstrip(".")
+    if len(said) > 160:
+        said = said[:159].rstrip() + "…"
+    was = "" if new.severity == alert.severity else f" (this one was {alert.severity})"
+    return f"replaced by a new {new.severity} alert of its rule{was}: {said}"
 
 
 def _rebound(alert: Alert, vocab: Sequence[Rebinding], shown: int = 3) -> str:
@@ -330,6 +365,83 @@ def _rebound(alert: Alert, vocab: Sequence[Rebinding], shown: int = 3) -> str:
         return ""
     more = f"; and {len(mine) - shown} more (`uac vocab`)" if len(mine) > shown else ""
     return "the vocabulary changed: " + "; ".join(c.describe() for c in mine[:shown]) + more
+
+
+def _own_changed(alert: Alert, user: UserView) -> bool:
+    """Whether a record ``alert`` rests on was changed or retracted since it was raised."""
+    for e in alert.evidence:
+        now = user._state.get(e.type, e.key)
+        if now is None or now.sources != e.sources:
+            return True
+    return False
+
+
+def _replacing(alert: Alert, raised: Sequence[Alert]) -> Alert | None:
+    """The alert just raised by ``alert``'s rule about the most of the same records, if any."""
+    mine = {(e.type, e.key) for e in alert.evidence}
+    shared = [(len(mine & {(e.type, e.key) for e in a.evidence}), a) for a in raised]
+    best = max(shared, key=lambda x: x[0], default=(0, None))
+    return best[1] if best[0] else None
+
+
+class _Why:
+    """Finds what cleared the alerts one run of rule ``r`` cleared, by running it again with
+    part of the change undone (``rules.cleared.Undone``); each undone view runs once."""
+
+    def __init__(
+        self,
+        r: Rule,
+        user: UserView,
+        changed_types: set[str] | None,
+        changed_keys: Mapping[str, Collection[str] | None] | None,
+        clock_moved: bool,
+        since: int | None,
+        clock_before: datetime | None,
+    ) -> None:
+        self.r, self.user, self.since, self.clock_before = r, user, since, clock_before
+        self.reads_clock = clock_moved and (r.clock or r.watch is None)
+        self.refs: list[tuple[str, str]] | None = None
+        self.runs: dict[tuple[tuple[str, str], ...], set[str] | None] = {}
+        if since is None or (changed_types is None and changed_keys is None):
+            return
+        # A change of the vocabulary runs every rule (``changed_types`` None) and is kept
+        # when records are undone: a record named beside it settled what it could not.
+        changed = set(changed_keys or ()) if changed_types is None else changed_types
+        watch = r.watches(user)
+        types = changed if watch is None else watch & changed
+        keys = changed_keys if changed_keys is not None else dict.fromkeys(types)
+        self.refs = changed_records(user._state, types, keys, since)
+
+    def _finds(self, refs: tuple[tuple[str, str], ...]) -> set[str] | None:
+        """The ids of the alerts the rule finds with the change of ``refs`` undone (None: it
+        failed)."""
+        if refs not in self.runs:
+            assert self.since is not None
+            view = Undone(self.user, self.since, refs)
+            try:
+                self.runs[refs] = set(self.r.alerts(view))
+            except Exception:  # a rule that fails on the undone state tells nothing
+                self.runs[refs] = None
+        return self.runs[refs]
+
+    def cause(self, alert: Alert) -> Cause | None:
+        refs = self.refs
+        if refs is None or self.since is None:
+            return None
+        if not refs:
+            return Cause(clock=self.reads_clock)
+        every = self._finds(tuple(refs))
+        if every is None:
+            return None
+        if alert.id not in every:
+            return Cause(clock=self.reads_clock)
+        named = [ref for ref in refs if alert.id in (self._finds((ref,)) or ())]
+        if not named:
+            return None
+        state, shown = self.user._state, 3
+        said = [what_became(state, t, key, self.since) for t, key in named[:shown]]
+        more = f"; and {len(named) - shown} more" if len(named) > shown else ""
+        return Cause(settled="settled by " + "; ".join(said) + more)
 
 
 @dataclass
@@ -435,6 +547,8 @@ class RuleRunner:
         changed_keys: Mapping[str, Collection[str] | None] | None = None,
         opening: bool = False,
         day_before: date | None = None,
+        since: int | None = None,
+        clock_before: datetime | None = None,
     ) -> AlertChange:
         """Re-run the rules affected by a change (``changed_types=None``: all of them);
         ``clock_moved``: the log's clock moved (``day_moved``: to another day, the default being
@@ -442,7 +556,9 @@ class RuleRunner:
         of the alerts it clears; ``changed_keys``: the records changed, by type (None: not
         known), with which a partitioned rule runs on the parts they touched; ``opening``: the
         run of an open, which builds no parts; ``day_before``: the log's day before the change,
-        from which a rule with ``wakes`` runs on the parts the days since woke."""
+        from which a rule with ``wakes`` runs on the parts the days since woke; ``since``: the
+        seq after which the change's events came, and ``clock_before`` the log's clock then,
+        with which an alert that clears is told what cleared it (``why_cleared``)."""
         change = AlertChange()
         if day_moved is None:
             day_moved = clock_moved
@@ -466,17 +582,40 @@ class RuleRunner:
                 if not touched:
                     continue  # what changed is in no part: nothing it found can change
                 now = self._on_parts(r, user, touched, was, before)
-            change.raised.extend(a for i, a in now.items() if i not in before)
-            change.cleared.extend(
-                as_cleared(a, why_cleared(a, user, r, changed_types, clock_moved, vocab))
-                for i, a in before.items()
-                if i not in now
-            )
+            raised = [a for i, a in now.items() if i not in before]
+            change.raised.extend(raised)
+            gone = [a for i, a in before.items() if i not in now]
+            if gone:
+                seen = user if part is None else self._seen(r, user, part[0])
+                why = _Why(r, seen, changed_types, changed_keys, clock_moved, since, clock_before)
+                for a in gone:
+                    new = _replacing(a, raised)
+                    # Asked only of an alert neither replaced nor told by its own records.
+                    ask = new is None and not _own_changed(a, user)
+                    reason = why_cleared(
+                        a,
+                        user,
+                        r,
+                        changed_types,
+                        clock_moved,
+                        vocab,
+                        replaced_by=new,
+                        cause=why.cause(a) if ask else None,
+                    )
+                    change.cleared.append(as_cleared(a, reason))
             change.updated.extend(
                 a for i, a in now.items() if i in before and before[i].severity != a.severity
             )
             self.active[r.name] = now
         return change
+
+    def _seen(self, r: Rule, user: UserView, touched: set[Any]) -> UserView:
+        """What a run of ``r`` on the ``touched`` parts read: those parts (the state whole,
+        had the run fallen back to it)."""
+        parts = self.kept[r.name].parts
+        if parts is None:
+            return user
+        return PartView(user._state, parts.shown(touched), parts, touched)
 
     def _whole(
         self, r: Rule, user: UserView, watch: frozenset[str] | None, changed: bool

@@ -226,6 +226,11 @@ class State:
         # The keys of the records each changed type had changed since ``take_changed_keys``;
         # None for every record of the type (a new field, or more than ``KEYS_KEPT``).
         self.changed_keys: dict[str, set[str] | None] = {}
+        # The seq of the log when ``take_changed_keys`` was last called, and at the call before:
+        # the changes it returned are those of the events after ``changes_after`` (a cleared
+        # alert is told from them by undoing them, ``rules.cleared``).
+        self.keys_taken_at = 0
+        self.changes_after = 0
         # The seq of the last event that changed each type (the SQL view refreshes by it).
         self.type_seq: dict[str, int] = {}
         # Types given new fields since the last settle (see ``TypeState.settle``).
@@ -394,6 +399,7 @@ class State:
         """The keys of the records changed since the last call, by type (None: every record
         of the type may have changed)."""
         changed, self.changed_keys = self.changed_keys, {}
+        self.changes_after, self.keys_taken_at = self.keys_taken_at, self.seq
         return changed
 
     def take_changed_constraints(self) -> set[str]:

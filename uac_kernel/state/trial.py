@@ -300,6 +300,7 @@ class Trial(State):
         self.schema = base.schema.copy()
         self.types = dict(base.types)
         self.seq, self.now = base.seq, base.now
+        self.keys_taken_at = base.seq  # what the trial folds is its change
         self.type_seq = dict(base.type_seq)
         self.constraints = dict(base.constraints)
         self.constraint_history = list(base.constraint_history)

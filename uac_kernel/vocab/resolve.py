@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT",
     "current",
     "fields_of",
+    "note",
     "noting",
     "per_record",
     "read",
@@ -57,6 +58,14 @@ def noting() -> Iterator[set[Binding]]:
         yield seen
     finally:
         _NOTED.reset(token)
+
+
+def note(bindings: Iterable[Binding]) -> None:
+    """Note ``bindings`` as read, in the ``noting`` block around (if any): for a caller that
+    asked of more bindings than what it read rests on (``noting`` around the asking keeps
+    those out)."""
+    if (seen := _NOTED.get()) is not None:
+        seen.update(bindings)
 
 
 T = TypeVar("T")

@@ -26,6 +26,7 @@ from uac_kernel.rules.library._common import _called_off as called_off
 from uac_kernel.rules.library._common import _day, _get, _names, _number, _text
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.catalogue import CONCEPTS, Concept, concept, concepts
+from uac_kernel.vocab.resolve import note, noting
 
 __all__ = [
     "COUNTRY",
@@ -88,8 +89,14 @@ def field_names(rec: Record, names: Names) -> list[str]:
 
 
 def is_country(rec: Record, name: str) -> bool:
-    """Whether field ``name`` of ``rec`` holds countries."""
-    return name in field_names(rec, COUNTRY)
+    """Whether field ``name`` of ``rec`` holds countries. Asking resolves every country
+    concept on its type, but only a binding of ``name`` itself changes what the constraint
+    reads (it compares ``name`` by country): only that one is noted for the alert to name."""
+    with noting() as asked:
+        country = name in field_names(rec, COUNTRY)
+    if country:
+        note(b for b in asked if b.field == name)
+    return country
 
 
 def same(have: Any, want: Any, country: bool) -> bool:

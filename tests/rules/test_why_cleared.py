@@ -1,0 +1,241 @@
+"""Why a cleared alert no longer stands (``rules.engine.why_cleared``, ``rules.cleared``): a new
+alert of its rule about the same records replaces it; a record whose change, undone, brings it
+back settled it; the clock cleared it when undoing every record's change still leaves it
+cleared. A record that merely changed beside the clear is never named."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from helpers.events import add, clock, retract, update
+
+from uac_kernel import Finding, Workbench, rule
+from uac_kernel.rules.cleared import MANY_CHANGED, Undone, version_after
+from uac_kernel.state.query import UserView
+
+# A user's own camelCase types and fields, read as the constraints name them.
+RABIES = {
+    "kind": "valid_on",
+    "title": "Rabies jab valid for every day of a pet trip abroad",
+    "severity": "critical",
+    "document": {"type": "PetVaccine", "where": {"vaccineName": "rabies"}},
+    "each": {"type": "PetTrip", "where": {"crossesBorder": True}},
+    "match": {"petKey": "petKey"},
+    "at": {"fields": ["leavesOn"]},
+    "until": {"fields": ["returnsOn"]},
+    "starts": ["givenOn"],
+    "expires": ["validUntil"],
+}
+VET_BUDGET = {
+    "kind": "window_limit",
+    "title": "Vet bills under 200 a month",
+    "subject": {"type": "VetBill"},
+    "measure": "sum",
+    "amount": "amountGbp",
+    "date": ["billDate"],
+    "period": "month",
+    "limit": 200,
+    "warn_at": 0.8,
+}
+
+
+def jab(
+    ts: str, key: str, given: str, valid: str, pet: str = "rex", name: str = "rabies"
+) -> dict[str, Any]:
+    return add(ts, "PetVaccine", key, petKey=pet, vaccineName=name, givenOn=given, validUntil=valid)
+
+
+def uncovered_trip() -> Workbench:
+    """A pet trip in April whose only rabies jab ends in March: the constraint's alert stands."""
+    wb = Workbench(rules=[])
+    wb.ingest(
+        [
+            clock("2026-01-05"),
+            jab("2026-01-05", "rex-2024", "2024-03-01", "2026-03-01"),
+            add(
+                "2026-01-06",
+                "PetTrip",
+                "rex-france",
+                petKey="rex",
+                leavesOn="2026-04-02",
+                returnsOn="2026-04-12",
+                crossesBorder=True,
+            ),
+        ]
+    )
+    wb.constrain(RABIES, key="rabies-for-pet-trips")
+    (a,) = wb.alerts()
+    assert "uncovered" in a.message
+    return wb
+
+
+def test_a_new_jab_that_covers_the_trip_settles_its_alert_by_name() -> None:
+    wb = uncovered_trip()
+    seq = wb.state.seq + 1  # the event that adds the jab
+    report = wb.ingest([jab("2026-02-01", "rex-2026", "2026-02-01", "2029-02-01")])
+    (cleared,) = report.cleared
+    assert cleared.reason == f"settled by PetVaccine 'rex-2026', added (event {seq})"
+    assert wb.alert_history()[-1].payload["reason"] == cleared.reason
+
+
+def test_a_jab_that_brings_a_new_field_is_named_too() -> None:
+    """A new field changes every record's class (the fold keeps no changed keys for the type):
+    the records the batch changed are found by their events."""
+    wb = uncovered_trip()
+    new = jab("2026-02-01", "rex-2026", "2026-02-01", "2029-02-01")
+    new["fields"]["batchNumber"] = "RB-1207"
+    (cleared,) = wb.ingest([new]).cleared
+    assert cleared.reason.startswith("settled by PetVaccine 'rex-2026', added (event ")
+
+
+def test_only_the_record_whose_change_settled_it_is_named_not_one_changed_beside_it() -> None:
+    wb = uncovered_trip()
+    report = wb.ingest(
+        [
+            jab("2026-02-01", "tom-2026", "2026-02-01", "2029-02-01", pet="tom"),
+            jab("2026-02-01", "rex-2026", "2026-02-01", "2029-02-01"),
+        ]
+    )
+    (cleared,) = report.cleared
+    assert cleared.reason.startswith("settled by PetVaccine 'rex-2026', added (event ")
+    assert "tom-2026" not in cleared.reason
+
+
+def test_a_jab_corrected_to_cover_the_trip_is_named_with_what_changed() -> None:
+    wb = uncovered_trip()
+    wb.ingest([jab("2026-01-20", "rex-2026", "2026-01-20", "2027-01-20", name="distemper")])
+    seq = wb.state.seq + 1
+    report = wb.ingest([update("2026-01-21", "PetVaccine", "rex-2026", vaccineName="rabies")])
+    (cleared,) = report.cleared
+    assert cleared.reason == (
+        f"settled by PetVaccine 'rex-2026', changed (event {seq}): vaccineName distemper → rabies"
+    )
+
+
+def test_a_bill_that_breaks_the_limit_replaces_the_near_limit_alert_not_settles_it() -> None:
+    wb = Workbench(rules=[])
+    wb.ingest([add("2026-01-15", "VetBill", "b1", billDate="2026-01-15", amountGbp=180.0)])
+    wb.constrain(VET_BUDGET, key="vet-budget")
+    (near,) = wb.alerts()
+    assert "near it" in near.message
+    report = wb.ingest([add("2026-01-28", "VetBill", "b2", billDate="2026-01-28", amountGbp=40.0)])
+    (over,) = report.raised
+    (cleared,) = report.cleared
+    assert cleared.id == near.id
+    assert (near.severity, over.severity) == ("info", "warning")
+    assert cleared.reason == (
+        "replaced by a new warning alert of its rule (this one was info): a total amountGbp of "
+        "220 in the month 2026-01, over the limit of 200"
+    )
+    assert "settled" not in cleared.reason
+
+
+def test_a_return_window_passing_is_the_clock_and_names_no_record_that_came_with_it() -> None:
+    wb = Workbench()  # the shipped rules: a return deadline is read on every type
+    wb.ingest([add("2025-03-01", "Purchase", "lamp", item="lamp", return_by="2025-03-05")])
+    assert any("return_by" in a.message for a in wb.alerts())
+    report = wb.ingest(
+        [add("2025-03-06", "Appointment", "dentist", title="dentist", date="2025-04-01")]
+    )
+    (cleared,) = [a for a in report.cleared if "lamp" in a.message]
+    assert (
+        cleared.reason == "the log's clock moved on to 2025-03-06; none of its own records changed"
+    )
+    assert "Appointment" not in cleared.reason
+
+
+def held_charges() -> Workbench:
+    @rule(watch=["Charge", "Hold"])
+    def charge_while_held(user: UserView) -> Iterator[Finding]:
+        if any(h.on for h in user.all("Hold")):
+            yield from (Finding("charged while held", [c]) for c in user.all("Charge"))
+
+    wb = Workbench(rules=[])
+    wb.add_rule(charge_while_held)
+    wb.ingest(
+        [add("2025-01-01", "Hold", "h", on=True), add("2025-01-02", "Charge", "c", amount=5.0)]
+    )
+    assert len(wb.alerts()) == 1
+    return wb
+
+
+def test_a_retracted_record_beside_the_alert_is_named_as_retracted() -> None:
+    wb = held_charges()
+    seq = wb.state.seq + 1
+    (cleared,) = wb.ingest([retract("2025-01-03", "Hold", "h")]).cleared
+    assert cleared.reason == f"settled by Hold 'h', retracted (event {seq})"
+
+
+def test_many_changed_records_are_not_undone_one_by_one() -> None:
+    wb = held_charges()
+    many = [add("2025-01-03", "Hold", f"x{i}", on=False) for i in range(MANY_CHANGED)]
+    (cleared,) = wb.ingest([*many, update("2025-01-03", "Hold", "h", on=False)]).cleared
+    assert "settled by" not in cleared.reason
+    assert cleared.reason.endswith("other Hold records changed; none of its own records changed")
+
+
+def test_the_undone_view_reads_each_record_as_it_was_after_the_given_event() -> None:
+    wb = held_charges()
+    since = wb.state.seq
+    wb.ingest(
+        [
+            update("2025-01-04", "Charge", "c", amount=7.0),
+            retract("2025-01-04", "Hold", "h"),
+            add("2025-01-04", "Hold", "new", on=True),
+        ]
+    )
+    state = wb.state
+    assert version_after(state, "Charge", "c", since).amount == 5.0  # type: ignore[union-attr]
+    held = version_after(state, "Hold", "h", since)
+    assert held is not None and held.on and not held.retracted
+    assert version_after(state, "Hold", "new", since) is None
+    view = Undone(UserView(state), since, [("Hold", "h"), ("Hold", "new"), ("Charge", "c")])
+    assert [h.key for h in view.all("Hold")] == ["h"]
+    assert view.get("Hold", "new") is None and view.count("Hold") == 1
+    assert [c.amount for c in view.where("Charge", "amount", since=6.0)] == []
+    assert [c.amount for c in view.where("Charge", "amount", since=1.0)] == [5.0]
+
+
+def test_a_new_alert_about_more_of_the_same_records_replaces_the_old_one() -> None:
+    @rule(watch=["Charge"])
+    def same_amount(user: UserView) -> Iterator[Finding]:
+        charges = user.all("Charge")
+        if len(charges) > 1:
+            yield Finding(f"{len(charges)} charges of one amount", charges)
+
+    wb = Workbench(rules=[])
+    wb.add_rule(same_amount)
+    wb.ingest([add("2025-01-01", "Charge", f"c{i}", amount=5.0) for i in range(2)])
+    report = wb.ingest([add("2025-01-02", "Charge", "c2", amount=5.0)])
+    (cleared,) = report.cleared
+    assert cleared.reason == (
+        "replaced by a new warning alert of its rule: 3 charges of one amount"
+    )
+
+
+def test_a_partitioned_rule_is_undone_on_the_parts_the_change_touched_only() -> None:
+    seen: list[int] = []
+
+    @rule(watch=["Charge", "Refund"], partition=lambda r: r.amount)
+    def unrefunded_pair(user: UserView) -> Iterator[Finding]:
+        seen.append(len(user.all("Charge")))
+        refunded = {r.amount for r in user.all("Refund")}
+        by: dict[float, list[Any]] = {}
+        for c in user.all("Charge"):
+            by.setdefault(c.amount, []).append(c)
+        for amount, group in by.items():
+            if len(group) > 1 and amount not in refunded:
+                yield Finding(f"{len(group)} charges of {amount}", group)
+
+    wb = Workbench(rules=[])
+    wb.add_rule(unrefunded_pair)
+    wb.ingest([add("2025-01-01", "Charge", f"c{i}", amount=float(i % 5)) for i in range(20)])
+    wb.ingest([add("2025-01-01", "Refund", "r0", amount=7.0)])  # the second run builds parts
+    assert "unrefunded_pair" in wb.runner.parts and len(wb.alerts()) == 5
+    seen.clear()
+    (cleared,) = wb.ingest([add("2025-01-02", "Refund", "r", amount=3.0)]).cleared
+    refund = wb.state.get("Refund", "r")
+    assert refund is not None
+    assert cleared.reason == f"settled by Refund 'r', added (event {refund.sources[-1]})"
+    assert seen == [4, 4]  # the part of 3.0, as changed and as undone: not all 20 charges
