@@ -228,6 +228,11 @@ class _Widget(anywidget.AnyWidget):
     # Bumped by every answer, so the front end can tell "done" even when nothing changed.
     served = traitlets.Int(0).tag(sync=True)
 
+    def set_state(self, sync_data: dict[str, Any]) -> None:
+        """A front end's update, but for ``readonly``: the kernel says why controls are off; a
+        browser (or anything speaking the comm) may not clear it to apply."""
+        super().set_state({k: v for k, v in sync_data.items() if k != "readonly"})
+
     def _answer(self, work: Callable[[], None]) -> None:
         try:
             with self.hold_sync():
