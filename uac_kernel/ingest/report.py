@@ -17,6 +17,9 @@ class IngestReport:
 
     appended: int = 0
     skipped: int = 0
+    # Events identical to an earlier one of the same batch (same source and content): one is
+    # appended. ``skipped`` counts those already in the log.
+    repeated: int = 0
     schema_changes: int = 0
     first_seq: int | None = None
     last_seq: int | None = None
@@ -32,6 +35,8 @@ class IngestReport:
 
     def summary(self) -> str:
         text = f"{plural(self.appended, 'event')} appended, {self.skipped} already in the log"
+        if self.repeated:
+            text += f", {self.repeated} repeated in the file"
         if self.schema_changes:
             text += f", {plural(self.schema_changes, 'schema change')}"
         if self.raised or self.cleared:
