@@ -444,6 +444,7 @@ class Workbench:
         derived_from: Sequence[str] = (),
         reason: str | None = None,
         author: str | None = None,
+        origin: str = "constraint",
     ) -> IngestReport:
         """Put constraint ``c`` (a model such as ``uac.Obligation(...)``, its JSON as a dict,
         a list of them, or a mapping of key → constraint) in force under ``key``, as
@@ -453,9 +454,11 @@ class Workbench:
         A ``key`` in force is updated to ``c``; without one the key is a slug of the title,
         made unique. A constraint already in force as given appends nothing. The report's
         ``constraints`` lists the keys. A constraint that does not parse or compile is a
-        ``ConstraintError`` and nothing is appended.
+        ``ConstraintError`` and nothing is appended. A type or field it names that the records
+        do not have (yet) is a line of the report's ``warnings`` (named by ``origin``, the file
+        it came from), not an error: a constraint may be written before its first record.
         """
-        from uac_kernel.constraints.inforce import as_constraints, constraint_events
+        from uac_kernel.constraints.inforce import as_constraints, constraint_events, name_warnings
 
         parsed = as_constraints(c)
         if key is not None:
@@ -478,8 +481,10 @@ class Workbench:
             derived_from=derived_from,
             reason=reason,
         )
+        warnings = name_warnings(parsed, self.state.schema.types, origin)
         report = self.ingest(events, origin="constrain") if events else IngestReport()
         report.constraints = keys
+        report.warnings = warnings
         return report
 
     def retract_constraint(self, key: str, reason: str | None = None) -> IngestReport:

@@ -29,6 +29,9 @@ class IngestReport:
     # The keys of the constraints the call put in force, changed or retracted (``constrain``,
     # ``retract_constraint``; a constraint already in force as given is listed too).
     constraints: list[str] = field(default_factory=list)
+    # ``warning: origin: path: why`` for each type or field those constraints name that the
+    # user's records do not have yet (``constrain``): put in force all the same.
+    warnings: list[str] = field(default_factory=list)
     # Where the time went, in seconds: parse, validate, write (the log), fold, rules. "rules"
     # also holds the GC's one walk over the batch's new records once it resumes (see no_gc).
     seconds: dict[str, float] = field(default_factory=dict)
