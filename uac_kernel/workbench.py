@@ -42,6 +42,7 @@ from uac_kernel.engine.after import after_events, constraint_key, put_all_in_for
 from uac_kernel.engine.alerts import log_alerts, reconcile
 from uac_kernel.engine.plan import plan_events
 from uac_kernel.ingest.adapters import read_input
+from uac_kernel.ingest.dedupe import fresh_events
 from uac_kernel.ingest.events import InputEvent
 from uac_kernel.ingest.report import IngestReport
 from uac_kernel.log.shared import operations
@@ -352,8 +353,9 @@ class Workbench:
 
         A file is Event JSONL unless ``format`` says otherwise (``auto``, ``locomo``,
         ``longmemeval``, ``chat``); ``history`` picks one conversation of a LoCoMo or
-        LongMemEval file (its sample or question id). Events whose ``source`` is already logged
-        for this user are skipped, so re-ingesting a file appends nothing. Any invalid event
+        LongMemEval file (its sample or question id). An event already logged for this user
+        (the same ``source`` and content) is skipped, so re-ingesting a file appends nothing;
+        other events from a logged source are appended. Any invalid event
         rejects the whole batch with an ``EventError``.
         """
         parsed = read_input(events, origin, format, history, self.limits)
@@ -365,19 +367,10 @@ class Workbench:
             del batch  # freed now, or the GC walks the whole parsed batch when it resumes
         return self._run_rules(report, before, clock)
 
-    def _fresh(self, parsed: Sequence[InputEvent]) -> list[InputEvent]:
-        """The events of ``parsed`` whose source is not logged yet (nor earlier in it)."""
-        fresh: list[InputEvent] = []
-        seen: set[str] = set()
-        for ev in parsed:
-            if ev.source is not None:
-                if ev.source in seen:
-                    continue
-                seen.add(ev.source)
-            fresh.append(ev)
-        if already := self.store.logged_sources(self.user, seen):
-            fresh = [ev for ev in fresh if ev.source not in already]
-        return fresh
+    def _fresh(self, parsed: Sequence[InputEvent]) -> tuple[list[InputEvent], int]:
+        """The events of ``parsed`` not logged yet (the same source and content), and how many
+        repeat an earlier one of it (``ingest.dedupe``)."""
+        return fresh_events(self.store, self.user, parsed, self.state.schema.types)
 
     def append_parsed(self, parsed: Sequence[InputEvent]) -> IngestReport:
         """Append events already parsed (by an adapter or the extractor), like ``ingest``."""
@@ -398,8 +391,8 @@ class Workbench:
             return self._write_locked(parsed, clock)
 
     def _write_locked(self, parsed: Sequence[InputEvent], clock: Stopwatch) -> _Written:
-        fresh = self._fresh(parsed)
-        report = IngestReport(skipped=len(parsed) - len(fresh))
+        fresh, repeated = self._fresh(parsed)
+        report = IngestReport(skipped=len(parsed) - len(fresh) - repeated, repeated=repeated)
         if not fresh:
             return report, self.state.now
         planned = self._plan(self.state, fresh)
@@ -451,6 +444,7 @@ class Workbench:
         derived_from: Sequence[str] = (),
         reason: str | None = None,
         author: str | None = None,
+        origin: str = "constraint",
     ) -> IngestReport:
         """Put constraint ``c`` (a model such as ``uac.Obligation(...)``, its JSON as a dict,
         a list of them, or a mapping of key → constraint) in force under ``key``, as
@@ -460,9 +454,11 @@ class Workbench:
         A ``key`` in force is updated to ``c``; without one the key is a slug of the title,
         made unique. A constraint already in force as given appends nothing. The report's
         ``constraints`` lists the keys. A constraint that does not parse or compile is a
-        ``ConstraintError`` and nothing is appended.
+        ``ConstraintError`` and nothing is appended. A type or field it names that the records
+        do not have (yet) is a line of the report's ``warnings`` (named by ``origin``, the file
+        it came from), not an error: a constraint may be written before its first record.
         """
-        from uac_kernel.constraints.inforce import as_constraints, constraint_events
+        from uac_kernel.constraints.inforce import as_constraints, constraint_events, name_warnings
 
         parsed = as_constraints(c)
         if key is not None:
@@ -485,8 +481,10 @@ class Workbench:
             derived_from=derived_from,
             reason=reason,
         )
+        warnings = name_warnings(parsed, self.state.schema.types, origin)
         report = self.ingest(events, origin="constrain") if events else IngestReport()
         report.constraints = keys
+        report.warnings = warnings
         return report
 
     def retract_constraint(self, key: str, reason: str | None = None) -> IngestReport:
@@ -741,8 +739,10 @@ class Workbench:
             f"rule:{r.name}:{digest}",
             {"name": r.name, "source": source},
         )
-        self.append_parsed([event])
-        # the event as logged (one logged before with the same source is not appended again)
+        # a rule's source names its code: one logged before (at another ts) is not appended again
+        if not self.store.logged_sources(self.user, [f"rule:{r.name}:{digest}"]):
+            self.append_parsed([event])
+        # the event as logged
         row = self.store.con.execute(
             "SELECT max(user_seq) FROM events WHERE user_id = ? AND kind = 'rule' AND source = ?",
             [self.user, event.source],
@@ -805,12 +805,13 @@ class Workbench:
             batch = list(read_input(events, origin, format, None, self.limits))
         clock.lap("parse")
         self._sync()
-        fresh = self._fresh(batch)
+        fresh, repeated = self._fresh(batch)
         report = WhatIf(
             user=self.user,
             events=[event_dict(ev) for ev in batch],
             new=len(fresh),
-            skipped=len(batch) - len(fresh),
+            skipped=len(batch) - len(fresh) - repeated,
+            repeated=repeated,
         )
         asked = self._expressions(expressions)
         answers = (lambda trial: self._answers(trial, asked)) if asked else None

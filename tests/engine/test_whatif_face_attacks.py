@@ -459,7 +459,7 @@ def test_whatif_var_tuple_and_huge_list(maya_ip: Any) -> None:
     before = logged(maya_ip)
     maya_ip.user_ns["pair"] = (AMOXICILLIN,)
     assert "1 raised" in shown(maya_ip, "%uac whatif pair")
-    # 200,000 copies of one event: one source, so one new event and the rest skipped
+    # 200,000 copies of one event: one new event and the rest repeats of it, skipped
     # (there is no bound on a batch's length), and nothing appended. The bound is a count, not
     # a time: past the copy and the skip, the what-if folds and checks one event.
     maya_ip.user_ns["huge"] = [AMOXICILLIN] * 200_000
@@ -472,7 +472,7 @@ def test_whatif_var_tuple_and_huge_list(maya_ip: Any) -> None:
     else:
         text = cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
         assert "1 raised" in text and "what-if: 1 event;" in text, text[:500]
-        assert f"({200_000 - 1} already in the log)" in text, text[:500]
+        assert f"({200_000 - 1} repeated in the file)" in text, text[:500]
     del maya_ip.user_ns["huge"]
     assert logged(maya_ip) == before
 

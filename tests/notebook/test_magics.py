@@ -1204,6 +1204,19 @@ def test_constrain_file_puts_it_in_force_as_the_terminal_does(ip: Any, tmp_path:
         assert [e.payload for e in wb.log(kinds=["constraint"])] == [notebook]
 
 
+def test_constrain_prints_a_warning_for_a_type_no_record_has(ip: Any, tmp_path: Path) -> None:
+    (tmp_path / "pets.jsonl").write_text("".join(json.dumps(e) + "\n" for e in PETS))
+    typo = RABIES.replace("type: PetVaccine", "type: PetVacine")
+    assert typo != RABIES
+    (tmp_path / "typo.yaml").write_text(typo)
+    run(ip, "%uac open")
+    run(ip, "%uac ingest pets.jsonl")
+    out = run_out(ip, "%uac constrain typo.yaml --key rabies")
+    first, second = out.splitlines()[:2]
+    assert first.startswith("warning: typo.yaml: ") and "(did you mean PetVaccine?)" in first
+    assert second.startswith("in force: rabies")
+
+
 def test_python_constructors_work_in_a_notebook(loaded: Any) -> None:
     run(
         loaded,

@@ -229,7 +229,9 @@ def cmd_constrain(args: argparse.Namespace) -> None:
 
     found = constraints_of_file(args.file, args.key)
     with _open(args, create=True) as wb:
-        report = wb.constrain(found, source=args.source, reason=args.reason)
+        report = wb.constrain(found, source=args.source, reason=args.reason, origin=args.file)
+        for warning in report.warnings:
+            print(printable(warning), file=sys.stderr)
         print("\n".join(in_force_lines(report)))
 
 

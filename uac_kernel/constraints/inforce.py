@@ -5,16 +5,16 @@ docs/constraints.md "In the log")."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 
 from uac_kernel.constraints.compile import compile_constraint
-from uac_kernel.core.display import did_you_mean
+from uac_kernel.core.display import close_matches, did_you_mean
 from uac_kernel.core.errors import ConstraintError, UacError
-from uac_kernel.language.spec import Constraint, constraint_json, parse_constraint
+from uac_kernel.language.spec import Constraint, Select, constraint_json, parse_constraint
 from uac_kernel.rules.engine import Finding, Rule
 from uac_kernel.state.fold import ConstraintVersion, State
 from uac_kernel.state.query import UserView
@@ -24,8 +24,10 @@ __all__ = [
     "constraint_events",
     "describe",
     "in_force_rule",
+    "name_warnings",
     "retract_event",
     "slug",
+    "unknown_names",
 ]
 
 # A key made from a title: short enough to read in a table.
@@ -176,3 +178,92 @@ def retract_event(state: State, key: str, reason: str | None = None) -> dict[str
     if reason is not None:
         event["reason"] = reason
     return event
+
+
+# The attributes of a constraint (or of its Moments) that hold field names of the records it
+# selects; a ``date`` that is a fixed date is no name and is passed over.
+_FIELD_ATTRS = frozenset(
+    {
+        "amount", "as_of", "date", "done", "end", "expires", "fields", "first_date",
+        "flow_amount", "flow_date", "lapsed", "length", "nights", "quantity", "rate_fields",
+        "start", "starts", "then_date",
+    }
+)  # fmt: skip
+
+
+def unknown_names(c: Constraint, schema: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """``path: why`` for each type ``c`` names that has no records in ``schema`` (type → field
+    → field type) and each field it names that none of its known types has, with the closest
+    name: a constraint may be written before its first record, so these are warnings, but a
+    misspelt name would never match and the constraint could never alert."""
+    selects: list[tuple[str, Select]] = []
+    names: list[tuple[str, str]] = []  # (path, field name) outside the selects
+
+    def walk(m: BaseModel, path: str) -> None:
+        for attr in type(m).model_fields:
+            v = getattr(m, attr)
+            at = f"{path}{attr}"
+            if isinstance(v, Select):
+                selects.append((at, v))
+            elif isinstance(v, BaseModel):
+                walk(v, f"{at}.")
+            elif attr == "match" and isinstance(v, dict):
+                for k, n in v.items():
+                    names.extend([(f"{at}.{k}", str(k)), (f"{at}.{k}", str(n))])
+            elif attr in _FIELD_ATTRS:
+                if isinstance(v, str):
+                    names.append((at, v))
+                elif isinstance(v, list):
+                    names.extend((at, n) for n in v if isinstance(n, str))
+
+    walk(c, "")
+    out: list[str] = []
+    types = list(schema)
+    known: list[str] = []
+    # The other names are checked only against the types of every select: a field may be one
+    # of a type not recorded yet, or of the types playing a role.
+    whole = True
+    for at, sel in selects:
+        whole = whole and sel.role is None
+        for i, t in enumerate(n for n in (sel.type, *sel.also) if n is not None):
+            where = f"{at}.type" if i == 0 else f"{at}.also"
+            if t in schema:
+                known.append(t)
+            else:
+                whole = False
+                out.append(f"{where}: no records of type {t} yet{_mean(t, types)}")
+        own = [t for t in (sel.type, *sel.also) if t is not None and t in schema]
+        if sel.role is None and own and len(own) == len([sel.type, *sel.also]):
+            for f in sel.where:
+                if f != "key" and not any(f in schema[t] for t in own):
+                    out.append(_no_field(f"{at}.where.{f}", f, own, schema))
+    if not (whole and known):
+        return out
+    for at, f in dict.fromkeys(names):
+        if f != "key" and not any(f in schema[t] for t in known):
+            out.append(_no_field(at, f, list(dict.fromkeys(known)), schema))
+    return out
+
+
+def name_warnings(
+    parsed: Sequence[tuple[str | None, Constraint]],
+    schema: Mapping[str, Mapping[str, str]],
+    origin: str,
+) -> list[str]:
+    """``warning: origin: [item: ]path: why`` for each name of ``unknown_names`` of each of
+    ``parsed`` (key or None, constraint), as ``Workbench.constrain`` reports them."""
+    out: list[str] = []
+    for i, (k, c) in enumerate(parsed, 1):
+        item = "" if len(parsed) == 1 else f"key {k!r}: " if k is not None else f"item {i}: "
+        out += [f"warning: {origin}: {item}{why}" for why in unknown_names(c, schema)]
+    return out
+
+
+def _no_field(at: str, f: str, types: list[str], schema: Mapping[str, Mapping[str, str]]) -> str:
+    fields = list(dict.fromkeys(n for t in types for n in schema[t]))
+    return f"{at}: {' or '.join(types)} has no field {f}{_mean(f, fields)}"
+
+
+def _mean(word: str, choices: list[str]) -> str:
+    close = close_matches(word, choices)
+    return f" (did you mean {close[0]}?)" if close else ""

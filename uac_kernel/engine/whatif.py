@@ -130,6 +130,8 @@ class WhatIf:
     as_of: datetime | None = None
     new: int = 0
     skipped: int = 0
+    # Events identical to an earlier one of the what-if (same source and content).
+    repeated: int = 0
     # The log positions the what-if's events take (past the log's head: none is in the log).
     first_seq: int | None = None
     schema: list[str] = field(default_factory=list)
@@ -163,8 +165,11 @@ class WhatIf:
         records = ", ".join(f"{n} {c}" for c, n in counts.items() if n) or "no record changes"
         when = f" as of {self.as_of.isoformat(sep=' ')}" if self.as_of is not None else ""
         text = f"what-if{when}: {plural(self.new, 'event')}; {records}"
-        if self.skipped:
-            text += f" ({self.skipped} already in the log)"
+        held = [f"{self.skipped} already in the log"] if self.skipped else []
+        if self.repeated:
+            held.append(f"{self.repeated} repeated in the file")
+        if held:
+            text += f" ({', '.join(held)})"
         text += f"; alerts: {len(self.raised)} raised, {len(self.cleared)} cleared"
         if self.updated:
             text += f", {len(self.updated)} changed severity"
@@ -228,6 +233,7 @@ class WhatIf:
             "events": self.events,
             "new": self.new,
             "skipped": self.skipped,
+            "repeated": self.repeated,
             "first_seq": self.first_seq,
             "schema": list(self.schema),
             "records": [

@@ -17,6 +17,9 @@ class IngestReport:
 
     appended: int = 0
     skipped: int = 0
+    # Events identical to an earlier one of the same batch (same source and content): one is
+    # appended. ``skipped`` counts those already in the log.
+    repeated: int = 0
     schema_changes: int = 0
     first_seq: int | None = None
     last_seq: int | None = None
@@ -26,12 +29,17 @@ class IngestReport:
     # The keys of the constraints the call put in force, changed or retracted (``constrain``,
     # ``retract_constraint``; a constraint already in force as given is listed too).
     constraints: list[str] = field(default_factory=list)
+    # ``warning: origin: path: why`` for each type or field those constraints name that the
+    # user's records do not have yet (``constrain``): put in force all the same.
+    warnings: list[str] = field(default_factory=list)
     # Where the time went, in seconds: parse, validate, write (the log), fold, rules. "rules"
     # also holds the GC's one walk over the batch's new records once it resumes (see no_gc).
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         text = f"{plural(self.appended, 'event')} appended, {self.skipped} already in the log"
+        if self.repeated:
+            text += f", {self.repeated} repeated in the file"
         if self.schema_changes:
             text += f", {plural(self.schema_changes, 'schema change')}"
         if self.raised or self.cleared:

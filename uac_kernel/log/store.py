@@ -684,6 +684,24 @@ class Store:
         ).fetchall()
         return {r[0] for r in rows}
 
+    def logged_of_sources(
+        self, user: str, sources: Collection[str]
+    ) -> list[tuple[str, str, datetime, dict[str, Any] | None]]:
+        """``user``'s logged events whose source is one of ``sources``, as (source, kind, ts,
+        payload) in log order; the payload of an event ``forget`` erased is None. Asked only for
+        the sources ``logged_sources`` found (the re-ingest path), to compare their content."""
+        if not sources:
+            return []
+        rows = self.con.execute(
+            "SELECT source, kind, ts, payload, salt = '' FROM events "
+            "WHERE user_id = ? AND source IN (SELECT unnest(?)) ORDER BY seq",
+            [user, list(sources)],
+        ).fetchall()
+        return [
+            (str(src), str(kind), ts, None if erased else orjson.loads(payload))
+            for src, kind, ts, payload, erased in rows
+        ]
+
     def users(self) -> list[str]:
         return list(self.user_counts())
 

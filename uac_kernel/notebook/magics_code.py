@@ -94,7 +94,9 @@ class CodeMagics(Session):
                 f"in a cell under `%%uac constraint{option}`; %uac constrain --retract KEY "
                 "retracts one"
             )
-        print("\n".join(in_force_lines(self._wb().constrain(found, reason=reason))))
+        origin = _unquote(args.file) if path is not None else "%%uac constraint"
+        report = self._wb().constrain(found, reason=reason, origin=origin)
+        print("\n".join([*report.warnings, *in_force_lines(report)]))
 
     @subcommand("constraints")
     def cmd_constraints(self, rest: str, cell: str | None) -> Table:

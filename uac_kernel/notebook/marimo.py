@@ -235,8 +235,8 @@ def constrain(
                 if file
                 else read_constraints(text, "constraint", key)
             )
-            report = wb.constrain(found, reason=reason)
-            lines, keys = in_force_lines(report), report.constraints
+            report = wb.constrain(found, reason=reason, origin=file or "constraint")
+            lines, keys = [*report.warnings, *in_force_lines(report)], report.constraints
     except UacError as exc:
         return [], mo.callout(mo.Html(html.escape(str(exc))), kind="danger")
     return keys, mo.Html(f"<pre>{html.escape(chr(10).join(lines))}</pre>")

@@ -257,6 +257,8 @@ def applied_heading(ingest: IngestReport) -> str:
         text += f" (with {plural(ingest.schema_changes, 'schema change')})"
     if ingest.skipped:
         text += f"; {ingest.skipped} already in the log"
+    if ingest.repeated:
+        text += f"; {ingest.repeated} repeated in the what-if"
     return text
 
 
@@ -351,6 +353,7 @@ def whatif_report(wb: Workbench, w: WhatIf, limit: int = 500) -> dict[str, Any]:
         "summary": w.summary(),
         "new": w.new,
         "skipped": w.skipped,
+        "repeated": w.repeated,
         "totals": {
             "records": len(w.records),
             "raised": len(w.raised),
