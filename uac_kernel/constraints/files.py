@@ -142,7 +142,13 @@ def _parse(text: str, origin: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not YAML"
-        raise ConstraintError(f"{origin}: {where}invalid YAML ({problem})") from None
+        if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (NUL, …)
+            where = f"line {text.count(chr(10), 0, exc.position) + 1}: "
+            problem = f"{exc.reason}: #x{ord(str(exc.character)[:1] or ' '):04x}"
+        raise ConstraintError(
+            f"{origin}: {where}invalid YAML ({problem}); fix it (docs/constraints.md shows each "
+            "kind) or write JSON"
+        ) from None
 
 
 def read_constraints(
@@ -197,7 +203,12 @@ def _check_key(key: str, where: str) -> None:
 def read_constraint_file(path: str) -> str:
     """The text of constraint file ``path``, reading at most ``MAX_CHARS`` + 1 bytes: a pipe or
     device that never ends, or a huge file, is refused at the bound, not read whole. An
-    ``OSError`` or ``UnicodeDecodeError`` is the caller's to report."""
+    ``OSError`` or ``UnicodeDecodeError`` is the caller's to report; anything but a regular
+    file (a FIFO would block the open until a writer came) is refused before it is opened."""
+    if Path(path).exists() and not Path(path).is_file():
+        raise ConstraintError(
+            f"{path}: not a regular file (a directory, pipe or device); give a YAML or JSON file"
+        )
     with Path(path).open("rb") as f:
         data = f.read(MAX_CHARS + 1)
     if len(data) > MAX_CHARS:
