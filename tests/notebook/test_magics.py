@@ -928,6 +928,17 @@ def test_charts(loaded: Any) -> None:
         alt.renderers.enable(previous)
 
 
+def test_chart_result_of_a_counter_is_most_common_first(loaded: Any) -> None:
+    # The sandbox hands back a plain dict, no longer a Counter: it must come in most_common
+    # order, as docs/charts.md promises, not in the order the keys were first counted.
+    chart = run(
+        loaded, "%uac chart result Counter(['easy', 'tempo', 'long', 'long', 'tempo', 'long'])"
+    )
+    rows = next(iter(chart.to_dict()["datasets"].values()))
+    assert [(r["label"], r["value"]) for r in rows] == [("long", 3), ("tempo", 2), ("easy", 1)]
+    assert list(wb_of(loaded).eval("Counter('abbccc')")) == ["c", "b", "a"]
+
+
 def test_unload_closes_the_store(ip: Any) -> None:
     run(ip, "%uac open")
     magics = ip.magics_manager.registry["UacMagics"]
