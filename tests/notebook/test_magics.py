@@ -923,6 +923,9 @@ def test_charts(loaded: Any) -> None:
         )
         assert "cannot chart" in usage_error(ip, "%uac chart result 'a string'")
         assert "invalid choice" in usage_error(ip, "%uac chart evnts")
+        assert usage_error(ip, "%uac chart alerts --freq week") == (
+            "--freq is for `events` and `records` charts, not `alerts`"
+        )
         assert charts.enable_offline  # the module the magic draws with
     finally:
         alt.renderers.enable(previous)
