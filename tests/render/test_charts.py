@@ -220,11 +220,13 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     chart = alerts_timeline(wb)
     assert isinstance(chart, alt.LayerChart)
     spec = chart.to_dict()
-    bars, ticks, points = spec["layer"]
+    bars, ticks, points, arrows = spec["layer"]
     assert bars["mark"]["type"] == "bar"
     assert ticks["mark"]["type"] == "tick" and ticks["transform"] == [{"filter": "datum.instant"}]
     assert bars["encoding"]["x"]["field"] == "start"
-    assert bars["encoding"]["x2"]["field"] == "end"
+    assert bars["encoding"]["x2"]["field"] == "edge"
+    assert arrows["mark"]["shape"] == "triangle-right"
+    assert arrows["transform"] == [{"filter": "datum.open"}]
     assert points["mark"]["type"] == "point"
     assert points["transform"] == [{"filter": "(datum.state === 'updated')"}]
     shared = spec.get("encoding") or bars["encoding"]
@@ -242,6 +244,16 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     rows = [
         {k: r[k] for k in ("id", "state", "severity", "start", "end", "standing")}
         for r in values(spec)
+    ]
+    # Cleared bars end at their clear; the standing one runs past the clock to the right edge.
+    assert [(r["edge"], r["until"]) for r in values(spec)] == [
+        ("2025-04-15T10:00:00Z", "2025-04-15 10:00"),
+        ("2025-05-06T10:00:00Z", "2025-05-06 10:00"),
+        ("2025-05-08T12:24:00Z", "standing: not cleared"),
+    ]
+    assert bars["encoding"]["x"]["scale"]["domain"] == [
+        "2025-03-25T10:00:00Z",
+        "2025-05-08T12:24:00Z",
     ]
     assert rows == [
         # the late book: a warning until it turned critical, standing to the log's clock
@@ -292,8 +304,9 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
 
 
 def test_an_alert_raised_at_the_last_moment_is_drawn(tmp_path: Path) -> None:
-    """A segment of no length (raised by the log's last event) is a tick, not an empty row;
-    two alerts of one rule about the same records get rows of their own."""
+    """An alert raised by the log's last event and standing is a bar to the right edge with an
+    arrowhead, not a 1-pixel sliver; two alerts of one rule about the same records get rows of
+    their own."""
 
     @rule(watch=["Book"], severity="info", category="library")
     def book_notes(user: UserView) -> Iterator[Finding]:
@@ -308,7 +321,11 @@ def test_an_alert_raised_at_the_last_moment_is_drawn(tmp_path: Path) -> None:
         "book_notes: Book dune",
         "book_notes: Book dune (2)",
     ]
-    assert all(r["instant"] and r["start"] == r["end"] and r["standing"] for r in rows)
+    assert all(r["start"] == r["end"] and r["standing"] and r["open"] for r in rows)
+    assert not any(r["instant"] for r in rows)  # a bar, not a tick
+    assert {(r["edge"], r["until"]) for r in rows} == {
+        ("2025-03-25T10:01:00Z", "standing: not cleared")  # a minute on: a visible bar
+    }
 
 
 def test_count_axes_step_by_whole_numbers(wb: Workbench) -> None:
