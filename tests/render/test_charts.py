@@ -190,17 +190,26 @@ def test_records_over_time_counts_current_records_per_type(wb: Workbench) -> Non
     # One domain, in the rows' order, for colour, dash, width and shape: one legend.
     scales = [encoding(spec, c)["scale"]["domain"] for c in ("color", "strokeDash", "shape")]
     assert scales == [["Allergy", "Book", "Medication", "Trip"]] * 3
-    # Each line runs on to the log's last month (May), where Medication drops to 0.
-    assert values(spec) == [
-        {"type": "Allergy", "period": "2025-04-01", "records": 1},
-        {"type": "Allergy", "period": "2025-05-01", "records": 1},
-        {"type": "Book", "period": "2025-03-01", "records": 1},
-        {"type": "Book", "period": "2025-05-01", "records": 1},
-        {"type": "Medication", "period": "2025-04-01", "records": 1},
-        {"type": "Medication", "period": "2025-05-01", "records": 0},
-        {"type": "Trip", "period": "2025-03-01", "records": 1},
-        {"type": "Trip", "period": "2025-05-01", "records": 1},
+    # Each line runs on to the log's last month (May), where Medication drops to 0, and on to
+    # May's close (an end, drawn without a point).
+    assert [{**r, "end": r["end"] or None} for r in values(spec)] == [
+        {"type": "Allergy", "period": "2025-04-01", "records": 1, "end": None},
+        {"type": "Allergy", "period": "2025-05-01", "records": 1, "end": None},
+        {"type": "Allergy", "period": "2025-06-01", "records": 1, "end": True},
+        {"type": "Book", "period": "2025-03-01", "records": 1, "end": None},
+        {"type": "Book", "period": "2025-05-01", "records": 1, "end": None},
+        {"type": "Book", "period": "2025-06-01", "records": 1, "end": True},
+        {"type": "Medication", "period": "2025-04-01", "records": 1, "end": None},
+        {"type": "Medication", "period": "2025-05-01", "records": 0, "end": None},
+        {"type": "Medication", "period": "2025-06-01", "records": 0, "end": True},
+        {"type": "Trip", "period": "2025-03-01", "records": 1, "end": None},
+        {"type": "Trip", "period": "2025-05-01", "records": 1, "end": None},
+        {"type": "Trip", "period": "2025-06-01", "records": 1, "end": True},
     ]
+    assert encoding(spec, "opacity") == {
+        "condition": {"test": "datum.end", "value": 0},
+        "value": 1,
+    }
     # Each line's last value is what the fold says now.
     last = {r["type"]: r["records"] for r in values(spec)}
     assert last == {t: len(wb.state.all(t)) for t in ("Allergy", "Book", "Medication", "Trip")}
@@ -210,9 +219,10 @@ def test_records_over_time_by_week_for_one_type(wb: Workbench) -> None:
     spec = records_over_time(wb, freq="week", types=["Trip"]).to_dict()
     # Two trips added in the first week (the update adds none), Paris retracted in the fourth.
     assert values(spec) == [
-        {"type": "Trip", "period": "2025-03-03", "records": 2},
-        {"type": "Trip", "period": "2025-03-24", "records": 1},
-        {"type": "Trip", "period": "2025-05-05", "records": 1},
+        {"type": "Trip", "period": "2025-03-03", "records": 2, "end": False},
+        {"type": "Trip", "period": "2025-03-24", "records": 1, "end": False},
+        {"type": "Trip", "period": "2025-05-05", "records": 1, "end": False},
+        {"type": "Trip", "period": "2025-05-12", "records": 1, "end": True},  # the week's close
     ]
 
 
@@ -349,7 +359,9 @@ def test_more_types_than_colours_share_one_line(tmp_path: Path) -> None:
         rows = values(records_over_time(bench).to_dict())
     assert len({r["type"] for r in rows}) == 20
     # Types 19, 20, 21 hold 3, 2, 1 records in March; in April Type21 gains one.
-    grouped = [(r["period"], r["records"]) for r in rows if r["type"] == "3 other types"]
+    grouped = [
+        (r["period"], r["records"]) for r in rows if r["type"] == "3 other types" and not r["end"]
+    ]
     assert grouped == [("2025-03-01", 3 + 2 + 1), ("2025-04-01", 3 + 2 + 2)]
     assert not {"Type19", "Type20", "Type21"} & {r["type"] for r in rows}
 

@@ -272,7 +272,7 @@ def records_over_time(
         """,
         [part, wb.user, *chosen, part, wb.user],
     )
-    rows = _group_types(_printable_types(rows))
+    rows = _ends(_group_types(_printable_types(rows)), part)
     # Lines are drawn in the order of their rows, the first widest: the domain in that order.
     types = list(dict.fromkeys(r["type"] for r in rows))
     return (
@@ -289,6 +289,8 @@ def records_over_time(
             # Two types of the same counts draw one line over the other: each its own dash,
             # width and point shape, so both stay visible.
             **series_channels("type", types, title="Type", scale=alt.Scale(scheme=_TYPE_SCHEME)),
+            # A line's end (the last period's close) is no count of its own: no point there.
+            opacity=alt.condition(alt.datum.end, alt.value(0), alt.value(1)),
             tooltip=[
                 alt.Tooltip("type:N", title="type"),
                 alt.Tooltip("period:T", title=f"{part} from", formatType="utc"),
@@ -297,6 +299,26 @@ def records_over_time(
         )
         .properties(width=_WIDTH, height=_HEIGHT)
     )
+
+
+def _ends(rows: list[dict[str, Any]], part: str) -> list[dict[str, Any]]:
+    """``rows`` (by type, then period) with each type's line carried to the close of the last
+    period, so that its last value is a step as wide as the others, not only a rise at the
+    right edge; the added rows are ``end``."""
+    if not rows:
+        return rows
+    last = max(date.fromisoformat(r["period"]) for r in rows)
+    if part in ("month", "quarter", "year"):
+        months = {"month": 1, "quarter": 3, "year": 12}[part] + last.year * 12 + last.month - 1
+        close = date(months // 12, months % 12 + 1, 1)
+    else:
+        close = last + timedelta(days={"week": 7}.get(part, 1))
+    out: list[dict[str, Any]] = []
+    for i, r in enumerate(rows):
+        out.append({**r, "end": False})
+        if i + 1 == len(rows) or rows[i + 1]["type"] != r["type"]:
+            out.append({**r, "period": close.isoformat(), "end": True})
+    return out
 
 
 def _alert_labels(rows: list[dict[str, Any]]) -> None:
