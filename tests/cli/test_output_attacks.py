@@ -127,6 +127,26 @@ def test_printable_escapes_every_control_and_invisible_mark() -> None:
     assert json.loads(json.dumps(HOSTILE)[:1] + printable(HOSTILE) + '"') == HOSTILE
 
 
+RUNNER = "easy 🏃\u200d♀\ufe0f"  # a woman running: runner, ZWJ, female sign, VS16
+
+
+def test_printable_keeps_the_marks_that_build_an_emoji() -> None:
+    assert printable(RUNNER) == RUNNER
+    assert printable("👨🏽\u200d💻 1\ufe0f\u20e3 ❤\ufe0f") == "👨🏽\u200d💻 1\ufe0f\u20e3 ❤\ufe0f"
+    scotland = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
+    assert printable(scotland) == scotland
+
+
+def test_printable_escapes_joiners_and_selectors_that_could_hide_text() -> None:
+    assert printable("pay\u200dpal") == "pay\\u200dpal"  # between letters
+    assert printable("\u200d🏃 🏃\u200d") == "\\u200d🏃 🏃\\u200d"  # not between two emoji
+    assert printable("a\ufe0fb") == "a\\ufe0fb"
+    tag = printable("a\U000e0041b")  # a lone tag character: invisible
+    assert tag == "a\\udb40\\udc41b" and json.loads(f'"{tag}"') == "a\U000e0041b"
+    # Controls, overrides and zero-width spaces beside an emoji are still escaped.
+    assert printable("🏃\u200d\x1b\u202e\u200b") == "🏃\\u200d\\u001b\\u202e\\u200b"
+
+
 # --- results that print huge ----------------------------------------------------------------
 
 HUGE = "['a' * 2**20] * 3000"  # pickles in ~1 MB, prints as 3.1 GB of JSON

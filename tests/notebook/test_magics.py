@@ -923,9 +923,23 @@ def test_charts(loaded: Any) -> None:
         )
         assert "cannot chart" in usage_error(ip, "%uac chart result 'a string'")
         assert "invalid choice" in usage_error(ip, "%uac chart evnts")
+        assert usage_error(ip, "%uac chart alerts --freq week") == (
+            "--freq is for `events` and `records` charts, not `alerts`"
+        )
         assert charts.enable_offline  # the module the magic draws with
     finally:
         alt.renderers.enable(previous)
+
+
+def test_chart_result_of_a_counter_is_most_common_first(loaded: Any) -> None:
+    # The sandbox hands back a plain dict, no longer a Counter: it must come in most_common
+    # order, as docs/charts.md promises, not in the order the keys were first counted.
+    chart = run(
+        loaded, "%uac chart result Counter(['easy', 'tempo', 'long', 'long', 'tempo', 'long'])"
+    )
+    rows = next(iter(chart.to_dict()["datasets"].values()))
+    assert [(r["label"], r["value"]) for r in rows] == [("long", 3), ("tempo", 2), ("easy", 1)]
+    assert list(wb_of(loaded).eval("Counter('abbccc')")) == ["c", "b", "a"]
 
 
 def test_unload_closes_the_store(ip: Any) -> None:

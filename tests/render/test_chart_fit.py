@@ -223,6 +223,27 @@ def test_no_cut_splits_an_emoji_wherever_it_stands(at: int) -> None:
     assert len(drawn) >= 3 and all(len(t) > 10 for t in drawn)
 
 
+RUNNER = "🏃\u200d♀\ufe0f"
+
+
+@pytest.mark.parametrize("middle", [False, True])
+@pytest.mark.parametrize("at", range(0, 24, 3))
+def test_no_cut_splits_a_zwj_sequence(at: int, middle: bool) -> None:
+    text = "x" * at + RUNNER * 12
+    shown = chart_text(text, 100, middle=middle)
+    for part in shown.split("…"):
+        rest = part.lstrip("x")
+        assert rest.replace(RUNNER, "") == "", part  # whole runners only
+
+
+def test_a_zwj_emoji_label_is_drawn_whole(tmp_path: Path) -> None:
+    chart = charts.result_chart({f"easy {RUNNER}": 3, "tempo 🚴": 2}, title=f"notes {RUNNER}")
+    shown = assert_fits(chart)
+    assert f"easy {RUNNER}" in shown and not any("\\u200d" in t for t in shown)
+    png = charts.save_chart(chart, tmp_path / "runner.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+
+
 def test_labels_of_a_long_common_start_stay_distinct(tmp_path: Path) -> None:
     start = "purchase-2025-return-window-for-the-household-order-number-"
     items = ["espresso-machine", "standing-desk", "hiking-boots", "winter-coat"]

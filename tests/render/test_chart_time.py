@@ -141,3 +141,30 @@ def test_hours_of_results_show_the_time_of_day_with_its_date() -> None:
     value = {datetime(2026, 1, 20, 8) + timedelta(hours=h): h for h in range(6)}
     drawn = texts(svg(charts.result_chart(value)))
     assert [t for t in drawn if DAY_TIME.fullmatch(t)], drawn
+
+
+def test_a_grouped_result_of_monthly_dates_is_ticked_on_its_points() -> None:
+    # The newcomer's {group: {date(2026, m, 1): v}}: weekly ticks on Mondays (5 Jan, 12 Jan …)
+    # missed every point and left 1 Mar unlabelled.
+    value = {g: {date(2026, m, 1): m * (i + 1) for m in (1, 2, 3)} for i, g in enumerate("ab")}
+    chart = charts.result_chart(value)
+    assert tick_days(chart.to_dict()["encoding"]["x"]["axis"]) == [
+        "2026-01-01",
+        "2026-02-01",
+        "2026-03-01",
+    ]
+    assert {"Jan 2026", "Feb 2026", "Mar 2026"} <= set(texts(svg(chart)))
+
+
+@pytest.mark.parametrize(
+    ("points", "ticks"),
+    [
+        ([date(2026, 1, 5), date(2026, 1, 19), date(2026, 2, 2)], ["2026-01-05", "2026-01-12"]),
+        ([date(2020, 1, 1), date(2022, 1, 1), date(2023, 1, 1)], ["2020-01-01", "2021-01-01"]),
+    ],
+)
+def test_points_on_mondays_or_year_starts_are_ticked_on_that_period(
+    points: list[date], ticks: list[str]
+) -> None:
+    axis = time_axis([d.isoformat() for d in points], width=640)
+    assert tick_days(axis.to_dict())[:2] == ticks

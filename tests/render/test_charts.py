@@ -190,17 +190,26 @@ def test_records_over_time_counts_current_records_per_type(wb: Workbench) -> Non
     # One domain, in the rows' order, for colour, dash, width and shape: one legend.
     scales = [encoding(spec, c)["scale"]["domain"] for c in ("color", "strokeDash", "shape")]
     assert scales == [["Allergy", "Book", "Medication", "Trip"]] * 3
-    # Each line runs on to the log's last month (May), where Medication drops to 0.
-    assert values(spec) == [
-        {"type": "Allergy", "period": "2025-04-01", "records": 1},
-        {"type": "Allergy", "period": "2025-05-01", "records": 1},
-        {"type": "Book", "period": "2025-03-01", "records": 1},
-        {"type": "Book", "period": "2025-05-01", "records": 1},
-        {"type": "Medication", "period": "2025-04-01", "records": 1},
-        {"type": "Medication", "period": "2025-05-01", "records": 0},
-        {"type": "Trip", "period": "2025-03-01", "records": 1},
-        {"type": "Trip", "period": "2025-05-01", "records": 1},
+    # Each line runs on to the log's last month (May), where Medication drops to 0, and on to
+    # May's close (an end, drawn without a point).
+    assert [{**r, "end": r["end"] or None} for r in values(spec)] == [
+        {"type": "Allergy", "period": "2025-04-01", "records": 1, "end": None},
+        {"type": "Allergy", "period": "2025-05-01", "records": 1, "end": None},
+        {"type": "Allergy", "period": "2025-06-01", "records": 1, "end": True},
+        {"type": "Book", "period": "2025-03-01", "records": 1, "end": None},
+        {"type": "Book", "period": "2025-05-01", "records": 1, "end": None},
+        {"type": "Book", "period": "2025-06-01", "records": 1, "end": True},
+        {"type": "Medication", "period": "2025-04-01", "records": 1, "end": None},
+        {"type": "Medication", "period": "2025-05-01", "records": 0, "end": None},
+        {"type": "Medication", "period": "2025-06-01", "records": 0, "end": True},
+        {"type": "Trip", "period": "2025-03-01", "records": 1, "end": None},
+        {"type": "Trip", "period": "2025-05-01", "records": 1, "end": None},
+        {"type": "Trip", "period": "2025-06-01", "records": 1, "end": True},
     ]
+    assert encoding(spec, "opacity") == {
+        "condition": {"test": "datum.end", "value": 0},
+        "value": 1,
+    }
     # Each line's last value is what the fold says now.
     last = {r["type"]: r["records"] for r in values(spec)}
     assert last == {t: len(wb.state.all(t)) for t in ("Allergy", "Book", "Medication", "Trip")}
@@ -210,9 +219,10 @@ def test_records_over_time_by_week_for_one_type(wb: Workbench) -> None:
     spec = records_over_time(wb, freq="week", types=["Trip"]).to_dict()
     # Two trips added in the first week (the update adds none), Paris retracted in the fourth.
     assert values(spec) == [
-        {"type": "Trip", "period": "2025-03-03", "records": 2},
-        {"type": "Trip", "period": "2025-03-24", "records": 1},
-        {"type": "Trip", "period": "2025-05-05", "records": 1},
+        {"type": "Trip", "period": "2025-03-03", "records": 2, "end": False},
+        {"type": "Trip", "period": "2025-03-24", "records": 1, "end": False},
+        {"type": "Trip", "period": "2025-05-05", "records": 1, "end": False},
+        {"type": "Trip", "period": "2025-05-12", "records": 1, "end": True},  # the week's close
     ]
 
 
@@ -220,11 +230,13 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     chart = alerts_timeline(wb)
     assert isinstance(chart, alt.LayerChart)
     spec = chart.to_dict()
-    bars, ticks, points = spec["layer"]
+    bars, ticks, points, arrows = spec["layer"]
     assert bars["mark"]["type"] == "bar"
     assert ticks["mark"]["type"] == "tick" and ticks["transform"] == [{"filter": "datum.instant"}]
     assert bars["encoding"]["x"]["field"] == "start"
-    assert bars["encoding"]["x2"]["field"] == "end"
+    assert bars["encoding"]["x2"]["field"] == "edge"
+    assert arrows["mark"]["shape"] == "triangle-right"
+    assert arrows["transform"] == [{"filter": "datum.open"}]
     assert points["mark"]["type"] == "point"
     assert points["transform"] == [{"filter": "(datum.state === 'updated')"}]
     shared = spec.get("encoding") or bars["encoding"]
@@ -242,6 +254,16 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
     rows = [
         {k: r[k] for k in ("id", "state", "severity", "start", "end", "standing")}
         for r in values(spec)
+    ]
+    # Cleared bars end at their clear; the standing one runs past the clock to the right edge.
+    assert [(r["edge"], r["until"]) for r in values(spec)] == [
+        ("2025-04-15T10:00:00Z", "2025-04-15 10:00"),
+        ("2025-05-06T10:00:00Z", "2025-05-06 10:00"),
+        ("2025-05-08T12:24:00Z", "standing: not cleared"),
+    ]
+    assert bars["encoding"]["x"]["scale"]["domain"] == [
+        "2025-03-25T10:00:00Z",
+        "2025-05-08T12:24:00Z",
     ]
     assert rows == [
         # the late book: a warning until it turned critical, standing to the log's clock
@@ -292,8 +314,9 @@ def test_alerts_timeline_bars_from_raised_to_cleared(wb: Workbench) -> None:
 
 
 def test_an_alert_raised_at_the_last_moment_is_drawn(tmp_path: Path) -> None:
-    """A segment of no length (raised by the log's last event) is a tick, not an empty row;
-    two alerts of one rule about the same records get rows of their own."""
+    """An alert raised by the log's last event and standing is a bar to the right edge with an
+    arrowhead, not a 1-pixel sliver; two alerts of one rule about the same records get rows of
+    their own."""
 
     @rule(watch=["Book"], severity="info", category="library")
     def book_notes(user: UserView) -> Iterator[Finding]:
@@ -308,7 +331,11 @@ def test_an_alert_raised_at_the_last_moment_is_drawn(tmp_path: Path) -> None:
         "book_notes: Book dune",
         "book_notes: Book dune (2)",
     ]
-    assert all(r["instant"] and r["start"] == r["end"] and r["standing"] for r in rows)
+    assert all(r["start"] == r["end"] and r["standing"] and r["open"] for r in rows)
+    assert not any(r["instant"] for r in rows)  # a bar, not a tick
+    assert {(r["edge"], r["until"]) for r in rows} == {
+        ("2025-03-25T10:01:00Z", "standing: not cleared")  # a minute on: a visible bar
+    }
 
 
 def test_count_axes_step_by_whole_numbers(wb: Workbench) -> None:
@@ -332,7 +359,9 @@ def test_more_types_than_colours_share_one_line(tmp_path: Path) -> None:
         rows = values(records_over_time(bench).to_dict())
     assert len({r["type"] for r in rows}) == 20
     # Types 19, 20, 21 hold 3, 2, 1 records in March; in April Type21 gains one.
-    grouped = [(r["period"], r["records"]) for r in rows if r["type"] == "3 other types"]
+    grouped = [
+        (r["period"], r["records"]) for r in rows if r["type"] == "3 other types" and not r["end"]
+    ]
     assert grouped == [("2025-03-01", 3 + 2 + 1), ("2025-04-01", 3 + 2 + 2)]
     assert not {"Type19", "Type20", "Type21"} & {r["type"] for r in rows}
 

@@ -722,7 +722,7 @@ _ALL: tuple[Command, ...] = (
             arg(
                 "--freq",
                 choices=["day", "week", "month", "quarter", "year"],
-                help="the period of events/records charts",
+                help="events and records charts only: the period of a bar",
             ),
             arg("expr", nargs="*", help="for `result`: an expression (the rest of the line)"),
         ),

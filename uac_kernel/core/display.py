@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -138,10 +139,67 @@ _CONTROLS += range(0xD800, 0xE000)  # lone surrogates: no terminal encoding can 
 _ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS} | {9: "\\t", 10: "\\n", 13: "\\r"}
 
 
+# What joins or styles emoji is kept between emoji: a zero-width joiner (🏃‍♀️ is 🏃, ZWJ, ♀,
+# VS16), a variation selector after an emoji or a keycap base, and the tag run of a subdivision
+# flag (🏴 tags… cancel tag). Elsewhere they could hide text, so they are escaped.
+_ZWJ, _VS = "\u200d", "\ufe0e\ufe0f"
+_ESCAPES_BUT_ZWJ = {c: e for c, e in _ESCAPES.items() if c != 0x200D}
+_TAGS = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f|[\U000e0000-\U000e007f]")
+_JOINS = re.compile(f"[{_ZWJ}{_VS}]")
+_TAG_CHAR = re.compile("[\U000e0000-\U000e007f]")
+
+
+def _is_emoji(ch: str) -> bool:
+    """Whether ``ch`` is a pictographic character (an emoji, or a symbol that can be one)."""
+    c = ord(ch)
+    return (
+        0x1F000 <= c <= 0x1FAFF
+        or 0x2190 <= c <= 0x2BFF
+        or 0x2300 <= c <= 0x23FF
+        or c in (0xA9, 0xAE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299)
+    )
+
+
+def _emoji_before(text: str, i: int) -> bool:
+    """Whether an emoji ends just before ``text[i]``, its styling marks (VS16, a skin tone)
+    skipped."""
+    while i > 0 and (text[i - 1] in _VS or 0x1F3FB <= ord(text[i - 1]) <= 0x1F3FF):
+        i -= 1
+    return i > 0 and _is_emoji(text[i - 1])
+
+
+def _join_or_escape(match: re.Match[str]) -> str:
+    ch, text, i = match.group(), match.string, match.start()
+    if ch == _ZWJ:
+        after = text[i + 1 : i + 2]
+        keep = _emoji_before(text, i) and after != "" and _is_emoji(after)
+    else:  # a variation selector: after an emoji, or a keycap's digit, # or *
+        keep = i > 0 and (_is_emoji(text[i - 1]) or text[i - 1] in "0123456789#*")
+    return ch if keep else f"\\u{ord(ch):04x}"
+
+
+def _flag_or_escape(match: re.Match[str]) -> str:
+    """A flag's tag run kept; a lone tag character as its UTF-16 pair, valid in JSON."""
+    if len(match.group()) > 1:
+        return match.group()
+    c = ord(match.group()) - 0x10000
+    return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
+
+
 def printable(text: str) -> str:
     """``text`` with every control and invisible formatting character escaped (``\\x1b`` is
-    shown as ``\\u001b``, a newline as ``\\n``): safe to print on one line of a terminal."""
-    return str(text).translate(_ESCAPES)
+    shown as ``\\u001b``, a newline as ``\\n``): safe to print on one line of a terminal.
+
+    The marks that build an emoji are kept where they build one: a zero-width joiner between
+    two emoji (the runner and the ♀ of 🏃‍♀️), a variation selector after one, a flag's tag run; a joiner
+    between letters, a lone tag character, a bidi override or a zero-width space is escaped.
+    """
+    text = str(text).translate(_ESCAPES_BUT_ZWJ)
+    if _ZWJ in text or any(c in text for c in _VS):
+        text = _JOINS.sub(_join_or_escape, text)
+    if _TAG_CHAR.search(text):
+        text = _TAGS.sub(_flag_or_escape, text)
+    return text
 
 
 _PIECE = 1 << 16  # characters of a long string encoded at a time

@@ -161,6 +161,8 @@ class QueryMagics(Session):
             args = parse_argstring(self.cmd_chart, rest)
             if args.expr:
                 raise UsageError(f"`%uac chart {kind}` takes no expression; `result` does")
+            if args.freq and args.kind not in ("events", "records"):
+                raise UsageError(f"--freq is for `events` and `records` charts, not `{args.kind}`")
         try:
             # The first import of Altair, deep in IPython's stack, can cost seconds more than
             # on a fresh one (CPython gh-142183); see uac_kernel.notebook.imports.

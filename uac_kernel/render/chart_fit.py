@@ -20,6 +20,7 @@ hold one).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,12 +90,34 @@ def chart_text(
     if not middle:
         # Cut where it surely fits; or, if that is before its first emoji, just before that
         # emoji: Vega may cut the rest, now of the first plane only, at its real width.
-        fits = _fitting(widths, room)
+        fits = _whole(text, _fitting(widths, room))
         first = next(i for i, c in enumerate(text) if ord(c) > 0xFFFF)
         return text[: max(fits, first)] + ELLIPSIS
-    head = _fitting(widths, room * _HEAD)
+    head = _whole(text, _fitting(widths, room * _HEAD))
     tail = _fitting(widths[head:][::-1], room - sum(widths[:head]))
-    return text[:head].rstrip() + ELLIPSIS + text[len(text) - tail :].lstrip()
+    start = _whole(text, len(text) - tail, forward=True)
+    return text[:head].rstrip() + ELLIPSIS + text[start:].lstrip()
+
+
+def _whole(text: str, i: int, *, forward: bool = False) -> int:
+    """``i``, or the nearest place before it (after it, ``forward``) that does not cut through
+    an emoji sequence: 🏃‍♀️ is cut before or after, never between 🏃 and its ZWJ, ♀ or VS16."""
+    while 0 < i < len(text) and _binds(text, i):
+        i += 1 if forward else -1
+    return i
+
+
+def _binds(text: str, i: int) -> bool:
+    """Whether ``text[i - 1]`` and ``text[i]`` are in one grapheme cluster (the marks that build
+    emoji, and combining marks)."""
+    mark, before = ord(text[i]), text[i - 1]
+    return (
+        before == "\u200d"
+        or mark in (0x200D, 0xFE0E, 0xFE0F, 0x20E3)
+        or 0x1F3FB <= mark <= 0x1F3FF
+        or 0xE0020 <= mark <= 0xE007F
+        or unicodedata.combining(text[i]) != 0
+    )
 
 
 _HEAD = 0.45  # of a label cut in the middle, the share of its start
@@ -133,9 +156,9 @@ def _around(text: str, at: int, px: int, font_px: float) -> str:
     if sum(widths) <= px:
         return text
     room = px - 2 * _char_em(ELLIPSIS) * font_px
-    head = _fitting(widths, room * _AROUND_HEAD)
-    start = max(head, at - _AROUND_BEFORE)
-    end = start + _fitting(widths[start:], room - sum(widths[:head]))
+    head = _whole(text, _fitting(widths, room * _AROUND_HEAD))
+    start = _whole(text, max(head, at - _AROUND_BEFORE), forward=True)
+    end = _whole(text, start + _fitting(widths[start:], room - sum(widths[:head])))
     return (
         text[:head].rstrip()
         + (ELLIPSIS if start > head else "")

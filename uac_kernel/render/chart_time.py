@@ -8,7 +8,9 @@ time so their labels do not overlap — and every label shows the date (``5 Jan 
 ``Mar 2025``, ``2025``), with the time of day only when the ticks are hours or minutes apart.
 
 A chart of periods (bars a week wide) gives its ``period``: its ticks then fall on whole
-periods only (weeks on Mondays, quarters on January, April, July and October).
+periods only (weeks on Mondays, quarters on January, April, July and October). Points that all
+fall on a coarser regular period (month starts, Mondays) are ticked on that period: a line of
+monthly dates has its ticks on the 1st of the month, on its points.
 """
 
 from __future__ import annotations
@@ -115,6 +117,23 @@ def time_ticks(
     return fitting or ([first], _FORMATS[ladder[0][0]])
 
 
+# Periods, finest first: points that all fall on a coarser one than asked are ticked on it.
+_COARSE: list[str | None] = [None, "day", "week", "month", "quarter", "year"]
+
+
+def _period_of(moments: list[datetime]) -> str | None:
+    """The coarsest regular period every one of ``moments`` starts (year starts, month starts,
+    Mondays, midnights), so ticks fall on the points: monthly dates ticked on the 1st, not on
+    the Mondays between them. None for moments at other times of day."""
+    if any(m.time() != datetime.min.time() for m in moments):
+        return None
+    if all(m.month == 1 and m.day == 1 for m in moments):
+        return "year"
+    if all(m.day == 1 for m in moments):
+        return "month"
+    return "week" if all(m.weekday() == 0 for m in moments) else "day"
+
+
 def _ms(t: datetime) -> int:
     return int(t.replace(tzinfo=UTC).timestamp() * 1000)
 
@@ -128,5 +147,6 @@ def time_axis(
     moments = [_as_datetime(t) for t in times if t is not None and t != ""]
     if not moments:
         return alt.Axis(format=_FORMATS["day"], **kw)
+    period = max(period, _period_of(moments), key=_COARSE.index)
     ticks, fmt = time_ticks(min(moments), max(moments), width=width, period=period)
     return alt.Axis(format=fmt, values=[_ms(t) for t in ticks], **kw)

@@ -24,7 +24,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -272,7 +272,7 @@ def records_over_time(
         """,
         [part, wb.user, *chosen, part, wb.user],
     )
-    rows = _group_types(_printable_types(rows))
+    rows = _ends(_group_types(_printable_types(rows)), part)
     # Lines are drawn in the order of their rows, the first widest: the domain in that order.
     types = list(dict.fromkeys(r["type"] for r in rows))
     return (
@@ -289,6 +289,8 @@ def records_over_time(
             # Two types of the same counts draw one line over the other: each its own dash,
             # width and point shape, so both stay visible.
             **series_channels("type", types, title="Type", scale=alt.Scale(scheme=_TYPE_SCHEME)),
+            # A line's end (the last period's close) is no count of its own: no point there.
+            opacity=alt.condition(alt.datum.end, alt.value(0), alt.value(1)),
             tooltip=[
                 alt.Tooltip("type:N", title="type"),
                 alt.Tooltip("period:T", title=f"{part} from", formatType="utc"),
@@ -297,6 +299,26 @@ def records_over_time(
         )
         .properties(width=_WIDTH, height=_HEIGHT)
     )
+
+
+def _ends(rows: list[dict[str, Any]], part: str) -> list[dict[str, Any]]:
+    """``rows`` (by type, then period) with each type's line carried to the close of the last
+    period, so that its last value is a step as wide as the others, not only a rise at the
+    right edge; the added rows are ``end``."""
+    if not rows:
+        return rows
+    last = max(date.fromisoformat(r["period"]) for r in rows)
+    if part in ("month", "quarter", "year"):
+        months = {"month": 1, "quarter": 3, "year": 12}[part] + last.year * 12 + last.month - 1
+        close = date(months // 12, months % 12 + 1, 1)
+    else:
+        close = last + timedelta(days={"week": 7}.get(part, 1))
+    out: list[dict[str, Any]] = []
+    for i, r in enumerate(rows):
+        out.append({**r, "end": False})
+        if i + 1 == len(rows) or rows[i + 1]["type"] != r["type"]:
+            out.append({**r, "period": close.isoformat(), "end": True})
+    return out
 
 
 def _alert_labels(rows: list[dict[str, Any]]) -> None:
@@ -365,20 +387,26 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
                coalesce(why_cleared, '') AS why_cleared,
                strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS start,
                strftime(coalesce(until, greatest(?, ts)), '%Y-%m-%dT%H:%M:%SZ') AS "end",
-               coalesce(until, greatest(?, ts)) = ts AS instant,
+               until IS NOT NULL AND until = ts AS instant, until IS NULL AS open,
+               coalesce(strftime(until, '%Y-%m-%d %H:%M'), '') AS cleared,
                until IS NULL AND rule_in_force AS standing, rule_in_force
         FROM spans
         WHERE state IN ('raised', 'updated')
         ORDER BY seq
         """,
-        [list(wb.runner.rules), wb.user, clock, clock],
+        [list(wb.runner.rules), wb.user, clock],
     )
     _alert_labels(rows)
+    right = _open_ends(rows)
     for r in rows:  # drawn in tooltips, and in the SVG's aria labels: no control characters
         for k in ("rule", "category", "message", "why_cleared"):
             r[k] = chart_text(r[k]) if r[k] is not None else None
     base = alt.Chart(
-        _data(rows), title=_title(f"Alerts of {wb.user}", "bars: raised → cleared")
+        _data(rows),
+        title=_title(
+            f"Alerts of {wb.user}",
+            "bars: raised → cleared, or to the edge with an arrowhead while not cleared",
+        ),
     ).encode(
         # No axis title; labels cut at LABEL_PX with "…", whole in the tooltip.
         y=alt.Y("label:N", title=None, sort=None, axis=label_axis()),
@@ -392,29 +420,66 @@ def alerts_timeline(wb: Workbench) -> alt.LayerChart:
             alt.Tooltip("severity:N", title="severity"),
             alt.Tooltip("state:N", title="since"),
             alt.Tooltip("start:T", title="from", format="%Y-%m-%d %H:%M", formatType="utc"),
-            alt.Tooltip("end:T", title="until", format="%Y-%m-%d %H:%M", formatType="utc"),
+            alt.Tooltip("until:N", title="until"),
             alt.Tooltip("why_cleared:N", title="why it cleared"),
             alt.Tooltip("standing:N", title="standing"),
             alt.Tooltip("rule_in_force:N", title="rule in force"),
         ],
     )
     axis = time_axis([r["start"] for r in rows] + [r["end"] for r in rows], width=CATEGORY_WIDTH)
+    # Open bars end at the right edge of the plot: the scale stops there, not at a nicer date.
+    scale = alt.Scale(type="utc", nice=False, domain=right) if right else _UTC
     bars = base.mark_bar(height={"band": 0.6}).encode(
-        x=alt.X("start:T", title="Time", scale=_UTC, axis=axis), x2="end:T"
+        x=alt.X("start:T", title="Time", scale=scale, axis=axis), x2="edge:T"
     )
     instants = (
         base.mark_tick(thickness=3, bandSize=0.6)
-        .encode(x=alt.X("start:T", scale=_UTC))
+        .encode(x=alt.X("start:T", scale=scale))
         .transform_filter(alt.datum.instant)
     )
     updates = (
         base.mark_point(filled=True, size=70, shape="diamond", stroke="black", strokeWidth=0.5)
-        .encode(x=alt.X("start:T", scale=_UTC))
+        .encode(x=alt.X("start:T", scale=scale))
         .transform_filter(alt.datum.state == "updated")
     )
-    return alt.LayerChart(
-        layer=[bars, instants, updates], width=CATEGORY_WIDTH, height=alt.Step(22)
+    # An open bar ends in an arrowhead at the right edge: it runs on, it was never cleared.
+    arrows = (
+        base.mark_point(filled=True, size=80, shape="triangle-right", opacity=1, xOffset=-5)
+        .encode(x=alt.X("edge:T", scale=scale), color=alt.value("#222"))
+        .transform_filter(alt.datum.open)
     )
+    return alt.LayerChart(
+        layer=[bars, instants, updates, arrows], width=CATEGORY_WIDTH, height=alt.Step(22)
+    )
+
+
+# Past the log's clock, an open alert's bar runs on this share of the time drawn (at least a
+# minute): a visible stretch to the right edge even for one raised by the newest event.
+_OPEN_RUN = 0.05
+
+
+def _open_ends(rows: list[dict[str, Any]]) -> list[str]:
+    """Set each row's drawn end, ``edge``: its clear, or for an open alert the plot's right
+    edge, a little past the clock; and ``until``, the tooltip's words for its end. The time
+    domain ``[first, right edge]`` (empty without rows)."""
+    if not rows:
+        return []
+    first = min(datetime.fromisoformat(r["start"]) for r in rows)
+    last = max(datetime.fromisoformat(r["end"]) for r in rows)
+    edge = last + max((last - first) * _OPEN_RUN, timedelta(minutes=1))
+    right = edge.strftime("%Y-%m-%dT%H:%M:%SZ")
+    for r in rows:
+        open_ = r.pop("open")
+        r["edge"] = right if open_ else r["end"]
+        cleared = r.pop("cleared")
+        if not open_:
+            r["until"] = cleared
+        elif r["standing"]:
+            r["until"] = "standing: not cleared"
+        else:
+            r["until"] = "not cleared (its rule is not in force)"
+        r["open"] = bool(open_)
+    return [first.strftime("%Y-%m-%dT%H:%M:%SZ"), right]
 
 
 # -- what-ifs --------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, MappingView
 from datetime import date, datetime, timedelta, timezone
 from typing import Final, cast
@@ -74,6 +74,15 @@ def _plain_key(key: object) -> object:
     return _truncated_repr(key)
 
 
+def _items(mapping: Mapping[object, object]) -> Iterable[tuple[object, object]]:
+    """A mapping's items; a Counter's most common first, the order a chart of it promises (the
+    plain dict that crosses back is no longer a Counter)."""
+    if isinstance(mapping, Counter):
+        with contextlib.suppress(TypeError):  # counts that do not compare
+            return mapping.most_common()
+    return mapping.items()
+
+
 def _plain(value: object, active: set[int]) -> object:
     done, plain = _plain_scalar(value)
     if done:
@@ -96,7 +105,7 @@ def _plain(value: object, active: set[int]) -> object:
     active.add(id(value))
     try:
         if isinstance(value, Mapping):
-            return {_plain_key(k): _plain(v, active) for k, v in value.items()}
+            return {_plain_key(k): _plain(v, active) for k, v in _items(value)}
         items = [_plain(v, active) for v in cast(Iterable[object], value)]
         if isinstance(value, (set, frozenset)):
             with contextlib.suppress(TypeError):
@@ -110,8 +119,8 @@ def to_plain(value: object) -> object:
     """``value`` as plain data: None, bool, int, float, str, date, datetime, timedelta, lists and
     dicts of them.
 
-    Lists and tuples become lists; sets sorted lists (when their items compare); mappings (and
-    Counters) dicts, whose tuple keys stay tuples; pydantic models ``{"_type": class name,
+    Lists and tuples become lists; sets sorted lists (when their items compare); mappings
+    dicts, whose tuple keys stay tuples (a Counter's in most-common order); pydantic models ``{"_type": class name,
     **fields}``; iterators, generators and ranges are consumed into lists; anything else becomes
     its ``repr`` cut to 200 characters. Inside :func:`evaluate` it runs in the child, under the
     same limits as the expression.
