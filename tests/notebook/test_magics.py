@@ -1277,3 +1277,16 @@ def test_an_empty_listing_says_so_in_its_html_as_in_its_text(ip: Any) -> None:
         table = run(ip, cell)
         assert said in table.text(), cell
         assert said in table._repr_html_(), cell
+
+
+def test_the_docs_name_every_verb_the_magics_lack() -> None:
+    """docs/notebooks.md's "except ..." lists exactly the terminal's verbs no magic has."""
+    from uac_kernel.commands.declare import CLI
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "notebooks.md").read_text().split())
+    found = re.search(r"under the same names, except (.*?) \(run them in a terminal\)", text)
+    assert found, "docs/notebooks.md lost its sentence on the verbs the magics lack"
+    said = re.findall(r"`([^`]+)`", found.group(1))
+    magic = {n.split()[0] for n, c in COMMANDS.items() if MAGIC in c.faces}
+    terminal = dict.fromkeys(n.split()[0] for n, c in COMMANDS.items() if CLI in c.faces)
+    assert said == [n for n in terminal if n not in magic]
