@@ -131,7 +131,7 @@ def test_history_shows_every_version(loaded: Any) -> None:
     assert table.columns == [
         "how", "seq", "at", "reason", "version", "valid_from", "valid_to", "fields"
     ]  # fmt: skip
-    assert [r[0] for r in table.rows] == ["asserted", "corrected"]
+    assert [r[0] for r in table.rows] == ["asserted", "updated"]
     # the fields it was asserted with, then only what the correction changed
     assert [r[7] for r in table.rows] == [
         {"name": "ibuprofen", "dose_mg": 200.0},
