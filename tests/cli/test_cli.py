@@ -150,6 +150,17 @@ def test_diff_via_cli(tmp_path: Path, events: Path) -> None:
             "uac: error: Trip has no field 'internatonal'. Did you mean 'international'?\n",
         ),
         (("demo", "--user", "bob"), "the demo's user is 'maya'"),
+        (
+            ("eval", "len(user.all(Trips))"),
+            "not defined in the query namespace; did you mean 'Trip'?",
+        ),
+        (("eval", "len(user.all('Trips'))"), "no record type 'Trips'. Did you mean 'Trip'?"),
+        (
+            ("eval", "[t for t in user.all(Trip) if t.start >= '2025-01-01']"),
+            "'datetime.date' and 'str'; compare with a date, not text: date(",
+        ),
+        (("sql", "SELECT destnation FROM Trip"), 'did you mean "destination"?\n'),
+        (("alert",), "unknown command 'alert'; did you mean 'alerts'? See"),
     ],
 )
 def test_errors_are_one_line_and_exit_non_zero(
@@ -464,7 +475,7 @@ def test_cli_says_why_an_alert_cleared_and_shows_dates_as_read(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["alert"], "unknown command 'alert'; did you mean 'alerts' or 'fleet'? See uac --help"),
+        (["alert"], "unknown command 'alert'; did you mean 'alerts'? See uac --help"),
         (["checkpoin"], "unknown command 'checkpoin'; did you mean 'checkpoint' or 'checkpoints'?"),
         (
             ["bench", "alrts"],

@@ -1,5 +1,5 @@
 """`uac history TYPE KEY`: a header (whose record, how many versions), then how each version
-came — asserted, corrected, retracted — with the seq, time and reason of its event; a hostile
+came — asserted, updated, retracted — with the seq, time and reason of its event; a hostile
 reason prints escaped on one line, cut in the table and whole in --json."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_history_says_how_each_version_came(tmp_path: Path, env: dict[str, str])
     assert header == "Trip 'tokyo' of user 'maya': 2 versions, retracted"
     assert columns.split("\t")[:5] == ["how", "seq", "at", "reason", "version"]
     cells = [r.split("\t") for r in rows]
-    assert [c[0] for c in cells] == ["asserted", "corrected", "retracted"]
+    assert [c[0] for c in cells] == ["asserted", "updated", "retracted"]
     assert [c[4] for c in cells] == ["1", "2", ""]
     assert [c[2] for c in cells] == ["2025-03-02 00:00", "2025-04-01 00:00", "2025-05-01 00:00"]
     seqs = [int(c[1]) for c in cells]
@@ -64,7 +64,7 @@ def test_history_json_holds_every_reason_whole(tmp_path: Path, env: dict[str, st
         "Trip", "tokyo", "maya", 2, True,
     )  # fmt: skip
     steps = got["steps"]
-    assert [s["how"] for s in steps] == ["asserted", "corrected", "retracted"]
+    assert [s["how"] for s in steps] == ["asserted", "updated", "retracted"]
     assert [s["reason"] for s in steps] == [None, HOSTILE, "never happened"]
     assert steps[1]["fields"] == {"city": "Tokyo", "end": "2025-03-01"}
     assert steps[1]["sources"] == [steps[0]["seq"], steps[1]["seq"]]
@@ -77,7 +77,7 @@ def test_history_of_an_unknown_key_is_one_line(tmp_path: Path, env: dict[str, st
     assert done.stderr.count("\n") == 1
 
 
-def test_history_shows_the_asserted_fields_then_only_what_each_correction_changed(
+def test_history_shows_the_asserted_fields_then_only_what_each_update_changed(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     trip = {"kind": "fact", "type": "Trip", "key": "lisbon"}
@@ -95,11 +95,11 @@ def test_history_shows_the_asserted_fields_then_only_what_each_correction_change
     assert columns.split("\t") == [
         "how", "seq", "at", "reason", "version", "valid_from", "valid_to", "fields",
     ]  # fmt: skip
-    asserted, corrected = (r.split("\t") for r in rows)
+    asserted, updated = (r.split("\t") for r in rows)
     assert asserted[0] == "asserted" and asserted[-1] == (
         "city=Lisbon, end=2025-09-12, start=2025-09-05"  # the type's field order
     )
-    assert corrected[0] == "corrected" and corrected[-1] == "end=2025-09-15"
+    assert updated[0] == "updated" and updated[-1] == "end=2025-09-15"
     # --json keeps every field of each version
     steps = json.loads(
         uac_here("history", "Trip", "lisbon", "--json", cwd=tmp_path, env=env).stdout
@@ -107,3 +107,19 @@ def test_history_shows_the_asserted_fields_then_only_what_each_correction_change
     assert steps["steps"][1]["fields"] == {
         "city": "Lisbon", "end": "2025-09-15", "start": "2025-09-05",
     }  # fmt: skip
+
+
+def test_a_plain_update_without_a_reason_is_updated_not_corrected(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    entry = {"kind": "fact", "type": "RaceEntry", "key": "roma"}
+    lines = [
+        {**entry, "ts": "2026-03-01", "op": "add", "fields": {"deadline": "2026-03-05"}},
+        {**entry, "ts": "2026-03-03", "op": "update", "fields": {"entryPaid": True}},
+    ]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert uac_here("ingest", str(tmp_path / "r.jsonl"), cwd=tmp_path, env=env).returncode == 0
+    done = uac_here("history", "RaceEntry", "roma", cwd=tmp_path, env=env)
+    _, _, *rows = done.stdout.splitlines()
+    assert [r.split("\t")[0] for r in rows] == ["asserted", "updated"]
+    assert rows[1].split("\t")[3] == ""  # it gave no reason

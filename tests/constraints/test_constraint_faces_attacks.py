@@ -1788,3 +1788,29 @@ def test_marimo_constrain_with_deep_nesting_shows_an_error() -> None:
         except RecursionError:
             pytest.fail("RecursionError escaped uac.marimo.constrain")
         assert keys == [] and wb.constraints() == []
+
+
+def test_a_retraction_names_the_key_it_retracted_in_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = uac(capsys, base_store(tmp_path), "constrain", "--retract", "tax")
+    assert run.code == 0 and run.out.startswith("retracted: tax; 1 event appended")
+
+
+def test_a_retraction_names_the_key_it_retracted_in_a_notebook(tax_ip: Any) -> None:
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as out:
+        tax_ip.run_cell("%uac constrain --retract tax").raise_error()
+    assert out.stdout.startswith("retracted: tax; 1 event appended")
+
+
+def test_a_retraction_names_the_key_it_retracted_in_marimo() -> None:
+    pytest.importorskip("marimo")
+    import uac.marimo as um
+
+    with Workbench() as wb:
+        wb.ingest([clock("2025-04-01T09:00:00")])
+        wb.constrain(TAX, key="tax")
+        _keys, view = um.constrain(wb, "", retract="tax")
+        assert "retracted: tax; 1 event appended" in view.text

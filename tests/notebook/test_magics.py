@@ -131,7 +131,7 @@ def test_history_shows_every_version(loaded: Any) -> None:
     assert table.columns == [
         "how", "seq", "at", "reason", "version", "valid_from", "valid_to", "fields"
     ]  # fmt: skip
-    assert [r[0] for r in table.rows] == ["asserted", "corrected"]
+    assert [r[0] for r in table.rows] == ["asserted", "updated"]
     # the fields it was asserted with, then only what the correction changed
     assert [r[7] for r in table.rows] == [
         {"name": "ibuprofen", "dose_mg": 200.0},
@@ -1304,3 +1304,16 @@ def test_an_empty_listing_says_so_in_its_html_as_in_its_text(ip: Any) -> None:
         table = run(ip, cell)
         assert said in table.text(), cell
         assert said in table._repr_html_(), cell
+
+
+def test_the_docs_name_every_verb_the_magics_lack() -> None:
+    """docs/notebooks.md's "except ..." lists exactly the terminal's verbs no magic has."""
+    from uac_kernel.commands.declare import CLI
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "notebooks.md").read_text().split())
+    found = re.search(r"under the same names, except (.*?) \(run them in a terminal\)", text)
+    assert found, "docs/notebooks.md lost its sentence on the verbs the magics lack"
+    said = re.findall(r"`([^`]+)`", found.group(1))
+    magic = {n.split()[0] for n, c in COMMANDS.items() if MAGIC in c.faces}
+    terminal = dict.fromkeys(n.split()[0] for n, c in COMMANDS.items() if CLI in c.faces)
+    assert said == [n for n in terminal if n not in magic]

@@ -62,7 +62,7 @@ def test_history_has_a_header_and_the_reasons(ip: Any, tmp_path: Any) -> None:
     with capture_output() as cap:
         table = run(ip, "%uac history Trip tokyo")
     assert cap.stdout == "Trip 'tokyo' of user 'maya': 2 versions, retracted\n"
-    assert [r[0] for r in table.rows] == ["asserted", "corrected", "retracted"]
+    assert [r[0] for r in table.rows] == ["asserted", "updated", "retracted"]
     assert table.rows[2][3] == "never happened" and table.rows[1][5] is not None
     text = table.text()
     assert "\x1b" not in text and "typo \\u001b[2Jlong" in text and "…" in text

@@ -14,6 +14,7 @@ from helpers.rules import add, bound, build, clock, fire, one
 
 from uac_kernel.rules import library as lib
 from uac_kernel.state.query import UserView
+from uac_kernel.vocab.binding import Binding
 
 RULE = lib.deadline_approaching
 
@@ -154,3 +155,38 @@ def test_a_tax_return_in_other_words(tmp_path: Path) -> None:
     alert = one(lib.tax_filing_deadline, view)
     assert "the 2024 US federal return is due 2025-04-15, in 14 days" in alert.message
     assert lib.tax_filing_deadline.watches(view) >= {"IncomeTax", "TaxReturn"}
+
+
+def _overdue_entry(path: Path, held: tuple[str, str]) -> UserView:
+    """An overdue race entry whose field ``paidUp`` is true, and a binding of it held (not
+    used) under concept ``held[0]`` by ``held[1]``: the matcher's proposal awaiting review."""
+    view = build(
+        path,
+        [
+            add("2026-03-01", "RaceEntry", "roma", deadline="2026-03-05", paidUp=True),
+            clock("2026-03-10"),
+        ],
+    )
+    concept, author = held
+    view._state.bind(
+        [Binding(concept, "RaceEntry", "paidUp", author=author, score=0.75, status="held")]  # type: ignore[arg-type]
+    )
+    return view
+
+
+def test_an_alert_names_a_held_field_that_would_settle_it_and_how_to_bind_it(
+    tmp_path: Path,
+) -> None:
+    alert = one(RULE, _overdue_entry(tmp_path, ("record.settled", "inferred")))
+    assert "overdue" in alert.message
+    assert alert.message.endswith(
+        "(RaceEntry.paidUp may be record.settled (done): "
+        "`uac vocab bind RaceEntry.paidUp record.settled` to let it settle alerts)"
+    )
+
+
+def test_a_held_field_under_a_concept_the_rule_does_not_read_is_not_named(
+    tmp_path: Path,
+) -> None:
+    alert = one(RULE, _overdue_entry(tmp_path, ("trip.start", "inferred")))
+    assert "paidUp" not in alert.message

@@ -312,7 +312,7 @@ _ALL: tuple[Command, ...] = (
     ),
     Command(
         "history",
-        "every version of one record and how it came: asserted, corrected or retracted, with "
+        "every version of one record and how it came: asserted, updated or retracted, with "
         "the seq, time and reason of each event",
         (
             arg("type", help="a record type, e.g. Trip"),

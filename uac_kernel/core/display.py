@@ -115,12 +115,19 @@ def close_matches(word: str, choices: Sequence[str], n: int = 1) -> list[str]:
     for c in choices:
         if c.lower() == word.lower():
             return [c]
-    close = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
+    close = _closest(word, list(choices), n)
     if not close:
         lowered = {c.lower(): c for c in choices}
-        found = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.6)
-        close = [lowered[f] for f in found]
+        close = [lowered[f] for f in _closest(word.lower(), list(lowered), n)]
     return close
+
+
+def _closest(word: str, choices: list[str], n: int) -> list[str]:
+    """difflib's closest ``n``, less any far behind the first: ``alert`` is ``alerts``, not
+    ``alerts`` or ``fleet`` (a match only as close as the cutoff)."""
+    close = difflib.get_close_matches(word, choices, n=n, cutoff=0.6)
+    ratios = [difflib.SequenceMatcher(None, word, c).ratio() for c in close]
+    return [c for c, r in zip(close, ratios, strict=True) if r >= ratios[0] - 0.1]
 
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str:

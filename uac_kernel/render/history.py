@@ -1,7 +1,8 @@
 """One record's history as `uac history` and `%uac history` show it: a header line (whose record,
 how many versions), then a row for each event that shaped the record — asserted (the add),
-corrected (an update), retracted — with its seq, time and the reason it gave, and the version it
-made; as JSON, the same with every reason whole."""
+updated (an update: a payment, a finish or a correction alike; its reason, when it gave one, says
+which), retracted — with its seq, time and the reason it gave, and the version it made; as JSON,
+the same with every reason whole."""
 
 from __future__ import annotations
 
@@ -22,12 +23,12 @@ __all__ = ["REASON_CHARS", "history_header", "history_json", "history_listing", 
 REASON_CHARS = 120
 """A reason's width in the table (cut at a word, marked …); ``--json`` gives it whole."""
 
-_HOW = {"add": "asserted", "update": "corrected", "retract": "retracted"}
+_HOW = {"add": "asserted", "update": "updated", "retract": "retracted"}
 
 
 @dataclass(frozen=True)
 class _Step:
-    """One event that shaped the record: how (asserted, corrected, retracted), its seq and time,
+    """One event that shaped the record: how (asserted, updated, retracted), its seq and time,
     the reason and author it gave, and the version it made (none for a retraction)."""
 
     how: str
@@ -66,7 +67,7 @@ def _steps(versions: Sequence[Record], events: Mapping[int, LoggedEvent]) -> lis
         # A version's sources are the add and each update up to it; a retracted version's
         # end with the retraction.
         made = r.sources[:-1] if r.retracted else r.sources
-        out.append(step(made[-1] if made else None, "corrected" if n > 1 else "asserted", n, r))
+        out.append(step(made[-1] if made else None, "updated" if n > 1 else "asserted", n, r))
         if r.retracted:
             out.append(step(r.sources[-1] if r.sources else None, "retracted", None, r))
     return out
@@ -95,7 +96,7 @@ def history_listing(
     """A row for each event that shaped the record (``events``: those behind it, by seq): how,
     its seq, time and reason (cut at ``REASON_CHARS``), the version it made, when that held,
     and its fields (a cell of ``field=value`` pairs; the rows keep the dicts): those the record
-    was asserted with, then only those each correction changed (every field of each version is
+    was asserted with, then only those each update changed (every field of each version is
     in ``history_json``)."""
     from uac_kernel.core.records import field_values  # pydantic: not for `uac --help`
 
@@ -109,7 +110,7 @@ def history_listing(
         now = field_values(s.record)
         if before is None:  # the first version: what it came with
             shown = {k: v for k, v in now.items() if v is not None}
-        else:  # a correction: what it changed (a field it cleared shows as None)
+        else:  # an update: what it changed (a field it cleared shows as None)
             shown = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
         before = now
         r = s.record

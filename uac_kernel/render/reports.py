@@ -71,8 +71,8 @@ def in_force_lines(report: IngestReport) -> list[str]:
 
 
 def retracted_lines(report: IngestReport) -> list[str]:
-    """What retracting a constraint did, and the alerts it cleared."""
-    return report_lines(report, "retracted; ")
+    """What retracting a constraint did, naming its key, and the alerts it cleared."""
+    return report_lines(report, f"retracted: {', '.join(report.constraints)}; ")
 
 
 def bound_lines(report: IngestReport) -> list[str]:

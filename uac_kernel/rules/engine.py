@@ -11,6 +11,7 @@ still standing, and log when each is raised and when it clears.
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -25,8 +26,10 @@ from uac_kernel.core.tables import SEVERITIES, Severity
 from uac_kernel.rules.cleared import Undone, changed_records, changes, what_became
 from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView, Wakes
 from uac_kernel.state.query import UserView
-from uac_kernel.vocab.binding import Binding, Rebinding
-from uac_kernel.vocab.catalogue import ROLES
+from uac_kernel.vocab.binding import Binding, Rebinding, Vocabulary
+from uac_kernel.vocab.catalogue import CONCEPTS, ROLES
+from uac_kernel.vocab.matcher import SILENCING
+from uac_kernel.vocab.reads import reads
 from uac_kernel.vocab.resolve import noting, using
 
 __all__ = [
@@ -130,7 +133,8 @@ class Rule:
             evidence = tuple(
                 Evidence(type=type(r).__name__, key=r.key, sources=r.sources) for r in f.evidence
             )
-            message = f.message + _read_note(read, {e.type for e in evidence})
+            types = {e.type for e in evidence}
+            message = f.message + _read_note(read, types) + _held_note(vocab, self, types)
             ident = "|".join([f.about, *sorted(f"{e.type}/{e.key}" for e in evidence)])
             alert_id = f"{self.name}:{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
             found[alert_id] = Alert(
@@ -150,6 +154,26 @@ def _read_note(read: set[Binding], types: set[str]) -> str:
     (inferred 0.86)``)."""
     mine = sorted((b for b in read if b.type in types), key=lambda b: (b.type, b.target))
     return f" [read {'; '.join(b.short() for b in mine)}; `uac vocab` says why]" if mine else ""
+
+
+def _held_note(vocab: Vocabulary, r: Rule, types: set[str]) -> str:
+    """What an alert's message adds when a field of its evidence's types is held for review
+    under a concept its rule reads: the field may say what would change the alert, and how to
+    bind it (``RaceEntry.entryPaid may be record.settled (done): `uac vocab bind ...```)."""
+    held = [b for b in vocab.held() if b.field is not None and b.type in types]
+    if not held:
+        return ""
+    read = reads(r)
+    notes = []
+    for b in sorted((b for b in held if b.target in read), key=lambda b: (b.type, b.field or "")):
+        name = f"{b.type}.{b.field}"
+        what = CONCEPTS[b.target].meaning.partition(":")[0] if b.target in CONCEPTS else ""
+        does = "let it settle alerts" if b.target in SILENCING else "let the rule read it"
+        notes.append(
+            f"{name} may be {b.target}{f' ({what})' if what else ''}: "
+            f"`uac vocab bind {shlex.quote(name)} {b.target}` to {does}"
+        )
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 @overload

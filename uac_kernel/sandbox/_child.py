@@ -10,6 +10,7 @@ import io
 import math
 import os
 import pickle
+import re
 import select
 import signal
 import sys
@@ -82,9 +83,25 @@ def _one_line(exc: BaseException) -> str:
     # uac's own errors (a field a record's type never had) are already written for the user:
     # they read the same inside the sandbox as out. Python's errors say what kind they are.
     if message and not isinstance(exc, UacError):
-        message = f"{type(exc).__name__}: {message}"
+        message = f"{type(exc).__name__}: {message}{_date_hint(exc, message)}"
     text = " ".join((message or type(exc).__name__).split())
     return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 3] + "..."
+
+
+_DATE_VS_TEXT: Final = re.compile(
+    r"not supported between instances of '(datetime\.date(?:time)?|str)' and "
+    r"'(datetime\.date(?:time)?|str)'"
+)
+
+
+def _date_hint(exc: BaseException, message: str) -> str:
+    """How to compare a date with a date, when a query compared one with text."""
+    found = _DATE_VS_TEXT.search(message) if isinstance(exc, TypeError) else None
+    if not found or "str" not in found.groups() or found.group(1) == found.group(2):
+        return ""
+    other = found.group(1) if found.group(2) == "str" else found.group(2)
+    example = "datetime(2026, 3, 1, 9, 0)" if other.endswith("datetime") else "date(2026, 3, 1)"
+    return f"; compare with a {other.removeprefix('datetime.')}, not text: {example}"
 
 
 def _lower_limit(which: int, soft: int, hard: int) -> None:

@@ -15,6 +15,7 @@ from datetime import date, datetime, timedelta
 from types import CodeType, MappingProxyType
 from typing import Final
 
+from uac_kernel.core.display import close_matches
 from uac_kernel.core.errors import SandboxRefused
 
 MAX_EXPRESSION_CHARS: Final = 10_000
@@ -374,8 +375,10 @@ def _check_names(free: frozenset[str], available: Collection[str]) -> None:
             shown = ", ".join(names[:60]) + (
                 f", ... ({len(names) - 60} more)" if len(names) > 60 else ""
             )
+            close = close_matches(name, names)
+            hint = f"; did you mean {close[0]!r}? Available" if close else "; available"
             raise SandboxRefused(
-                f"name '{name}' is not defined in the query namespace; available: {shown}"
+                f"name '{name}' is not defined in the query namespace{hint}: {shown}"
             )
 
 

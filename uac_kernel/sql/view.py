@@ -58,7 +58,7 @@ import duckdb
 import orjson
 
 from uac_kernel.core import settings
-from uac_kernel.core.display import printable
+from uac_kernel.core.display import close_matches, printable
 from uac_kernel.core.errors import QueryError
 from uac_kernel.core.names import quote_ident
 from uac_kernel.core.records import Record
@@ -494,7 +494,28 @@ def run_read_only(
             "environment variable UAC_SQL_MEMORY_MB"
         ) from None
     except duckdb.Error as exc:
-        raise QueryError(f"SQL failed: {_first_line(exc)}; {hint}") from None
+        raise QueryError(f"SQL failed: {_first_line(exc)}; {_column_hint(exc) or hint}") from None
+
+
+_NO_COLUMN = re.compile(
+    r'Referenced column "([^"]*)" not found|does not have a column named "([^"]*)"'
+)
+
+
+def _column_hint(exc: duckdb.Error) -> str:
+    """For a column no table of the query has: the closest of DuckDB's candidate columns
+    (``did you mean "distanceKm"?``), else where to see them; ``""`` for any other error."""
+    text = str(exc)
+    found = _NO_COLUMN.search(text)
+    if not found:
+        return ""
+    name = found.group(1) or found.group(2) or ""
+    listed = re.search(r"Candidate bindings:[ :]*(.*)", text)
+    candidates = re.findall(r'"([^"]*)"', listed.group(1)) if listed else []
+    close = close_matches(name, candidates)
+    if close:
+        return printable(f'did you mean "{close[0]}"?')
+    return "DESCRIBE <table> lists a table's columns"
 
 
 def _first_line(exc: duckdb.Error) -> str:

@@ -6,7 +6,7 @@ from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from uac_kernel.core.display import close_matches, printable
+from uac_kernel.core.display import close_matches, did_you_mean, printable
 from uac_kernel.core.errors import QueryError, UnknownField
 from uac_kernel.core.names import class_name
 from uac_kernel.core.records import Record
@@ -46,8 +46,11 @@ class UserView:
     ``T`` may be a record class or its name: ``user.all(Trip)`` or ``user.all("Trip")``.
     """
 
-    def __init__(self, state: State):
+    def __init__(self, state: State, *, strict: bool = False):
         self._state = state
+        # ``strict`` (queries): a type name the user never had is an error with a suggestion,
+        # not an empty answer; rules, which may name a type before it comes, are not strict.
+        self._strict = strict
         # Whether ``now`` and ``today`` were read (the rule engine runs a rule that read only
         # ``today`` again when the day changes, not with every event).
         self._read_time = False
@@ -175,6 +178,12 @@ class UserView:
             raise QueryError(
                 f"{T!r} is not a record type; pass a class like Trip or a name like 'Trip'"
             )
+        if self._strict and name not in self._state.types:
+            types = sorted(self._state.types)
+            raise QueryError(
+                f"no record type {printable(name)!r}.{did_you_mean(name, types)} "
+                f"Types: {', '.join(types) or 'none yet'}"
+            )
         return name
 
     def __repr__(self) -> str:
@@ -184,7 +193,7 @@ class UserView:
 
 def namespace(state: State) -> dict[str, Any]:
     """The names a query sees: ``user``, every record class by name, and the safe helpers."""
-    ns: dict[str, Any] = {"user": UserView(state)}
+    ns: dict[str, Any] = {"user": UserView(state, strict=True)}
     # by class name (names.class_name): a type written `list` or `flight_leg` is `List`,
     # `FlightLeg`; a name as written would shadow a helper
     ns.update({class_name(name): ts.cls for name, ts in state.types.items()})

@@ -58,6 +58,8 @@ _CURRENCIES = frozenset(_DATA["currencies"])
 _ABBREV: dict[str, str] = _DATA["abbreviations"]
 _NEVER_FROM_NAME = frozenset(_DATA["hold"]["never_from_name"])
 _WHOLE_NAME_ONLY = frozenset(_DATA["hold"]["whole_name_only"])
+# The flags that silence alerts: a field held for one of them leaves a rule's alerts standing.
+SILENCING = _NEVER_FROM_NAME | _WHOLE_NAME_ONLY
 _CRITICAL_ROLES = frozenset(_DATA["hold"]["critical_roles"])
 _PERSONAL_ROLES = frozenset(_DATA["not_the_user"]["roles"])
 _AHEAD = frozenset(_DATA["tense"]["ahead"])
