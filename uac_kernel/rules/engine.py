@@ -27,6 +27,7 @@ from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView, Wakes
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding, Rebinding
 from uac_kernel.vocab.catalogue import ROLES
+from uac_kernel.vocab.reads import reads
 from uac_kernel.vocab.resolve import noting, using
 
 __all__ = [
@@ -254,11 +255,15 @@ class AlertChange:
 @dataclass(frozen=True)
 class Cause:
     """What undoing a batch's change found about an alert it cleared (``rules.cleared``):
-    ``settled``, the records whose change alone brings it back when undone (``settled by
-    PetVaccine 'rabies-2026', added (event 33)``); ``clock``, that it clears with every record's
-    change undone: the clock moving on cleared it."""
+    ``named``, the records whose change alone brings it back when undone (or, ``together``,
+    only all of them at once), with ``settled`` saying what became of them (``settled by
+    PetVaccine 'rabies-2026', added (event 33)``); ``clock``, that it clears with every
+    record's change undone and comes back with the log's clock put back too: the clock moving
+    on cleared it."""
 
     settled: str = ""
+    named: tuple[tuple[str, str], ...] = ()
+    together: bool = False
     clock: bool = False
 
 
@@ -309,21 +314,27 @@ def why_cleared(
     reads_clock = r is None or r.clock or r.watch is None
     today = user.today
     clock = f"the log's clock moved on to {today}" if clock_moved and reads_clock else ""
-    rebound = _rebound(alert, vocab)
+    rebound = _rebound(alert, vocab, r)
     replaced = _replaced(alert, replaced_by) if replaced_by is not None else ""
+    if replaced and not notes:
+        return replaced
+    if cause is not None and cause.settled:
+        own = {(e.type, e.key) for e in alert.evidence}
+        # Its own records' change told in full (what each field became) when they are all
+        # that settled it; the clock and the vocabulary, which did not, are not named.
+        return "; ".join(notes) if notes and set(cause.named) <= own else cause.settled
+    if cause is not None and cause.clock and clock and today:
+        # Its own records changed too, maybe, but undoing that would not bring it back.
+        return clock if notes else f"{clock}; none of its own records changed"
     if notes:
         more = [x for x in (clock if today else "", rebound, replaced) if x]
         return "; ".join(notes) + "".join(f"; and {x}" for x in more)
     if replaced:
         return replaced
-    if cause is not None and cause.settled:
-        return cause.settled
     if rebound:
         return f"{rebound}; none of its records changed"
     if changed_types is None:
         return "the rule no longer finds it in the current state; none of its records changed"
-    if cause is not None and cause.clock and clock and today:
-        return f"{clock}; none of its own records changed"  # nor had to: the clock cleared it
     watch = None if r is None else r.watches(user)
     watched = changed_types if watch is None else watch & changed_types
     others = ""
@@ -356,24 +367,20 @@ def _replaced(alert: Alert, new: Alert) -> str:
     return f"replaced by a new {new.severity} alert of its rule{was}: {said}"
 
 
-def _rebound(alert: Alert, vocab: Sequence[Rebinding], shown: int = 3) -> str:
+def _rebound(alert: Alert, vocab: Sequence[Rebinding], r: Rule | None, shown: int = 3) -> str:
     """``the vocabulary changed: Script.drugName is no longer read as medication.name
-    (rejected by a person)``: the changes of the alert's own types, else every change."""
+    (rejected by a person)``: the changes of the alert's own types, then of what rule ``r``
+    reads (a concept or role its code names, ``vocab.reads``); none of any other type."""
+    read = reads(r) if r is not None else frozenset()
     types = {e.type for e in alert.evidence}
-    mine = [c for c in vocab if c.key[1] in types] or list(vocab)
+    mine = sorted(
+        (c for c in vocab if c.key[1] in types or c.key[0] in read),
+        key=lambda c: c.key[1] not in types,
+    )
     if not mine:
         return ""
     more = f"; and {len(mine) - shown} more (`uac vocab`)" if len(mine) > shown else ""
     return "the vocabulary changed: " + "; ".join(c.describe() for c in mine[:shown]) + more
-
-
-def _own_changed(alert: Alert, user: UserView) -> bool:
-    """Whether a record ``alert`` rests on was changed or retracted since it was raised."""
-    for e in alert.evidence:
-        now = user._state.get(e.type, e.key)
-        if now is None or now.sources != e.sources:
-            return True
-    return False
 
 
 def _replacing(alert: Alert, raised: Sequence[Alert]) -> Alert | None:
@@ -401,7 +408,7 @@ class _Why:
         self.r, self.user, self.since, self.clock_before = r, user, since, clock_before
         self.reads_clock = clock_moved and (r.clock or r.watch is None)
         self.refs: list[tuple[str, str]] | None = None
-        self.runs: dict[tuple[tuple[str, str], ...], set[str] | None] = {}
+        self.runs: dict[tuple[tuple[tuple[str, str], ...], bool], set[str] | None] = {}
         if since is None or (changed_types is None and changed_keys is None):
             return
         # A change of the vocabulary runs every rule (``changed_types`` None) and is kept
@@ -412,36 +419,41 @@ class _Why:
         keys = changed_keys if changed_keys is not None else dict.fromkeys(types)
         self.refs = changed_records(user._state, types, keys, since)
 
-    def _finds(self, refs: tuple[tuple[str, str], ...]) -> set[str] | None:
-        """The ids of the alerts the rule finds with the change of ``refs`` undone (None: it
-        failed)."""
-        if refs not in self.runs:
+    def _finds(self, refs: tuple[tuple[str, str], ...], clock: bool = False) -> set[str] | None:
+        """The ids of the alerts the rule finds with the change of ``refs`` undone, and the
+        log's clock put back with ``clock`` (None: it failed)."""
+        if (refs, clock) not in self.runs:
             assert self.since is not None
-            view = Undone(self.user, self.since, refs)
+            view = Undone(self.user, self.since, refs, clock, self.clock_before)
             try:
-                self.runs[refs] = set(self.r.alerts(view))
+                self.runs[refs, clock] = set(self.r.alerts(view))
             except Exception:  # a rule that fails on the undone state tells nothing
-                self.runs[refs] = None
-        return self.runs[refs]
+                self.runs[refs, clock] = None
+        return self.runs[refs, clock]
 
     def cause(self, alert: Alert) -> Cause | None:
+        """What cleared ``alert``: the records whose change brings it back when undone, else
+        the clock when putting it back too does; None when that cannot be told (too many
+        records changed, or the rule failed on an undone state) or neither brings it back."""
         refs = self.refs
         if refs is None or self.since is None:
             return None
-        if not refs:
-            return Cause(clock=self.reads_clock)
-        every = self._finds(tuple(refs))
+        every = self._finds(tuple(refs)) if refs else set()
         if every is None:
             return None
         if alert.id not in every:
-            return Cause(clock=self.reads_clock)
-        named = [ref for ref in refs if alert.id in (self._finds((ref,)) or ())]
-        if not named:
+            # Not the records: the clock, if putting it back too brings the alert back.
+            if self.reads_clock and alert.id in (self._finds(tuple(refs), clock=True) or ()):
+                return Cause(clock=True)
             return None
+        named = [ref for ref in refs if alert.id in (self._finds((ref,)) or ())]
+        together = not named
+        named = named or list(refs)
         state, shown = self.user._state, 3
         said = [what_became(state, t, key, self.since) for t, key in named[:shown]]
         more = f"; and {len(named) - shown} more" if len(named) > shown else ""
-        return Cause(settled="settled by " + "; ".join(said) + more)
+        head = "settled by these changes together: " if together else "settled by "
+        return Cause(head + "; ".join(said) + more, tuple(named), together)
 
 
 @dataclass
@@ -590,8 +602,9 @@ class RuleRunner:
                 why = _Why(r, seen, changed_types, changed_keys, clock_moved, since, clock_before)
                 for a in gone:
                     new = _replacing(a, raised)
-                    # Asked only of an alert neither replaced nor told by its own records.
-                    ask = new is None and not _own_changed(a, user)
+                    # Asked of an alert not replaced: its own record may have changed beside
+                    # the change that cleared it (a finish time added on the day it passed).
+                    ask = new is None
                     reason = why_cleared(
                         a,
                         user,
