@@ -22,7 +22,7 @@ from uac_kernel.core.errors import RuleError
 from uac_kernel.core.records import Record
 from uac_kernel.core.schema import MODULE_NAMES
 from uac_kernel.core.tables import SEVERITIES, Severity
-from uac_kernel.rules.cleared import Undone, changed_records, changes, what_became
+from uac_kernel.rules.cleared import Undone, changed_records, changes, label, what_became
 from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView, Wakes
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding, Rebinding
@@ -301,16 +301,16 @@ def why_cleared(
     the = "the record it was about" if len(alert.evidence) == 1 else "a record it was about"
     notes: list[str] = []
     for e in alert.evidence:
-        label = f"{e.type} '{e.key}'"
+        named = label(e.type, e.key)
         now = user.get(e.type, e.key)
         if now is None:
             gone = any(v.retracted for v in user._state.versions(e.type, e.key))
-            notes.append(f"{the} was {'retracted' if gone else 'removed'}: {label}")
+            notes.append(f"{the} was {'retracted' if gone else 'removed'}: {named}")
         elif now.sources != e.sources:
             versions = user._state.versions(e.type, e.key)  # read by key: the history is long
             was = next((v for v in versions if v.sources == e.sources), None)
             what = changes(was, now) if was is not None else ""
-            notes.append(f"{the} changed: {label}{' ' + what if what else ''}")
+            notes.append(f"{the} changed: {named}{' ' + what if what else ''}")
     reads_clock = r is None or r.clock or r.watch is None
     today = user.today
     clock = f"the log's clock moved on to {today}" if clock_moved and reads_clock else ""
@@ -384,11 +384,12 @@ def _rebound(alert: Alert, vocab: Sequence[Rebinding], r: Rule | None, shown: in
 
 
 def _replacing(alert: Alert, raised: Sequence[Alert]) -> Alert | None:
-    """The alert just raised by ``alert``'s rule about the most of the same records, if any."""
+    """The alert just raised by ``alert``'s rule about every record it was about (a month's
+    total over its limit, counting the bills that were near it), if any: one that shares only
+    some of them (another trip needing the same old jab) is about something else."""
     mine = {(e.type, e.key) for e in alert.evidence}
-    shared = [(len(mine & {(e.type, e.key) for e in a.evidence}), a) for a in raised]
-    best = max(shared, key=lambda x: x[0], default=(0, None))
-    return best[1] if best[0] else None
+    covers = [a for a in raised if mine <= {(e.type, e.key) for e in a.evidence}]
+    return min(covers, key=lambda a: len(a.evidence), default=None) if mine else None
 
 
 class _Why:
@@ -446,7 +447,12 @@ class _Why:
             if self.reads_clock and alert.id in (self._finds(tuple(refs), clock=True) or ()):
                 return Cause(clock=True)
             return None
-        named = [ref for ref in refs if alert.id in (self._finds((ref,)) or ())]
+        # One record changed: undoing it alone was the run above.
+        named = (
+            [ref for ref in refs if alert.id in (self._finds((ref,)) or ())]
+            if len(refs) > 1
+            else list(refs)
+        )
         together = not named
         named = named or list(refs)
         state, shown = self.user._state, 3
@@ -454,6 +460,21 @@ class _Why:
         more = f"; and {len(named) - shown} more" if len(named) > shown else ""
         head = "settled by these changes together: " if together else "settled by "
         return Cause(head + "; ".join(said) + more, tuple(named), together)
+
+
+def _known(
+    changed_keys: Mapping[str, Collection[str] | None] | None,
+    fact_keys: Mapping[str, Collection[str] | None] | None,
+) -> Mapping[str, Collection[str] | None] | None:
+    """The records a change changed, by type: ``changed_keys``, with the keys its facts
+    changed where a new field left a type's unknown."""
+    if not fact_keys:
+        return changed_keys
+    known = dict(changed_keys or {})
+    for t, keys in fact_keys.items():
+        if known.get(t) is None and keys is not None:
+            known[t] = keys
+    return known
 
 
 @dataclass
@@ -561,6 +582,7 @@ class RuleRunner:
         day_before: date | None = None,
         since: int | None = None,
         clock_before: datetime | None = None,
+        fact_keys: Mapping[str, Collection[str] | None] | None = None,
     ) -> AlertChange:
         """Re-run the rules affected by a change (``changed_types=None``: all of them);
         ``clock_moved``: the log's clock moved (``day_moved``: to another day, the default being
@@ -569,8 +591,10 @@ class RuleRunner:
         known), with which a partitioned rule runs on the parts they touched; ``opening``: the
         run of an open, which builds no parts; ``day_before``: the log's day before the change,
         from which a rule with ``wakes`` runs on the parts the days since woke; ``since``: the
-        seq after which the change's events came, and ``clock_before`` the log's clock then,
-        with which an alert that clears is told what cleared it (``why_cleared``)."""
+        seq after which the change's events came, ``clock_before`` the log's clock then and
+        ``fact_keys`` the records its facts changed (known where a new field leaves
+        ``changed_keys`` None), with which an alert that clears is told what cleared it
+        (``why_cleared``)."""
         change = AlertChange()
         if day_moved is None:
             day_moved = clock_moved
@@ -599,7 +623,15 @@ class RuleRunner:
             gone = [a for i, a in before.items() if i not in now]
             if gone:
                 seen = user if part is None else self._seen(r, user, part[0])
-                why = _Why(r, seen, changed_types, changed_keys, clock_moved, since, clock_before)
+                why = _Why(
+                    r,
+                    seen,
+                    changed_types,
+                    _known(changed_keys, fact_keys),
+                    clock_moved,
+                    since,
+                    clock_before,
+                )
                 for a in gone:
                     new = _replacing(a, raised)
                     # Asked of an alert not replaced: its own record may have changed beside
