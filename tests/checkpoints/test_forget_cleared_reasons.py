@@ -3,15 +3,12 @@ alert's reason now names the record that settled it, which is not in its evidenc
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from helpers.constraints import RABIES, jab
 from helpers.events import add, clock, update
 
 from uac_kernel import Workbench
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "rules"))
-from test_why_cleared import RABIES, jab  # noqa: E402
 
 
 def test_forgetting_the_record_that_settled_an_alert_erases_its_values_from_the_reason(

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from helpers.constraints import RABIES, jab
 from helpers.events import add, clock, retract, update
 
 from uac_kernel import Finding, Workbench, rule
@@ -16,18 +17,6 @@ from uac_kernel.rules.cleared import MANY_CHANGED, Undone, version_after
 from uac_kernel.state.query import UserView
 
 # A user's own camelCase types and fields, read as the constraints name them.
-RABIES = {
-    "kind": "valid_on",
-    "title": "Rabies jab valid for every day of a pet trip abroad",
-    "severity": "critical",
-    "document": {"type": "PetVaccine", "where": {"vaccineName": "rabies"}},
-    "each": {"type": "PetTrip", "where": {"crossesBorder": True}},
-    "match": {"petKey": "petKey"},
-    "at": {"fields": ["leavesOn"]},
-    "until": {"fields": ["returnsOn"]},
-    "starts": ["givenOn"],
-    "expires": ["validUntil"],
-}
 VET_BUDGET = {
     "kind": "window_limit",
     "title": "Vet bills under 200 a month",
@@ -39,12 +28,6 @@ VET_BUDGET = {
     "limit": 200,
     "warn_at": 0.8,
 }
-
-
-def jab(
-    ts: str, key: str, given: str, valid: str, pet: str = "rex", name: str = "rabies"
-) -> dict[str, Any]:
-    return add(ts, "PetVaccine", key, petKey=pet, vaccineName=name, givenOn=given, validUntil=valid)
 
 
 def uncovered_trip() -> Workbench:

@@ -408,6 +408,7 @@ class _Why:
     ) -> None:
         self.r, self.user, self.since, self.clock_before = r, user, since, clock_before
         self.reads_clock = clock_moved and (r.clock or r.watch is None)
+        self.rebound = changed_types is None  # the vocabulary changed (or all is run again)
         self.refs: list[tuple[str, str]] | None = None
         self.runs: dict[tuple[tuple[tuple[str, str], ...], bool], set[str] | None] = {}
         if since is None or (changed_types is None and changed_keys is None):
@@ -439,6 +440,10 @@ class _Why:
         refs = self.refs
         if refs is None or self.since is None:
             return None
+        if not refs and not self.rebound:
+            # Nothing changed but the clock (no record the rule reads, no binding): no run
+            # needed to tell.
+            return Cause(clock=True) if self.reads_clock else None
         every = self._finds(tuple(refs)) if refs else set()
         if every is None:
             return None
