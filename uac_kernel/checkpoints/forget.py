@@ -8,7 +8,8 @@
   in force) and the utterances it was derived from, and an utterance the constraints derived
   from it; a vocabulary event whose reason holds the text, every event of its binding (type,
   field and concept names are structure and stay, as schema events do);
-- alerts whose evidence names a forgotten record, or that hold the text, and the alerts of a
+- alerts whose evidence names a forgotten record, or whose reason quotes its key (the record
+  that settled it), or that hold the text, and the alerts of a
   forgotten constraint's rule;
 - model calls whose request or answer holds any of the forgotten content;
 - checkpoint code, which is re-rendered from the log without it;
@@ -258,6 +259,17 @@ def plan_forget(
             or (ev.kind == "review" and any(k in str(ev.payload.get("reason")) for _, k in records))
         ):
             chosen[ev.seq] = ev
+    # A clear's reason names the record that settled it (its key in quotes, with the values it
+    # changed), or quotes the alert that replaced it: that alert goes whole, raised and
+    # cleared, so no raise is left standing without its clear.
+    told = {
+        ev.payload.get("id")
+        for ev in events
+        if ev.kind == "alert" and any(f"'{k}'" in str(ev.payload.get("reason")) for _, k in records)
+    }
+    chosen.update(
+        (ev.seq, ev) for ev in events if ev.kind == "alert" and ev.payload.get("id") in told
+    )
     plan = ForgetPlan(user, by, [chosen[s] for s in sorted(chosen)], sorted(records))
     if needle is not None:
         plan.names = _names_holding(store, user, needle)

@@ -117,6 +117,7 @@ def after_events(
         day_before=before.date() if before is not None else None,
         since=state.changes_after,
         clock_before=before,
+        fact_keys=state.changed_facts,
     )
     if whole:
         again = runner.run(view, None, only=whole, opening=kept is not None)

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from datetime import date, datetime
 from typing import Any
 
-from uac_kernel.core.display import show
+from uac_kernel.core.display import printable, shorten, show
 from uac_kernel.core.records import Record, field_values, new_record
 from uac_kernel.state.fold import State, TypeState, order_value
 from uac_kernel.state.query import UserView
@@ -28,6 +28,7 @@ __all__ = [
     "Undone",
     "changed_records",
     "changes",
+    "label",
     "version_after",
     "what_became",
 ]
@@ -35,23 +36,39 @@ __all__ = [
 Ref = tuple[str, str]
 
 # More records than this changed in the types a rule reads: a clear names none of them (each
-# would be undone on its own, one run of the rule each).
-MANY_CHANGED = 8
+# would be undone on its own, one run of the rule each). A batch that clears a rule's alerts
+# runs it again at most MANY_CHANGED + 1 times: every change undone, then each record's alone
+# (not when one changed), or the clock put back as well.
+MANY_CHANGED = 4
 # A type whose changed keys the fold did not keep (a new field changes every record's class) is
 # searched for them only up to this many versions.
 SCANNED = 20_000
+# Characters of a field's value and of a key a reason quotes.
+VALUE_CHARS = 60
+KEY_CHARS = 80
 
 
 def changes(was: Record, now: Record, limit: int = 3) -> str:
     """The fields that differ between two versions of a record: ``active True → False``."""
     a, b = field_values(was), field_values(now)
     diffs = [
-        f"{n} {show(a.get(n), 'unset')} → {show(b.get(n), 'unset')}"
+        f"{n} {_said(a.get(n))} → {_said(b.get(n))}"
         for n in dict.fromkeys([*a, *b])
         if a.get(n) != b.get(n)
     ]
     more = f" and {len(diffs) - limit} more fields" if len(diffs) > limit else ""
     return ", ".join(diffs[:limit]) + more
+
+
+def _said(value: Any, width: int = VALUE_CHARS) -> str:
+    """A field's value in a reason: on one line, escaped, at most ``width`` characters (the
+    reason is logged with the alert and shown wherever it is)."""
+    return shorten(printable(show(value, "unset")), width)
+
+
+def label(type_name: str, key: str) -> str:
+    """``PetVaccine 'rabies-2026'``: a record as a reason names it, its key escaped and cut."""
+    return f"{type_name} '{_said(key, KEY_CHARS)}'"
 
 
 def version_after(state: State, type_name: str, key: str, seq: int) -> Record | None:
@@ -105,18 +122,18 @@ def changed_records(
 def what_became(state: State, type_name: str, key: str, since: int) -> str:
     """``PetVaccine 'rabies-2026', added (event 7)``, ``…, changed (event 9): expiry 2025-03-01
     → 2026-03-01``, ``…, retracted (event 9)``: what the events after ``since`` made of a record."""
-    label = f"{type_name} '{key}'"
+    named = label(type_name, key)
     now = state.get(type_name, key)
     was = version_after(state, type_name, key, since)
     if now is None:
         gone = [v for v in state.versions(type_name, key) if v.retracted and v.sources]
         at = f" (event {gone[-1].sources[-1]})" if gone else ""
-        return f"{label}, {'retracted' if gone else 'removed'}{at}"
+        return f"{named}, {'retracted' if gone else 'removed'}{at}"
     event = f" (event {now.sources[-1]})" if now.sources else ""
     if was is None:
-        return f"{label}, added{event}"
+        return f"{named}, added{event}"
     what = changes(was, now)
-    return f"{label}, changed{event}{': ' + what if what else ''}"
+    return f"{named}, changed{event}{': ' + what if what else ''}"
 
 
 class Undone(UserView):

@@ -23,7 +23,7 @@ from uac_kernel.core.errors import RuleError
 from uac_kernel.core.records import Record
 from uac_kernel.core.schema import MODULE_NAMES
 from uac_kernel.core.tables import SEVERITIES, Severity
-from uac_kernel.rules.cleared import Undone, changed_records, changes, what_became
+from uac_kernel.rules.cleared import Undone, changed_records, changes, label, what_became
 from uac_kernel.rules.parts import EVERY, Partition, Parts, PartView, Wakes
 from uac_kernel.state.query import UserView
 from uac_kernel.vocab.binding import Binding, Rebinding, Vocabulary
@@ -278,11 +278,15 @@ class AlertChange:
 @dataclass(frozen=True)
 class Cause:
     """What undoing a batch's change found about an alert it cleared (``rules.cleared``):
-    ``settled``, the records whose change alone brings it back when undone (``settled by
-    PetVaccine 'rabies-2026', added (event 33)``); ``clock``, that it clears with every record's
-    change undone: the clock moving on cleared it."""
+    ``named``, the records whose change alone brings it back when undone (or, ``together``,
+    only all of them at once), with ``settled`` saying what became of them (``settled by
+    PetVaccine 'rabies-2026', added (event 33)``); ``clock``, that it clears with every
+    record's change undone and comes back with the log's clock put back too: the clock moving
+    on cleared it."""
 
     settled: str = ""
+    named: tuple[tuple[str, str], ...] = ()
+    together: bool = False
     clock: bool = False
 
 
@@ -320,34 +324,40 @@ def why_cleared(
     the = "the record it was about" if len(alert.evidence) == 1 else "a record it was about"
     notes: list[str] = []
     for e in alert.evidence:
-        label = f"{e.type} '{e.key}'"
+        named = label(e.type, e.key)
         now = user.get(e.type, e.key)
         if now is None:
             gone = any(v.retracted for v in user._state.versions(e.type, e.key))
-            notes.append(f"{the} was {'retracted' if gone else 'removed'}: {label}")
+            notes.append(f"{the} was {'retracted' if gone else 'removed'}: {named}")
         elif now.sources != e.sources:
             versions = user._state.versions(e.type, e.key)  # read by key: the history is long
             was = next((v for v in versions if v.sources == e.sources), None)
             what = changes(was, now) if was is not None else ""
-            notes.append(f"{the} changed: {label}{' ' + what if what else ''}")
+            notes.append(f"{the} changed: {named}{' ' + what if what else ''}")
     reads_clock = r is None or r.clock or r.watch is None
     today = user.today
     clock = f"the log's clock moved on to {today}" if clock_moved and reads_clock else ""
-    rebound = _rebound(alert, vocab)
+    rebound = _rebound(alert, vocab, r)
     replaced = _replaced(alert, replaced_by) if replaced_by is not None else ""
+    if replaced and not notes:
+        return replaced
+    if cause is not None and cause.settled:
+        own = {(e.type, e.key) for e in alert.evidence}
+        # Its own records' change told in full (what each field became) when they are all
+        # that settled it; the clock and the vocabulary, which did not, are not named.
+        return "; ".join(notes) if notes and set(cause.named) <= own else cause.settled
+    if cause is not None and cause.clock and clock and today:
+        # Its own records changed too, maybe, but undoing that would not bring it back.
+        return clock if notes else f"{clock}; none of its own records changed"
     if notes:
         more = [x for x in (clock if today else "", rebound, replaced) if x]
         return "; ".join(notes) + "".join(f"; and {x}" for x in more)
     if replaced:
         return replaced
-    if cause is not None and cause.settled:
-        return cause.settled
     if rebound:
         return f"{rebound}; none of its records changed"
     if changed_types is None:
         return "the rule no longer finds it in the current state; none of its records changed"
-    if cause is not None and cause.clock and clock and today:
-        return f"{clock}; none of its own records changed"  # nor had to: the clock cleared it
     watch = None if r is None else r.watches(user)
     watched = changed_types if watch is None else watch & changed_types
     others = ""
@@ -380,32 +390,29 @@ def _replaced(alert: Alert, new: Alert) -> str:
     return f"replaced by a new {new.severity} alert of its rule{was}: {said}"
 
 
-def _rebound(alert: Alert, vocab: Sequence[Rebinding], shown: int = 3) -> str:
+def _rebound(alert: Alert, vocab: Sequence[Rebinding], r: Rule | None, shown: int = 3) -> str:
     """``the vocabulary changed: Script.drugName is no longer read as medication.name
-    (rejected by a person)``: the changes of the alert's own types, else every change."""
+    (rejected by a person)``: the changes of the alert's own types, then of what rule ``r``
+    reads (a concept or role its code names, ``vocab.reads``); none of any other type."""
+    read = reads(r) if r is not None else frozenset()
     types = {e.type for e in alert.evidence}
-    mine = [c for c in vocab if c.key[1] in types] or list(vocab)
+    mine = sorted(
+        (c for c in vocab if c.key[1] in types or c.key[0] in read),
+        key=lambda c: c.key[1] not in types,
+    )
     if not mine:
         return ""
     more = f"; and {len(mine) - shown} more (`uac vocab`)" if len(mine) > shown else ""
     return "the vocabulary changed: " + "; ".join(c.describe() for c in mine[:shown]) + more
 
 
-def _own_changed(alert: Alert, user: UserView) -> bool:
-    """Whether a record ``alert`` rests on was changed or retracted since it was raised."""
-    for e in alert.evidence:
-        now = user._state.get(e.type, e.key)
-        if now is None or now.sources != e.sources:
-            return True
-    return False
-
-
 def _replacing(alert: Alert, raised: Sequence[Alert]) -> Alert | None:
-    """The alert just raised by ``alert``'s rule about the most of the same records, if any."""
+    """The alert just raised by ``alert``'s rule about every record it was about (a month's
+    total over its limit, counting the bills that were near it), if any: one that shares only
+    some of them (another trip needing the same old jab) is about something else."""
     mine = {(e.type, e.key) for e in alert.evidence}
-    shared = [(len(mine & {(e.type, e.key) for e in a.evidence}), a) for a in raised]
-    best = max(shared, key=lambda x: x[0], default=(0, None))
-    return best[1] if best[0] else None
+    covers = [a for a in raised if mine <= {(e.type, e.key) for e in a.evidence}]
+    return min(covers, key=lambda a: len(a.evidence), default=None) if mine else None
 
 
 class _Why:
@@ -424,8 +431,9 @@ class _Why:
     ) -> None:
         self.r, self.user, self.since, self.clock_before = r, user, since, clock_before
         self.reads_clock = clock_moved and (r.clock or r.watch is None)
+        self.rebound = changed_types is None  # the vocabulary changed (or all is run again)
         self.refs: list[tuple[str, str]] | None = None
-        self.runs: dict[tuple[tuple[str, str], ...], set[str] | None] = {}
+        self.runs: dict[tuple[tuple[tuple[str, str], ...], bool], set[str] | None] = {}
         if since is None or (changed_types is None and changed_keys is None):
             return
         # A change of the vocabulary runs every rule (``changed_types`` None) and is kept
@@ -436,36 +444,65 @@ class _Why:
         keys = changed_keys if changed_keys is not None else dict.fromkeys(types)
         self.refs = changed_records(user._state, types, keys, since)
 
-    def _finds(self, refs: tuple[tuple[str, str], ...]) -> set[str] | None:
-        """The ids of the alerts the rule finds with the change of ``refs`` undone (None: it
-        failed)."""
-        if refs not in self.runs:
+    def _finds(self, refs: tuple[tuple[str, str], ...], clock: bool = False) -> set[str] | None:
+        """The ids of the alerts the rule finds with the change of ``refs`` undone, and the
+        log's clock put back with ``clock`` (None: it failed)."""
+        if (refs, clock) not in self.runs:
             assert self.since is not None
-            view = Undone(self.user, self.since, refs)
+            view = Undone(self.user, self.since, refs, clock, self.clock_before)
             try:
-                self.runs[refs] = set(self.r.alerts(view))
+                self.runs[refs, clock] = set(self.r.alerts(view))
             except Exception:  # a rule that fails on the undone state tells nothing
-                self.runs[refs] = None
-        return self.runs[refs]
+                self.runs[refs, clock] = None
+        return self.runs[refs, clock]
 
     def cause(self, alert: Alert) -> Cause | None:
+        """What cleared ``alert``: the records whose change brings it back when undone, else
+        the clock when putting it back too does; None when that cannot be told (too many
+        records changed, or the rule failed on an undone state) or neither brings it back."""
         refs = self.refs
         if refs is None or self.since is None:
             return None
-        if not refs:
-            return Cause(clock=self.reads_clock)
-        every = self._finds(tuple(refs))
+        if not refs and not self.rebound:
+            # Nothing changed but the clock (no record the rule reads, no binding): no run
+            # needed to tell.
+            return Cause(clock=True) if self.reads_clock else None
+        every = self._finds(tuple(refs)) if refs else set()
         if every is None:
             return None
         if alert.id not in every:
-            return Cause(clock=self.reads_clock)
-        named = [ref for ref in refs if alert.id in (self._finds((ref,)) or ())]
-        if not named:
+            # Not the records: the clock, if putting it back too brings the alert back.
+            if self.reads_clock and alert.id in (self._finds(tuple(refs), clock=True) or ()):
+                return Cause(clock=True)
             return None
+        # One record changed: undoing it alone was the run above.
+        named = (
+            [ref for ref in refs if alert.id in (self._finds((ref,)) or ())]
+            if len(refs) > 1
+            else list(refs)
+        )
+        together = not named
+        named = named or list(refs)
         state, shown = self.user._state, 3
         said = [what_became(state, t, key, self.since) for t, key in named[:shown]]
         more = f"; and {len(named) - shown} more" if len(named) > shown else ""
-        return Cause(settled="settled by " + "; ".join(said) + more)
+        head = "settled by these changes together: " if together else "settled by "
+        return Cause(head + "; ".join(said) + more, tuple(named), together)
+
+
+def _known(
+    changed_keys: Mapping[str, Collection[str] | None] | None,
+    fact_keys: Mapping[str, Collection[str] | None] | None,
+) -> Mapping[str, Collection[str] | None] | None:
+    """The records a change changed, by type: ``changed_keys``, with the keys its facts
+    changed where a new field left a type's unknown."""
+    if not fact_keys:
+        return changed_keys
+    known = dict(changed_keys or {})
+    for t, keys in fact_keys.items():
+        if known.get(t) is None and keys is not None:
+            known[t] = keys
+    return known
 
 
 @dataclass
@@ -573,6 +610,7 @@ class RuleRunner:
         day_before: date | None = None,
         since: int | None = None,
         clock_before: datetime | None = None,
+        fact_keys: Mapping[str, Collection[str] | None] | None = None,
     ) -> AlertChange:
         """Re-run the rules affected by a change (``changed_types=None``: all of them);
         ``clock_moved``: the log's clock moved (``day_moved``: to another day, the default being
@@ -581,8 +619,10 @@ class RuleRunner:
         known), with which a partitioned rule runs on the parts they touched; ``opening``: the
         run of an open, which builds no parts; ``day_before``: the log's day before the change,
         from which a rule with ``wakes`` runs on the parts the days since woke; ``since``: the
-        seq after which the change's events came, and ``clock_before`` the log's clock then,
-        with which an alert that clears is told what cleared it (``why_cleared``)."""
+        seq after which the change's events came, ``clock_before`` the log's clock then and
+        ``fact_keys`` the records its facts changed (known where a new field leaves
+        ``changed_keys`` None), with which an alert that clears is told what cleared it
+        (``why_cleared``)."""
         change = AlertChange()
         if day_moved is None:
             day_moved = clock_moved
@@ -611,11 +651,20 @@ class RuleRunner:
             gone = [a for i, a in before.items() if i not in now]
             if gone:
                 seen = user if part is None else self._seen(r, user, part[0])
-                why = _Why(r, seen, changed_types, changed_keys, clock_moved, since, clock_before)
+                why = _Why(
+                    r,
+                    seen,
+                    changed_types,
+                    _known(changed_keys, fact_keys),
+                    clock_moved,
+                    since,
+                    clock_before,
+                )
                 for a in gone:
                     new = _replacing(a, raised)
-                    # Asked only of an alert neither replaced nor told by its own records.
-                    ask = new is None and not _own_changed(a, user)
+                    # Asked of an alert not replaced: its own record may have changed beside
+                    # the change that cleared it (a finish time added on the day it passed).
+                    ask = new is None
                     reason = why_cleared(
                         a,
                         user,

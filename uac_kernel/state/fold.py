@@ -231,6 +231,11 @@ class State:
         # alert is told from them by undoing them, ``rules.cleared``).
         self.keys_taken_at = 0
         self.changes_after = 0
+        # The keys facts changed, by type, since ``take_changed_keys`` (a new field leaves them
+        # known: it changes every record's class, not what any record says), and those of the
+        # change it last returned; None past ``KEYS_KEPT``.
+        self.fact_keys: dict[str, set[str] | None] = {}
+        self.changed_facts: dict[str, set[str] | None] = {}
         # The seq of the last event that changed each type (the SQL view refreshes by it).
         self.type_seq: dict[str, int] = {}
         # Types given new fields since the last settle (see ``TypeState.settle``).
@@ -399,6 +404,7 @@ class State:
         """The keys of the records changed since the last call, by type (None: every record
         of the type may have changed)."""
         changed, self.changed_keys = self.changed_keys, {}
+        self.changed_facts, self.fact_keys = self.fact_keys, {}
         self.changes_after, self.keys_taken_at = self.keys_taken_at, self.seq
         return changed
 
@@ -529,11 +535,12 @@ class State:
             ts.history.append(new_record(ts.cls, ended))
         self.dirty.add((name, "current", ts.position[key] // BLOCK))
         self.changed_types.add(name)
-        keys = self.changed_keys.setdefault(name, set())
-        if keys is not None:
-            keys.add(key)
-            if len(keys) > KEYS_KEPT:
-                self.changed_keys[name] = None
+        for kept in (self.changed_keys, self.fact_keys):
+            keys = kept.setdefault(name, set())
+            if keys is not None:
+                keys.add(key)
+                if len(keys) > KEYS_KEPT:
+                    kept[name] = None
         self.type_seq[name] = ev.seq
 
 
