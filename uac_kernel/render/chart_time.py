@@ -55,7 +55,14 @@ _TICK_PX = {"minute": 110, "hour": 110, "day": 72, "week": 72, "month": 60, "yea
 def _as_datetime(when: datetime | str) -> datetime:
     """A naive UTC time: an ISO text (``Z`` or not), an aware time converted."""
     if isinstance(when, str):
-        when = datetime.fromisoformat(when.removesuffix("Z"))
+        try:
+            when = datetime.fromisoformat(when.removesuffix("Z"))
+        except ValueError:
+            # The end of a period after 9999-12-31, as DuckDB writes it ('10000-01-03'): the
+            # last time a datetime holds. Any other text is no time at all.
+            if not when[:5].isdigit():
+                raise
+            return datetime.max
     if when.tzinfo is not None:
         when = when.astimezone(UTC).replace(tzinfo=None)
     return when
@@ -85,6 +92,15 @@ def _first(unit: str, step: int, t: datetime) -> datetime:
 
 
 def _next(unit: str, step: int, t: datetime) -> datetime:
+    """The tick after ``t``; ``datetime.max`` past the last a datetime can hold (9999-12-31 is
+    a common "valid forever" date)."""
+    try:
+        return _step(unit, step, t)
+    except (OverflowError, ValueError):
+        return datetime.max
+
+
+def _step(unit: str, step: int, t: datetime) -> datetime:
     if unit == "month":
         months = t.year * 12 + t.month - 1 + step
         return datetime(months // 12, months % 12 + 1, 1)
@@ -105,8 +121,11 @@ def time_ticks(
     for unit, step in ladder:
         room = max(width // _TICK_PX[unit], 2)
         ticks: list[datetime] = []
-        t = _first(unit, step, first)
-        while t <= last and len(ticks) <= room:
+        try:
+            t = _first(unit, step, first)
+        except (OverflowError, ValueError):  # no whole period starts before datetime.max
+            continue
+        while t <= last and len(ticks) <= room and (not ticks or t > ticks[-1]):
             ticks.append(t)
             t = _next(unit, step, t)
         if 2 <= len(ticks) <= room:

@@ -308,11 +308,14 @@ def _ends(rows: list[dict[str, Any]], part: str) -> list[dict[str, Any]]:
     if not rows:
         return rows
     last = max(date.fromisoformat(r["period"]) for r in rows)
-    if part in ("month", "quarter", "year"):
-        months = {"month": 1, "quarter": 3, "year": 12}[part] + last.year * 12 + last.month - 1
-        close = date(months // 12, months % 12 + 1, 1)
-    else:
-        close = last + timedelta(days={"week": 7}.get(part, 1))
+    try:
+        if part in ("month", "quarter", "year"):
+            months = {"month": 1, "quarter": 3, "year": 12}[part] + last.year * 12 + last.month
+            close = date((months - 1) // 12, (months - 1) % 12 + 1, 1)
+        else:
+            close = last + timedelta(days={"week": 7}.get(part, 1))
+    except (OverflowError, ValueError):  # the last period closes after 9999-12-31
+        close = date.max
     out: list[dict[str, Any]] = []
     for i, r in enumerate(rows):
         out.append({**r, "end": False})
