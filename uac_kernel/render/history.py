@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["REASON_CHARS", "history_header", "history_json", "history_listing", "made_by"]
 
 REASON_CHARS = 120
+# Characters of a text field's value in the listing (whole in ``history_json``).
+VALUE_CHARS = 200
 """A reason's width in the table (cut at a word, marked …); ``--json`` gives it whole."""
 
 _HOW = {"add": "asserted", "update": "updated", "retract": "retracted"}
@@ -113,6 +115,7 @@ def history_listing(
         else:  # an update: what it changed (a field it cleared shows as None)
             shown = {k: v for k, v in {**before, **now}.items() if v != before.get(k)}
         before = now
+        shown = {k: _cut(v) for k, v in shown.items()}
         r = s.record
         rows.append((s.how, s.seq, s.at, reason, s.version, r.valid_from, r.valid_to, shown))
     return Listing(
@@ -155,3 +158,10 @@ def history_json(
             for s in _steps(versions, events)
         ],
     }
+
+
+def _cut(value: Any) -> Any:
+    """A text value cut at ``VALUE_CHARS``; any other as it is."""
+    if isinstance(value, str) and len(value) > VALUE_CHARS:
+        return f"{value[: VALUE_CHARS - 1]}… ({len(value) - VALUE_CHARS + 1:,} more characters)"
+    return value

@@ -60,7 +60,7 @@ def log_listing(
         note = f"the first {limit} events after seq {after}; the next with `{line}`"
     return Listing(
         ["seq", "ts", "kind", "source", "summary"],
-        [(e.seq, e.ts, e.kind, e.source, summary(e.kind, e.payload)) for e in shown],
+        [(e.seq, e.ts, e.kind, e.source, _line(summary(e.kind, e.payload))) for e in shown],
         caption=plural(len(shown), "event"),
         note=note,
     )
@@ -95,3 +95,15 @@ def calls_listings(
             caption="per purpose",
         ),
     )
+
+
+# Characters of an event's line in a listing: a value or reason may hold a megabyte, which
+# `--json` gives whole.
+SUMMARY_CHARS = 500
+
+
+def _line(text: str) -> str:
+    """``text`` cut at ``SUMMARY_CHARS``, saying how much more there is."""
+    if len(text) <= SUMMARY_CHARS:
+        return text
+    return f"{text[: SUMMARY_CHARS - 1]}… ({len(text) - SUMMARY_CHARS + 1:,} more characters)"
