@@ -55,12 +55,13 @@ _TICK_PX = {"minute": 110, "hour": 110, "day": 72, "week": 72, "month": 60, "yea
 def _as_datetime(when: datetime | str) -> datetime:
     """A naive UTC time: an ISO text (``Z`` or not), an aware time converted."""
     if isinstance(when, str):
+        text = when
         try:
-            when = datetime.fromisoformat(when.removesuffix("Z"))
+            when = datetime.fromisoformat(text.removesuffix("Z"))
         except ValueError:
             # The end of a period after 9999-12-31, as DuckDB writes it ('10000-01-03'): the
             # last time a datetime holds. Any other text is no time at all.
-            if not when[:5].isdigit():
+            if not text[:5].isdigit():
                 raise
             return datetime.max
     if when.tzinfo is not None:
