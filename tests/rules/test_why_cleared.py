@@ -446,3 +446,39 @@ def test_a_race_day_passing_clears_by_the_clock_not_by_a_finish_time_added_that_
     assert cleared.reason.startswith("the log's clock moved on to 2026-03-25"), cleared.reason
     assert "finishTime" not in cleared.reason
     assert "vocabulary" not in cleared.reason
+
+
+def test_a_near_limit_window_is_replaced_by_the_over_limit_window_a_day_on() -> None:
+    """The 7-day total near its limit (2 – 8 February) clears when a run on the 9th takes the
+    window one day on over it: the two share four of their five runs, so the new alert
+    replaced the old, though the clock (the window moving on) is what undoing finds."""
+    weekly = {
+        "kind": "window_limit",
+        "title": "At most 60 km in any 7 days",
+        "subject": {"type": "TrainingRun"},
+        "measure": "sum",
+        "amount": "distanceKm",
+        "date": ["runDate"],
+        "window_days": 7,
+        "limit": 60,
+        "warn_at": 0.8,
+    }
+    wb = Workbench(rules=[])
+    runs = zip((2, 3, 5, 7, 8), (9.0, 10.0, 12.0, 8.0, 11.0), strict=True)
+    wb.ingest(
+        [
+            add(f"2026-02-{d:02d}", "TrainingRun", f"run-{d}", runDate=f"2026-02-{d:02d}",
+                distanceKm=km)
+            for d, km in runs
+        ]
+    )  # fmt: skip
+    wb.constrain(weekly, key="weekly-km")
+    (near,) = wb.alerts()
+    assert near.severity == "info"
+    report = wb.ingest(
+        [add("2026-02-09", "TrainingRun", "run-9", runDate="2026-02-09", distanceKm=22.0)]
+    )
+    (cleared,) = report.cleared
+    assert cleared.reason.startswith(
+        "replaced by a new warning alert of its rule (this one was info): a total distanceKm of"
+    ), cleared.reason

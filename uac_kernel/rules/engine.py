@@ -407,12 +407,14 @@ def _rebound(alert: Alert, vocab: Sequence[Rebinding], r: Rule | None, shown: in
 
 
 def _replacing(alert: Alert, raised: Sequence[Alert]) -> Alert | None:
-    """The alert just raised by ``alert``'s rule about every record it was about (a month's
-    total over its limit, counting the bills that were near it), if any: one that shares only
-    some of them (another trip needing the same old jab) is about something else."""
+    """The alert just raised by ``alert``'s rule about most of the records it was about (a
+    7-day total over its limit, on the window one day on from the one near it), sharing the
+    most; one that shares half or less (another trip needing the same old jab, another charge
+    on the same account) is about something else."""
     mine = {(e.type, e.key) for e in alert.evidence}
-    covers = [a for a in raised if mine <= {(e.type, e.key) for e in a.evidence}]
-    return min(covers, key=lambda a: len(a.evidence), default=None) if mine else None
+    shared = [(len(mine & {(e.type, e.key) for e in a.evidence}), a) for a in raised]
+    best = max(shared, key=lambda x: x[0], default=(0, None))
+    return best[1] if best[0] * 2 > len(mine) else None
 
 
 class _Why:
