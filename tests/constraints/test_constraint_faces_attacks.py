@@ -1707,41 +1707,21 @@ def test_printable_escapes_bidi_and_carriage_returns_in_constraint_faces(
         assert "\u202e" not in out and "\r" not in out and "\u200b" not in out, args
 
 
-FIFO_WRITE = 2 << 20
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
-def test_a_never_ending_file_is_refused_after_its_bound(tmp_path: Path) -> None:
-    import threading
-
+def test_a_pipe_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # A FIFO has no end (and no writer here: opening it would wait for one): refused by what
+    # it is, before it is opened; a hang would reach the timeout.
     fifo = tmp_path / "endless.yaml"
     os.mkfifo(fifo)
-    stop = threading.Event()
-
-    def feed() -> None:
-        with open(fifo, "wb") as f:
-            try:
-                f.write(b"# " + b"a" * FIFO_WRITE + b"\n")
-                f.flush()
-            except BrokenPipeError:
-                return
-            stop.wait(600)  # the pipe stays open: no end of file until the test is done
-
-    t = threading.Thread(target=feed, daemon=True)
-    t.start()
     try:
-        # only a hang reaches 120 s: the refusal takes a process start, some 2 s
         done = subprocess.run(
             [*UAC, "constrain", "--db", str(tmp_path / "s.duckdb"), str(fifo)],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        pytest.fail("uac constrain hung reading a file with no end")
-    finally:
-        stop.set()
-        t.join(5)
+        pytest.fail("uac constrain hung on a pipe")
     lines = done.stderr.splitlines()
-    assert done.returncode == 1 and len(lines) == 1 and "at most" in lines[0]
+    assert done.returncode == 1 and len(lines) == 1 and "not a regular file" in lines[0]
 
 
 @pytest.mark.parametrize(

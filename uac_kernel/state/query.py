@@ -48,8 +48,9 @@ class UserView:
 
     def __init__(self, state: State, *, strict: bool = False):
         self._state = state
-        # ``strict`` (queries): a type name the user never had is an error with a suggestion,
-        # not an empty answer; rules, which may name a type before it comes, are not strict.
+        # ``strict`` (queries): a type name the user never had but close to one they have is
+        # an error with that name, not an empty answer; rules, which may name a type before
+        # it comes, are not strict.
         self._strict = strict
         # Whether ``now`` and ``today`` were read (the rule engine runs a rule that read only
         # ``today`` again when the day changes, not with every event).
@@ -179,11 +180,13 @@ class UserView:
                 f"{T!r} is not a record type; pass a class like Trip or a name like 'Trip'"
             )
         if self._strict and name not in self._state.types:
+            # A name close to a type the user has is a typo: an error with that name. One like
+            # none of them is a type with no records yet (a what-if may add the first): none.
             types = sorted(self._state.types)
-            raise QueryError(
-                f"no record type {printable(name)!r}.{did_you_mean(name, types)} "
-                f"Types: {', '.join(types) or 'none yet'}"
-            )
+            if hint := did_you_mean(name, types):
+                raise QueryError(
+                    f"no record type {printable(name)!r}.{hint} Types: {', '.join(types)}"
+                )
         return name
 
     def __repr__(self) -> str:
